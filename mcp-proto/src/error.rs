@@ -1,0 +1,282 @@
+//! Errors, split by who is at fault.
+//!
+//! * **The budget ran out** ([`Error::BudgetExhausted`]): neither side's fault. The leg was
+//!   refused before it was built, so the server was not asked.
+//! * **The server or the path to it failed**: leg timed out, unreachable, HTTP status,
+//!   unsupported content type, malformed answer, JSON-RPC error, answer too large, session
+//!   expired beyond recovery, unsupported protocol version, a tool listing that does not end.
+//! * **The caller**: cancelled, an unusable URL or header, an operation polled after it finished.
+//!
+//! Every message names the server by its label (default: host and port of its URL). Text that
+//! came from the server is quoted through [`clip`]: control characters folded to a space, at
+//! most 200 characters, so a hostile server cannot flood a log line or forge one.
+
+use std::time::Duration;
+
+use crate::deadline::{Budget, format_seconds};
+
+/// The most characters of server-sent text quoted in an error message.
+pub const QUOTE_LIMIT: usize = 200;
+
+/// Everything that can end an operation without its result.
+///
+/// A tool that answers `isError: true` is **not** an error: it is a
+/// [`CallToolResult`](crate::CallToolResult) with `is_error` set.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operation's budget was spent before a leg could be sent; that leg was never sent.
+    #[error(
+        "The {budget} operation budget for MCP server \"{server}\" ran out before the {method} request was sent, so the server was not asked. This is the budget the caller set, not a server that did not answer."
+    )]
+    BudgetExhausted {
+        /// The server's label.
+        server: String,
+        /// The operation's budget (after raising to the floor).
+        budget: Budget,
+        /// The JSON-RPC method of the refused leg.
+        method: &'static str,
+        /// The refused leg's number within the operation (1-based).
+        leg: u32,
+    },
+    /// A leg did not finish within its grant.
+    #[error(
+        "MCP server \"{server}\" did not finish answering {method} within the {} s granted to that leg",
+        format_seconds(*grant)
+    )]
+    LegTimedOut {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+        /// The leg's grant.
+        grant: Duration,
+    },
+    /// The connection could not be made or broke.
+    #[error("MCP server \"{server}\" could not be reached: {reason}")]
+    Unreachable {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+        /// The transport's reason, clipped.
+        reason: String,
+    },
+    /// The server answered with a status outside 2xx. Redirects are not followed.
+    #[error("MCP server \"{server}\" answered {method} with HTTP status {status}")]
+    HttpStatus {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+        /// The status code.
+        status: u16,
+    },
+    /// The answer was neither JSON nor an event stream.
+    #[error(
+        "MCP server \"{server}\" answered {method} with content type \"{content_type}\"; only JSON or an event stream is read"
+    )]
+    UnsupportedContentType {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+        /// The media type, clipped.
+        content_type: String,
+    },
+    /// The answer could not be read as the JSON-RPC response it should be.
+    #[error(
+        "MCP server \"{server}\" answered {method} with something that is not a JSON-RPC result: {detail}"
+    )]
+    Malformed {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+        /// What was wrong, with any quoted server text clipped.
+        detail: String,
+    },
+    /// The server refused the request with a JSON-RPC error object.
+    #[error("MCP server \"{server}\" refused {method} with JSON-RPC error {code}: {message}")]
+    JsonRpc {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+        /// The error code (0 when the server sent none or a non-integer).
+        code: i64,
+        /// The error message, clipped.
+        message: String,
+        /// The error's `data`, verbatim.
+        data: Option<serde_json::Value>,
+    },
+    /// The answer (or one event of it) was larger than the configured cap; reading stopped there.
+    #[error(
+        "MCP server \"{server}\" sent an answer to {method} larger than the {limit}-byte cap; reading stopped at the cap"
+    )]
+    AnswerTooLarge {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+        /// The cap in bytes.
+        limit: usize,
+    },
+    /// The session was re-established after a 404 and the new one was refused too.
+    #[error(
+        "MCP server \"{server}\" answered {method} with 404 on a session that was re-established for this operation; the session cannot be recovered"
+    )]
+    SessionExpired {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg.
+        method: &'static str,
+    },
+    /// The server chose a protocol version this client does not speak.
+    #[error(
+        "MCP server \"{server}\" chose protocol version \"{version}\", which this client does not support (it supports 2025-11-25, 2025-06-18 and 2025-03-26)"
+    )]
+    UnsupportedProtocolVersion {
+        /// The server's label.
+        server: String,
+        /// The version the server chose, clipped.
+        version: String,
+    },
+    /// The tool listing still had a next page after the page ceiling.
+    #[error("the tool listing of MCP server \"{server}\" did not end within {pages} pages")]
+    TooManyPages {
+        /// The server's label.
+        server: String,
+        /// The page ceiling.
+        pages: u32,
+    },
+    /// The server handed back a cursor it had already given in this walk.
+    #[error(
+        "MCP server \"{server}\" repeated the tool-listing cursor \"{cursor}\"; the walk stopped rather than loop"
+    )]
+    RepeatedCursor {
+        /// The server's label.
+        server: String,
+        /// The repeated cursor, clipped.
+        cursor: String,
+    },
+    /// The caller cancelled the operation.
+    #[error("the {method} request to MCP server \"{server}\" was cancelled by the caller")]
+    Cancelled {
+        /// The server's label.
+        server: String,
+        /// The JSON-RPC method of the leg in flight or next to be sent.
+        method: &'static str,
+    },
+    /// The server URL given by the caller cannot be used.
+    #[error("the MCP server URL \"{url}\" cannot be used: {reason}")]
+    InvalidUrl {
+        /// The URL, clipped.
+        url: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// An extra header given by the caller cannot be sent.
+    #[error("the request header \"{name}\" cannot be used: {reason}")]
+    InvalidHeader {
+        /// The header name, clipped.
+        name: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The operation was polled after it had already returned its result.
+    #[error("the operation already returned its result")]
+    AlreadyFinished,
+}
+
+impl Error {
+    /// The label of the server the error is about, when it is about one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Self::BudgetExhausted { server, .. }
+            | Self::LegTimedOut { server, .. }
+            | Self::Unreachable { server, .. }
+            | Self::HttpStatus { server, .. }
+            | Self::UnsupportedContentType { server, .. }
+            | Self::Malformed { server, .. }
+            | Self::JsonRpc { server, .. }
+            | Self::AnswerTooLarge { server, .. }
+            | Self::SessionExpired { server, .. }
+            | Self::UnsupportedProtocolVersion { server, .. }
+            | Self::TooManyPages { server, .. }
+            | Self::RepeatedCursor { server, .. }
+            | Self::Cancelled { server, .. } => Some(server),
+            Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => None,
+        }
+    }
+}
+
+/// Makes server-sent text safe to quote: every run of control characters (and other
+/// whitespace) becomes one space, the ends are trimmed, and the text is cut at `limit`
+/// characters plus an ellipsis.
+///
+/// ```
+/// use mcp_proto::clip;
+/// assert_eq!(clip("line one\r\n\tline two", 200), "line one line two");
+/// assert_eq!(clip("abcdef", 3), "abc…");
+/// ```
+pub fn clip(text: &str, limit: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(limit * 4 + 4));
+    let mut chars = 0;
+    let mut pending_space = false;
+    for c in text.chars() {
+        if c.is_control() || c.is_whitespace() {
+            pending_space = true;
+            continue;
+        }
+        if pending_space && !out.is_empty() {
+            if chars == limit {
+                out.push('…');
+                return out;
+            }
+            out.push(' ');
+            chars += 1;
+        }
+        pending_space = false;
+        if chars == limit {
+            out.push('…');
+            return out;
+        }
+        out.push(c);
+        chars += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_folds_controls_and_cuts_at_the_limit() {
+        assert_eq!(clip("  a\u{0}\u{1b}[31m b  ", 200), "a [31m b");
+        let long = "x".repeat(500);
+        let clipped = clip(&long, QUOTE_LIMIT);
+        assert_eq!(clipped.chars().count(), QUOTE_LIMIT + 1);
+        assert!(clipped.ends_with('…'));
+        assert_eq!(clip("exactly", 7), "exactly");
+        assert_eq!(clip("", 7), "");
+    }
+
+    #[test]
+    fn the_budget_message_says_the_server_was_not_asked() {
+        let err = Error::BudgetExhausted {
+            server: "example.org:443".into(),
+            budget: Budget::DEFAULT,
+            method: "tools/call",
+            leg: 3,
+        };
+        let text = err.to_string();
+        assert!(
+            text.starts_with("The 20-second operation budget for MCP server \"example.org:443\"")
+        );
+        assert!(text.contains("so the server was not asked"));
+        assert!(text.contains("not a server that did not answer"));
+        assert!(!text.to_lowercase().contains("cancel"));
+    }
+}

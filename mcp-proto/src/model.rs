@@ -1,0 +1,289 @@
+//! Typed results: what an operation hands back to the caller.
+//!
+//! Results keep everything the server sent that the caller may need verbatim (tool schemas,
+//! `structuredContent`, unknown content blocks) as raw [`serde_json::Value`]s: this crate
+//! validates the envelope, not the tools.
+
+use serde_json::{Map, Value};
+
+use crate::error::clip;
+
+/// Server-reported labels (name, version) are cut at this many characters.
+pub const LABEL_LIMIT: usize = 100;
+
+/// A protocol version this client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum ProtocolVersion {
+    /// 2025-03-26 (accepted when a server counter-offers it).
+    V2025_03_26,
+    /// 2025-06-18.
+    V2025_06_18,
+    /// 2025-11-25 (offered by default).
+    V2025_11_25,
+}
+
+impl ProtocolVersion {
+    /// The version offered in `initialize`.
+    pub const LATEST: Self = Self::V2025_11_25;
+
+    /// The wire form, e.g. `"2025-06-18"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::V2025_03_26 => "2025-03-26",
+            Self::V2025_06_18 => "2025-06-18",
+            Self::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// Parses the wire form; `None` for a version this client does not speak.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "2025-03-26" => Some(Self::V2025_03_26),
+            "2025-06-18" => Some(Self::V2025_06_18),
+            "2025-11-25" => Some(Self::V2025_11_25),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who the server says it is (from `initialize`), labels cut at [`LABEL_LIMIT`] characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// `serverInfo.name` (`"unknown"` when missing).
+    pub name: String,
+    /// `serverInfo.version` (`"unknown"` when missing).
+    pub version: String,
+    /// `serverInfo.title`, when given.
+    pub title: Option<String>,
+}
+
+/// What the handshake established: the answer to `initialize`, plus the session id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    /// The negotiated protocol version, sent as `MCP-Protocol-Version` on every later request.
+    pub protocol_version: ProtocolVersion,
+    /// The server's name and version.
+    pub server: ServerInfo,
+    /// The server's `capabilities`, verbatim.
+    pub capabilities: Value,
+    /// The server's `instructions`, verbatim, when given.
+    pub instructions: Option<String>,
+    /// The `Mcp-Session-Id` the server issued, if it issued one.
+    pub session_id: Option<String>,
+}
+
+/// One tool from `tools/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// The name to call it by.
+    pub name: String,
+    /// The human-readable title, when given.
+    pub title: Option<String>,
+    /// The description, when given.
+    pub description: Option<String>,
+    /// `inputSchema`, verbatim (`Null` when missing).
+    pub input_schema: Value,
+    /// `outputSchema`, verbatim, when given.
+    pub output_schema: Option<Value>,
+    /// The whole entry as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl Tool {
+    /// Reads one entry of a `tools` array; `None` for an entry that is not an object with a
+    /// string `name` (such entries are dropped, as the reference client drops non-objects).
+    pub(crate) fn from_entry(entry: &Value) -> Option<Self> {
+        let raw = entry.as_object()?;
+        let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(Self {
+            name: text("name")?,
+            title: text("title"),
+            description: text("description"),
+            input_schema: raw.get("inputSchema").cloned().unwrap_or(Value::Null),
+            output_schema: raw.get("outputSchema").cloned(),
+            raw: raw.clone(),
+        })
+    }
+}
+
+/// One content block of a tool result.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Content {
+    /// `{"type":"text","text":...}`.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// `{"type":"image","data":...,"mimeType":...}` (base64 data, verbatim).
+    Image {
+        /// Base64 data.
+        data: String,
+        /// The MIME type.
+        mime_type: String,
+    },
+    /// `{"type":"audio","data":...,"mimeType":...}` (base64 data, verbatim).
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// The MIME type.
+        mime_type: String,
+    },
+    /// Any other block (`resource_link`, `resource`, future types), verbatim.
+    Other(Value),
+}
+
+impl Content {
+    fn from_block(block: &Value) -> Self {
+        let text = |key: &str| block.get(key).and_then(Value::as_str).map(str::to_owned);
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => match text("text") {
+                Some(text) => Self::Text { text },
+                None => Self::Other(block.clone()),
+            },
+            Some(kind @ ("image" | "audio")) => match (text("data"), text("mimeType")) {
+                (Some(data), Some(mime_type)) if kind == "image" => Self::Image { data, mime_type },
+                (Some(data), Some(mime_type)) => Self::Audio { data, mime_type },
+                _ => Self::Other(block.clone()),
+            },
+            _ => Self::Other(block.clone()),
+        }
+    }
+}
+
+/// The result of `tools/call`.
+///
+/// `is_error: true` means the *tool* failed (bad arguments, a failing backend) and the server
+/// reported it as data; the call itself succeeded. Protocol failures are [`Error`](crate::Error)s.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallToolResult {
+    /// The content blocks.
+    pub content: Vec<Content>,
+    /// `structuredContent`, verbatim, when given.
+    pub structured_content: Option<Value>,
+    /// True only when the server sent `isError: true` (strictly a boolean).
+    pub is_error: bool,
+    /// The whole `result` object as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl CallToolResult {
+    /// Reads a `result` object; `Err(detail)` when `content` is present but not an array.
+    pub(crate) fn from_result(result: &Map<String, Value>) -> Result<Self, String> {
+        let content = match result.get("content") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(blocks)) => blocks.iter().map(Content::from_block).collect(),
+            Some(_) => return Err("the result's \"content\" is not an array".to_owned()),
+        };
+        Ok(Self {
+            content,
+            structured_content: result.get("structuredContent").cloned(),
+            is_error: result.get("isError") == Some(&Value::Bool(true)),
+            raw: result.clone(),
+        })
+    }
+
+    /// The text blocks joined with newlines: what a terminal user wants to see.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let Content::Text { text } = block {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// A notification the server sent while answering (progress, logging, list changes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method, e.g. `notifications/progress`.
+    pub method: String,
+    /// The params, verbatim (`Null` when absent).
+    pub params: Value,
+}
+
+/// A `notifications/progress` reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far.
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// The message, clipped, when given.
+    pub message: Option<String>,
+}
+
+impl Notification {
+    /// The progress this notification reports, when it is `notifications/progress`.
+    pub fn progress(&self) -> Option<Progress> {
+        if self.method != "notifications/progress" {
+            return None;
+        }
+        Some(Progress {
+            progress: self.params.get("progress")?.as_f64()?,
+            total: self.params.get("total").and_then(Value::as_f64),
+            message: self
+                .params
+                .get("message")
+                .and_then(Value::as_str)
+                .map(|m| clip(m, crate::error::QUOTE_LIMIT)),
+        })
+    }
+}
+
+pub(crate) fn server_info(value: Option<&Value>) -> ServerInfo {
+    let label = |key: &str| {
+        value
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+            .map(|s| clip(s, LABEL_LIMIT))
+    };
+    ServerInfo {
+        name: label("name").unwrap_or_else(|| "unknown".to_owned()),
+        version: label("version").unwrap_or_else(|| "unknown".to_owned()),
+        title: label("title"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn is_error_must_be_a_real_boolean() {
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+        let r = CallToolResult::from_result(&obj(json!({"content":[],"isError":"true"}))).unwrap();
+        assert!(!r.is_error);
+        let r = CallToolResult::from_result(&obj(json!({"content":[],"isError":true}))).unwrap();
+        assert!(r.is_error);
+    }
+
+    #[test]
+    fn unknown_blocks_are_kept_verbatim() {
+        let block = json!({"type":"resource_link","uri":"file:///x","name":"x"});
+        assert_eq!(Content::from_block(&block), Content::Other(block));
+    }
+
+    #[test]
+    fn entries_without_a_name_are_dropped() {
+        assert!(Tool::from_entry(&json!("echo")).is_none());
+        assert!(Tool::from_entry(&json!({"description":"x"})).is_none());
+        assert_eq!(
+            Tool::from_entry(&json!({"name":"echo"})).unwrap().name,
+            "echo"
+        );
+    }
+}

@@ -1,0 +1,1000 @@
+//! The operation state machine: every transition of an MCP operation lives here.
+//!
+//! An [`Operation`] is one public action (probe, list tools, call a tool) under one
+//! [`OperationDeadline`]. It decides which leg comes next, grants it what is left of the
+//! budget, reads each answer by the transport's rules and ends with a typed result. It does
+//! not know which driver runs it, and it never reads a clock, opens a socket or sleeps.
+//!
+//! # Driving it
+//!
+//! Mutate once, then drain outputs until you must wait:
+//!
+//! * [`poll_output`](Operation::poll_output) returns, in this order of priority: a queued
+//!   [`Event`]; the final result ([`Output::Done`]); [`Output::Wait`] while a leg is in flight;
+//!   or the next leg to send ([`Output::Transmit`]), whose grant was read at the `now` you passed.
+//! * For a transmitted leg, send `leg.request` under `leg.timeout` for the **whole** leg
+//!   (connect, send, head and body together), then feed what came back:
+//!   [`handle_response`](Operation::handle_response) with the head, then
+//!   [`handle_body_chunk`](Operation::handle_body_chunk) for each chunk while it answers
+//!   [`LegStatus::ReadMore`], then [`handle_body_end`](Operation::handle_body_end) if the body
+//!   ended first. On [`LegStatus::Complete`], stop reading and drop the response: the answer is
+//!   in (or the leg failed), and a stream the server keeps open must not hold the operation.
+//!   Between chunks, [`poll_event`](Operation::poll_event) hands out notifications as they arrive.
+//! * If the transport fails, feed [`handle_transport_error`](Operation::handle_transport_error);
+//!   if your timer fires, [`handle_timeout`](Operation::handle_timeout).
+//!
+//! ```
+//! use mcp_proto::{LegStatus, ManualClock, Clock, Output, Session, SessionConfig};
+//! use http::{HeaderMap, StatusCode};
+//!
+//! let clock = ManualClock::new();
+//! let mut session = Session::new(SessionConfig::new("http://127.0.0.1:8080/mcp")?);
+//! let mut op = session.call_tool("echo", serde_json::Map::new(), clock.now());
+//! let answers = [
+//!     r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+//!     "", // notifications/initialized: 202, no body
+//!     r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+//! ];
+//! let mut answers = answers.iter();
+//! let result = loop {
+//!     match op.poll_output(clock.now()) {
+//!         Output::Transmit(leg) => {
+//!             let body = answers.next().unwrap();
+//!             let status = if body.is_empty() { StatusCode::ACCEPTED } else { StatusCode::OK };
+//!             if op.handle_response(status, &HeaderMap::new(), clock.now()) == LegStatus::ReadMore {
+//!                 if op.handle_body_chunk(body.as_bytes(), clock.now()) == LegStatus::ReadMore {
+//!                     op.handle_body_end(clock.now());
+//!                 }
+//!             }
+//!         }
+//!         Output::Event(_) => {}
+//!         Output::Wait(_) => op.handle_timeout(clock.now()),
+//!         Output::Done(result) => break result,
+//!     }
+//! };
+//! assert_eq!(result?.into_call().unwrap().text(), "hi");
+//! # Ok::<(), mcp_proto::Error>(())
+//! ```
+
+use std::collections::{HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap};
+use serde_json::{Map, Value, json};
+
+use crate::deadline::{Budget, OperationDeadline};
+use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::model::{self, CallToolResult, Notification, ProtocolVersion, SessionInfo, Tool};
+use crate::session::{SESSION_HEADER, Session, valid_session_id};
+use crate::sse::{SseError, SseEvent, SseParser};
+
+/// What an operation is for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Handshake only (or `ping` on a live session): does the server answer, and who is it?
+    Probe,
+    /// Every page of `tools/list`.
+    ListTools,
+    /// One `tools/call`.
+    CallTool {
+        /// The tool's name.
+        name: String,
+        /// Its arguments (sent as `{}` when empty).
+        arguments: Map<String, Value>,
+    },
+}
+
+/// Which request a leg carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegKind {
+    /// `initialize`.
+    Initialize,
+    /// `notifications/initialized`.
+    Initialized,
+    /// `ping` (a probe on a live session).
+    Ping,
+    /// One page of `tools/list` (1-based).
+    ListTools {
+        /// The page number.
+        page: u32,
+    },
+    /// `tools/call`.
+    CallTool,
+}
+
+impl LegKind {
+    /// The JSON-RPC method the leg carries.
+    pub const fn method(self) -> &'static str {
+        match self {
+            Self::Initialize => "initialize",
+            Self::Initialized => "notifications/initialized",
+            Self::Ping => "ping",
+            Self::ListTools { .. } => "tools/list",
+            Self::CallTool => "tools/call",
+        }
+    }
+}
+
+/// One HTTP request to send, with the part of the budget it may spend.
+#[derive(Debug)]
+#[must_use = "a leg must be sent, or the operation waits for it forever"]
+pub struct Leg {
+    /// The leg's number within the operation (1-based).
+    pub number: u32,
+    /// Which request it carries.
+    pub kind: LegKind,
+    /// The request, ready to send.
+    pub request: http::Request<Vec<u8>>,
+    /// The leg's grant: bound the **whole** leg by it. Never zero.
+    pub timeout: Duration,
+    /// The instant the grant ends (`now + timeout` at the poll that produced the leg).
+    pub ends_at: Instant,
+}
+
+/// Something the server sent while answering, for the caller.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A notification (progress, logging, list changes).
+    Notification(Notification),
+    /// A request from the server. This version of the crate does not answer server requests.
+    ServerRequest {
+        /// The server's id for it.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// The params, verbatim.
+        params: Value,
+    },
+}
+
+/// The successful result of an operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// What a probe found.
+    Probe(SessionInfo),
+    /// Every tool of every page, in order.
+    Tools(Vec<Tool>),
+    /// The tool's result (which may be `is_error`).
+    Call(CallToolResult),
+}
+
+impl Outcome {
+    /// The probe's report, if this is one.
+    pub fn into_probe(self) -> Option<SessionInfo> {
+        match self {
+            Self::Probe(info) => Some(info),
+            _ => None,
+        }
+    }
+
+    /// The tools, if this is a listing.
+    pub fn into_tools(self) -> Option<Vec<Tool>> {
+        match self {
+            Self::Tools(tools) => Some(tools),
+            _ => None,
+        }
+    }
+
+    /// The call's result, if this is one.
+    pub fn into_call(self) -> Option<CallToolResult> {
+        match self {
+            Self::Call(result) => Some(result),
+            _ => None,
+        }
+    }
+}
+
+/// What the driver must do next.
+#[derive(Debug)]
+#[must_use]
+pub enum Output {
+    /// Send this leg.
+    Transmit(Leg),
+    /// A leg is in flight: feed its response, or call `handle_timeout` at this instant.
+    Wait(Instant),
+    /// Hand this to the caller, then poll again.
+    Event(Event),
+    /// The operation is over. Polling again yields [`Error::AlreadyFinished`].
+    Done(Result<Outcome, Error>),
+}
+
+/// Whether the driver should keep reading the body of the leg in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a driver that keeps reading after Complete waits for a stream that may never end"]
+pub enum LegStatus {
+    /// Feed more of the body (or its end).
+    ReadMore,
+    /// Stop reading and drop the response: the leg is over.
+    Complete,
+}
+
+/// How a leg's transport failed, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportError {
+    /// The kind of failure.
+    pub kind: TransportErrorKind,
+    /// The transport's own description (clipped before it is quoted).
+    pub detail: String,
+}
+
+/// The kinds of transport failure a driver reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportErrorKind {
+    /// The leg's grant ran out in the transport.
+    TimedOut,
+    /// No connection could be made (refused, DNS, TLS handshake).
+    Connect,
+    /// The connection broke while sending or reading.
+    Io,
+}
+
+impl TransportError {
+    /// A transport error of `kind` with `detail`.
+    pub fn new(kind: TransportErrorKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The next leg to build when nothing is in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Initialize,
+    Initialized,
+    Work,
+}
+
+#[derive(Debug)]
+enum Reading {
+    Head,
+    Json(Vec<u8>),
+    Sse {
+        parser: SseParser,
+        saw_message: bool,
+    },
+}
+
+#[derive(Debug)]
+struct InFlight {
+    kind: LegKind,
+    request_id: Option<i64>,
+    grant: Duration,
+    ends_at: Instant,
+    carried_session: bool,
+    status: u16,
+    session_id: Option<String>,
+    reading: Reading,
+}
+
+/// One MCP operation under one deadline. See the [module docs](self) for the driver loop.
+#[derive(Debug)]
+pub struct Operation<'s> {
+    session: &'s mut Session,
+    action: Action,
+    deadline: OperationDeadline,
+    next: Step,
+    legs_sent: u32,
+    in_flight: Option<InFlight>,
+    /// The handshake answered by `initialize`, committed to the session only once the
+    /// `notifications/initialized` leg is accepted.
+    pending: Option<SessionInfo>,
+    reinitialized: bool,
+    events: VecDeque<Event>,
+    finished: Option<Result<Outcome, Error>>,
+    returned: bool,
+    tools: Vec<Tool>,
+    cursor: Option<String>,
+    cursors_seen: HashSet<String>,
+    pages: u32,
+    scratch: Vec<SseEvent>,
+}
+
+impl<'s> Operation<'s> {
+    pub(crate) fn new(
+        session: &'s mut Session,
+        action: Action,
+        deadline: OperationDeadline,
+    ) -> Self {
+        let next = if session.info().is_some() {
+            Step::Work
+        } else {
+            Step::Initialize
+        };
+        Self {
+            session,
+            action,
+            deadline,
+            next,
+            legs_sent: 0,
+            in_flight: None,
+            pending: None,
+            reinitialized: false,
+            events: VecDeque::new(),
+            finished: None,
+            returned: false,
+            tools: Vec::new(),
+            cursor: None,
+            cursors_seen: HashSet::new(),
+            pages: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The operation's deadline.
+    pub fn deadline(&self) -> &OperationDeadline {
+        &self.deadline
+    }
+
+    /// What the operation is for.
+    pub fn action(&self) -> &Action {
+        &self.action
+    }
+
+    /// How many legs have been handed to the driver so far.
+    pub fn legs_sent(&self) -> u32 {
+        self.legs_sent
+    }
+
+    /// True once the result is ready (it may not have been polled yet).
+    pub fn is_finished(&self) -> bool {
+        self.finished.is_some() || self.returned
+    }
+
+    /// The next thing the driver must do. See the [module docs](self).
+    pub fn poll_output(&mut self, now: Instant) -> Output {
+        if let Some(event) = self.events.pop_front() {
+            return Output::Event(event);
+        }
+        if let Some(result) = self.finished.take() {
+            self.returned = true;
+            return Output::Done(result);
+        }
+        if self.returned {
+            return Output::Done(Err(Error::AlreadyFinished));
+        }
+        if let Some(leg) = &self.in_flight {
+            return Output::Wait(leg.ends_at);
+        }
+        let kind = self.next_leg_kind();
+        let timeout = match self.deadline.grant(now) {
+            Ok(grant) => grant,
+            Err(exhausted) => {
+                // The check sits before the request is built: nothing of this leg exists.
+                self.returned = true;
+                return Output::Done(Err(Error::BudgetExhausted {
+                    server: self.label(),
+                    budget: Budget::from_duration(exhausted.total),
+                    method: kind.method(),
+                    leg: self.legs_sent + 1,
+                }));
+            }
+        };
+        let ends_at = now.checked_add(timeout).unwrap_or(now);
+        let (request, request_id) = self.build_request(kind);
+        let carried_session = request.headers().contains_key(SESSION_HEADER);
+        self.legs_sent += 1;
+        self.in_flight = Some(InFlight {
+            kind,
+            request_id,
+            grant: timeout,
+            ends_at,
+            carried_session,
+            status: 0,
+            session_id: None,
+            reading: Reading::Head,
+        });
+        Output::Transmit(Leg {
+            number: self.legs_sent,
+            kind,
+            request,
+            timeout,
+            ends_at,
+        })
+    }
+
+    /// The next queued event, for a driver that is still reading a leg's body.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Feeds the response head of the leg in flight.
+    pub fn handle_response(
+        &mut self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        _now: Instant,
+    ) -> LegStatus {
+        let cap = self.session.config().answer_cap();
+        let Some(leg) = self.in_flight.as_mut() else {
+            return LegStatus::Complete;
+        };
+        if !matches!(leg.reading, Reading::Head) {
+            return LegStatus::Complete;
+        }
+        leg.status = status.as_u16();
+        let (kind, carried_session) = (leg.kind, leg.carried_session);
+        if status == StatusCode::NOT_FOUND && carried_session {
+            self.session_lost(kind);
+            return LegStatus::Complete;
+        }
+        if !status.is_success() {
+            self.fail_leg(|server| Error::HttpStatus {
+                server,
+                method: kind.method(),
+                status: status.as_u16(),
+            });
+            return LegStatus::Complete;
+        }
+        if kind == LegKind::Initialized {
+            // A notification's answer is not read: 202 without a body is the norm, and any
+            // 2xx, with or without a body, is accepted.
+            self.in_flight = None;
+            self.handshake_confirmed();
+            return LegStatus::Complete;
+        }
+        if kind == LegKind::Initialize {
+            if let Some(raw) = headers.get(SESSION_HEADER) {
+                if !valid_session_id(raw.as_bytes()) {
+                    let shown = clip(&String::from_utf8_lossy(raw.as_bytes()), QUOTE_LIMIT);
+                    self.fail_leg(|server| Error::Malformed {
+                        server,
+                        method: kind.method(),
+                        detail: format!(
+                            "the session id \"{shown}\" is not 1 to 256 visible ASCII characters, so it is not echoed"
+                        ),
+                    });
+                    return LegStatus::Complete;
+                }
+                leg.session_id = Some(String::from_utf8_lossy(raw.as_bytes()).into_owned());
+            }
+        }
+        let declared_length = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let media_type = headers
+            .get(CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .unwrap_or_default();
+        match media_type.as_str() {
+            "" | "application/json" => {
+                if declared_length.is_some_and(|n| n > cap as u64) {
+                    self.fail_leg(|server| Error::AnswerTooLarge {
+                        server,
+                        method: kind.method(),
+                        limit: cap,
+                    });
+                    return LegStatus::Complete;
+                }
+                leg.reading = Reading::Json(Vec::new());
+            }
+            "text/event-stream" => {
+                leg.reading = Reading::Sse {
+                    parser: SseParser::new(cap),
+                    saw_message: false,
+                };
+            }
+            other => {
+                let content_type = clip(other, QUOTE_LIMIT);
+                self.fail_leg(|server| Error::UnsupportedContentType {
+                    server,
+                    method: kind.method(),
+                    content_type,
+                });
+                return LegStatus::Complete;
+            }
+        }
+        LegStatus::ReadMore
+    }
+
+    /// Feeds the next chunk of the body of the leg in flight.
+    pub fn handle_body_chunk(&mut self, chunk: &[u8], _now: Instant) -> LegStatus {
+        let cap = self.session.config().answer_cap();
+        let Some(leg) = self.in_flight.as_mut() else {
+            return LegStatus::Complete;
+        };
+        let kind = leg.kind;
+        let mut events = std::mem::take(&mut self.scratch);
+        let fed = match &mut leg.reading {
+            Reading::Head => return LegStatus::Complete,
+            Reading::Json(buffer) => {
+                if buffer.len().saturating_add(chunk.len()) > cap {
+                    self.fail_leg(|server| Error::AnswerTooLarge {
+                        server,
+                        method: kind.method(),
+                        limit: cap,
+                    });
+                    return LegStatus::Complete;
+                }
+                buffer.extend_from_slice(chunk);
+                return LegStatus::ReadMore;
+            }
+            Reading::Sse { parser, .. } => parser.feed(chunk, &mut events),
+        };
+        let status = self.take_stream_events(&mut events, fed, kind, cap);
+        self.scratch = events;
+        status
+    }
+
+    /// Tells the operation the body of the leg in flight ended.
+    pub fn handle_body_end(&mut self, _now: Instant) {
+        let cap = self.session.config().answer_cap();
+        let Some(leg) = self.in_flight.as_mut() else {
+            return;
+        };
+        let kind = leg.kind;
+        match &mut leg.reading {
+            Reading::Head => {}
+            Reading::Json(buffer) => {
+                let buffer = std::mem::take(buffer);
+                let status = leg.status;
+                self.read_json_answer(&buffer, status, kind);
+            }
+            Reading::Sse { parser, .. } => {
+                let mut events = std::mem::take(&mut self.scratch);
+                let fed = parser.finish(&mut events);
+                if self.take_stream_events(&mut events, fed, kind, cap) == LegStatus::Complete {
+                    self.scratch = events;
+                    return;
+                }
+                self.scratch = events;
+                let saw_message = matches!(
+                    self.in_flight.as_ref().map(|l| &l.reading),
+                    Some(Reading::Sse {
+                        saw_message: true,
+                        ..
+                    })
+                );
+                let detail = if saw_message {
+                    "the event stream carried no response to the request"
+                } else {
+                    "the event stream carried no message"
+                };
+                self.fail_leg(|server| Error::Malformed {
+                    server,
+                    method: kind.method(),
+                    detail: detail.to_owned(),
+                });
+            }
+        }
+    }
+
+    /// Tells the operation the leg in flight failed in the transport.
+    pub fn handle_transport_error(&mut self, error: TransportError, _now: Instant) {
+        let Some(leg) = &self.in_flight else {
+            return;
+        };
+        let (method, grant) = (leg.kind.method(), leg.grant);
+        match error.kind {
+            TransportErrorKind::TimedOut => self.fail_leg(|server| Error::LegTimedOut {
+                server,
+                method,
+                grant,
+            }),
+            TransportErrorKind::Connect | TransportErrorKind::Io => {
+                let reason = clip(&error.detail, QUOTE_LIMIT);
+                self.fail_leg(|server| Error::Unreachable {
+                    server,
+                    method,
+                    reason,
+                });
+            }
+        }
+    }
+
+    /// Tells the operation a timer fired: a leg whose grant ended by `now` has timed out.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let Some(leg) = &self.in_flight else {
+            return;
+        };
+        if now >= leg.ends_at {
+            let (method, grant) = (leg.kind.method(), leg.grant);
+            self.fail_leg(|server| Error::LegTimedOut {
+                server,
+                method,
+                grant,
+            });
+        }
+    }
+
+    /// Cancels the operation: the next poll returns [`Error::Cancelled`]. The driver must drop
+    /// any request in flight. Does nothing once the operation has finished.
+    pub fn cancel(&mut self) {
+        if self.is_finished() {
+            return;
+        }
+        let method = match &self.in_flight {
+            Some(leg) => leg.kind.method(),
+            None => self.next_leg_kind().method(),
+        };
+        self.events.clear();
+        self.finish(Err(Error::Cancelled {
+            server: self.label(),
+            method,
+        }));
+    }
+
+    fn label(&self) -> String {
+        self.session.config().label().to_owned()
+    }
+
+    fn next_leg_kind(&self) -> LegKind {
+        match self.next {
+            Step::Initialize => LegKind::Initialize,
+            Step::Initialized => LegKind::Initialized,
+            Step::Work => match self.action {
+                Action::Probe => LegKind::Ping,
+                Action::ListTools => LegKind::ListTools {
+                    page: self.pages + 1,
+                },
+                Action::CallTool { .. } => LegKind::CallTool,
+            },
+        }
+    }
+
+    fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+        let handshake = self
+            .pending
+            .clone()
+            .or_else(|| self.session.info().cloned());
+        if kind == LegKind::Initialized {
+            let body = jsonrpc::notification(kind.method(), Map::new());
+            return (self.session.post(body, handshake.as_ref()), None);
+        }
+        let params = match (kind, &self.action) {
+            (LegKind::Initialize, _) => {
+                let client = self.session.config().client();
+                object(json!({
+                    "protocolVersion": self.session.offered_version().as_str(),
+                    "capabilities": {},
+                    "clientInfo": {"name": client.name, "version": client.version},
+                }))
+            }
+            (LegKind::ListTools { .. }, _) => match &self.cursor {
+                Some(cursor) => object(json!({ "cursor": cursor })),
+                None => Map::new(),
+            },
+            (LegKind::CallTool, Action::CallTool { name, arguments }) => {
+                object(json!({"name": name, "arguments": arguments}))
+            }
+            _ => Map::new(),
+        };
+        let id = self.session.take_request_id();
+        let body = jsonrpc::request(id, kind.method(), params);
+        let info = if kind == LegKind::Initialize {
+            None
+        } else {
+            handshake.as_ref()
+        };
+        (self.session.post(body, info), Some(id))
+    }
+
+    fn finish(&mut self, result: Result<Outcome, Error>) {
+        self.in_flight = None;
+        if self.finished.is_none() && !self.returned {
+            self.finished = Some(result);
+        }
+    }
+
+    fn fail_leg(&mut self, error: impl FnOnce(String) -> Error) {
+        let error = error(self.label());
+        self.finish(Err(error));
+    }
+
+    /// A 404 to a request that carried a session id: the session is gone. Start a new one and
+    /// resend, inside the same deadline, once; a second loss ends the operation.
+    fn session_lost(&mut self, kind: LegKind) {
+        if self.reinitialized {
+            self.fail_leg(|server| Error::SessionExpired {
+                server,
+                method: kind.method(),
+            });
+            return;
+        }
+        self.reinitialized = true;
+        self.in_flight = None;
+        self.session.reset();
+        self.pending = None;
+        self.next = Step::Initialize;
+        // Cursors may belong to the lost session: walk the listing again from the start.
+        self.tools.clear();
+        self.cursor = None;
+        self.cursors_seen.clear();
+        self.pages = 0;
+    }
+
+    fn handshake_confirmed(&mut self) {
+        let Some(info) = self.pending.take() else {
+            return;
+        };
+        self.session.establish(info.clone());
+        if self.action == Action::Probe {
+            self.finish(Ok(Outcome::Probe(info)));
+        } else {
+            self.next = Step::Work;
+        }
+    }
+
+    fn take_stream_events(
+        &mut self,
+        events: &mut Vec<SseEvent>,
+        fed: Result<(), SseError>,
+        kind: LegKind,
+        cap: usize,
+    ) -> LegStatus {
+        // Events completed before a parse error are still handled: an answer that arrived
+        // before the stream went bad is a good answer.
+        let mut complete = false;
+        for event in events.drain(..) {
+            if complete || self.in_flight.is_none() {
+                continue;
+            }
+            complete = self.read_stream_event(&event, kind) == LegStatus::Complete;
+        }
+        if complete || self.in_flight.is_none() {
+            return LegStatus::Complete;
+        }
+        match fed {
+            Ok(()) => LegStatus::ReadMore,
+            Err(SseError::EventTooLarge { .. }) => {
+                self.fail_leg(|server| Error::AnswerTooLarge {
+                    server,
+                    method: kind.method(),
+                    limit: cap,
+                });
+                LegStatus::Complete
+            }
+            Err(err) => {
+                let detail = err.to_string();
+                self.fail_leg(|server| Error::Malformed {
+                    server,
+                    method: kind.method(),
+                    detail,
+                });
+                LegStatus::Complete
+            }
+        }
+    }
+
+    fn read_stream_event(&mut self, event: &SseEvent, kind: LegKind) -> LegStatus {
+        if event.data.trim().is_empty() {
+            // A priming event (an id and empty data) or a keep-alive.
+            return LegStatus::ReadMore;
+        }
+        let message = match serde_json::from_str::<Value>(&event.data) {
+            Ok(Value::Object(message)) => message,
+            Ok(_) => {
+                self.fail_leg(|server| Error::Malformed {
+                    server,
+                    method: kind.method(),
+                    detail: "an event's data is not a JSON object".to_owned(),
+                });
+                return LegStatus::Complete;
+            }
+            Err(err) => {
+                let detail = format!(
+                    "an event's data is not JSON: {}",
+                    clip(&err.to_string(), QUOTE_LIMIT)
+                );
+                self.fail_leg(|server| Error::Malformed {
+                    server,
+                    method: kind.method(),
+                    detail,
+                });
+                return LegStatus::Complete;
+            }
+        };
+        if let Some(Reading::Sse { saw_message, .. }) =
+            self.in_flight.as_mut().map(|l| &mut l.reading)
+        {
+            *saw_message = true;
+        }
+        match jsonrpc::classify(&message) {
+            Incoming::Notification { method, params } => {
+                self.events
+                    .push_back(Event::Notification(Notification { method, params }));
+                LegStatus::ReadMore
+            }
+            Incoming::Request { id, method, params } => {
+                self.events
+                    .push_back(Event::ServerRequest { id, method, params });
+                LegStatus::ReadMore
+            }
+            Incoming::Neither => LegStatus::ReadMore,
+            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
+                self.read_answer(answer, kind);
+                LegStatus::Complete
+            }
+        }
+    }
+
+    fn read_json_answer(&mut self, body: &[u8], status: u16, kind: LegKind) {
+        let malformed = |detail: String| {
+            move |server| Error::Malformed {
+                server,
+                method: kind.method(),
+                detail,
+            }
+        };
+        if body.iter().all(u8::is_ascii_whitespace) {
+            self.fail_leg(malformed(format!("empty body with status {status}")));
+            return;
+        }
+        let message = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(message)) => message,
+            Ok(_) => {
+                self.fail_leg(malformed("the answer is not a JSON object".to_owned()));
+                return;
+            }
+            Err(err) => {
+                self.fail_leg(malformed(format!(
+                    "the body is not JSON: {}",
+                    clip(&err.to_string(), QUOTE_LIMIT)
+                )));
+                return;
+            }
+        };
+        match jsonrpc::classify(&message) {
+            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
+                self.read_answer(answer, kind)
+            }
+            Incoming::Request { .. } | Incoming::Notification { .. } | Incoming::Neither => {
+                self.fail_leg(malformed("neither a result nor an error".to_owned()));
+            }
+        }
+    }
+
+    /// A response arrived for the leg in flight: check it and move on.
+    fn read_answer(&mut self, answer: Incoming, kind: LegKind) {
+        let Some(leg) = self.in_flight.take() else {
+            return;
+        };
+        let malformed = |detail: String| {
+            move |server| Error::Malformed {
+                server,
+                method: kind.method(),
+                detail,
+            }
+        };
+        let result = match answer {
+            // Error envelopes are accepted whatever their id: servers send `null`, none, or
+            // a string of their own when they could not read the request at all.
+            Incoming::Error { error, .. } => {
+                let message = clip(&error.message, QUOTE_LIMIT);
+                self.fail_leg(|server| Error::JsonRpc {
+                    server,
+                    method: kind.method(),
+                    code: error.code,
+                    message,
+                    data: error.data,
+                });
+                return;
+            }
+            Incoming::Result { id, result } => {
+                let expected = leg.request_id.map(RequestId::Number);
+                if id != expected {
+                    let got = id.map_or_else(|| "none".to_owned(), |id| id.to_string());
+                    let want = expected.map_or_else(|| "none".to_owned(), |id| id.to_string());
+                    self.fail_leg(malformed(format!(
+                        "the answer's id {got} does not match the request's id {want}"
+                    )));
+                    return;
+                }
+                match result {
+                    Value::Object(result) => result,
+                    _ => {
+                        self.fail_leg(malformed("neither a result nor an error".to_owned()));
+                        return;
+                    }
+                }
+            }
+            _ => return,
+        };
+        match kind {
+            LegKind::Initialize => self.read_initialize(&result, leg.session_id),
+            LegKind::Initialized => self.handshake_confirmed(),
+            LegKind::Ping => match self.session.info().cloned() {
+                Some(info) => self.finish(Ok(Outcome::Probe(info))),
+                None => self.fail_leg(malformed(
+                    "ping answered on a session that is not live".to_owned(),
+                )),
+            },
+            LegKind::ListTools { .. } => self.read_tools_page(&result),
+            LegKind::CallTool => match CallToolResult::from_result(&result) {
+                Ok(call) => self.finish(Ok(Outcome::Call(call))),
+                Err(detail) => self.fail_leg(malformed(detail)),
+            },
+        }
+    }
+
+    fn read_initialize(&mut self, result: &Map<String, Value>, session_id: Option<String>) {
+        let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
+            self.fail_leg(|server| Error::Malformed {
+                server,
+                method: LegKind::Initialize.method(),
+                detail: "the initialize result has no protocolVersion".to_owned(),
+            });
+            return;
+        };
+        let Some(protocol_version) = ProtocolVersion::parse(version) else {
+            let version = clip(version, model::LABEL_LIMIT);
+            self.fail_leg(|server| Error::UnsupportedProtocolVersion { server, version });
+            return;
+        };
+        self.pending = Some(SessionInfo {
+            protocol_version,
+            server: model::server_info(result.get("serverInfo")),
+            capabilities: result
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            session_id,
+        });
+        self.next = Step::Initialized;
+    }
+
+    fn read_tools_page(&mut self, result: &Map<String, Value>) {
+        let kind = LegKind::ListTools {
+            page: self.pages + 1,
+        };
+        let Some(entries) = result.get("tools").and_then(Value::as_array) else {
+            self.fail_leg(|server| Error::Malformed {
+                server,
+                method: kind.method(),
+                detail: "the result has no \"tools\" array".to_owned(),
+            });
+            return;
+        };
+        self.tools
+            .extend(entries.iter().filter_map(Tool::from_entry));
+        self.pages += 1;
+        let next_cursor = result
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty());
+        let Some(cursor) = next_cursor else {
+            let tools = std::mem::take(&mut self.tools);
+            self.finish(Ok(Outcome::Tools(tools)));
+            return;
+        };
+        if !self.cursors_seen.insert(cursor.to_owned()) {
+            let cursor = clip(cursor, QUOTE_LIMIT);
+            self.fail_leg(|server| Error::RepeatedCursor { server, cursor });
+            return;
+        }
+        let ceiling = self.session.config().page_ceiling();
+        if self.pages >= ceiling {
+            self.fail_leg(|server| Error::TooManyPages {
+                server,
+                pages: ceiling,
+            });
+            return;
+        }
+        self.cursor = Some(cursor.to_owned());
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}

@@ -1,0 +1,192 @@
+//! A driver stand-in: it plays the server with canned answers and moves a `ManualClock` by
+//! each leg's scripted duration, so scenarios run exactly and without sleeping.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::{
+    Clock, Event, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, TransportError,
+};
+use serde_json::{Value, json};
+
+pub fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// What the stand-in server does with one leg.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// A JSON-RPC result for the request's own id, as `application/json`.
+    Result(Value),
+    /// A whole JSON body (verbatim) with status 200.
+    Json(Value),
+    /// 202 without a body.
+    Accepted,
+    /// Status, content type and raw body bytes.
+    Raw(u16, Option<&'static str>, Vec<u8>),
+    /// An SSE body (verbatim text), status 200.
+    Sse(String),
+    /// The transport fails.
+    Transport(TransportError),
+    /// The leg's grant runs out (the stand-in's timer fires at the leg's end).
+    Stall,
+}
+
+/// The answer a healthy server gives to `kind`, for request id `id`.
+pub fn healthy(kind: LegKind) -> Answer {
+    match kind {
+        LegKind::Initialize => Answer::Result(json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "canned", "version": "1.0"}
+        })),
+        LegKind::Initialized => Answer::Accepted,
+        LegKind::Ping => Answer::Result(json!({})),
+        LegKind::ListTools { .. } => {
+            Answer::Result(json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}))
+        }
+        LegKind::CallTool => Answer::Result(json!({"content": [{"type": "text", "text": "hi"}]})),
+        _ => Answer::Accepted,
+    }
+}
+
+/// One leg as the stand-in saw it.
+#[derive(Debug, Clone)]
+pub struct SeenLeg {
+    pub number: u32,
+    pub kind: LegKind,
+    pub grant: Duration,
+    pub request: http::Request<Vec<u8>>,
+    pub body: Value,
+}
+
+#[derive(Debug)]
+pub struct Run {
+    pub legs: Vec<SeenLeg>,
+    pub events: Vec<Event>,
+    pub result: Result<Outcome, mcp_proto::Error>,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn grants(&self) -> Vec<Duration> {
+        self.legs.iter().map(|l| l.grant).collect()
+    }
+    pub fn grant_secs(&self) -> Vec<u64> {
+        self.legs.iter().map(|l| l.grant.as_secs()).collect()
+    }
+    pub fn methods(&self) -> Vec<&'static str> {
+        self.legs.iter().map(|l| l.kind.method()).collect()
+    }
+}
+
+/// Drives `op` to the end. Each leg takes the next of `durations` (zero once they run out)
+/// and is answered by `answer(kind, leg number)`; a session id header `session-1` comes with
+/// every initialize answer.
+pub fn drive(
+    mut op: Operation<'_>,
+    clock: &ManualClock,
+    durations: &[f64],
+    mut answer: impl FnMut(LegKind, u32) -> Answer,
+) -> Run {
+    let started = clock.now();
+    let mut durations: VecDeque<Duration> = durations.iter().map(|&s| secs(s)).collect();
+    let mut legs = Vec::new();
+    let mut events = Vec::new();
+    let mut steps = 0;
+    let result = loop {
+        steps += 1;
+        assert!(steps < 10_000, "the operation did not end");
+        match op.poll_output(clock.now()) {
+            Output::Event(event) => events.push(event),
+            Output::Wait(until) => {
+                clock.set(until);
+                op.handle_timeout(clock.now());
+            }
+            Output::Done(result) => break result,
+            Output::Transmit(leg) => {
+                assert!(!leg.timeout.is_zero(), "a leg was granted zero");
+                let body: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                let id = body.get("id").cloned();
+                legs.push(SeenLeg {
+                    number: leg.number,
+                    kind: leg.kind,
+                    grant: leg.timeout,
+                    request: leg.request,
+                    body,
+                });
+                let spent = durations.pop_front().unwrap_or_default();
+                let reply = answer(leg.kind, leg.number);
+                if let Answer::Stall = reply {
+                    // The leg's grant runs out before anything arrives.
+                    clock.advance(leg.timeout);
+                    op.handle_timeout(clock.now());
+                    continue;
+                }
+                clock.advance(spent);
+                feed(&mut op, clock, leg.kind, id, reply, &mut events);
+            }
+        }
+    };
+    Run {
+        legs,
+        events,
+        result,
+        elapsed: clock.now() - started,
+    }
+}
+
+fn feed(
+    op: &mut Operation<'_>,
+    clock: &ManualClock,
+    kind: LegKind,
+    id: Option<Value>,
+    reply: Answer,
+    events: &mut Vec<Event>,
+) {
+    let now = clock.now();
+    let mut headers = HeaderMap::new();
+    if kind == LegKind::Initialize {
+        headers.insert("mcp-session-id", HeaderValue::from_static("session-1"));
+    }
+    let (status, content_type, body): (u16, Option<&str>, Vec<u8>) = match reply {
+        Answer::Result(result) => (
+            200,
+            Some("application/json"),
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap(),
+        ),
+        Answer::Json(body) => (
+            200,
+            Some("application/json"),
+            serde_json::to_vec(&body).unwrap(),
+        ),
+        Answer::Accepted => (202, None, Vec::new()),
+        Answer::Raw(status, content_type, body) => (status, content_type, body),
+        Answer::Sse(text) => (200, Some("text/event-stream"), text.into_bytes()),
+        Answer::Transport(err) => {
+            op.handle_transport_error(err, now);
+            return;
+        }
+        Answer::Stall => unreachable!("handled by the caller"),
+    };
+    if let Some(content_type) = content_type {
+        headers.insert("content-type", HeaderValue::from_str(content_type).unwrap());
+    }
+    let status = StatusCode::from_u16(status).unwrap();
+    if op.handle_response(status, &headers, now) == LegStatus::Complete {
+        return;
+    }
+    // Feed the body in small chunks, draining events between them as a driver would.
+    for chunk in body.chunks(7) {
+        let status = op.handle_body_chunk(chunk, now);
+        while let Some(event) = op.poll_event() {
+            events.push(event);
+        }
+        if status == LegStatus::Complete {
+            return;
+        }
+    }
+    op.handle_body_end(now);
+}
