@@ -1,0 +1,1 @@
+//! mcp-testkit (being written).
