@@ -41,6 +41,7 @@ pub mod deadline;
 pub mod error;
 pub mod jsonrpc;
 pub mod model;
+pub mod observe;
 pub mod operation;
 pub mod session;
 pub mod sse;
@@ -51,6 +52,7 @@ pub use error::{Error, clip};
 pub use model::{
     CallToolResult, Content, Notification, Progress, ProtocolVersion, ServerInfo, SessionInfo, Tool,
 };
+pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
     Action, Event, Leg, LegKind, LegStatus, Operation, Outcome, Output, TransportError,
     TransportErrorKind,

@@ -1,0 +1,68 @@
+//! What a driver reports to its caller while an operation runs: each leg's grant and how long
+//! it really took, and the server's events as they arrive.
+//!
+//! This is plain data and a trait; drivers call it, the state machine never does. It exists so
+//! that both drivers report in the same shape and a tool like `mcp-call --trace` works with either.
+
+use std::time::Duration;
+
+use crate::operation::{Event, LegKind, TransportErrorKind};
+
+/// How one leg ended, as the driver measured it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegReport {
+    /// The leg's number within the operation (1-based).
+    pub number: u32,
+    /// Which request it carried.
+    pub kind: LegKind,
+    /// Its grant.
+    pub grant: Duration,
+    /// Wall time from sending to the end of reading, measured by the driver's clock.
+    pub elapsed: Duration,
+    /// How it ended.
+    pub end: LegEnd,
+}
+
+/// How a leg ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegEnd {
+    /// A response head arrived with this status (the body may still have been refused).
+    Status(u16),
+    /// The transport failed.
+    Transport(TransportErrorKind),
+    /// The caller cancelled the operation while the leg was in flight.
+    Cancelled,
+}
+
+impl LegEnd {
+    /// One word for traces: the status code, or `timeout`, `connect`, `io`, `cancelled`.
+    pub fn word(&self) -> String {
+        match self {
+            Self::Status(code) => code.to_string(),
+            Self::Transport(TransportErrorKind::TimedOut) => "timeout".to_owned(),
+            Self::Transport(TransportErrorKind::Connect) => "connect".to_owned(),
+            Self::Transport(_) => "io".to_owned(),
+            Self::Cancelled => "cancelled".to_owned(),
+        }
+    }
+}
+
+/// Receives what a driver reports. Both methods default to doing nothing.
+pub trait Observer {
+    /// A leg ended.
+    fn leg_finished(&mut self, report: &LegReport) {
+        let _ = report;
+    }
+
+    /// The server sent an event (a notification or a request) while answering.
+    fn event(&mut self, event: &Event) {
+        let _ = event;
+    }
+}
+
+/// Ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
