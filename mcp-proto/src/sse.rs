@@ -106,7 +106,7 @@ impl SseParser {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
-        if self.after_cr {
+        if self.after_cr && !input.is_empty() {
             self.after_cr = false;
             if let Some(rest) = input.strip_prefix(b"\n") {
                 input = rest;
@@ -211,20 +211,17 @@ impl SseParser {
                 let value = std::str::from_utf8(value).map_err(|_| SseError::InvalidUtf8)?;
                 self.event_type = Some(value.to_owned());
             }
-            b"id" => {
-                if !value.contains(&0) {
-                    let value = std::str::from_utf8(value).map_err(|_| SseError::InvalidUtf8)?;
-                    self.last_event_id = (!value.is_empty()).then(|| value.to_owned());
-                }
+            b"id" if !value.contains(&0) => {
+                let value = std::str::from_utf8(value).map_err(|_| SseError::InvalidUtf8)?;
+                self.last_event_id = (!value.is_empty()).then(|| value.to_owned());
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    if let Some(ms) = std::str::from_utf8(value)
-                        .ok()
-                        .and_then(|v| v.parse::<u64>().ok())
-                    {
-                        self.retry = Some(Duration::from_millis(ms));
-                    }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Digits only, so the text is ASCII; an absurdly long number is ignored.
+                if let Some(ms) = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
+                    self.retry = Some(Duration::from_millis(ms));
                 }
             }
             _ => {}
@@ -325,6 +322,17 @@ mod tests {
         let mut parser = SseParser::new(16);
         parser.feed(b"data: 0123456\n", &mut events).unwrap();
         assert!(parser.feed(b"data: 0123456\n", &mut events).is_err());
+    }
+
+    #[test]
+    fn an_empty_chunk_between_cr_and_lf_does_not_make_a_blank_line() {
+        // Found by the split-invariance property: an empty feed used to forget the pending CR.
+        let mut parser = SseParser::new(1024);
+        let mut events = Vec::new();
+        for chunk in [&b"event: x\r"[..], b"", b"\ndata: a\r\n\r\n"] {
+            parser.feed(chunk, &mut events).unwrap();
+        }
+        assert_eq!(events[0].event.as_deref(), Some("x"));
     }
 
     #[test]
