@@ -79,7 +79,10 @@ fn canned(kind: LegKind, id: Option<Value>) -> (StatusCode, Vec<u8>) {
         _ => json!({"content": [{"type": "text", "text": "hello"}]}),
     };
     let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
-    (StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default())
+    (
+        StatusCode::OK,
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )
 }
 
 fn main() {
