@@ -1,1 +1,68 @@
-//! mcp-testkit (being written).
+//! # mcp-testkit
+//!
+//! A **scriptable loopback MCP server** for tests, demos and benchmarks of
+//! MCP clients: the Streamable HTTP transport (JSON-RPC 2.0 over HTTP POST on
+//! `/mcp`), answered as JSON or as server-sent events, with precise and
+//! switchable misbehaviour (stalls, trickles, oversize or malformed answers,
+//! wrong ids, redirects, error statuses, endless streams...).
+//!
+//! This is a **test server, not a production server**: it listens on
+//! `127.0.0.1` only, speaks plain HTTP/1.1 written by hand (no TLS, no
+//! authentication, a thread per connection) and trusts nobody but also
+//! protects nothing. It never panics on malformed input: bad requests get a
+//! `400` (or `413`) and the connection is closed.
+//!
+//! What it serves by default ([`Script::default`]): sessions on
+//! (`Mcp-Session-Id`), JSON answers, no delays, and four tools: `echo`
+//! (`text`), `add` (`a`, `b`), `sleep` (`ms`) and `fail`.
+//!
+//! * [`TestServer`] runs the server; [`TestServer::requests`] and
+//!   [`TestServer::rpc_methods`] tell what arrived.
+//! * [`Script`] describes the behaviour, [`AnswerMode`] the wire format of
+//!   answers, [`Hostile`] the ways to misbehave; the script can be swapped
+//!   while the server runs ([`TestServer::set_script`]).
+//! * [`client`] is a tiny blocking HTTP client to poke the server at the
+//!   wire level.
+//!
+//! ```
+//! use std::time::Duration;
+//! use mcp_testkit::client::RawClient;
+//! use mcp_testkit::{AnswerMode, Hostile, Script, TestServer};
+//!
+//! let server = TestServer::start(Script::new().answer_mode(AnswerMode::Sse));
+//! assert!(server.url().starts_with("http://127.0.0.1:"));
+//!
+//! let mut client = RawClient::connect(server.addr()).unwrap();
+//! let session = client.initialize().unwrap().expect("sessions are on");
+//! let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
+//! let resp = client.post_json(call, &[("Mcp-Session-Id", &session)]).unwrap();
+//! assert_eq!(resp.status, 200);
+//! assert_eq!(resp.sse_messages()[0]["result"]["content"][0]["text"], "hi");
+//!
+//! // Make only the next tools/call misbehave.
+//! server.update_script(|s| s.hostile("tools/call", Hostile::Status(503)));
+//! let resp = client.post_json(call, &[("Mcp-Session-Id", &session)]).unwrap();
+//! assert_eq!(resp.status, 503);
+//! assert_eq!(server.rpc_methods(), ["initialize", "notifications/initialized", "tools/call", "tools/call"]);
+//! # let _ = Duration::ZERO;
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod client;
+mod http;
+mod mcp;
+mod script;
+mod server;
+
+pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
+pub use script::{AnswerMode, Hostile, NotificationReply, Script};
+pub use server::{RecordedRequest, ScriptHandle, TestServer};
+
+/// Maximum accepted request head size (64 KiB); larger heads get `400`.
+pub const MAX_REQUEST_HEAD: usize = http::MAX_HEAD_BYTES;
+/// Maximum accepted request body size (16 MiB); larger bodies get `413`.
+pub const MAX_REQUEST_BODY: usize = http::MAX_BODY_BYTES;
+/// Number of `notifications/progress` events sent for a `tools/call` that
+/// carries a progress token (in SSE answer modes).
+pub const PROGRESS_STEPS: u64 = mcp::PROGRESS_STEPS;

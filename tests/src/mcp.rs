@@ -1,0 +1,541 @@
+//! The MCP logic: JSON-RPC message classification, method dispatch, the tool
+//! catalog and the JSON bodies the server sends.
+
+use std::io;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::script::Script;
+
+/// Protocol versions the server knows, newest first.
+pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// Number of progress notifications sent for a `tools/call` with a progress token.
+pub(crate) const PROGRESS_STEPS: u64 = 3;
+/// The tools every listing starts with.
+const DEFAULT_TOOLS: [&str; 4] = ["echo", "add", "sleep", "fail"];
+
+/// What kind of JSON-RPC message a POST body holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RpcKind {
+    /// A request (`method` and `id`).
+    Request,
+    /// A notification (`method`, no `id`).
+    Notification,
+    /// A response sent by the client (`result` or `error`, no `method`).
+    Response,
+    /// A JSON array (batch); answered with an error.
+    Batch,
+    /// Valid JSON but not a JSON-RPC message.
+    Invalid,
+}
+
+/// A classified JSON-RPC message.
+#[derive(Debug, Clone)]
+pub(crate) struct Message {
+    pub(crate) kind: RpcKind,
+    pub(crate) method: Option<String>,
+    pub(crate) id: Option<Value>,
+    pub(crate) params: Option<Value>,
+}
+
+impl Message {
+    /// Classifies a parsed POST body.
+    pub(crate) fn classify(value: &Value) -> Self {
+        let (kind, method, id, params) = match value {
+            Value::Array(_) => (RpcKind::Batch, None, None, None),
+            Value::Object(obj) => {
+                let method = obj.get("method").and_then(Value::as_str).map(str::to_owned);
+                let id = obj.get("id").cloned();
+                let params = obj.get("params").cloned();
+                let kind = match (&method, &id) {
+                    (Some(_), Some(_)) => RpcKind::Request,
+                    (Some(_), None) => RpcKind::Notification,
+                    (None, _) if obj.contains_key("method") => RpcKind::Invalid,
+                    (None, _) if obj.contains_key("result") || obj.contains_key("error") => {
+                        RpcKind::Response
+                    }
+                    (None, _) => RpcKind::Invalid,
+                };
+                (kind, method, id, params)
+            }
+            _ => (RpcKind::Invalid, None, None, None),
+        };
+        Self {
+            kind,
+            method,
+            id,
+            params,
+        }
+    }
+
+    /// The name used for delays, hostile modes and [`crate::TestServer::rpc_methods`].
+    pub(crate) fn label(&self) -> String {
+        match (&self.kind, &self.method) {
+            (RpcKind::Response, _) => "(response)".to_owned(),
+            (RpcKind::Batch, _) => "(batch)".to_owned(),
+            (_, Some(m)) => m.clone(),
+            _ => "(invalid)".to_owned(),
+        }
+    }
+
+    /// The id to answer with (`null` when the message has none).
+    pub(crate) fn answer_id(&self) -> Value {
+        self.id.clone().unwrap_or(Value::Null)
+    }
+}
+
+/// A JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+}
+
+impl RpcError {
+    fn invalid_params(message: impl Into<String>) -> Self {
+        Self {
+            code: -32602,
+            message: message.into(),
+        }
+    }
+}
+
+/// The outcome of a method: a `result` value or an error.
+pub(crate) type RpcResult = Result<Value, RpcError>;
+
+fn to_bytes(value: &Value) -> Vec<u8> {
+    // Serialising a `Value` cannot fail (all keys are strings).
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// `{"jsonrpc":"2.0","id":id,"result"|"error":...}` as bytes.
+pub(crate) fn envelope(id: &Value, outcome: &RpcResult) -> Vec<u8> {
+    match outcome {
+        Ok(result) => to_bytes(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
+        Err(e) => error_envelope(id, e.code, &e.message),
+    }
+}
+
+/// A JSON-RPC error answer as bytes.
+pub(crate) fn error_envelope(id: &Value, code: i64, message: &str) -> Vec<u8> {
+    to_bytes(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+}
+
+/// The `n`-th `notifications/message` logging notification as bytes.
+pub(crate) fn log_notification(n: usize) -> Vec<u8> {
+    to_bytes(&json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "info", "logger": "mcp-testkit", "data": format!("notification {n}")}
+    }))
+}
+
+/// A `notifications/progress` notification as bytes.
+pub(crate) fn progress_notification(token: &Value, progress: u64, total: u64) -> Vec<u8> {
+    to_bytes(&json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": progress, "total": total}
+    }))
+}
+
+/// The id a [`crate::Hostile::WrongId`] answer carries.
+pub(crate) fn wrong_id(id: &Value) -> Value {
+    match id {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i.wrapping_add(1000))
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u.wrapping_add(1000))
+            } else {
+                Value::from(n.as_f64().unwrap_or(0.0) + 1000.0)
+            }
+        }
+        Value::String(s) => Value::from(format!("{s}-wrong")),
+        _ => Value::from(1000),
+    }
+}
+
+/// The progress token of a `tools/call`, if it asks for progress.
+pub(crate) fn progress_token(params: Option<&Value>) -> Option<Value> {
+    let token = params?.get("_meta")?.get("progressToken")?;
+    match token {
+        Value::String(_) | Value::Number(_) => Some(token.clone()),
+        _ => None,
+    }
+}
+
+/// Receives serialised notifications to send before the answer.
+pub(crate) type NotificationSink<'a> = &'a mut dyn FnMut(&[u8]) -> io::Result<()>;
+
+/// The environment a method runs in.
+pub(crate) struct Env<'a> {
+    /// The script in force.
+    pub(crate) script: &'a Script,
+    /// Sleeps, returning `false` when interrupted by server shutdown.
+    pub(crate) sleep: &'a dyn Fn(Duration) -> bool,
+    /// Receives progress notifications (already serialised); `None` when the
+    /// answer cannot carry them.
+    pub(crate) progress: Option<NotificationSink<'a>>,
+}
+
+fn interrupted() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, "server shutting down")
+}
+
+/// Runs a JSON-RPC method. `Err` means the connection must be abandoned
+/// (shutdown during a sleep, or a broken stream while sending progress).
+pub(crate) fn dispatch(
+    method: &str,
+    params: Option<&Value>,
+    env: &mut Env<'_>,
+) -> io::Result<RpcResult> {
+    Ok(match method {
+        "initialize" => Ok(initialize(params, env.script)),
+        "ping" => Ok(json!({})),
+        "tools/list" => tools_list(params, env.script),
+        "tools/call" => return tools_call(params, env),
+        _ => Err(RpcError {
+            code: -32601,
+            message: format!("method not found: {method}"),
+        }),
+    })
+}
+
+fn initialize(params: Option<&Value>, script: &Script) -> Value {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .filter(|v| SUPPORTED_VERSIONS.contains(v));
+    let version = match &script.protocol_version {
+        Some(v) => v.clone(),
+        None => requested.unwrap_or(SUPPORTED_VERSIONS[0]).to_owned(),
+    };
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "mcp-testkit", "version": "0.1.0"}
+    })
+}
+
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    let mut schema = Map::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), properties);
+    if !required.is_empty() {
+        schema.insert("required".into(), json!(required));
+    }
+    json!({"name": name, "description": description, "inputSchema": schema})
+}
+
+fn default_tool(name: &str) -> Value {
+    match name {
+        "echo" => tool(
+            "echo",
+            "Returns the given text.",
+            json!({"text": {"type": "string"}}),
+            &["text"],
+        ),
+        "add" => tool(
+            "add",
+            "Adds two numbers.",
+            json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+            &["a", "b"],
+        ),
+        "sleep" => tool(
+            "sleep",
+            "Sleeps for ms milliseconds.",
+            json!({"ms": {"type": "integer", "minimum": 0}}),
+            &["ms"],
+        ),
+        _ => tool("fail", "Always fails.", json!({}), &[]),
+    }
+}
+
+fn filler_tool(name: &str) -> Value {
+    tool(
+        name,
+        "A filler tool that answers with its name.",
+        json!({}),
+        &[],
+    )
+}
+
+/// Number of filler tools `tool-<n>` in a listing split into `pages` pages.
+fn filler_count(pages: usize) -> usize {
+    pages.saturating_sub(DEFAULT_TOOLS.len())
+}
+
+fn catalog_len(pages: usize) -> usize {
+    DEFAULT_TOOLS.len() + filler_count(pages)
+}
+
+fn catalog_tool(index: usize) -> Value {
+    match DEFAULT_TOOLS.get(index) {
+        Some(name) => default_tool(name),
+        None => filler_tool(&format!("tool-{}", index - DEFAULT_TOOLS.len() + 1)),
+    }
+}
+
+/// Tools on page `page` (1-based, `1..=pages`).
+fn page_tools(page: usize, pages: usize) -> Vec<Value> {
+    let total = catalog_len(pages);
+    let start = (page - 1).saturating_mul(total) / pages;
+    let end = page.saturating_mul(total) / pages;
+    (start..end.min(total)).map(catalog_tool).collect()
+}
+
+fn parse_cursor(cursor: &str) -> Option<usize> {
+    let n: usize = cursor.strip_prefix("page-")?.parse().ok()?;
+    (n >= 1).then_some(n)
+}
+
+fn tools_list(params: Option<&Value>, script: &Script) -> RpcResult {
+    let pages = script.tool_pages.max(1);
+    let page = match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => 1,
+        Some(Value::String(c)) => parse_cursor(c)
+            .ok_or_else(|| RpcError::invalid_params(format!("invalid cursor: {c}")))?,
+        Some(_) => return Err(RpcError::invalid_params("cursor must be a string")),
+    };
+    let (tools, next) = if script.endless_listing {
+        let tools = if page <= pages {
+            page_tools(page, pages)
+        } else {
+            vec![filler_tool(&format!("tool-endless-{page}"))]
+        };
+        (tools, Some(page.saturating_add(1)))
+    } else if script.repeated_cursor {
+        (page_tools(page.min(pages), pages), Some(2))
+    } else {
+        if page > pages {
+            return Err(RpcError::invalid_params(format!(
+                "invalid cursor: page-{page}"
+            )));
+        }
+        (page_tools(page, pages), (page < pages).then(|| page + 1))
+    };
+    let mut result = Map::new();
+    result.insert("tools".into(), Value::Array(tools));
+    if let Some(next) = next {
+        result.insert("nextCursor".into(), Value::from(format!("page-{next}")));
+    }
+    Ok(Value::Object(result))
+}
+
+fn text_result(text: impl Into<String>, is_error: bool) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}], "isError": is_error})
+}
+
+fn is_filler(name: &str, script: &Script) -> bool {
+    if let Some(n) = name.strip_prefix("tool-endless-") {
+        return script.endless_listing && n.parse::<usize>().is_ok();
+    }
+    match name
+        .strip_prefix("tool-")
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Some(n) => n >= 1 && n <= filler_count(script.tool_pages.max(1)),
+        None => false,
+    }
+}
+
+/// `a + b`, integers printed without `.0`.
+fn add(a: &Value, b: &Value) -> Result<Value, RpcError> {
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+        if let Some(sum) = x.checked_add(y) {
+            return Ok(Value::from(sum));
+        }
+    }
+    let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) else {
+        return Err(RpcError::invalid_params("a and b must be numbers"));
+    };
+    let sum = x + y;
+    if sum.is_finite() && sum.fract() == 0.0 && sum.abs() < 9_007_199_254_740_992.0 {
+        // Exactly representable integer: print it without ".0".
+        return Ok(Value::from(sum as i64));
+    }
+    serde_json::Number::from_f64(sum)
+        .map(Value::Number)
+        .ok_or_else(|| RpcError::invalid_params("the sum is not a finite number"))
+}
+
+fn tools_call(params: Option<&Value>, env: &mut Env<'_>) -> io::Result<RpcResult> {
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Ok(Err(RpcError::invalid_params("missing tool name")));
+    };
+    let empty = Value::Object(Map::new());
+    let args = params.and_then(|p| p.get("arguments")).unwrap_or(&empty);
+    let token = if env.script.progress {
+        progress_token(params)
+    } else {
+        None
+    };
+    let mut progress = match (token, env.progress.as_mut()) {
+        (Some(t), Some(sink)) => Some((t, sink)),
+        _ => None,
+    };
+
+    if name == "sleep" {
+        let Some(ms) = args.get("ms").and_then(Value::as_u64) else {
+            return Ok(Err(RpcError::invalid_params(
+                "ms must be a non-negative integer",
+            )));
+        };
+        match progress.as_mut() {
+            None => {
+                if !(env.sleep)(Duration::from_millis(ms)) {
+                    return Err(interrupted());
+                }
+            }
+            Some((token, sink)) => {
+                let total = u128::from(ms);
+                let steps = u128::from(PROGRESS_STEPS);
+                for i in 1..=PROGRESS_STEPS {
+                    let i = u128::from(i);
+                    let slice = total * i / steps - total * (i - 1) / steps;
+                    // slice <= ms, so it fits in u64.
+                    let slice = u64::try_from(slice).unwrap_or(u64::MAX);
+                    if !(env.sleep)(Duration::from_millis(slice)) {
+                        return Err(interrupted());
+                    }
+                    sink(&progress_notification(token, i as u64, PROGRESS_STEPS))?;
+                }
+            }
+        }
+        return Ok(Ok(text_result(format!("slept {ms} ms"), false)));
+    }
+
+    let outcome = match name {
+        "echo" => match args.get("text").and_then(Value::as_str) {
+            Some(text) => Ok(text_result(text, false)),
+            None => Err(RpcError::invalid_params("missing argument: text")),
+        },
+        "add" => match (args.get("a"), args.get("b")) {
+            (Some(a), Some(b)) => add(a, b).map(|sum| {
+                let mut result = text_result(sum.to_string(), false);
+                result["structuredContent"] = json!({"sum": sum});
+                result
+            }),
+            _ => Err(RpcError::invalid_params(
+                "missing argument: a and b are required",
+            )),
+        },
+        "fail" => Ok(text_result("the tool failed on purpose", true)),
+        _ if is_filler(name, env.script) => Ok(text_result(format!("{name} called"), false)),
+        _ => Err(RpcError::invalid_params(format!("unknown tool: {name}"))),
+    };
+    if outcome.is_ok() {
+        if let Some((token, sink)) = progress.as_mut() {
+            for i in 1..=PROGRESS_STEPS {
+                sink(&progress_notification(token, i, PROGRESS_STEPS))?;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(method: &str, params: Value, script: &Script) -> RpcResult {
+        let sleep = |_: Duration| true;
+        let mut env = Env {
+            script,
+            sleep: &sleep,
+            progress: None,
+        };
+        dispatch(method, Some(&params), &mut env).unwrap()
+    }
+
+    #[test]
+    fn add_formats_numbers() {
+        let s = Script::new();
+        let r = run(
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r["content"][0]["text"], "5");
+        assert_eq!(r["structuredContent"]["sum"], 5);
+        let r = run(
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1.5, "b": 1.5}}),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r["content"][0]["text"], "3");
+        let r = run(
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 0.5, "b": 0.25}}),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r["content"][0]["text"], "0.75");
+        let e = run(
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": "x", "b": 1}}),
+            &s,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, -32602);
+    }
+
+    #[test]
+    fn pages_cover_catalog() {
+        for pages in 1..12 {
+            let s = Script::new().tool_pages(pages);
+            let mut names = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..pages {
+                let params = match &cursor {
+                    Some(c) => json!({"cursor": c}),
+                    None => json!({}),
+                };
+                let r = run("tools/list", params, &s).unwrap();
+                let tools = r["tools"].as_array().unwrap();
+                assert!(!tools.is_empty());
+                names.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+                cursor = r
+                    .get("nextCursor")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            assert!(cursor.is_none(), "pages={pages}");
+            assert_eq!(names.len(), 4.max(pages));
+            assert_eq!(&names[..4], ["echo", "add", "sleep", "fail"]);
+        }
+    }
+
+    #[test]
+    fn classify_messages() {
+        assert_eq!(
+            Message::classify(&json!({"jsonrpc":"2.0","id":1,"method":"x"})).kind,
+            RpcKind::Request
+        );
+        assert_eq!(
+            Message::classify(&json!({"jsonrpc":"2.0","method":"x"})).kind,
+            RpcKind::Notification
+        );
+        assert_eq!(
+            Message::classify(&json!({"jsonrpc":"2.0","id":1,"result":{}})).kind,
+            RpcKind::Response
+        );
+        assert_eq!(
+            Message::classify(&json!({"jsonrpc":"2.0","id":1,"method":5})).kind,
+            RpcKind::Invalid
+        );
+        assert_eq!(Message::classify(&json!([])).kind, RpcKind::Batch);
+        assert_eq!(Message::classify(&json!(3)).kind, RpcKind::Invalid);
+    }
+
+    #[test]
+    fn wrong_ids() {
+        assert_eq!(wrong_id(&json!(1)), json!(1001));
+        assert_eq!(wrong_id(&json!("a")), json!("a-wrong"));
+        assert_eq!(wrong_id(&Value::Null), json!(1000));
+    }
+}

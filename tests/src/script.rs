@@ -1,0 +1,311 @@
+//! The script: how the test server behaves, built with a builder-style API.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How a JSON-RPC request is answered on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnswerMode {
+    /// `Content-Type: application/json` with a `Content-Length` body.
+    #[default]
+    Json,
+    /// `Content-Type: text/event-stream`, chunked: optional notifications,
+    /// then `event: message` with the answer, then the response ends.
+    Sse,
+    /// Like [`AnswerMode::Sse`], but after the answer the stream stays open
+    /// with a `: keepalive` comment every 200 ms until the client disconnects
+    /// or the server shuts down.
+    SseKeepOpen,
+}
+
+/// A precise way of misbehaving, applied to one JSON-RPC method (see
+/// [`Script::hostile`]) or to every message (see [`Script::hostile_all`]).
+///
+/// Modes that produce a JSON-RPC answer use the message's `id`, or `null`
+/// for id-less messages (notifications and client responses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hostile {
+    /// Read the request, never answer; keep the socket open until the client
+    /// closes it or the server shuts down.
+    Stall,
+    /// Send an SSE status line and headers, then a `: tick\n` comment every
+    /// 200 ms forever, never an answer.
+    Trickle,
+    /// A valid-looking JSON answer (a tool result with a giant string) of this
+    /// many bytes, streamed without building it in memory. Sent with a
+    /// `Content-Length` in [`AnswerMode::Json`], as one SSE event otherwise.
+    Oversize(usize),
+    /// Like [`Hostile::Oversize`] but always `application/json` with chunked
+    /// transfer encoding (no `Content-Length` to reject up front).
+    OversizeChunked(usize),
+    /// An SSE stream sending `notifications/message` events forever (fast),
+    /// never the answer.
+    EndlessSse,
+    /// The normal answer, but its id is the request id + 1000 (strings get a
+    /// `-wrong` suffix, `null` becomes 1000).
+    WrongId,
+    /// A JSON answer containing invalid UTF-8 bytes inside a string.
+    InvalidUtf8,
+    /// `302 Found` with `Location: http://127.0.0.2:<port>/mcp`.
+    Redirect,
+    /// This status code with a short `text/plain` body.
+    Status(u16),
+    /// `200 OK` with a `text/html` page.
+    Html,
+    /// `200 OK`, `application/json`, body `not json at all`.
+    NotJson,
+    /// `200 OK`, `application/json`, empty body.
+    EmptyBody,
+    /// A JSON answer whose `result` is this many nested arrays `[[[...]]]`.
+    DeepNesting(usize),
+    /// An SSE answer (whatever the answer mode) with this many
+    /// `notifications/message` events before the normal answer.
+    ManyNotifications(usize),
+    /// A JSON-RPC error answer with this code and message.
+    ErrorEnvelope {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The JSON-RPC error message.
+        message: String,
+    },
+    /// An SSE response with only a priming event (`id: ev-1`,
+    /// `retry: <retry_ms>`, empty `data:`), then the response ends without an
+    /// answer. A later `GET /mcp` with `Last-Event-ID: ev-1` (plus the session
+    /// header when sessions are on) and `Accept: text/event-stream` gets an SSE
+    /// stream whose first message event (`id: ev-2`) is the answer to the
+    /// original request.
+    CloseAfterPriming {
+        /// Value of the `retry:` field, in milliseconds.
+        retry_ms: u64,
+    },
+}
+
+/// How notifications and client responses (id-less POSTs) are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NotificationReply {
+    /// `202 Accepted` with an empty body (what the MCP spec asks for).
+    #[default]
+    Accepted,
+    /// `200 OK` with the id-less body `{"jsonrpc":"2.0","result":{}}`.
+    OkWithBody,
+    /// `200 OK` with an empty body.
+    OkEmpty,
+}
+
+/// The server's behaviour. Start from [`Script::new`] (same as
+/// [`Script::default`]: sessions on, JSON answers, no delays, nothing
+/// hostile) and chain the builder methods.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_testkit::{AnswerMode, Hostile, Script};
+///
+/// let script = Script::new()
+///     .answer_mode(AnswerMode::Sse)
+///     .delay("initialize", Duration::from_millis(400))
+///     .hostile("tools/call", Hostile::Stall)
+///     .tool_pages(3);
+/// # let _ = script;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub(crate) sessions: bool,
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) session_id_override: Option<Vec<u8>>,
+    pub(crate) notification_reply: NotificationReply,
+    pub(crate) tool_pages: usize,
+    pub(crate) repeated_cursor: bool,
+    pub(crate) endless_listing: bool,
+    pub(crate) default_mode: AnswerMode,
+    pub(crate) modes: HashMap<String, AnswerMode>,
+    pub(crate) notifications_before_answer: usize,
+    pub(crate) event_ids: bool,
+    pub(crate) sse_content_length: bool,
+    pub(crate) progress: bool,
+    pub(crate) delays: HashMap<String, Duration>,
+    pub(crate) hostile: HashMap<String, Hostile>,
+    pub(crate) hostile_all: Option<Hostile>,
+    pub(crate) allow_delete: bool,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Self {
+            sessions: true,
+            protocol_version: None,
+            session_id_override: None,
+            notification_reply: NotificationReply::Accepted,
+            tool_pages: 1,
+            repeated_cursor: false,
+            endless_listing: false,
+            default_mode: AnswerMode::Json,
+            modes: HashMap::new(),
+            notifications_before_answer: 0,
+            event_ids: false,
+            sse_content_length: false,
+            progress: true,
+            delays: HashMap::new(),
+            hostile: HashMap::new(),
+            hostile_all: None,
+            allow_delete: true,
+        }
+    }
+}
+
+impl Script {
+    /// The default script: sessions on, JSON answers, no delays.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The CLI demo script: sessions on, SSE answers for `tools/call`,
+    /// `initialize` delayed 300 ms, `notifications/initialized` delayed 100 ms.
+    pub fn demo() -> Self {
+        Self::new()
+            .answer_mode_for("tools/call", AnswerMode::Sse)
+            .delay("initialize", Duration::from_millis(300))
+            .delay("notifications/initialized", Duration::from_millis(100))
+    }
+
+    /// Turns sessions on (default) or off. When on, `initialize` answers carry
+    /// a fresh `Mcp-Session-Id` and every other request must present a live one
+    /// (absent: 400, unknown or expired: 404).
+    pub fn sessions(mut self, on: bool) -> Self {
+        self.sessions = on;
+        self
+    }
+
+    /// Answers `initialize` with this `protocolVersion` whatever the client asked.
+    pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.protocol_version = Some(version.into());
+        self
+    }
+
+    /// Sends these raw bytes verbatim as the `Mcp-Session-Id` header value of
+    /// `initialize` answers (may contain CR/LF or other invalid bytes). With
+    /// sessions on, the (lossily decoded) value is also accepted afterwards.
+    pub fn session_id_header(mut self, raw: impl Into<Vec<u8>>) -> Self {
+        self.session_id_override = Some(raw.into());
+        self
+    }
+
+    /// How notifications and client responses are answered (default 202).
+    pub fn notification_reply(mut self, reply: NotificationReply) -> Self {
+        self.notification_reply = reply;
+        self
+    }
+
+    /// Splits `tools/list` into this many pages (default 1); filler tools
+    /// `tool-<n>` are added so that every page has at least one tool.
+    /// Cursors are `"page-2"`, `"page-3"`, ...; the last page has none.
+    pub fn tool_pages(mut self, pages: usize) -> Self {
+        self.tool_pages = pages.max(1);
+        self
+    }
+
+    /// Makes every `tools/list` page carry `nextCursor: "page-2"`, so a client
+    /// following cursors sees the same cursor again.
+    pub fn repeated_cursor(mut self, on: bool) -> Self {
+        self.repeated_cursor = on;
+        self
+    }
+
+    /// Makes `tools/list` endless: every page has a fresh `nextCursor`.
+    pub fn endless_listing(mut self, on: bool) -> Self {
+        self.endless_listing = on;
+        self
+    }
+
+    /// Sets the answer mode for every method without a specific one.
+    pub fn answer_mode(mut self, mode: AnswerMode) -> Self {
+        self.default_mode = mode;
+        self
+    }
+
+    /// Sets the answer mode for one JSON-RPC method.
+    pub fn answer_mode_for(mut self, method: impl Into<String>, mode: AnswerMode) -> Self {
+        self.modes.insert(method.into(), mode);
+        self
+    }
+
+    /// SSE answers first send this many `notifications/message` events.
+    pub fn notifications_before_answer(mut self, count: usize) -> Self {
+        self.notifications_before_answer = count;
+        self
+    }
+
+    /// SSE events carry `id: <n>` lines, preceded by a priming event
+    /// (`id: 0`, empty `data:`).
+    pub fn event_ids(mut self, on: bool) -> Self {
+        self.event_ids = on;
+        self
+    }
+
+    /// SSE answers are sent whole with a `Content-Length` instead of chunked
+    /// ([`AnswerMode::SseKeepOpen`] then behaves like [`AnswerMode::Sse`]).
+    pub fn sse_content_length(mut self, on: bool) -> Self {
+        self.sse_content_length = on;
+        self
+    }
+
+    /// When on (default), an SSE-answered `tools/call` carrying
+    /// `params._meta.progressToken` gets `notifications/progress` events before
+    /// the answer (spread over the sleep for the `sleep` tool).
+    pub fn progress(mut self, on: bool) -> Self {
+        self.progress = on;
+        self
+    }
+
+    /// Sleeps `delay` before answering this JSON-RPC method (notifications
+    /// too, e.g. `"notifications/initialized"`; `"(response)"` for client
+    /// responses). The sleep is cut short by server shutdown.
+    pub fn delay(mut self, method: impl Into<String>, delay: Duration) -> Self {
+        self.delays.insert(method.into(), delay);
+        self
+    }
+
+    /// Misbehaves this way for one JSON-RPC method (takes precedence over
+    /// [`Script::hostile_all`]).
+    pub fn hostile(mut self, method: impl Into<String>, mode: Hostile) -> Self {
+        self.hostile.insert(method.into(), mode);
+        self
+    }
+
+    /// Misbehaves this way for every JSON-RPC message (requests,
+    /// notifications and client responses).
+    pub fn hostile_all(mut self, mode: Hostile) -> Self {
+        self.hostile_all = Some(mode);
+        self
+    }
+
+    /// Removes every hostile mode (per method and global).
+    pub fn clear_hostile(mut self) -> Self {
+        self.hostile.clear();
+        self.hostile_all = None;
+        self
+    }
+
+    /// Removes every delay.
+    pub fn clear_delays(mut self) -> Self {
+        self.delays.clear();
+        self
+    }
+
+    /// Whether `DELETE /mcp` is honoured (default) or answered 405.
+    pub fn allow_delete(mut self, on: bool) -> Self {
+        self.allow_delete = on;
+        self
+    }
+
+    pub(crate) fn mode_for(&self, method: &str) -> AnswerMode {
+        self.modes.get(method).copied().unwrap_or(self.default_mode)
+    }
+
+    pub(crate) fn delay_for(&self, method: &str) -> Option<Duration> {
+        self.delays.get(method).copied()
+    }
+
+    pub(crate) fn hostile_for(&self, method: &str) -> Option<&Hostile> {
+        self.hostile.get(method).or(self.hostile_all.as_ref())
+    }
+}
