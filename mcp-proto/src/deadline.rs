@@ -222,6 +222,11 @@ impl OperationDeadline {
         self.started
     }
 
+    /// The instant the budget is spent (`None` only if it is beyond what `Instant` represents).
+    pub fn end(&self) -> Option<Instant> {
+        self.started.checked_add(self.total)
+    }
+
     /// The operation's total, after raising to the floor.
     pub fn total(&self) -> Duration {
         self.total

@@ -257,6 +257,35 @@ pub(crate) fn server_info(value: Option<&Value>) -> ServerInfo {
     }
 }
 
+/// An `elicitation/create` answer that accepts, filling every field of the requested schema
+/// that declares a `default` with that default (strings, numbers, integers, booleans, enums).
+///
+/// ```
+/// use mcp_proto::model::accept_elicitation_with_defaults;
+/// use serde_json::json;
+/// let params = json!({"message": "?", "requestedSchema": {"type": "object", "properties": {
+///     "name": {"type": "string", "default": "Ada"}, "age": {"type": "integer", "default": 36},
+///     "nick": {"type": "string"}}}});
+/// assert_eq!(
+///     accept_elicitation_with_defaults(&params),
+///     json!({"action": "accept", "content": {"name": "Ada", "age": 36}})
+/// );
+/// ```
+pub fn accept_elicitation_with_defaults(params: &Value) -> Value {
+    let mut content = Map::new();
+    if let Some(properties) = params
+        .pointer("/requestedSchema/properties")
+        .and_then(Value::as_object)
+    {
+        for (name, schema) in properties {
+            if let Some(default) = schema.get("default") {
+                content.insert(name.clone(), default.clone());
+            }
+        }
+    }
+    serde_json::json!({"action": "accept", "content": content})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

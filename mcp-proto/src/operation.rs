@@ -1,8 +1,8 @@
 //! The operation state machine: every transition of an MCP operation lives here.
 //!
-//! An [`Operation`] is one public action (probe, list tools, call a tool) under one
-//! [`OperationDeadline`]. It decides which leg comes next, grants it what is left of the
-//! budget, reads each answer by the transport's rules and ends with a typed result. It does
+//! An [`Operation`] is one public action (probe, list tools, call a tool, close the session)
+//! under one [`OperationDeadline`]. It decides which leg comes next, grants it what is left of
+//! the budget, reads each answer by the transport's rules and ends with a typed result. It does
 //! not know which driver runs it, and it never reads a clock, opens a socket or sleeps.
 //!
 //! # Driving it
@@ -10,8 +10,10 @@
 //! Mutate once, then drain outputs until you must wait:
 //!
 //! * [`poll_output`](Operation::poll_output) returns, in this order of priority: a queued
-//!   [`Event`]; the final result ([`Output::Done`]); [`Output::Wait`] while a leg is in flight;
-//!   or the next leg to send ([`Output::Transmit`]), whose grant was read at the `now` you passed.
+//!   [`Event`]; the final result ([`Output::Done`]); a leg to send ([`Output::Transmit`]), whose
+//!   grant was read at the `now` you passed; or [`Output::Wait`] with the instant at which to
+//!   call [`handle_timeout`](Operation::handle_timeout) (the end of the leg in flight, or the
+//!   moment to resume a stream the server closed).
 //! * For a transmitted leg, send `leg.request` under `leg.timeout` for the **whole** leg
 //!   (connect, send, head and body together), then feed what came back:
 //!   [`handle_response`](Operation::handle_response) with the head, then
@@ -19,7 +21,11 @@
 //!   [`LegStatus::ReadMore`], then [`handle_body_end`](Operation::handle_body_end) if the body
 //!   ended first. On [`LegStatus::Complete`], stop reading and drop the response: the answer is
 //!   in (or the leg failed), and a stream the server keeps open must not hold the operation.
-//!   Between chunks, [`poll_event`](Operation::poll_event) hands out notifications as they arrive.
+//! * **Between chunks**, drain `poll_output` until it returns `Wait`: it hands out the server's
+//!   notifications as they arrive, and when the server sent a request on the stream (an
+//!   elicitation, a `ping`) it returns a *nested* `Transmit` carrying the answer. Run that leg
+//!   to completion like any other (its inputs go to it, the innermost leg), then go back to
+//!   reading the outer stream. `Done` there ends the operation: drop the stream.
 //! * If the transport fails, feed [`handle_transport_error`](Operation::handle_transport_error);
 //!   if your timer fires, [`handle_timeout`](Operation::handle_timeout).
 //!
@@ -59,19 +65,27 @@
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use http::StatusCode;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 
 use crate::deadline::{Budget, OperationDeadline};
 use crate::error::{Error, QUOTE_LIMIT, clip};
-use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::model::{self, CallToolResult, Notification, ProtocolVersion, SessionInfo, Tool};
 use crate::session::{SESSION_HEADER, Session, valid_session_id};
 use crate::sse::{SseError, SseEvent, SseParser};
 
+/// How long to wait before resuming a closed stream when the server named no `retry`.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The most times one answer's stream is resumed before the operation gives up.
+pub const MAX_RESUMPTIONS: u32 = 16;
+/// The grant of a best-effort `notifications/cancelled` (see [`Operation::cancel_notice`]).
+pub const CANCEL_NOTICE_GRANT: Duration = Duration::from_secs(1);
+
 /// What an operation is for.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Action {
     /// Handshake only (or `ping` on a live session): does the server answer, and who is it?
     Probe,
@@ -84,6 +98,8 @@ pub enum Action {
         /// Its arguments (sent as `{}` when empty).
         arguments: Map<String, Value>,
     },
+    /// End the session on the server (a DELETE).
+    Close,
 }
 
 /// Which request a leg carries.
@@ -103,10 +119,19 @@ pub enum LegKind {
     },
     /// `tools/call`.
     CallTool,
+    /// A POST answering a request the server sent on a stream.
+    Respond,
+    /// A GET resuming a stream the server closed before the answer (`Last-Event-ID`).
+    Resume,
+    /// A DELETE ending the session.
+    Close,
+    /// A best-effort `notifications/cancelled` after the caller cancelled a `tools/call`.
+    CancelNotice,
 }
 
 impl LegKind {
-    /// The JSON-RPC method the leg carries.
+    /// The JSON-RPC method the leg carries; for legs that carry none, what the leg does:
+    /// `response`, `resume` (GET) or `close` (DELETE).
     pub const fn method(self) -> &'static str {
         match self {
             Self::Initialize => "initialize",
@@ -114,6 +139,10 @@ impl LegKind {
             Self::Ping => "ping",
             Self::ListTools { .. } => "tools/list",
             Self::CallTool => "tools/call",
+            Self::Respond => "response",
+            Self::Resume => "resume",
+            Self::Close => "close",
+            Self::CancelNotice => "notifications/cancelled",
         }
     }
 }
@@ -140,7 +169,8 @@ pub struct Leg {
 pub enum Event {
     /// A notification (progress, logging, list changes).
     Notification(Notification),
-    /// A request from the server. This version of the crate does not answer server requests.
+    /// A request from the server. It is answered by the operation itself (with the caller's
+    /// registered responder, `{}` for `ping`, or error -32601); this event is for the record.
     ServerRequest {
         /// The server's id for it.
         id: RequestId,
@@ -153,6 +183,7 @@ pub enum Event {
 
 /// The successful result of an operation.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// What a probe found.
     Probe(SessionInfo),
@@ -160,6 +191,8 @@ pub enum Outcome {
     Tools(Vec<Tool>),
     /// The tool's result (which may be `is_error`).
     Call(CallToolResult),
+    /// The session is closed (or there was none to close).
+    Closed,
 }
 
 impl Outcome {
@@ -194,7 +227,7 @@ impl Outcome {
 pub enum Output {
     /// Send this leg.
     Transmit(Leg),
-    /// A leg is in flight: feed its response, or call `handle_timeout` at this instant.
+    /// Nothing to send: feed the leg in flight, or call `handle_timeout` at this instant.
     Wait(Instant),
     /// Hand this to the caller, then poll again.
     Event(Event),
@@ -264,6 +297,8 @@ enum Reading {
 #[derive(Debug)]
 struct InFlight {
     kind: LegKind,
+    /// The request whose answer this leg reads (for a resumption: the original request).
+    answers: LegKind,
     request_id: Option<i64>,
     grant: Duration,
     ends_at: Instant,
@@ -271,6 +306,15 @@ struct InFlight {
     status: u16,
     session_id: Option<String>,
     reading: Reading,
+}
+
+/// A stream closed before its answer, to be resumed with a GET.
+#[derive(Debug)]
+struct Resumption {
+    at: Instant,
+    ready: bool,
+    answers: LegKind,
+    request_id: Option<i64>,
 }
 
 /// One MCP operation under one deadline. See the [module docs](self) for the driver loop.
@@ -281,12 +325,21 @@ pub struct Operation<'s> {
     deadline: OperationDeadline,
     next: Step,
     legs_sent: u32,
-    in_flight: Option<InFlight>,
+    /// The legs in flight, innermost last: a stream being read, and at most one answer to a
+    /// server request nested inside it.
+    legs: Vec<InFlight>,
     /// The handshake answered by `initialize`, committed to the session only once the
     /// `notifications/initialized` leg is accepted.
     pending: Option<SessionInfo>,
     reinitialized: bool,
     events: VecDeque<Event>,
+    /// Answers to server requests, waiting to be sent.
+    replies: VecDeque<(RequestId, Result<Value, RpcError>)>,
+    resume: Option<Resumption>,
+    resumptions: u32,
+    last_event_id: Option<String>,
+    /// The id of the `tools/call` in flight when the caller cancelled.
+    cancelled_call: Option<i64>,
     finished: Option<Result<Outcome, Error>>,
     returned: bool,
     tools: Vec<Tool>,
@@ -307,17 +360,28 @@ impl<'s> Operation<'s> {
         } else {
             Step::Initialize
         };
+        // Closing a session that has no id on the server sends nothing.
+        let nothing_to_close =
+            action == Action::Close && session.info().and_then(|i| i.session_id.as_ref()).is_none();
+        if nothing_to_close {
+            session.reset();
+        }
         Self {
             session,
             action,
             deadline,
             next,
             legs_sent: 0,
-            in_flight: None,
+            legs: Vec::new(),
             pending: None,
             reinitialized: false,
             events: VecDeque::new(),
-            finished: None,
+            replies: VecDeque::new(),
+            resume: None,
+            resumptions: 0,
+            last_event_id: None,
+            cancelled_call: None,
+            finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
             returned: false,
             tools: Vec::new(),
             cursor: None,
@@ -359,52 +423,30 @@ impl<'s> Operation<'s> {
         if self.returned {
             return Output::Done(Err(Error::AlreadyFinished));
         }
-        if let Some(leg) = &self.in_flight {
-            return Output::Wait(leg.ends_at);
+        if let Some(top) = self.legs.last() {
+            let reading_stream = self.legs.len() == 1 && !matches!(top.reading, Reading::Head);
+            if !reading_stream || self.replies.is_empty() {
+                return Output::Wait(top.ends_at);
+            }
+            return self.transmit(LegKind::Respond, now);
+        }
+        if let Some(resume) = &self.resume {
+            if !resume.ready {
+                return Output::Wait(resume.at);
+            }
+            return self.transmit(LegKind::Resume, now);
         }
         let kind = self.next_leg_kind();
-        let timeout = match self.deadline.grant(now) {
-            Ok(grant) => grant,
-            Err(exhausted) => {
-                // The check sits before the request is built: nothing of this leg exists.
-                self.returned = true;
-                return Output::Done(Err(Error::BudgetExhausted {
-                    server: self.label(),
-                    budget: Budget::from_duration(exhausted.total),
-                    method: kind.method(),
-                    leg: self.legs_sent + 1,
-                }));
-            }
-        };
-        let ends_at = now.checked_add(timeout).unwrap_or(now);
-        let (request, request_id) = self.build_request(kind);
-        let carried_session = request.headers().contains_key(SESSION_HEADER);
-        self.legs_sent += 1;
-        self.in_flight = Some(InFlight {
-            kind,
-            request_id,
-            grant: timeout,
-            ends_at,
-            carried_session,
-            status: 0,
-            session_id: None,
-            reading: Reading::Head,
-        });
-        Output::Transmit(Leg {
-            number: self.legs_sent,
-            kind,
-            request,
-            timeout,
-            ends_at,
-        })
+        self.transmit(kind, now)
     }
 
-    /// The next queued event, for a driver that is still reading a leg's body.
+    /// The next queued event, for a driver that only wants events (a nested answer leg is
+    /// only handed out by [`poll_output`](Self::poll_output)).
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
-    /// Feeds the response head of the leg in flight.
+    /// Feeds the response head of the innermost leg in flight.
     pub fn handle_response(
         &mut self,
         status: StatusCode,
@@ -412,7 +454,8 @@ impl<'s> Operation<'s> {
         _now: Instant,
     ) -> LegStatus {
         let cap = self.session.config().answer_cap();
-        let Some(leg) = self.in_flight.as_mut() else {
+        let depth = self.legs.len();
+        let Some(leg) = self.legs.last_mut() else {
             return LegStatus::Complete;
         };
         if !matches!(leg.reading, Reading::Head) {
@@ -420,30 +463,50 @@ impl<'s> Operation<'s> {
         }
         leg.status = status.as_u16();
         let (kind, carried_session) = (leg.kind, leg.carried_session);
-        if status == StatusCode::NOT_FOUND && carried_session {
+        if kind == LegKind::Close {
+            // 404: already gone; 405: the server does not end sessions on request.
+            self.legs.pop();
+            self.session.reset();
+            if status.is_success()
+                || status == StatusCode::NOT_FOUND
+                || status == StatusCode::METHOD_NOT_ALLOWED
+            {
+                self.finish(Ok(Outcome::Closed));
+            } else {
+                self.fail(|server| Error::HttpStatus {
+                    server,
+                    method: kind.method(),
+                    status: status.as_u16(),
+                });
+            }
+            return LegStatus::Complete;
+        }
+        if status == StatusCode::NOT_FOUND && carried_session && depth == 1 {
             self.session_lost(kind);
             return LegStatus::Complete;
         }
         if !status.is_success() {
-            self.fail_leg(|server| Error::HttpStatus {
+            self.fail(|server| Error::HttpStatus {
                 server,
                 method: kind.method(),
                 status: status.as_u16(),
             });
             return LegStatus::Complete;
         }
-        if kind == LegKind::Initialized {
-            // A notification's answer is not read: 202 without a body is the norm, and any
-            // 2xx, with or without a body, is accepted.
-            self.in_flight = None;
-            self.handshake_confirmed();
+        if matches!(kind, LegKind::Initialized | LegKind::Respond) {
+            // A notification's or a response's answer is not read: 202 without a body is the
+            // norm, and any 2xx, with or without a body, is accepted.
+            self.legs.pop();
+            if kind == LegKind::Initialized {
+                self.handshake_confirmed();
+            }
             return LegStatus::Complete;
         }
         if kind == LegKind::Initialize {
             if let Some(raw) = headers.get(SESSION_HEADER) {
                 if !valid_session_id(raw.as_bytes()) {
                     let shown = clip(&String::from_utf8_lossy(raw.as_bytes()), QUOTE_LIMIT);
-                    self.fail_leg(|server| Error::Malformed {
+                    self.fail(|server| Error::Malformed {
                         server,
                         method: kind.method(),
                         detail: format!(
@@ -470,12 +533,13 @@ impl<'s> Operation<'s> {
                     .to_ascii_lowercase()
             })
             .unwrap_or_default();
+        let method = leg.answers.method();
         match media_type.as_str() {
             "" | "application/json" => {
                 if declared_length.is_some_and(|n| n > cap as u64) {
-                    self.fail_leg(|server| Error::AnswerTooLarge {
+                    self.fail(|server| Error::AnswerTooLarge {
                         server,
-                        method: kind.method(),
+                        method,
                         limit: cap,
                     });
                     return LegStatus::Complete;
@@ -490,9 +554,9 @@ impl<'s> Operation<'s> {
             }
             other => {
                 let content_type = clip(other, QUOTE_LIMIT);
-                self.fail_leg(|server| Error::UnsupportedContentType {
+                self.fail(|server| Error::UnsupportedContentType {
                     server,
-                    method: kind.method(),
+                    method,
                     content_type,
                 });
                 return LegStatus::Complete;
@@ -501,21 +565,21 @@ impl<'s> Operation<'s> {
         LegStatus::ReadMore
     }
 
-    /// Feeds the next chunk of the body of the leg in flight.
+    /// Feeds the next chunk of the body of the innermost leg in flight.
     pub fn handle_body_chunk(&mut self, chunk: &[u8], _now: Instant) -> LegStatus {
         let cap = self.session.config().answer_cap();
-        let Some(leg) = self.in_flight.as_mut() else {
+        let Some(leg) = self.legs.last_mut() else {
             return LegStatus::Complete;
         };
-        let kind = leg.kind;
+        let method = leg.answers.method();
         let mut events = std::mem::take(&mut self.scratch);
         let fed = match &mut leg.reading {
             Reading::Head => return LegStatus::Complete,
             Reading::Json(buffer) => {
                 if buffer.len().saturating_add(chunk.len()) > cap {
-                    self.fail_leg(|server| Error::AnswerTooLarge {
+                    self.fail(|server| Error::AnswerTooLarge {
                         server,
-                        method: kind.method(),
+                        method,
                         limit: cap,
                     });
                     return LegStatus::Complete;
@@ -523,37 +587,51 @@ impl<'s> Operation<'s> {
                 buffer.extend_from_slice(chunk);
                 return LegStatus::ReadMore;
             }
-            Reading::Sse { parser, .. } => parser.feed(chunk, &mut events),
+            Reading::Sse { parser, .. } => {
+                let fed = parser.feed(chunk, &mut events);
+                if let Some(id) = parser.last_event_id() {
+                    if self.last_event_id.as_deref() != Some(id) {
+                        self.last_event_id = Some(id.to_owned());
+                    }
+                }
+                fed
+            }
         };
-        let status = self.take_stream_events(&mut events, fed, kind, cap);
+        let status = self.take_stream_events(&mut events, fed, cap);
         self.scratch = events;
         status
     }
 
-    /// Tells the operation the body of the leg in flight ended.
-    pub fn handle_body_end(&mut self, _now: Instant) {
+    /// Tells the operation the body of the innermost leg in flight ended.
+    pub fn handle_body_end(&mut self, now: Instant) {
         let cap = self.session.config().answer_cap();
-        let Some(leg) = self.in_flight.as_mut() else {
+        let Some(leg) = self.legs.last_mut() else {
             return;
         };
-        let kind = leg.kind;
+        let method = leg.answers.method();
         match &mut leg.reading {
             Reading::Head => {}
             Reading::Json(buffer) => {
                 let buffer = std::mem::take(buffer);
                 let status = leg.status;
-                self.read_json_answer(&buffer, status, kind);
+                self.read_json_answer(&buffer, status);
             }
             Reading::Sse { parser, .. } => {
                 let mut events = std::mem::take(&mut self.scratch);
                 let fed = parser.finish(&mut events);
-                if self.take_stream_events(&mut events, fed, kind, cap) == LegStatus::Complete {
-                    self.scratch = events;
+                if let Some(id) = parser.last_event_id() {
+                    self.last_event_id = Some(id.to_owned());
+                }
+                let status = self.take_stream_events(&mut events, fed, cap);
+                self.scratch = events;
+                if status == LegStatus::Complete {
                     return;
                 }
-                self.scratch = events;
+                if self.schedule_resumption(now) {
+                    return;
+                }
                 let saw_message = matches!(
-                    self.in_flight.as_ref().map(|l| &l.reading),
+                    self.legs.last().map(|l| &l.reading),
                     Some(Reading::Sse {
                         saw_message: true,
                         ..
@@ -564,30 +642,30 @@ impl<'s> Operation<'s> {
                 } else {
                     "the event stream carried no message"
                 };
-                self.fail_leg(|server| Error::Malformed {
+                self.fail(|server| Error::Malformed {
                     server,
-                    method: kind.method(),
+                    method,
                     detail: detail.to_owned(),
                 });
             }
         }
     }
 
-    /// Tells the operation the leg in flight failed in the transport.
+    /// Tells the operation the innermost leg in flight failed in the transport.
     pub fn handle_transport_error(&mut self, error: TransportError, _now: Instant) {
-        let Some(leg) = &self.in_flight else {
+        let Some(leg) = self.legs.last() else {
             return;
         };
-        let (method, grant) = (leg.kind.method(), leg.grant);
+        let (method, grant) = (leg.answers.method(), leg.grant);
         match error.kind {
-            TransportErrorKind::TimedOut => self.fail_leg(|server| Error::LegTimedOut {
+            TransportErrorKind::TimedOut => self.fail(|server| Error::LegTimedOut {
                 server,
                 method,
                 grant,
             }),
             TransportErrorKind::Connect | TransportErrorKind::Io => {
                 let reason = clip(&error.detail, QUOTE_LIMIT);
-                self.fail_leg(|server| Error::Unreachable {
+                self.fail(|server| Error::Unreachable {
                     server,
                     method,
                     reason,
@@ -596,18 +674,22 @@ impl<'s> Operation<'s> {
         }
     }
 
-    /// Tells the operation a timer fired: a leg whose grant ended by `now` has timed out.
+    /// Tells the operation a timer fired: a leg whose grant ended by `now` has timed out, and
+    /// a stream due to be resumed by `now` may be resumed.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let Some(leg) = &self.in_flight else {
-            return;
-        };
-        if now >= leg.ends_at {
-            let (method, grant) = (leg.kind.method(), leg.grant);
-            self.fail_leg(|server| Error::LegTimedOut {
+        if let Some(leg) = self.legs.iter().find(|leg| now >= leg.ends_at) {
+            let (method, grant) = (leg.answers.method(), leg.grant);
+            self.fail(|server| Error::LegTimedOut {
                 server,
                 method,
                 grant,
             });
+            return;
+        }
+        if let Some(resume) = &mut self.resume {
+            if self.legs.is_empty() && now >= resume.at {
+                resume.ready = true;
+            }
         }
     }
 
@@ -617,15 +699,42 @@ impl<'s> Operation<'s> {
         if self.is_finished() {
             return;
         }
-        let method = match &self.in_flight {
-            Some(leg) => leg.kind.method(),
-            None => self.next_leg_kind().method(),
+        let outer = self.legs.first();
+        let method = match (outer, &self.resume) {
+            (Some(leg), _) => leg.answers.method(),
+            (None, Some(resume)) => resume.answers.method(),
+            (None, None) => self.next_leg_kind().method(),
+        };
+        self.cancelled_call = match (outer, &self.resume) {
+            (Some(leg), _) if leg.answers == LegKind::CallTool => leg.request_id,
+            (None, Some(resume)) if resume.answers == LegKind::CallTool => resume.request_id,
+            _ => None,
         };
         self.events.clear();
         self.finish(Err(Error::Cancelled {
             server: self.label(),
             method,
         }));
+    }
+
+    /// After [`cancel`](Self::cancel) interrupted a `tools/call`, the `notifications/cancelled`
+    /// that tells the server to stop working on it, under a grant of its own of
+    /// [`CANCEL_NOTICE_GRANT`] (the operation's budget is over). Sending it is optional and
+    /// best-effort: the operation does not read its answer. `None` when no call was interrupted.
+    pub fn cancel_notice(&self, now: Instant) -> Option<Leg> {
+        let id = self.cancelled_call?;
+        let mut params = Map::new();
+        params.insert("requestId".to_owned(), Value::from(id));
+        params.insert("reason".to_owned(), Value::from("cancelled by the caller"));
+        let body = jsonrpc::notification(LegKind::CancelNotice.method(), params);
+        let request = self.session.post(body, self.session.info());
+        Some(Leg {
+            number: self.legs_sent + 1,
+            kind: LegKind::CancelNotice,
+            request,
+            timeout: CANCEL_NOTICE_GRANT,
+            ends_at: now.checked_add(CANCEL_NOTICE_GRANT).unwrap_or(now),
+        })
     }
 
     fn label(&self) -> String {
@@ -642,25 +751,98 @@ impl<'s> Operation<'s> {
                     page: self.pages + 1,
                 },
                 Action::CallTool { .. } => LegKind::CallTool,
+                Action::Close => LegKind::Close,
             },
         }
     }
 
-    fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
-        let handshake = self
-            .pending
+    /// Grants the next leg what is left of the budget and hands it out, or refuses it.
+    fn transmit(&mut self, kind: LegKind, now: Instant) -> Output {
+        let timeout = match self.deadline.grant(now) {
+            Ok(grant) => grant,
+            Err(exhausted) => {
+                // The check sits before the request is built: nothing of this leg exists.
+                self.returned = true;
+                self.legs.clear();
+                return Output::Done(Err(Error::BudgetExhausted {
+                    server: self.label(),
+                    budget: Budget::from_duration(exhausted.total),
+                    method: kind.method(),
+                    leg: self.legs_sent + 1,
+                }));
+            }
+        };
+        let ends_at = now.checked_add(timeout).unwrap_or(now);
+        let (request, request_id, answers) = match kind {
+            LegKind::Respond => {
+                let Some((id, reply)) = self.replies.pop_front() else {
+                    return Output::Wait(ends_at);
+                };
+                (self.build_reply(&id, reply), None, LegKind::Respond)
+            }
+            LegKind::Resume => {
+                let Some(resume) = self.resume.take() else {
+                    return Output::Wait(ends_at);
+                };
+                self.resumptions += 1;
+                (self.build_resume(), resume.request_id, resume.answers)
+            }
+            _ => {
+                let (request, id) = self.build_request(kind);
+                (request, id, kind)
+            }
+        };
+        let carried_session = request.headers().contains_key(SESSION_HEADER);
+        self.legs_sent += 1;
+        self.legs.push(InFlight {
+            kind,
+            answers,
+            request_id,
+            grant: timeout,
+            ends_at,
+            carried_session,
+            status: 0,
+            session_id: None,
+            reading: Reading::Head,
+        });
+        Output::Transmit(Leg {
+            number: self.legs_sent,
+            kind,
+            request,
+            timeout,
+            ends_at,
+        })
+    }
+
+    fn handshake(&self) -> Option<SessionInfo> {
+        self.pending
             .clone()
-            .or_else(|| self.session.info().cloned());
-        if kind == LegKind::Initialized {
-            let body = jsonrpc::notification(kind.method(), Map::new());
-            return (self.session.post(body, handshake.as_ref()), None);
+            .or_else(|| self.session.info().cloned())
+    }
+
+    fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+        let handshake = self.handshake();
+        match kind {
+            LegKind::Initialized => {
+                let body = jsonrpc::notification(kind.method(), Map::new());
+                return (self.session.post(body, handshake.as_ref()), None);
+            }
+            LegKind::Close => {
+                let request = self
+                    .session
+                    .request(Method::DELETE, Vec::new(), handshake.as_ref());
+                return (request, None);
+            }
+            _ => {}
         }
+        let id = self.session.take_request_id();
+        let config = self.session.config();
         let params = match (kind, &self.action) {
             (LegKind::Initialize, _) => {
-                let client = self.session.config().client();
+                let client = config.client();
                 object(json!({
                     "protocolVersion": self.session.offered_version().as_str(),
-                    "capabilities": {},
+                    "capabilities": config.capabilities(),
                     "clientInfo": {"name": client.name, "version": client.version},
                 }))
             }
@@ -669,11 +851,14 @@ impl<'s> Operation<'s> {
                 None => Map::new(),
             },
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
-                object(json!({"name": name, "arguments": arguments}))
+                let mut params = object(json!({"name": name, "arguments": arguments}));
+                if config.wants_progress() {
+                    params.insert("_meta".to_owned(), json!({"progressToken": id}));
+                }
+                params
             }
             _ => Map::new(),
         };
-        let id = self.session.take_request_id();
         let body = jsonrpc::request(id, kind.method(), params);
         let info = if kind == LegKind::Initialize {
             None
@@ -683,30 +868,96 @@ impl<'s> Operation<'s> {
         (self.session.post(body, info), Some(id))
     }
 
+    fn build_reply(
+        &self,
+        id: &RequestId,
+        reply: Result<Value, RpcError>,
+    ) -> http::Request<Vec<u8>> {
+        let message = match reply {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result}),
+            Err(error) => {
+                let mut object = json!({"code": error.code, "message": error.message});
+                if let Some(data) = error.data {
+                    object["data"] = data;
+                }
+                json!({"jsonrpc": "2.0", "id": id.to_value(), "error": object})
+            }
+        };
+        let body = serde_json::to_vec(&message).unwrap_or_default();
+        self.session.post(body, self.handshake().as_ref())
+    }
+
+    fn build_resume(&self) -> http::Request<Vec<u8>> {
+        let mut request = self
+            .session
+            .request(Method::GET, Vec::new(), self.handshake().as_ref());
+        if let Some(id) = &self.last_event_id {
+            if let Ok(value) = HeaderValue::from_str(id) {
+                request.headers_mut().insert("last-event-id", value);
+            }
+        }
+        request
+    }
+
     fn finish(&mut self, result: Result<Outcome, Error>) {
-        self.in_flight = None;
+        self.legs.clear();
+        self.resume = None;
         if self.finished.is_none() && !self.returned {
             self.finished = Some(result);
         }
     }
 
-    fn fail_leg(&mut self, error: impl FnOnce(String) -> Error) {
+    fn fail(&mut self, error: impl FnOnce(String) -> Error) {
         let error = error(self.label());
         self.finish(Err(error));
+    }
+
+    /// A stream that ended without the answer after an event with an id: the server may have
+    /// closed it on purpose (protocol 2025-11-25) and will answer on a resumed stream. Waits
+    /// the server's `retry` (never past the deadline), then resumes with a GET.
+    fn schedule_resumption(&mut self, now: Instant) -> bool {
+        let Some(leg) = self.legs.last() else {
+            return false;
+        };
+        let resumable = self.legs.len() == 1
+            && leg.request_id.is_some()
+            && self.last_event_id.is_some()
+            && self.resumptions < MAX_RESUMPTIONS;
+        if !resumable {
+            return false;
+        }
+        let retry = match &leg.reading {
+            Reading::Sse { parser, .. } => parser.retry().unwrap_or(DEFAULT_RETRY),
+            _ => DEFAULT_RETRY,
+        };
+        let mut at = now.checked_add(retry).unwrap_or(now);
+        if let Some(end) = self.deadline.end() {
+            at = at.min(end);
+        }
+        self.resume = Some(Resumption {
+            at,
+            ready: false,
+            answers: leg.answers,
+            request_id: leg.request_id,
+        });
+        self.legs.pop();
+        true
     }
 
     /// A 404 to a request that carried a session id: the session is gone. Start a new one and
     /// resend, inside the same deadline, once; a second loss ends the operation.
     fn session_lost(&mut self, kind: LegKind) {
         if self.reinitialized {
-            self.fail_leg(|server| Error::SessionExpired {
+            self.fail(|server| Error::SessionExpired {
                 server,
                 method: kind.method(),
             });
             return;
         }
         self.reinitialized = true;
-        self.in_flight = None;
+        self.legs.clear();
+        self.resume = None;
+        self.replies.clear();
         self.session.reset();
         self.pending = None;
         self.next = Step::Initialize;
@@ -733,36 +984,38 @@ impl<'s> Operation<'s> {
         &mut self,
         events: &mut Vec<SseEvent>,
         fed: Result<(), SseError>,
-        kind: LegKind,
         cap: usize,
     ) -> LegStatus {
+        let Some(method) = self.legs.last().map(|l| l.answers.method()) else {
+            return LegStatus::Complete;
+        };
         // Events completed before a parse error are still handled: an answer that arrived
         // before the stream went bad is a good answer.
         let mut complete = false;
         for event in events.drain(..) {
-            if complete || self.in_flight.is_none() {
+            if complete || self.legs.is_empty() {
                 continue;
             }
-            complete = self.read_stream_event(&event, kind) == LegStatus::Complete;
+            complete = self.read_stream_event(&event) == LegStatus::Complete;
         }
-        if complete || self.in_flight.is_none() {
+        if complete || self.legs.is_empty() {
             return LegStatus::Complete;
         }
         match fed {
             Ok(()) => LegStatus::ReadMore,
             Err(SseError::EventTooLarge { .. }) => {
-                self.fail_leg(|server| Error::AnswerTooLarge {
+                self.fail(|server| Error::AnswerTooLarge {
                     server,
-                    method: kind.method(),
+                    method,
                     limit: cap,
                 });
                 LegStatus::Complete
             }
             Err(err) => {
                 let detail = err.to_string();
-                self.fail_leg(|server| Error::Malformed {
+                self.fail(|server| Error::Malformed {
                     server,
-                    method: kind.method(),
+                    method,
                     detail,
                 });
                 LegStatus::Complete
@@ -770,7 +1023,10 @@ impl<'s> Operation<'s> {
         }
     }
 
-    fn read_stream_event(&mut self, event: &SseEvent, kind: LegKind) -> LegStatus {
+    fn read_stream_event(&mut self, event: &SseEvent) -> LegStatus {
+        let Some(method) = self.legs.last().map(|l| l.answers.method()) else {
+            return LegStatus::Complete;
+        };
         if event.data.trim().is_empty() {
             // A priming event (an id and empty data) or a keep-alive.
             return LegStatus::ReadMore;
@@ -778,9 +1034,9 @@ impl<'s> Operation<'s> {
         let message = match serde_json::from_str::<Value>(&event.data) {
             Ok(Value::Object(message)) => message,
             Ok(_) => {
-                self.fail_leg(|server| Error::Malformed {
+                self.fail(|server| Error::Malformed {
                     server,
-                    method: kind.method(),
+                    method,
                     detail: "an event's data is not a JSON object".to_owned(),
                 });
                 return LegStatus::Complete;
@@ -790,16 +1046,15 @@ impl<'s> Operation<'s> {
                     "an event's data is not JSON: {}",
                     clip(&err.to_string(), QUOTE_LIMIT)
                 );
-                self.fail_leg(|server| Error::Malformed {
+                self.fail(|server| Error::Malformed {
                     server,
-                    method: kind.method(),
+                    method,
                     detail,
                 });
                 return LegStatus::Complete;
             }
         };
-        if let Some(Reading::Sse { saw_message, .. }) =
-            self.in_flight.as_mut().map(|l| &mut l.reading)
+        if let Some(Reading::Sse { saw_message, .. }) = self.legs.last_mut().map(|l| &mut l.reading)
         {
             *saw_message = true;
         }
@@ -810,38 +1065,46 @@ impl<'s> Operation<'s> {
                 LegStatus::ReadMore
             }
             Incoming::Request { id, method, params } => {
+                let reply = self
+                    .session
+                    .config()
+                    .answer_server_request(&method, &params);
+                self.replies.push_back((id.clone(), reply));
                 self.events
                     .push_back(Event::ServerRequest { id, method, params });
                 LegStatus::ReadMore
             }
             Incoming::Neither => LegStatus::ReadMore,
             answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
-                self.read_answer(answer, kind);
+                self.read_answer(answer);
                 LegStatus::Complete
             }
         }
     }
 
-    fn read_json_answer(&mut self, body: &[u8], status: u16, kind: LegKind) {
+    fn read_json_answer(&mut self, body: &[u8], status: u16) {
+        let Some(method) = self.legs.last().map(|l| l.answers.method()) else {
+            return;
+        };
         let malformed = |detail: String| {
             move |server| Error::Malformed {
                 server,
-                method: kind.method(),
+                method,
                 detail,
             }
         };
         if body.iter().all(u8::is_ascii_whitespace) {
-            self.fail_leg(malformed(format!("empty body with status {status}")));
+            self.fail(malformed(format!("empty body with status {status}")));
             return;
         }
         let message = match serde_json::from_slice::<Value>(body) {
             Ok(Value::Object(message)) => message,
             Ok(_) => {
-                self.fail_leg(malformed("the answer is not a JSON object".to_owned()));
+                self.fail(malformed("the answer is not a JSON object".to_owned()));
                 return;
             }
             Err(err) => {
-                self.fail_leg(malformed(format!(
+                self.fail(malformed(format!(
                     "the body is not JSON: {}",
                     clip(&err.to_string(), QUOTE_LIMIT)
                 )));
@@ -849,20 +1112,19 @@ impl<'s> Operation<'s> {
             }
         };
         match jsonrpc::classify(&message) {
-            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
-                self.read_answer(answer, kind)
-            }
+            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => self.read_answer(answer),
             Incoming::Request { .. } | Incoming::Notification { .. } | Incoming::Neither => {
-                self.fail_leg(malformed("neither a result nor an error".to_owned()));
+                self.fail(malformed("neither a result nor an error".to_owned()));
             }
         }
     }
 
     /// A response arrived for the leg in flight: check it and move on.
-    fn read_answer(&mut self, answer: Incoming, kind: LegKind) {
-        let Some(leg) = self.in_flight.take() else {
+    fn read_answer(&mut self, answer: Incoming) {
+        let Some(leg) = self.legs.pop() else {
             return;
         };
+        let kind = leg.answers;
         let malformed = |detail: String| {
             move |server| Error::Malformed {
                 server,
@@ -875,7 +1137,7 @@ impl<'s> Operation<'s> {
             // a string of their own when they could not read the request at all.
             Incoming::Error { error, .. } => {
                 let message = clip(&error.message, QUOTE_LIMIT);
-                self.fail_leg(|server| Error::JsonRpc {
+                self.fail(|server| Error::JsonRpc {
                     server,
                     method: kind.method(),
                     code: error.code,
@@ -889,7 +1151,7 @@ impl<'s> Operation<'s> {
                 if id != expected {
                     let got = id.map_or_else(|| "none".to_owned(), |id| id.to_string());
                     let want = expected.map_or_else(|| "none".to_owned(), |id| id.to_string());
-                    self.fail_leg(malformed(format!(
+                    self.fail(malformed(format!(
                         "the answer's id {got} does not match the request's id {want}"
                     )));
                     return;
@@ -897,7 +1159,7 @@ impl<'s> Operation<'s> {
                 match result {
                     Value::Object(result) => result,
                     _ => {
-                        self.fail_leg(malformed("neither a result nor an error".to_owned()));
+                        self.fail(malformed("neither a result nor an error".to_owned()));
                         return;
                     }
                 }
@@ -906,24 +1168,24 @@ impl<'s> Operation<'s> {
         };
         match kind {
             LegKind::Initialize => self.read_initialize(&result, leg.session_id),
-            LegKind::Initialized => self.handshake_confirmed(),
             LegKind::Ping => match self.session.info().cloned() {
                 Some(info) => self.finish(Ok(Outcome::Probe(info))),
-                None => self.fail_leg(malformed(
+                None => self.fail(malformed(
                     "ping answered on a session that is not live".to_owned(),
                 )),
             },
             LegKind::ListTools { .. } => self.read_tools_page(&result),
             LegKind::CallTool => match CallToolResult::from_result(&result) {
                 Ok(call) => self.finish(Ok(Outcome::Call(call))),
-                Err(detail) => self.fail_leg(malformed(detail)),
+                Err(detail) => self.fail(malformed(detail)),
             },
+            _ => {}
         }
     }
 
     fn read_initialize(&mut self, result: &Map<String, Value>, session_id: Option<String>) {
         let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
-            self.fail_leg(|server| Error::Malformed {
+            self.fail(|server| Error::Malformed {
                 server,
                 method: LegKind::Initialize.method(),
                 detail: "the initialize result has no protocolVersion".to_owned(),
@@ -932,7 +1194,7 @@ impl<'s> Operation<'s> {
         };
         let Some(protocol_version) = ProtocolVersion::parse(version) else {
             let version = clip(version, model::LABEL_LIMIT);
-            self.fail_leg(|server| Error::UnsupportedProtocolVersion { server, version });
+            self.fail(|server| Error::UnsupportedProtocolVersion { server, version });
             return;
         };
         self.pending = Some(SessionInfo {
@@ -952,13 +1214,11 @@ impl<'s> Operation<'s> {
     }
 
     fn read_tools_page(&mut self, result: &Map<String, Value>) {
-        let kind = LegKind::ListTools {
-            page: self.pages + 1,
-        };
+        let method = LegKind::ListTools { page: 0 }.method();
         let Some(entries) = result.get("tools").and_then(Value::as_array) else {
-            self.fail_leg(|server| Error::Malformed {
+            self.fail(|server| Error::Malformed {
                 server,
-                method: kind.method(),
+                method,
                 detail: "the result has no \"tools\" array".to_owned(),
             });
             return;
@@ -977,12 +1237,12 @@ impl<'s> Operation<'s> {
         };
         if !self.cursors_seen.insert(cursor.to_owned()) {
             let cursor = clip(cursor, QUOTE_LIMIT);
-            self.fail_leg(|server| Error::RepeatedCursor { server, cursor });
+            self.fail(|server| Error::RepeatedCursor { server, cursor });
             return;
         }
         let ceiling = self.session.config().page_ceiling();
         if self.pages >= ceiling {
-            self.fail_leg(|server| Error::TooManyPages {
+            self.fail(|server| Error::TooManyPages {
                 server,
                 pages: ceiling,
             });

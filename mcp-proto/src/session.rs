@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::deadline::{Budget, OperationDeadline, Resolution};
 use crate::error::{Error, clip};
+use crate::jsonrpc::RpcError;
 use crate::model::{ProtocolVersion, SessionInfo};
 use crate::operation::{Action, Operation};
 
@@ -54,6 +55,8 @@ impl Default for ClientInfo {
 /// ```
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
+    responders: Vec<(String, Responder)>,
+    progress: bool,
     endpoint: Uri,
     label: String,
     headers: HeaderMap,
@@ -89,6 +92,8 @@ impl SessionConfig {
             .ok_or_else(|| invalid("it has no host"))?;
         let label = format!("{host}:{}", endpoint.port_u16().unwrap_or(default_port));
         Ok(Self {
+            responders: Vec::new(),
+            progress: false,
             endpoint,
             label,
             headers: HeaderMap::new(),
@@ -171,6 +176,81 @@ impl SessionConfig {
         self
     }
 
+    /// Answers the server's `method` requests (e.g. `elicitation/create`) with `respond`.
+    ///
+    /// Servers may send requests on the stream of an answer; each is answered with a POST
+    /// inside the same budget. Registering `elicitation/create`, `sampling/createMessage` or
+    /// `roots/list` also declares the matching client capability in `initialize`. `ping` is
+    /// always answered with `{}`; a request nobody registered is answered with JSON-RPC error
+    /// -32601. `respond` must not block: it runs inside the state machine.
+    ///
+    /// ```
+    /// use mcp_proto::{SessionConfig, model::accept_elicitation_with_defaults};
+    /// let config = SessionConfig::new("http://127.0.0.1:3000/mcp")?
+    ///     .respond_to("elicitation/create", |params| Ok(accept_elicitation_with_defaults(params)));
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn respond_to(
+        mut self,
+        method: impl Into<String>,
+        respond: impl Fn(&serde_json::Value) -> Result<serde_json::Value, RpcError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        let method = method.into();
+        self.responders.retain(|(m, _)| *m != method);
+        self.responders
+            .push((method, Responder(std::sync::Arc::new(respond))));
+        self
+    }
+
+    /// Asks for progress: `tools/call` then carries a `progressToken`, and the server's
+    /// `notifications/progress` come out as events. Progress never extends the budget.
+    pub fn progress(mut self, on: bool) -> Self {
+        self.progress = on;
+        self
+    }
+
+    /// Whether `tools/call` asks for progress.
+    pub fn wants_progress(&self) -> bool {
+        self.progress
+    }
+
+    /// The answer this client gives to a server request for `method`.
+    pub(crate) fn answer_server_request(
+        &self,
+        method: &str,
+        params: &serde_json::Value,
+    ) -> Result<serde_json::Value, RpcError> {
+        if let Some((_, responder)) = self.responders.iter().find(|(m, _)| m == method) {
+            return (responder.0)(params);
+        }
+        if method == "ping" {
+            return Ok(serde_json::Value::Object(Map::new()));
+        }
+        Err(RpcError {
+            code: -32601,
+            message: format!("method not found: {}", clip(method, 100)),
+            data: None,
+        })
+    }
+
+    /// The client capabilities declared in `initialize`, from the registered responders.
+    pub(crate) fn capabilities(&self) -> Map<String, Value> {
+        let mut capabilities = Map::new();
+        for (method, _) in &self.responders {
+            let capability = match method.as_str() {
+                "elicitation/create" => "elicitation",
+                "sampling/createMessage" => "sampling",
+                "roots/list" => "roots",
+                _ => continue,
+            };
+            capabilities.insert(capability.to_owned(), Value::Object(Map::new()));
+        }
+        capabilities
+    }
+
     /// The endpoint.
     pub fn endpoint(&self) -> &Uri {
         &self.endpoint
@@ -204,6 +284,19 @@ impl SessionConfig {
     /// The client's name and version.
     pub fn client(&self) -> &ClientInfo {
         &self.client_info
+    }
+}
+
+/// A caller's answer to one kind of server request.
+#[derive(Clone)]
+struct Responder(std::sync::Arc<RespondFn>);
+
+/// The shape of a caller's answer to a server request.
+type RespondFn = dyn Fn(&Value) -> Result<Value, RpcError> + Send + Sync + 'static;
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
     }
 }
 
@@ -268,6 +361,16 @@ impl Session {
         self.start(action, self.default_deadline(now))
     }
 
+    /// Ends the session on the server: a DELETE with the session header, under a small
+    /// budget of its own (the configured budget, at most 2 s). A 405 (the server does not
+    /// allow it) or a 404 (already gone) counts as closed. The session is forgotten either way.
+    /// Without a live session id nothing is sent.
+    pub fn close(&mut self, now: std::time::Instant) -> Operation<'_> {
+        let budget = self.config.budget.min(Budget::from_secs(2));
+        let deadline = OperationDeadline::start(now, budget, self.config.resolution);
+        self.start(Action::Close, deadline)
+    }
+
     /// Starts `action` under a deadline the caller opened (for a budget other than the
     /// configured one, or a deadline opened earlier than the operation).
     pub fn start(&mut self, action: Action, deadline: OperationDeadline) -> Operation<'_> {
@@ -291,16 +394,32 @@ impl Session {
     /// Builds a POST of `body` with the transport's headers. `info` is the handshake in force
     /// (committed or still pending), `None` for `initialize`.
     pub(crate) fn post(&self, body: Vec<u8>, info: Option<&SessionInfo>) -> http::Request<Vec<u8>> {
+        self.request(Method::POST, body, info)
+    }
+
+    /// Builds a request with the transport's headers: a POST carries JSON and accepts JSON or
+    /// a stream; a GET accepts only a stream; a DELETE carries nothing.
+    pub(crate) fn request(
+        &self,
+        method: Method,
+        body: Vec<u8>,
+        info: Option<&SessionInfo>,
+    ) -> http::Request<Vec<u8>> {
         let mut request = http::Request::new(body);
-        *request.method_mut() = Method::POST;
         *request.uri_mut() = self.config.endpoint.clone();
         let headers = request.headers_mut();
         headers.clone_from(&self.config.headers);
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
+        if method == Method::POST {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers.insert(
+                ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            );
+        } else if method == Method::GET {
+            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        }
+        *request.method_mut() = method;
+        let headers = request.headers_mut();
         if let Some(info) = info {
             if let Some(id) = &info.session_id {
                 // The id was checked to be visible ASCII when it arrived.

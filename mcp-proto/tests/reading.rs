@@ -240,7 +240,7 @@ fn sse_notifications_before_the_answer_become_events() {
 
 #[test]
 fn an_sse_stream_without_an_answer_is_malformed() {
-    let run = call_with(Answer::Sse(": only a comment\n\nid: 1\ndata:\n\n".into()));
+    let run = call_with(Answer::Sse(": only a comment\n\ndata:\n\n".into()));
     assert_eq!(
         malformed_detail(&run),
         "the event stream carried no message"

@@ -84,109 +84,145 @@ impl Run {
 
 /// Drives `op` to the end. Each leg takes the next of `durations` (zero once they run out)
 /// and is answered by `answer(kind, leg number)`; a session id header `session-1` comes with
-/// every initialize answer.
+/// every initialize answer. Between body chunks the stand-in drains `poll_output` as a driver
+/// must, running nested legs (answers to server requests) to completion.
 pub fn drive(
-    mut op: Operation<'_>,
+    op: Operation<'_>,
     clock: &ManualClock,
     durations: &[f64],
-    mut answer: impl FnMut(LegKind, u32) -> Answer,
+    answer: impl FnMut(LegKind, u32) -> Answer,
 ) -> Run {
+    let mut stand_in = StandIn {
+        clock,
+        durations: durations.iter().map(|&s| secs(s)).collect(),
+        answer: Box::new(answer),
+        legs: Vec::new(),
+        events: Vec::new(),
+    };
     let started = clock.now();
-    let mut durations: VecDeque<Duration> = durations.iter().map(|&s| secs(s)).collect();
-    let mut legs = Vec::new();
-    let mut events = Vec::new();
+    let mut op = op;
     let mut steps = 0;
     let result = loop {
         steps += 1;
         assert!(steps < 10_000, "the operation did not end");
         match op.poll_output(clock.now()) {
-            Output::Event(event) => events.push(event),
+            Output::Event(event) => stand_in.events.push(event),
             Output::Wait(until) => {
-                clock.set(until);
+                clock.set(until.max(clock.now()));
                 op.handle_timeout(clock.now());
             }
             Output::Done(result) => break result,
             Output::Transmit(leg) => {
-                assert!(!leg.timeout.is_zero(), "a leg was granted zero");
-                let body: Value = serde_json::from_slice(leg.request.body()).unwrap();
-                let id = body.get("id").cloned();
-                legs.push(SeenLeg {
-                    number: leg.number,
-                    kind: leg.kind,
-                    grant: leg.timeout,
-                    request: leg.request,
-                    body,
-                });
-                let spent = durations.pop_front().unwrap_or_default();
-                let reply = answer(leg.kind, leg.number);
-                if let Answer::Stall = reply {
-                    // The leg's grant runs out before anything arrives.
-                    clock.advance(leg.timeout);
-                    op.handle_timeout(clock.now());
-                    continue;
+                if let Some(result) = stand_in.run_leg(&mut op, leg) {
+                    break result;
                 }
-                clock.advance(spent);
-                feed(&mut op, clock, leg.kind, id, reply, &mut events);
             }
         }
     };
     Run {
-        legs,
-        events,
+        legs: stand_in.legs,
+        events: stand_in.events,
         result,
         elapsed: clock.now() - started,
     }
 }
 
-fn feed(
-    op: &mut Operation<'_>,
-    clock: &ManualClock,
-    kind: LegKind,
-    id: Option<Value>,
-    reply: Answer,
-    events: &mut Vec<Event>,
-) {
-    let now = clock.now();
-    let mut headers = HeaderMap::new();
-    if kind == LegKind::Initialize {
-        headers.insert("mcp-session-id", HeaderValue::from_static("session-1"));
-    }
-    let (status, content_type, body): (u16, Option<&str>, Vec<u8>) = match reply {
-        Answer::Result(result) => (
-            200,
-            Some("application/json"),
-            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap(),
-        ),
-        Answer::Json(body) => (
-            200,
-            Some("application/json"),
-            serde_json::to_vec(&body).unwrap(),
-        ),
-        Answer::Accepted => (202, None, Vec::new()),
-        Answer::Raw(status, content_type, body) => (status, content_type, body),
-        Answer::Sse(text) => (200, Some("text/event-stream"), text.into_bytes()),
-        Answer::Transport(err) => {
-            op.handle_transport_error(err, now);
-            return;
+struct StandIn<'a> {
+    clock: &'a ManualClock,
+    durations: VecDeque<Duration>,
+    answer: Box<dyn FnMut(LegKind, u32) -> Answer + 'a>,
+    legs: Vec<SeenLeg>,
+    events: Vec<Event>,
+}
+
+impl StandIn<'_> {
+    /// Runs one leg; `Some(result)` when the operation ended while a nested leg ran.
+    fn run_leg(
+        &mut self,
+        op: &mut Operation<'_>,
+        leg: mcp_proto::Leg,
+    ) -> Option<Result<Outcome, mcp_proto::Error>> {
+        assert!(!leg.timeout.is_zero(), "a leg was granted zero");
+        let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or(Value::Null);
+        let id = body.get("id").cloned();
+        self.legs.push(SeenLeg {
+            number: leg.number,
+            kind: leg.kind,
+            grant: leg.timeout,
+            request: leg.request,
+            body,
+        });
+        let spent = self.durations.pop_front().unwrap_or_default();
+        let reply = (self.answer)(leg.kind, leg.number);
+        if let Answer::Stall = reply {
+            // The leg's grant runs out before anything arrives.
+            self.clock.advance(leg.timeout);
+            op.handle_timeout(self.clock.now());
+            return None;
         }
-        Answer::Stall => unreachable!("handled by the caller"),
-    };
-    if let Some(content_type) = content_type {
-        headers.insert("content-type", HeaderValue::from_str(content_type).unwrap());
+        self.clock.advance(spent);
+        self.feed(op, leg.kind, id, reply)
     }
-    let status = StatusCode::from_u16(status).unwrap();
-    if op.handle_response(status, &headers, now) == LegStatus::Complete {
-        return;
-    }
-    // Feed the body in small chunks, draining events between them as a driver would.
-    for chunk in body.chunks(7) {
-        let status = op.handle_body_chunk(chunk, now);
-        while let Some(event) = op.poll_event() {
-            events.push(event);
+
+    fn feed(
+        &mut self,
+        op: &mut Operation<'_>,
+        kind: LegKind,
+        id: Option<Value>,
+        reply: Answer,
+    ) -> Option<Result<Outcome, mcp_proto::Error>> {
+        let now = self.clock.now();
+        let mut headers = HeaderMap::new();
+        if kind == LegKind::Initialize {
+            headers.insert("mcp-session-id", HeaderValue::from_static("session-1"));
         }
-        if status == LegStatus::Complete {
-            return;
+        let (status, content_type, body): (u16, Option<&str>, Vec<u8>) = match reply {
+            Answer::Result(result) => (
+                200,
+                Some("application/json"),
+                serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap(),
+            ),
+            Answer::Json(body) => (
+                200,
+                Some("application/json"),
+                serde_json::to_vec(&body).unwrap(),
+            ),
+            Answer::Accepted => (202, None, Vec::new()),
+            Answer::Raw(status, content_type, body) => (status, content_type, body),
+            Answer::Sse(text) => (200, Some("text/event-stream"), text.into_bytes()),
+            Answer::Transport(err) => {
+                op.handle_transport_error(err, now);
+                return None;
+            }
+            Answer::Stall => unreachable!("handled by the caller"),
+        };
+        if let Some(content_type) = content_type {
+            headers.insert("content-type", HeaderValue::from_str(content_type).unwrap());
         }
+        let status = StatusCode::from_u16(status).unwrap();
+        if op.handle_response(status, &headers, now) == LegStatus::Complete {
+            return None;
+        }
+        // Feed the body in small chunks, draining outputs between them as a driver must.
+        for chunk in body.chunks(7) {
+            let status = op.handle_body_chunk(chunk, self.clock.now());
+            if status == LegStatus::Complete {
+                return None;
+            }
+            loop {
+                match op.poll_output(self.clock.now()) {
+                    Output::Event(event) => self.events.push(event),
+                    Output::Wait(_) => break,
+                    Output::Done(result) => return Some(result),
+                    Output::Transmit(nested) => {
+                        if let Some(result) = self.run_leg(op, nested) {
+                            return Some(result);
+                        }
+                    }
+                }
+            }
+        }
+        op.handle_body_end(self.clock.now());
+        None
     }
-    op.handle_body_end(now);
 }
