@@ -1,0 +1,358 @@
+//! Streamable HTTP beyond one answer per POST: server requests answered on the stream, stream
+//! resumption, version negotiation, tolerated oddities, session close, progress, cancellation.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_proto::{
+    Action, Budget, Clock, Error, Event, LegKind, LegStatus, ManualClock, OperationDeadline,
+    Output, Resolution, Session, SessionConfig, model::accept_elicitation_with_defaults,
+};
+use serde_json::{Map, Value, json};
+use support::{Answer, drive, healthy, secs};
+
+fn config() -> SessionConfig {
+    SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap()
+}
+
+fn live_session(config: SessionConfig, clock: &ManualClock) -> Session {
+    let mut session = Session::new(config);
+    let op = session.probe(clock.now());
+    assert!(drive(op, clock, &[], |k, _| healthy(k)).result.is_ok());
+    session
+}
+
+fn event(message: Value) -> String {
+    format!("event: message\ndata: {message}\n\n")
+}
+
+#[test]
+fn a_server_request_on_the_stream_is_answered_inside_the_budget() {
+    let clock = ManualClock::new();
+    let config = config().respond_to("elicitation/create", |params| {
+        Ok(accept_elicitation_with_defaults(params))
+    });
+    let mut session = Session::new(config);
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let elicitation = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create", "params": {
+        "message": "who?", "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "default": "Ada"}, "n": {"type": "number", "default": 1.5},
+            "ok": {"type": "boolean", "default": true}, "pick": {"type": "string", "enum": ["a", "b"], "default": "b"}}}}});
+    let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "thanks Ada"}]}});
+    let stream = format!("{}{}", event(elicitation), event(answer));
+    let run = drive(
+        op,
+        &clock,
+        &[1.0, 1.0, 3.0, 2.0],
+        move |kind, _| match kind {
+            LegKind::CallTool => Answer::Sse(stream.clone()),
+            other => healthy(other),
+        },
+    );
+    assert_eq!(
+        run.result.clone().unwrap().into_call().unwrap().text(),
+        "thanks Ada"
+    );
+    assert_eq!(
+        run.methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+            "response"
+        ]
+    );
+    // The answer leg is granted what is left of the same budget: 20 - 1 - 1 - 3 = 15.
+    assert_eq!(run.grant_secs(), [20, 19, 18, 15]);
+    let reply = &run.legs[3];
+    assert_eq!(reply.request.method(), http::Method::POST);
+    assert_eq!(reply.request.headers()["mcp-session-id"], "session-1");
+    assert_eq!(
+        reply.body,
+        json!({"jsonrpc": "2.0", "id": "srv-1", "result": {"action": "accept",
+            "content": {"name": "Ada", "n": 1.5, "ok": true, "pick": "b"}}})
+    );
+    assert!(
+        matches!(&run.events[0], Event::ServerRequest { method, .. } if method == "elicitation/create")
+    );
+    // The capability was declared because a responder was registered.
+    assert_eq!(
+        run.legs[0].body["params"]["capabilities"],
+        json!({"elicitation": {}})
+    );
+}
+
+#[test]
+fn ping_is_answered_and_unknown_requests_get_method_not_found() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let op = session.call_tool("x", Map::new(), clock.now());
+    let stream = format!(
+        "{}{}{}",
+        event(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})),
+        event(json!({"jsonrpc": "2.0", "id": 8, "method": "sampling/createMessage", "params": {}})),
+        event(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}})),
+    );
+    let run = drive(op, &clock, &[], move |kind, _| match kind {
+        LegKind::CallTool => Answer::Sse(stream.clone()),
+        other => healthy(other),
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(run.methods(), ["tools/call", "response", "response"]);
+    assert_eq!(
+        run.legs[1].body,
+        json!({"jsonrpc": "2.0", "id": 7, "result": {}})
+    );
+    assert_eq!(run.legs[2].body["error"]["code"], -32601);
+    // Without responders, no capability is declared.
+    let mut fresh = Session::new(config());
+    let op = fresh.probe(clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert_eq!(run.legs[0].body["params"]["capabilities"], json!({}));
+}
+
+#[test]
+fn a_failed_answer_to_a_server_request_ends_the_operation() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let op = session.call_tool("x", Map::new(), clock.now());
+    let stream = event(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+    let run = drive(op, &clock, &[], move |kind, _| match kind {
+        LegKind::CallTool => Answer::Sse(stream.clone()),
+        LegKind::Respond => Answer::Raw(500, None, Vec::new()),
+        other => healthy(other),
+    });
+    assert!(matches!(
+        run.result,
+        Err(Error::HttpStatus {
+            status: 500,
+            method: "response",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_stream_closed_after_an_event_id_is_resumed_with_last_event_id() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let op = session.call_tool("x", Map::new(), clock.now());
+    let answer = event(
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "late"}]}}),
+    );
+    let run = drive(op, &clock, &[2.0, 1.0], move |kind, _| match kind {
+        LegKind::CallTool => Answer::Sse("id: ev-1\nretry: 500\ndata:\n\n".into()),
+        LegKind::Resume => Answer::Sse(format!("id: ev-2\n{answer}")),
+        other => healthy(other),
+    });
+    assert_eq!(
+        run.result.clone().unwrap().into_call().unwrap().text(),
+        "late"
+    );
+    assert_eq!(run.methods(), ["tools/call", "resume"]);
+    let resume = &run.legs[1];
+    assert_eq!(resume.request.method(), http::Method::GET);
+    let h = resume.request.headers();
+    assert_eq!(h["accept"], "text/event-stream");
+    assert_eq!(h["last-event-id"], "ev-1");
+    assert_eq!(h["mcp-session-id"], "session-1");
+    assert_eq!(h["mcp-protocol-version"], "2025-06-18");
+    assert!(h.get("content-type").is_none());
+    // 2 s for the POST, then the server's 500 ms retry: the GET gets 20 - 2.5 = 17.5 -> 18.
+    assert_eq!(run.grant_secs(), [20, 18]);
+}
+
+#[test]
+fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config().resolution(Resolution::MILLISECOND), &clock);
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(leg) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    let mut headers = http::HeaderMap::new();
+    headers.insert("content-type", "text/event-stream".parse().unwrap());
+    assert_eq!(
+        op.handle_response(http::StatusCode::OK, &headers, clock.now()),
+        LegStatus::ReadMore
+    );
+    assert_eq!(
+        op.handle_body_chunk(b"id: 1\ndata:\n\n", clock.now()),
+        LegStatus::ReadMore
+    );
+    let closed = clock.now();
+    op.handle_body_end(closed);
+    assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == closed + secs(1.0)));
+    drop(leg);
+
+    // With 0.3 s of budget left and a 5 s retry, the wait ends at the deadline and the GET is refused.
+    let start = clock.now();
+    let deadline = OperationDeadline::start(start, Budget::from_secs(2), Resolution::MILLISECOND);
+    let op = session.start(
+        Action::CallTool {
+            name: "x".into(),
+            arguments: Map::new(),
+        },
+        deadline,
+    );
+    let run = drive(op, &clock, &[1.7], |kind, _| match kind {
+        LegKind::CallTool => Answer::Sse("id: 1\nretry: 5000\ndata:\n\n".into()),
+        other => healthy(other),
+    });
+    assert!(
+        matches!(
+            run.result,
+            Err(Error::BudgetExhausted {
+                method: "resume",
+                ..
+            })
+        ),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(clock.now() - start, secs(2.0));
+}
+
+#[test]
+fn a_stream_closed_without_an_event_id_is_not_resumed() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let op = session.call_tool("x", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |kind, _| match kind {
+        LegKind::CallTool => Answer::Sse(event(
+            json!({"jsonrpc": "2.0", "method": "notifications/message"}),
+        )),
+        other => healthy(other),
+    });
+    assert!(matches!(run.result, Err(Error::Malformed { .. })));
+    assert_eq!(run.methods(), ["tools/call"]);
+}
+
+#[test]
+fn a_counter_offered_version_is_accepted_and_sent() {
+    for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let clock = ManualClock::new();
+        let mut session = Session::new(config());
+        let op = session.call_tool("x", Map::new(), clock.now());
+        let run = drive(op, &clock, &[], move |kind, _| match kind {
+            LegKind::Initialize => Answer::Result(
+                json!({"protocolVersion": version, "serverInfo": {"name": "s", "version": "1"}}),
+            ),
+            other => healthy(other),
+        });
+        assert!(run.result.is_ok());
+        assert_eq!(
+            run.legs[2].request.headers()["mcp-protocol-version"],
+            version
+        );
+    }
+}
+
+#[test]
+fn a_notification_answered_200_with_a_body_is_fine() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config());
+    let op = session.call_tool("x", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |kind, _| match kind {
+        LegKind::Initialized => Answer::Json(json!({"jsonrpc": "2.0", "result": {}})),
+        other => healthy(other),
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+}
+
+#[test]
+fn close_sends_a_delete_and_forgets_the_session() {
+    let clock = ManualClock::new();
+    for status in [200, 204, 404, 405] {
+        let mut session = live_session(config(), &clock);
+        let op = session.close(clock.now());
+        let run = drive(op, &clock, &[], move |_, _| {
+            Answer::Raw(status, None, Vec::new())
+        });
+        assert!(
+            matches!(run.result, Ok(mcp_proto::Outcome::Closed)),
+            "{status}: {:?}",
+            run.result
+        );
+        assert_eq!(run.legs[0].request.method(), http::Method::DELETE);
+        assert_eq!(run.legs[0].request.headers()["mcp-session-id"], "session-1");
+        assert_eq!(run.grant_secs(), [2], "a small budget of its own");
+        assert!(session.info().is_none());
+    }
+    // Nothing to close: nothing is sent.
+    let mut session = Session::new(config());
+    let op = session.close(clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert!(run.legs.is_empty());
+    assert!(run.result.is_ok());
+}
+
+#[test]
+fn progress_is_asked_for_only_when_opted_in_and_never_extends_the_budget() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config().progress(true), &clock);
+    let op = session.call_tool("x", Map::new(), clock.now());
+    let progress = |i: u32| {
+        event(
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 2, "progress": i, "total": 3}}),
+        )
+    };
+    let stream = format!("{}{}{}", progress(1), progress(2), progress(3));
+    let run = drive(op, &clock, &[], move |kind, _| match kind {
+        LegKind::CallTool => Answer::Sse(stream.clone()),
+        other => healthy(other),
+    });
+    assert_eq!(
+        run.legs[0].body["params"]["_meta"],
+        json!({"progressToken": 2})
+    );
+    assert_eq!(run.events.len(), 3);
+    assert!(
+        matches!(run.result, Err(Error::Malformed { .. })),
+        "the stream ended without an answer"
+    );
+
+    let mut plain = live_session(config(), &clock);
+    let op = plain.call_tool("x", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert!(run.legs[0].body["params"].get("_meta").is_none());
+}
+
+#[test]
+fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    op.cancel();
+    let notice = op
+        .cancel_notice(clock.now())
+        .expect("a call was interrupted");
+    assert_eq!(notice.kind, LegKind::CancelNotice);
+    assert_eq!(notice.timeout, Duration::from_secs(1));
+    let body: Value = serde_json::from_slice(notice.request.body()).unwrap();
+    assert_eq!(body["method"], "notifications/cancelled");
+    assert_eq!(body["params"]["requestId"], 2);
+    assert_eq!(notice.request.headers()["mcp-session-id"], "session-1");
+    assert!(matches!(
+        op.poll_output(clock.now()),
+        Output::Done(Err(Error::Cancelled {
+            method: "tools/call",
+            ..
+        }))
+    ));
+
+    let mut fresh = Session::new(config());
+    let mut op = fresh.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(_init) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    op.cancel();
+    assert!(
+        op.cancel_notice(clock.now()).is_none(),
+        "initialize is never cancelled on the server"
+    );
+}
