@@ -1,7 +1,305 @@
-//! Blocking driver for `mcp-proto` over ureq 3.
+//! A thin, synchronous driver for [`mcp_proto`] over [ureq] 3: one deadline per MCP
+//! operation, spent across its HTTP legs.
 //!
-//! This crate will hold the thin synchronous driver: it turns each leg intent of an
-//! `mcp_proto::Operation` into one HTTP request, bounds the whole leg by its grant and feeds
-//! what came back into the state machine. It holds no policy. Nothing is implemented yet.
+//! [`mcp_proto`] decides everything about an MCP operation (which request comes next, how
+//! much of the budget it may spend, how to read the answer, which error ends it) without
+//! doing any I/O. This crate does the I/O on the calling thread: for each leg the state
+//! machine hands out, it sends the request with ureq, bounds the **whole** leg (resolve,
+//! connect, TLS, send, response head and every body read) by the leg's grant, and feeds the
+//! head, the body chunks and any transport failure back in. It holds no policy of its own.
+//!
+//! # In scope
+//! * [`Client`]: one [`Session`] with one server, reused across operations (no second
+//!   handshake while the session lives), with [`probe`](Client::probe),
+//!   [`list_tools`](Client::list_tools), [`call_tool`](Client::call_tool),
+//!   [`close`](Client::close) and the general [`run`](Client::run). Each call is **one**
+//!   operation under **one** budget.
+//! * HTTP and HTTPS (rustls with ring, webpki roots), answers as JSON or as an event stream.
+//!   An event stream the server keeps open after the answer is dropped the moment the answer
+//!   is in; a stream closed before it is resumed (a `GET` with `Last-Event-ID`), and a request
+//!   the server sends on a stream is answered (a nested `POST`), both as the state machine
+//!   says and inside the same budget.
+//! * Reporting each leg (grant, measured time, how it ended) and each server event to an
+//!   [`Observer`] ([`Client::set_observer`]).
+//! * Cancelling from another thread ([`CancelHandle`]).
+//!
+//! # Out of scope
+//! * Any decision: errors, re-initializing after a 404, refusing a leg when the budget is
+//!   spent, caps on bodies and pages, when to resume, how to answer a server request
+//!   ([`SessionConfig::respond_to`]) are all `mcp_proto`'s. Retries do not exist.
+//! * Async: see `mcp-driver-tokio`. Helper threads: none are started on the operation path
+//!   (ureq itself resolves a host *name* on a helper thread, so that the grant bounds the
+//!   lookup; an IP address is used as is).
+//! * The standalone `GET` stream (server messages outside any operation).
+//!
+//! # Timing
+//! The grant of a leg bounds all of it: resolve, connect, TLS, send, head and every body read.
+//! A server that trickles a byte at a time cannot stretch a leg, and a stalled server ends the
+//! operation with [`Error::LegTimedOut`] a few milliseconds past its budget (reads wait in
+//! slices of at most 50 ms, because the kernel's socket timeouts lose precision as they grow:
+//! see `examples/overrun.rs`).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use mcp_driver_blocking::Client;
+//! use mcp_proto::{Budget, Resolution, SessionConfig};
+//!
+//! # fn main() -> Result<(), mcp_proto::Error> {
+//! let config = SessionConfig::new("https://tools.example.org/mcp")?
+//!     .header("Authorization", "Bearer s3cret")?
+//!     .budget(Budget::from_secs(20))
+//!     .resolution(Resolution::MILLISECOND);
+//! let mut client = Client::new(config);
+//!
+//! // Three legs (initialize, notifications/initialized, tools/call) under one 20 s budget.
+//! let mut arguments = serde_json::Map::new();
+//! arguments.insert("text".into(), "hi".into());
+//! let result = client.call_tool("echo", arguments)?;
+//! println!("{}", result.text());
+//!
+//! // The session is reused: one leg (tools/list pages aside), a fresh 20 s budget.
+//! for tool in client.list_tools()? {
+//!     println!("{}", tool.name);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod cancel;
+mod connector;
+mod leg;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcp_proto::{
+    Action, Budget, CallToolResult, Clock, Error, MonotonicClock, NoObserver, Observer, Operation,
+    OperationDeadline, Outcome, Session, SessionConfig, SessionInfo, Tool,
+};
+use serde_json::{Map, Value};
+
+pub use cancel::CancelHandle;
+
+use cancel::Shared;
+use leg::Driver;
+
+/// A blocking MCP client for one server: a [`Session`] plus the HTTP agent that carries it.
+///
+/// Every method that talks to the server is **one operation** with **one deadline**, opened
+/// when the method is called: [`probe`](Self::probe), [`list_tools`](Self::list_tools) and
+/// [`call_tool`](Self::call_tool) use the configuration's budget
+/// ([`SessionConfig::budget`]), [`run`](Self::run) takes one. The session (id, negotiated
+/// version) outlives operations, so only the first operation pays for the handshake; a
+/// session the server forgot (404) is re-established inside the operation that found out.
+///
+/// The methods block the calling thread until the operation ends; they take `&mut self`, so
+/// one client runs one operation at a time. Use a [`CancelHandle`] to end one early from
+/// another thread. Connections are pooled by the agent and reused between legs and
+/// operations.
+pub struct Client {
+    session: Session,
+    agent: ureq::Agent,
+    shared: Arc<Shared>,
+    clock: MonotonicClock,
+    observer: Box<dyn Observer + Send>,
+    cancel_notice: bool,
+}
+
+impl Client {
+    /// A client for the server `config` describes. Nothing is sent until the first operation.
+    ///
+    /// The agent answers every status to the state machine (404 re-initializes, 202 accepts a
+    /// notification, 401 and 500 are typed errors), follows no redirect (a 3xx is reported,
+    /// not followed), adds no `Accept` of its own and caps no body (the state machine caps
+    /// what it reads). An HTTP `CONNECT` proxy is taken from the environment (`HTTPS_PROXY`,
+    /// `ALL_PROXY`, `NO_PROXY`...); SOCKS proxies are not supported.
+    pub fn new(config: SessionConfig) -> Self {
+        let shared = Arc::new(Shared::default());
+        let agent_config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .accept("")
+            .user_agent(concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION")))
+            .build();
+        let agent = ureq::Agent::with_parts(
+            agent_config,
+            connector::Connector::new(Arc::clone(&shared)),
+            connector::Resolver::default(),
+        );
+        Self {
+            session: Session::new(config),
+            agent,
+            shared,
+            clock: MonotonicClock,
+            observer: Box::new(NoObserver),
+            cancel_notice: false,
+        }
+    }
+
+    /// A client for `url` with the default configuration (20 s budget, whole-second grants).
+    ///
+    /// Fails with [`Error::InvalidUrl`] when `url` is not an `http` or `https` URL with a host.
+    pub fn connect(url: &str) -> Result<Self, Error> {
+        Ok(Self::new(SessionConfig::new(url)?))
+    }
+
+    /// The session: its configuration and, while it lives, what the handshake established.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Reports every leg (its grant, the time it took as this driver measured it, how it
+    /// ended) and every event the server sends while answering, to `observer`, replacing any
+    /// previous observer. The observer runs on the operation's thread, between reads: keep it
+    /// quick, its time is spent from the budget.
+    pub fn set_observer(&mut self, observer: impl Observer + Send + 'static) {
+        self.observer = Box::new(observer);
+    }
+
+    /// A handle that cancels this client's operation in flight from another thread.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Whether a cancelled `tools/call` is followed by a `notifications/cancelled` telling
+    /// the server to stop working on it (default: off).
+    ///
+    /// When on, a cancelled call returns only after that notice was sent and its response
+    /// head arrived, under the notice's own grant
+    /// ([`CANCEL_NOTICE_GRANT`](mcp_proto::operation::CANCEL_NOTICE_GRANT), 1 s): a cancel
+    /// then takes up to that long instead of returning at once. The notice is reported to
+    /// the observer as a leg of kind [`LegKind::CancelNotice`](mcp_proto::LegKind::CancelNotice).
+    pub fn set_cancel_notice(&mut self, on: bool) {
+        self.cancel_notice = on;
+    }
+
+    /// Checks the server answers, under the configured budget: on a new session the
+    /// handshake, on a live one a `ping`. Returns what the handshake established.
+    pub fn probe(&mut self) -> Result<SessionInfo, Error> {
+        let outcome = self.operate(Session::probe)?;
+        Ok(outcome.into_probe().unwrap_or_else(|| unexpected("probe")))
+    }
+
+    /// Lists every tool, following `nextCursor` page by page, all under the configured budget.
+    pub fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+        let outcome = self.operate(Session::list_tools)?;
+        Ok(outcome
+            .into_tools()
+            .unwrap_or_else(|| unexpected("listing")))
+    }
+
+    /// Calls the tool `name` with `arguments` (sent as `{}` when empty), under the configured
+    /// budget (handshake included when the session is new).
+    ///
+    /// A tool that fails answers `Ok` with [`CallToolResult::is_error`] set; `Err` means the
+    /// call itself did not complete.
+    pub fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, Error> {
+        let outcome = self.operate(|session, now| session.call_tool(name, arguments, now))?;
+        Ok(outcome.into_call().unwrap_or_else(|| unexpected("call")))
+    }
+
+    /// Ends the session on the server (a `DELETE`, under the session's close budget: the
+    /// configured budget, at most 2 s) and forgets it; the next operation starts a new one.
+    /// Nothing is sent when there is no live session id. A server that does not allow it
+    /// (405) or already forgot the session (404) counts as closed.
+    pub fn close(&mut self) -> Result<(), Error> {
+        self.operate(Session::close).map(|_| ())
+    }
+
+    /// Runs `action` as one operation under `budget` (instead of the configured one), with
+    /// grants rounded to the configured resolution. The deadline opens now.
+    pub fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
+        let resolution = self.session.config().default_resolution();
+        self.operate(|session, now| {
+            session.start(action, OperationDeadline::start(now, budget, resolution))
+        })
+    }
+
+    /// Starts an operation with `start` and drives it to its end.
+    fn operate(
+        &mut self,
+        start: impl for<'s> FnOnce(&'s mut Session, Instant) -> Operation<'s>,
+    ) -> Result<Outcome, Error> {
+        let mut driver = Driver::new(&self.agent, &self.shared, self.observer.as_mut());
+        let (result, notice) = {
+            // From here until the guard drops, a cancel reaches this operation.
+            let _running = self.shared.begin_operation();
+            let mut op = start(&mut self.session, self.clock.now());
+            let result = driver.drive(&mut op);
+            let cancelled = matches!(result, Err(Error::Cancelled { .. }));
+            let notice = (cancelled && self.cancel_notice)
+                .then(|| op.cancel_notice(self.clock.now()))
+                .flatten();
+            (result, notice)
+        };
+        if let Some(notice) = notice {
+            driver.send_notice(notice);
+        }
+        result
+    }
+}
+
+/// The state machine answers each action with its own outcome; anything else is a bug there.
+#[track_caller]
+fn unexpected(what: &str) -> ! {
+    panic!("mcp_proto answered a {what} with the outcome of another action")
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send<T: Send>() {}
+    fn send_sync_clone<T: Send + Sync + Clone>() {}
+
+    #[test]
+    fn the_client_moves_between_threads_and_the_handle_is_shared() {
+        send::<Client>();
+        send_sync_clone::<CancelHandle>();
+    }
+
+    #[test]
+    fn https_to_a_closed_port_is_a_connect_failure() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let mut client = Client::connect(&format!("https://127.0.0.1:{port}/mcp")).unwrap();
+        #[derive(Default)]
+        struct Ends(std::sync::Arc<std::sync::Mutex<Vec<mcp_proto::LegEnd>>>);
+        impl Observer for Ends {
+            fn leg_finished(&mut self, report: &mcp_proto::LegReport) {
+                self.0.lock().unwrap().push(report.end);
+            }
+        }
+        let ends = Ends::default();
+        let seen = Arc::clone(&ends.0);
+        client.set_observer(ends);
+        let err = client.probe().unwrap_err();
+        assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [mcp_proto::LegEnd::Transport(
+                mcp_proto::TransportErrorKind::Connect
+            )]
+        );
+    }
+}

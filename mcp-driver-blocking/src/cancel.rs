@@ -1,0 +1,188 @@
+//! Cancelling an operation from another thread, and the connector that makes it possible.
+//!
+//! A blocked socket read cannot be woken by a flag, so cancelling must reach the socket.
+//! The client's connector ([`crate::connector`]) hands ureq's TCP connector a
+//! `register_shutdown` callback of its own, which ureq calls with a weak handle to every
+//! socket it opens (straight after the TCP connect, before any TLS handshake). The handles are
+//! kept here, weakly, for as long as their sockets live: in use, or idle in the agent's pool.
+//!
+//! [`CancelHandle::cancel`] sets a flag and shuts down **every** live socket of the client
+//! (`shutdown(Both)`), which makes a read or write blocked on any of them return at once. That
+//! includes the one the leg in flight uses, whether it was opened for this leg or reused from
+//! the pool. Idle pooled sockets are closed as collateral; the next operation opens a new one.
+//! The driver checks the flag before each leg and after every blocking call, and ends the
+//! operation with [`Error::Cancelled`](mcp_proto::Error::Cancelled).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Instant;
+
+use ureq::unversioned::transport::ShutdownHandle;
+
+/// The state a client shares with its cancel handles and its connector.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Set by `cancel()` while an operation is in flight; cleared when an operation starts and
+    /// when it ends, so a cancel between operations reaches none of them.
+    cancelled: AtomicBool,
+    /// Set by the connector when the connector chain failed during the current leg.
+    connect_failed: AtomicBool,
+    inner: Mutex<Inner>,
+    /// Wakes a driver waiting (to resume a stream) when the operation is cancelled.
+    woken: Condvar,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// True while an operation runs.
+    active: bool,
+    /// Every socket this client opened that may still be alive.
+    sockets: Vec<Weak<dyn ShutdownHandle>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// True once the operation in flight was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Marks an operation as running until the guard drops.
+    pub(crate) fn begin_operation(self: &Arc<Self>) -> OperationGuard {
+        let mut inner = self.lock();
+        inner.active = true;
+        self.cancelled.store(false, Ordering::SeqCst);
+        OperationGuard {
+            shared: Arc::clone(self),
+        }
+    }
+
+    /// Forgets the previous leg's connect failure.
+    pub(crate) fn begin_leg(&self) {
+        self.connect_failed.store(false, Ordering::SeqCst);
+    }
+
+    /// True when the connector chain failed during the current leg.
+    pub(crate) fn connect_failed(&self) -> bool {
+        self.connect_failed.load(Ordering::SeqCst)
+    }
+
+    /// Records that the connector chain failed during the current leg.
+    pub(crate) fn set_connect_failed(&self) {
+        self.connect_failed.store(true, Ordering::SeqCst);
+    }
+
+    fn cancel(&self) {
+        let mut inner = self.lock();
+        if !inner.active {
+            return;
+        }
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.woken.notify_all();
+        inner.sockets.retain(|socket| match socket.upgrade() {
+            Some(socket) => {
+                socket.shutdown();
+                true
+            }
+            None => false,
+        });
+    }
+
+    /// Sleeps until `until` or until the operation is cancelled, whichever comes first.
+    pub(crate) fn sleep_until(&self, until: Instant) {
+        let mut inner = self.lock();
+        loop {
+            let now = Instant::now();
+            if self.is_cancelled() || now >= until {
+                return;
+            }
+            inner = self
+                .woken
+                .wait_timeout(inner, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Records a new socket. If the operation was cancelled meanwhile (the TCP connect itself
+    /// cannot be interrupted), the socket is shut down at once.
+    pub(crate) fn register(&self, socket: Weak<dyn ShutdownHandle>) {
+        let mut inner = self.lock();
+        inner.sockets.retain(|s| s.strong_count() > 0);
+        if self.is_cancelled() {
+            if let Some(socket) = socket.upgrade() {
+                socket.shutdown();
+            }
+        }
+        inner.sockets.push(socket);
+    }
+}
+
+/// Ends the "operation running" window when dropped (also on a panic).
+pub(crate) struct OperationGuard {
+    shared: Arc<Shared>,
+}
+
+impl Drop for OperationGuard {
+    fn drop(&mut self) {
+        let mut inner = self.shared.lock();
+        inner.active = false;
+        self.shared.cancelled.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Cancels the operation a [`Client`](crate::Client) is running, from any thread.
+///
+/// Get one with [`Client::cancel_handle`](crate::Client::cancel_handle); clones share the
+/// client. [`cancel`](Self::cancel) ends the operation in flight with
+/// [`Error::Cancelled`](mcp_proto::Error::Cancelled) by shutting down the client's sockets,
+/// so a leg blocked on the network returns at once. A cancel while no operation runs does
+/// nothing, and never reaches a later operation.
+///
+/// The shutdown reaches every socket the client holds, idle pooled ones included (they are
+/// closed; the next operation connects again). By default nothing more is sent; see
+/// [`Client::set_cancel_notice`](crate::Client::set_cancel_notice) to tell the server.
+///
+/// ```no_run
+/// # fn main() -> Result<(), mcp_proto::Error> {
+/// let mut client = mcp_driver_blocking::Client::connect("http://127.0.0.1:8080/mcp")?;
+/// let cancel = client.cancel_handle();
+/// std::thread::spawn(move || {
+///     std::thread::sleep(std::time::Duration::from_secs(1));
+///     cancel.cancel();
+/// });
+/// let mut arguments = serde_json::Map::new();
+/// arguments.insert("ms".into(), 60_000.into());
+/// let result = client.call_tool("sleep", arguments);
+/// assert!(matches!(result, Err(mcp_proto::Error::Cancelled { .. })));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct CancelHandle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl CancelHandle {
+    /// Cancels the operation in flight, if any.
+    ///
+    /// Returns immediately; the operation's thread sees the cancel as soon as its blocking
+    /// call returns, which the socket shutdown makes immediate. One limit: name resolution
+    /// and a TCP connect in progress cannot be interrupted (they are bounded by the leg's
+    /// grant); the socket is shut down the moment the connect completes.
+    pub fn cancel(&self) {
+        self.shared.cancel();
+    }
+}
+
+impl fmt::Debug for CancelHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelHandle")
+            .field("cancelled", &self.shared.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}

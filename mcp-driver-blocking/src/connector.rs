@@ -1,0 +1,271 @@
+//! The client's connector chain: ureq's own steps, plus socket registration for cancelling
+//! and precise read timeouts; and a resolver that skips the lookup for an address.
+//!
+//! The chain is ureq's default one for this feature set (HTTP `CONNECT` proxy, TCP, rustls),
+//! with two additions:
+//!
+//! * **Registration.** [`Connector`] hands the chain a `register_shutdown` callback of its own,
+//!   so every socket ureq's `TcpConnector` opens is recorded for [`CancelHandle`]
+//!   (see [`crate::cancel`]); ureq's own registry is still called.
+//! * **Sliced reads.** ureq bounds a blocking read with the socket's receive timeout
+//!   (`SO_RCVTIMEO`). On Linux that timeout runs on the kernel's timer wheel, whose precision
+//!   shrinks with the length of the timeout (about 1/8 of it: a 2 s timeout fires up to ~30 ms
+//!   late, a 17 s one was measured 1.7 s late). That would break the promise that an
+//!   operation overruns its budget by less than one resolution unit. [`Sliced`] sits between
+//!   TCP and TLS and waits for input in slices of at most [`SLICE`], which the timer wheel
+//!   keeps to a few milliseconds, until the leg's real deadline. Writes are not sliced: a
+//!   write that timed out may have sent part of its buffer, so it cannot be retried (requests
+//!   are small and are not expected to block).
+//!
+//! [`CancelHandle`]: crate::CancelHandle
+
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver as UreqResolver};
+use ureq::unversioned::transport::time::Duration as UreqDuration;
+use ureq::unversioned::transport::{
+    Buffers, ConnectProxyConnector, ConnectionDetails, Connector as UreqConnector, NextTimeout,
+    RustlsConnector, ShutdownHandle, TcpConnector, Transport,
+};
+
+use crate::cancel::Shared;
+
+/// The longest single blocking wait for input. Short enough to stay in the timer wheel's
+/// finest level at any kernel tick rate (64 ticks: 64 ms at 1000 Hz), so each wait ends
+/// within a tick or two of when it was asked to.
+pub(crate) const SLICE: Duration = Duration::from_millis(50);
+
+type Chain = Box<dyn UreqConnector<(), Out = Box<dyn Transport>>>;
+
+/// The client's connector; see the [module docs](self).
+pub(crate) struct Connector {
+    chain: Chain,
+    shared: Arc<Shared>,
+}
+
+impl Connector {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        let chain =
+            ().chain(ConnectProxyConnector::default())
+                .chain(TcpConnector::default())
+                .chain(Slice)
+                .chain(RustlsConnector::default())
+                .chain(Boxed);
+        Self {
+            chain: Box::new(chain),
+            shared,
+        }
+    }
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connector")
+            .field("chain", &self.chain)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UreqConnector<()> for Connector {
+    type Out = Box<dyn Transport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<()>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        let cancelled = || {
+            ureq::Error::Io(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "the operation was cancelled",
+            ))
+        };
+        if self.shared.is_cancelled() {
+            return Err(cancelled());
+        }
+        let register = Arc::clone(&details.register_shutdown);
+        let shared = Arc::clone(&self.shared);
+        let ours = ConnectionDetails {
+            uri: details.uri,
+            addrs: details.addrs.clone(),
+            config: details.config,
+            request_level: details.request_level,
+            resolver: details.resolver,
+            now: details.now,
+            timeout: details.timeout,
+            current_time: Arc::clone(&details.current_time),
+            run_connector: Arc::clone(&details.run_connector),
+            register_shutdown: Arc::new(move |socket: Weak<dyn ShutdownHandle>| {
+                shared.register(socket.clone());
+                // The agent keeps its own registry too (for `Agent::shutdown`).
+                register(socket)
+            }),
+        };
+        match self.chain.connect(&ours, chained) {
+            Ok(_) if self.shared.is_cancelled() => Err(cancelled()),
+            Ok(transport) => Ok(transport),
+            Err(err) => {
+                self.shared.set_connect_failed();
+                Err(err)
+            }
+        }
+    }
+}
+
+/// The chain step that wraps the TCP transport in [`Sliced`].
+#[derive(Debug)]
+struct Slice;
+
+impl<In: Transport> UreqConnector<In> for Slice {
+    type Out = Sliced<In>;
+
+    fn connect(
+        &self,
+        _: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        Ok(chained.map(Sliced))
+    }
+}
+
+/// The last chain step: erases the transport's type.
+#[derive(Debug)]
+struct Boxed;
+
+impl<In: Transport> UreqConnector<In> for Boxed {
+    type Out = Box<dyn Transport>;
+
+    fn connect(
+        &self,
+        _: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        Ok(chained.map(|t| Box::new(t) as Box<dyn Transport>))
+    }
+}
+
+/// A transport whose waits for input are cut into slices of at most [`SLICE`].
+#[derive(Debug)]
+pub(crate) struct Sliced<T>(T);
+
+impl<T: Transport> Transport for Sliced<T> {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        self.0.buffers()
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.0.transmit_output(amount, timeout)
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        // A per-read timeout has a meaning of its own (its expiry is an error); leave it be.
+        let (UreqDuration::Exact(total), None) = (timeout.after, timeout.per_read) else {
+            return self.0.await_input(timeout);
+        };
+        let started = Instant::now();
+        loop {
+            let left = total.saturating_sub(started.elapsed());
+            if left <= SLICE {
+                let last = NextTimeout {
+                    after: UreqDuration::Exact(left),
+                    ..timeout
+                };
+                return self.0.await_input(last);
+            }
+            let slice = NextTimeout {
+                after: UreqDuration::Exact(SLICE),
+                ..timeout
+            };
+            match self.0.await_input(slice) {
+                // The slice ended, the leg's time did not: wait again. A timed-out read of
+                // the TCP transport consumed nothing, so the wait can simply be repeated.
+                Err(ureq::Error::Timeout(_)) => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.0.is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        self.0.is_tls()
+    }
+}
+
+/// ureq's resolver, except that an IP-literal host is used as is.
+///
+/// With a timeout set (always, here: the leg's grant), ureq resolves on a helper thread so
+/// that a slow DNS lookup cannot outlast the grant. An address needs no lookup, so it skips
+/// that thread.
+#[derive(Debug, Default)]
+pub(crate) struct Resolver(DefaultResolver);
+
+impl UreqResolver for Resolver {
+    fn resolve(
+        &self,
+        uri: &http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let literal = uri.host().and_then(|host| {
+            let bare = host
+                .strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .unwrap_or(host);
+            bare.parse::<IpAddr>().ok()
+        });
+        let port = uri.port_u16().or(match uri.scheme_str() {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        });
+        match (literal, port) {
+            (Some(ip), Some(port)) => {
+                let mut addrs = self.empty();
+                addrs.push(SocketAddr::new(ip, port));
+                Ok(addrs)
+            }
+            _ => self.0.resolve(uri, config, timeout),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(url: &str) -> Result<Vec<SocketAddr>, ureq::Error> {
+        let uri: http::Uri = url.parse().unwrap();
+        let config = ureq::config::Config::default();
+        let addrs = Resolver::default().resolve(&uri, &config, NextTimeout::default())?;
+        Ok(addrs.to_vec())
+    }
+
+    #[test]
+    fn addresses_are_used_as_they_are() {
+        assert_eq!(
+            resolve("http://127.0.0.1:8080/mcp").unwrap(),
+            ["127.0.0.1:8080".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            resolve("https://[::1]/mcp").unwrap(),
+            ["[::1]:443".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            resolve("http://10.1.2.3/").unwrap(),
+            ["10.1.2.3:80".parse::<SocketAddr>().unwrap()]
+        );
+    }
+
+    #[test]
+    fn names_are_looked_up() {
+        let addrs = resolve("http://localhost:9/").unwrap();
+        assert!(addrs.iter().all(|a| a.port() == 9 && a.ip().is_loopback()));
+    }
+}

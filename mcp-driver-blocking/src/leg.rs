@@ -1,0 +1,319 @@
+//! The driver loop of [`mcp_proto::operation`] with real I/O: legs on the wire, their answers
+//! fed back, nested legs run while a stream is read, waits for resumption.
+
+use std::io::{self, Read};
+use std::time::{Duration, Instant};
+
+use mcp_proto::{
+    Clock, Error, Leg, LegEnd, LegReport, LegStatus, MonotonicClock, Observer, Operation, Outcome,
+    Output, TransportError, TransportErrorKind,
+};
+
+use crate::cancel::Shared;
+
+/// The size of one body read. Small enough that events reach the observer as they arrive,
+/// large enough that a big JSON answer takes few calls.
+const CHUNK: usize = 16 * 1024;
+
+/// Runs one operation: everything it needs from the client, borrowed for its duration.
+pub(crate) struct Driver<'a> {
+    pub(crate) agent: &'a ureq::Agent,
+    pub(crate) shared: &'a Shared,
+    pub(crate) clock: MonotonicClock,
+    pub(crate) observer: &'a mut dyn Observer,
+    /// The result, when the operation ended while a stream was being read.
+    done: Option<Result<Outcome, Error>>,
+}
+
+impl<'a> Driver<'a> {
+    pub(crate) fn new(
+        agent: &'a ureq::Agent,
+        shared: &'a Shared,
+        observer: &'a mut dyn Observer,
+    ) -> Self {
+        Self {
+            agent,
+            shared,
+            clock: MonotonicClock,
+            observer,
+            done: None,
+        }
+    }
+
+    /// Drives `op` to its end and returns its result.
+    pub(crate) fn drive(&mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
+        loop {
+            if let Some(result) = self.done.take() {
+                return result;
+            }
+            if self.shared.is_cancelled() {
+                op.cancel();
+            }
+            match op.poll_output(self.clock.now()) {
+                Output::Transmit(leg) => self.run_leg(op, leg),
+                Output::Event(event) => self.observer.event(&event),
+                Output::Wait(until) => {
+                    // Nothing is in flight at this level (every leg is fed to its end before
+                    // the loop polls again): this is the pause before resuming a stream the
+                    // server closed. A cancel cuts it short.
+                    self.shared.sleep_until(until);
+                    op.handle_timeout(self.clock.now());
+                }
+                Output::Done(result) => return result,
+            }
+        }
+    }
+
+    /// Sends `leg`, feeds its response into `op` and reports it to the observer.
+    fn run_leg(&mut self, op: &mut Operation<'_>, leg: Leg) {
+        let (number, kind, grant) = (leg.number, leg.kind, leg.timeout);
+        let started = self.clock.now();
+        let end = self.exchange(op, leg);
+        let report = LegReport {
+            number,
+            kind,
+            grant,
+            elapsed: self.clock.now().saturating_duration_since(started),
+            end,
+        };
+        self.observer.leg_finished(&report);
+    }
+
+    fn exchange(&mut self, op: &mut Operation<'_>, leg: Leg) -> LegEnd {
+        let ends_at = leg.ends_at;
+        if self.shared.is_cancelled() {
+            op.cancel();
+            return LegEnd::Cancelled;
+        }
+        self.shared.begin_leg();
+        let sent = send(self.agent, leg.request, leg.timeout);
+        let now = self.clock.now();
+        if self.shared.is_cancelled() {
+            op.cancel();
+            return LegEnd::Cancelled;
+        }
+        let response = match sent {
+            Ok(response) => response,
+            Err(err) => {
+                let error = request_error(err, self.shared.connect_failed());
+                let kind = error.kind;
+                op.handle_transport_error(error, now);
+                return LegEnd::Transport(kind);
+            }
+        };
+        if let Some(end) = timed_out(op, ends_at, now) {
+            return end;
+        }
+        let (head, body) = response.into_parts();
+        let end = LegEnd::Status(head.status.as_u16());
+        if op.handle_response(head.status, &head.headers, now) == LegStatus::Complete {
+            // Dropping an unread body closes its connection; an empty one is already back
+            // in the pool.
+            return end;
+        }
+        let mut reader = body.into_reader();
+        let mut buf = vec![0; CHUNK];
+        loop {
+            let read = reader.read(&mut buf);
+            let now = self.clock.now();
+            if self.shared.is_cancelled() {
+                op.cancel();
+                return LegEnd::Cancelled;
+            }
+            match read {
+                Ok(n) => {
+                    if let Some(end) = timed_out(op, ends_at, now) {
+                        return end;
+                    }
+                    if n == 0 {
+                        op.handle_body_end(now);
+                        return end;
+                    }
+                    if op.handle_body_chunk(&buf[..n], now) == LegStatus::Complete {
+                        // The answer is in: drop the reader (and with it the connection),
+                        // however long the server meant to keep the stream open.
+                        return end;
+                    }
+                    if self.between_chunks(op) {
+                        // The operation ended while this stream was open (a nested leg
+                        // failed or was cancelled): drop the stream.
+                        if self.shared.is_cancelled() {
+                            return LegEnd::Cancelled;
+                        }
+                        return end;
+                    }
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => {
+                    let error = body_error(err);
+                    let kind = error.kind;
+                    op.handle_transport_error(error, now);
+                    return LegEnd::Transport(kind);
+                }
+            }
+        }
+    }
+
+    /// Drains `op` while a stream is being read: events go to the observer, a nested leg
+    /// (the answer to a request the server sent on the stream) runs to its end. Returns true
+    /// when the operation ended meanwhile, so the stream must be dropped.
+    fn between_chunks(&mut self, op: &mut Operation<'_>) -> bool {
+        loop {
+            match op.poll_output(self.clock.now()) {
+                Output::Event(event) => self.observer.event(&event),
+                Output::Transmit(nested) => self.run_leg(op, nested),
+                Output::Wait(_) => return false,
+                Output::Done(result) => {
+                    self.done = Some(result);
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Sends a best-effort `notifications/cancelled` outside any operation, under its own
+    /// grant, and reports it. Its answer is not read.
+    pub(crate) fn send_notice(&mut self, leg: Leg) {
+        let started = self.clock.now();
+        self.shared.begin_leg();
+        let end = match send(self.agent, leg.request, leg.timeout) {
+            Ok(response) => LegEnd::Status(response.status().as_u16()),
+            Err(err) => LegEnd::Transport(request_error(err, self.shared.connect_failed()).kind),
+        };
+        self.observer.leg_finished(&LegReport {
+            number: leg.number,
+            kind: leg.kind,
+            grant: leg.timeout,
+            elapsed: self.clock.now().saturating_duration_since(started),
+            end,
+        });
+    }
+}
+
+/// Sends `request` with the whole exchange (resolve, connect, TLS, send, head and every body
+/// read) bounded by `grant`. A request without a body (a GET or DELETE) is sent without one,
+/// not with an empty one.
+fn send(
+    agent: &ureq::Agent,
+    request: http::Request<Vec<u8>>,
+    grant: Duration,
+) -> Result<http::Response<ureq::Body>, ureq::Error> {
+    if request.body().is_empty() {
+        let (parts, _) = request.into_parts();
+        let request = http::Request::from_parts(parts, ());
+        let request = agent
+            .configure_request(request)
+            .timeout_global(Some(grant))
+            .build();
+        agent.run(request)
+    } else {
+        let request = agent
+            .configure_request(request)
+            .timeout_global(Some(grant))
+            .build();
+        agent.run(request)
+    }
+}
+
+/// Feeds a timeout when the leg's grant has ended by `now`. The transport enforces the grant
+/// too; this catches an answer that arrived just past it.
+fn timed_out(op: &mut Operation<'_>, ends_at: Instant, now: Instant) -> Option<LegEnd> {
+    if now < ends_at {
+        return None;
+    }
+    op.handle_timeout(now);
+    Some(LegEnd::Transport(TransportErrorKind::TimedOut))
+}
+
+/// Maps a failure before the response head. `connect_failed` is true when the connector
+/// chain (TCP, proxy, TLS) failed during this leg.
+fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
+    use ureq::Error as E;
+    let kind = match &err {
+        E::Timeout(_) => TransportErrorKind::TimedOut,
+        E::Io(io) if is_timeout(io) => TransportErrorKind::TimedOut,
+        E::HostNotFound
+        | E::ConnectionFailed
+        | E::Tls(_)
+        | E::Rustls(_)
+        | E::Pem(_)
+        | E::TlsRequired
+        | E::ConnectProxyFailed(_)
+        | E::InvalidProxyUrl => TransportErrorKind::Connect,
+        E::Io(io) if is_connect(io) => TransportErrorKind::Connect,
+        _ if connect_failed => TransportErrorKind::Connect,
+        _ => TransportErrorKind::Io,
+    };
+    TransportError::new(kind, err.to_string())
+}
+
+/// Maps a failed body read (after the head arrived).
+fn body_error(err: io::Error) -> TransportError {
+    let err = ureq::Error::from(err);
+    let kind = match &err {
+        ureq::Error::Timeout(_) => TransportErrorKind::TimedOut,
+        ureq::Error::Io(io) if is_timeout(io) => TransportErrorKind::TimedOut,
+        _ => TransportErrorKind::Io,
+    };
+    TransportError::new(kind, err.to_string())
+}
+
+fn is_timeout(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    )
+}
+
+fn is_connect(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+            | io::ErrorKind::NetworkDown
+            | io::ErrorKind::AddrNotAvailable
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_errors_map_to_their_kinds() {
+        let kind = |err, connect| request_error(err, connect).kind;
+        assert_eq!(
+            kind(ureq::Error::Timeout(ureq::Timeout::Global), false),
+            TransportErrorKind::TimedOut
+        );
+        assert_eq!(
+            kind(ureq::Error::HostNotFound, false),
+            TransportErrorKind::Connect
+        );
+        let refused = io::Error::new(io::ErrorKind::ConnectionRefused, "refused");
+        assert_eq!(
+            kind(ureq::Error::Io(refused), false),
+            TransportErrorKind::Connect
+        );
+        let reset = || io::Error::new(io::ErrorKind::ConnectionReset, "reset");
+        assert_eq!(
+            kind(ureq::Error::Io(reset()), false),
+            TransportErrorKind::Io
+        );
+        assert_eq!(
+            kind(ureq::Error::Io(reset()), true),
+            TransportErrorKind::Connect
+        );
+        let detail = request_error(ureq::Error::HostNotFound, false).detail;
+        assert!(!detail.is_empty());
+    }
+
+    #[test]
+    fn body_errors_map_to_timeout_or_io() {
+        let timeout = ureq::Error::Timeout(ureq::Timeout::RecvBody).into_io();
+        assert_eq!(body_error(timeout).kind, TransportErrorKind::TimedOut);
+        let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "Peer disconnected");
+        assert_eq!(body_error(eof).kind, TransportErrorKind::Io);
+    }
+}
