@@ -258,7 +258,9 @@ impl OperationDeadline {
     ///
     /// The grant always satisfies `unit <= grant <= ceil_to_unit(remaining)` and
     /// `grant < remaining + unit`, so a leg that uses all of its grant ends the operation at
-    /// most one unit (exclusive) past its budget.
+    /// most one unit (exclusive) past its budget. That is the arithmetic's bound; what a real
+    /// operation overruns by also includes how precisely the driver's timer fires (a few
+    /// milliseconds on a loaded machine).
     pub fn grant(&self, now: Instant) -> Result<Duration, Exhausted> {
         let remaining = self.remaining(now);
         if remaining.is_zero() {

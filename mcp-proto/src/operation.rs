@@ -315,6 +315,8 @@ struct Resumption {
     ready: bool,
     answers: LegKind,
     request_id: Option<i64>,
+    /// The grant of the request whose answer is awaited.
+    grant: Duration,
 }
 
 /// One MCP operation under one deadline. See the [module docs](self) for the driver loop.
@@ -760,6 +762,17 @@ impl<'s> Operation<'s> {
     fn transmit(&mut self, kind: LegKind, now: Instant) -> Output {
         let timeout = match self.deadline.grant(now) {
             Ok(grant) => grant,
+            Err(_) if matches!(kind, LegKind::Respond | LegKind::Resume) => {
+                // The request these legs serve was sent and its answer did not come within the
+                // budget: that is the request timing out, not a request the server never saw.
+                let (method, grant) = self.request_being_answered();
+                self.fail(|server| Error::LegTimedOut {
+                    server,
+                    method,
+                    grant,
+                });
+                return self.poll_output(now);
+            }
             Err(exhausted) => {
                 // The check sits before the request is built: nothing of this leg exists.
                 self.returned = true;
@@ -788,6 +801,9 @@ impl<'s> Operation<'s> {
                 (self.build_resume(), resume.request_id, resume.answers)
             }
             _ => {
+                // A new request opens a new answer stream: an event id of an earlier stream
+                // must never be used to resume this one.
+                self.last_event_id = None;
                 let (request, id) = self.build_request(kind);
                 (request, id, kind)
             }
@@ -812,6 +828,15 @@ impl<'s> Operation<'s> {
             timeout,
             ends_at,
         })
+    }
+
+    /// The method and grant of the request whose answer is being read or awaited.
+    fn request_being_answered(&self) -> (&'static str, Duration) {
+        match (self.legs.first(), &self.resume) {
+            (Some(leg), _) => (leg.answers.method(), leg.grant),
+            (None, Some(resume)) => (resume.answers.method(), resume.grant),
+            (None, None) => (self.next_leg_kind().method(), Duration::ZERO),
+        }
     }
 
     fn handshake(&self) -> Option<SessionInfo> {
@@ -930,15 +955,24 @@ impl<'s> Operation<'s> {
             Reading::Sse { parser, .. } => parser.retry().unwrap_or(DEFAULT_RETRY),
             _ => DEFAULT_RETRY,
         };
-        let mut at = now.checked_add(retry).unwrap_or(now);
-        if let Some(end) = self.deadline.end() {
-            at = at.min(end);
+        let at = now.checked_add(retry).unwrap_or(now);
+        let (answers, grant) = (leg.answers, leg.grant);
+        if self.deadline.end().is_some_and(|end| at >= end) {
+            // Waiting would spend the rest of the budget and leave nothing for the GET: the
+            // answer cannot arrive in time, so say so now rather than idle until the deadline.
+            self.fail(|server| Error::LegTimedOut {
+                server,
+                method: answers.method(),
+                grant,
+            });
+            return true;
         }
         self.resume = Some(Resumption {
             at,
             ready: false,
-            answers: leg.answers,
+            answers,
             request_id: leg.request_id,
+            grant,
         });
         self.legs.pop();
         true

@@ -186,7 +186,8 @@ fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
     assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == closed + secs(1.0)));
     drop(leg);
 
-    // With 0.3 s of budget left and a 5 s retry, the wait ends at the deadline and the GET is refused.
+    // With 0.3 s of budget left and a 5 s retry, waiting would spend the budget: the operation
+    // ends at once with the call's timeout instead of idling until the deadline.
     let start = clock.now();
     let deadline = OperationDeadline::start(start, Budget::from_secs(2), Resolution::MILLISECOND);
     let op = session.start(
@@ -203,15 +204,44 @@ fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
     assert!(
         matches!(
             run.result,
-            Err(Error::BudgetExhausted {
-                method: "resume",
+            Err(Error::LegTimedOut {
+                method: "tools/call",
                 ..
             })
         ),
         "{:?}",
         run.result
     );
-    assert_eq!(clock.now() - start, secs(2.0));
+    assert_eq!(run.methods(), ["tools/call"]);
+    assert_eq!(clock.now() - start, secs(1.7), "no idle wait");
+}
+
+#[test]
+fn a_new_request_never_resumes_with_an_earlier_streams_event_id() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    // The first page's stream carries ids; the second page's closes with none and no answer.
+    let op = session.list_tools(clock.now());
+    let run = drive(op, &clock, &[], |kind, _| match kind {
+        LegKind::ListTools { page: 1 } => Answer::Sse(format!(
+            "id: p1\n{}",
+            event(json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [], "nextCursor": "c"}}))
+        )),
+        LegKind::ListTools { .. } => Answer::Sse(event(
+            json!({"jsonrpc": "2.0", "method": "notifications/message"}),
+        )),
+        other => healthy(other),
+    });
+    assert!(
+        matches!(run.result, Err(Error::Malformed { .. })),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(
+        run.methods(),
+        ["tools/list", "tools/list"],
+        "no GET with a stale id"
+    );
 }
 
 #[test]
