@@ -1,7 +1,90 @@
-//! Tokio driver for `mcp-proto`.
+//! A thin tokio driver for [`mcp_proto`]: one future per MCP operation, one deadline spent
+//! across its HTTP legs.
 //!
-//! This crate will hold the thin asynchronous driver: one future per operation, each leg
-//! inside `timeout_at(end of the leg)`, dropping the future cancels the request in flight.
-//! It holds no policy. Nothing is implemented yet.
+//! [`mcp_proto`] is a sans-IO state machine: it decides which request comes next, grants it
+//! what is left of the operation's budget and reads the answers. This crate does the I/O for it
+//! on tokio, and nothing else: it sends each leg with [hyper] 1 over HTTP/1.1 (rustls with the
+//! *ring* provider for HTTPS, Mozilla's roots from `webpki-roots`), bounds the **whole** leg
+//! (connect, send, response head and every body frame) by the leg's grant, and feeds what came
+//! back into the state machine. Every decision (which error, re-initialising after a 404,
+//! refusing a leg when the budget is spent) is `mcp-proto`'s.
+//!
+//! # In scope
+//! * [`Client`]: a session with one server, reused between operations, and its async methods
+//!   ([`probe`](Client::probe), [`list_tools`](Client::list_tools),
+//!   [`call_tool`](Client::call_tool), [`run`](Client::run)), each **one** `Send` future with its
+//!   own deadline.
+//! * Cancellation: dropping the future drops the request in flight (its connection is closed);
+//!   a [`CancelHandle`] ends the operation in flight from another task with
+//!   [`Error::Cancelled`].
+//! * Reporting: every leg's grant and measured duration, and every server event, to an
+//!   [`Observer`].
+//! * Every leg `mcp-proto` asks for: answers to server requests sent as nested legs while a
+//!   stream is read, resumption of a closed stream with `GET` and `Last-Event-ID`, and
+//!   optionally a best-effort `notifications/cancelled` for a cancelled `tools/call`
+//!   ([`Client::set_cancel_notice`]).
+//!
+//! # Out of scope
+//! * Policy of any kind: retries, backoff, budgets other than the one the caller set.
+//! * Redirects (hyper does not follow them; a 3xx ends the leg as [`Error::HttpStatus`]),
+//!   HTTP/2, proxies, client certificates, the standalone `GET` stream for server-initiated
+//!   messages.
+//!
+//! # Why hyper-util rather than reqwest
+//! * Fewer dependencies and a shorter build: reqwest brings features an MCP client does not use
+//!   (redirect following, cookies, decompression, proxies) on top of the same hyper stack.
+//! * Direct control over the body: the driver reads it frame by frame and drops it the moment
+//!   the state machine has the answer, which an event stream the server keeps open requires.
+//! * TLS is rustls with the *ring* provider and nothing else: no `aws-lc-rs` (and its C and
+//!   CMake build), no native-tls, without depending on another crate's feature defaults.
+//!
+//! # Runtime
+//! The futures need a tokio runtime with the time and I/O drivers enabled. The driver itself
+//! spawns no task; `hyper-util`'s connection pool runs each connection's I/O on a task it
+//! spawns through its executor, and host names (not IP literals) are resolved on tokio's
+//! blocking pool. Time is read from tokio's clock ([`TokioClock`]), so paused-time tests and
+//! the grants agree.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use mcp_driver_tokio::Client;
+//! use mcp_proto::{Budget, Resolution, SessionConfig};
+//!
+//! # async fn demo() -> Result<(), mcp_proto::Error> {
+//! let config = SessionConfig::new("https://tools.example.org/mcp")?
+//!     .header("Authorization", "Bearer s3cret")?
+//!     .budget(Budget::from_secs(20))
+//!     .resolution(Resolution::MILLISECOND);
+//! let mut client = Client::new(config);
+//!
+//! // Handshake and tools/call: one operation, one 20 s budget across its three legs.
+//! let mut arguments = serde_json::Map::new();
+//! arguments.insert("text".into(), "hello".into());
+//! let result = client.call_tool("echo", arguments).await?;
+//! println!("{}", result.text());
+//!
+//! // The session is reused: this operation sends only its tools/list pages.
+//! for tool in client.list_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod cancel;
+mod client;
+mod clock;
+mod leg;
+
+pub use cancel::CancelHandle;
+pub use client::Client;
+pub use clock::TokioClock;
+
+#[doc(no_inline)]
+pub use mcp_proto::{
+    Action, Budget, CallToolResult, Error, Observer, Outcome, Resolution, Session, SessionConfig,
+    SessionInfo, Tool,
+};

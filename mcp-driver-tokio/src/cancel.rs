@@ -1,0 +1,81 @@
+//! Cancelling the operation in flight from elsewhere.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::Notify;
+
+/// What a [`CancelHandle`] and its client share.
+#[derive(Debug, Default)]
+pub(crate) struct CancelShared {
+    /// How many times `cancel` was called. An operation remembers the count it started with
+    /// and is cancelled once the count moves.
+    fired: AtomicU64,
+    /// Wakes the operation waiting on a leg.
+    notify: Notify,
+}
+
+impl CancelShared {
+    /// The count an operation starting now arms itself with.
+    pub(crate) fn arm(&self) -> u64 {
+        self.fired.load(Ordering::SeqCst)
+    }
+
+    /// True once `cancel` was called after the operation armed with `armed`.
+    pub(crate) fn is_fired(&self, armed: u64) -> bool {
+        self.fired.load(Ordering::SeqCst) != armed
+    }
+
+    /// Completes once `cancel` is called after the operation armed with `armed`
+    /// (immediately if it already was).
+    pub(crate) async fn fired(&self, armed: u64) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Register before checking the count, so a `cancel` between the check and the
+            // await still wakes us.
+            notified.as_mut().enable();
+            if self.is_fired(armed) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Cancels the operation a [`Client`](crate::Client) has in flight, from any task or thread.
+///
+/// [`cancel`](Self::cancel) ends the operation in flight promptly with
+/// [`Error::Cancelled`](mcp_proto::Error::Cancelled): the request in flight is dropped (its
+/// connection closed) and nothing more is sent (except the optional `notifications/cancelled`,
+/// see [`Client::set_cancel_notice`](crate::Client::set_cancel_notice)).
+/// Fired while no operation is in flight, it does nothing, to that client's later operations
+/// either. Clones cancel the same client.
+///
+/// ```no_run
+/// # async fn demo(mut client: mcp_driver_tokio::Client) {
+/// let handle = client.cancel_handle();
+/// tokio::spawn(async move {
+///     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+///     handle.cancel();
+/// });
+/// let result = client.call_tool("slow", serde_json::Map::new()).await;
+/// assert!(matches!(result, Err(mcp_proto::Error::Cancelled { .. })));
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CancelHandle {
+    shared: Arc<CancelShared>,
+}
+
+impl CancelHandle {
+    pub(crate) fn new(shared: Arc<CancelShared>) -> Self {
+        Self { shared }
+    }
+
+    /// Cancels the operation in flight, if there is one.
+    pub fn cancel(&self) {
+        self.shared.fired.fetch_add(1, Ordering::SeqCst);
+        self.shared.notify.notify_waiters();
+    }
+}

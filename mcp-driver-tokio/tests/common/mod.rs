@@ -1,0 +1,105 @@
+//! Helpers shared by the test binaries (each uses a subset).
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcp_driver_tokio::{CancelHandle, Client};
+use mcp_proto::{Event, LegReport, Observer, Resolution, SessionConfig};
+use mcp_testkit::TestServer;
+use serde_json::{Map, Value};
+
+/// A configuration for `server` with millisecond grants.
+pub(crate) fn config(server: &TestServer) -> SessionConfig {
+    SessionConfig::new(&server.url())
+        .expect("the test server's URL is valid")
+        .resolution(Resolution::MILLISECOND)
+}
+
+/// A client for `server` with millisecond grants and the default 20 s budget.
+pub(crate) fn client(server: &TestServer) -> Client {
+    Client::new(config(server))
+}
+
+/// Tool arguments from pairs.
+pub(crate) fn args(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+/// `{"text": text}`, the echo tool's arguments.
+pub(crate) fn echo(text: &str) -> Map<String, Value> {
+    args(&[("text", Value::from(text))])
+}
+
+/// An observer that keeps everything it is told; clones share the record.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Recorder {
+    legs: Arc<Mutex<Vec<LegReport>>>,
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl Recorder {
+    pub(crate) fn legs(&self) -> Vec<LegReport> {
+        self.legs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn events(&self) -> Vec<Event> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Observer for Recorder {
+    fn leg_finished(&mut self, report: &LegReport) {
+        self.legs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(report.clone());
+    }
+
+    fn event(&mut self, event: &Event) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event.clone());
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `within` is over.
+pub(crate) async fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let end = tokio::time::Instant::now() + within;
+    loop {
+        if condition() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Fires `handle` `after` the server has recorded a `method` request; returns when it fired.
+pub(crate) async fn cancel_once_seen(
+    server: Arc<TestServer>,
+    handle: CancelHandle,
+    method: &str,
+    after: Duration,
+) -> std::time::Instant {
+    let seen = eventually(Duration::from_secs(5), || {
+        server.rpc_methods().iter().any(|m| m == method)
+    });
+    assert!(seen.await, "{method} never reached the server");
+    tokio::time::sleep(after).await;
+    let fired = std::time::Instant::now();
+    handle.cancel();
+    fired
+}
