@@ -1,9 +1,276 @@
-//! `mcp-call`: the operator's command line (not built yet).
+//! `mcp-call`: the operator's command line.
 //!
-//! This binary will probe an MCP server, list its tools and call one, each as one operation
-//! under one budget. Until then it says so and exits with the usage code.
+//! Does this MCP server answer, what tools does it offer, what does this tool return, and where
+//! did the time go? Each command is one operation under one budget, run by either driver. The
+//! contract (flags, output, exit codes) is documented in the README and tested end to end;
+//! scripts rely on it.
 
-fn main() {
-    eprintln!("mcp-call is not built yet; see `cargo run -p mcp-proto --example budget`");
-    std::process::exit(2);
+mod driver;
+mod report;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use mcp_proto::{Budget, Error, Resolution, SessionConfig};
+use serde_json::{Map, Value};
+
+use crate::driver::{Client, DriverKind};
+use crate::report::{Reporter, exit_code};
+
+/// Exit codes: the contract scripts rely on.
+mod code {
+    pub(crate) const OK: u8 = 0;
+    pub(crate) const TOOL_ERROR: u8 = 1;
+    pub(crate) const USAGE: u8 = 2;
+    pub(crate) const BUDGET: u8 = 3;
+    pub(crate) const UNREACHABLE: u8 = 4;
+    pub(crate) const SERVER: u8 = 5;
+    pub(crate) const CANCELLED: u8 = 6;
+}
+
+/// Probe an MCP server, list its tools or call one: each as one operation under one budget.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-call", version, about, after_help = EXIT_CODES)]
+struct Cli {
+    /// The server's endpoint. Without it, an embedded demo server is started on 127.0.0.1.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The operation's budget in seconds, decimals allowed. Default: MCP_OPERATION_TIMEOUT
+    /// (read leniently), else 20.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    timeout: Option<Duration>,
+    /// The unit grants are rounded up to.
+    #[arg(long, value_enum, default_value_t = Unit::S)]
+    resolution: Unit,
+    /// Which driver runs the operation.
+    #[arg(long, value_enum, default_value_t = DriverKind::Blocking)]
+    driver: DriverKind,
+    /// An extra request header, repeatable (e.g. 'Authorization: Bearer ...').
+    #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    /// Run the operation N times on one session.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Print JSON on stdout: the tools array, or the whole call result.
+    #[arg(long)]
+    json: bool,
+    /// Print one line per leg on stderr.
+    #[arg(long)]
+    trace: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Handshake only: prints the negotiated protocol version and the server's name and version.
+    Ping,
+    /// Walks every page of the tool listing: prints one tool name per line.
+    Tools,
+    /// Calls a tool: prints the text content of its result.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}", value_parser = parse_arguments)]
+        args: Map<String, Value>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Unit {
+    /// Whole seconds.
+    S,
+    /// Milliseconds.
+    Ms,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the tool answered isError: true; 2 usage error; \
+3 the operation's budget ran out (the refused request was not sent); 4 a leg timed out or the \
+server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C)";
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a number of seconds"))?;
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!(
+            "the timeout must be a positive number of seconds, not {text}"
+        ));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text} seconds is too long"))
+}
+
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| format!("\"{text}\" is not 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("\"{text}\" has no header name"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
+fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => {
+            Err("the tool arguments must be a JSON object, e.g. '{\"text\":\"hi\"}'".to_owned())
+        }
+        Err(err) => Err(format!("the tool arguments are not JSON: {err}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() {
+                code::USAGE
+            } else {
+                code::OK
+            });
+        }
+    };
+    ExitCode::from(run(cli))
+}
+
+fn run(cli: Cli) -> u8 {
+    // The demo server lives as long as this function: it stops when the command ends.
+    let demo = cli.url.is_none().then(mcp_testkit::TestServer::demo);
+    let url = match (&cli.url, &demo) {
+        (Some(url), _) => url.clone(),
+        (None, Some(server)) => server.url(),
+        (None, None) => unreachable!("a demo server starts when no URL is given"),
+    };
+    let budget = match cli.timeout {
+        Some(total) => Budget::from_duration(total),
+        None => std::env::var("MCP_OPERATION_TIMEOUT")
+            .map(|raw| Budget::from_config_str(&raw))
+            .unwrap_or_default(),
+    };
+    let resolution = match cli.resolution {
+        Unit::S => Resolution::SECOND,
+        Unit::Ms => Resolution::MILLISECOND,
+    };
+    let config = match configure(&url, budget, resolution, &cli.headers) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("mcp-call: {err}");
+            return code::USAGE;
+        }
+    };
+    let label = config.label().to_owned();
+    let interactive =
+        std::io::stderr().is_terminal() && matches!(cli.command, Command::Call { .. });
+    let reporter = Reporter::new(cli.trace, interactive, budget);
+    let mut client = match Client::new(cli.driver, config, reporter.clone()) {
+        Ok(client) => client,
+        Err(err) => {
+            eprintln!(
+                "mcp-call: could not start the {} driver: {err}",
+                cli.driver.name()
+            );
+            return code::USAGE;
+        }
+    };
+    let cancel = client.cancel_handle();
+    // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.
+    let _ = ctrlc::set_handler(move || cancel.cancel());
+
+    let mut status = code::OK;
+    for _ in 0..cli.repeat {
+        reporter.start_operation();
+        let outcome = match &cli.command {
+            Command::Ping => client.probe().map(|info| print_probe(&info, cli.json)),
+            Command::Tools => client
+                .list_tools()
+                .map(|tools| print_tools(&tools, cli.json)),
+            Command::Call { tool, args } => client
+                .call_tool(tool, args.clone())
+                .map(|result| print_call(&result, cli.json)),
+        };
+        reporter.end_operation();
+        match outcome {
+            Ok(code) => status = status.max(code),
+            Err(err) => {
+                reporter.refused(&err);
+                eprintln!("mcp-call: {}", sentence(&err, &label));
+                return exit_code(&err);
+            }
+        }
+    }
+    status
+}
+
+fn configure(
+    url: &str,
+    budget: Budget,
+    resolution: Resolution,
+    headers: &[(String, String)],
+) -> Result<SessionConfig, Error> {
+    let mut config = SessionConfig::new(url)?
+        .budget(budget)
+        .resolution(resolution)
+        .client_info("mcp-call", env!("CARGO_PKG_VERSION"));
+    for (name, value) in headers {
+        config = config.header(name, value)?;
+    }
+    Ok(config)
+}
+
+/// One sentence naming the server (every error does; caller errors get the label added).
+fn sentence(err: &Error, label: &str) -> String {
+    match err.server() {
+        Some(_) => err.to_string(),
+        None => format!("{err} (MCP server \"{label}\")"),
+    }
+}
+
+fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
+    if json {
+        let value = serde_json::json!({
+            "protocolVersion": info.protocol_version.as_str(),
+            "serverInfo": {"name": info.server.name, "version": info.server.version},
+            "capabilities": info.capabilities,
+            "sessionId": info.session_id,
+        });
+        println!("{value}");
+    } else {
+        println!(
+            "{} {} (protocol {})",
+            info.server.name, info.server.version, info.protocol_version
+        );
+    }
+    code::OK
+}
+
+fn print_tools(tools: &[mcp_proto::Tool], json: bool) -> u8 {
+    if json {
+        let raw: Vec<Value> = tools.iter().map(|t| Value::Object(t.raw.clone())).collect();
+        println!("{}", Value::Array(raw));
+    } else {
+        for tool in tools {
+            println!("{}", tool.name);
+        }
+    }
+    code::OK
+}
+
+fn print_call(result: &mcp_proto::CallToolResult, json: bool) -> u8 {
+    if json {
+        println!("{}", Value::Object(result.raw.clone()));
+    } else {
+        println!("{}", result.text());
+    }
+    if result.is_error {
+        code::TOOL_ERROR
+    } else {
+        code::OK
+    }
 }

@@ -1,0 +1,103 @@
+//! Either driver behind one face, so every command runs the same way on both.
+
+use clap::ValueEnum;
+use mcp_proto::{CallToolResult, Error, SessionConfig, SessionInfo, Tool};
+use serde_json::{Map, Value};
+
+use crate::report::Reporter;
+
+/// Which driver runs the operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DriverKind {
+    /// mcp-driver-blocking (ureq 3).
+    Blocking,
+    /// mcp-driver-tokio (hyper), on a current-thread runtime.
+    Tokio,
+}
+
+impl DriverKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Blocking => "blocking",
+            Self::Tokio => "tokio",
+        }
+    }
+}
+
+pub(crate) enum Client {
+    Blocking(mcp_driver_blocking::Client),
+    Tokio(tokio::runtime::Runtime, mcp_driver_tokio::Client),
+}
+
+/// Fires whichever driver's cancel handle.
+#[derive(Clone)]
+pub(crate) enum Cancel {
+    Blocking(mcp_driver_blocking::CancelHandle),
+    Tokio(mcp_driver_tokio::CancelHandle),
+}
+
+impl Cancel {
+    pub(crate) fn cancel(&self) {
+        match self {
+            Self::Blocking(handle) => handle.cancel(),
+            Self::Tokio(handle) => handle.cancel(),
+        }
+    }
+}
+
+impl Client {
+    pub(crate) fn new(
+        kind: DriverKind,
+        config: SessionConfig,
+        reporter: Reporter,
+    ) -> std::io::Result<Self> {
+        Ok(match kind {
+            DriverKind::Blocking => {
+                let mut client = mcp_driver_blocking::Client::new(config);
+                client.set_observer(reporter);
+                Self::Blocking(client)
+            }
+            DriverKind::Tokio => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                // The hyper client needs a runtime context when it is built.
+                let mut client = runtime.block_on(async { mcp_driver_tokio::Client::new(config) });
+                client.set_observer(reporter);
+                Self::Tokio(runtime, client)
+            }
+        })
+    }
+
+    pub(crate) fn cancel_handle(&self) -> Cancel {
+        match self {
+            Self::Blocking(client) => Cancel::Blocking(client.cancel_handle()),
+            Self::Tokio(_, client) => Cancel::Tokio(client.cancel_handle()),
+        }
+    }
+
+    pub(crate) fn probe(&mut self) -> Result<SessionInfo, Error> {
+        match self {
+            Self::Blocking(client) => client.probe(),
+            Self::Tokio(runtime, client) => runtime.block_on(client.probe()),
+        }
+    }
+
+    pub(crate) fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+        match self {
+            Self::Blocking(client) => client.list_tools(),
+            Self::Tokio(runtime, client) => runtime.block_on(client.list_tools()),
+        }
+    }
+
+    pub(crate) fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, Error> {
+        match self {
+            Self::Blocking(client) => client.call_tool(name, arguments),
+            Self::Tokio(runtime, client) => runtime.block_on(client.call_tool(name, arguments)),
+        }
+    }
+}

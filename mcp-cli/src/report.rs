@@ -1,0 +1,163 @@
+//! What the operator sees on stderr: `--trace` lines, the spinner, and the exit code of an error.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mcp_proto::{Budget, Error, Event, LegReport, Observer};
+
+use crate::code;
+
+/// The exit code for an operation that ended in `err`.
+pub(crate) fn exit_code(err: &Error) -> u8 {
+    match err {
+        Error::BudgetExhausted { .. } => code::BUDGET,
+        Error::LegTimedOut { .. } | Error::Unreachable { .. } => code::UNREACHABLE,
+        Error::Cancelled { .. } => code::CANCELLED,
+        Error::InvalidUrl { .. } | Error::InvalidHeader { .. } => code::USAGE,
+        _ => code::SERVER,
+    }
+}
+
+/// Receives the driver's reports; clones share one state (the driver owns one clone).
+#[derive(Clone)]
+pub(crate) struct Reporter {
+    inner: Arc<Mutex<State>>,
+}
+
+struct State {
+    trace: bool,
+    interactive: bool,
+    budget: Budget,
+    started: Instant,
+    spinner: Option<ProgressBar>,
+    progress: Option<String>,
+}
+
+impl Reporter {
+    pub(crate) fn new(trace: bool, interactive: bool, budget: Budget) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(State {
+                trace,
+                interactive,
+                budget,
+                started: Instant::now(),
+                spinner: None,
+                progress: None,
+            })),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// An operation starts: on a terminal, a spinner appears if it runs longer than a second.
+    pub(crate) fn start_operation(&self) {
+        let mut state = self.state();
+        state.started = Instant::now();
+        state.progress = None;
+        if !state.interactive {
+            return;
+        }
+        let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        state.spinner = Some(spinner.clone());
+        drop(state);
+        let reporter = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            if spinner.is_finished() {
+                return;
+            }
+            spinner.set_draw_target(ProgressDrawTarget::stderr());
+            while !spinner.is_finished() {
+                spinner.set_message(reporter.status_line());
+                spinner.tick();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+    }
+
+    fn status_line(&self) -> String {
+        let state = self.state();
+        let elapsed = state.started.elapsed();
+        let left = state.budget.as_duration().saturating_sub(elapsed);
+        let mut line = format!(
+            "{:.1} s elapsed, {:.1} s of the budget left",
+            elapsed.as_secs_f64(),
+            left.as_secs_f64()
+        );
+        if let Some(progress) = &state.progress {
+            line.push_str(" - ");
+            line.push_str(progress);
+        }
+        line
+    }
+
+    pub(crate) fn end_operation(&self) {
+        if let Some(spinner) = self.state().spinner.take() {
+            spinner.finish_and_clear();
+        }
+    }
+
+    /// A refused leg gets its own trace line.
+    pub(crate) fn refused(&self, err: &Error) {
+        if let Error::BudgetExhausted {
+            budget,
+            method,
+            leg,
+            ..
+        } = err
+        {
+            if self.state().trace {
+                eprintln!(
+                    "leg={leg} method={method} refused budget_ms={}",
+                    budget.as_duration().as_millis()
+                );
+            }
+        }
+    }
+}
+
+impl Observer for Reporter {
+    fn leg_finished(&mut self, report: &LegReport) {
+        let state = self.state();
+        if !state.trace {
+            return;
+        }
+        let line = format!(
+            "leg={} method={} granted_ms={} elapsed_ms={} status={}",
+            report.number,
+            report.kind.method(),
+            report.grant.as_millis(),
+            report.elapsed.as_millis(),
+            report.end.word()
+        );
+        match &state.spinner {
+            Some(spinner) if !spinner.is_hidden() => spinner.println(line),
+            _ => eprintln!("{line}"),
+        }
+    }
+
+    fn event(&mut self, event: &Event) {
+        let Event::Notification(notification) = event else {
+            return;
+        };
+        let Some(progress) = notification.progress() else {
+            return;
+        };
+        let mut text = match progress.total {
+            Some(total) => format!("progress {}/{}", progress.progress, total),
+            None => format!("progress {}", progress.progress),
+        };
+        if let Some(message) = progress.message {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        self.state().progress = Some(text);
+    }
+}

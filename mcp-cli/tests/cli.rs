@@ -1,0 +1,299 @@
+//! The `mcp-call` contract, end to end: commands, `--json`, `--trace`, every exit code,
+//! `--repeat` on one session, and usage errors. Servers are mcp-testkit on loopback.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_testkit::{Hostile, Script, TestServer};
+
+fn mcp_call(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+        .args(args)
+        .env_remove("MCP_OPERATION_TIMEOUT")
+        .output()
+        .expect("mcp-call runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited with a code")
+}
+
+#[test]
+fn the_readme_command_runs_against_the_demo_server() {
+    let out = mcp_call(&["--trace", "call", "echo", r#"{"text":"hello"}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hello\n");
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for (line, method) in
+        lines
+            .iter()
+            .zip(["initialize", "notifications/initialized", "tools/call"])
+    {
+        let prefix = format!("method={method} granted_ms=");
+        assert!(line.contains(&prefix), "{line}");
+        assert!(line.contains(" elapsed_ms="), "{line}");
+    }
+    assert!(lines[0].starts_with("leg=1 method=initialize granted_ms=20000 elapsed_ms="));
+    assert!(lines[0].ends_with(" status=200"));
+    assert!(lines[1].ends_with(" status=202"));
+}
+
+#[test]
+fn ping_prints_the_version_and_the_server() {
+    let out = mcp_call(&["ping"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "mcp-testkit 0.1.0 (protocol 2025-11-25)\n");
+    let out = mcp_call(&["--json", "ping"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["protocolVersion"], "2025-11-25");
+    assert_eq!(value["serverInfo"]["name"], "mcp-testkit");
+}
+
+#[test]
+fn tools_prints_one_name_per_line_across_pages() {
+    let server = TestServer::start(Script::new().tool_pages(3));
+    let out = mcp_call(&["--url", &server.url(), "tools"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let names: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    for tool in ["echo", "add", "sleep", "fail"] {
+        assert!(names.contains(&tool.to_owned()), "{names:?}");
+    }
+    let pages = server
+        .rpc_methods()
+        .iter()
+        .filter(|m| *m == "tools/list")
+        .count();
+    assert_eq!(pages, 3);
+    let out = mcp_call(&["--url", &server.url(), "--json", "tools"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        value
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "add" && t["inputSchema"].is_object())
+    );
+}
+
+#[test]
+fn call_prints_text_or_the_whole_result() {
+    let server = TestServer::start(Script::new());
+    let out = mcp_call(&["--url", &server.url(), "call", "add", r#"{"a":2,"b":3}"#]);
+    assert_eq!(
+        (code(&out), stdout(&out).as_str()),
+        (0, "5\n"),
+        "{}",
+        stderr(&out)
+    );
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--json",
+        "call",
+        "add",
+        r#"{"a":2,"b":3}"#,
+    ]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["structuredContent"]["sum"], 5);
+}
+
+#[test]
+fn a_tool_error_exits_1_and_still_prints_the_text() {
+    let out = mcp_call(&["call", "fail"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stdout(&out), "the tool failed on purpose\n");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["call", "echo", "not json"][..],
+        &["call", "echo", "[1,2]"],
+        &["--timeout", "soon", "ping"],
+        &["--timeout", "0", "ping"],
+        &["--timeout", "-1", "ping"],
+        &["--resolution", "us", "ping"],
+        &["--driver", "curl", "ping"],
+        &["--header", "no colon", "ping"],
+        &["--header", "Accept: text/html", "ping"],
+        &["--repeat", "0", "ping"],
+        &["--url", "ftp://example.org/mcp", "ping"],
+        &["--bogus", "ping"],
+        &["frobnicate"],
+        &[],
+    ] {
+        let out = mcp_call(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty(), "{args:?} says why");
+    }
+}
+
+#[test]
+fn a_spent_budget_exits_3_and_the_refused_request_is_not_sent() {
+    // 1 s budget at whole-second resolution: initialize takes 0.7 s, the notification is
+    // granted the rounded-up 1 s and takes 0.5 s, so nothing is left for tools/call.
+    let server = TestServer::start(
+        Script::new()
+            .delay("initialize", Duration::from_millis(700))
+            .delay("notifications/initialized", Duration::from_millis(500)),
+    );
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--timeout",
+        "1",
+        "--trace",
+        "call",
+        "echo",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("leg=3 method=tools/call refused budget_ms=1000"),
+        "{err}"
+    );
+    assert!(err.contains("so the server was not asked"), "{err}");
+    assert_eq!(
+        server.rpc_methods(),
+        ["initialize", "notifications/initialized"]
+    );
+}
+
+#[test]
+fn a_stalled_server_exits_4_within_the_budget() {
+    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
+    let started = Instant::now();
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--timeout",
+        "1",
+        "--resolution",
+        "ms",
+        "call",
+        "echo",
+    ]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        stderr(&out).contains("did not finish answering tools/call"),
+        "{}",
+        stderr(&out)
+    );
+    let out = mcp_call(&["--url", "http://127.0.0.1:1/mcp", "ping"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(stderr(&out).contains("could not be reached"));
+}
+
+#[test]
+fn a_server_error_exits_5_with_one_sentence() {
+    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Status(500)));
+    let out = mcp_call(&["--url", &server.url(), "call", "echo"]);
+    assert_eq!(code(&out), 5);
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "MCP server \"127.0.0.1:{}\" answered tools/call with HTTP status 500",
+            server.port()
+        )),
+        "{err}"
+    );
+    let healthy = TestServer::start(Script::new());
+    let out = mcp_call(&["--url", &healthy.url(), "call", "nope"]);
+    assert_eq!(code(&out), 5);
+    assert!(
+        stderr(&out).contains("JSON-RPC error -32602"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn repeat_reuses_the_session_and_both_drivers_agree() {
+    for driver in ["blocking", "tokio"] {
+        let server = TestServer::start(Script::new());
+        let out = mcp_call(&[
+            "--url",
+            &server.url(),
+            "--driver",
+            driver,
+            "--repeat",
+            "3",
+            "call",
+            "echo",
+            r#"{"text":"x"}"#,
+        ]);
+        assert_eq!(code(&out), 0, "{driver}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "x\nx\nx\n");
+        assert_eq!(
+            server.rpc_methods(),
+            [
+                "initialize",
+                "notifications/initialized",
+                "tools/call",
+                "tools/call",
+                "tools/call"
+            ],
+            "{driver}"
+        );
+    }
+}
+
+#[test]
+fn the_environment_budget_is_read_leniently() {
+    for (raw, granted) in [
+        ("3", "granted_ms=3000"),
+        ("soon", "granted_ms=20000"),
+        ("2.5", "granted_ms=2000"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+            .args(["--trace", "ping"])
+            .env("MCP_OPERATION_TIMEOUT", raw)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0);
+        assert!(
+            stderr(&out).lines().next().unwrap().contains(granted),
+            "{raw}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_and_exits_6() {
+    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
+    let child = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+        .args(["--url", &server.url(), "call", "echo"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the call is on the wire (a signal, not a sleep).
+    assert!(server.wait_for_requests(3, Duration::from_secs(10)));
+    let sent = Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 6, "{}", stderr(&out));
+    assert!(sent.elapsed() < Duration::from_secs(5));
+    assert!(
+        stderr(&out).contains("was cancelled by the caller"),
+        "{}",
+        stderr(&out)
+    );
+}
