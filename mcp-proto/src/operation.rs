@@ -28,6 +28,10 @@
 //!   reading the outer stream. `Done` there ends the operation: drop the stream.
 //! * If the transport fails, feed [`handle_transport_error`](Operation::handle_transport_error);
 //!   if your timer fires, [`handle_timeout`](Operation::handle_timeout).
+//! * A [`LegKind::Listen`] leg is the session's standalone stream: read it **beside** the
+//!   other legs (a driver that cannot read two responses at once simply drops it) and feed it
+//!   through the `handle_listen_*` inputs; drain `poll_output` after each chunk as above.
+//! * On `Done`, drop everything still open, the standalone stream included.
 //!
 //! ```
 //! use mcp_proto::{LegStatus, ManualClock, Clock, Output, Session, SessionConfig};
@@ -127,11 +131,14 @@ pub enum LegKind {
     Close,
     /// A best-effort `notifications/cancelled` after the caller cancelled a `tools/call`.
     CancelNotice,
+    /// A GET opening the session's standalone stream, read in the background (see
+    /// [`SessionConfig::listen`](crate::SessionConfig::listen)).
+    Listen,
 }
 
 impl LegKind {
     /// The JSON-RPC method the leg carries; for legs that carry none, what the leg does:
-    /// `response`, `resume` (GET) or `close` (DELETE).
+    /// `response`, `resume` (GET), `close` (DELETE) or `listen` (GET).
     pub const fn method(self) -> &'static str {
         match self {
             Self::Initialize => "initialize",
@@ -143,6 +150,7 @@ impl LegKind {
             Self::Resume => "resume",
             Self::Close => "close",
             Self::CancelNotice => "notifications/cancelled",
+            Self::Listen => "listen",
         }
     }
 }
@@ -308,6 +316,17 @@ struct InFlight {
     reading: Reading,
 }
 
+/// The session's standalone stream, read beside the operation's own legs.
+#[derive(Debug)]
+enum Listen {
+    /// Not wanted, refused, failed or closed: the operation goes on without it.
+    Off,
+    /// Wanted: opened once the session is live, before the work request.
+    Due,
+    /// Sent; `None` until its head arrives.
+    Open(Option<SseParser>),
+}
+
 /// A stream closed before its answer, to be resumed with a GET.
 #[derive(Debug)]
 struct Resumption {
@@ -339,6 +358,7 @@ pub struct Operation<'s> {
     replies: VecDeque<(RequestId, Result<Value, RpcError>)>,
     resume: Option<Resumption>,
     resumptions: u32,
+    listen: Listen,
     last_event_id: Option<String>,
     /// The id of the `tools/call` in flight when the caller cancelled.
     cancelled_call: Option<i64>,
@@ -368,6 +388,11 @@ impl<'s> Operation<'s> {
         if nothing_to_close {
             session.reset();
         }
+        let listen = if session.config().wants_listen() && action != Action::Close {
+            Listen::Due
+        } else {
+            Listen::Off
+        };
         Self {
             session,
             action,
@@ -381,6 +406,7 @@ impl<'s> Operation<'s> {
             replies: VecDeque::new(),
             resume: None,
             resumptions: 0,
+            listen,
             last_event_id: None,
             cancelled_call: None,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
@@ -425,12 +451,20 @@ impl<'s> Operation<'s> {
         if self.returned {
             return Output::Done(Err(Error::AlreadyFinished));
         }
-        if let Some(top) = self.legs.last() {
-            let reading_stream = self.legs.len() == 1 && !matches!(top.reading, Reading::Head);
-            if !reading_stream || self.replies.is_empty() {
-                return Output::Wait(top.ends_at);
-            }
+        if !self.replies.is_empty() && self.legs.len() <= 1 {
+            // An answer to a server request goes out at once: nested inside the leg in flight
+            // (the driver runs it to its end, then returns to that leg) or on its own.
             return self.transmit(LegKind::Respond, now);
+        }
+        if let Some(top) = self.legs.last() {
+            return Output::Wait(top.ends_at);
+        }
+        let live =
+            self.next == Step::Work && self.pending.is_none() && self.session.info().is_some();
+        if live && matches!(self.listen, Listen::Due) {
+            if let Some(leg) = self.transmit_listen(now) {
+                return Output::Transmit(leg);
+            }
         }
         if let Some(resume) = &self.resume {
             if !resume.ready {
@@ -651,6 +685,75 @@ impl<'s> Operation<'s> {
                 });
             }
         }
+    }
+
+    /// Feeds the response head of the standalone stream ([`LegKind::Listen`]). Anything but a
+    /// 2xx event stream means the server does not offer one: the operation goes on without it.
+    pub fn handle_listen_response(
+        &mut self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        _now: Instant,
+    ) -> LegStatus {
+        if self.is_finished() || !matches!(self.listen, Listen::Open(None)) {
+            return LegStatus::Complete;
+        }
+        let is_stream = headers
+            .get(CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase())
+            .is_some_and(|v| v.split(';').next().unwrap_or("").trim() == "text/event-stream");
+        if !status.is_success() || !is_stream {
+            self.listen = Listen::Off;
+            return LegStatus::Complete;
+        }
+        self.listen = Listen::Open(Some(SseParser::new(self.session.config().answer_cap())));
+        LegStatus::ReadMore
+    }
+
+    /// Feeds the next chunk of the standalone stream. Requests in it are answered (drain
+    /// `poll_output` afterwards), notifications become events; a stream that breaks the
+    /// rules is dropped without ending the operation.
+    pub fn handle_listen_chunk(&mut self, chunk: &[u8], _now: Instant) -> LegStatus {
+        if self.is_finished() {
+            return LegStatus::Complete;
+        }
+        let Listen::Open(Some(parser)) = &mut self.listen else {
+            return LegStatus::Complete;
+        };
+        let mut events = std::mem::take(&mut self.scratch);
+        if parser.feed(chunk, &mut events).is_err() {
+            self.listen = Listen::Off;
+        }
+        for event in events.drain(..) {
+            if event.data.trim().is_empty() {
+                continue;
+            }
+            let Ok(Value::Object(message)) = serde_json::from_str::<Value>(&event.data) else {
+                self.listen = Listen::Off;
+                break;
+            };
+            match jsonrpc::classify(&message) {
+                Incoming::Request { id, method, params } => self.server_request(id, method, params),
+                Incoming::Notification { method, params } => {
+                    self.events
+                        .push_back(Event::Notification(Notification { method, params }));
+                }
+                // Responses belong on the stream of their request; nothing to do here.
+                _ => {}
+            }
+        }
+        events.clear();
+        self.scratch = events;
+        if matches!(self.listen, Listen::Open(_)) {
+            LegStatus::ReadMore
+        } else {
+            LegStatus::Complete
+        }
+    }
+
+    /// Tells the operation the standalone stream ended or failed; the operation goes on.
+    pub fn handle_listen_end(&mut self, _now: Instant) {
+        self.listen = Listen::Off;
     }
 
     /// Tells the operation the innermost leg in flight failed in the transport.
@@ -927,6 +1030,7 @@ impl<'s> Operation<'s> {
     fn finish(&mut self, result: Result<Outcome, Error>) {
         self.legs.clear();
         self.resume = None;
+        self.listen = Listen::Off;
         if self.finished.is_none() && !self.returned {
             self.finished = Some(result);
         }
@@ -1099,13 +1203,7 @@ impl<'s> Operation<'s> {
                 LegStatus::ReadMore
             }
             Incoming::Request { id, method, params } => {
-                let reply = self
-                    .session
-                    .config()
-                    .answer_server_request(&method, &params);
-                self.replies.push_back((id.clone(), reply));
-                self.events
-                    .push_back(Event::ServerRequest { id, method, params });
+                self.server_request(id, method, params);
                 LegStatus::ReadMore
             }
             Incoming::Neither => LegStatus::ReadMore,
@@ -1114,6 +1212,38 @@ impl<'s> Operation<'s> {
                 LegStatus::Complete
             }
         }
+    }
+
+    /// Queues the answer to a request the server sent, and reports the request.
+    fn server_request(&mut self, id: RequestId, method: String, params: Value) {
+        let reply = self
+            .session
+            .config()
+            .answer_server_request(&method, &params);
+        self.replies.push_back((id.clone(), reply));
+        self.events
+            .push_back(Event::ServerRequest { id, method, params });
+    }
+
+    /// Grants and builds the standalone stream's GET; `None` when the budget has nothing left
+    /// (the operation's own next leg then reports that).
+    fn transmit_listen(&mut self, now: Instant) -> Option<Leg> {
+        let Ok(timeout) = self.deadline.grant(now) else {
+            self.listen = Listen::Off;
+            return None;
+        };
+        self.listen = Listen::Open(None);
+        self.legs_sent += 1;
+        let request = self
+            .session
+            .request(Method::GET, Vec::new(), self.session.info());
+        Some(Leg {
+            number: self.legs_sent,
+            kind: LegKind::Listen,
+            request,
+            timeout,
+            ends_at: now.checked_add(timeout).unwrap_or(now),
+        })
     }
 
     fn read_json_answer(&mut self, body: &[u8], status: u16) {

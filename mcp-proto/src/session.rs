@@ -57,6 +57,7 @@ impl Default for ClientInfo {
 pub struct SessionConfig {
     responders: Vec<(String, Responder)>,
     progress: bool,
+    listen: bool,
     endpoint: Uri,
     label: String,
     headers: HeaderMap,
@@ -94,6 +95,7 @@ impl SessionConfig {
         Ok(Self {
             responders: Vec::new(),
             progress: false,
+            listen: false,
             endpoint,
             label,
             headers: HeaderMap::new(),
@@ -210,6 +212,22 @@ impl SessionConfig {
     pub fn progress(mut self, on: bool) -> Self {
         self.progress = on;
         self
+    }
+
+    /// Opens the session's standalone stream (a GET) during each operation, once the session
+    /// is live and before the work request, so requests the server sends outside any answer
+    /// (e.g. an elicitation its tool raises without tying it to the call) reach the client and
+    /// are answered. It needs a driver that reads two responses at once: the tokio driver does,
+    /// the blocking driver does not (it refuses the leg and the operation goes on without it).
+    /// A server that does not offer the stream (405, 400, 404) is fine.
+    pub fn listen(mut self, on: bool) -> Self {
+        self.listen = on;
+        self
+    }
+
+    /// Whether operations open the standalone stream.
+    pub fn wants_listen(&self) -> bool {
+        self.listen
     }
 
     /// Whether `tools/call` asks for progress.

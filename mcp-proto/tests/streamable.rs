@@ -386,3 +386,139 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
         "initialize is never cancelled on the server"
     );
 }
+
+fn sse_head() -> http::HeaderMap {
+    let mut headers = http::HeaderMap::new();
+    headers.insert("content-type", "text/event-stream".parse().unwrap());
+    headers
+}
+
+#[test]
+fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_call() {
+    let clock = ManualClock::new();
+    let config = config()
+        .listen(true)
+        .respond_to("elicitation/create", |params| {
+            Ok(accept_elicitation_with_defaults(params))
+        });
+    let mut session = live_session(config, &clock);
+    let mut op = session.call_tool("ask", Map::new(), clock.now());
+
+    // The stream opens first, then the call goes out beside it.
+    let Output::Transmit(listen) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    assert_eq!(listen.kind, LegKind::Listen);
+    assert_eq!(listen.request.method(), http::Method::GET);
+    assert_eq!(listen.request.headers()["accept"], "text/event-stream");
+    assert_eq!(listen.request.headers()["mcp-session-id"], "session-1");
+    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    assert_eq!(call.kind, LegKind::CallTool);
+    assert!(matches!(op.poll_output(clock.now()), Output::Wait(_)));
+
+    // The server's tool raises an elicitation on the standalone stream.
+    clock.advance(secs(1.0));
+    assert_eq!(
+        op.handle_listen_response(http::StatusCode::OK, &sse_head(), clock.now()),
+        LegStatus::ReadMore
+    );
+    let ask = json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {
+        "message": "?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}});
+    assert_eq!(
+        op.handle_listen_chunk(event(ask).as_bytes(), clock.now()),
+        LegStatus::ReadMore
+    );
+    assert!(matches!(
+        op.poll_output(clock.now()),
+        Output::Event(Event::ServerRequest { .. })
+    ));
+    let Output::Transmit(reply) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    assert_eq!(reply.kind, LegKind::Respond);
+    assert_eq!(
+        reply.timeout,
+        secs(19.0),
+        "the reply spends the same budget"
+    );
+    let body: Value = serde_json::from_slice(reply.request.body()).unwrap();
+    assert_eq!(
+        body,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": {"name": "Ada"}}})
+    );
+    assert_eq!(
+        op.handle_response(
+            http::StatusCode::ACCEPTED,
+            &http::HeaderMap::new(),
+            clock.now()
+        ),
+        LegStatus::Complete
+    );
+
+    // Back to the call, whose answer now arrives.
+    assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == call.ends_at));
+    assert_eq!(
+        op.handle_response(http::StatusCode::OK, &sse_head(), clock.now()),
+        LegStatus::ReadMore
+    );
+    let answer = event(
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "hi Ada"}]}}),
+    );
+    assert_eq!(
+        op.handle_body_chunk(answer.as_bytes(), clock.now()),
+        LegStatus::Complete
+    );
+    let Output::Done(Ok(outcome)) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    assert_eq!(outcome.into_call().unwrap().text(), "hi Ada");
+    // Once done, the standalone stream is to be dropped.
+    assert_eq!(
+        op.handle_listen_chunk(b": ping\n\n", clock.now()),
+        LegStatus::Complete
+    );
+}
+
+#[test]
+fn a_server_without_a_standalone_stream_is_fine() {
+    let clock = ManualClock::new();
+    for status in [400, 404, 405] {
+        let mut session = live_session(config().listen(true), &clock);
+        let mut op = session.call_tool("x", Map::new(), clock.now());
+        let Output::Transmit(listen) = op.poll_output(clock.now()) else {
+            panic!()
+        };
+        assert_eq!(listen.kind, LegKind::Listen);
+        let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+            panic!()
+        };
+        let refused = http::StatusCode::from_u16(status).unwrap();
+        assert_eq!(
+            op.handle_listen_response(refused, &http::HeaderMap::new(), clock.now()),
+            LegStatus::Complete
+        );
+        let mut json_head = http::HeaderMap::new();
+        json_head.insert("content-type", "application/json".parse().unwrap());
+        assert_eq!(
+            op.handle_response(http::StatusCode::OK, &json_head, clock.now()),
+            LegStatus::ReadMore
+        );
+        let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}).to_string();
+        assert_eq!(
+            op.handle_body_chunk(answer.as_bytes(), clock.now()),
+            LegStatus::ReadMore
+        );
+        op.handle_body_end(clock.now());
+        assert!(
+            matches!(op.poll_output(clock.now()), Output::Done(Ok(_))),
+            "{status}"
+        );
+    }
+    // Without listen(true), no GET is ever sent.
+    let mut session = live_session(config(), &clock);
+    let op = session.call_tool("x", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert_eq!(run.methods(), ["tools/call"]);
+}
