@@ -5,8 +5,8 @@ use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, Error, Leg, LegEnd, LegReport, LegStatus, MonotonicClock, Observer, Operation, Outcome,
-    Output, TransportError, TransportErrorKind,
+    Clock, Error, Leg, LegEnd, LegKind, LegReport, LegStatus, MonotonicClock, Observer, Operation,
+    Outcome, Output, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
@@ -50,6 +50,12 @@ impl<'a> Driver<'a> {
                 op.cancel();
             }
             match op.poll_output(self.clock.now()) {
+                // The session's standalone stream must be read beside the other legs, which
+                // a blocking driver cannot do: it is not sent, and the operation goes on
+                // without it (use the tokio driver for servers that need it).
+                Output::Transmit(leg) if leg.kind == LegKind::Listen => {
+                    op.handle_listen_end(self.clock.now());
+                }
                 Output::Transmit(leg) => self.run_leg(op, leg),
                 Output::Event(event) => self.observer.event(&event),
                 Output::Wait(until) => {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Request;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, Leg, LegEnd, LegKind, LegReport, LegStatus,
@@ -19,6 +19,7 @@ use tokio::time::Instant as TokioInstant;
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
 use crate::leg::{self, Frame, Http};
+use crate::listen::{self, Delivery, Listening};
 
 /// A session with one MCP server, driven on tokio.
 ///
@@ -175,12 +176,16 @@ impl Client {
             armed,
             cancel_notice: *cancel_notice,
             done: None,
+            listening: None,
         };
         loop {
             if let Some(result) = driver.done.take() {
                 return result;
             }
             match op.poll_output(clock.now()) {
+                Output::Transmit(leg) if leg.kind == LegKind::Listen => {
+                    driver.listening = Some(Listening::start(driver.http, leg, clock.now()));
+                }
                 Output::Transmit(leg) => driver.leg(&mut op, leg).await,
                 Output::Event(event) => driver.observer.event(&event),
                 Output::Wait(until) => driver.wait(&mut op, until).await,
@@ -203,6 +208,14 @@ struct Driver<'c> {
     cancel_notice: bool,
     /// The result, when the operation ended while a leg's body was being read.
     done: Option<Result<Outcome, Error>>,
+    /// The session's standalone stream, when the operation opened one.
+    listening: Option<Listening>,
+}
+
+/// What a wait beside the standalone stream gave.
+enum Step<T> {
+    Own(T),
+    Listen(Delivery),
 }
 
 impl Driver<'_> {
@@ -248,7 +261,26 @@ impl Driver<'_> {
     /// events go to the observer, and an answer to a request the server sent on the stream is
     /// sent as a nested leg before reading on.
     async fn exchange(&mut self, op: &mut Operation<'_>, request: Request<Vec<u8>>) -> LegEnd {
-        let (head, mut body) = match leg::send(self.http, op, request).await {
+        let http = self.http;
+        let mut sending = std::pin::pin!(http.request(request.map(|b| Full::new(Bytes::from(b)))));
+        let sent = loop {
+            let step = tokio::select! {
+                biased;
+                sent = &mut sending => Step::Own(sent),
+                delivery = listen::next(&mut self.listening) => Step::Listen(delivery),
+            };
+            match step {
+                Step::Own(sent) => break sent,
+                // The operation ended while this leg waited (an answer to a server request
+                // failed): the leg is abandoned.
+                Step::Listen(delivery) => {
+                    if !self.on_listen(op, delivery, true).await {
+                        return LegEnd::Cancelled;
+                    }
+                }
+            }
+        };
+        let (head, mut body) = match leg::sent(op, sent) {
             Ok(response) => response,
             Err(end) => return end,
         };
@@ -257,17 +289,87 @@ impl Driver<'_> {
             return end;
         }
         loop {
-            match leg::read_frame(op, &mut body).await {
-                // `body` drops here: unless it was read to its end, hyper closes the
-                // connection rather than pool it, so a stream kept open ends with the leg.
-                Frame::Over(transport) => return transport.unwrap_or(end),
-                Frame::ReadMore => {
-                    if !self.drain(op).await {
-                        return end;
-                    }
-                }
+            let step = tokio::select! {
+                biased;
+                frame = body.frame() => Step::Own(frame),
+                delivery = listen::next(&mut self.listening) => Step::Listen(delivery),
+            };
+            let more = match step {
+                Step::Own(frame) => match leg::feed_frame(op, frame) {
+                    // `body` drops here: unless it was read to its end, hyper closes the
+                    // connection rather than pool it, so a stream kept open ends with the leg.
+                    Frame::Over(transport) => return transport.unwrap_or(end),
+                    Frame::ReadMore => self.drain(op).await,
+                },
+                Step::Listen(delivery) => self.on_listen(op, delivery, true).await,
+            };
+            if !more {
+                return end;
             }
         }
+    }
+
+    /// Feeds what the standalone stream delivered to the operation. With `drain` (a leg of
+    /// the operation is in flight), drains its outputs too, so an elicitation there is answered
+    /// here; without, the caller's loop polls the operation next. False when it is over.
+    async fn on_listen(&mut self, op: &mut Operation<'_>, delivery: Delivery, drain: bool) -> bool {
+        let now = TokioClock.now();
+        let report = |end| (end, true);
+        let (end, over) = match delivery {
+            Delivery::Head(Ok(response)) => {
+                let (head, body) = response.into_parts();
+                let end = LegEnd::Status(head.status.as_u16());
+                if op.handle_listen_response(head.status, &head.headers, now) == LegStatus::ReadMore
+                {
+                    if let Some(listening) = &mut self.listening {
+                        listening.read_body(body);
+                    }
+                    (end, false)
+                } else {
+                    report(end)
+                }
+            }
+            Delivery::Head(Err(err)) => {
+                op.handle_listen_end(now);
+                let kind = if err.is_connect() {
+                    TransportErrorKind::Connect
+                } else {
+                    TransportErrorKind::Io
+                };
+                report(LegEnd::Transport(kind))
+            }
+            Delivery::Frame(Some(Ok(frame))) => match frame.data_ref().filter(|d| !d.is_empty()) {
+                Some(data) if op.handle_listen_chunk(data, now) == LegStatus::Complete => {
+                    report(LegEnd::Status(200))
+                }
+                _ => (LegEnd::Status(200), false),
+            },
+            Delivery::Frame(None) => {
+                op.handle_listen_end(now);
+                report(LegEnd::Status(200))
+            }
+            Delivery::Frame(Some(Err(_))) => {
+                op.handle_listen_end(now);
+                report(LegEnd::Transport(TransportErrorKind::Io))
+            }
+            Delivery::TimedOut => {
+                op.handle_listen_end(now);
+                report(LegEnd::Transport(TransportErrorKind::TimedOut))
+            }
+        };
+        if over {
+            if let Some(listening) = self.listening.take() {
+                let started = listening.started;
+                self.report(
+                    listening.number,
+                    LegKind::Listen,
+                    listening.grant,
+                    started,
+                    end,
+                );
+            }
+        }
+        !drain || self.drain(op).await
     }
 
     /// Drains the operation's outputs while its stream is read. False when the operation is
@@ -297,17 +399,25 @@ impl Driver<'_> {
         self.report(leg.number, leg.kind, leg.timeout, started, end);
     }
 
-    /// Waits until `until` (a stream's resumption), raced against the cancel handle.
+    /// Waits until `until` (a stream's resumption, or the standalone stream's head the work
+    /// request waits for), raced against the cancel handle and beside the standalone stream.
+    /// Returns after anything happens: the loop polls the operation again.
     async fn wait(&mut self, op: &mut Operation<'_>, until: std::time::Instant) {
         let (cancel, armed) = (self.cancel, self.armed);
-        tokio::select! {
+        let step = tokio::select! {
             biased;
-            () = cancel.fired(armed) => {
+            () = cancel.fired(armed) => None,
+            () = tokio::time::sleep_until(TokioInstant::from_std(until)) => Some(Step::Own(())),
+            delivery = listen::next(&mut self.listening) => Some(Step::Listen(delivery)),
+        };
+        match step {
+            None => {
                 op.cancel();
                 self.announce_cancel(op).await;
             }
-            () = tokio::time::sleep_until(TokioInstant::from_std(until)) => {
-                op.handle_timeout(TokioClock.now());
+            Some(Step::Own(())) => op.handle_timeout(TokioClock.now()),
+            Some(Step::Listen(delivery)) => {
+                self.on_listen(op, delivery, false).await;
             }
         }
     }

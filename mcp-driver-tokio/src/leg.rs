@@ -38,15 +38,13 @@ pub(crate) fn http_client() -> Http {
         .build(connector)
 }
 
-/// Sends `request` and waits for the response head (connecting first if the pool has no
-/// idle connection). A failure is fed to `op` and returned as the leg's end.
-pub(crate) async fn send(
-    http: &Http,
+/// Reads what sending a request gave: the head and body, or a failure fed to `op` and
+/// returned as the leg's end.
+pub(crate) fn sent(
     op: &mut Operation<'_>,
-    request: Request<Vec<u8>>,
+    sent: Result<http::Response<Incoming>, hyper_util::client::legacy::Error>,
 ) -> Result<(Parts, Incoming), LegEnd> {
-    let request = request.map(|body| Full::new(Bytes::from(body)));
-    match http.request(request).await {
+    match sent {
         Ok(response) => Ok(response.into_parts()),
         Err(err) => {
             let kind = if err.is_connect() {
@@ -60,6 +58,17 @@ pub(crate) async fn send(
     }
 }
 
+/// Sends `request` and waits for the response head (connecting first if the pool has no
+/// idle connection). A failure is fed to `op` and returned as the leg's end.
+pub(crate) async fn send(
+    http: &Http,
+    op: &mut Operation<'_>,
+    request: Request<Vec<u8>>,
+) -> Result<(Parts, Incoming), LegEnd> {
+    let request = request.map(|body| Full::new(Bytes::from(body)));
+    sent(op, http.request(request).await)
+}
+
 /// What reading one body frame gave.
 pub(crate) enum Frame {
     /// The operation wants more of the body.
@@ -70,8 +79,16 @@ pub(crate) enum Frame {
 
 /// Reads the next frame of `body` and feeds it to `op`.
 pub(crate) async fn read_frame(op: &mut Operation<'_>, body: &mut Incoming) -> Frame {
+    feed_frame(op, body.frame().await)
+}
+
+/// Feeds one frame read from a body (or its end, or its failure) to `op`.
+pub(crate) fn feed_frame(
+    op: &mut Operation<'_>,
+    frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>,
+) -> Frame {
     let clock = TokioClock;
-    match body.frame().await {
+    match frame {
         None => {
             op.handle_body_end(clock.now());
             Frame::Over(None)

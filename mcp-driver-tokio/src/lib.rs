@@ -78,6 +78,7 @@ mod cancel;
 mod client;
 mod clock;
 mod leg;
+mod listen;
 
 pub use cancel::CancelHandle;
 pub use client::Client;

@@ -86,6 +86,8 @@ pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 pub const MAX_RESUMPTIONS: u32 = 16;
 /// The grant of a best-effort `notifications/cancelled` (see [`Operation::cancel_notice`]).
 pub const CANCEL_NOTICE_GRANT: Duration = Duration::from_secs(1);
+/// How long the work request waits for the standalone stream's head before going out anyway.
+pub const LISTEN_HEAD_WAIT: Duration = Duration::from_secs(1);
 
 /// What an operation is for.
 #[derive(Debug, Clone, PartialEq)]
@@ -323,8 +325,11 @@ enum Listen {
     Off,
     /// Wanted: opened once the session is live, before the work request.
     Due,
-    /// Sent; `None` until its head arrives.
-    Open(Option<SseParser>),
+    /// Sent, its head not in yet: the work request waits for it until `proceed_at`, so the
+    /// server has the stream before the tool that may use it runs.
+    Opening { proceed_at: Instant },
+    /// Open and being read.
+    Open(SseParser),
 }
 
 /// A stream closed before its answer, to be resumed with a GET.
@@ -388,7 +393,10 @@ impl<'s> Operation<'s> {
         if nothing_to_close {
             session.reset();
         }
-        let listen = if session.config().wants_listen() && action != Action::Close {
+        // Server-initiated requests come while a tool runs: only a call opens the stream, so a
+        // listing before it does not leave a dropped stream the server still counts as open.
+        let listen = if session.config().wants_listen() && matches!(action, Action::CallTool { .. })
+        {
             Listen::Due
         } else {
             Listen::Off
@@ -464,6 +472,11 @@ impl<'s> Operation<'s> {
         if live && matches!(self.listen, Listen::Due) {
             if let Some(leg) = self.transmit_listen(now) {
                 return Output::Transmit(leg);
+            }
+        }
+        if let Listen::Opening { proceed_at } = self.listen {
+            if now < proceed_at {
+                return Output::Wait(proceed_at);
             }
         }
         if let Some(resume) = &self.resume {
@@ -695,7 +708,7 @@ impl<'s> Operation<'s> {
         headers: &HeaderMap,
         _now: Instant,
     ) -> LegStatus {
-        if self.is_finished() || !matches!(self.listen, Listen::Open(None)) {
+        if self.is_finished() || !matches!(self.listen, Listen::Opening { .. }) {
             return LegStatus::Complete;
         }
         let is_stream = headers
@@ -706,7 +719,7 @@ impl<'s> Operation<'s> {
             self.listen = Listen::Off;
             return LegStatus::Complete;
         }
-        self.listen = Listen::Open(Some(SseParser::new(self.session.config().answer_cap())));
+        self.listen = Listen::Open(SseParser::new(self.session.config().answer_cap()));
         LegStatus::ReadMore
     }
 
@@ -717,7 +730,7 @@ impl<'s> Operation<'s> {
         if self.is_finished() {
             return LegStatus::Complete;
         }
-        let Listen::Open(Some(parser)) = &mut self.listen else {
+        let Listen::Open(parser) = &mut self.listen else {
             return LegStatus::Complete;
         };
         let mut events = std::mem::take(&mut self.scratch);
@@ -1232,7 +1245,13 @@ impl<'s> Operation<'s> {
             self.listen = Listen::Off;
             return None;
         };
-        self.listen = Listen::Open(None);
+        let ends_at = now.checked_add(timeout).unwrap_or(now);
+        self.listen = Listen::Opening {
+            proceed_at: now
+                .checked_add(LISTEN_HEAD_WAIT)
+                .unwrap_or(now)
+                .min(ends_at),
+        };
         self.legs_sent += 1;
         let request = self
             .session
@@ -1242,7 +1261,7 @@ impl<'s> Operation<'s> {
             kind: LegKind::Listen,
             request,
             timeout,
-            ends_at: now.checked_add(timeout).unwrap_or(now),
+            ends_at,
         })
     }
 

@@ -214,10 +214,12 @@ impl SessionConfig {
         self
     }
 
-    /// Opens the session's standalone stream (a GET) during each operation, once the session
-    /// is live and before the work request, so requests the server sends outside any answer
-    /// (e.g. an elicitation its tool raises without tying it to the call) reach the client and
-    /// are answered. It needs a driver that reads two responses at once: the tokio driver does,
+    /// Opens the session's standalone stream (a GET) during each tool call, once the session
+    /// is live and before the `tools/call` request, so requests the server sends outside any
+    /// answer (e.g. an elicitation its tool raises without tying it to the call) reach the
+    /// client and are answered. The stream is dropped when the call ends; a server that still
+    /// counts a dropped stream as open answers the next GET with 409, and that call goes on
+    /// without the stream. It needs a driver that reads two responses at once: the tokio driver does,
     /// the blocking driver does not (it refuses the leg and the operation goes on without it).
     /// A server that does not offer the stream (405, 400, 404) is fine.
     pub fn listen(mut self, on: bool) -> Self {

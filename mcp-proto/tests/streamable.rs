@@ -404,7 +404,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     let mut session = live_session(config, &clock);
     let mut op = session.call_tool("ask", Map::new(), clock.now());
 
-    // The stream opens first, then the call goes out beside it.
+    // The stream opens first; the call waits for its head, then goes out beside it.
     let Output::Transmit(listen) = op.poll_output(clock.now()) else {
         panic!()
     };
@@ -412,6 +412,14 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     assert_eq!(listen.request.method(), http::Method::GET);
     assert_eq!(listen.request.headers()["accept"], "text/event-stream");
     assert_eq!(listen.request.headers()["mcp-session-id"], "session-1");
+    assert!(
+        matches!(op.poll_output(clock.now()), Output::Wait(at) if at == clock.now() + secs(1.0))
+    );
+    clock.advance(secs(0.5));
+    assert_eq!(
+        op.handle_listen_response(http::StatusCode::OK, &sse_head(), clock.now()),
+        LegStatus::ReadMore
+    );
     let Output::Transmit(call) = op.poll_output(clock.now()) else {
         panic!()
     };
@@ -419,11 +427,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     assert!(matches!(op.poll_output(clock.now()), Output::Wait(_)));
 
     // The server's tool raises an elicitation on the standalone stream.
-    clock.advance(secs(1.0));
-    assert_eq!(
-        op.handle_listen_response(http::StatusCode::OK, &sse_head(), clock.now()),
-        LegStatus::ReadMore
-    );
+    clock.advance(secs(0.5));
     let ask = json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {
         "message": "?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}});
     assert_eq!(
@@ -484,21 +488,21 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
 #[test]
 fn a_server_without_a_standalone_stream_is_fine() {
     let clock = ManualClock::new();
-    for status in [400, 404, 405] {
+    for status in [400, 404, 405, 409] {
         let mut session = live_session(config().listen(true), &clock);
         let mut op = session.call_tool("x", Map::new(), clock.now());
         let Output::Transmit(listen) = op.poll_output(clock.now()) else {
             panic!()
         };
         assert_eq!(listen.kind, LegKind::Listen);
-        let Output::Transmit(_call) = op.poll_output(clock.now()) else {
-            panic!()
-        };
         let refused = http::StatusCode::from_u16(status).unwrap();
         assert_eq!(
             op.handle_listen_response(refused, &http::HeaderMap::new(), clock.now()),
             LegStatus::Complete
         );
+        let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+            panic!()
+        };
         let mut json_head = http::HeaderMap::new();
         json_head.insert("content-type", "application/json".parse().unwrap());
         assert_eq!(
@@ -516,7 +520,28 @@ fn a_server_without_a_standalone_stream_is_fine() {
             "{status}"
         );
     }
-    // Without listen(true), no GET is ever sent.
+
+    // A stream whose head never comes holds the call back for at most a second.
+    let mut session = live_session(config().listen(true), &clock);
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(_listen) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    let Output::Wait(at) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    clock.set(at);
+    op.handle_timeout(clock.now());
+    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    assert_eq!((call.kind, call.timeout), (LegKind::CallTool, secs(19.0)));
+
+    // Without listen(true), or for anything but a call, no GET is ever sent.
+    let mut session = live_session(config().listen(true), &clock);
+    let op = session.list_tools(clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert_eq!(run.methods(), ["tools/list"]);
     let mut session = live_session(config(), &clock);
     let op = session.call_tool("x", Map::new(), clock.now());
     let run = drive(op, &clock, &[], |k, _| healthy(k));

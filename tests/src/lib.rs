@@ -50,6 +50,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod fuzzing;
 mod http;
 mod mcp;
 mod script;

@@ -2,16 +2,18 @@
 //!
 //! The suite runs `mcp-conformance-client <server-url>` (the URL is the **last** argument) with
 //! the scenario in `MCP_CONFORMANCE_SCENARIO`, and expects exit 0 once the scenario is done.
-//! It runs on the blocking driver, every operation under a 10 s budget at millisecond
-//! resolution, so the whole run gives up by itself well before the suite's 25 s.
+//! It runs on the tokio driver (on a current-thread runtime), because the elicitation
+//! scenario's server sends its request on the session's standalone stream, which must be read
+//! beside the tool call; every operation runs under a 10 s budget at millisecond resolution,
+//! so the whole run gives up by itself well before the suite's 25 s.
 //! Run it with `../shared/conformance/run.sh target/release/mcp-conformance-client`.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_driver_blocking::Client;
+use mcp_driver_tokio::Client;
 use mcp_proto::model::accept_elicitation_with_defaults;
-use mcp_proto::{Budget, Error, Resolution, SessionConfig};
+use mcp_proto::{Budget, Error, Event, LegReport, Observer, Resolution, SessionConfig};
 use serde_json::{Map, Value, json};
 
 fn main() -> ExitCode {
@@ -22,7 +24,14 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    match run(&url, &scenario) {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("mcp-conformance-client: no tokio runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&url, &scenario)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("mcp-conformance-client: scenario {scenario:?}: {err}");
@@ -31,43 +40,70 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(url: &str, scenario: &str) -> Result<(), Error> {
-    let config = SessionConfig::new(url)?
+async fn run(url: &str, scenario: &str) -> Result<(), Error> {
+    let mut config = SessionConfig::new(url)?
         .budget(Budget::from_duration(Duration::from_secs(10)))
         .resolution(Resolution::MILLISECOND)
-        .client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"))
-        .respond_to("elicitation/create", |params| {
+        .client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
+    if scenario == "elicitation-sep1034-client-defaults" {
+        // This client wants elicitations: it declares the capability, answers with the
+        // schema's defaults, and listens on the standalone stream, where this server sends
+        // them. Elsewhere it opens no stream it has no use for (the sse-retry server would
+        // take any GET for the reconnection it is timing).
+        config = config.listen(true).respond_to("elicitation/create", |params| {
             Ok(accept_elicitation_with_defaults(params))
         });
+    }
     let mut client = Client::new(config);
+    client.set_observer(Trace);
     match scenario {
         "initialize" => {
-            let info = client.probe()?;
+            let info = client.probe().await?;
             eprintln!(
                 "server {} {} (protocol {})",
                 info.server.name, info.server.version, info.protocol_version
             );
         }
         "tools_call" => {
-            client.list_tools()?;
-            let result = client.call_tool("add_numbers", object(json!({"a": 5, "b": 3})))?;
+            client.list_tools().await?;
+            let result = client.call_tool("add_numbers", object(json!({"a": 5, "b": 3}))).await?;
             eprintln!("{}", result.text());
         }
         "elicitation-sep1034-client-defaults" => {
-            client.list_tools()?;
-            let result = client.call_tool("test_client_elicitation_defaults", Map::new())?;
+            client.list_tools().await?;
+            let result = client.call_tool("test_client_elicitation_defaults", Map::new()).await?;
             eprintln!("{}", result.text());
         }
         _ => {
             // sse-retry and any other scenario: walk the tools and call the first one.
-            let tools = client.list_tools()?;
+            let tools = client.list_tools().await?;
             if let Some(tool) = tools.first() {
-                let result = client.call_tool(&tool.name, Map::new())?;
+                let result = client.call_tool(&tool.name, Map::new()).await?;
                 eprintln!("{}", result.text());
             }
         }
     }
     Ok(())
+}
+
+/// Every leg and event on stderr, so a failing scenario's log shows where the time went.
+struct Trace;
+
+impl Observer for Trace {
+    fn leg_finished(&mut self, report: &LegReport) {
+        eprintln!(
+            "leg={} method={} granted_ms={} elapsed_ms={} status={}",
+            report.number,
+            report.kind.method(),
+            report.grant.as_millis(),
+            report.elapsed.as_millis(),
+            report.end.word()
+        );
+    }
+
+    fn event(&mut self, event: &Event) {
+        eprintln!("event: {event:?}");
+    }
 }
 
 fn object(value: Value) -> Map<String, Value> {

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the mcp-proto fuzz targets into fuzz/corpus/<target>/.
+
+The seeds are real answers (JSON results for each method, event streams with ids, priming
+events, keep-alive comments, notifications before the answer, CRLF and CR line ends, errors
+with null and string ids, a TypeScript-SDK-style stream...) and real driver sequences, laid
+out in the byte formats documented in tests/src/fuzzing.rs (keep the two in step).
+
+Run it from anywhere: `python3 fuzz/seeds.py`. It rewrites the three seed directories
+whole, so the committed corpus is always exactly what this script writes.
+"""
+
+import json
+import pathlib
+import shutil
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
+UUID = "7f3c2b1a-9d8e-4f60-a1b2-c3d4e5f60718"
+
+
+def rpc_result(id_, result):
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "result": result}, separators=(",", ":"))
+
+
+def rpc_error(id_, code, message, data=None):
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "error": error}, separators=(",", ":"))
+
+
+def note(method, params):
+    return json.dumps({"jsonrpc": "2.0", "method": method, "params": params}, separators=(",", ":"))
+
+
+INIT = rpc_result(1, {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+    "serverInfo": {"name": "example-server", "version": "1.2.3", "title": "Example"},
+    "instructions": "Use the echo tool.",
+})
+INIT_OLD = rpc_result(1, {"protocolVersion": "2025-03-26", "capabilities": {},
+                          "serverInfo": {"name": "old", "version": "0.1"}})
+INIT_NEW = rpc_result(1, {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "serverInfo": {"name": "new", "version": "2"}})
+INIT_BAD_VERSION = rpc_result(1, {"protocolVersion": "2024-01-01", "capabilities": {}})
+INIT_NO_VERSION = rpc_result(1, {"capabilities": {}})
+PING = rpc_result(2, {})
+TOOLS = rpc_result(2, {"tools": [
+    {"name": "echo", "description": "Echo text", "inputSchema": {
+        "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"name": "add", "inputSchema": {"type": "object"}},
+]})
+TOOLS_MORE = rpc_result(2, {"tools": [{"name": "page1"}], "nextCursor": "cursor-1"})
+TOOLS_EMPTY_CURSOR = rpc_result(2, {"tools": [], "nextCursor": ""})
+TOOLS_NOT_ARRAY = rpc_result(2, {"tools": {"name": "x"}})
+CALL = rpc_result(2, {"content": [{"type": "text", "text": "hi"}]})
+CALL_RICH = rpc_result(2, {
+    "content": [{"type": "text", "text": "a"}, {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///x", "name": "x"}, {"type": "future"}],
+    "structuredContent": {"sum": 3},
+})
+CALL_IS_ERROR = rpc_result(2, {"content": [{"type": "text", "text": "boom"}], "isError": True})
+ERR_NULL = rpc_error(None, -32600, "Invalid Request")
+ERR_STRING = rpc_error("server-err-1", -32603, "Internal\nerror \u001b[31m", {"trace": [1, 2]})
+ERR_NO_ID = json.dumps({"jsonrpc": "2.0", "error": {"code": "x"}}, separators=(",", ":"))
+ERR_SAME = rpc_error(2, -32602, "Unknown tool: nope")
+WRONG_ID = rpc_result(7, {"content": []})
+STRING_ID = rpc_result("2", {"content": []})
+PROGRESS = note("notifications/progress", {"progressToken": "t", "progress": 1, "total": 3, "message": "step 1"})
+LOG = note("notifications/message", {"level": "info", "data": "working"})
+SERVER_REQ = json.dumps({"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create",
+                         "params": {"message": "?", "requestedSchema": {"type": "object"}}},
+                        separators=(",", ":"))
+
+ANSWERS = {
+    "init": INIT, "init-old": INIT_OLD, "init-new": INIT_NEW, "init-bad-version": INIT_BAD_VERSION,
+    "init-no-version": INIT_NO_VERSION, "ping": PING, "tools": TOOLS, "tools-more": TOOLS_MORE,
+    "tools-empty-cursor": TOOLS_EMPTY_CURSOR, "tools-not-array": TOOLS_NOT_ARRAY, "call": CALL,
+    "call-rich": CALL_RICH, "call-is-error": CALL_IS_ERROR, "err-null-id": ERR_NULL,
+    "err-string-id": ERR_STRING, "err-no-id": ERR_NO_ID, "err-same-id": ERR_SAME,
+    "wrong-id": WRONG_ID, "string-id": STRING_ID,
+}
+
+
+def sse(*events, nl="\n"):
+    """Event-stream text: each event is a list of lines; a blank line after each."""
+    out = []
+    for lines in events:
+        out.extend(line + nl for line in lines)
+        out.append(nl)
+    return "".join(out)
+
+
+def streams():
+    """(name, bytes) of event streams built from real answers."""
+    s = {}
+    s["plain"] = sse([f"data: {CALL}"])
+    s["priming"] = sse(["id: 0", "data:"], [f"id: 1", f"data: {CALL}"])
+    s["priming-retry"] = sse(["id: 0", "retry: 3000", "data:"], [f"data: {CALL}"])
+    s["keepalive"] = ": keepalive\n\n" + sse([": ping", f"data: {CALL}"]) + ": bye\n"
+    s["notes-first"] = sse([f"data: {PROGRESS}"], [f"data: {LOG}"], [f"data: {SERVER_REQ}"], [f"data: {CALL}"])
+    s["crlf"] = sse(["id: 0", "data:"], [f"data: {CALL}"], nl="\r\n")
+    s["cr"] = sse([f"data: {PROGRESS}"], [f"data: {CALL}"], nl="\r")
+    s["typescript"] = sse(["event: message", f"id: {UUID}", f"data: {TOOLS}"])
+    s["typescript-init"] = sse(["event: message", f"id: {UUID}", f"data: {INIT}"])
+    s["multiline"] = sse(["data: {\"jsonrpc\":\"2.0\",", "data: \"id\":2,", "data: \"result\":{\"content\":[]}}"])
+    s["bom"] = "\ufeff" + sse([f"data: {PING}"])
+    s["no-final-blank"] = f"data: {CALL}"
+    s["err-null"] = sse([f"data: {ERR_NULL}"])
+    s["err-string"] = sse(["event: message", f"data: {ERR_STRING}"])
+    s["only-notes"] = sse([f"data: {LOG}"], [f"data: {PROGRESS}"])
+    s["no-message"] = sse(["id: 0", "data:"], [": keepalive"])
+    s["not-json"] = sse(["data: not json"])
+    s["not-object"] = sse(["data: [1,2,3]"])
+    s["fields"] = sse(["event:", "id", "data", "retry: x", "retry:99999999999999999999999", "unknown: 1", "data:x"])
+    s["id-nul"] = "id: a\x00b\ndata: x\n\n"
+    s["after-answer"] = sse([f"data: {CALL}"], ["data: {garbage"])
+    return {k: v.encode() for k, v in s.items()}
+
+
+def write(target, name, data):
+    d = ROOT / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(data)
+
+
+def u16(v):
+    return struct.pack("<H", v)
+
+
+def sse_seeds():
+    for name, stream in streams().items():
+        write("sse", f"{name}-whole", bytes([0]) + stream)
+        # Three cuts at 1/4, 1/2 and 3/4 of the stream.
+        n = len(stream)
+        cuts = b"".join(u16(c) for c in (n // 4, n // 2, 3 * n // 4))
+        write("sse", f"{name}-cut3", bytes([3]) + cuts + stream)
+    # Byte by byte, and small limits that make size errors reachable.
+    st = streams()
+    write("sse", "crlf-bytewise", bytes([0x20]) + st["crlf"])
+    write("sse", "cr-bytewise", bytes([0x20]) + st["cr"])
+    write("sse", "plain-limit256", bytes([0x40]) + st["plain"])
+    write("sse", "notes-limit16", bytes([0x80 | 2]) + u16(5) + u16(40) + st["notes-first"])
+    write("sse", "keepalive-limit1", bytes([0xC0]) + st["keepalive"])
+    write("sse", "bad-utf8", bytes([1]) + u16(8) + b"data: \xe2\x82\nid: \xff\n\ndata: ok\n\n")
+    write("sse", "split-crlf", bytes([2]) + u16(7) + u16(7) + b"data: a\r\n\r\ndata: b\r\r")
+    write("sse", "empty", b"")
+
+
+def answer_seeds():
+    # [status byte, split byte] + body. Status byte < 160 is 200; 160 + i picks STATUSES[i].
+    statuses = {"200": 0, "202": 162, "204": 163, "404": 176, "500": 184, "503": 186, "301": 169}
+    for name, body in ANSWERS.items():
+        write("answer", f"json-{name}", bytes([0, 0]) + body.encode())
+    write("answer", "json-call-chunked7", bytes([0, 7]) + CALL.encode())
+    write("answer", "json-init-chunked1-empties", bytes([0, 0x80]) + INIT.encode())
+    write("answer", "json-pretty", bytes([0, 0]) + json.dumps(json.loads(CALL), indent=2).encode())
+    write("answer", "json-whitespace", bytes([0, 0]) + b" \r\n\t ")
+    write("answer", "json-empty", bytes([0, 0]))
+    write("answer", "json-array", bytes([0, 0]) + b"[" + CALL.encode() + b"]")
+    write("answer", "json-notification", bytes([0, 0]) + LOG.encode())
+    write("answer", "json-truncated", bytes([0, 0]) + CALL.encode()[:25])
+    write("answer", "json-trailing", bytes([0, 0]) + CALL.encode() + b"\n{}")
+    for status, byte in statuses.items():
+        write("answer", f"status-{status}", bytes([byte, 0]) + CALL.encode())
+    for name, stream in streams().items():
+        write("answer", f"sse-{name}", bytes([0, 13]) + stream)
+    for name, body in [("init", INIT), ("ping", PING), ("tools-more", TOOLS_MORE)]:
+        write("answer", f"sse-{name}-crlf", bytes([0, 0]) + sse(["id: 0", "data:"], [f"data: {body}"], nl="\r\n").encode())
+    write("answer", "sse-init-typescript", bytes([0, 0]) + sse(["event: message", f"id: {UUID}", f"data: {INIT}"]).encode())
+
+
+# The operation target's opcodes (see `operation` in tests/src/fuzzing.rs).
+POLL = bytes([0])
+END = bytes([8])
+TIMEOUT = bytes([10])
+CANCEL = bytes([11])
+JUMP = bytes([14])
+POLL_EVENT = bytes([15])
+PROBE, LIST, CALL_ACTION, CLOSE = 0, 1, 2, 3
+PROGRESS = 0x04
+RESPONDERS = 0x08
+LIVE = 0x80
+SECOND, MILLI = 0, 2
+
+
+def setup(action, budget=19, resolution=SECOND, pages=7):
+    """budget byte: < 240 is budget % 30 + 1 seconds; >= 240 is (b - 240) * 61 ms."""
+    return bytes([action, budget, resolution, pages])
+
+
+def head(status_pick=0, content=1, session=0, length=0):
+    """content: index into CONTENT_TYPES; session: index into SESSION_IDS (31: too long)."""
+    return bytes([2, status_pick, content | (session << 3), length])
+
+
+def head_status(code, content=1):
+    return bytes([2, 224]) + u16(code - 100) + bytes([content, 0])
+
+
+def healthy(sse_=False, more=False, no_end=False):
+    return bytes([3, (1 if sse_ else 0) | (2 if more else 0) | (4 if no_end else 0)])
+
+
+def frag(i):
+    return bytes([4, i])
+
+
+def raw(data):
+    assert len(data) < 256
+    return bytes([6, len(data)]) + data
+
+
+def big(kib, filler):
+    return bytes([7, kib - 1, filler])
+
+
+def transport(kind, detail=0):
+    return bytes([9, kind | (detail << 2)])
+
+
+def fwd(ms):
+    return bytes([12]) + u16(ms)
+
+
+def back(ms):
+    return bytes([13]) + u16(ms)
+
+
+ELICIT = b'data: {"jsonrpc":"2.0","id":"srv-1","method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ada"}}}}}\n\n'
+PING_REQ = b'event: message\ndata: {"jsonrpc":"2.0","id":9,"method":"ping"}\n\n'
+
+
+def leg(*answer):
+    return POLL + b"".join(answer)
+
+
+def operation_seeds():
+    h, hs = healthy(), healthy(sse_=True)
+    ops = {
+        "call-healthy": setup(CALL_ACTION) + leg(h) + leg(h) + leg(h) + POLL + POLL,
+        "call-healthy-sse": setup(CALL_ACTION) + leg(hs) + leg(hs) + POLL + leg(hs) + POLL + POLL + POLL,
+        "probe-healthy": setup(PROBE) + leg(h) + leg(h) + POLL,
+        "probe-live-ping": setup(PROBE | LIVE) + leg(hs) + POLL + POLL,
+        "list-pages": setup(LIST, pages=7) + leg(h) + leg(h) + leg(healthy(more=True)) + leg(healthy(sse_=True, more=True)) + leg(h) + POLL,
+        "list-too-many-pages": setup(LIST, pages=1) + leg(h) + leg(h) + leg(healthy(more=True)) + POLL,
+        "list-live": setup(LIST | LIVE) + leg(healthy(more=True)) + leg(h) + POLL,
+        "call-slow-legs": setup(CALL_ACTION, budget=9) + leg(fwd(4000), h) + leg(fwd(3500), h) + leg(fwd(2000), h) + POLL,
+        "call-budget-spent": setup(CALL_ACTION, budget=0) + leg(fwd(900), h) + fwd(200) + leg(h) + POLL + POLL,
+        "call-ms-budget": setup(CALL_ACTION, budget=245, resolution=MILLI) + leg(fwd(100), h) + leg(fwd(150), h) + POLL + POLL,
+        "call-zero-budget": setup(CALL_ACTION, budget=240, resolution=MILLI) + POLL + POLL + POLL,
+        "call-unit-7ms": setup(CALL_ACTION, budget=241, resolution=3 | (6 << 2)) + leg(fwd(33), h) + leg(fwd(17), h) + POLL,
+        "call-clock-back": setup(CALL_ACTION, budget=4) + leg(fwd(3000), h) + back(5000) + leg(h) + leg(back(2000), h) + POLL,
+        "call-stall": setup(CALL_ACTION) + leg(h) + leg(h) + POLL + JUMP + POLL + POLL,
+        "call-timeout-early": setup(CALL_ACTION) + leg(TIMEOUT, fwd(1000), TIMEOUT, h) + POLL,
+        "call-404-reinit": setup(CALL_ACTION) + leg(h) + leg(h) + leg(head(176)) + leg(h) + leg(h) + leg(h) + POLL,
+        "call-404-twice": setup(CALL_ACTION) + leg(h) + leg(h) + leg(head(176)) + leg(h) + leg(h) + leg(head(176)) + POLL,
+        "call-500": setup(CALL_ACTION) + leg(head_status(500)) + POLL,
+        "call-status-arbitrary": setup(CALL_ACTION) + leg(h) + leg(head_status(299)) + leg(head_status(418)) + POLL,
+        "call-html": setup(CALL_ACTION) + leg(head(0, content=5)) + POLL,
+        "init-bad-session": setup(CALL_ACTION) + leg(head(0, content=1, session=4)) + POLL,
+        "init-long-session": setup(CALL_ACTION) + leg(head(0, content=1, session=31)) + POLL,
+        "init-empty-session": setup(PROBE) + leg(head(0, content=1, session=3)) + POLL,
+        "init-fragments": setup(PROBE) + leg(head(0, content=1, session=1), frag(0), END) + leg(h) + POLL,
+        "call-fragments-pieces": setup(CALL_ACTION | LIVE) + leg(head(0, 1), frag(10), frag(11), frag(12), frag(13), END) + POLL,
+        "call-sse-fragments": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(26), frag(28), frag(36), frag(35)) + POLL_EVENT + POLL + POLL,
+        "call-sse-raw": setup(CALL_ACTION | LIVE) + leg(head(0, 4), raw(b"event: message\r\nid: 1\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,"), raw(b"\"result\":{\"content\":[]}}\r\n\r\n")) + POLL,
+        "call-json-oversize": setup(CALL_ACTION | LIVE) + leg(head(0, 1), big(64, 0), raw(b"x")) + POLL,
+        "call-json-at-cap": setup(CALL_ACTION | LIVE) + leg(head(0, 1), big(63, 1), big(1, 1), END) + POLL,
+        "call-sse-oversize-line": setup(CALL_ACTION | LIVE) + leg(head(0, 3), big(64, 0), big(1, 0)) + POLL,
+        "call-sse-many-notes": setup(CALL_ACTION | LIVE) + leg(head(0, 3), big(64, 5), big(64, 5), frag(35)) + POLL + POLL + POLL,
+        "call-sse-keepalives": setup(CALL_ACTION | LIVE) + leg(head(0, 3), big(32, 4), big(32, 4), TIMEOUT, JUMP) + POLL,
+        "call-content-length-huge": setup(CALL_ACTION | LIVE) + leg(head(0, 1, length=3)) + POLL,
+        "call-content-length-odd": setup(CALL_ACTION | LIVE) + leg(head(0, 1, length=4)) + leg(head(0, 1, length=5)) + POLL,
+        "call-transport-timeout": setup(CALL_ACTION) + leg(h) + leg(transport(0)) + POLL,
+        "call-transport-connect": setup(CALL_ACTION) + leg(transport(1, 2)) + POLL,
+        "call-transport-io": setup(CALL_ACTION) + leg(h) + leg(h) + leg(head(0, 3), frag(26), transport(2, 3)) + POLL,
+        "call-cancel-mid-leg": setup(CALL_ACTION) + leg(h) + leg(head(0, 3), frag(36), CANCEL) + POLL + POLL,
+        "call-cancel-before": setup(CALL_ACTION) + CANCEL + POLL + POLL,
+        "call-cancel-after": setup(CALL_ACTION | LIVE) + leg(h) + POLL + CANCEL + POLL,
+        "call-inputs-out-of-order": setup(CALL_ACTION) + END + frag(1) + head(0, 1) + POLL + frag(0) + head(0, 1) + head(0, 1) + END + END + POLL,
+        "call-after-done": setup(CALL_ACTION | LIVE) + leg(h) + POLL + head(0, 1) + frag(1) + END + transport(1) + TIMEOUT + POLL,
+        "call-initialized-body": setup(CALL_ACTION) + leg(h) + leg(head(0, 1), frag(1), END) + leg(h) + POLL,
+        "call-no-end-then-timer": setup(CALL_ACTION | LIVE) + leg(healthy(sse_=True, no_end=True)) + POLL,
+        "call-sse-no-answer": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(26), frag(28), END) + POLL,
+        "call-error-null-id": setup(CALL_ACTION | LIVE) + leg(head(0, 1), frag(5), END) + POLL,
+        "call-error-sse": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(23), raw(b'{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}}\n\n')) + POLL,
+        "list-repeated-cursor": setup(LIST | LIVE) + leg(head(0, 1), frag(2), END) + leg(head(0, 1), raw(b'{"jsonrpc":"2.0","id":3,"result":{"tools":[],"nextCursor":"c2"}}'), END) + POLL,
+        "init-unsupported-version": setup(PROBE) + leg(head(0, 1, session=1), frag(9), END) + POLL,
+        "close-live": setup(CLOSE | LIVE) + leg(h) + POLL,
+        "close-nothing-to-close": setup(CLOSE) + POLL + POLL,
+        "close-405": setup(CLOSE | LIVE) + leg(head(177)) + POLL,
+        "close-500": setup(CLOSE | LIVE) + leg(head(184)) + POLL,
+        "call-progress": setup(CALL_ACTION | PROGRESS) + leg(h) + leg(h) + leg(head(0, 3), frag(23), frag(7), frag(33), frag(35)) + POLL + POLL,
+        "call-elicitation": setup(CALL_ACTION | RESPONDERS | LIVE) + leg(head(0, 3), raw(ELICIT), POLL, POLL, h, frag(35)) + POLL + POLL,
+        "call-roots-refused": setup(CALL_ACTION | RESPONDERS | LIVE) + leg(head(0, 3), frag(23), frag(8), frag(33), POLL, POLL, h, frag(35)) + POLL,
+        "call-ping-request": setup(CALL_ACTION | LIVE) + leg(head(0, 3), raw(PING_REQ), POLL, POLL, h, frag(35)) + POLL,
+        "call-nested-fails": setup(CALL_ACTION | LIVE) + leg(head(0, 3), raw(PING_REQ), POLL, POLL, head(184)) + POLL,
+        "call-resume": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(26), END) + POLL + fwd(1000) + TIMEOUT + leg(healthy(sse_=True)) + POLL,
+        "call-resume-long-retry": setup(CALL_ACTION | LIVE, budget=4) + leg(head(0, 3), raw(b"id: 5\nretry: 99999\ndata:\n\n"), END) + POLL + fwd(60000) + TIMEOUT + POLL + POLL,
+        "call-resume-twice": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(26), END) + POLL + fwd(1000) + TIMEOUT + leg(head(0, 3), frag(27), frag(33), END) + POLL + fwd(1000) + TIMEOUT + leg(healthy(sse_=True)) + POLL,
+        "call-cancel-notice": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(36), CANCEL) + POLL,
+    }
+    for name, data in ops.items():
+        write("operation", name, data)
+
+
+def main():
+    for target in ("sse", "answer", "operation"):
+        shutil.rmtree(ROOT / target, ignore_errors=True)
+    sse_seeds()
+    answer_seeds()
+    operation_seeds()
+    files = list(ROOT.glob("*/*"))
+    size = sum(f.stat().st_size for f in files)
+    print(f"wrote {len(files)} seed files, {size} bytes, under {ROOT}")
+
+
+if __name__ == "__main__":
+    main()
