@@ -151,6 +151,18 @@ impl Client {
         }
     }
 
+    /// Ends the session on the server (a `DELETE`, under a small budget of its own: the
+    /// configured budget, at most 2 s) and forgets it; the next operation starts a new one.
+    /// Nothing is sent when there is no live session id. A server that does not allow it
+    /// (405) or already forgot the session (404) counts as closed.
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn close(&mut self) -> Result<(), Error> {
+        let budget = self.default_budget().min(Budget::from_secs(2));
+        self.run(Action::Close, budget).await.map(|_| ())
+    }
+
     /// Runs `action` as one operation under `budget` (instead of the configured one), with
     /// the configured resolution. The deadline opens when the future is first polled.
     ///
