@@ -24,7 +24,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("mcp-conformance-client: no tokio runtime: {err}");
@@ -50,9 +53,11 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
         // schema's defaults, and listens on the standalone stream, where this server sends
         // them. Elsewhere it opens no stream it has no use for (the sse-retry server would
         // take any GET for the reconnection it is timing).
-        config = config.listen(true).respond_to("elicitation/create", |params| {
-            Ok(accept_elicitation_with_defaults(params))
-        });
+        config = config
+            .listen(true)
+            .respond_to("elicitation/create", |params| {
+                Ok(accept_elicitation_with_defaults(params))
+            });
     }
     let mut client = Client::new(config);
     client.set_observer(Trace);
@@ -66,12 +71,16 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
         }
         "tools_call" => {
             client.list_tools().await?;
-            let result = client.call_tool("add_numbers", object(json!({"a": 5, "b": 3}))).await?;
+            let result = client
+                .call_tool("add_numbers", object(json!({"a": 5, "b": 3})))
+                .await?;
             eprintln!("{}", result.text());
         }
         "elicitation-sep1034-client-defaults" => {
             client.list_tools().await?;
-            let result = client.call_tool("test_client_elicitation_defaults", Map::new()).await?;
+            let result = client
+                .call_tool("test_client_elicitation_defaults", Map::new())
+                .await?;
             eprintln!("{}", result.text());
         }
         _ => {
