@@ -248,6 +248,8 @@ fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
         | E::InvalidProxyUrl => TransportErrorKind::Connect,
         E::Io(io) if is_connect(io) => TransportErrorKind::Connect,
         _ if connect_failed => TransportErrorKind::Connect,
+        // The server answered, but not in HTTP (e.g. a header value with CR or LF in it).
+        E::Protocol(_) => TransportErrorKind::Protocol,
         _ => TransportErrorKind::Io,
     };
     TransportError::new(kind, err.to_string())

@@ -1,9 +1,11 @@
 //! Stream features the state machine drives and this driver carries: a request from the
-//! server answered while its stream is read (a nested leg), a stream resumed with a GET, the
-//! session closed with a DELETE, the cancel notice.
+//! server answered while its stream is read (a nested leg), a cancel during the pause before
+//! resuming a stream, the cancel notice.
 //!
 //! The testkit does not send server-to-client requests, so the nested-leg test runs against a
-//! minimal hand-written server.
+//! minimal hand-written server. Resuming with a GET, closing with a DELETE and a cancel that
+//! sends nothing more are in the suite shared with the tokio driver, `tests/tests/drivers.rs`
+//! of `mcp-testkit`.
 
 mod common;
 
@@ -162,43 +164,6 @@ fn a_request_from_the_server_is_answered_while_its_stream_is_read() {
 }
 
 #[test]
-fn a_stream_closed_before_its_answer_is_resumed_with_a_get() {
-    let server = TestServer::start(
-        Script::new().hostile("tools/call", Hostile::CloseAfterPriming { retry_ms: 100 }),
-    );
-    let (mut client, recorder) = client(&server, Duration::from_secs(10));
-    let started = Instant::now();
-    let result = client.call_tool("echo", text_args("resumed")).unwrap();
-    assert_eq!(result.text(), "resumed");
-    assert!(
-        started.elapsed() >= Duration::from_millis(100),
-        "the server's retry is honoured"
-    );
-    assert_eq!(
-        server.rpc_methods(),
-        [
-            "initialize",
-            "notifications/initialized",
-            "tools/call",
-            "GET"
-        ]
-    );
-    let requests = server.requests();
-    let resume = &requests[3];
-    assert_eq!(resume.header("last-event-id"), Some("ev-1"));
-    assert_eq!(resume.header("accept"), Some("text/event-stream"));
-    assert!(resume.header("mcp-session-id").is_some());
-    assert!(
-        resume.header("content-length").is_none(),
-        "a GET carries no body"
-    );
-    assert_eq!(
-        recorder.legs().last().map(|l| l.kind),
-        Some(LegKind::Resume)
-    );
-}
-
-#[test]
 fn a_cancel_during_the_pause_before_resuming_ends_at_once() {
     let server = TestServer::start(Script::new().hostile(
         "tools/call",
@@ -218,34 +183,6 @@ fn a_cancel_during_the_pause_before_resuming_ends_at_once() {
     eprintln!("cancel while waiting to resume: returned {latency:?} after cancel()");
     assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
     assert!(latency < Duration::from_secs(1), "{latency:?}");
-}
-
-#[test]
-fn close_ends_the_session_with_a_delete() {
-    let server = TestServer::start(Script::new());
-    let (mut client, recorder) = client(&server, Duration::from_secs(5));
-    client.call_tool("echo", text_args("x")).unwrap();
-    client.close().unwrap();
-    assert!(client.session().info().is_none());
-    assert!(server.sessions().is_empty());
-    let requests = server.requests();
-    let delete = requests.last().unwrap();
-    assert_eq!(delete.method, "DELETE");
-    assert!(delete.header("mcp-session-id").is_some());
-    assert!(delete.header("content-length").is_none());
-    assert_eq!(recorder.legs().last().map(|l| l.kind), Some(LegKind::Close));
-    // Closing again sends nothing; the next operation starts a new session.
-    client.close().unwrap();
-    assert_eq!(server.requests().len(), 4);
-    client.call_tool("echo", text_args("y")).unwrap();
-    assert_eq!(server.rpc_methods()[4], "initialize");
-
-    // A server that refuses DELETE (405) counts as closed.
-    let server = TestServer::start(Script::new().allow_delete(false));
-    let (mut client, recorder) = common::client(&server, Duration::from_secs(5));
-    client.probe().unwrap();
-    client.close().unwrap();
-    assert_eq!(recorder.ends().last(), Some(&LegEnd::Status(405)));
 }
 
 #[test]
@@ -285,23 +222,4 @@ fn a_cancelled_call_can_be_followed_by_a_cancel_notice() {
     assert_eq!(last.kind, LegKind::CancelNotice);
     assert_eq!(last.end, LegEnd::Status(202));
     assert_eq!(legs[legs.len() - 2].end, LegEnd::Cancelled);
-}
-
-#[test]
-fn without_the_notice_a_cancel_sends_nothing_more() {
-    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
-    let (mut client, _) = client(&server, Duration::from_secs(30));
-    let handle = client.cancel_handle();
-    let canceller = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(300));
-        handle.cancel();
-    });
-    let err = client.call_tool("echo", text_args("x")).unwrap_err();
-    canceller.join().unwrap();
-    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
-    thread::sleep(Duration::from_millis(100));
-    assert_eq!(
-        server.rpc_methods(),
-        ["initialize", "notifications/initialized", "tools/call"]
-    );
 }

@@ -343,12 +343,7 @@ impl Driver<'_> {
             }
             Delivery::Head(Err(err)) => {
                 op.handle_listen_end(now);
-                let kind = if err.is_connect() {
-                    TransportErrorKind::Connect
-                } else {
-                    TransportErrorKind::Io
-                };
-                report(LegEnd::Transport(kind))
+                report(LegEnd::Transport(leg::kind_of(&err)))
             }
             Delivery::Frame(Some(Ok(frame))) => match frame.data_ref().filter(|d| !d.is_empty()) {
                 Some(data) if op.handle_listen_chunk(data, now) == LegStatus::Complete => {
@@ -448,8 +443,7 @@ impl Driver<'_> {
         let request = notice.request.map(|body| Full::new(Bytes::from(body)));
         let end = match tokio::time::timeout_at(until, self.http.request(request)).await {
             Ok(Ok(response)) => LegEnd::Status(response.status().as_u16()),
-            Ok(Err(err)) if err.is_connect() => LegEnd::Transport(TransportErrorKind::Connect),
-            Ok(Err(_)) => LegEnd::Transport(TransportErrorKind::Io),
+            Ok(Err(err)) => LegEnd::Transport(leg::kind_of(&err)),
             Err(_) => LegEnd::Transport(TransportErrorKind::TimedOut),
         };
         self.report(notice.number, notice.kind, notice.timeout, started, end);

@@ -47,11 +47,7 @@ pub(crate) fn sent(
     match sent {
         Ok(response) => Ok(response.into_parts()),
         Err(err) => {
-            let kind = if err.is_connect() {
-                TransportErrorKind::Connect
-            } else {
-                TransportErrorKind::Io
-            };
+            let kind = kind_of(&err);
             op.handle_transport_error(TransportError::new(kind, chain(&err)), TokioClock.now());
             Err(LegEnd::Transport(kind))
         }
@@ -107,6 +103,25 @@ pub(crate) fn feed_frame(
             },
         },
     }
+}
+
+/// The kind of a failed request: no connection, an answer that is not HTTP (a head that
+/// does not parse), or a broken connection.
+pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportErrorKind {
+    if err.is_connect() {
+        return TransportErrorKind::Connect;
+    }
+    let mut source = err.source();
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_parse)
+        {
+            return TransportErrorKind::Protocol;
+        }
+        source = cause.source();
+    }
+    TransportErrorKind::Io
 }
 
 /// An error and its sources, outermost first, joined with `": "`.

@@ -1,190 +1,20 @@
-//! The budget in real time: timeouts, grants, cancellation and dropped futures.
+//! What only the tokio driver has, in real (or paused) time: the `notifications/cancelled`
+//! notice after a cancel, cancelling by dropping the future, and tokio's paused clock driving
+//! the grants.
+//!
+//! The budget in real time (stalls, trickles, endless and kept-open streams, the seed
+//! sequence, a spent budget, resumption) and the cancel handle without a notice are in the
+//! suite shared with the blocking driver, `tests/tests/drivers.rs` of `mcp-testkit`.
 
 mod common;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Recorder, cancel_once_seen, client, config, echo, eventually};
 use mcp_driver_tokio::Client;
-use mcp_proto::{Budget, Error, LegEnd, LegKind, Resolution, TransportErrorKind};
+use mcp_proto::{Budget, Error, LegEnd, LegKind};
 use mcp_testkit::{Hostile, Script, TestServer};
-
-/// A client with a 2 s budget at millisecond resolution.
-fn two_second_client(server: &TestServer) -> Client {
-    Client::new(config(server).budget(Budget::from_secs(2)))
-}
-
-/// Runs one tool call against a server that misbehaves on `tools/call` and checks it ends with
-/// `LegTimedOut` about when the 2 s budget ends.
-async fn times_out_with_the_budget(mode: Hostile) {
-    let server = TestServer::start(Script::new().hostile("tools/call", mode.clone()));
-    let mut client = two_second_client(&server);
-    let recorder = Recorder::default();
-    client.set_observer(recorder.clone());
-    let started = Instant::now();
-    let err = client
-        .call_tool("echo", echo("x"))
-        .await
-        .expect_err("the server never answers");
-    let took = started.elapsed();
-    match &err {
-        Error::LegTimedOut { method, grant, .. } => {
-            assert_eq!(*method, "tools/call");
-            assert!(*grant <= Duration::from_secs(2), "{grant:?}");
-        }
-        other => panic!("{mode:?}: expected LegTimedOut, got {other:?}"),
-    }
-    assert!(
-        took > Duration::from_millis(1500) && took < Duration::from_millis(3500),
-        "{mode:?}: took {took:?}"
-    );
-    let last = recorder.legs().pop().expect("reported");
-    assert_eq!(last.kind, LegKind::CallTool);
-    assert_eq!(last.end, LegEnd::Transport(TransportErrorKind::TimedOut));
-    eprintln!(
-        "{mode:?}: operation took {} ms for a 2000 ms budget (last grant {} ms, elapsed {} ms)",
-        took.as_millis(),
-        last.grant.as_millis(),
-        last.elapsed.as_millis()
-    );
-}
-
-#[tokio::test]
-async fn a_stalled_server_ends_with_the_budget() {
-    times_out_with_the_budget(Hostile::Stall).await;
-}
-
-#[tokio::test]
-async fn a_trickling_server_ends_with_the_budget() {
-    times_out_with_the_budget(Hostile::Trickle).await;
-}
-
-#[tokio::test]
-async fn an_endless_event_stream_ends_with_the_budget() {
-    times_out_with_the_budget(Hostile::EndlessSse).await;
-}
-
-#[tokio::test]
-async fn grants_follow_the_seed_sequence() {
-    let server = TestServer::start(
-        Script::new()
-            .delay("initialize", Duration::from_millis(400))
-            .delay("notifications/initialized", Duration::from_millis(200)),
-    );
-    let mut client = two_second_client(&server);
-    let recorder = Recorder::default();
-    client.set_observer(recorder.clone());
-    client.call_tool("echo", echo("seed")).await.expect("call");
-    let legs = recorder.legs();
-    let grants: Vec<u128> = legs.iter().map(|l| l.grant.as_millis()).collect();
-    let elapsed: Vec<u128> = legs.iter().map(|l| l.elapsed.as_millis()).collect();
-    eprintln!("seed sequence: grants {grants:?} ms, elapsed {elapsed:?} ms");
-    assert_eq!(grants.len(), 3);
-    for (got, want) in grants.iter().zip([2000u128, 1600, 1400]) {
-        assert!(
-            got.abs_diff(want) <= 150,
-            "grants {grants:?} ms, want about [2000, 1600, 1400]"
-        );
-    }
-}
-
-#[tokio::test]
-async fn a_spent_budget_sends_nothing_more() {
-    // Half-second grants: a 600 ms budget grants initialize a whole second, initialize takes
-    // 700 ms, and nothing is left for notifications/initialized.
-    let server = TestServer::start(Script::new().delay("initialize", Duration::from_millis(700)));
-    let resolution = Resolution::from_unit(Duration::from_millis(500)).expect("valid unit");
-    let config = config(&server)
-        .resolution(resolution)
-        .budget(Budget::from_duration(Duration::from_millis(600)));
-    let mut client = Client::new(config);
-    let err = client
-        .call_tool("echo", echo("x"))
-        .await
-        .expect_err("budget spent");
-    match err {
-        Error::BudgetExhausted { method, leg, .. } => {
-            assert_eq!(method, "notifications/initialized");
-            assert_eq!(leg, 2);
-        }
-        other => panic!("expected BudgetExhausted, got {other:?}"),
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(server.rpc_methods(), ["initialize"]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cancel_handle_ends_the_operation_promptly() {
-    let server = Arc::new(TestServer::start(
-        Script::new().hostile("tools/call", Hostile::Stall),
-    ));
-    let mut client = client(&server);
-    let recorder = Recorder::default();
-    client.set_observer(recorder.clone());
-    let handle = client.cancel_handle();
-    let fired_at = Arc::new(Mutex::new(None));
-    let fired = Arc::clone(&fired_at);
-    let seen = Arc::clone(&server);
-    let canceller = tokio::spawn(async move {
-        assert!(
-            eventually(Duration::from_secs(2), || seen.rpc_methods().len() == 3).await,
-            "the call never reached the server"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        // The stalled call's connection, plus any idle one in the client's pool.
-        let open = seen.open_connections();
-        *fired.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-        handle.cancel();
-        open
-    });
-    let err = client
-        .call_tool("echo", echo("x"))
-        .await
-        .expect_err("cancelled");
-    let done = Instant::now();
-    let open_before = canceller.await.expect("canceller");
-    let fired = fired_at
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .expect("fired");
-    let latency = done - fired;
-    eprintln!("cancel latency: {} us", latency.as_micros());
-    match err {
-        Error::Cancelled { method, .. } => assert_eq!(method, "tools/call"),
-        other => panic!("expected Cancelled, got {other:?}"),
-    }
-    assert!(latency < Duration::from_secs(1), "latency {latency:?}");
-    let last = recorder.legs().pop().expect("reported");
-    assert_eq!(last.kind, LegKind::CallTool);
-    assert_eq!(last.end, LegEnd::Cancelled);
-    // The stalled request's connection was dropped: the server sees it close.
-    assert!(open_before >= 1);
-    assert!(
-        eventually(Duration::from_secs(2), || server.open_connections()
-            < open_before)
-        .await,
-        "still {} open connection(s), {open_before} before the cancel",
-        server.open_connections()
-    );
-    // The client goes on, and the handle does not cancel later operations.
-    server.update_script(Script::clear_hostile);
-    assert_eq!(
-        client
-            .call_tool("echo", echo("after"))
-            .await
-            .expect("after")
-            .text(),
-        "after"
-    );
-    // No notifications/cancelled by default.
-    assert!(
-        !server
-            .rpc_methods()
-            .iter()
-            .any(|m| m == "notifications/cancelled")
-    );
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_tool_call_can_be_announced_to_the_server() {
@@ -458,29 +288,4 @@ async fn a_cancel_while_waiting_to_resume_ends_at_once_and_announces() {
             "notifications/cancelled"
         ]
     );
-}
-
-#[tokio::test]
-async fn a_resumption_that_would_outlast_the_budget_ends_at_once() {
-    // The server asks for a 5 s retry; the 1 s budget cannot cover it, so the call ends as
-    // the tools/call leg's timeout as soon as the stream closes, without idling and without a GET.
-    let server = TestServer::start(
-        Script::new().hostile("tools/call", Hostile::CloseAfterPriming { retry_ms: 5_000 }),
-    );
-    let mut client = Client::new(config(&server).budget(Budget::from_secs(1)));
-    let started = Instant::now();
-    let err = client.call_tool("echo", echo("x")).await.expect_err("ends");
-    let took = started.elapsed();
-    assert!(
-        matches!(
-            err,
-            Error::LegTimedOut {
-                method: "tools/call",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    assert!(took < Duration::from_millis(900), "{took:?}");
-    assert!(!server.rpc_methods().iter().any(|m| m == "GET"));
 }

@@ -36,12 +36,14 @@ pub enum LegEnd {
 }
 
 impl LegEnd {
-    /// One word for traces: the status code, or `timeout`, `connect`, `io`, `cancelled`.
+    /// One word for traces: the status code, or `timeout`, `connect`, `protocol`, `io`,
+    /// `cancelled`.
     pub fn word(&self) -> String {
         match self {
             Self::Status(code) => code.to_string(),
             Self::Transport(TransportErrorKind::TimedOut) => "timeout".to_owned(),
             Self::Transport(TransportErrorKind::Connect) => "connect".to_owned(),
+            Self::Transport(TransportErrorKind::Protocol) => "protocol".to_owned(),
             Self::Transport(_) => "io".to_owned(),
             Self::Cancelled => "cancelled".to_owned(),
         }

@@ -274,6 +274,10 @@ pub enum TransportErrorKind {
     Connect,
     /// The connection broke while sending or reading.
     Io,
+    /// The server answered with something that is not HTTP (a head that does not parse, e.g.
+    /// a header value with CR or LF in it). It is the server's fault, reported as a
+    /// malformed answer, not as a server that could not be reached.
+    Protocol,
 }
 
 impl TransportError {
@@ -781,6 +785,17 @@ impl<'s> Operation<'s> {
                 method,
                 grant,
             }),
+            TransportErrorKind::Protocol => {
+                let detail = format!(
+                    "the HTTP answer could not be parsed: {}",
+                    clip(&error.detail, QUOTE_LIMIT)
+                );
+                self.fail(|server| Error::Malformed {
+                    server,
+                    method,
+                    detail,
+                });
+            }
             TransportErrorKind::Connect | TransportErrorKind::Io => {
                 let reason = clip(&error.detail, QUOTE_LIMIT);
                 self.fail(|server| Error::Unreachable {

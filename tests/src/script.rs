@@ -48,6 +48,10 @@ pub enum Hostile {
     InvalidUtf8,
     /// `302 Found` with `Location: http://127.0.0.2:<port>/mcp`.
     Redirect,
+    /// `302 Found` with this `Location`, verbatim (e.g. the URL of a second
+    /// [`TestServer`](crate::TestServer) standing for another host, to check a
+    /// client neither follows the redirect nor leaks headers there).
+    RedirectTo(String),
     /// This status code with a short `text/plain` body.
     Status(u16),
     /// `200 OK` with a `text/html` page.

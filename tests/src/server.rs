@@ -849,6 +849,9 @@ impl Conn {
                 let location = format!("http://127.0.0.2:{}/mcp", self.shared.port);
                 self.respond(&Response::new(302).header("Location", location), close)
             }
+            Hostile::RedirectTo(location) => {
+                self.respond(&Response::new(302).header("Location", location), close)
+            }
             Hostile::Status(code) => {
                 let resp = if code < 200 || code == 204 || code == 304 {
                     Response::new(code)

@@ -815,6 +815,12 @@ fn hostile_answers_with_bad_content() {
         Some(format!("http://127.0.0.2:{}/mcp", server.port()).as_str())
     );
 
+    let elsewhere = "http://other.example:8080/mcp?x=1";
+    server.set_script(Script::new().hostile("tools/call", Hostile::RedirectTo(elsewhere.into())));
+    let resp = c.post_json(&echo_call(), &h).unwrap();
+    assert_eq!(resp.status, 302);
+    assert_eq!(resp.header("location"), Some(elsewhere));
+
     server.set_script(Script::new().hostile("tools/call", Hostile::Status(500)));
     let resp = c.post_json(&echo_call(), &h).unwrap();
     assert_eq!(resp.status, 500);

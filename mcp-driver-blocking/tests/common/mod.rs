@@ -28,10 +28,6 @@ impl Recorder {
         self.legs().iter().map(|l| l.end).collect()
     }
 
-    pub(crate) fn grants_ms(&self) -> Vec<u128> {
-        self.legs().iter().map(|l| l.grant.as_millis()).collect()
-    }
-
     pub(crate) fn events(&self) -> Vec<Event> {
         self.events
             .lock()

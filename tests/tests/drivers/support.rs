@@ -1,0 +1,344 @@
+//! What the shared suite needs: one [`Driver`] trait over both clients, a recorder for what
+//! they report, and small helpers (configs, arguments, bounds).
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use mcp_proto::{
+    Action, Budget, CallToolResult, Error, Event, LegEnd, LegReport, Observer, Outcome, Resolution,
+    Session, SessionConfig, SessionInfo, Tool,
+};
+use mcp_testkit::TestServer;
+use serde_json::{Map, Value};
+
+/// One MCP client, driven synchronously, whatever it runs on. Every method is one operation
+/// under one budget, exactly as the client's own method is.
+pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
+    /// The module the macro instantiates this driver's tests in (`blocking`, `tokio`...), so a
+    /// test can name itself to re-run in a child process.
+    const MODULE: &'static str;
+
+    fn new(config: SessionConfig) -> Self;
+    fn connect(url: &str) -> Result<Self, Error>;
+    fn probe(&mut self) -> Result<SessionInfo, Error>;
+    fn list_tools(&mut self) -> Result<Vec<Tool>, Error>;
+    fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, Error>;
+    fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error>;
+    fn close(&mut self) -> Result<(), Error>;
+    fn session(&self) -> &Session;
+    /// Installs a fresh recorder as the client's observer and returns it.
+    fn observe(&mut self) -> Recorder;
+    /// Cancels this client's operation in flight, from any thread.
+    fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync>;
+    /// Polls `condition` every 10 ms until it holds or `within` is over, letting the client's
+    /// background work (a runtime's connection tasks) go on meanwhile, as it would between
+    /// operations in a real program.
+    fn wait_until(&mut self, within: Duration, condition: &mut dyn FnMut() -> bool) -> bool {
+        eventually(within, condition)
+    }
+}
+
+/// The blocking client, called directly.
+#[derive(Debug)]
+pub(crate) struct Blocking(mcp_driver_blocking::Client);
+
+impl Driver for Blocking {
+    const MODULE: &'static str = "blocking";
+
+    fn new(config: SessionConfig) -> Self {
+        Self(mcp_driver_blocking::Client::new(config))
+    }
+
+    fn connect(url: &str) -> Result<Self, Error> {
+        mcp_driver_blocking::Client::connect(url).map(Self)
+    }
+
+    fn probe(&mut self) -> Result<SessionInfo, Error> {
+        self.0.probe()
+    }
+
+    fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+        self.0.list_tools()
+    }
+
+    fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, Error> {
+        self.0.call_tool(name, arguments)
+    }
+
+    fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
+        self.0.run(action, budget)
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        self.0.close()
+    }
+
+    fn session(&self) -> &Session {
+        self.0.session()
+    }
+
+    fn observe(&mut self) -> Recorder {
+        let recorder = Recorder::default();
+        self.0.set_observer(recorder.clone());
+        recorder
+    }
+
+    fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
+        let handle = self.0.cancel_handle();
+        Box::new(move || handle.cancel())
+    }
+}
+
+/// The tokio client on a runtime of its own, each operation run to its end with `block_on`:
+/// a multi-thread runtime (two workers) when `MULTI`, else a current-thread one (what
+/// `#[tokio::test]` gives).
+pub(crate) struct Tokio<const MULTI: bool> {
+    client: mcp_driver_tokio::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl<const MULTI: bool> fmt::Debug for Tokio<MULTI> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokio")
+            .field("multi_thread", &MULTI)
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<const MULTI: bool> Tokio<MULTI> {
+    fn with_client(client: mcp_driver_tokio::Client) -> Self {
+        let mut builder = if MULTI {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(2);
+            builder
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+        };
+        let runtime = builder.enable_all().build().expect("a tokio runtime");
+        Self { client, runtime }
+    }
+}
+
+impl<const MULTI: bool> Driver for Tokio<MULTI> {
+    const MODULE: &'static str = if MULTI {
+        "tokio"
+    } else {
+        "tokio_current_thread"
+    };
+
+    fn new(config: SessionConfig) -> Self {
+        Self::with_client(mcp_driver_tokio::Client::new(config))
+    }
+
+    fn connect(url: &str) -> Result<Self, Error> {
+        mcp_driver_tokio::Client::connect(url).map(Self::with_client)
+    }
+
+    fn probe(&mut self) -> Result<SessionInfo, Error> {
+        self.runtime.block_on(self.client.probe())
+    }
+
+    fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+        self.runtime.block_on(self.client.list_tools())
+    }
+
+    fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, Error> {
+        self.runtime
+            .block_on(self.client.call_tool(name, arguments))
+    }
+
+    fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
+        self.runtime.block_on(self.client.run(action, budget))
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        self.runtime.block_on(self.client.close())
+    }
+
+    fn session(&self) -> &Session {
+        self.client.session()
+    }
+
+    fn observe(&mut self) -> Recorder {
+        let recorder = Recorder::default();
+        self.client.set_observer(recorder.clone());
+        recorder
+    }
+
+    fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
+        let handle = self.client.cancel_handle();
+        Box::new(move || handle.cancel())
+    }
+
+    fn wait_until(&mut self, within: Duration, condition: &mut dyn FnMut() -> bool) -> bool {
+        self.runtime.block_on(async {
+            let end = tokio::time::Instant::now() + within;
+            loop {
+                if condition() {
+                    return true;
+                }
+                if tokio::time::Instant::now() >= end {
+                    return false;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    }
+}
+
+/// Keeps every leg report and event a client gives its observer; clones share the record.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Recorder {
+    legs: Arc<Mutex<Vec<LegReport>>>,
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl Recorder {
+    pub(crate) fn legs(&self) -> Vec<LegReport> {
+        self.legs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn ends(&self) -> Vec<LegEnd> {
+        self.legs().iter().map(|l| l.end).collect()
+    }
+
+    pub(crate) fn grants_ms(&self) -> Vec<u128> {
+        self.legs().iter().map(|l| l.grant.as_millis()).collect()
+    }
+
+    pub(crate) fn events(&self) -> Vec<Event> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn event_count(&self) -> usize {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Forgets everything recorded so far.
+    pub(crate) fn clear(&self) {
+        self.legs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
+
+impl Observer for Recorder {
+    fn leg_finished(&mut self, report: &LegReport) {
+        self.legs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(report.clone());
+    }
+
+    fn event(&mut self, event: &Event) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event.clone());
+    }
+}
+
+/// How far past its budget a timed-out operation may end on a slow, noisy CI machine, on top
+/// of the one resolution unit the grants may round up by.
+pub(crate) const MARGIN: Duration = Duration::from_millis(1500);
+
+/// A configuration for `server` with `budget` at millisecond resolution.
+pub(crate) fn config(server: &TestServer, budget: Duration) -> SessionConfig {
+    SessionConfig::new(&server.url())
+        .expect("the test server's URL is valid")
+        .budget(Budget::from_duration(budget))
+        .resolution(Resolution::MILLISECOND)
+}
+
+/// A client for `server` with `budget` at millisecond resolution, reporting to a recorder.
+pub(crate) fn new_client<D: Driver>(server: &TestServer, budget: Duration) -> (D, Recorder) {
+    let mut client = D::new(config(server, budget));
+    let recorder = client.observe();
+    (client, recorder)
+}
+
+/// `{"text": text}`, the echo tool's arguments.
+pub(crate) fn echo(text: &str) -> Map<String, Value> {
+    args(&[("text", Value::from(text))])
+}
+
+/// Tool arguments from pairs.
+pub(crate) fn args(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+/// Asserts an operation that took `elapsed` under `budget` at resolution `unit` ended no later
+/// than budget + one unit + [`MARGIN`].
+#[track_caller]
+pub(crate) fn assert_within_budget(
+    what: &str,
+    elapsed: Duration,
+    budget: Duration,
+    unit: Duration,
+) {
+    let bound = budget + unit + MARGIN;
+    assert!(
+        elapsed <= bound,
+        "{what}: the operation took {elapsed:?}, past budget {budget:?} + one unit {unit:?} + margin {MARGIN:?}"
+    );
+}
+
+/// Polls `condition` every 10 ms until it holds or `within` is over (for states the test
+/// server has no signal for, such as a connection closing).
+pub(crate) fn eventually(within: Duration, condition: &mut dyn FnMut() -> bool) -> bool {
+    let end = Instant::now() + within;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The peak resident set size of this process so far (`VmHWM`), where the kernel tells it.
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
