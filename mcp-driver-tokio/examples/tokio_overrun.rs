@@ -9,7 +9,7 @@
 //! (1 ms wheel ticks, deadlines rounded up) rather than the grant's rounding to the unit.
 //!
 //! ```text
-//! cargo run --release -p mcp-driver-tokio --example overrun
+//! cargo run --release -p mcp-driver-tokio --example tokio_overrun
 //! ```
 
 use std::sync::{Arc, Mutex, PoisonError};

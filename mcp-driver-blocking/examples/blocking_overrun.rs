@@ -5,7 +5,7 @@
 //! with millisecond grants; the overrun is the wall time of the call minus the budget.
 //!
 //! ```text
-//! cargo run --release -p mcp-driver-blocking --example overrun [runs] [budget-ms]
+//! cargo run --release -p mcp-driver-blocking --example blocking_overrun [runs] [budget-ms]
 //! ```
 
 use std::time::{Duration, Instant};
