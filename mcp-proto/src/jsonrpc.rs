@@ -90,21 +90,15 @@ pub enum Incoming {
     Neither,
 }
 
-/// Classifies one decoded JSON-RPC object.
-pub fn classify(message: &Map<String, Value>) -> Incoming {
+/// Classifies one decoded JSON-RPC object. It takes the object by value so a large `result`
+/// is moved to the caller, never copied.
+pub fn classify(mut message: Map<String, Value>) -> Incoming {
     let id = message.get("id").and_then(RequestId::from_value);
-    if let Some(method) = message.get("method").and_then(Value::as_str) {
-        let params = message.get("params").cloned().unwrap_or(Value::Null);
+    if let Some(Value::String(method)) = message.remove("method") {
+        let params = message.remove("params").unwrap_or(Value::Null);
         return match id {
-            Some(id) => Incoming::Request {
-                id,
-                method: method.to_owned(),
-                params,
-            },
-            None => Incoming::Notification {
-                method: method.to_owned(),
-                params,
-            },
+            Some(id) => Incoming::Request { id, method, params },
+            None => Incoming::Notification { method, params },
         };
     }
     if let Some(error) = message.get("error") {
@@ -124,11 +118,8 @@ pub fn classify(message: &Map<String, Value>) -> Incoming {
             },
         };
     }
-    match message.get("result") {
-        Some(result) => Incoming::Result {
-            id,
-            result: result.clone(),
-        },
+    match message.remove("result") {
+        Some(result) => Incoming::Result { id, result },
         None => Incoming::Neither,
     }
 }
@@ -163,7 +154,7 @@ mod tests {
             json!({"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32601,"message":"nope"}}),
         );
         assert!(matches!(
-            classify(&m),
+            classify(m),
             Incoming::Error {
                 error: RpcError { code: -32601, .. },
                 ..
@@ -174,7 +165,7 @@ mod tests {
     #[test]
     fn odd_error_envelopes_still_classify() {
         let m = obj(json!({"jsonrpc":"2.0","id":null,"error":{"code":"x"}}));
-        let Incoming::Error { id, error } = classify(&m) else {
+        let Incoming::Error { id, error } = classify(m) else {
             panic!("not an error")
         };
         assert_eq!(id, None);
@@ -185,10 +176,10 @@ mod tests {
     #[test]
     fn methods_with_and_without_ids() {
         let req = obj(json!({"jsonrpc":"2.0","id":"s1","method":"ping"}));
-        assert!(matches!(classify(&req), Incoming::Request { .. }));
+        assert!(matches!(classify(req), Incoming::Request { .. }));
         let note = obj(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}));
-        assert!(matches!(classify(&note), Incoming::Notification { .. }));
-        assert_eq!(classify(&obj(json!({"jsonrpc":"2.0"}))), Incoming::Neither);
+        assert!(matches!(classify(note), Incoming::Notification { .. }));
+        assert_eq!(classify(obj(json!({"jsonrpc":"2.0"}))), Incoming::Neither);
     }
 
     #[test]

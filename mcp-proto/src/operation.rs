@@ -749,7 +749,7 @@ impl<'s> Operation<'s> {
                 self.listen = Listen::Off;
                 break;
             };
-            match jsonrpc::classify(&message) {
+            match jsonrpc::classify(message) {
                 Incoming::Request { id, method, params } => self.server_request(id, method, params),
                 Incoming::Notification { method, params } => {
                     self.events
@@ -1224,7 +1224,7 @@ impl<'s> Operation<'s> {
         {
             *saw_message = true;
         }
-        match jsonrpc::classify(&message) {
+        match jsonrpc::classify(message) {
             Incoming::Notification { method, params } => {
                 self.events
                     .push_back(Event::Notification(Notification { method, params }));
@@ -1309,7 +1309,7 @@ impl<'s> Operation<'s> {
                 return;
             }
         };
-        match jsonrpc::classify(&message) {
+        match jsonrpc::classify(message) {
             answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => self.read_answer(answer),
             Incoming::Request { .. } | Incoming::Notification { .. } | Incoming::Neither => {
                 self.fail(malformed("neither a result nor an error".to_owned()));
@@ -1372,7 +1372,7 @@ impl<'s> Operation<'s> {
                     "ping answered on a session that is not live".to_owned(),
                 )),
             },
-            LegKind::ListTools { .. } => self.read_tools_page(&result),
+            LegKind::ListTools { .. } => self.read_tools_page(result),
             LegKind::CallTool => match CallToolResult::from_result(&result) {
                 Ok(call) => self.finish(Ok(Outcome::Call(call))),
                 Err(detail) => self.fail(malformed(detail)),
@@ -1411,9 +1411,9 @@ impl<'s> Operation<'s> {
         self.next = Step::Initialized;
     }
 
-    fn read_tools_page(&mut self, result: &Map<String, Value>) {
+    fn read_tools_page(&mut self, mut result: Map<String, Value>) {
         let method = LegKind::ListTools { page: 0 }.method();
-        let Some(entries) = result.get("tools").and_then(Value::as_array) else {
+        let Some(Value::Array(entries)) = result.remove("tools") else {
             self.fail(|server| Error::Malformed {
                 server,
                 method,
@@ -1422,7 +1422,7 @@ impl<'s> Operation<'s> {
             return;
         };
         self.tools
-            .extend(entries.iter().filter_map(Tool::from_entry));
+            .extend(entries.into_iter().filter_map(Tool::from_entry));
         self.pages += 1;
         let next_cursor = result
             .get("nextCursor")
