@@ -1,1 +1,24 @@
-//! Benchmarks (being written).
+//! Benchmarks of the MCP drivers (`mcp-driver-blocking`, `mcp-driver-tokio`) against their
+//! bare-HTTP floors and against the official Rust SDK (`rmcp`), all on one loopback server.
+//!
+//! Everything is driven by `bench/run.sh`, which builds in release, runs the criterion parsing
+//! benchmarks (`benches/parse.rs`) and the `mcp-bench` binary, and writes the tables into
+//! `BENCHMARKS.md`. The pieces:
+//!
+//! * [`server`]: the loopback MCP server every client talks to (`mcp-testkit`'s, run in a
+//!   **separate process** so that its CPU time is accounted apart from the clients'), and the
+//!   measurement of its own calls/s ceiling with raw keep-alive clients (and `wrk` when present).
+//! * [`wire`]: the exact requests `mcp-proto` sends (so the floors post the same bytes), and the
+//!   canned `tools/list` answers and the sans-IO driving used by the parsing benchmarks.
+//! * [`cases`]: the network cases (sequential calls on a reused session, cold operations,
+//!   operations in flight at once), each client measured the same way.
+//! * [`memory`]: peak RSS of one blocking call facing a 100 MiB answer, in a child process.
+//! * [`stats`]: latency percentiles, CPU accounting from `/proc`, machine load.
+//! * [`report`]: the Markdown tables (and reading criterion's estimates).
+
+pub mod cases;
+pub mod memory;
+pub mod report;
+pub mod server;
+pub mod stats;
+pub mod wire;

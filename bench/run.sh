@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Reproduces every number of BENCHMARKS.md in one go:
+#   1. builds mcp-bench (binary and criterion benches) in release,
+#   2. runs the criterion parsing benchmarks (benches/parse.rs),
+#   3. runs `mcp-bench run`: the server ceiling, the network cases, the memory cases,
+#   4. writes the tables into BENCHMARKS.md between the result markers
+#      (or prints them with --print).
+#
+# Usage: bench/run.sh [--print] [--quick] [extra `mcp-bench run` options...]
+#   --print   print the tables instead of writing BENCHMARKS.md
+#   --quick   shorter windows (1 s per case instead of 2 s): a smoke run, not for the record
+#
+# Takes about 10 minutes on a fresh 2-core machine (about half of it the build).
+# `wrk` (apt-get install -y wrk), when installed, adds a row to the server-ceiling table.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+print=0
+secs=2
+extra=()
+for arg in "$@"; do
+    case "$arg" in
+        --print) print=1 ;;
+        --quick) secs=1 ;;
+        *) extra+=("$arg") ;;
+    esac
+done
+
+target=${CARGO_TARGET_DIR:-$root/target}
+started=$(date +%s)
+ulimit -n 65536 2>/dev/null || true
+
+echo "== build (release)" >&2
+build_start=$(date +%s)
+cargo build --release -p mcp-bench --bins --benches >&2
+build_secs=$(( $(date +%s) - build_start ))
+
+echo "== parsing benchmarks (criterion)" >&2
+rm -rf "$target/criterion"/parse-* "$target/criterion"/sansio-*
+cargo bench -p mcp-bench --bench parse >&2
+
+echo "== server ceiling, network and memory cases" >&2
+tables=$(mktemp)
+trap 'rm -f "$tables"' EXIT
+"$target/release/mcp-bench" run --secs "$secs" --criterion "$target/criterion" --out "$tables" ${extra[@]+"${extra[@]}"}
+
+total_secs=$(( $(date +%s) - started ))
+{
+    echo "Run of $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (with local changes)'), $(rustc --version)."
+    echo "Command: \`$(echo "bench/run.sh $*" | sed 's/ *$//')\` (build ${build_secs} s, whole run ${total_secs} s)."
+    echo "CPU model (\`lscpu\`): $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'); \`nproc\`: $(nproc)."
+    echo
+    cat "$tables"
+} > "$tables.doc"
+mv "$tables.doc" "$tables"
+
+if [ "$print" = 1 ]; then
+    cat "$tables"
+    exit 0
+fi
+
+doc="$root/BENCHMARKS.md"
+begin='<!-- results:begin -->'
+end='<!-- results:end -->'
+if ! grep -q "$begin" "$doc" 2>/dev/null; then
+    printf '# Benchmarks\n\n%s\n%s\n' "$begin" "$end" >> "$doc"
+fi
+awk -v begin="$begin" -v end="$end" -v tables="$tables" '
+    $0 == begin { print; while ((getline line < tables) > 0) print line; skip = 1; next }
+    $0 == end { skip = 0 }
+    !skip { print }
+' "$doc" > "$doc.new"
+mv "$doc.new" "$doc"
+echo "== wrote the tables into $doc (${total_secs} s)" >&2

@@ -1,0 +1,351 @@
+//! `mcp-bench`: runs the network, server-ceiling and memory cases, reads the criterion parsing
+//! results, and prints the Markdown tables of `BENCHMARKS.md`.
+//!
+//! ```text
+//! mcp-bench run [--secs S] [--rounds N] [--warmup-ms MS] [--only TEXT] [--criterion DIR]
+//!               [--out FILE] [--no-ceiling] [--no-network] [--no-memory]
+//! mcp-bench serve                     # the server process (used by `run`)
+//! mcp-bench memory-child DRIVER URL   # one call, then its peak RSS (used by `run`)
+//! ```
+//!
+//! Each network case is measured for `S` seconds (default 2) in `N` windows (default 4): the
+//! cases take turns window by window, each window after its own warm-up (default 300 ms).
+//! `--only TEXT` keeps the network cases whose name (`sequential JSON mcp-driver-tokio`,
+//! `in-flight-16 SSE rmcp (default client)`...) contains `TEXT`: handy under `perf`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcp_bench::cases::{ClientKind, Group, Measurement, Mode, RunCfg, run_case};
+use mcp_bench::memory::{self, MemoryRun};
+use mcp_bench::report::{self, CeilingRow, Check};
+use mcp_bench::server::{self, ServerProcess};
+use mcp_bench::stats::{CpuSnapshot, load_average};
+use mcp_proto::SessionConfig;
+
+/// Options of `mcp-bench run`.
+#[derive(Debug)]
+struct Options {
+    cfg: RunCfg,
+    rounds: u32,
+    only: Option<String>,
+    criterion: Option<PathBuf>,
+    out: Option<PathBuf>,
+    ceiling: bool,
+    network: bool,
+    memory: bool,
+}
+
+fn parse_options(args: &[String]) -> Result<Options, String> {
+    let mut options = Options {
+        cfg: RunCfg {
+            warmup: Duration::from_millis(300),
+            duration: Duration::from_secs(2),
+        },
+        rounds: 4,
+        only: None,
+        criterion: None,
+        out: None,
+        ceiling: true,
+        network: true,
+        memory: true,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().cloned().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--secs" => {
+                let secs: f64 = value()?.parse().map_err(|_| "--secs takes seconds")?;
+                options.cfg.duration = Duration::from_secs_f64(secs);
+            }
+            "--warmup-ms" => {
+                let ms: u64 = value()?.parse().map_err(|_| "--warmup-ms takes ms")?;
+                options.cfg.warmup = Duration::from_millis(ms);
+            }
+            "--rounds" => {
+                options.rounds = value()?.parse().map_err(|_| "--rounds takes a count")?;
+                options.rounds = options.rounds.max(1);
+            }
+            "--only" => options.only = Some(value()?),
+            "--criterion" => options.criterion = Some(value()?.into()),
+            "--out" => options.out = Some(value()?.into()),
+            "--no-ceiling" => options.ceiling = false,
+            "--no-network" => options.network = false,
+            "--no-memory" => options.memory = false,
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(options)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("serve") => server::serve_main().map_err(|e| e.to_string()),
+        Some("memory-child") if args.len() == 3 => {
+            memory::child_main(&args[1], &args[2]).map_err(|e| e.to_string())
+        }
+        Some("run") => parse_options(&args[1..]).and_then(|o| run(&o)),
+        _ => Err("usage: mcp-bench run [options] | serve | memory-child DRIVER URL".to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("mcp-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The network cases in the order they run and are reported.
+fn network_cases() -> Vec<(Group, Mode, ClientKind)> {
+    use ClientKind::{Blocking, HyperFloor, Rmcp, RmcpPooled, Tokio, UreqFloor};
+    let all = [Blocking, UreqFloor, Tokio, HyperFloor, Rmcp, RmcpPooled];
+    let mut cases = Vec::new();
+    for group in [Group::Sequential, Group::Cold] {
+        for mode in [Mode::Json, Mode::Sse] {
+            for client in all {
+                cases.push((group, mode, client));
+            }
+        }
+    }
+    for n in [1, 16, 256] {
+        for mode in [Mode::Json, Mode::Sse] {
+            for client in [Tokio, HyperFloor, Rmcp, RmcpPooled] {
+                cases.push((Group::InFlight(n), mode, client));
+            }
+        }
+    }
+    cases
+}
+
+fn case_name(group: Group, mode: Mode, client: ClientKind) -> String {
+    let group = match group {
+        Group::Sequential => "sequential".to_owned(),
+        Group::Cold => "cold".to_owned(),
+        Group::InFlight(n) => format!("in-flight-{n}"),
+    };
+    format!("{group} {} {}", mode.label(), client.label())
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let load_before = load_average();
+    let mut server = ServerProcess::spawn(&exe).map_err(|e| format!("server: {e}"))?;
+    let mut out = String::new();
+    let mut checks: Vec<Check> = Vec::new();
+
+    let mut ceiling = Vec::new();
+    if options.ceiling {
+        ceiling = measure_ceiling(&server, options.cfg.duration)?;
+    }
+
+    let mut measured: Vec<Measurement> = Vec::new();
+    if options.network {
+        let cases: Vec<_> = network_cases()
+            .into_iter()
+            .filter(|(group, mode, client)| {
+                let name = case_name(*group, *mode, *client);
+                options
+                    .only
+                    .as_ref()
+                    .is_none_or(|only| name.contains(only.as_str()))
+            })
+            .collect();
+        // Every case runs `rounds` windows, the cases taking turns, so that a change of load
+        // on the machine spreads over all of them instead of landing on a few.
+        let slice = RunCfg {
+            warmup: options.cfg.warmup,
+            duration: options.cfg.duration / options.rounds,
+        };
+        for round in 1..=options.rounds {
+            eprint!("network cases, round {round}/{}: ", options.rounds);
+            for (i, (group, mode, client)) in cases.iter().copied().enumerate() {
+                let name = case_name(group, mode, client);
+                let m = run_case(group, mode, client, &mut server, slice)
+                    .map_err(|e| format!("{name}: {e}"))?;
+                match measured.get_mut(i) {
+                    Some(total) => total.merge(m),
+                    None => measured.push(m),
+                }
+                eprint!(".");
+            }
+            eprintln!();
+        }
+        for m in &measured {
+            eprintln!(
+                "{:<55}{:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs  conns/call {:.3}  other load {:.2}",
+                case_name(m.group, m.mode, m.client),
+                m.stats.per_sec(),
+                m.stats.p50.as_secs_f64() * 1e6,
+                m.stats.p99.as_secs_f64() * 1e6,
+                m.connections_per_op().unwrap_or(f64::NAN),
+                m.cpu.other_cores().unwrap_or(0.0),
+            );
+        }
+        checks.extend(report::network_checks(&measured));
+    }
+
+    let cap_kib = (SessionConfig::DEFAULT_BODY_CAP / 1024) as u64;
+    let mut memory_runs: Vec<MemoryRun> = Vec::new();
+    if options.memory {
+        for driver in ["blocking", "tokio"] {
+            for role in [
+                "json",
+                "oversize-length",
+                "oversize-chunked",
+                "oversize-sse",
+            ] {
+                let run = memory::measure(&exe, driver, role, server.url(role))
+                    .map_err(|e| e.to_string())?;
+                eprintln!(
+                    "memory {driver} {role}: {} KiB ({})",
+                    run.peak_kib, run.outcome
+                );
+                memory_runs.push(run);
+            }
+        }
+        checks.extend(
+            report::memory_checks(&memory_runs, cap_kib)
+                .into_iter()
+                .filter(|c| c.what.contains("blocking")),
+        );
+    }
+    drop(server);
+    let load_after = load_average();
+
+    let parse_rows = options
+        .criterion
+        .as_deref()
+        .map(report::read_criterion)
+        .unwrap_or_default();
+    let parse_checks = report::parse_checks(&parse_rows);
+
+    // ------------------------------------------------------------------ the document part
+    out.push_str("### Machine and load\n\n");
+    out.push_str(&machine_section(load_before, load_after, &measured));
+    if !checks.is_empty() || !parse_checks.is_empty() {
+        out.push_str("\n### Targets\n\n");
+        let mut all = parse_checks.clone();
+        all.splice(0..0, checks.iter().cloned());
+        out.push_str(&report::checks_table(&all));
+    }
+    if !ceiling.is_empty() {
+        out.push_str("\n### The server on its own\n\n");
+        out.push_str(&report::ceiling_table(&ceiling));
+    }
+    if !measured.is_empty() {
+        out.push_str("\n### Network cases\n\n");
+        out.push_str(&report::network_tables(&measured));
+    }
+    if !parse_rows.is_empty() {
+        out.push_str("### Parsing a `tools/list` answer\n\n");
+        out.push_str(&report::parse_table(&parse_rows));
+    }
+    let sansio = options
+        .criterion
+        .as_deref()
+        .map(report::read_sansio)
+        .unwrap_or_default();
+    if !sansio.is_empty() {
+        let costs: Vec<String> = sansio
+            .iter()
+            .map(|(form, ns)| format!("{:.2} µs with {} answer", ns / 1e3, form.to_uppercase()))
+            .collect();
+        out.push_str(&format!(
+            "\n`mcp-proto` alone (criterion `sansio-call`: one `tools/call` on a live session, \
+             canned answer, no I/O): {}.\n",
+            costs.join(", ")
+        ));
+    }
+    if !memory_runs.is_empty() {
+        out.push_str("\n### Memory: one call facing a 100 MiB answer (cap 2 MiB)\n\n");
+        out.push_str(&report::memory_table(&memory_runs, cap_kib));
+    }
+    match &options.out {
+        Some(path) => std::fs::write(path, out).map_err(|e| e.to_string())?,
+        None => print!("{out}"),
+    }
+    Ok(())
+}
+
+fn measure_ceiling(server: &ServerProcess, duration: Duration) -> Result<Vec<CeilingRow>, String> {
+    let pid = Some(server.pid());
+    let mut rows = Vec::new();
+    for mode in [Mode::Json, Mode::Sse] {
+        let url = server.url(mode.role());
+        for clients in [1, 4, 16] {
+            let before = CpuSnapshot::take(pid);
+            let per_sec = server::raw_ceiling(url, clients, duration)
+                .map_err(|e| format!("raw ceiling: {e}"))?;
+            let cpu = before.until(&CpuSnapshot::take(pid));
+            let calls = per_sec * duration.as_secs_f64();
+            let per_call = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e6 / calls);
+            eprintln!(
+                "server ceiling {} raw x{clients}: {per_sec:.0} calls/s",
+                mode.label()
+            );
+            rows.push(CeilingRow {
+                mode,
+                load: format!("{clients} raw keep-alive client thread(s)"),
+                per_sec,
+                server_us: per_call(cpu.server),
+                client_us: per_call(cpu.client),
+            });
+        }
+        let secs = Duration::from_secs(duration.as_secs().max(2));
+        let before = CpuSnapshot::take(pid);
+        if let Some(per_sec) = server::wrk_ceiling(url, 16, secs) {
+            let cpu = before.until(&CpuSnapshot::take(pid));
+            let calls = per_sec * secs.as_secs_f64();
+            eprintln!(
+                "server ceiling {} wrk -c16: {per_sec:.0} calls/s",
+                mode.label()
+            );
+            rows.push(CeilingRow {
+                mode,
+                load: "wrk -t1 -c16 (keep-alive)".to_owned(),
+                per_sec,
+                server_us: cpu.server.map(|d| d.as_secs_f64() * 1e6 / calls),
+                client_us: None,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn machine_section(before: Option<f64>, after: Option<f64>, measured: &[Measurement]) -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    let others: Vec<f64> = measured
+        .iter()
+        .filter_map(|m| m.cpu.other_cores())
+        .collect();
+    let mean_other = (!others.is_empty()).then(|| others.iter().sum::<f64>() / others.len() as f64);
+    let max_other = others
+        .iter()
+        .copied()
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let fmt = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}"));
+    format!(
+        "* CPU: {model}, {cores} cores; kernel {kernel}\n\
+         * load average (1 min) before the run: {}, after it: {} (the run's own threads count)\n\
+         * CPU used by *other* processes while the network cases ran (cores, from /proc/stat \
+         minus this run's client and server): mean {}, max {}\n",
+        fmt(before),
+        fmt(after),
+        fmt(mean_other),
+        fmt(max_other),
+    )
+}

@@ -1,0 +1,367 @@
+//! The Markdown tables of `BENCHMARKS.md`, and criterion's estimates read back from disk.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::cases::{ClientKind, Group, Measurement, Mode};
+use crate::memory::MemoryRun;
+
+/// One row of the server-ceiling table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CeilingRow {
+    /// The answer format.
+    pub mode: Mode,
+    /// Who loaded the server (`raw xN`, `wrk -c16`).
+    pub load: String,
+    /// The server's calls/s.
+    pub per_sec: f64,
+    /// Server CPU per call, µs (when measured).
+    pub server_us: Option<f64>,
+    /// Client (load generator) CPU per call, µs (when measured).
+    pub client_us: Option<f64>,
+}
+
+fn us(d: std::time::Duration) -> String {
+    format!("{:.0}", d.as_secs_f64() * 1e6)
+}
+
+fn opt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+fn ratio(a: f64, b: Option<f64>) -> Option<f64> {
+    b.filter(|b| *b > 0.0).map(|b| a / b)
+}
+
+/// The calls/s of `client` in the same case as `m`.
+fn rate_of(all: &[Measurement], m: &Measurement, client: ClientKind) -> Option<f64> {
+    all.iter()
+        .find(|o| o.group == m.group && o.mode == m.mode && o.client == client)
+        .map(|o| o.stats.per_sec())
+}
+
+/// The title of a group's table.
+pub fn group_title(group: Group) -> String {
+    match group {
+        Group::Sequential => "Sequential `tools/call` on a reused session".to_owned(),
+        Group::Cold => "Cold operations: new client and session, handshake + call".to_owned(),
+        Group::InFlight(1) => "1 operation in flight (one task; 2-worker runtime)".to_owned(),
+        Group::InFlight(n) => {
+            format!("{n} operations in flight ({n} tasks, a client and session each)")
+        }
+    }
+}
+
+/// One table per group, in the order the groups first appear.
+pub fn network_tables(all: &[Measurement]) -> String {
+    let mut groups: Vec<Group> = Vec::new();
+    for m in all {
+        if !groups.contains(&m.group) {
+            groups.push(m.group);
+        }
+    }
+    let mut out = String::new();
+    for group in groups {
+        let _ = writeln!(out, "#### {}\n", group_title(group));
+        out.push_str(
+            "| mode | client | calls/s | p50 µs | p99 µs | × floor | × rmcp | × rmcp pooled \
+             | client CPU µs/call | server CPU µs/call | new conns/call | other load (cores) |\n\
+             |---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+        );
+        for m in all.iter().filter(|m| m.group == group) {
+            let rate = m.stats.per_sec();
+            let floor = if m.client.is_floor() {
+                None
+            } else {
+                ratio(rate, rate_of(all, m, m.client.floor()))
+            };
+            let rmcp = ratio(rate, rate_of(all, m, ClientKind::Rmcp));
+            let pooled = ratio(rate, rate_of(all, m, ClientKind::RmcpPooled));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                m.mode.label(),
+                m.client.label(),
+                rate,
+                us(m.stats.p50),
+                us(m.stats.p99),
+                opt(floor, 2),
+                opt(rmcp, 2),
+                opt(pooled, 2),
+                opt(m.client_us_per_op(), 1),
+                opt(m.server_us_per_op(), 1),
+                opt(m.connections_per_op(), 2),
+                opt(m.cpu.other_cores(), 2),
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The server-ceiling table.
+pub fn ceiling_table(rows: &[CeilingRow]) -> String {
+    let mut out = String::from(
+        "| mode | load | server calls/s | server CPU µs/call | load generator CPU µs/call |\n\
+         |---|---|--:|--:|--:|\n",
+    );
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} | {} | {} |",
+            row.mode.label(),
+            row.load,
+            row.per_sec,
+            opt(row.server_us, 1),
+            opt(row.client_us, 1),
+        );
+    }
+    out
+}
+
+/// One parsing benchmark read from criterion's output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseRow {
+    /// The criterion group, e.g. `parse-1MiB-json`.
+    pub group: String,
+    /// The function, e.g. `mcp-proto`.
+    pub function: String,
+    /// Bytes per iteration.
+    pub bytes: u64,
+    /// Median time per iteration, ns.
+    pub median_ns: f64,
+}
+
+impl ParseRow {
+    /// Throughput in MB/s (10^6 bytes per second).
+    pub fn mb_per_sec(&self) -> f64 {
+        self.bytes as f64 / self.median_ns * 1e3
+    }
+}
+
+/// Reads every `<group>/<function>/new/{estimates,benchmark}.json` under `dir` whose group
+/// starts with `parse-`.
+pub fn read_criterion(dir: &Path) -> Vec<ParseRow> {
+    let mut rows = Vec::new();
+    let Ok(groups) = std::fs::read_dir(dir) else {
+        return rows;
+    };
+    for group in groups.flatten() {
+        let group_name = group.file_name().to_string_lossy().into_owned();
+        if !group_name.starts_with("parse-") {
+            continue;
+        }
+        let Ok(functions) = std::fs::read_dir(group.path()) else {
+            continue;
+        };
+        for function in functions.flatten() {
+            let new = function.path().join("new");
+            let read = |name: &str| -> Option<serde_json::Value> {
+                serde_json::from_slice(&std::fs::read(new.join(name)).ok()?).ok()
+            };
+            let (Some(estimates), Some(benchmark)) =
+                (read("estimates.json"), read("benchmark.json"))
+            else {
+                continue;
+            };
+            let median = estimates["median"]["point_estimate"].as_f64();
+            let bytes = benchmark["throughput"]["Bytes"].as_u64();
+            if let (Some(median_ns), Some(bytes)) = (median, bytes) {
+                rows.push(ParseRow {
+                    group: group_name.clone(),
+                    function: function.file_name().to_string_lossy().into_owned(),
+                    bytes,
+                    median_ns,
+                });
+            }
+        }
+    }
+    rows.sort_by(|a, b| (&a.group, &a.function).cmp(&(&b.group, &b.function)));
+    rows
+}
+
+/// Median ns of each `sansio-call/<form>` criterion benchmark under `dir`.
+pub fn read_sansio(dir: &Path) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for form in ["json", "sse"] {
+        let path = dir
+            .join("sansio-call")
+            .join(form)
+            .join("new/estimates.json");
+        let median = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|v| v["median"]["point_estimate"].as_f64());
+        if let Some(ns) = median {
+            out.push((form.to_owned(), ns));
+        }
+    }
+    out
+}
+
+/// The baseline every parsing row is compared to.
+pub const PARSE_BASELINE: &str = "serde_json-value";
+
+/// The parsing table: each function's MB/s and its ratio to the baseline of its group.
+pub fn parse_table(rows: &[ParseRow]) -> String {
+    let mut out = String::from(
+        "| answer | parser | bytes fed | median ms | MB/s | × serde_json Value |\n\
+         |---|---|--:|--:|--:|--:|\n",
+    );
+    for row in rows {
+        let baseline = rows
+            .iter()
+            .find(|r| r.group == row.group && r.function == PARSE_BASELINE)
+            .map(ParseRow::mb_per_sec);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.2} | {:.0} | {} |",
+            row.group.trim_start_matches("parse-"),
+            row.function,
+            row.bytes,
+            row.median_ns / 1e6,
+            row.mb_per_sec(),
+            opt(ratio(row.mb_per_sec(), baseline), 2),
+        );
+    }
+    out
+}
+
+/// The memory table; `cap_kib` is the configured body cap.
+pub fn memory_table(runs: &[MemoryRun], cap_kib: u64) -> String {
+    let baseline = |driver: &str| {
+        runs.iter()
+            .find(|r| r.driver == driver && r.role == "json")
+            .map(|r| r.peak_kib)
+    };
+    let mut out = String::from(
+        "| driver | server answer | peak RSS (VmHWM) MiB | above baseline MiB | limit (cap + 16 MiB) | call took ms | how the call ended |\n\
+         |---|---|--:|--:|--:|--:|---|\n",
+    );
+    let limit = (cap_kib + 16 * 1024) as f64 / 1024.0;
+    for run in runs {
+        let above = baseline(&run.driver).map(|b| run.peak_kib.saturating_sub(b) as f64 / 1024.0);
+        let answer = match run.role.as_str() {
+            "json" => "normal echo answer (baseline)",
+            "oversize-length" => "100 MiB JSON, Content-Length",
+            "oversize-chunked" => "100 MiB JSON, chunked",
+            "oversize-sse" => "100 MiB SSE event, chunked",
+            other => other,
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {} | {:.0} | {:.1} | {} |",
+            run.driver,
+            answer,
+            run.peak_kib as f64 / 1024.0,
+            opt(above, 1),
+            limit,
+            run.millis,
+            run.outcome.replace('|', "\\|"),
+        );
+    }
+    out
+}
+
+/// One target check for the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// What is checked.
+    pub what: String,
+    /// The measured value.
+    pub measured: String,
+    /// The target.
+    pub target: String,
+    /// Whether it is met.
+    pub met: bool,
+}
+
+/// The summary of the targets.
+pub fn checks_table(checks: &[Check]) -> String {
+    let mut out = String::from("| target | measured | required | met |\n|---|--:|--:|---|\n");
+    for c in checks {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            c.what,
+            c.measured,
+            c.target,
+            if c.met { "yes" } else { "**no**" }
+        );
+    }
+    out
+}
+
+/// The checks of the network targets: each driver ≥ 0.9× its floor and ≥ 2× rmcp (default
+/// client), sequential calls, both modes.
+pub fn network_checks(all: &[Measurement]) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for m in all.iter().filter(|m| m.group == Group::Sequential) {
+        if !matches!(m.client, ClientKind::Blocking | ClientKind::Tokio) {
+            continue;
+        }
+        let rate = m.stats.per_sec();
+        if let Some(r) = ratio(rate, rate_of(all, m, m.client.floor())) {
+            checks.push(Check {
+                what: format!(
+                    "sequential {} {} vs {}",
+                    m.mode.label(),
+                    m.client.label(),
+                    m.client.floor().label()
+                ),
+                measured: format!("{r:.2}×"),
+                target: "≥ 0.90×".to_owned(),
+                met: r >= 0.9,
+            });
+        }
+        if let Some(r) = ratio(rate, rate_of(all, m, ClientKind::Rmcp)) {
+            checks.push(Check {
+                what: format!(
+                    "sequential {} {} vs rmcp (default client)",
+                    m.mode.label(),
+                    m.client.label()
+                ),
+                measured: format!("{r:.2}×"),
+                target: "≥ 2.00×".to_owned(),
+                met: r >= 2.0,
+            });
+        }
+    }
+    checks
+}
+
+/// The checks of the parsing target: mcp-proto ≥ 0.8× serde_json's Value.
+pub fn parse_checks(rows: &[ParseRow]) -> Vec<Check> {
+    rows.iter()
+        .filter(|r| r.function == "mcp-proto")
+        .filter_map(|r| {
+            let baseline = rows
+                .iter()
+                .find(|b| b.group == r.group && b.function == PARSE_BASELINE)?;
+            let x = r.mb_per_sec() / baseline.mb_per_sec();
+            Some(Check {
+                what: format!(
+                    "parsing {} through mcp-proto vs serde_json Value",
+                    r.group.trim_start_matches("parse-")
+                ),
+                measured: format!("{x:.2}×"),
+                target: "≥ 0.80×".to_owned(),
+                met: x >= 0.8,
+            })
+        })
+        .collect()
+}
+
+/// The checks of the memory target: peak ≤ cap + 16 MiB for every hostile answer.
+pub fn memory_checks(runs: &[MemoryRun], cap_kib: u64) -> Vec<Check> {
+    let limit = cap_kib + 16 * 1024;
+    runs.iter()
+        .filter(|r| r.role != "json")
+        .map(|r| Check {
+            what: format!("peak RSS, {} driver, {}", r.driver, r.role),
+            measured: format!("{:.1} MiB", r.peak_kib as f64 / 1024.0),
+            target: format!("≤ {:.0} MiB", limit as f64 / 1024.0),
+            met: r.peak_kib <= limit,
+        })
+        .collect()
+}

@@ -1,0 +1,429 @@
+//! The loopback server every client talks to, and how fast it is on its own.
+//!
+//! The server is `mcp-testkit`'s [`TestServer`]: hand-written HTTP/1.1, a thread per
+//! connection, keep-alive, answers as JSON (`Content-Length`) or as an event stream (chunked).
+//! It runs in a **child process** (`mcp-bench serve`), so that:
+//!
+//! * its CPU time is read apart from the clients' (`/proc/<pid>/stat`), and each case can say
+//!   how much of a call the server spent;
+//! * its memory (and the requests it records) never count against a client.
+//!
+//! [`raw_ceiling`] measures the server alone: several raw keep-alive clients post prebuilt
+//! `tools/call` bytes as fast as the server answers; [`wrk_ceiling`] does the same with `wrk`
+//! when it is installed.
+
+use std::io::{self, BufRead, BufReader, Lines, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_testkit::{AnswerMode, Hostile, Script, TestServer};
+
+use crate::wire::{CallLegs, Captured, SESSION_HEADER, capture_call};
+
+/// The size of the hostile answer of the memory case.
+pub const OVERSIZE: usize = 100 << 20;
+
+/// The servers `mcp-bench serve` starts, by role.
+const ROLES: [&str; 5] = [
+    "json",
+    "sse",
+    "oversize-length",
+    "oversize-chunked",
+    "oversize-sse",
+];
+
+fn script(role: &str) -> Script {
+    let call = "tools/call";
+    match role {
+        "json" => Script::new().answer_mode(AnswerMode::Json),
+        "sse" => Script::new().answer_mode(AnswerMode::Sse),
+        "oversize-length" => Script::new().hostile(call, Hostile::Oversize(OVERSIZE)),
+        "oversize-chunked" => Script::new().hostile(call, Hostile::OversizeChunked(OVERSIZE)),
+        "oversize-sse" => Script::new()
+            .answer_mode(AnswerMode::Sse)
+            .hostile(call, Hostile::Oversize(OVERSIZE)),
+        other => unreachable!("no server role {other}"),
+    }
+}
+
+/// The body of `mcp-bench serve`: starts one server per role, prints `role url` lines and an
+/// empty line, then serves until standard input closes. Each line it reads on standard input
+/// is answered with one line: `role connections-accepted` pairs.
+///
+/// The servers record every request; a helper thread forgets them every 200 ms so that a long
+/// run does not grow the server's memory.
+pub fn serve_main() -> io::Result<()> {
+    let servers: Vec<(&str, TestServer)> = ROLES
+        .iter()
+        .map(|role| Ok((*role, TestServer::try_start(script(role))?)))
+        .collect::<io::Result<_>>()?;
+    let mut out = io::stdout().lock();
+    for (role, server) in &servers {
+        writeln!(out, "{role} {}", server.url())?;
+    }
+    writeln!(out)?;
+    out.flush()?;
+    drop(out);
+    let stop = Arc::new(AtomicBool::new(false));
+    thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(200));
+                for (_, server) in &servers {
+                    server.clear_requests();
+                }
+            }
+        });
+        // Each line on stdin asks for the connections accepted so far, by role; EOF stops.
+        for line in io::stdin().lock().lines() {
+            if line.is_err() {
+                break;
+            }
+            let mut out = io::stdout().lock();
+            for (role, server) in &servers {
+                let _ = write!(out, "{role} {} ", server.connections_accepted());
+            }
+            let _ = writeln!(out);
+            let _ = out.flush();
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+    for (_, server) in &servers {
+        server.shutdown();
+    }
+    Ok(())
+}
+
+/// The server child process. Dropping it closes its standard input, which stops it.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+    urls: Vec<(String, String)>,
+}
+
+impl ServerProcess {
+    /// Starts `exe serve` and waits for its URLs.
+    pub fn spawn(exe: &std::path::Path) -> io::Result<Self> {
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdout: ChildStdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| io::Error::other("no stdout"))?;
+        let stdin = child.stdin.take();
+        let mut lines = BufReader::new(stdout).lines();
+        let mut urls = Vec::new();
+        for line in lines.by_ref() {
+            let line = line?;
+            if line.is_empty() {
+                break;
+            }
+            if let Some((role, url)) = line.split_once(' ') {
+                urls.push((role.to_owned(), url.to_owned()));
+            }
+        }
+        if urls.len() != ROLES.len() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("the server process did not start"));
+        }
+        Ok(Self {
+            child,
+            stdin,
+            lines,
+            urls,
+        })
+    }
+
+    /// The URL of the server playing `role` (`json`, `sse`, `oversize-chunked`...).
+    ///
+    /// # Panics
+    /// For a role the process does not serve.
+    pub fn url(&self, role: &str) -> &str {
+        self.urls
+            .iter()
+            .find(|(r, _)| r == role)
+            .map(|(_, url)| url.as_str())
+            .unwrap_or_else(|| panic!("no server for {role}"))
+    }
+
+    /// The process id (for its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// TCP connections the server playing `role` has accepted so far.
+    pub fn connections(&mut self, role: &str) -> Option<u64> {
+        let stdin = self.stdin.as_mut()?;
+        writeln!(stdin).ok()?;
+        stdin.flush().ok()?;
+        let line = self.lines.next()?.ok()?;
+        let mut words = line.split_whitespace();
+        while let Some(word) = words.next() {
+            let count = words.next()?;
+            if word == role {
+                return count.parse().ok();
+            }
+        }
+        None
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // Closing stdin asks the server to stop; wait a moment, then make sure.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The address in an `http://host:port/path` URL.
+///
+/// # Panics
+/// If the URL has no socket address.
+pub fn addr_of(url: &str) -> SocketAddr {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let hostport = rest.split('/').next().unwrap_or(rest);
+    hostport.parse().expect("an IP address and a port")
+}
+
+/// A raw HTTP/1.1 keep-alive connection sending prebuilt requests.
+#[derive(Debug)]
+pub struct RawConn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// A response as [`RawConn`] read it.
+#[derive(Debug)]
+pub struct RawResponse {
+    /// The status code.
+    pub status: u16,
+    /// The `Mcp-Session-Id` header, if any.
+    pub session: Option<String>,
+    /// Bytes of the whole response (head and body).
+    pub len: usize,
+}
+
+impl RawConn {
+    /// Connects to `addr` with Nagle off.
+    pub fn connect(addr: SocketAddr) -> io::Result<Self> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(Self {
+            stream,
+            buf: Vec::with_capacity(64 * 1024),
+        })
+    }
+
+    /// Sends `bytes` (a whole request) and reads one response.
+    pub fn exchange(&mut self, bytes: &[u8]) -> io::Result<RawResponse> {
+        self.stream.write_all(bytes)?;
+        self.read_response()
+    }
+
+    fn fill(&mut self) -> io::Result<()> {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self.stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(())
+    }
+
+    fn read_response(&mut self) -> io::Result<RawResponse> {
+        self.buf.clear();
+        let head_end = loop {
+            if let Some(at) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+            self.fill()?;
+        };
+        let head = String::from_utf8_lossy(&self.buf[..head_end]).into_owned();
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let header = |name: &str| {
+            head.lines().find_map(|line| {
+                let (n, v) = line.split_once(':')?;
+                n.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| v.trim().to_owned())
+            })
+        };
+        let session = header(SESSION_HEADER);
+        let chunked = header("transfer-encoding").is_some_and(|v| v.contains("chunked"));
+        if chunked {
+            while !self.buf[head_end..].ends_with(b"0\r\n\r\n") {
+                self.fill()?;
+            }
+        } else {
+            let length: usize = header("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            while self.buf.len() < head_end + length {
+                self.fill()?;
+            }
+        }
+        Ok(RawResponse {
+            status,
+            session,
+            len: self.buf.len(),
+        })
+    }
+}
+
+/// `request` serialised as HTTP/1.1 bytes for `host`.
+pub fn request_bytes(request: &Captured, host: &str) -> Vec<u8> {
+    let path = request
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let mut out = format!("{} {path} HTTP/1.1\r\nhost: {host}\r\n", request.method).into_bytes();
+    for (name, value) in &request.headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(format!("content-length: {}\r\n\r\n", request.body.len()).as_bytes());
+    out.extend_from_slice(&request.body);
+    out
+}
+
+/// Opens a session on the server at `url` over `conn`; returns the `tools/call` request bytes
+/// that carry it.
+pub fn raw_session(conn: &mut RawConn, url: &str, legs: &CallLegs) -> io::Result<Vec<u8>> {
+    let host = url
+        .strip_prefix("http://")
+        .and_then(|r| r.split('/').next())
+        .unwrap_or("127.0.0.1");
+    let init = conn.exchange(&request_bytes(&legs.initialize, host))?;
+    let session = init
+        .session
+        .ok_or_else(|| io::Error::other("no session id"))?;
+    let initialized = conn.exchange(&request_bytes(&legs.initialized.session(&session), host))?;
+    if init.status != 200 || initialized.status != 202 {
+        return Err(io::Error::other("the handshake failed"));
+    }
+    Ok(request_bytes(&legs.call.session(&session), host))
+}
+
+/// The server's calls/s with `clients` raw keep-alive connections (one thread each) posting
+/// `tools/call` for `duration`.
+pub fn raw_ceiling(url: &str, clients: usize, duration: Duration) -> io::Result<f64> {
+    let legs = capture_call(url);
+    let addr = addr_of(url);
+    let mut conns = Vec::new();
+    for _ in 0..clients {
+        let mut conn = RawConn::connect(addr)?;
+        let call = raw_session(&mut conn, url, &legs)?;
+        conns.push((conn, call));
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let end = start + duration;
+    let handles: Vec<_> = conns
+        .into_iter()
+        .map(|(mut conn, call)| {
+            let done = Arc::clone(&done);
+            thread::spawn(move || -> io::Result<()> {
+                let mut n = 0;
+                while Instant::now() < end {
+                    let response = conn.exchange(&call)?;
+                    if response.status != 200 {
+                        return Err(io::Error::other(format!("status {}", response.status)));
+                    }
+                    n += 1;
+                }
+                done.fetch_add(n, Ordering::SeqCst);
+                Ok(())
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle
+            .join()
+            .map_err(|_| io::Error::other("a raw client panicked"))??;
+    }
+    Ok(done.load(Ordering::SeqCst) as f64 / start.elapsed().as_secs_f64())
+}
+
+/// The server's calls/s measured by `wrk` (one thread, `connections` keep-alive connections)
+/// posting `tools/call` for `duration`; `None` when `wrk` is not installed or failed.
+pub fn wrk_ceiling(url: &str, connections: usize, duration: Duration) -> Option<f64> {
+    let legs = capture_call(url);
+    let mut conn = RawConn::connect(addr_of(url)).ok()?;
+    // One session for every connection: the server accepts it on any of them.
+    let call = raw_session(&mut conn, url, &legs).ok()?;
+    let text = String::from_utf8_lossy(&call).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let mut lua = String::from("wrk.method = \"POST\"\n");
+    lua.push_str(&format!("wrk.body = {}\n", lua_string(body)));
+    for line in head.lines().skip(1) {
+        let (name, value) = line.split_once(": ")?;
+        if name == "host" || name == "content-length" {
+            continue;
+        }
+        lua.push_str(&format!(
+            "wrk.headers[{}] = {}\n",
+            lua_string(name),
+            lua_string(value)
+        ));
+    }
+    let script = std::env::temp_dir().join(format!("mcp-bench-wrk-{}.lua", std::process::id()));
+    std::fs::write(&script, lua).ok()?;
+    let output = Command::new("wrk")
+        .args(["-t1", &format!("-c{connections}")])
+        .arg(format!("-d{}s", duration.as_secs().max(1)))
+        .arg("-s")
+        .arg(&script)
+        .arg(url)
+        .output();
+    let _ = std::fs::remove_file(&script);
+    let output = output.ok()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if stdout.contains("Non-2xx") {
+        return None;
+    }
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn lua_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
