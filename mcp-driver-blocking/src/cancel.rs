@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     /// Set by the connector when the connector chain failed during the current leg.
     connect_failed: AtomicBool,
     inner: Mutex<Inner>,
+    /// While the rest of an answered body is drained: when to give up (see `leg::drain`).
+    drain_until: Mutex<Option<Instant>>,
     /// Wakes a driver waiting (to resume a stream) when the operation is cancelled.
     woken: Condvar,
 }
@@ -59,6 +61,22 @@ impl Shared {
         OperationGuard {
             shared: Arc::clone(self),
         }
+    }
+
+    /// Bounds every wait for input by `until` (None: by the leg's grant only).
+    pub(crate) fn set_drain(&self, until: Option<Instant>) {
+        *self
+            .drain_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = until;
+    }
+
+    /// The bound set by [`Self::set_drain`].
+    pub(crate) fn drain_until(&self) -> Option<Instant> {
+        *self
+            .drain_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Forgets the previous leg's connect failure.

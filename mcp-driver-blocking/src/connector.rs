@@ -52,7 +52,7 @@ impl Connector {
         let chain =
             ().chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
-                .chain(Slice)
+                .chain(Slice(Arc::clone(&shared)))
                 .chain(RustlsConnector::default())
                 .chain(Boxed);
         Self {
@@ -117,8 +117,13 @@ impl UreqConnector<()> for Connector {
 }
 
 /// The chain step that wraps the TCP transport in [`Sliced`].
-#[derive(Debug)]
-struct Slice;
+struct Slice(Arc<Shared>);
+
+impl fmt::Debug for Slice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Slice")
+    }
+}
 
 impl<In: Transport> UreqConnector<In> for Slice {
     type Out = Sliced<In>;
@@ -128,7 +133,7 @@ impl<In: Transport> UreqConnector<In> for Slice {
         _: &ConnectionDetails,
         chained: Option<In>,
     ) -> Result<Option<Self::Out>, ureq::Error> {
-        Ok(chained.map(Sliced))
+        Ok(chained.map(|t| Sliced(t, Arc::clone(&self.0))))
     }
 }
 
@@ -149,8 +154,13 @@ impl<In: Transport> UreqConnector<In> for Boxed {
 }
 
 /// A transport whose waits for input are cut into slices of at most [`SLICE`].
-#[derive(Debug)]
-pub(crate) struct Sliced<T>(T);
+pub(crate) struct Sliced<T>(T, Arc<Shared>);
+
+impl<T: fmt::Debug> fmt::Debug for Sliced<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Sliced").field(&self.0).finish()
+    }
+}
 
 impl<T: Transport> Transport for Sliced<T> {
     fn buffers(&mut self) -> &mut dyn Buffers {
@@ -163,9 +173,16 @@ impl<T: Transport> Transport for Sliced<T> {
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         // A per-read timeout has a meaning of its own (its expiry is an error); leave it be.
-        let (UreqDuration::Exact(total), None) = (timeout.after, timeout.per_read) else {
+        let (UreqDuration::Exact(mut total), None) = (timeout.after, timeout.per_read) else {
             return self.0.await_input(timeout);
         };
+        if let Some(until) = self.1.drain_until() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ureq::Error::Timeout(ureq::Timeout::RecvBody));
+            }
+            total = total.min(left);
+        }
         let started = Instant::now();
         loop {
             let left = total.saturating_sub(started.elapsed());

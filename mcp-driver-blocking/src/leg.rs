@@ -14,6 +14,11 @@ use crate::cancel::Shared;
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.
 const CHUNK: usize = 16 * 1024;
+/// After the answer is in, how long the rest of the body may take to end so that its
+/// connection goes back to the pool (a stream that stays open longer is dropped).
+const DRAIN_WAIT: Duration = Duration::from_millis(1);
+/// After the answer is in, how many more body bytes are read to reach its end.
+const DRAIN_BYTES: usize = 64 * 1024;
 
 /// Runs one operation: everything it needs from the client, borrowed for its duration.
 pub(crate) struct Driver<'a> {
@@ -21,6 +26,8 @@ pub(crate) struct Driver<'a> {
     pub(crate) shared: &'a Shared,
     pub(crate) clock: MonotonicClock,
     pub(crate) observer: &'a mut dyn Observer,
+    /// The body read buffer, kept by the client between legs and operations.
+    buf: &'a mut Vec<u8>,
     /// The result, when the operation ended while a stream was being read.
     done: Option<Result<Outcome, Error>>,
 }
@@ -30,12 +37,14 @@ impl<'a> Driver<'a> {
         agent: &'a ureq::Agent,
         shared: &'a Shared,
         observer: &'a mut dyn Observer,
+        buf: &'a mut Vec<u8>,
     ) -> Self {
         Self {
             agent,
             shared,
             clock: MonotonicClock,
             observer,
+            buf,
             done: None,
         }
     }
@@ -118,9 +127,23 @@ impl<'a> Driver<'a> {
             return end;
         }
         let mut reader = body.into_reader();
-        let mut buf = vec![0; CHUNK];
+        let mut buf = std::mem::take(self.buf);
+        buf.resize(CHUNK, 0);
+        let end = self.read_body(op, &mut reader, &mut buf, ends_at, end);
+        *self.buf = buf;
+        end
+    }
+
+    fn read_body(
+        &mut self,
+        op: &mut Operation<'_>,
+        reader: &mut ureq::BodyReader<'static>,
+        buf: &mut [u8],
+        ends_at: Instant,
+        end: LegEnd,
+    ) -> LegEnd {
         loop {
-            let read = reader.read(&mut buf);
+            let read = reader.read(buf);
             let now = self.clock.now();
             if self.shared.is_cancelled() {
                 op.cancel();
@@ -136,8 +159,20 @@ impl<'a> Driver<'a> {
                         return end;
                     }
                     if op.handle_body_chunk(&buf[..n], now) == LegStatus::Complete {
-                        // The answer is in: drop the reader (and with it the connection),
-                        // however long the server meant to keep the stream open.
+                        // The answer is in. If the rest of the body ends at once, read it so
+                        // the connection goes back to the pool; otherwise drop the reader (and
+                        // with it the connection), however long the server meant to keep the
+                        // stream open.
+                        let until = (now + DRAIN_WAIT).min(ends_at);
+                        self.shared.set_drain(Some(until));
+                        let mut left = DRAIN_BYTES;
+                        while left > 0 {
+                            match reader.read(buf) {
+                                Ok(n) if n > 0 => left = left.saturating_sub(n),
+                                _ => break,
+                            }
+                        }
+                        self.shared.set_drain(None);
                         return end;
                     }
                     if self.between_chunks(op) {

@@ -37,7 +37,7 @@
 //! A server that trickles a byte at a time cannot stretch a leg, and a stalled server ends the
 //! operation with [`Error::LegTimedOut`] a few milliseconds past its budget (reads wait in
 //! slices of at most 50 ms, because the kernel's socket timeouts lose precision as they grow:
-//! see `examples/blocking_overrun.rs`).
+//! see `examples/overrun.rs`).
 //!
 //! # Example
 //!
@@ -107,6 +107,7 @@ pub struct Client {
     clock: MonotonicClock,
     observer: Box<dyn Observer + Send>,
     cancel_notice: bool,
+    buf: Vec<u8>,
 }
 
 impl Client {
@@ -137,6 +138,7 @@ impl Client {
             clock: MonotonicClock,
             observer: Box::new(NoObserver),
             cancel_notice: false,
+            buf: Vec::new(),
         }
     }
 
@@ -230,7 +232,12 @@ impl Client {
         &mut self,
         start: impl for<'s> FnOnce(&'s mut Session, Instant) -> Operation<'s>,
     ) -> Result<Outcome, Error> {
-        let mut driver = Driver::new(&self.agent, &self.shared, self.observer.as_mut());
+        let mut driver = Driver::new(
+            &self.agent,
+            &self.shared,
+            self.observer.as_mut(),
+            &mut self.buf,
+        );
         let (result, notice) = {
             // From here until the guard drops, a cancel reaches this operation.
             let _running = self.shared.begin_operation();

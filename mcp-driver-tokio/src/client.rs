@@ -310,7 +310,12 @@ impl Driver<'_> {
                 Step::Own(frame) => match leg::feed_frame(op, frame) {
                     // `body` drops here: unless it was read to its end, hyper closes the
                     // connection rather than pool it, so a stream kept open ends with the leg.
-                    Frame::Over(transport) => return transport.unwrap_or(end),
+                    Frame::Over(transport) => {
+                        if transport.is_none() {
+                            leg::drain_rest(&mut body).await;
+                        }
+                        return transport.unwrap_or(end);
+                    }
                     Frame::ReadMore => self.drain(op).await,
                 },
                 Step::Listen(delivery) => self.on_listen(op, delivery, true).await,

@@ -124,6 +124,25 @@ pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportError
     TransportErrorKind::Io
 }
 
+/// After the answer is in: reads what is left of `body` if it ends within a millisecond (and
+/// 64 KiB), so that hyper puts the connection back in its pool instead of closing it.
+pub(crate) async fn drain_rest(body: &mut Incoming) {
+    use hyper::body::Body as _;
+    if body.is_end_stream() {
+        return;
+    }
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(1), async {
+        let mut left = 64 * 1024usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
+            if left == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
 /// An error and its sources, outermost first, joined with `": "`.
 pub(crate) fn chain(err: &(dyn StdError + 'static)) -> String {
     let mut text = err.to_string();

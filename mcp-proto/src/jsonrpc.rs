@@ -131,6 +131,26 @@ pub fn request(id: i64, method: &str, params: Map<String, Value>) -> Vec<u8> {
         .unwrap_or_default()
 }
 
+/// Serialises a request whose `params` is any serialisable object, without building a
+/// `Value` tree first.
+pub fn request_with(id: i64, method: &str, params: &impl serde::Serialize) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a, P> {
+        jsonrpc: &'static str,
+        id: i64,
+        method: &'a str,
+        params: &'a P,
+    }
+    // Serialising maps, strings and numbers cannot fail.
+    serde_json::to_vec(&Envelope {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+    .unwrap_or_default()
+}
+
 /// Serialises a notification. `params` is always an object.
 pub fn notification(method: &str, params: Map<String, Value>) -> Vec<u8> {
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method, "params": params}))

@@ -597,7 +597,9 @@ impl<'s> Operation<'s> {
                     });
                     return LegStatus::Complete;
                 }
-                leg.reading = Reading::Json(Vec::new());
+                // Reserve what the server announced (never past the cap): no regrowth.
+                let reserve = declared_length.map_or(0, |n| n.min(cap as u64) as usize);
+                leg.reading = Reading::Json(Vec::with_capacity(reserve));
             }
             "text/event-stream" => {
                 leg.reading = Reading::Sse {
@@ -970,28 +972,26 @@ impl<'s> Operation<'s> {
         }
     }
 
-    fn handshake(&self) -> Option<SessionInfo> {
-        self.pending
-            .clone()
-            .or_else(|| self.session.info().cloned())
+    fn handshake(&self) -> Option<&SessionInfo> {
+        self.pending.as_ref().or_else(|| self.session.info())
     }
 
     fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
-        let handshake = self.handshake();
         match kind {
             LegKind::Initialized => {
                 let body = jsonrpc::notification(kind.method(), Map::new());
-                return (self.session.post(body, handshake.as_ref()), None);
+                return (self.session.post(body, self.handshake()), None);
             }
             LegKind::Close => {
                 let request = self
                     .session
-                    .request(Method::DELETE, Vec::new(), handshake.as_ref());
+                    .request(Method::DELETE, Vec::new(), self.handshake());
                 return (request, None);
             }
             _ => {}
         }
         let id = self.session.take_request_id();
+        let handshake = self.handshake();
         let config = self.session.config();
         let params = match (kind, &self.action) {
             (LegKind::Initialize, _) => {
@@ -1007,19 +1007,36 @@ impl<'s> Operation<'s> {
                 None => Map::new(),
             },
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
-                let mut params = object(json!({"name": name, "arguments": arguments}));
-                if config.wants_progress() {
-                    params.insert("_meta".to_owned(), json!({"progressToken": id}));
+                // Serialised from borrowed fields: no copy of the arguments, no `Value` tree.
+                #[derive(serde::Serialize)]
+                struct Meta {
+                    #[serde(rename = "progressToken")]
+                    progress_token: i64,
                 }
-                params
+                #[derive(serde::Serialize)]
+                struct CallParams<'a> {
+                    name: &'a str,
+                    arguments: &'a Map<String, Value>,
+                    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+                    meta: Option<Meta>,
+                }
+                let params = CallParams {
+                    name,
+                    arguments,
+                    meta: config
+                        .wants_progress()
+                        .then_some(Meta { progress_token: id }),
+                };
+                let body = jsonrpc::request_with(id, kind.method(), &params);
+                return (self.session.post(body, handshake), Some(id));
             }
             _ => Map::new(),
         };
-        let body = jsonrpc::request(id, kind.method(), params);
+        let body = jsonrpc::request_with(id, kind.method(), &params);
         let info = if kind == LegKind::Initialize {
             None
         } else {
-            handshake.as_ref()
+            handshake
         };
         (self.session.post(body, info), Some(id))
     }
@@ -1040,13 +1057,13 @@ impl<'s> Operation<'s> {
             }
         };
         let body = serde_json::to_vec(&message).unwrap_or_default();
-        self.session.post(body, self.handshake().as_ref())
+        self.session.post(body, self.handshake())
     }
 
     fn build_resume(&self) -> http::Request<Vec<u8>> {
         let mut request = self
             .session
-            .request(Method::GET, Vec::new(), self.handshake().as_ref());
+            .request(Method::GET, Vec::new(), self.handshake());
         if let Some(id) = &self.last_event_id {
             if let Ok(value) = HeaderValue::from_str(id) {
                 request.headers_mut().insert("last-event-id", value);
