@@ -51,6 +51,8 @@
 
 pub mod client;
 pub mod fuzzing;
+pub mod record;
+pub use record::Recorder;
 mod http;
 mod mcp;
 mod script;

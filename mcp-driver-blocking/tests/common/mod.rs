@@ -1,56 +1,15 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_driver_blocking::Client;
-use mcp_proto::{Budget, Event, LegEnd, LegReport, Observer, Resolution, SessionConfig};
+use mcp_proto::{Budget, Resolution, SessionConfig};
 use mcp_testkit::TestServer;
 use serde_json::{Map, Value};
 
-/// Records every leg report and event, shareable with the test after the client takes it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Recorder {
-    legs: Arc<Mutex<Vec<LegReport>>>,
-    events: Arc<Mutex<Vec<Event>>>,
-}
-
-impl Recorder {
-    pub(crate) fn legs(&self) -> Vec<LegReport> {
-        self.legs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(crate) fn ends(&self) -> Vec<LegEnd> {
-        self.legs().iter().map(|l| l.end).collect()
-    }
-
-    pub(crate) fn events(&self) -> Vec<Event> {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-impl Observer for Recorder {
-    fn leg_finished(&mut self, report: &LegReport) {
-        self.legs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(report.clone());
-    }
-
-    fn event(&mut self, event: &Event) {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(event.clone());
-    }
-}
+#[allow(unused_imports)] // not every test binary records legs
+pub(crate) use mcp_testkit::Recorder;
 
 /// A configuration for `server` with `budget` at millisecond resolution.
 pub(crate) fn config(server: &TestServer, budget: Duration) -> SessionConfig {

@@ -1,11 +1,11 @@
 //! Helpers shared by the test binaries (each uses a subset).
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_driver_tokio::{CancelHandle, Client};
-use mcp_proto::{Event, LegReport, Observer, Resolution, SessionConfig};
+use mcp_proto::{Resolution, SessionConfig};
 use mcp_testkit::TestServer;
 use serde_json::{Map, Value};
 
@@ -34,44 +34,8 @@ pub(crate) fn echo(text: &str) -> Map<String, Value> {
     args(&[("text", Value::from(text))])
 }
 
-/// An observer that keeps everything it is told; clones share the record.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Recorder {
-    legs: Arc<Mutex<Vec<LegReport>>>,
-    events: Arc<Mutex<Vec<Event>>>,
-}
-
-impl Recorder {
-    pub(crate) fn legs(&self) -> Vec<LegReport> {
-        self.legs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(crate) fn events(&self) -> Vec<Event> {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-impl Observer for Recorder {
-    fn leg_finished(&mut self, report: &LegReport) {
-        self.legs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(report.clone());
-    }
-
-    fn event(&mut self, event: &Event) {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(event.clone());
-    }
-}
+#[allow(unused_imports)] // not every test binary records legs
+pub(crate) use mcp_testkit::Recorder;
 
 /// Polls `condition` every 10 ms until it holds or `within` is over.
 pub(crate) async fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -> bool {

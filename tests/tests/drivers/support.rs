@@ -2,12 +2,11 @@
 //! they report, and small helpers (configs, arguments, bounds).
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Action, Budget, CallToolResult, Error, Event, LegEnd, LegReport, Observer, Outcome, Resolution,
-    Session, SessionConfig, SessionInfo, Tool,
+    Action, Budget, CallToolResult, Error, Outcome, Resolution, Session, SessionConfig,
+    SessionInfo, Tool,
 };
 use mcp_testkit::TestServer;
 use serde_json::{Map, Value};
@@ -200,71 +199,7 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
     }
 }
 
-/// Keeps every leg report and event a client gives its observer; clones share the record.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Recorder {
-    legs: Arc<Mutex<Vec<LegReport>>>,
-    events: Arc<Mutex<Vec<Event>>>,
-}
-
-impl Recorder {
-    pub(crate) fn legs(&self) -> Vec<LegReport> {
-        self.legs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(crate) fn ends(&self) -> Vec<LegEnd> {
-        self.legs().iter().map(|l| l.end).collect()
-    }
-
-    pub(crate) fn grants_ms(&self) -> Vec<u128> {
-        self.legs().iter().map(|l| l.grant.as_millis()).collect()
-    }
-
-    pub(crate) fn events(&self) -> Vec<Event> {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(crate) fn event_count(&self) -> usize {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
-    /// Forgets everything recorded so far.
-    pub(crate) fn clear(&self) {
-        self.legs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-    }
-}
-
-impl Observer for Recorder {
-    fn leg_finished(&mut self, report: &LegReport) {
-        self.legs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(report.clone());
-    }
-
-    fn event(&mut self, event: &Event) {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(event.clone());
-    }
-}
+pub(crate) use mcp_testkit::Recorder;
 
 /// How far past its budget a timed-out operation may end on a slow, noisy CI machine, on top
 /// of the one resolution unit the grants may round up by.
