@@ -25,27 +25,7 @@ async fn a_cancelled_tool_call_can_be_announced_to_the_server() {
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
     client.set_cancel_notice(true);
-    let canceller = tokio::spawn(cancel_once_seen(
-        Arc::clone(&server),
-        client.cancel_handle(),
-        "tools/call",
-        Duration::from_millis(100),
-    ));
-    let err = client
-        .call_tool("echo", echo("x"))
-        .await
-        .expect_err("cancelled");
-    canceller.await.expect("canceller");
-    assert!(
-        matches!(
-            err,
-            Error::Cancelled {
-                method: "tools/call",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    cancelled_call(&server, &mut client, "tools/call").await;
     // The notice was sent (and answered) before the operation returned.
     assert_eq!(
         server.rpc_methods(),
@@ -95,28 +75,9 @@ async fn no_announcement_when_it_is_disabled() {
     let mut client = client(&server);
     client.set_cancel_notice(true);
     client.set_cancel_notice(false);
-    let canceller = tokio::spawn(cancel_once_seen(
-        Arc::clone(&server),
-        client.cancel_handle(),
-        "tools/call",
-        Duration::from_millis(100),
-    ));
-    let err = client
-        .call_tool("echo", echo("x"))
-        .await
-        .expect_err("cancelled");
-    canceller.await.expect("canceller");
-    assert!(
-        matches!(
-            err,
-            Error::Cancelled {
-                method: "tools/call",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    cancelled_call(&server, &mut client, "tools/call").await;
+    // Nothing more arrives (a bounded wait for a fourth request that must not come).
+    assert!(!server.wait_for_requests(4, Duration::from_millis(500)));
     assert_eq!(
         server.rpc_methods(),
         ["initialize", "notifications/initialized", "tools/call"]
@@ -130,28 +91,8 @@ async fn cancelling_a_handshake_leg_sends_no_announcement() {
     ));
     let mut client = client(&server);
     client.set_cancel_notice(true);
-    let canceller = tokio::spawn(cancel_once_seen(
-        Arc::clone(&server),
-        client.cancel_handle(),
-        "initialize",
-        Duration::from_millis(100),
-    ));
-    let err = client
-        .call_tool("echo", echo("x"))
-        .await
-        .expect_err("cancelled");
-    canceller.await.expect("canceller");
-    assert!(
-        matches!(
-            err,
-            Error::Cancelled {
-                method: "initialize",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    cancelled_call(&server, &mut client, "initialize").await;
+    assert!(!server.wait_for_requests(2, Duration::from_millis(300)));
     assert_eq!(server.rpc_methods(), ["initialize"]);
     assert!(client.session().info().is_none());
 }
@@ -287,5 +228,25 @@ async fn a_cancel_while_waiting_to_resume_ends_at_once_and_announces() {
             "tools/call",
             "notifications/cancelled"
         ]
+    );
+}
+
+/// Calls `echo` on `server`, whose `stalled` request never answers, cancels the call from
+/// another task once that request has arrived, and checks it ended as `Cancelled` on it.
+async fn cancelled_call(server: &Arc<TestServer>, client: &mut Client, stalled: &'static str) {
+    let canceller = tokio::spawn(cancel_once_seen(
+        Arc::clone(server),
+        client.cancel_handle(),
+        stalled,
+        Duration::from_millis(100),
+    ));
+    let err = client
+        .call_tool("echo", echo("x"))
+        .await
+        .expect_err("cancelled");
+    canceller.await.expect("canceller");
+    assert!(
+        matches!(&err, Error::Cancelled { method, .. } if *method == stalled),
+        "{err:?}"
     );
 }
