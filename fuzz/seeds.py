@@ -182,6 +182,8 @@ POLL_EVENT = bytes([15])
 PROBE, LIST, CALL_ACTION, CLOSE = 0, 1, 2, 3
 PROGRESS = 0x04
 RESPONDERS = 0x08
+NOTICE = 0x10
+LISTEN = 0x20
 LIVE = 0x80
 SECOND, MILLI = 0, 2
 
@@ -217,8 +219,20 @@ def big(kib, filler):
     return bytes([7, kib - 1, filler])
 
 
+TIMED_OUT, CONNECT, IO, PROTOCOL, DECLINED = 0, 1, 2, 0x80, 0xC0
+
+
 def transport(kind, detail=0):
-    return bytes([9, kind | (detail << 2)])
+    """kind: TIMED_OUT, CONNECT or IO (the byte % 3), or PROTOCOL or DECLINED (its top bits);
+    detail: the index into DETAILS (bits 2 and 3)."""
+    if kind >= 0x80:
+        return bytes([9, kind | (detail << 2)])
+    return bytes([9, next(b for b in range(128) if b % 3 == kind and (b >> 2) % 4 == detail)])
+
+
+def at(selector, input_):
+    """The same input about another leg: selector k is the k-th most recent leg sent."""
+    return bytes([input_[0] | (selector << 4)]) + input_[1:]
 
 
 def fwd(ms):
@@ -301,7 +315,29 @@ def operation_seeds():
         "call-resume": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(26), END) + POLL + fwd(1000) + TIMEOUT + leg(healthy(sse_=True)) + POLL,
         "call-resume-long-retry": setup(CALL_ACTION | LIVE, budget=4) + leg(head(0, 3), raw(b"id: 5\nretry: 99999\ndata:\n\n"), END) + POLL + fwd(60000) + TIMEOUT + POLL + POLL,
         "call-resume-twice": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(26), END) + POLL + fwd(1000) + TIMEOUT + leg(head(0, 3), frag(27), frag(33), END) + POLL + fwd(1000) + TIMEOUT + leg(healthy(sse_=True)) + POLL,
-        "call-cancel-notice": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(36), CANCEL) + POLL,
+        "call-cancel-notice": setup(CALL_ACTION | LIVE | NOTICE) + leg(head(0, 3), frag(36), CANCEL) + POLL + POLL + h + POLL,
+        "call-cancel-no-notice": setup(CALL_ACTION | LIVE) + leg(head(0, 3), frag(36), CANCEL) + POLL,
+        "call-cancel-notice-timer": setup(CALL_ACTION | LIVE | NOTICE) + leg() + CANCEL + POLL + POLL + JUMP + POLL,
+        "call-cancel-notice-late": setup(CALL_ACTION | LIVE | NOTICE) + leg() + CANCEL + POLL + fwd(1000) + h + POLL,
+        "call-cancel-notice-fails": setup(CALL_ACTION | LIVE | NOTICE) + leg() + CANCEL + POLL + transport(IO, 1) + POLL,
+        "call-cancel-notice-in-handshake": setup(CALL_ACTION | NOTICE) + leg() + CANCEL + POLL + POLL,
+        "call-cancel-notice-resume": setup(CALL_ACTION | LIVE | NOTICE) + leg(head(0, 3), frag(26), END) + POLL + fwd(1000) + TIMEOUT + leg() + CANCEL + POLL + h + POLL,
+        "call-late-head": setup(CALL_ACTION | LIVE) + leg(fwd(20000), head(0, 1)) + POLL,
+        "call-late-chunk": setup(CALL_ACTION | LIVE) + leg(head(0, 1), frag(10), fwd(20000), frag(11)) + POLL,
+        "call-late-end": setup(CALL_ACTION | LIVE) + leg(head(0, 1), frag(1), fwd(20000), END) + POLL,
+        "call-stale-inputs": setup(CALL_ACTION) + leg(h) + leg(h) + POLL + at(3, head(0, 1)) + at(2, frag(1)) + at(3, END) + at(2, transport(CONNECT)) + h + POLL,
+        "call-transport-protocol": setup(CALL_ACTION | LIVE) + leg(transport(PROTOCOL, 2)) + POLL,
+        "call-transport-declined": setup(CALL_ACTION | LIVE) + leg(transport(DECLINED)) + POLL,
+        "init-reply-beside-initialized": setup(CALL_ACTION) + leg(head(0, 3, session=1), raw(PING_REQ), frag(37)) + POLL + POLL + POLL + h + at(2, h) + leg(h) + POLL,
+        "call-listen": setup(CALL_ACTION | LIVE | LISTEN) + leg(healthy(sse_=True, no_end=True)) + leg(h) + POLL,
+        "call-listen-ping": setup(CALL_ACTION | LIVE | LISTEN) + leg(healthy(sse_=True, more=True, no_end=True)) + POLL + POLL + POLL + at(2, h) + h + POLL,
+        "call-listen-ends": setup(CALL_ACTION | LIVE | LISTEN) + leg(healthy(sse_=True)) + leg(h) + POLL,
+        "call-listen-declined": setup(CALL_ACTION | LIVE | LISTEN) + leg(transport(DECLINED)) + leg(h) + POLL,
+        "call-listen-refused": setup(CALL_ACTION | LIVE | LISTEN) + leg(head(177)) + leg(h) + POLL,
+        "call-listen-no-head": setup(CALL_ACTION | LIVE | LISTEN) + leg() + POLL + fwd(1000) + TIMEOUT + leg(h) + POLL,
+        "call-listen-beside-404": setup(CALL_ACTION | LIVE | LISTEN) + leg(healthy(sse_=True, no_end=True)) + leg(head(176)) + leg(h) + leg(h) + leg(h) + POLL,
+        "call-listen-chunks": setup(CALL_ACTION | LIVE | LISTEN | RESPONDERS) + leg(head(0, 3), raw(ELICIT)) + POLL + POLL + POLL + at(2, h) + at(3, frag(36)) + h + POLL,
+        "call-listen-handshake": setup(CALL_ACTION | LISTEN) + leg(h) + leg(h) + leg(head(0, 3)) + leg(h) + POLL,
     }
     for name, data in ops.items():
         write("operation", name, data)

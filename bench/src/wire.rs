@@ -288,7 +288,7 @@ impl ListDriver {
     pub fn new(answer: ListAnswer, sse: bool) -> Self {
         let config = SessionConfig::new("http://127.0.0.1:9/mcp")
             .expect("a valid endpoint")
-            .body_cap(answer.sse.len() * 2);
+            .with_body_cap(answer.sse.len() * 2);
         let mut session = Session::new(config);
         let clock = ManualClock::new();
         {

@@ -215,11 +215,11 @@ fn configure(
     headers: &[(String, String)],
 ) -> Result<SessionConfig, Error> {
     let mut config = SessionConfig::new(url)?
-        .budget(budget)
-        .resolution(resolution)
-        .client_info("mcp-call", env!("CARGO_PKG_VERSION"));
+        .with_budget(budget)
+        .with_resolution(resolution)
+        .with_client_info("mcp-call", env!("CARGO_PKG_VERSION"));
     for (name, value) in headers {
-        config = config.header(name, value)?;
+        config = config.with_header(name, value)?;
     }
     Ok(config)
 }

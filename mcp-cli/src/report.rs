@@ -4,18 +4,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mcp_proto::{Budget, Error, Event, LegReport, Observer};
+use mcp_proto::{Budget, Error, Event, Fault, LegReport, Observer};
 
 use crate::code;
 
-/// The exit code for an operation that ended in `err`.
+/// The exit code for an operation that ended in `err`: one code per [`Fault`], beside the
+/// code table in `main.rs`.
 pub(crate) fn exit_code(err: &Error) -> u8 {
-    match err {
-        Error::BudgetExhausted { .. } => code::BUDGET,
-        Error::LegTimedOut { .. } | Error::Unreachable { .. } => code::UNREACHABLE,
-        Error::Cancelled { .. } => code::CANCELLED,
-        Error::InvalidUrl { .. } | Error::InvalidHeader { .. } => code::USAGE,
-        _ => code::SERVER,
+    match err.fault() {
+        Fault::Budget => code::BUDGET,
+        Fault::Network => code::UNREACHABLE,
+        Fault::Server => code::SERVER,
+        Fault::Caller => code::USAGE,
+        Fault::Cancelled => code::CANCELLED,
     }
 }
 
@@ -129,14 +130,7 @@ impl Observer for Reporter {
         if !state.trace {
             return;
         }
-        let line = format!(
-            "leg={} method={} granted_ms={} elapsed_ms={} status={}",
-            report.number,
-            report.kind.method(),
-            report.grant.as_millis(),
-            report.elapsed.as_millis(),
-            report.end.word()
-        );
+        let line = report.to_string();
         match &state.spinner {
             Some(spinner) if !spinner.is_hidden() => spinner.println(line),
             _ => eprintln!("{line}"),

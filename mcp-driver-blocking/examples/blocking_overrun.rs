@@ -25,8 +25,8 @@ fn main() {
     for run in 1..=runs {
         let config = SessionConfig::new(&server.url())
             .expect("the test server's URL is valid")
-            .budget(Budget::from_duration(budget))
-            .resolution(Resolution::MILLISECOND);
+            .with_budget(Budget::from_duration(budget))
+            .with_resolution(Resolution::MILLISECOND);
         let mut client = Client::new(config);
         let started = Instant::now();
         let result = client.call_tool("echo", serde_json::Map::new());

@@ -64,6 +64,14 @@ impl Shared {
     }
 
     /// Bounds every wait for input by `until` (None: by the leg's grant only).
+    /// The operation took the cancel: from here on nothing is cancelled again (the legs it
+    /// still hands out, its cancel notice, are sent), as after the operation ended.
+    pub(crate) fn settle(&self) {
+        let mut inner = self.lock();
+        inner.active = false;
+        self.cancelled.store(false, Ordering::SeqCst);
+    }
+
     pub(crate) fn set_drain(&self, until: Option<Instant>) {
         *self
             .drain_until
@@ -163,7 +171,7 @@ impl Drop for OperationGuard {
 ///
 /// The shutdown reaches every socket the client holds, idle pooled ones included (they are
 /// closed; the next operation connects again). By default nothing more is sent; see
-/// [`Client::set_cancel_notice`](crate::Client::set_cancel_notice) to tell the server.
+/// [`SessionConfig::with_cancel_notice`](mcp_proto::SessionConfig::with_cancel_notice) to tell the server.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), mcp_proto::Error> {

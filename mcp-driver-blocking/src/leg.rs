@@ -5,8 +5,8 @@ use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, Error, Leg, LegEnd, LegKind, LegReport, LegStatus, MonotonicClock, Observer, Operation,
-    Outcome, Output, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, DRAIN_WAIT, Error, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus,
+    MonotonicClock, Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
@@ -14,18 +14,13 @@ use crate::cancel::Shared;
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.
 const CHUNK: usize = 16 * 1024;
-/// After the answer is in, how long the rest of the body may take to end so that its
-/// connection goes back to the pool (a stream that stays open longer is dropped).
-const DRAIN_WAIT: Duration = Duration::from_millis(1);
-/// After the answer is in, how many more body bytes are read to reach its end.
-const DRAIN_BYTES: usize = 64 * 1024;
 
 /// Runs one operation: everything it needs from the client, borrowed for its duration.
 pub(crate) struct Driver<'a> {
-    pub(crate) agent: &'a ureq::Agent,
-    pub(crate) shared: &'a Shared,
-    pub(crate) clock: MonotonicClock,
-    pub(crate) observer: &'a mut dyn Observer,
+    agent: &'a ureq::Agent,
+    shared: &'a Shared,
+    clock: MonotonicClock,
+    observer: &'a mut dyn Observer,
     /// The body read buffer, kept by the client between legs and operations.
     buf: &'a mut Vec<u8>,
     /// The result, when the operation ended while a stream was being read.
@@ -49,28 +44,22 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Drives `op` to its end and returns its result.
+    /// Drives `op` to its end and returns its result: the loop of the proto's module docs,
+    /// one leg at a time. A leg handed out while another is read (the answer to a server's
+    /// request) runs to its end in between two reads of the outer one.
     pub(crate) fn drive(&mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
         loop {
             if let Some(result) = self.done.take() {
                 return result;
             }
-            if self.shared.is_cancelled() {
-                op.cancel();
-            }
+            self.cancelled(op);
             match op.poll_output(self.clock.now()) {
-                // The session's standalone stream must be read beside the other legs, which
-                // a blocking driver cannot do: it is not sent, and the operation goes on
-                // without it (use the tokio driver for servers that need it).
-                Output::Transmit(leg) if leg.kind == LegKind::Listen => {
-                    op.handle_listen_end(self.clock.now());
-                }
                 Output::Transmit(leg) => self.run_leg(op, leg),
                 Output::Event(event) => self.observer.event(&event),
                 Output::Wait(until) => {
-                    // Nothing is in flight at this level (every leg is fed to its end before
-                    // the loop polls again): this is the pause before resuming a stream the
-                    // server closed. A cancel cuts it short.
+                    // Nothing is read at this level (every leg is fed to its end before the
+                    // loop polls again): this is a pause the proto asked for (before resuming
+                    // a stream the server closed). A cancel cuts it short.
                     self.shared.sleep_until(until);
                     op.handle_timeout(self.clock.now());
                 }
@@ -79,13 +68,35 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Applies a cancel from the handle, once: true when the operation was cancelled (the
+    /// leg in flight must be dropped). After that, the legs the operation still hands out
+    /// (its cancel notice) are not cancelled again.
+    fn cancelled(&mut self, op: &mut Operation<'_>) -> bool {
+        if !self.shared.is_cancelled() || op.is_finished() {
+            return false;
+        }
+        op.cancel();
+        self.shared.settle();
+        true
+    }
+
     /// Sends `leg`, feeds its response into `op` and reports it to the observer.
     fn run_leg(&mut self, op: &mut Operation<'_>, leg: Leg) {
-        let (number, kind, grant) = (leg.number, leg.kind, leg.timeout);
+        if leg.kind == LegKind::Listen {
+            // The standalone stream must be read beside the other legs, which this driver
+            // cannot do: it is declined, and the operation goes on without it.
+            let declined = TransportError::new(
+                TransportErrorKind::Declined,
+                "the blocking driver reads one response at a time",
+            );
+            op.handle_transport_error(leg.id, declined, self.clock.now());
+            return;
+        }
+        let (id, kind, grant) = (leg.id, leg.kind, leg.timeout);
         let started = self.clock.now();
         let end = self.exchange(op, leg);
         let report = LegReport {
-            number,
+            number: id.number(),
             kind,
             grant,
             elapsed: self.clock.now().saturating_duration_since(started),
@@ -95,16 +106,14 @@ impl<'a> Driver<'a> {
     }
 
     fn exchange(&mut self, op: &mut Operation<'_>, leg: Leg) -> LegEnd {
-        let ends_at = leg.ends_at;
-        if self.shared.is_cancelled() {
-            op.cancel();
+        let (id, ends_at) = (leg.id, leg.ends_at);
+        if self.cancelled(op) {
             return LegEnd::Cancelled;
         }
         self.shared.begin_leg();
         let sent = send(self.agent, leg.request, leg.timeout);
         let now = self.clock.now();
-        if self.shared.is_cancelled() {
-            op.cancel();
+        if self.cancelled(op) {
             return LegEnd::Cancelled;
         }
         let response = match sent {
@@ -112,24 +121,21 @@ impl<'a> Driver<'a> {
             Err(err) => {
                 let error = request_error(err, self.shared.connect_failed());
                 let kind = error.kind;
-                op.handle_transport_error(error, now);
+                op.handle_transport_error(id, error, now);
                 return LegEnd::Transport(kind);
             }
         };
-        if let Some(end) = timed_out(op, ends_at, now) {
-            return end;
-        }
         let (head, body) = response.into_parts();
         let end = LegEnd::Status(head.status.as_u16());
-        if op.handle_response(head.status, &head.headers, now) == LegStatus::Complete {
+        if op.handle_response(id, head.status, &head.headers, now) == LegStatus::Complete {
             // Dropping an unread body closes its connection; an empty one is already back
             // in the pool.
-            return end;
+            return reported(end, now, ends_at);
         }
         let mut reader = body.into_reader();
         let mut buf = std::mem::take(self.buf);
         buf.resize(CHUNK, 0);
-        let end = self.read_body(op, &mut reader, &mut buf, ends_at, end);
+        let end = self.read_body(op, id, &mut reader, &mut buf, ends_at, end);
         *self.buf = buf;
         end
     }
@@ -137,6 +143,7 @@ impl<'a> Driver<'a> {
     fn read_body(
         &mut self,
         op: &mut Operation<'_>,
+        id: LegId,
         reader: &mut ureq::BodyReader<'static>,
         buf: &mut [u8],
         ends_at: Instant,
@@ -145,40 +152,26 @@ impl<'a> Driver<'a> {
         loop {
             let read = reader.read(buf);
             let now = self.clock.now();
-            if self.shared.is_cancelled() {
-                op.cancel();
+            if self.cancelled(op) {
                 return LegEnd::Cancelled;
             }
             match read {
+                Ok(0) => {
+                    op.handle_body_end(id, now);
+                    return reported(end, now, ends_at);
+                }
                 Ok(n) => {
-                    if let Some(end) = timed_out(op, ends_at, now) {
-                        return end;
-                    }
-                    if n == 0 {
-                        op.handle_body_end(now);
-                        return end;
-                    }
-                    if op.handle_body_chunk(&buf[..n], now) == LegStatus::Complete {
-                        // The answer is in. If the rest of the body ends at once, read it so
-                        // the connection goes back to the pool; otherwise drop the reader (and
-                        // with it the connection), however long the server meant to keep the
-                        // stream open.
-                        let until = (now + DRAIN_WAIT).min(ends_at);
-                        self.shared.set_drain(Some(until));
-                        let mut left = DRAIN_BYTES;
-                        while left > 0 {
-                            match reader.read(buf) {
-                                Ok(n) if n > 0 => left = left.saturating_sub(n),
-                                _ => break,
-                            }
+                    if op.handle_body_chunk(id, &buf[..n], now) == LegStatus::Complete {
+                        if now >= ends_at {
+                            return LegEnd::Transport(TransportErrorKind::TimedOut);
                         }
-                        self.shared.set_drain(None);
+                        self.drain(reader, buf, now, ends_at);
                         return end;
                     }
                     if self.between_chunks(op) {
                         // The operation ended while this stream was open (a nested leg
                         // failed or was cancelled): drop the stream.
-                        if self.shared.is_cancelled() {
+                        if matches!(self.done, Some(Err(Error::Cancelled { .. }))) {
                             return LegEnd::Cancelled;
                         }
                         return end;
@@ -188,16 +181,38 @@ impl<'a> Driver<'a> {
                 Err(err) => {
                     let error = body_error(err);
                     let kind = error.kind;
-                    op.handle_transport_error(error, now);
+                    op.handle_transport_error(id, error, now);
                     return LegEnd::Transport(kind);
                 }
             }
         }
     }
 
-    /// Drains `op` while a stream is being read: events go to the observer, a nested leg
-    /// (the answer to a request the server sent on the stream) runs to its end. Returns true
-    /// when the operation ended meanwhile, so the stream must be dropped.
+    /// The answer is in. If the rest of the body ends within the proto's drain bounds, read it
+    /// so the connection goes back to the pool; otherwise drop the reader (and with it the
+    /// connection), however long the server meant to keep the stream open.
+    fn drain(
+        &mut self,
+        reader: &mut ureq::BodyReader<'static>,
+        buf: &mut [u8],
+        now: Instant,
+        ends_at: Instant,
+    ) {
+        let until = (now + DRAIN_WAIT).min(ends_at);
+        self.shared.set_drain(Some(until));
+        let mut left = DRAIN_BYTES;
+        while left > 0 {
+            match reader.read(buf) {
+                Ok(n) if n > 0 => left = left.saturating_sub(n),
+                _ => break,
+            }
+        }
+        self.shared.set_drain(None);
+    }
+
+    /// Drains `op` while a stream is being read: events go to the observer, a leg it hands
+    /// out meanwhile (the answer to a request the server sent on the stream) runs to its end.
+    /// Returns true when the operation ended meanwhile, so the stream must be dropped.
     fn between_chunks(&mut self, op: &mut Operation<'_>) -> bool {
         loop {
             match op.poll_output(self.clock.now()) {
@@ -211,23 +226,15 @@ impl<'a> Driver<'a> {
             }
         }
     }
+}
 
-    /// Sends a best-effort `notifications/cancelled` outside any operation, under its own
-    /// grant, and reports it. Its answer is not read.
-    pub(crate) fn send_notice(&mut self, leg: Leg) {
-        let started = self.clock.now();
-        self.shared.begin_leg();
-        let end = match send(self.agent, leg.request, leg.timeout) {
-            Ok(response) => LegEnd::Status(response.status().as_u16()),
-            Err(err) => LegEnd::Transport(request_error(err, self.shared.connect_failed()).kind),
-        };
-        self.observer.leg_finished(&LegReport {
-            number: leg.number,
-            kind: leg.kind,
-            grant: leg.timeout,
-            elapsed: self.clock.now().saturating_duration_since(started),
-            end,
-        });
+/// How a leg that ended on an input at `now` is reported: the proto took an input at or after
+/// the leg's end as its timeout, and the report says so.
+fn reported(end: LegEnd, now: Instant, ends_at: Instant) -> LegEnd {
+    if now >= ends_at {
+        LegEnd::Transport(TransportErrorKind::TimedOut)
+    } else {
+        end
     }
 }
 
@@ -254,16 +261,6 @@ fn send(
             .build();
         agent.run(request)
     }
-}
-
-/// Feeds a timeout when the leg's grant has ended by `now`. The transport enforces the grant
-/// too; this catches an answer that arrived just past it.
-fn timed_out(op: &mut Operation<'_>, ends_at: Instant, now: Instant) -> Option<LegEnd> {
-    if now < ends_at {
-        return None;
-    }
-    op.handle_timeout(now);
-    Some(LegEnd::Transport(TransportErrorKind::TimedOut))
 }
 
 /// Maps a failure before the response head. `connect_failed` is true when the connector

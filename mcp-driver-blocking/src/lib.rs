@@ -21,16 +21,21 @@
 //!   says and inside the same budget.
 //! * Reporting each leg (grant, measured time, how it ended) and each server event to an
 //!   [`Observer`] ([`Client::set_observer`]).
-//! * Cancelling from another thread ([`CancelHandle`]).
+//! * Cancelling from another thread ([`CancelHandle`]), followed by the proto's cancel notice
+//!   when the configuration asks for one
+//!   ([`SessionConfig::with_cancel_notice`]).
 //!
 //! # Out of scope
 //! * Any decision: errors, re-initializing after a 404, refusing a leg when the budget is
-//!   spent, caps on bodies and pages, when to resume, how to answer a server request
-//!   ([`SessionConfig::respond_to`]) are all `mcp_proto`'s. Retries do not exist.
+//!   spent, whether a leg was late, caps on bodies and pages, when to resume, how to answer a
+//!   server request ([`SessionConfig::respond_to`]), how long to drain a body after its
+//!   answer are all `mcp_proto`'s. Retries do not exist.
 //! * Async: see `mcp-driver-tokio`. Helper threads: none are started on the operation path
 //!   (ureq itself resolves a host *name* on a helper thread, so that the grant bounds the
 //!   lookup; an IP address is used as is).
-//! * The standalone `GET` stream (server messages outside any operation).
+//! * The standalone `GET` stream ([`SessionConfig::with_listen`]): it must be read beside
+//!   the call, which a driver that reads one response at a time cannot do, so its leg is
+//!   declined and the call goes on without it. Use `mcp-driver-tokio` for servers that need it.
 //!
 //! # Timing
 //! The grant of a leg bounds all of it: resolve, connect, TLS, send, head and every body read.
@@ -47,9 +52,9 @@
 //!
 //! # fn main() -> Result<(), mcp_proto::Error> {
 //! let config = SessionConfig::new("https://tools.example.org/mcp")?
-//!     .header("Authorization", "Bearer s3cret")?
-//!     .budget(Budget::from_secs(20))
-//!     .resolution(Resolution::MILLISECOND);
+//!     .with_header("Authorization", "Bearer s3cret")?
+//!     .with_budget(Budget::from_secs(20))
+//!     .with_resolution(Resolution::MILLISECOND);
 //! let mut client = Client::new(config);
 //!
 //! // Three legs (initialize, notifications/initialized, tools/call) under one 20 s budget.
@@ -106,7 +111,6 @@ pub struct Client {
     shared: Arc<Shared>,
     clock: MonotonicClock,
     observer: Box<dyn Observer + Send>,
-    cancel_notice: bool,
     buf: Vec<u8>,
 }
 
@@ -137,7 +141,6 @@ impl Client {
             shared,
             clock: MonotonicClock,
             observer: Box::new(NoObserver),
-            cancel_notice: false,
             buf: Vec::new(),
         }
     }
@@ -167,18 +170,6 @@ impl Client {
         CancelHandle {
             shared: Arc::clone(&self.shared),
         }
-    }
-
-    /// Whether a cancelled `tools/call` is followed by a `notifications/cancelled` telling
-    /// the server to stop working on it (default: off).
-    ///
-    /// When on, a cancelled call returns only after that notice was sent and its response
-    /// head arrived, under the notice's own grant
-    /// ([`CANCEL_NOTICE_GRANT`](mcp_proto::operation::CANCEL_NOTICE_GRANT), 1 s): a cancel
-    /// then takes up to that long instead of returning at once. The notice is reported to
-    /// the observer as a leg of kind [`LegKind::CancelNotice`](mcp_proto::LegKind::CancelNotice).
-    pub fn set_cancel_notice(&mut self, on: bool) {
-        self.cancel_notice = on;
     }
 
     /// Checks the server answers, under the configured budget: on a new session the
@@ -211,7 +202,8 @@ impl Client {
     }
 
     /// Ends the session on the server (a `DELETE`, under the session's close budget: the
-    /// configured budget, at most 2 s) and forgets it; the next operation starts a new one.
+    /// configured budget, at most
+    /// [`CLOSE_BUDGET_CAP`](SessionConfig::CLOSE_BUDGET_CAP)) and forgets it; the next operation starts a new one.
     /// Nothing is sent when there is no live session id. A server that does not allow it
     /// (405) or already forgot the session (404) counts as closed.
     pub fn close(&mut self) -> Result<(), Error> {
@@ -221,7 +213,7 @@ impl Client {
     /// Runs `action` as one operation under `budget` (instead of the configured one), with
     /// grants rounded to the configured resolution. The deadline opens now.
     pub fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
-        let resolution = self.session.config().default_resolution();
+        let resolution = self.session.config().resolution();
         self.operate(|session, now| {
             session.start(action, OperationDeadline::start(now, budget, resolution))
         })
@@ -238,21 +230,10 @@ impl Client {
             self.observer.as_mut(),
             &mut self.buf,
         );
-        let (result, notice) = {
-            // From here until the guard drops, a cancel reaches this operation.
-            let _running = self.shared.begin_operation();
-            let mut op = start(&mut self.session, self.clock.now());
-            let result = driver.drive(&mut op);
-            let cancelled = matches!(result, Err(Error::Cancelled { .. }));
-            let notice = (cancelled && self.cancel_notice)
-                .then(|| op.cancel_notice(self.clock.now()))
-                .flatten();
-            (result, notice)
-        };
-        if let Some(notice) = notice {
-            driver.send_notice(notice);
-        }
-        result
+        // From here until the guard drops, a cancel reaches this operation.
+        let _running = self.shared.begin_operation();
+        let mut op = start(&mut self.session, self.clock.now());
+        driver.drive(&mut op)
     }
 }
 

@@ -27,7 +27,7 @@ fn cancel_latency(
     args: serde_json::Map<String, serde_json::Value>,
 ) -> Duration {
     let server = TestServer::start(script);
-    let mut client = Client::new(config(&server, Duration::from_secs(30)).progress(progress));
+    let mut client = Client::new(config(&server, Duration::from_secs(30)).with_progress(progress));
     let recorder = common::Recorder::default();
     client.set_observer(recorder.clone());
     client.probe().unwrap();

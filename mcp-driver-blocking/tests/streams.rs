@@ -126,8 +126,8 @@ fn a_request_from_the_server_is_answered_while_its_stream_is_read() {
     let (url, seen) = eliciting_server();
     let config = mcp_proto::SessionConfig::new(&url)
         .unwrap()
-        .budget(mcp_proto::Budget::from_secs(10))
-        .resolution(mcp_proto::Resolution::MILLISECOND)
+        .with_budget(mcp_proto::Budget::from_secs(10))
+        .with_resolution(mcp_proto::Resolution::MILLISECOND)
         .respond_to("elicitation/create", |params| {
             Ok(accept_elicitation_with_defaults(params))
         });

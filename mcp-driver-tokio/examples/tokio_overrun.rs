@@ -36,8 +36,8 @@ impl Observer for LastLeg {
 async fn main() -> Result<(), Error> {
     let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
     let config = SessionConfig::new(&server.url())?
-        .budget(Budget::from_duration(BUDGET))
-        .resolution(Resolution::MILLISECOND);
+        .with_budget(Budget::from_duration(BUDGET))
+        .with_resolution(Resolution::MILLISECOND);
     println!(
         "{RUNS} tool calls against a stalled server, budget {} ms at 1 ms resolution",
         BUDGET.as_millis()

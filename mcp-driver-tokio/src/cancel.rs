@@ -48,7 +48,7 @@ impl CancelShared {
 /// [`cancel`](Self::cancel) ends the operation in flight promptly with
 /// [`Error::Cancelled`](mcp_proto::Error::Cancelled): the request in flight is dropped (its
 /// connection closed) and nothing more is sent (except the optional `notifications/cancelled`,
-/// see [`Client::set_cancel_notice`](crate::Client::set_cancel_notice)).
+/// see [`SessionConfig::with_cancel_notice`](mcp_proto::SessionConfig::with_cancel_notice)).
 /// Fired while no operation is in flight, it does nothing, to that client's later operations
 /// either. Clones cancel the same client.
 ///

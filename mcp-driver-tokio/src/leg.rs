@@ -1,23 +1,36 @@
-//! Legs on the wire: send a request, feed the head and every body frame to the operation,
-//! stop the moment it has the answer.
+//! Legs on the wire: each leg in flight is a request and then a body, read beside the others;
+//! what they deliver goes to the operation under the leg's id.
+//!
+//! Nothing here decides anything: every head, frame and failure goes to the operation, which
+//! says whether to read on. The only waits are the operation's (its next timer, in the
+//! client's loop) and the drain after an answer, bounded by the proto's [`DRAIN_WAIT`] and
+//! [`DRAIN_BYTES`].
 
 use std::error::Error as StdError;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::Request;
-use http::response::Parts;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use hyper::body::{Body as _, Frame, Incoming};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use mcp_proto::{Clock, LegEnd, LegStatus, Operation, TransportError, TransportErrorKind};
+use mcp_proto::{
+    Clock, DRAIN_BYTES, DRAIN_WAIT, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Observer,
+    Operation, TransportError, TransportErrorKind,
+};
 
 use crate::clock::TokioClock;
 
 /// The HTTP client every leg goes through.
 pub(crate) type Http = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+type HeadResult = Result<http::Response<Incoming>, hyper_util::client::legacy::Error>;
+type Head = Pin<Box<dyn Future<Output = HeadResult> + Send>>;
 
 /// An HTTP/1.1 client: plain HTTP, or HTTPS through rustls with the ring provider and
 /// Mozilla's roots. Redirects are not followed (hyper never does).
@@ -38,71 +51,186 @@ pub(crate) fn http_client() -> Http {
         .build(connector)
 }
 
-/// Reads what sending a request gave: the head and body, or a failure fed to `op` and
-/// returned as the leg's end.
-pub(crate) fn sent(
+/// One leg in flight.
+pub(crate) struct InFlight {
+    id: LegId,
+    kind: LegKind,
+    grant: Duration,
+    started: Instant,
+    ends_at: Instant,
+    /// The response's status, once its head is in.
+    status: Option<u16>,
+    state: State,
+}
+
+enum State {
+    /// The request is being sent; its head is awaited.
+    Head(Head),
+    /// The head was fed; the body is read frame by frame.
+    Body(Incoming),
+}
+
+/// What a leg delivered.
+pub(crate) enum Delivery {
+    /// The response head (or why there is none).
+    Head(HeadResult),
+    /// A body frame, its end (`None`) or a broken body.
+    Frame(Option<Result<Frame<Bytes>, hyper::Error>>),
+}
+
+impl InFlight {
+    /// Starts the leg's request; it makes progress when [`next`] polls it.
+    pub(crate) fn start(http: &Http, leg: Leg, now: Instant) -> Self {
+        let request = leg.request.map(|body| Full::new(Bytes::from(body)));
+        Self {
+            id: leg.id,
+            kind: leg.kind,
+            grant: leg.timeout,
+            started: now,
+            ends_at: leg.ends_at,
+            status: None,
+            state: State::Head(Box::pin(http.request(request))),
+        }
+    }
+
+    fn report(&self, end: LegEnd, now: Instant, observer: &mut (dyn Observer + Send)) {
+        observer.leg_finished(&LegReport {
+            number: self.id.number(),
+            kind: self.kind,
+            grant: self.grant,
+            elapsed: now.saturating_duration_since(self.started),
+            end,
+        });
+    }
+}
+
+/// The next delivery of any leg in flight, with its index; never resolves when none is in
+/// flight, so it can sit in a `select!` beside the operation's timer. Cancel-safe: dropping it
+/// loses nothing.
+pub(crate) async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
+    std::future::poll_fn(|cx| {
+        for (index, leg) in legs.iter_mut().enumerate() {
+            let delivery = match &mut leg.state {
+                State::Head(head) => head.as_mut().poll(cx).map(Delivery::Head),
+                State::Body(body) => Pin::new(body).poll_frame(cx).map(Delivery::Frame),
+            };
+            if let Poll::Ready(delivery) = delivery {
+                return Poll::Ready((index, delivery));
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Feeds what leg `index` delivered to the operation; a leg that is over is reported and
+/// dropped.
+pub(crate) async fn feed(
     op: &mut Operation<'_>,
-    sent: Result<http::Response<Incoming>, hyper_util::client::legacy::Error>,
-) -> Result<(Parts, Incoming), LegEnd> {
-    match sent {
-        Ok(response) => Ok(response.into_parts()),
-        Err(err) => {
+    legs: &mut Vec<InFlight>,
+    index: usize,
+    delivery: Delivery,
+    observer: &mut (dyn Observer + Send),
+) {
+    let now = TokioClock.now();
+    let leg = &mut legs[index];
+    let id = leg.id;
+    let end = match delivery {
+        Delivery::Head(Ok(response)) => {
+            let (head, body) = response.into_parts();
+            leg.status = Some(head.status.as_u16());
+            if op.handle_response(id, head.status, &head.headers, now) == LegStatus::ReadMore {
+                leg.state = State::Body(body);
+                return;
+            }
+            // Unread, the body closes its connection; an empty one is already pooled.
+            LegEnd::Status(head.status.as_u16())
+        }
+        Delivery::Head(Err(err)) => {
             let kind = kind_of(&err);
-            op.handle_transport_error(TransportError::new(kind, chain(&err)), TokioClock.now());
-            Err(LegEnd::Transport(kind))
+            op.handle_transport_error(id, TransportError::new(kind, chain(&err)), now);
+            LegEnd::Transport(kind)
         }
-    }
-}
-
-/// Sends `request` and waits for the response head (connecting first if the pool has no
-/// idle connection). A failure is fed to `op` and returned as the leg's end.
-pub(crate) async fn send(
-    http: &Http,
-    op: &mut Operation<'_>,
-    request: Request<Vec<u8>>,
-) -> Result<(Parts, Incoming), LegEnd> {
-    let request = request.map(|body| Full::new(Bytes::from(body)));
-    sent(op, http.request(request).await)
-}
-
-/// What reading one body frame gave.
-pub(crate) enum Frame {
-    /// The operation wants more of the body.
-    ReadMore,
-    /// The leg is over (answer in, body ended, refused or broken): drop the body.
-    Over(Option<LegEnd>),
-}
-
-/// Reads the next frame of `body` and feeds it to `op`.
-pub(crate) async fn read_frame(op: &mut Operation<'_>, body: &mut Incoming) -> Frame {
-    feed_frame(op, body.frame().await)
-}
-
-/// Feeds one frame read from a body (or its end, or its failure) to `op`.
-pub(crate) fn feed_frame(
-    op: &mut Operation<'_>,
-    frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>,
-) -> Frame {
-    let clock = TokioClock;
-    match frame {
-        None => {
-            op.handle_body_end(clock.now());
-            Frame::Over(None)
+        Delivery::Frame(None) => {
+            op.handle_body_end(id, now);
+            LegEnd::Status(leg.status.unwrap_or_default())
         }
-        Some(Err(err)) => {
+        Delivery::Frame(Some(Err(err))) => {
             let error = TransportError::new(TransportErrorKind::Io, chain(&err));
-            op.handle_transport_error(error, clock.now());
-            Frame::Over(Some(LegEnd::Transport(TransportErrorKind::Io)))
+            op.handle_transport_error(id, error, now);
+            LegEnd::Transport(TransportErrorKind::Io)
         }
-        Some(Ok(frame)) => match frame.data_ref().filter(|data| !data.is_empty()) {
+        Delivery::Frame(Some(Ok(frame))) => {
             // Trailers and empty frames carry nothing an MCP answer needs.
-            None => Frame::ReadMore,
-            Some(data) => match op.handle_body_chunk(data, clock.now()) {
-                LegStatus::ReadMore => Frame::ReadMore,
-                LegStatus::Complete => Frame::Over(None),
-            },
-        },
+            let Some(data) = frame.data_ref().filter(|data| !data.is_empty()) else {
+                return;
+            };
+            if op.handle_body_chunk(id, data, now) == LegStatus::ReadMore {
+                return;
+            }
+            if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {
+                drain_rest(body).await;
+            }
+            LegEnd::Status(leg.status.unwrap_or_default())
+        }
+    };
+    // An input at or after the leg's end was its timeout, for the proto and so for the report.
+    let end = if now >= leg.ends_at {
+        LegEnd::Transport(TransportErrorKind::TimedOut)
+    } else {
+        end
+    };
+    let leg = legs.swap_remove(index);
+    leg.report(end, TokioClock.now(), observer);
+}
+
+/// Drops the legs the operation no longer has in flight (their grant expired, or the
+/// operation let them go), reporting each.
+pub(crate) fn prune(
+    op: &Operation<'_>,
+    legs: &mut Vec<InFlight>,
+    observer: &mut (dyn Observer + Send),
+    now: Instant,
+) {
+    let mut index = 0;
+    while index < legs.len() {
+        if op.is_in_flight(legs[index].id) {
+            index += 1;
+            continue;
+        }
+        let leg = legs.swap_remove(index);
+        let end = dropped_end(&leg, now);
+        leg.report(end, now, observer);
     }
+}
+
+/// Drops every leg at the end of the operation, reporting each.
+pub(crate) fn drop_all(
+    legs: &mut Vec<InFlight>,
+    observer: &mut (dyn Observer + Send),
+    now: Instant,
+) {
+    for leg in legs.drain(..) {
+        let end = dropped_end(&leg, now);
+        leg.report(end, now, observer);
+    }
+}
+
+/// Drops every leg after a cancel, reporting each as cancelled.
+pub(crate) fn cancel_all(legs: &mut Vec<InFlight>, observer: &mut (dyn Observer + Send)) {
+    let now = TokioClock.now();
+    for leg in legs.drain(..) {
+        leg.report(LegEnd::Cancelled, now, observer);
+    }
+}
+
+/// How a leg the driver drops without a delivery of its own ended: its grant ran out, its
+/// stream was open (the status it had), or the operation let it go before its head.
+fn dropped_end(leg: &InFlight, now: Instant) -> LegEnd {
+    if now >= leg.ends_at {
+        return LegEnd::Transport(TransportErrorKind::TimedOut);
+    }
+    leg.status.map_or(LegEnd::Cancelled, LegEnd::Status)
 }
 
 /// The kind of a failed request: no connection, an answer that is not HTTP (a head that
@@ -124,15 +252,14 @@ pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportError
     TransportErrorKind::Io
 }
 
-/// After the answer is in: reads what is left of `body` if it ends within a millisecond (and
-/// 64 KiB), so that hyper puts the connection back in its pool instead of closing it.
-pub(crate) async fn drain_rest(body: &mut Incoming) {
-    use hyper::body::Body as _;
+/// After the answer is in: reads what is left of `body` if it ends within the proto's drain
+/// bounds, so that hyper puts the connection back in its pool instead of closing it.
+async fn drain_rest(body: &mut Incoming) {
     if body.is_end_stream() {
         return;
     }
-    let _ = tokio::time::timeout(std::time::Duration::from_millis(1), async {
-        let mut left = 64 * 1024usize;
+    let _ = tokio::time::timeout(DRAIN_WAIT, async {
+        let mut left = DRAIN_BYTES;
         while let Some(Ok(frame)) = body.frame().await {
             left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
             if left == 0 {

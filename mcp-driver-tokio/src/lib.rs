@@ -19,16 +19,16 @@
 //!   [`Error::Cancelled`].
 //! * Reporting: every leg's grant and measured duration, and every server event, to an
 //!   [`Observer`].
-//! * Every leg `mcp-proto` asks for: answers to server requests sent as nested legs while a
-//!   stream is read, resumption of a closed stream with `GET` and `Last-Event-ID`, and
-//!   optionally a best-effort `notifications/cancelled` for a cancelled `tools/call`
-//!   ([`Client::set_cancel_notice`]).
+//! * Every leg `mcp-proto` asks for, read side by side in one `select!`: answers to server
+//!   requests sent while a stream is read, the session's standalone stream
+//!   ([`SessionConfig::with_listen`]), resumption of a closed stream with `GET` and
+//!   `Last-Event-ID`, and optionally a best-effort `notifications/cancelled` for a cancelled
+//!   `tools/call` ([`SessionConfig::with_cancel_notice`]).
 //!
 //! # Out of scope
 //! * Policy of any kind: retries, backoff, budgets other than the one the caller set.
 //! * Redirects (hyper does not follow them; a 3xx ends the leg as [`Error::HttpStatus`]),
-//!   HTTP/2, proxies, client certificates, the standalone `GET` stream for server-initiated
-//!   messages.
+//!   HTTP/2, proxies, client certificates.
 //!
 //! # Why hyper-util rather than reqwest
 //! * Fewer dependencies and a shorter build: reqwest brings features an MCP client does not use
@@ -53,9 +53,9 @@
 //!
 //! # async fn demo() -> Result<(), mcp_proto::Error> {
 //! let config = SessionConfig::new("https://tools.example.org/mcp")?
-//!     .header("Authorization", "Bearer s3cret")?
-//!     .budget(Budget::from_secs(20))
-//!     .resolution(Resolution::MILLISECOND);
+//!     .with_header("Authorization", "Bearer s3cret")?
+//!     .with_budget(Budget::from_secs(20))
+//!     .with_resolution(Resolution::MILLISECOND);
 //! let mut client = Client::new(config);
 //!
 //! // Handshake and tools/call: one operation, one 20 s budget across its three legs.
@@ -78,7 +78,6 @@ mod cancel;
 mod client;
 mod clock;
 mod leg;
-mod listen;
 
 pub use cancel::CancelHandle;
 pub use client::Client;

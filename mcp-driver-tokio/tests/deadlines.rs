@@ -21,10 +21,9 @@ async fn a_cancelled_tool_call_can_be_announced_to_the_server() {
     let server = Arc::new(TestServer::start(
         Script::new().hostile("tools/call", Hostile::Stall),
     ));
-    let mut client = client(&server);
+    let mut client = Client::new(config(&server).with_cancel_notice(true));
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
-    client.set_cancel_notice(true);
     cancelled_call(&server, &mut client, "tools/call").await;
     // The notice was sent (and answered) before the operation returned.
     assert_eq!(
@@ -72,9 +71,7 @@ async fn no_announcement_when_it_is_disabled() {
     let server = Arc::new(TestServer::start(
         Script::new().hostile("tools/call", Hostile::Stall),
     ));
-    let mut client = client(&server);
-    client.set_cancel_notice(true);
-    client.set_cancel_notice(false);
+    let mut client = Client::new(config(&server).with_cancel_notice(false));
     cancelled_call(&server, &mut client, "tools/call").await;
     // Nothing more arrives (a bounded wait for a fourth request that must not come).
     assert!(!server.wait_for_requests(4, Duration::from_millis(500)));
@@ -89,8 +86,7 @@ async fn cancelling_a_handshake_leg_sends_no_announcement() {
     let server = Arc::new(TestServer::start(
         Script::new().hostile("initialize", Hostile::Stall),
     ));
-    let mut client = client(&server);
-    client.set_cancel_notice(true);
+    let mut client = Client::new(config(&server).with_cancel_notice(true));
     cancelled_call(&server, &mut client, "initialize").await;
     assert!(!server.wait_for_requests(2, Duration::from_millis(300)));
     assert_eq!(server.rpc_methods(), ["initialize"]);
@@ -162,7 +158,7 @@ async fn paused_tokio_time_drives_the_grants() {
     // stalled initialize times out at exactly its 20 s grant by tokio's clock, in real
     // milliseconds: the proto's instants and tokio's timers are one clock.
     let server = TestServer::start(Script::new().hostile_all(Hostile::Stall));
-    let mut client = Client::new(config(&server).budget(Budget::from_secs(20)));
+    let mut client = Client::new(config(&server).with_budget(Budget::from_secs(20)));
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
     let real = Instant::now();
@@ -196,8 +192,7 @@ async fn a_cancel_while_waiting_to_resume_ends_at_once_and_announces() {
     let server = Arc::new(TestServer::start(
         Script::new().hostile("tools/call", Hostile::CloseAfterPriming { retry_ms: 5_000 }),
     ));
-    let mut client = client(&server);
-    client.set_cancel_notice(true);
+    let mut client = Client::new(config(&server).with_cancel_notice(true));
     let canceller = tokio::spawn(cancel_once_seen(
         Arc::clone(&server),
         client.cancel_handle(),

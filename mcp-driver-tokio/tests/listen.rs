@@ -14,9 +14,9 @@ async fn a_server_without_a_standalone_stream_still_answers_the_call() {
     let server = TestServer::start(Script::new());
     let config = SessionConfig::new(&server.url())
         .unwrap()
-        .budget(Budget::from_secs(5))
-        .resolution(Resolution::MILLISECOND)
-        .listen(true);
+        .with_budget(Budget::from_secs(5))
+        .with_resolution(Resolution::MILLISECOND)
+        .with_listen(true);
     let mut client = Client::new(config);
     let mut args = Map::new();
     args.insert("text".into(), "hi".into());

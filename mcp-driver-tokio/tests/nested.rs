@@ -134,7 +134,7 @@ fn serve(
 fn config(addr: SocketAddr) -> SessionConfig {
     SessionConfig::new(&format!("http://{addr}/mcp"))
         .expect("valid URL")
-        .resolution(Resolution::MILLISECOND)
+        .with_resolution(Resolution::MILLISECOND)
 }
 
 #[tokio::test]

@@ -26,8 +26,8 @@ fn tool_call(title: &str, durations: &[f64]) {
                 let spent = Duration::from_secs_f64(durations.next().unwrap_or(0.0));
                 println!(
                     "  leg={} method={:<26} granted={:>2} s  spent={:>4.1} s",
-                    leg.number,
-                    leg.kind.method(),
+                    leg.id.number(),
+                    leg.kind.label(),
                     leg.timeout.as_secs(),
                     spent.as_secs_f64()
                 );
@@ -40,10 +40,10 @@ fn tool_call(title: &str, durations: &[f64]) {
                 headers.insert("content-type", HeaderValue::from_static("application/json"));
                 headers.insert("mcp-session-id", HeaderValue::from_static("demo-session"));
                 let now = clock.now();
-                if op.handle_response(status, &headers, now) == LegStatus::ReadMore
-                    && op.handle_body_chunk(&body, now) == LegStatus::ReadMore
+                if op.handle_response(leg.id, status, &headers, now) == LegStatus::ReadMore
+                    && op.handle_body_chunk(leg.id, &body, now) == LegStatus::ReadMore
                 {
-                    op.handle_body_end(now);
+                    op.handle_body_end(leg.id, now);
                 }
             }
             Output::Event(_) => {}

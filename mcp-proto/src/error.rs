@@ -5,7 +5,11 @@
 //! * **The server or the path to it failed**: leg timed out, unreachable, HTTP status,
 //!   unsupported content type, malformed answer, JSON-RPC error, answer too large, session
 //!   expired beyond recovery, unsupported protocol version, a tool listing that does not end.
-//! * **The caller**: cancelled, an unusable URL or header, an operation polled after it finished.
+//! * **The caller**: an unusable URL or header, an operation polled after it finished; and
+//!   cancellation, which the caller asked for.
+//!
+//! [`Error::fault`] says which, as a [`Fault`], so a caller can act on it (retry later, fix
+//! the configuration, raise the budget) without matching every variant.
 //!
 //! Every message names the server by its label (default: host and port of its URL). Text that
 //! came from the server is quoted through [`clip`]: control characters folded to a space, at
@@ -14,6 +18,7 @@
 use std::time::Duration;
 
 use crate::deadline::{Budget, format_seconds};
+use crate::model::ProtocolVersion;
 
 /// The most characters of server-sent text quoted in an error message.
 pub const QUOTE_LIMIT: usize = 200;
@@ -34,7 +39,7 @@ pub enum Error {
         server: String,
         /// The operation's budget (after raising to the floor).
         budget: Budget,
-        /// The JSON-RPC method of the refused leg.
+        /// The request of the refused leg: its JSON-RPC method (`DELETE` for a close).
         method: &'static str,
         /// The refused leg's number within the operation (1-based).
         leg: u32,
@@ -47,7 +52,8 @@ pub enum Error {
     LegTimedOut {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
         /// The leg's grant.
         grant: Duration,
@@ -57,7 +63,8 @@ pub enum Error {
     Unreachable {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
         /// The transport's reason, clipped.
         reason: String,
@@ -67,7 +74,8 @@ pub enum Error {
     HttpStatus {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
         /// The status code.
         status: u16,
@@ -79,7 +87,8 @@ pub enum Error {
     UnsupportedContentType {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
         /// The media type, clipped.
         content_type: String,
@@ -91,7 +100,8 @@ pub enum Error {
     Malformed {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
         /// What was wrong, with any quoted server text clipped.
         detail: String,
@@ -101,7 +111,8 @@ pub enum Error {
     JsonRpc {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
         /// The error code (0 when the server sent none or a non-integer).
         code: i64,
@@ -117,7 +128,8 @@ pub enum Error {
     AnswerTooLarge {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
         /// The cap in bytes.
         limit: usize,
@@ -129,12 +141,14 @@ pub enum Error {
     SessionExpired {
         /// The server's label.
         server: String,
-        /// The JSON-RPC method of the leg.
+        /// The request the failure is about: the JSON-RPC method whose answer was awaited
+        /// (`DELETE` for a close).
         method: &'static str,
     },
     /// The server chose a protocol version this client does not speak.
     #[error(
-        "MCP server \"{server}\" chose protocol version \"{version}\", which this client does not support (it supports 2025-11-25, 2025-06-18 and 2025-03-26)"
+        "MCP server \"{server}\" chose protocol version \"{version}\", which this client does not support (it supports {})",
+        ProtocolVersion::supported_list()
     )]
     UnsupportedProtocolVersion {
         /// The server's label.
@@ -189,7 +203,54 @@ pub enum Error {
     AlreadyFinished,
 }
 
+/// Who or what is at fault when an operation fails (h11's split of local from remote).
+///
+/// Deliberately exhaustive: a caller's `match` on it (an exit code, a retry policy) covers
+/// every case, and a new kind of fault would be a breaking change that makes it say so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// The operation's budget ran out before a leg could be sent: the server was not asked.
+    Budget,
+    /// The path to the server: it could not be reached, or a leg did not finish within its
+    /// grant.
+    Network,
+    /// The server answered, but not with what the protocol asks for (a status, a malformed
+    /// or oversized answer, a JSON-RPC error, a listing that does not end...).
+    Server,
+    /// The caller's input cannot be used (a URL, a header) or the API was misused.
+    Caller,
+    /// The caller cancelled the operation.
+    Cancelled,
+}
+
 impl Error {
+    /// Who or what is at fault.
+    ///
+    /// ```
+    /// use mcp_proto::{Error, Fault};
+    /// let err = Error::HttpStatus { server: "s:80".into(), method: "tools/call", status: 503 };
+    /// assert_eq!(err.fault(), Fault::Server);
+    /// ```
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::BudgetExhausted { .. } => Fault::Budget,
+            Self::LegTimedOut { .. } | Self::Unreachable { .. } => Fault::Network,
+            Self::HttpStatus { .. }
+            | Self::UnsupportedContentType { .. }
+            | Self::Malformed { .. }
+            | Self::JsonRpc { .. }
+            | Self::AnswerTooLarge { .. }
+            | Self::SessionExpired { .. }
+            | Self::UnsupportedProtocolVersion { .. }
+            | Self::TooManyPages { .. }
+            | Self::RepeatedCursor { .. } => Fault::Server,
+            Self::Cancelled { .. } => Fault::Cancelled,
+            Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => {
+                Fault::Caller
+            }
+        }
+    }
+
     /// The label of the server the error is about, when it is about one.
     pub fn server(&self) -> Option<&str> {
         match self {

@@ -2,7 +2,7 @@
 //!
 //! Outgoing messages are built here; incoming ones are classified here. This module decides
 //! what a message *is* (a response, a server request, a notification); what an operation does
-//! with it lives in `operation.rs`.
+//! with it lives in the `operation` module.
 
 use serde_json::{Map, Value, json};
 
@@ -55,7 +55,7 @@ pub struct RpcError {
 
 /// A message that arrived from the server, classified.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A response carrying `result` (with the id it answers).
     Result {
         /// The id as sent (`None` when missing or not a number or string).
@@ -92,7 +92,7 @@ pub enum Incoming {
 
 /// Classifies one decoded JSON-RPC object. It takes the object by value so a large `result`
 /// is moved to the caller, never copied.
-pub fn classify(mut message: Map<String, Value>) -> Incoming {
+pub(crate) fn classify(mut message: Map<String, Value>) -> Incoming {
     let id = message.get("id").and_then(RequestId::from_value);
     if let Some(Value::String(method)) = message.remove("method") {
         let params = message.remove("params").unwrap_or(Value::Null);
@@ -125,7 +125,7 @@ pub fn classify(mut message: Map<String, Value>) -> Incoming {
 }
 
 /// Serialises a request. `params` is always an object (`{}` when empty, never `[]`).
-pub fn request(id: i64, method: &str, params: Map<String, Value>) -> Vec<u8> {
+pub(crate) fn request(id: i64, method: &str, params: Map<String, Value>) -> Vec<u8> {
     // Serialising a `Value` built from maps and strings cannot fail.
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
         .unwrap_or_default()
@@ -133,7 +133,7 @@ pub fn request(id: i64, method: &str, params: Map<String, Value>) -> Vec<u8> {
 
 /// Serialises a request whose `params` is any serialisable object, without building a
 /// `Value` tree first.
-pub fn request_with(id: i64, method: &str, params: &impl serde::Serialize) -> Vec<u8> {
+pub(crate) fn request_with(id: i64, method: &str, params: &impl serde::Serialize) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Envelope<'a, P> {
         jsonrpc: &'static str,
@@ -152,7 +152,7 @@ pub fn request_with(id: i64, method: &str, params: &impl serde::Serialize) -> Ve
 }
 
 /// Serialises a notification. `params` is always an object.
-pub fn notification(method: &str, params: Map<String, Value>) -> Vec<u8> {
+pub(crate) fn notification(method: &str, params: Map<String, Value>) -> Vec<u8> {
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
         .unwrap_or_default()
 }

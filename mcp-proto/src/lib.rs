@@ -11,22 +11,42 @@
 //! * The budget arithmetic ([`Budget`], [`Resolution`], [`OperationDeadline`]) and the
 //!   [`Clock`] seam ([`MonotonicClock`], [`ManualClock`]).
 //! * The Streamable HTTP client side of MCP as a state machine ([`Session`], [`Operation`]):
-//!   request intents with their grants out, response heads and body chunks in.
+//!   request intents with their grants out, response heads and body chunks in, each input
+//!   naming its leg ([`LegId`]).
 //! * Reading answers: JSON or an event stream ([`sse`]), checked ids, a body cap, typed
-//!   [`Error`]s that name the server.
+//!   [`Error`]s that name the server and say whose fault they are ([`Fault`]).
+//! * Every decision of the transport: re-initialising an expired session, resuming a closed
+//!   stream, answering the server's requests, the standalone stream, the cancel notice, how
+//!   long a driver may drain a body after its answer ([`DRAIN_WAIT`], [`DRAIN_BYTES`]).
 //!
 //! # Out of scope
 //! * Sockets, TLS, threads, timers, async runtimes: the drivers (`mcp-driver-blocking`,
 //!   `mcp-driver-tokio`) do the I/O. This crate never reads a clock: time is an argument.
 //! * Retries and backoff: a budget says when to stop waiting, not when to call again.
 //!
+//! # The architecture, by module
+//!
+//! | module        | what it is                                                            |
+//! |---------------|-----------------------------------------------------------------------|
+//! | `clock`       | the [`Clock`] seam                                                    |
+//! | `deadline`    | [`Budget`], [`Resolution`], [`OperationDeadline`]: the arithmetic     |
+//! | `config`      | [`SessionConfig`]: what a session knows before it talks               |
+//! | `session`     | [`Session`]: what a handshake established, kept between operations    |
+//! | [`operation`] | [`Operation`]: the state machine, split by concern in its own folder  |
+//! | `wire`        | request bytes and headers, session-id checks                          |
+//! | `jsonrpc`     | JSON-RPC envelopes out, classification in                             |
+//! | [`sse`]       | the incremental event-stream parser                                   |
+//! | `model`       | typed results ([`Tool`], [`CallToolResult`], ...)                     |
+//! | `error`       | [`Error`] and [`Fault`]                                               |
+//! | `observe`     | [`Observer`] and [`LegReport`]: what drivers report                   |
+//!
 //! # The driver loop
 //!
 //! ```text
 //!   poll_output(now) ──► Transmit(leg) ──► send leg.request under leg.timeout
-//!        ▲                                   │ handle_response(head)
-//!        │                                   │ handle_body_chunk(..)* ──► Complete? stop reading
-//!        │                                   │ handle_body_end | handle_transport_error
+//!        ▲                                   │ handle_response(leg.id, head)
+//!        │                                   │ handle_body_chunk(leg.id, ..)* ──► Complete? stop reading
+//!        │                                   │ handle_body_end(leg.id) | handle_transport_error(leg.id, ..)
 //!        ├──────────── Event(ev) ◄───────────┘
 //!        ├──────────── Wait(until) ──► handle_timeout(now)
 //!        └──────────── Done(result)
@@ -36,25 +56,32 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod clock;
-pub mod deadline;
-pub mod error;
-pub mod jsonrpc;
-pub mod model;
-pub mod observe;
+mod clock;
+mod config;
+mod deadline;
+mod error;
+mod jsonrpc;
+mod model;
+mod observe;
 pub mod operation;
-pub mod session;
+mod session;
 pub mod sse;
+mod wire;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use config::{ClientInfo, SessionConfig};
 pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};
-pub use error::{Error, clip};
+pub use error::{Error, Fault, QUOTE_LIMIT, clip};
+pub use jsonrpc::{RequestId, RpcError};
 pub use model::{
-    CallToolResult, Content, Notification, Progress, ProtocolVersion, ServerInfo, SessionInfo, Tool,
+    CallToolResult, Content, LABEL_LIMIT, Notification, Progress, ProtocolVersion, ServerInfo,
+    SessionInfo, Tool, accept_elicitation_with_defaults,
 };
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
-    Action, Event, Leg, LegKind, LegStatus, Operation, Outcome, Output, TransportError,
+    Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
+    Leg, LegId, LegKind, LegStatus, MAX_RESUMPTIONS, Operation, Outcome, Output, TransportError,
     TransportErrorKind,
 };
-pub use session::{ClientInfo, Session, SessionConfig};
+pub use session::Session;
+pub use wire::{LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, PROTOCOL_VERSION_HEADER, SESSION_HEADER};

@@ -36,14 +36,22 @@ impl ProtocolVersion {
         }
     }
 
+    /// Every version this client speaks, newest first.
+    pub const ALL: [Self; 3] = [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26];
+
+    /// The versions this client speaks, newest first, for a sentence: `"a, b and c"`.
+    pub fn supported_list() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
     /// Parses the wire form; `None` for a version this client does not speak.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "2025-03-26" => Some(Self::V2025_03_26),
-            "2025-06-18" => Some(Self::V2025_06_18),
-            "2025-11-25" => Some(Self::V2025_11_25),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|v| v.as_str() == text)
     }
 }
 
@@ -275,7 +283,7 @@ pub(crate) fn server_info(value: Option<&Value>) -> ServerInfo {
 /// that declares a `default` with that default (strings, numbers, integers, booleans, enums).
 ///
 /// ```
-/// use mcp_proto::model::accept_elicitation_with_defaults;
+/// use mcp_proto::accept_elicitation_with_defaults;
 /// use serde_json::json;
 /// let params = json!({"message": "?", "requestedSchema": {"type": "object", "properties": {
 ///     "name": {"type": "string", "default": "Ada"}, "age": {"type": "integer", "default": 36},

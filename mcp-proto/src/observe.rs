@@ -4,6 +4,7 @@
 //! This is plain data and a trait; drivers call it, the state machine never does. It exists so
 //! that both drivers report in the same shape and a tool like `mcp-call --trace` works with either.
 
+use std::fmt;
 use std::time::Duration;
 
 use crate::operation::{Event, LegKind, TransportErrorKind};
@@ -23,6 +24,35 @@ pub struct LegReport {
     pub end: LegEnd,
 }
 
+/// One line for traces, the same in every tool that prints legs:
+/// `leg=2 method=tools/call granted_ms=19000 elapsed_ms=12 status=200`.
+///
+/// ```
+/// use mcp_proto::{LegEnd, LegKind, LegReport};
+/// use std::time::Duration;
+/// let report = LegReport {
+///     number: 3,
+///     kind: LegKind::Resume,
+///     grant: Duration::from_secs(14),
+///     elapsed: Duration::from_millis(250),
+///     end: LegEnd::Status(200),
+/// };
+/// assert_eq!(report.to_string(), "leg=3 method=resume granted_ms=14000 elapsed_ms=250 status=200");
+/// ```
+impl fmt::Display for LegReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "leg={} method={} granted_ms={} elapsed_ms={} status={}",
+            self.number,
+            self.kind.label(),
+            self.grant.as_millis(),
+            self.elapsed.as_millis(),
+            self.end.word()
+        )
+    }
+}
+
 /// How a leg ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -37,13 +67,14 @@ pub enum LegEnd {
 
 impl LegEnd {
     /// One word for traces: the status code, or `timeout`, `connect`, `protocol`, `io`,
-    /// `cancelled`.
+    /// `declined`, `cancelled`.
     pub fn word(&self) -> String {
         match self {
             Self::Status(code) => code.to_string(),
             Self::Transport(TransportErrorKind::TimedOut) => "timeout".to_owned(),
             Self::Transport(TransportErrorKind::Connect) => "connect".to_owned(),
             Self::Transport(TransportErrorKind::Protocol) => "protocol".to_owned(),
+            Self::Transport(TransportErrorKind::Declined) => "declined".to_owned(),
             Self::Transport(_) => "io".to_owned(),
             Self::Cancelled => "cancelled".to_owned(),
         }

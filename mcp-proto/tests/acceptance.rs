@@ -132,7 +132,7 @@ fn a_remainder_is_rounded_up_not_truncated() {
     let mut session = Session::new(
         SessionConfig::new("http://mcp.example.test/mcp")
             .unwrap()
-            .budget(Budget::from_secs(10)),
+            .with_budget(Budget::from_secs(10)),
     );
     let op = session.call_tool("echo", Map::new(), clock.now());
     let run = drive(op, &clock, &[7.4], |k, _| healthy(k));
@@ -177,8 +177,8 @@ fn millisecond_resolution_shrinks_the_overrun() {
     let mut session = Session::new(
         SessionConfig::new("http://mcp.example.test/mcp")
             .unwrap()
-            .budget(Budget::from_secs(2))
-            .resolution(Resolution::MILLISECOND),
+            .with_budget(Budget::from_secs(2))
+            .with_resolution(Resolution::MILLISECOND),
     );
     let op = session.call_tool("echo", Map::new(), clock.now());
     let run = drive(op, &clock, &[0.4, 0.2], |k, _| healthy(k));

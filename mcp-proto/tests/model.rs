@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, LegKind, LegStatus, ManualClock, Operation,
+    Action, Budget, Clock, Error, Event, LegId, LegKind, LegStatus, ManualClock, Operation,
     OperationDeadline, Outcome, Output, Resolution, Session, SessionConfig, TransportError,
     TransportErrorKind,
 };
@@ -200,7 +200,7 @@ impl Model {
     }
 
     fn not_found(&mut self, leg: ModelLeg) {
-        let method = leg.kind.method();
+        let method = named(leg.kind);
         if !leg.carried_session {
             self.end(Expected::HttpStatus {
                 method,
@@ -226,6 +226,13 @@ struct Real<'s> {
     started: Instant,
     /// The request id of the leg in flight.
     id: Option<i64>,
+    /// The leg in flight (after it ended: the last one, whose inputs are then ignored).
+    leg: Option<LegId>,
+}
+
+/// What an error names as the leg's request.
+fn named(kind: LegKind) -> &'static str {
+    kind.method().unwrap_or("DELETE")
 }
 
 impl Real<'_> {
@@ -249,10 +256,11 @@ impl Real<'_> {
             headers.insert("mcp-session-id", HeaderValue::from_static("s-1"));
         }
         let status = StatusCode::from_u16(status).unwrap();
-        if self.op.handle_response(status, &headers, now) == LegStatus::ReadMore
-            && self.op.handle_body_chunk(body, now) == LegStatus::ReadMore
+        let Some(leg) = self.leg else { return };
+        if self.op.handle_response(leg, status, &headers, now) == LegStatus::ReadMore
+            && self.op.handle_body_chunk(leg, body, now) == LegStatus::ReadMore
         {
-            self.op.handle_body_end(now);
+            self.op.handle_body_end(leg, now);
         }
     }
 
@@ -341,7 +349,7 @@ fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseEr
             };
             let expected = Expected::BudgetExhausted {
                 leg: model.legs_sent + 1,
-                method: kind.method(),
+                method: named(kind),
             };
             check_result(&result, &expected, model)?;
             Ok(false)
@@ -363,7 +371,7 @@ fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseEr
                 model.total,
                 model.unit
             );
-            prop_assert_eq!(leg.number, model.legs_sent + 1);
+            prop_assert_eq!(leg.id.number(), model.legs_sent + 1);
             let carried_session = leg.request.headers().contains_key("mcp-session-id");
             prop_assert_eq!(
                 carried_session,
@@ -373,6 +381,7 @@ fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseEr
             );
             let body: Value = serde_json::from_slice(leg.request.body()).unwrap();
             real.id = body.get("id").and_then(Value::as_i64);
+            real.leg = Some(leg.id);
             model.legs_sent += 1;
             model.in_flight = Some(ModelLeg {
                 kind,
@@ -467,7 +476,7 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
             real.answer(kind, status, Some("application/json"), b"{}");
             if let Some(leg) = leg {
                 model.end(Expected::HttpStatus {
-                    method: leg.kind.method(),
+                    method: named(leg.kind),
                     status,
                 });
             }
@@ -487,7 +496,7 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
             };
             real.answer(kind, 200, Some("application/json"), body.as_bytes());
             if let Some(leg) = leg {
-                let method = leg.kind.method();
+                let method = named(leg.kind);
                 if leg.kind == LegKind::Initialized {
                     // A notification's answer is not read: any 2xx is accepted.
                     model.healthy(leg, false);
@@ -499,12 +508,14 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
             }
         }
         Step::Transport(transport) => {
+            let Some(id) = real.leg else { return };
             real.op.handle_transport_error(
+                id,
                 TransportError::new(transport, "simulated"),
                 real.clock.now(),
             );
             if let Some(leg) = leg {
-                let method = leg.kind.method();
+                let method = named(leg.kind);
                 model.end(if transport == TransportErrorKind::TimedOut {
                     Expected::LegTimedOut {
                         method,
@@ -523,7 +534,7 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
             if let Some(leg) = leg {
                 if model.now >= leg.ends_at {
                     model.end(Expected::LegTimedOut {
-                        method: leg.kind.method(),
+                        method: named(leg.kind),
                         grant: leg.grant,
                     });
                 }
@@ -536,7 +547,7 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
         Step::Cancel => {
             real.op.cancel();
             if !model.finished() {
-                let method = leg.map_or_else(|| model.next_kind().method(), |l| l.kind.method());
+                let method = leg.map_or_else(|| named(model.next_kind()), |l| named(l.kind));
                 model.events = 0;
                 model.end(Expected::Cancelled { method });
             }
@@ -561,6 +572,7 @@ fn run(
             clock: clock.clone(),
             started: clock.now(),
             id: None,
+            leg: None,
         };
         loop {
             match probe.op.poll_output(clock.now()) {
@@ -568,6 +580,7 @@ fn run(
                     let body: Value =
                         serde_json::from_slice(leg.request.body()).unwrap_or(Value::Null);
                     probe.id = body.get("id").and_then(Value::as_i64);
+                    probe.leg = Some(leg.id);
                     probe.healthy(leg.kind, false, false);
                 }
                 Output::Done(result) => {
@@ -606,6 +619,7 @@ fn run(
         clock,
         started,
         id: None,
+        leg: None,
     };
     for step in steps {
         settle(&mut real, &mut model)?;

@@ -66,7 +66,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
     let mut session = Session::new(
         SessionConfig::new("http://p.test/mcp")
             .unwrap()
-            .max_pages(1000),
+            .with_max_pages(1000),
     );
     let action = if list {
         Action::ListTools
@@ -121,11 +121,11 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
                 let mut headers = HeaderMap::new();
                 headers.insert("content-type", HeaderValue::from_static("application/json"));
                 let now = clock.now();
-                if op.handle_response(StatusCode::from_u16(status).unwrap(), &headers, now)
-                    == LegStatus::ReadMore
-                    && op.handle_body_chunk(&body, now) == LegStatus::ReadMore
+                let status = StatusCode::from_u16(status).unwrap();
+                if op.handle_response(leg.id, status, &headers, now) == LegStatus::ReadMore
+                    && op.handle_body_chunk(leg.id, &body, now) == LegStatus::ReadMore
                 {
-                    op.handle_body_end(now);
+                    op.handle_body_end(leg.id, now);
                 }
             }
         }

@@ -270,7 +270,7 @@ fn reading_stops_as_soon_as_the_answer_is_in() {
     let mut headers = http::HeaderMap::new();
     headers.insert("content-type", "text/event-stream".parse().unwrap());
     assert_eq!(
-        op.handle_response(http::StatusCode::OK, &headers, clock.now()),
+        op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
         LegStatus::ReadMore
     );
     let answer = format!(
@@ -278,7 +278,7 @@ fn reading_stops_as_soon_as_the_answer_is_in() {
         json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}})
     );
     assert_eq!(
-        op.handle_body_chunk(answer.as_bytes(), clock.now()),
+        op.handle_body_chunk(leg.id, answer.as_bytes(), clock.now()),
         LegStatus::Complete
     );
     // The stream stays open, the driver stops reading: the result is ready without an end of body.
@@ -315,11 +315,11 @@ fn an_answer_larger_than_the_cap_is_refused() {
     ));
     // The cap is configurable.
     let run = call_with_config(
-        config().body_cap(4 << 20),
+        config().with_body_cap(4 << 20),
         Answer::Raw(200, Some("application/json"), three_mib.into_bytes()),
     );
     assert!(run.result.is_ok(), "{:?}", run.result);
-    let small = config().body_cap(16);
+    let small = config().with_body_cap(16);
     let run = call_with_config(small, Answer::Result(json!({"content": []})));
     assert!(matches!(
         run.result,
@@ -336,14 +336,14 @@ fn a_declared_length_over_the_cap_is_refused_before_reading() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let mut op = session.probe(clock.now());
-    let Output::Transmit(_leg) = op.poll_output(clock.now()) else {
+    let Output::Transmit(leg) = op.poll_output(clock.now()) else {
         panic!()
     };
     let mut headers = http::HeaderMap::new();
     headers.insert("content-type", "application/json".parse().unwrap());
     headers.insert("content-length", "3145728".parse().unwrap());
     assert_eq!(
-        op.handle_response(http::StatusCode::OK, &headers, clock.now()),
+        op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
         LegStatus::Complete
     );
     assert!(matches!(
@@ -355,7 +355,7 @@ fn a_declared_length_over_the_cap_is_refused_before_reading() {
 #[test]
 fn every_leg_carries_the_transport_headers() {
     let clock = ManualClock::new();
-    let mut session = Session::new(config().header("Authorization", "Bearer t").unwrap());
+    let mut session = Session::new(config().with_header("Authorization", "Bearer t").unwrap());
     let op = session.call_tool("echo", Map::new(), clock.now());
     let run = drive(op, &clock, &[], |k, _| healthy(k));
     for leg in &run.legs {
@@ -396,12 +396,15 @@ fn protocol_headers_cannot_be_overridden_by_extra_headers() {
         "MCP-Protocol-Version",
     ] {
         assert!(
-            matches!(config().header(name, "x"), Err(Error::InvalidHeader { .. })),
+            matches!(
+                config().with_header(name, "x"),
+                Err(Error::InvalidHeader { .. })
+            ),
             "{name}"
         );
     }
     assert!(matches!(
-        config().header("X-Ok", "a\nb"),
+        config().with_header("X-Ok", "a\nb"),
         Err(Error::InvalidHeader { .. })
     ));
     assert!(matches!(
@@ -494,7 +497,7 @@ fn a_session_id_that_is_not_visible_ascii_is_never_echoed() {
     for bad in [&b"abc def"[..], b"a\tb", &[b'x'; 257], b"caf\xc3\xa9"] {
         let mut session = Session::new(config());
         let mut op = session.probe(clock.now());
-        let Output::Transmit(_leg) = op.poll_output(clock.now()) else {
+        let Output::Transmit(leg) = op.poll_output(clock.now()) else {
             panic!()
         };
         let mut headers = http::HeaderMap::new();
@@ -503,7 +506,7 @@ fn a_session_id_that_is_not_visible_ascii_is_never_echoed() {
             http::HeaderValue::from_bytes(bad).unwrap(),
         );
         assert_eq!(
-            op.handle_response(http::StatusCode::OK, &headers, clock.now()),
+            op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
             LegStatus::Complete
         );
         match op.poll_output(clock.now()) {
@@ -585,7 +588,7 @@ fn the_listing_sends_cursors_and_ends_at_fifty_pages() {
     let pages: Vec<_> = run
         .legs
         .iter()
-        .filter(|l| l.kind.method() == "tools/list")
+        .filter(|l| l.kind.label() == "tools/list")
         .collect();
     assert_eq!(pages.len(), 50, "a 51st request is never sent");
     assert_eq!(pages[0].body["params"], json!({}));
@@ -703,8 +706,8 @@ fn the_budget_error_names_the_budget_and_the_server() {
     let clock = ManualClock::new();
     let mut session = Session::new(
         config()
-            .budget(Budget::from_duration(secs(2.5)))
-            .resolution(Resolution::MILLISECOND),
+            .with_budget(Budget::from_duration(secs(2.5)))
+            .with_resolution(Resolution::MILLISECOND),
     );
     let op = session.start(
         Action::ListTools,

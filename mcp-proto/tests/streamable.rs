@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mcp_proto::{
     Action, Budget, Clock, Error, Event, LegKind, LegStatus, ManualClock, OperationDeadline,
-    Output, Resolution, Session, SessionConfig, model::accept_elicitation_with_defaults,
+    Output, Resolution, Session, SessionConfig, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 use support::{Answer, drive, healthy, secs};
@@ -123,14 +123,18 @@ fn a_failed_answer_to_a_server_request_ends_the_operation() {
         LegKind::Respond => Answer::Raw(500, None, Vec::new()),
         other => healthy(other),
     });
-    assert!(matches!(
-        run.result,
-        Err(Error::HttpStatus {
-            status: 500,
-            method: "response",
-            ..
-        })
-    ));
+    assert!(
+        matches!(
+            run.result,
+            Err(Error::HttpStatus {
+                status: 500,
+                method: "tools/call",
+                ..
+            })
+        ),
+        "the error names the request the answer served: {:?}",
+        run.result
+    );
 }
 
 #[test]
@@ -166,7 +170,7 @@ fn a_stream_closed_after_an_event_id_is_resumed_with_last_event_id() {
 #[test]
 fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
     let clock = ManualClock::new();
-    let mut session = live_session(config().resolution(Resolution::MILLISECOND), &clock);
+    let mut session = live_session(config().with_resolution(Resolution::MILLISECOND), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
     let Output::Transmit(leg) = op.poll_output(clock.now()) else {
         panic!()
@@ -174,15 +178,15 @@ fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
     let mut headers = http::HeaderMap::new();
     headers.insert("content-type", "text/event-stream".parse().unwrap());
     assert_eq!(
-        op.handle_response(http::StatusCode::OK, &headers, clock.now()),
+        op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
         LegStatus::ReadMore
     );
     assert_eq!(
-        op.handle_body_chunk(b"id: 1\ndata:\n\n", clock.now()),
+        op.handle_body_chunk(leg.id, b"id: 1\ndata:\n\n", clock.now()),
         LegStatus::ReadMore
     );
     let closed = clock.now();
-    op.handle_body_end(closed);
+    op.handle_body_end(leg.id, closed);
     assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == closed + secs(1.0)));
     drop(leg);
 
@@ -321,7 +325,7 @@ fn close_sends_a_delete_and_forgets_the_session() {
 #[test]
 fn progress_is_asked_for_only_when_opted_in_and_never_extends_the_budget() {
     let clock = ManualClock::new();
-    let mut session = live_session(config().progress(true), &clock);
+    let mut session = live_session(config().with_progress(true), &clock);
     let op = session.call_tool("x", Map::new(), clock.now());
     let progress = |i: u32| {
         event(
@@ -352,21 +356,35 @@ fn progress_is_asked_for_only_when_opted_in_and_never_extends_the_budget() {
 #[test]
 fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     let clock = ManualClock::new();
-    let mut session = live_session(config(), &clock);
+    let mut session = live_session(config().with_cancel_notice(true), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
     let Output::Transmit(_call) = op.poll_output(clock.now()) else {
         panic!()
     };
     op.cancel();
-    let notice = op
-        .cancel_notice(clock.now())
-        .expect("a call was interrupted");
+    // The notice goes out after the cancel, under a grant of its own, before the result.
+    let Output::Transmit(notice) = op.poll_output(clock.now()) else {
+        panic!("a call was interrupted: the notice comes first")
+    };
     assert_eq!(notice.kind, LegKind::CancelNotice);
     assert_eq!(notice.timeout, Duration::from_secs(1));
     let body: Value = serde_json::from_slice(notice.request.body()).unwrap();
     assert_eq!(body["method"], "notifications/cancelled");
     assert_eq!(body["params"]["requestId"], 2);
     assert_eq!(notice.request.headers()["mcp-session-id"], "session-1");
+    assert!(
+        matches!(op.poll_output(clock.now()), Output::Wait(at) if at == notice.ends_at),
+        "the result waits for the notice's head"
+    );
+    assert_eq!(
+        op.handle_response(
+            notice.id,
+            http::StatusCode::ACCEPTED,
+            &http::HeaderMap::new(),
+            clock.now()
+        ),
+        LegStatus::Complete
+    );
     assert!(matches!(
         op.poll_output(clock.now()),
         Output::Done(Err(Error::Cancelled {
@@ -375,14 +393,48 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
         }))
     ));
 
-    let mut fresh = Session::new(config());
+    // A notice whose head never comes ends with its own grant.
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    op.cancel();
+    let Output::Transmit(notice) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    clock.set(notice.ends_at);
+    op.handle_timeout(clock.now());
+    assert!(matches!(
+        op.poll_output(clock.now()),
+        Output::Done(Err(Error::Cancelled { .. }))
+    ));
+
+    // Off (the default), a cancel ends the operation at once.
+    let mut quiet = live_session(config(), &clock);
+    let mut op = quiet.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    op.cancel();
+    assert!(matches!(
+        op.poll_output(clock.now()),
+        Output::Done(Err(Error::Cancelled { .. }))
+    ));
+
+    let mut fresh = Session::new(config().with_cancel_notice(true));
     let mut op = fresh.call_tool("x", Map::new(), clock.now());
     let Output::Transmit(_init) = op.poll_output(clock.now()) else {
         panic!()
     };
     op.cancel();
     assert!(
-        op.cancel_notice(clock.now()).is_none(),
+        matches!(
+            op.poll_output(clock.now()),
+            Output::Done(Err(Error::Cancelled {
+                method: "initialize",
+                ..
+            }))
+        ),
         "initialize is never cancelled on the server"
     );
 }
@@ -397,7 +449,7 @@ fn sse_head() -> http::HeaderMap {
 fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_call() {
     let clock = ManualClock::new();
     let config = config()
-        .listen(true)
+        .with_listen(true)
         .respond_to("elicitation/create", |params| {
             Ok(accept_elicitation_with_defaults(params))
         });
@@ -417,7 +469,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     );
     clock.advance(secs(0.5));
     assert_eq!(
-        op.handle_listen_response(http::StatusCode::OK, &sse_head(), clock.now()),
+        op.handle_response(listen.id, http::StatusCode::OK, &sse_head(), clock.now()),
         LegStatus::ReadMore
     );
     let Output::Transmit(call) = op.poll_output(clock.now()) else {
@@ -431,7 +483,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     let ask = json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {
         "message": "?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}});
     assert_eq!(
-        op.handle_listen_chunk(event(ask).as_bytes(), clock.now()),
+        op.handle_body_chunk(listen.id, event(ask).as_bytes(), clock.now()),
         LegStatus::ReadMore
     );
     assert!(matches!(
@@ -454,6 +506,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     );
     assert_eq!(
         op.handle_response(
+            reply.id,
             http::StatusCode::ACCEPTED,
             &http::HeaderMap::new(),
             clock.now()
@@ -461,26 +514,29 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
         LegStatus::Complete
     );
 
-    // Back to the call, whose answer now arrives.
-    assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == call.ends_at));
+    // Back to the call, whose answer now arrives. The wait is the earliest timer: the
+    // standalone stream's grant (the rest of the budget) ends before the call's rounded one.
+    assert!(
+        matches!(op.poll_output(clock.now()), Output::Wait(at) if at == listen.ends_at.min(call.ends_at))
+    );
     assert_eq!(
-        op.handle_response(http::StatusCode::OK, &sse_head(), clock.now()),
+        op.handle_response(call.id, http::StatusCode::OK, &sse_head(), clock.now()),
         LegStatus::ReadMore
     );
     let answer = event(
         json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "hi Ada"}]}}),
     );
     assert_eq!(
-        op.handle_body_chunk(answer.as_bytes(), clock.now()),
+        op.handle_body_chunk(call.id, answer.as_bytes(), clock.now()),
         LegStatus::Complete
     );
     let Output::Done(Ok(outcome)) = op.poll_output(clock.now()) else {
         panic!()
     };
     assert_eq!(outcome.into_call().unwrap().text(), "hi Ada");
-    // Once done, the standalone stream is to be dropped.
+    // Once done, the standalone stream is to be dropped: its id is stale.
     assert_eq!(
-        op.handle_listen_chunk(b": ping\n\n", clock.now()),
+        op.handle_body_chunk(listen.id, b": ping\n\n", clock.now()),
         LegStatus::Complete
     );
 }
@@ -489,7 +545,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
 fn a_server_without_a_standalone_stream_is_fine() {
     let clock = ManualClock::new();
     for status in [400, 404, 405, 409] {
-        let mut session = live_session(config().listen(true), &clock);
+        let mut session = live_session(config().with_listen(true), &clock);
         let mut op = session.call_tool("x", Map::new(), clock.now());
         let Output::Transmit(listen) = op.poll_output(clock.now()) else {
             panic!()
@@ -497,24 +553,24 @@ fn a_server_without_a_standalone_stream_is_fine() {
         assert_eq!(listen.kind, LegKind::Listen);
         let refused = http::StatusCode::from_u16(status).unwrap();
         assert_eq!(
-            op.handle_listen_response(refused, &http::HeaderMap::new(), clock.now()),
+            op.handle_response(listen.id, refused, &http::HeaderMap::new(), clock.now()),
             LegStatus::Complete
         );
-        let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+        let Output::Transmit(call) = op.poll_output(clock.now()) else {
             panic!()
         };
         let mut json_head = http::HeaderMap::new();
         json_head.insert("content-type", "application/json".parse().unwrap());
         assert_eq!(
-            op.handle_response(http::StatusCode::OK, &json_head, clock.now()),
+            op.handle_response(call.id, http::StatusCode::OK, &json_head, clock.now()),
             LegStatus::ReadMore
         );
         let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}).to_string();
         assert_eq!(
-            op.handle_body_chunk(answer.as_bytes(), clock.now()),
+            op.handle_body_chunk(call.id, answer.as_bytes(), clock.now()),
             LegStatus::ReadMore
         );
-        op.handle_body_end(clock.now());
+        op.handle_body_end(call.id, clock.now());
         assert!(
             matches!(op.poll_output(clock.now()), Output::Done(Ok(_))),
             "{status}"
@@ -522,7 +578,7 @@ fn a_server_without_a_standalone_stream_is_fine() {
     }
 
     // A stream whose head never comes holds the call back for at most a second.
-    let mut session = live_session(config().listen(true), &clock);
+    let mut session = live_session(config().with_listen(true), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
     let Output::Transmit(_listen) = op.poll_output(clock.now()) else {
         panic!()
@@ -538,7 +594,7 @@ fn a_server_without_a_standalone_stream_is_fine() {
     assert_eq!((call.kind, call.timeout), (LegKind::CallTool, secs(19.0)));
 
     // Without listen(true), or for anything but a call, no GET is ever sent.
-    let mut session = live_session(config().listen(true), &clock);
+    let mut session = live_session(config().with_listen(true), &clock);
     let op = session.list_tools(clock.now());
     let run = drive(op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.methods(), ["tools/list"]);

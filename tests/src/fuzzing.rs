@@ -11,8 +11,9 @@
 //! * [`answer`]: the bytes are the body of the answer to each kind of leg, as JSON and as an
 //!   event stream; the operation always ends with a typed result or a typed server error.
 //! * [`operation`]: the bytes are a sequence of driver inputs (heads, chunks, ends, transport
-//!   errors, timers, cancel, a clock stepping both ways); the operation always ends, grants
-//!   follow the budget rule exactly, and nothing happens after `Done`.
+//!   errors, timers, cancel, a clock stepping both ways), each about a leg it picks (in flight
+//!   or over); the operation always ends, grants follow the budget rule exactly, the legs in
+//!   flight are those a model of the leg table says, and nothing happens after `Done`.
 //!
 //! The byte layouts are documented on each function; `fuzz/seeds.py` writes the seed corpus
 //! in those layouts, so keep the two in step.
@@ -21,14 +22,12 @@ use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use mcp_proto::jsonrpc::RpcError;
-use mcp_proto::model::accept_elicitation_with_defaults;
-use mcp_proto::operation::CANCEL_NOTICE_GRANT;
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Leg, LegKind, LegStatus, ManualClock, Operation,
-    OperationDeadline, Outcome, Output, Resolution, Session, SessionConfig, TransportError,
-    TransportErrorKind,
+    Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
+    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, ManualClock, Operation, OperationDeadline,
+    Outcome, Output, Resolution, RpcError, Session, SessionConfig, TransportError,
+    TransportErrorKind, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 
@@ -197,7 +196,7 @@ type Asked = Option<(LegKind, i64)>;
 /// Checks a leg's request against its kind; returns the JSON-RPC id it carries, if any.
 fn check_request(leg: &Leg) -> Option<i64> {
     let request = &leg.request;
-    let number = leg.number;
+    let number = leg.id.number();
     match leg.kind {
         LegKind::Resume => {
             assert_eq!(
@@ -206,6 +205,23 @@ fn check_request(leg: &Leg) -> Option<i64> {
                 "leg {number}: a resume is a GET"
             );
             assert!(request.body().is_empty(), "leg {number}: a GET with a body");
+            assert!(
+                request.headers().contains_key(LAST_EVENT_ID_HEADER),
+                "leg {number}: a resume without the id of the last event"
+            );
+            None
+        }
+        LegKind::Listen => {
+            assert_eq!(
+                request.method(),
+                Method::GET,
+                "leg {number}: the standalone stream is a GET"
+            );
+            assert!(request.body().is_empty(), "leg {number}: a GET with a body");
+            assert!(
+                !request.headers().contains_key(LAST_EVENT_ID_HEADER),
+                "leg {number}: the standalone stream resumes another stream"
+            );
             None
         }
         LegKind::Close => {
@@ -237,9 +253,14 @@ fn check_request(leg: &Leg) -> Option<i64> {
             assert_eq!(request.method(), Method::POST);
             let body: Value = serde_json::from_slice(request.body())
                 .unwrap_or_else(|err| panic!("leg {number}: a body that is not JSON: {err}"));
+            assert!(
+                leg.kind.method().is_some(),
+                "leg {number}: a {:?} leg names no method",
+                leg.kind
+            );
             assert_eq!(
                 body.get("method").and_then(Value::as_str),
-                Some(leg.kind.method()),
+                leg.kind.method(),
                 "leg {number} carries another method than its kind"
             );
             body.get("id").and_then(Value::as_i64)
@@ -271,7 +292,8 @@ fn healthy_result(kind: LegKind, more_pages: bool) -> Value {
 
 /// A healthy server's reply to a leg of `kind` carrying `id`: status, content type, body.
 /// A resumed stream answers `asked`; an event-stream answer carries a priming event, a
-/// keep-alive and a notification before the answer.
+/// keep-alive and a notification before the answer; the standalone stream carries no answer
+/// (with `more_pages`, a `ping` request of the server's).
 fn healthy_reply(
     kind: LegKind,
     id: Option<i64>,
@@ -294,6 +316,18 @@ fn healthy_reply(
             }
         },
         LegKind::Close => return (StatusCode::NO_CONTENT, None, Vec::new()),
+        LegKind::Listen => {
+            // The standalone stream: a priming event and a keep-alive, and (with `more`) a
+            // request of the server's outside any answer.
+            let mut body = b"id: 0\ndata:\n\n: listening\n\n".to_vec();
+            if more_pages {
+                body.extend_from_slice(
+                    br#"data: {"jsonrpc":"2.0","id":"listen-1","method":"ping"}"#,
+                );
+                body.extend_from_slice(b"\n\n");
+            }
+            return (StatusCode::OK, Some("text/event-stream"), body);
+        }
         _ => return (StatusCode::ACCEPTED, None, Vec::new()),
     };
     let message = json!({"jsonrpc": "2.0", "id": id, "result": healthy_result(kind, more_pages)});
@@ -372,9 +406,11 @@ struct Fuzzed<'a> {
     used: bool,
 }
 
-/// A driver as the module docs of `mcp_proto::operation` describe it: it answers every leg
-/// (healthily, or with the fuzzed answer), drains outputs between body chunks and runs nested
-/// legs, and sleeps (moves the clock) only when told to wait.
+/// A driver as the module docs of `mcp_proto::operation` describe it, one response at a time:
+/// it answers every leg (healthily, or with the fuzzed answer), drains outputs between body
+/// chunks and runs the legs handed out meanwhile (answers to server requests) to their end
+/// before reading on, declines the standalone stream, and sleeps (moves the clock) only when
+/// told to wait.
 #[derive(Debug)]
 struct Driver<'s, 'a> {
     op: Operation<'s>,
@@ -428,17 +464,20 @@ impl Driver<'_, '_> {
 
     /// Runs one leg to its end; `Some(result)` when the operation ended meanwhile.
     fn run_leg(&mut self, leg: &Leg) -> Option<Result<Outcome, Error>> {
-        assert!(
-            !leg.timeout.is_zero(),
-            "leg {} was granted zero",
-            leg.number
-        );
+        assert!(!leg.timeout.is_zero(), "{} was granted zero", leg.id);
         let id = check_request(leg);
         let asked = self.asked;
         if let Some(id) = id {
             self.asked = Some((leg.kind, id));
         }
         let now = self.clock.now();
+        if leg.kind == LegKind::Listen {
+            // This driver reads one response at a time: it declines the standalone stream.
+            let declined =
+                TransportError::new(TransportErrorKind::Declined, "one response at a time");
+            self.op.handle_transport_error(leg.id, declined, now);
+            return None;
+        }
         let (status, headers, body, split) = match self.fuzzed.as_mut() {
             Some(fuzzed) if !fuzzed.used && fuzzed.target.matches(leg.kind) => {
                 fuzzed.used = true;
@@ -454,7 +493,7 @@ impl Driver<'_, '_> {
                 (status, headers(content_type, leg.kind), body, 7)
             }
         };
-        if self.op.handle_response(status, &headers, now) == LegStatus::Complete {
+        if self.op.handle_response(leg.id, status, &headers, now) == LegStatus::Complete {
             return None;
         }
         let size = if split == 0 {
@@ -463,10 +502,12 @@ impl Driver<'_, '_> {
             usize::from(split % 64) + 1
         };
         for chunk in body.chunks(size) {
-            if split & 0x80 != 0 && self.op.handle_body_chunk(b"", now) == LegStatus::Complete {
+            if split & 0x80 != 0
+                && self.op.handle_body_chunk(leg.id, b"", now) == LegStatus::Complete
+            {
                 return None;
             }
-            if self.op.handle_body_chunk(chunk, now) == LegStatus::Complete {
+            if self.op.handle_body_chunk(leg.id, chunk, now) == LegStatus::Complete {
                 return None;
             }
             // Between chunks: notifications out, nested legs run, until told to wait.
@@ -483,7 +524,7 @@ impl Driver<'_, '_> {
                 }
             }
         }
-        self.op.handle_body_end(now);
+        self.op.handle_body_end(leg.id, now);
         None
     }
 }
@@ -592,7 +633,7 @@ fn answer_one(
     let clock = ManualClock::new();
     let config = SessionConfig::new(URL)
         .expect("the fuzz URL is valid")
-        .body_cap(ANSWER_BODY_CAP);
+        .with_body_cap(ANSWER_BODY_CAP);
     let mut session = Session::new(config);
     if target == Target::Ping {
         establish(&mut session, &clock);
@@ -630,6 +671,18 @@ fn answer_one(
         ),
         Err(err) => {
             check_message(err);
+            if let Some(method) = error_method(err) {
+                assert!(
+                    ERROR_METHODS.contains(&method),
+                    "{context}: an error names {method:?}, not a request: {err:?}"
+                );
+            }
+            let fault = match err {
+                Error::LegTimedOut { .. } => Fault::Network,
+                Error::BudgetExhausted { .. } => Fault::Budget,
+                _ => Fault::Server,
+            };
+            assert_eq!(err.fault(), fault, "{context}: whose fault {err:?} is");
             match err {
                 // A server may ask for a resumption wait that the budget cannot cover: that is
                 // the request timing out, at once.
@@ -752,14 +805,65 @@ const DETAILS: [&str; 4] = [
 /// The longest the clock may be stepped backwards in total in one run.
 const MAX_REWIND: Duration = Duration::from_secs(120);
 
-/// A leg the harness saw transmitted.
+/// What the operation does with a leg. The operation keeps at most one leg of each role in
+/// flight, and inputs go to the leg they name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Its own request (handshake, work, resumption, close): its answer is read.
+    Work,
+    /// An answer to a server request: only its head is looked at.
+    Reply,
+    /// The standalone stream, read beside the others; it never ends the operation.
+    Listen,
+    /// The cancel notice, after the result is ready.
+    Notice,
+}
+
+impl Role {
+    fn of(kind: LegKind) -> Self {
+        match kind {
+            LegKind::Respond => Self::Reply,
+            LegKind::Listen => Self::Listen,
+            LegKind::CancelNotice => Self::Notice,
+            _ => Self::Work,
+        }
+    }
+
+    /// Whether the operation waits on a leg of this role, so that its running out (or its
+    /// failing) ends the operation.
+    fn is_awaited(self) -> bool {
+        matches!(self, Self::Work | Self::Reply)
+    }
+}
+
+/// A leg the harness saw transmitted, and what it knows of it.
 #[derive(Debug, Clone, Copy)]
 struct Sent {
+    id: LegId,
     kind: LegKind,
-    id: Option<i64>,
+    role: Role,
+    /// The JSON-RPC id its request carries.
+    request_id: Option<i64>,
     ends_at: Instant,
+    /// In flight. The harness follows the operation's leg table exactly: a leg ends by its own
+    /// inputs, its timer, a lost session (answers to the server go with it) or the end of the
+    /// operation (all but the cancel notice).
+    open: bool,
+    /// Its head was read (`ReadMore`): its body is being read.
+    reading: bool,
     /// A healthy answer ran it to its end.
     answered: bool,
+}
+
+/// What the operation must do with an input about a leg, decided before it is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// The leg is no longer in flight: the input is ignored.
+    Ignored,
+    /// The input comes at or after the leg's end: the leg times out.
+    Late,
+    /// The input is read.
+    Live,
 }
 
 /// The state of one [`operation`] run: the operation, its clock and what the checks track.
@@ -770,19 +874,29 @@ struct Harness<'s> {
     total: Duration,
     unit: Duration,
     progress: bool,
-    /// The legs sent since the last one that was not nested, innermost last (an answer to a
-    /// server request on top of the stream it came on): the legs that may be in flight.
-    stack: Vec<Sent>,
+    /// The session follows a cancelled call with `notifications/cancelled`.
+    notice: bool,
+    /// Every leg sent, in order (`legs[n - 1]` is leg `n`).
+    legs: Vec<Sent>,
     asked: Asked,
     /// The ids of every `tools/call` sent.
     calls: Vec<i64>,
     transmits: u32,
     /// `Done` was returned once.
     done: bool,
-    /// Bytes of a JSON body fed to the leg being read, while one is being read as JSON.
-    json_fed: Option<usize>,
+    /// The leg whose JSON body is being read, and the bytes of it fed so far.
+    json_fed: Option<(usize, usize)>,
     /// The next `Done` must be this kind of error.
     expect: Option<&'static str>,
+    /// `cancel()` ended the operation.
+    cancelled: bool,
+    /// The call a cancel notice must name, when the harness is sure one is owed.
+    owed_notice: Option<i64>,
+    /// The harness is sure no cancel notice may go out.
+    no_notice: bool,
+    notice_sent: bool,
+    /// When the work request stops waiting for the standalone stream's head.
+    listen_head: Option<Instant>,
     fed: usize,
     rewound: Duration,
 }
@@ -792,16 +906,63 @@ impl std::fmt::Debug for Harness<'_> {
         f.debug_struct("Harness")
             .field("total", &self.total)
             .field("unit", &self.unit)
-            .field("stack", &self.stack)
+            .field("in_flight", &self.in_flight())
             .field("transmits", &self.transmits)
             .field("done", &self.done)
             .finish_non_exhaustive()
     }
 }
 
+/// The request an error names: a JSON-RPC method the operation sends, or `DELETE`.
+const ERROR_METHODS: [&str; 6] = [
+    "initialize",
+    "notifications/initialized",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "DELETE",
+];
+
+/// The request named in `err`, for the errors that name one.
+fn error_method(err: &Error) -> Option<&'static str> {
+    match err {
+        Error::BudgetExhausted { method, .. }
+        | Error::LegTimedOut { method, .. }
+        | Error::Unreachable { method, .. }
+        | Error::HttpStatus { method, .. }
+        | Error::UnsupportedContentType { method, .. }
+        | Error::Malformed { method, .. }
+        | Error::JsonRpc { method, .. }
+        | Error::AnswerTooLarge { method, .. }
+        | Error::SessionExpired { method, .. }
+        | Error::Cancelled { method, .. } => Some(method),
+        _ => None,
+    }
+}
+
+/// Checks the session id a request echoes.
+fn check_session_header(leg: &Leg) {
+    if let Some(id) = leg.request.headers().get("mcp-session-id") {
+        let id = id.as_bytes();
+        assert!(
+            !id.is_empty() && id.len() <= 256 && id.iter().all(|b| (0x21..=0x7e).contains(b)),
+            "an invalid session id was echoed: {id:?}"
+        );
+    }
+}
+
 impl Harness<'_> {
     fn now(&self) -> Instant {
         self.clock.now()
+    }
+
+    /// The legs in flight: `(number, kind)`.
+    fn in_flight(&self) -> Vec<(u32, LegKind)> {
+        self.legs
+            .iter()
+            .filter(|leg| leg.open)
+            .map(|leg| (leg.id.number(), leg.kind))
+            .collect()
     }
 
     /// One `poll_output`, checked.
@@ -816,45 +977,35 @@ impl Harness<'_> {
             return output;
         }
         match &output {
-            Output::Transmit(leg) => {
-                assert!(
-                    self.expect.is_none(),
-                    "expected {:?} but the operation transmitted {leg:?}",
-                    self.expect
-                );
-                let id = self.check_leg(leg, now);
-                self.transmits += 1;
-                assert_eq!(self.op.legs_sent(), self.transmits, "legs_sent() miscounts");
-                if leg.kind != LegKind::Respond {
-                    // Only an answer to a server request nests; anything else is sent alone.
-                    self.stack.clear();
-                }
-                self.stack.push(Sent {
-                    kind: leg.kind,
-                    id,
-                    ends_at: leg.ends_at,
-                    answered: false,
-                });
-                if let Some(id) = id {
-                    self.asked = Some((leg.kind, id));
-                    if leg.kind == LegKind::CallTool {
-                        self.calls.push(id);
-                    }
-                }
-                self.json_fed = None;
-            }
+            Output::Transmit(leg) => self.transmitted(leg, now),
             Output::Wait(until) => {
                 let end = self.started + self.total;
+                let leg_end = self
+                    .legs
+                    .iter()
+                    .any(|leg| leg.open && leg.ends_at == *until);
+                let listen_head = self.listen_head == Some(*until)
+                    && self
+                        .legs
+                        .iter()
+                        .any(|leg| leg.open && leg.role == Role::Listen && !leg.reading);
                 assert!(
-                    self.stack.iter().any(|leg| leg.ends_at == *until) || *until <= end,
-                    "a wait until {until:?} is neither a leg's end ({:?}) nor within the deadline ({end:?})",
-                    self.stack
+                    leg_end || listen_head || *until <= end,
+                    "a wait until {until:?} is neither the end of a leg in flight ({:?}) nor within the deadline ({end:?})",
+                    self.in_flight()
                 );
-                assert!(
-                    self.expect.is_none(),
-                    "expected {:?} but the operation waits",
-                    self.expect
-                );
+                if let Some(expected) = self.expect {
+                    // Only the cancel notice may hold the result back, until its end.
+                    let notice_end = self
+                        .legs
+                        .iter()
+                        .any(|leg| leg.open && leg.role == Role::Notice && leg.ends_at == *until);
+                    assert!(
+                        expected == "Cancelled" && notice_end,
+                        "expected {expected:?} but the operation waits until {until:?} (in flight: {:?})",
+                        self.in_flight()
+                    );
+                }
             }
             Output::Event(_) => {}
             Output::Done(result) => {
@@ -875,33 +1026,89 @@ impl Harness<'_> {
                     let got = match result {
                         Err(Error::Cancelled { .. }) => "Cancelled",
                         Err(Error::AnswerTooLarge { .. }) => "AnswerTooLarge",
+                        Err(Error::LegTimedOut { .. }) => "LegTimedOut",
+                        Err(Error::Unreachable { .. }) => "Unreachable",
+                        Err(Error::Malformed { .. }) => "Malformed",
                         _ => "something else",
                     };
                     assert_eq!(got, expected, "the operation ended with {result:?}");
                 }
+                if let Some(call) = self.owed_notice {
+                    assert!(
+                        self.notice_sent,
+                        "the cancelled tools/call {call} ended without its cancel notice"
+                    );
+                }
+                for leg in &mut self.legs {
+                    leg.open = false;
+                }
+                self.json_fed = None;
             }
         }
+        self.sync();
         output
     }
 
-    fn check_leg(&self, leg: &Leg, now: Instant) -> Option<i64> {
-        assert!(
-            !leg.timeout.is_zero(),
-            "leg {} was granted zero",
-            leg.number
+    /// Checks a leg handed out and starts following it.
+    fn transmitted(&mut self, leg: &Leg, now: Instant) {
+        let role = Role::of(leg.kind);
+        assert_eq!(
+            leg.id.number(),
+            self.transmits + 1,
+            "legs are numbered in order"
         );
-        assert_eq!(leg.number, self.transmits + 1, "legs are numbered in order");
+        let request_id = if role == Role::Notice {
+            self.check_notice(leg, now);
+            None
+        } else {
+            assert!(
+                self.expect.is_none(),
+                "expected {:?} but the operation transmitted {leg:?}",
+                self.expect
+            );
+            self.check_leg(leg, now)
+        };
+        self.transmits += 1;
+        assert_eq!(self.op.legs_sent(), self.transmits, "legs_sent() miscounts");
+        if let Some(busy) = self.legs.iter().find(|sent| sent.open && sent.role == role) {
+            panic!(
+                "{} ({:?}) was handed out while {} ({:?}) of the same role is in flight",
+                leg.id, leg.kind, busy.id, busy.kind
+            );
+        }
+        if role == Role::Listen {
+            self.listen_head = now.checked_add(LISTEN_HEAD_WAIT);
+        }
+        self.legs.push(Sent {
+            id: leg.id,
+            kind: leg.kind,
+            role,
+            request_id,
+            ends_at: leg.ends_at,
+            open: true,
+            reading: false,
+            answered: false,
+        });
+        if let Some(id) = request_id {
+            self.asked = Some((leg.kind, id));
+            if leg.kind == LegKind::CallTool {
+                self.calls.push(id);
+            }
+        }
+    }
+
+    fn check_leg(&self, leg: &Leg, now: Instant) -> Option<i64> {
+        let number = leg.id.number();
+        assert!(!leg.timeout.is_zero(), "leg {number} was granted zero");
         let elapsed = now.saturating_duration_since(self.started);
         assert!(
             elapsed < self.total,
-            "leg {} was sent {elapsed:?} into a {:?} budget",
-            leg.number,
+            "leg {number} was sent {elapsed:?} into a {:?} budget",
             self.total
         );
         assert!(
             leg.timeout <= ceil_to(self.total, self.unit),
-            "leg {} was granted {:?}, beyond the {:?} budget rounded up to {:?}",
-            leg.number,
+            "leg {number} was granted {:?}, beyond the {:?} budget rounded up to {:?}",
             leg.timeout,
             self.total,
             self.unit
@@ -909,21 +1116,15 @@ impl Harness<'_> {
         let expected = ceil_to(self.total - elapsed, self.unit).max(self.unit);
         assert_eq!(
             leg.timeout, expected,
-            "leg {} sent {elapsed:?} into a {:?} budget at a {:?} unit",
-            leg.number, self.total, self.unit
+            "leg {number} sent {elapsed:?} into a {:?} budget at a {:?} unit",
+            self.total, self.unit
         );
         assert_eq!(
             leg.ends_at,
             now + leg.timeout,
             "the leg's end is not now + grant"
         );
-        if let Some(id) = leg.request.headers().get("mcp-session-id") {
-            let id = id.as_bytes();
-            assert!(
-                !id.is_empty() && id.len() <= 256 && id.iter().all(|b| (0x21..=0x7e).contains(b)),
-                "an invalid session id was echoed: {id:?}"
-            );
-        }
+        check_session_header(leg);
         let id = check_request(leg);
         if leg.kind == LegKind::CallTool {
             let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or_default();
@@ -937,8 +1138,42 @@ impl Harness<'_> {
         id
     }
 
+    /// The cancel notice: only when the session sends them, once, after a cancel that
+    /// interrupted a `tools/call` that was sent, under a grant of its own.
+    fn check_notice(&mut self, leg: &Leg, now: Instant) {
+        assert!(self.notice, "a cancel notice, but the session sends none");
+        assert!(self.cancelled, "a cancel notice without a cancel");
+        assert!(!self.notice_sent, "a second cancel notice");
+        assert!(
+            !self.no_notice,
+            "a cancel notice after a cancel that interrupted no tools/call"
+        );
+        self.notice_sent = true;
+        assert_eq!(leg.timeout, CANCEL_NOTICE_GRANT);
+        assert_eq!(leg.ends_at, now + CANCEL_NOTICE_GRANT);
+        check_session_header(leg);
+        assert_eq!(check_request(leg), None, "a notification with an id");
+        let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or_default();
+        assert_eq!(body["method"], "notifications/cancelled");
+        let id = body.pointer("/params/requestId").and_then(Value::as_i64);
+        assert!(
+            id.is_some_and(|id| self.calls.contains(&id)),
+            "a cancel notice about {id:?}, not a tools/call that was sent ({:?})",
+            self.calls
+        );
+        if let Some(owed) = self.owed_notice {
+            assert_eq!(id, Some(owed), "the cancel notice names another call");
+        }
+    }
+
     fn check_error(&self, err: &Error, now: Instant) {
         let elapsed = now.saturating_duration_since(self.started);
+        if let Some(method) = error_method(err) {
+            assert!(
+                ERROR_METHODS.contains(&method),
+                "an error names {method:?}, not a request: {err:?}"
+            );
+        }
         match err {
             Error::BudgetExhausted { budget, leg, .. } => {
                 assert!(
@@ -960,9 +1195,102 @@ impl Harness<'_> {
         }
     }
 
-    /// A response head from the dictionaries: content type and session id from `flags`,
-    /// content length from `length_pick`.
-    fn head(&mut self, status: StatusCode, flags: u8, length_pick: u8) {
+    /// The leg an input's selector names: 0 is the innermost leg in flight (the last one
+    /// sent that is still in flight, else the last one sent); `k` is the `k`-th most recent
+    /// leg sent (wrapping around), in flight or not. `None` before the first leg.
+    fn pick(&self, selector: u8) -> Option<usize> {
+        let last = self.legs.len().checked_sub(1)?;
+        if selector == 0 {
+            return Some(self.legs.iter().rposition(|leg| leg.open).unwrap_or(last));
+        }
+        Some(last - (usize::from(selector) - 1) % self.legs.len())
+    }
+
+    fn fate(&self, i: usize) -> Fate {
+        let leg = &self.legs[i];
+        if !leg.open {
+            Fate::Ignored
+        } else if self.now() >= leg.ends_at {
+            Fate::Late
+        } else {
+            Fate::Live
+        }
+    }
+
+    /// Leg `i` is over.
+    fn close(&mut self, i: usize) {
+        self.legs[i].open = false;
+        if self.json_fed.is_some_and(|(leg, _)| leg == i) {
+            self.json_fed = None;
+        }
+    }
+
+    /// An operation that finished has no leg in flight but its cancel notice. Then the legs
+    /// the harness follows are the legs the operation has in flight (all those it thinks are,
+    /// and the last few sent).
+    fn sync(&mut self) {
+        if self.op.is_finished() {
+            for i in 0..self.legs.len() {
+                if self.legs[i].role != Role::Notice {
+                    self.close(i);
+                }
+            }
+        }
+        let recent = self.legs.len().saturating_sub(8);
+        for (i, leg) in self.legs.iter().enumerate() {
+            if leg.open || i >= recent {
+                assert_eq!(
+                    self.op.is_in_flight(leg.id),
+                    leg.open,
+                    "{} ({:?}): the operation and the harness disagree on whether it is in flight",
+                    leg.id,
+                    leg.kind
+                );
+            }
+        }
+    }
+
+    /// An input about a leg no longer in flight changed nothing.
+    fn ignored(&self, i: usize, read: Option<LegStatus>, was_finished: bool, what: &str) {
+        let id = self.legs[i].id;
+        if let Some(read) = read {
+            assert_eq!(
+                read,
+                LegStatus::Complete,
+                "{what} for {id}, no longer in flight, was read"
+            );
+        }
+        assert_eq!(
+            self.op.is_finished(),
+            was_finished,
+            "{what} for {id}, no longer in flight, changed the operation"
+        );
+    }
+
+    /// An input came at or after the end of leg `i`, in flight: the leg timed out (the
+    /// operation decides lateness, not the driver).
+    fn ran_out(&mut self, i: usize, read: Option<LegStatus>, what: &str) {
+        let Sent { id, role, .. } = self.legs[i];
+        if let Some(read) = read {
+            assert_eq!(
+                read,
+                LegStatus::Complete,
+                "{what} for {id} after its end was read"
+            );
+        }
+        self.close(i);
+        if role.is_awaited() {
+            assert!(
+                self.op.is_finished(),
+                "{what} for {id} after its end, and the operation goes on"
+            );
+            self.expect = Some("LegTimedOut");
+        }
+    }
+
+    /// A response head from the dictionaries for leg `i`: content type and session id from
+    /// `flags`, content length from `length_pick`.
+    fn head(&mut self, i: usize, status: StatusCode, flags: u8, length_pick: u8) {
         let (content_type, json) = CONTENT_TYPES[usize::from(flags & 7)];
         let mut map = HeaderMap::new();
         if let Some(content_type) = content_type {
@@ -982,61 +1310,216 @@ impl Harness<'_> {
         if let Some(length) = CONTENT_LENGTHS[usize::from(length_pick) % CONTENT_LENGTHS.len()] {
             map.insert(CONTENT_LENGTH, HeaderValue::from_static(length));
         }
-        let _ = self.head_with(status, &map, json);
+        let _ = self.head_with(i, status, &map, json);
     }
 
-    fn head_with(&mut self, status: StatusCode, map: &HeaderMap, json: bool) -> LegStatus {
-        let read = self.op.handle_response(status, map, self.now());
-        if read == LegStatus::ReadMore {
-            assert!(status.is_success(), "a {status} head asked for the body");
-            self.json_fed = json.then_some(0);
-        } else if self.op.is_finished() {
-            self.json_fed = None;
+    fn head_with(
+        &mut self,
+        i: usize,
+        status: StatusCode,
+        map: &HeaderMap,
+        json: bool,
+    ) -> LegStatus {
+        let fate = self.fate(i);
+        let was_finished = self.op.is_finished();
+        let Sent {
+            id, role, reading, ..
+        } = self.legs[i];
+        let read = self.op.handle_response(id, status, map, self.now());
+        match fate {
+            Fate::Ignored => self.ignored(i, Some(read), was_finished, "a head"),
+            Fate::Late => self.ran_out(i, Some(read), "a head"),
+            Fate::Live => match read {
+                LegStatus::ReadMore => {
+                    assert!(status.is_success(), "a {status} head asked for the body");
+                    assert!(
+                        matches!(role, Role::Work | Role::Listen),
+                        "the head of {id} ({role:?}) asked for its body"
+                    );
+                    assert!(!reading, "a second head of {id} asked for the body");
+                    self.legs[i].reading = true;
+                    if role == Role::Work && json {
+                        self.json_fed = Some((i, 0));
+                    }
+                }
+                LegStatus::Complete => {
+                    // A second head of a work leg goes nowhere; any other head that is not
+                    // read ends its leg.
+                    if role != Role::Work || !reading {
+                        self.close(i);
+                    }
+                    let lost = role == Role::Work
+                        && !reading
+                        && status == StatusCode::NOT_FOUND
+                        && !self.op.is_finished();
+                    if lost {
+                        // The session is gone: the answers to its requests go with it.
+                        for j in 0..self.legs.len() {
+                            if self.legs[j].role == Role::Reply {
+                                self.close(j);
+                            }
+                        }
+                    }
+                }
+            },
         }
+        self.sync();
         read
     }
 
-    fn chunk(&mut self, chunk: &[u8]) -> LegStatus {
+    fn chunk(&mut self, i: usize, chunk: &[u8]) -> LegStatus {
         if self.fed.saturating_add(chunk.len()) > MAX_FED {
             return LegStatus::ReadMore;
         }
         self.fed += chunk.len();
-        let read = self.op.handle_body_chunk(chunk, self.now());
-        if let Some(fed) = self.json_fed.as_mut() {
-            *fed += chunk.len();
-            let fed = *fed;
-            if read == LegStatus::ReadMore {
-                assert!(
-                    fed <= OPERATION_BODY_CAP,
-                    "{fed} bytes of a JSON body were buffered under a {OPERATION_BODY_CAP}-byte cap"
-                );
-            } else {
-                assert!(
-                    fed > OPERATION_BODY_CAP,
-                    "a JSON body leg completed after only {fed} bytes, before its end"
-                );
-                self.expect = Some("AnswerTooLarge");
-                self.json_fed = None;
+        let fate = self.fate(i);
+        let was_finished = self.op.is_finished();
+        let Sent {
+            id, role, reading, ..
+        } = self.legs[i];
+        let read = self.op.handle_body_chunk(id, chunk, self.now());
+        match fate {
+            Fate::Ignored => self.ignored(i, Some(read), was_finished, "a chunk"),
+            Fate::Late => self.ran_out(i, Some(read), "a chunk"),
+            Fate::Live => {
+                if let Some((_, fed)) = self.json_fed.as_mut().filter(|(leg, _)| *leg == i) {
+                    *fed += chunk.len();
+                    let fed = *fed;
+                    if read == LegStatus::ReadMore {
+                        assert!(
+                            fed <= OPERATION_BODY_CAP,
+                            "{fed} bytes of a JSON body were buffered under a {OPERATION_BODY_CAP}-byte cap"
+                        );
+                    } else {
+                        assert!(
+                            fed > OPERATION_BODY_CAP,
+                            "a JSON body leg completed after only {fed} bytes, before its end"
+                        );
+                        self.expect = Some("AnswerTooLarge");
+                    }
+                }
+                match role {
+                    Role::Work | Role::Listen if reading => {
+                        if read == LegStatus::Complete {
+                            self.close(i);
+                        }
+                    }
+                    // A work leg's body before its head goes nowhere; the standalone stream
+                    // is dropped; the body of an answer or a notice is not read.
+                    Role::Listen => {
+                        assert_eq!(
+                            read,
+                            LegStatus::Complete,
+                            "{id}: a body before its head was read"
+                        );
+                        self.close(i);
+                    }
+                    Role::Work | Role::Reply | Role::Notice => {
+                        assert_eq!(
+                            read,
+                            LegStatus::Complete,
+                            "{id} ({role:?}): a body that is not read was read"
+                        );
+                    }
+                }
             }
         }
+        self.sync();
         read
     }
 
-    fn end(&mut self) {
-        self.op.handle_body_end(self.now());
-        self.json_fed = None;
+    fn end(&mut self, i: usize) {
+        let fate = self.fate(i);
+        let was_finished = self.op.is_finished();
+        let Sent {
+            id, role, reading, ..
+        } = self.legs[i];
+        self.op.handle_body_end(id, self.now());
+        match fate {
+            Fate::Ignored => self.ignored(i, None, was_finished, "a body end"),
+            Fate::Late => self.ran_out(i, None, "a body end"),
+            // A work leg's end before its head goes nowhere; any other end ends its leg.
+            Fate::Live => {
+                if role != Role::Work || reading {
+                    self.close(i);
+                }
+            }
+        }
+        self.sync();
+    }
+
+    fn transport_error(&mut self, i: usize, kind: TransportErrorKind, detail: &str) {
+        let fate = self.fate(i);
+        let was_finished = self.op.is_finished();
+        let Sent { id, role, .. } = self.legs[i];
+        self.op
+            .handle_transport_error(id, TransportError::new(kind, detail), self.now());
+        match fate {
+            Fate::Ignored => self.ignored(i, None, was_finished, "a transport error"),
+            Fate::Late => self.ran_out(i, None, "a transport error"),
+            Fate::Live => {
+                self.close(i);
+                if role.is_awaited() {
+                    assert!(
+                        self.op.is_finished(),
+                        "{id} ({role:?}) failed, and the operation goes on"
+                    );
+                    self.expect = Some(match kind {
+                        TransportErrorKind::TimedOut => "LegTimedOut",
+                        TransportErrorKind::Protocol => "Malformed",
+                        _ => "Unreachable",
+                    });
+                } else {
+                    // The standalone stream is dropped; a notice is best-effort.
+                    assert_eq!(
+                        self.op.is_finished(),
+                        was_finished,
+                        "{id} ({role:?}) failed and that ended the operation"
+                    );
+                }
+            }
+        }
+        self.sync();
     }
 
     fn timeout(&mut self) {
         let now = self.now();
         self.op.handle_timeout(now);
-        if self.stack.iter().any(|leg| now >= leg.ends_at) {
-            self.json_fed = None;
+        for i in 0..self.legs.len() {
+            let leg = self.legs[i];
+            if leg.open && leg.ends_at <= now {
+                self.close(i);
+                if leg.role.is_awaited() {
+                    assert!(
+                        self.op.is_finished(),
+                        "{} ran out at its end, and the operation goes on",
+                        leg.id
+                    );
+                    self.expect = Some("LegTimedOut");
+                }
+            }
         }
+        self.sync();
     }
 
     fn cancel(&mut self) {
         let was_finished = self.op.is_finished();
+        // The call a cancel interrupts, when the harness is sure: the last work leg is in
+        // flight and carries (or resumes) a tools/call, or carries another request.
+        let work = self
+            .legs
+            .iter()
+            .rev()
+            .find(|leg| leg.role == Role::Work)
+            .filter(|leg| leg.open);
+        let interrupted = work.map(|leg| match leg.kind {
+            LegKind::CallTool => leg.request_id,
+            LegKind::Resume => self
+                .asked
+                .filter(|(kind, _)| *kind == LegKind::CallTool)
+                .map(|(_, id)| id),
+            _ => None,
+        });
         self.op.cancel();
         assert!(
             self.op.is_finished(),
@@ -1044,54 +1527,41 @@ impl Harness<'_> {
         );
         if !was_finished {
             self.expect = Some("Cancelled");
+            self.cancelled = true;
+            match interrupted {
+                Some(Some(call)) if self.notice => self.owed_notice = Some(call),
+                Some(None) => self.no_notice = true,
+                _ => {}
+            }
         }
-        self.json_fed = None;
-        // The optional notice for the server: only about a tools/call that was sent.
-        let now = self.now();
-        if let Some(notice) = self.op.cancel_notice(now) {
-            assert_eq!(notice.kind, LegKind::CancelNotice);
-            assert_eq!(notice.timeout, CANCEL_NOTICE_GRANT);
-            assert_eq!(notice.ends_at, now + CANCEL_NOTICE_GRANT);
-            let body: Value = serde_json::from_slice(notice.request.body()).unwrap_or_default();
-            assert_eq!(body["method"], "notifications/cancelled");
-            let id = body.pointer("/params/requestId").and_then(Value::as_i64);
-            assert!(
-                id.is_some_and(|id| self.calls.contains(&id)),
-                "a cancel notice about {id:?}, not a tools/call that was sent ({:?})",
-                self.calls
-            );
-        }
+        self.sync();
     }
 
-    /// Answers the innermost leg not yet answered as a healthy server would, through the
-    /// checked inputs.
-    fn healthy(&mut self, flags: u8) {
-        let Some(top) = self.stack.iter_mut().rev().find(|leg| !leg.answered) else {
-            return;
-        };
-        let (kind, id) = (top.kind, top.id);
+    /// Answers leg `i` as a healthy server would, through the checked inputs.
+    fn healthy(&mut self, i: usize, flags: u8) {
+        let Sent {
+            kind, request_id, ..
+        } = self.legs[i];
         let (status, content_type, body) =
-            healthy_reply(kind, id, self.asked, flags & 1 != 0, flags & 2 != 0);
+            healthy_reply(kind, request_id, self.asked, flags & 1 != 0, flags & 2 != 0);
         let json = content_type.is_none_or(|c| c == "application/json");
-        let ended = match self.head_with(status, &headers(content_type, kind), json) {
+        let ended = match self.head_with(i, status, &headers(content_type, kind), json) {
             // A leg whose answer is not read ends at its head; any other leg that answers
             // Complete here was already reading a body (the head went nowhere).
             LegStatus::Complete => body.is_empty(),
             LegStatus::ReadMore => {
-                if self.chunk(&body) == LegStatus::ReadMore {
+                if self.chunk(i, &body) == LegStatus::ReadMore {
                     if flags & 4 != 0 {
                         // The body does not end (yet): the leg stays in flight.
                         return;
                     }
-                    self.end();
+                    self.end(i);
                 }
                 true
             }
         };
         if ended {
-            if let Some(top) = self.stack.iter_mut().rev().find(|leg| !leg.answered) {
-                top.answered = true;
-            }
+            self.legs[i].answered = true;
         }
     }
 }
@@ -1130,23 +1600,28 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32) {
 ///
 /// Layout: four setup bytes, then inputs. Setup: the action byte (`% 4` = probe, list tools,
 /// call tool, close; `0x04` asks for progress; `0x08` registers responders for
-/// `elicitation/create` (accept with defaults) and `roots/list` (an error); `0x80` starts on a
+/// `elicitation/create` (accept with defaults) and `roots/list` (an error); `0x10` turns the
+/// cancel notice on; `0x20` opens the standalone stream during a call; `0x80` starts on a
 /// live session); the budget byte (below 240: `% 30 + 1` seconds, else `(b - 240) * 61` ms);
 /// the resolution byte (`% 4` = second, second, millisecond, `(b >> 2) + 1` ms); the page
-/// ceiling byte (`% 8 + 1`). Each input is an opcode byte (`% 16`) and its operands:
+/// ceiling byte (`% 8 + 1`). Each input is an opcode byte and its operands. The opcode's low
+/// four bits say what the input is; for an input about a leg (2 to 9), the high four bits say
+/// which leg: 0 the innermost leg in flight (the last sent that is still in flight), `k` the
+/// `k`-th most recent leg sent, in flight or not (wrapping around). Before the first leg,
+/// such an input is skipped (its operands are still read).
 ///
 /// | op | input |
 /// |---|---|
 /// | 0, 1 | `poll_output(now)` |
 /// | 2 | head: status byte (below 160: 200, below 224: unusual list, else a `u16`: `% 500 + 100`), header byte (`& 7` content type, `>> 3` session id), content-length byte |
-/// | 3 | a healthy answer to the innermost leg: flags (`1` SSE, `2` more pages, `4` no body end) |
+/// | 3 | a healthy answer to the leg (with selector 0: the innermost leg in flight not yet answered): flags (`1` SSE, `2` more pages, or a server request on the standalone stream, `4` no body end) |
 /// | 4, 5 | body chunk from the fragment dictionary (index byte) |
 /// | 6 | raw body chunk: length byte, then that many bytes |
 /// | 7 | big chunk: `(b % 64 + 1)` KiB of a filler (second byte) |
 /// | 8 | body end |
-/// | 9 | transport error: kind byte (`% 3`), detail (`>> 2`) |
+/// | 9 | transport error: kind byte (`0x80` set: `0x40` ? declined : protocol; else `% 3`: timed out, connect, I/O), detail (`>> 2`) |
 /// | 10 | `handle_timeout(now)` |
-/// | 11 | `cancel()` (and `cancel_notice`) |
+/// | 11 | `cancel()` |
 /// | 12 | clock forward `u16` ms |
 /// | 13 | clock backward `u16 % 10_000` ms (at most 120 s in all) |
 /// | 14 | clock to the innermost leg's end, then `handle_timeout` |
@@ -1157,21 +1632,30 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32) {
 /// `AlreadyFinished` and no event comes out; every grant is exactly
 /// `max(unit, ceil_to_unit(total - elapsed))`, so never zero and never beyond the budget
 /// rounded up; a refusal comes only once the budget is spent and nothing is sent after it; a
-/// cancel before the end ends it with `Cancelled`, and a cancel notice only names a
-/// `tools/call` that was sent; a JSON body never buffers more than the cap, and overflowing it
-/// ends with `AnswerTooLarge`; a `Wait` is the end of a leg that may be in flight or a
-/// resumption within the deadline; requests match their kind and echo only valid session ids;
-/// error messages are one clipped line.
+/// cancel before the end ends it with `Cancelled`; a cancel notice goes out only when the
+/// session sends them, once, under its own grant, naming a `tools/call` that was sent (the
+/// one in flight when the cancel came); a JSON body never buffers more than the cap, and
+/// overflowing it ends with `AnswerTooLarge`; never two legs of one role in flight; an input
+/// about a leg no longer in flight changes nothing; an input at or after a leg's end, or its
+/// timer, times it out (`LegTimedOut` for the request and the answers to the server; the
+/// standalone stream and the notice are just dropped); a transport error ends the operation
+/// with its kind's error, except on the standalone stream and the notice; a `Wait` is the end
+/// of a leg in flight, the end of the wait for the standalone stream's head, or within the
+/// deadline; requests match their kind and echo only valid session ids; errors name a request
+/// the operation sends; error messages are one clipped line.
 pub fn operation(data: &[u8]) {
     let mut bytes = Bytes::new(data);
     let (action, pick, budget, resolution, max_pages) = setup(&mut bytes);
     let clock = ManualClock::new();
     let progress = pick & 0x04 != 0;
+    let notice = pick & 0x10 != 0;
     let mut config = SessionConfig::new(URL)
         .expect("the fuzz URL is valid")
-        .body_cap(OPERATION_BODY_CAP)
-        .max_pages(max_pages)
-        .progress(progress);
+        .with_body_cap(OPERATION_BODY_CAP)
+        .with_max_pages(max_pages)
+        .with_progress(progress)
+        .with_cancel_notice(notice)
+        .with_listen(pick & 0x20 != 0);
     if pick & 0x08 != 0 {
         config = config
             .respond_to("elicitation/create", |params| {
@@ -1199,13 +1683,19 @@ pub fn operation(data: &[u8]) {
         total: budget.as_duration().max(unit),
         unit,
         progress,
-        stack: Vec::new(),
+        notice,
+        legs: Vec::new(),
         asked: None,
         calls: Vec::new(),
         transmits: 0,
         done: false,
         json_fed: None,
         expect: None,
+        cancelled: false,
+        owed_notice: None,
+        no_notice: false,
+        notice_sent: false,
+        listen_head: None,
         fed: 0,
         rewound: Duration::ZERO,
     };
@@ -1218,7 +1708,9 @@ pub fn operation(data: &[u8]) {
 }
 
 fn apply(h: &mut Harness<'_>, bytes: &mut Bytes<'_>) {
-    match bytes.byte() % 16 {
+    let op = bytes.byte();
+    let leg = h.pick(op >> 4);
+    match op % 16 {
         0 | 1 => {
             let _ = h.poll();
         }
@@ -1231,38 +1723,62 @@ fn apply(h: &mut Harness<'_>, bytes: &mut Bytes<'_>) {
             };
             let flags = bytes.byte();
             let length = bytes.byte();
-            h.head(status, flags, length);
+            if let Some(i) = leg {
+                h.head(i, status, flags, length);
+            }
         }
         3 => {
             let flags = bytes.byte();
-            h.healthy(flags);
+            let leg = if op >> 4 == 0 {
+                h.legs.iter().rposition(|leg| leg.open && !leg.answered)
+            } else {
+                leg
+            };
+            if let Some(i) = leg {
+                h.healthy(i, flags);
+            }
         }
         4 | 5 => {
             let fragment = FRAGMENTS[usize::from(bytes.byte()) % FRAGMENTS.len()];
-            let _ = h.chunk(fragment);
+            if let Some(i) = leg {
+                let _ = h.chunk(i, fragment);
+            }
         }
         6 => {
             let len = usize::from(bytes.byte());
             let raw = bytes.take(len);
-            let _ = h.chunk(raw);
+            if let Some(i) = leg {
+                let _ = h.chunk(i, raw);
+            }
         }
         7 => {
             let kib = usize::from(bytes.byte() % 64) + 1;
             let filler = FILLERS[usize::from(bytes.byte()) % FILLERS.len()];
-            let big: Vec<u8> = filler.iter().copied().cycle().take(kib * 1024).collect();
-            let _ = h.chunk(&big);
+            if let Some(i) = leg {
+                let big: Vec<u8> = filler.iter().copied().cycle().take(kib * 1024).collect();
+                let _ = h.chunk(i, &big);
+            }
         }
-        8 => h.end(),
+        8 => {
+            if let Some(i) = leg {
+                h.end(i);
+            }
+        }
         9 => {
             let pick = bytes.byte();
-            let kind = match pick % 3 {
-                0 => TransportErrorKind::TimedOut,
-                1 => TransportErrorKind::Connect,
-                _ => TransportErrorKind::Io,
+            let kind = match (pick & 0x80 != 0, pick & 0x40 != 0) {
+                (true, true) => TransportErrorKind::Declined,
+                (true, false) => TransportErrorKind::Protocol,
+                _ => match pick % 3 {
+                    0 => TransportErrorKind::TimedOut,
+                    1 => TransportErrorKind::Connect,
+                    _ => TransportErrorKind::Io,
+                },
             };
             let detail = DETAILS[usize::from(pick >> 2) % DETAILS.len()];
-            h.op.handle_transport_error(TransportError::new(kind, detail), h.now());
-            h.json_fed = None;
+            if let Some(i) = leg {
+                h.transport_error(i, kind, detail);
+            }
         }
         10 => h.timeout(),
         11 => h.cancel(),
@@ -1276,7 +1792,7 @@ fn apply(h: &mut Harness<'_>, bytes: &mut Bytes<'_>) {
             h.clock.rewind(back);
         }
         14 => {
-            if let Some(top) = h.stack.last() {
+            if let Some(top) = h.legs.iter().rev().find(|leg| leg.open) {
                 if top.ends_at > h.now() {
                     h.clock.set(top.ends_at);
                 }

@@ -154,7 +154,7 @@ fn assert_timed_out(what: &str, call: &Call, method: &str, budget: Duration, uni
     );
     assert_within_budget(what, call.elapsed, budget, unit);
     let last = call.recorder.legs().pop().expect("the leg was reported");
-    assert_eq!(last.kind.method(), method, "{what}");
+    assert_eq!(last.kind.label(), method, "{what}");
     assert_eq!(
         last.end,
         LegEnd::Transport(TransportErrorKind::TimedOut),
@@ -650,11 +650,8 @@ fn a_refused_connection_is_unreachable<D: Driver>() {
 fn connect_uses_the_default_configuration_and_refuses_unusable_urls<D: Driver>() {
     let server = TestServer::start(Script::new());
     let mut client = D::connect(&server.url()).unwrap();
-    assert_eq!(client.session().config().default_budget(), Budget::DEFAULT);
-    assert_eq!(
-        client.session().config().default_resolution(),
-        Resolution::SECOND
-    );
+    assert_eq!(client.session().config().budget(), Budget::DEFAULT);
+    assert_eq!(client.session().config().resolution(), Resolution::SECOND);
     assert_eq!(client.list_tools().unwrap().len(), 4);
     for url in ["ftp://example.org/mcp", "not a url", "http:///mcp"] {
         let err = D::connect(url).expect_err(url);
@@ -703,7 +700,7 @@ fn a_spent_budget_sends_nothing_more<D: Driver>() {
     let server = TestServer::start(Script::new().delay("initialize", Duration::from_millis(1150)));
     let unit = Duration::from_secs(1);
     let budget = Duration::from_millis(1050);
-    let mut client = D::new(config(&server, budget).resolution(Resolution::SECOND));
+    let mut client = D::new(config(&server, budget).with_resolution(Resolution::SECOND));
     let recorder = client.observe();
     let started = Instant::now();
     let result = client.call_tool("echo", echo("x"));
@@ -784,7 +781,7 @@ fn a_coarse_resolution_overruns_the_budget_by_at_most_one_unit<D: Driver>() {
     let call = call_once::<D>(
         Script::new().hostile("tools/call", Hostile::Stall),
         budget,
-        |c| c.resolution(Resolution::from_unit(unit).unwrap()),
+        |c| c.with_resolution(Resolution::from_unit(unit).unwrap()),
     );
     assert_timed_out("quarter-second grants", &call, "tools/call", budget, unit);
     for grant in call.recorder.grants_ms() {
@@ -960,7 +957,7 @@ fn every_hostile_mode_ends_in_its_own_typed_error<D: Driver>() {
     for (script, expected, check) in rows {
         let label = format!("{script:?}");
         let ran = catch_unwind(AssertUnwindSafe(|| {
-            call_once::<D>(script, budget, |c| c.body_cap(CAP))
+            call_once::<D>(script, budget, |c| c.with_body_cap(CAP))
         }));
         let call = match ran {
             Ok(call) => call,
@@ -1019,7 +1016,7 @@ fn listings_that_do_not_end_are_stopped<D: Driver>() {
     );
 
     let server = TestServer::start(Script::new().endless_listing(true));
-    let mut client = D::new(config(&server, BUDGET).max_pages(5));
+    let mut client = D::new(config(&server, BUDGET).with_max_pages(5));
     let err = client.list_tools().unwrap_err();
     assert!(
         matches!(err, Error::TooManyPages { pages: 5, .. }),
@@ -1193,7 +1190,7 @@ fn a_redirect_to_another_host_is_not_followed_and_leaks_nothing<D: Driver>() {
         TestServer::start(Script::new().hostile("tools/call", Hostile::RedirectTo(other.url())));
     let budget = Duration::from_secs(2);
     let config = config(&server, budget)
-        .header("Authorization", "Bearer s3cret")
+        .with_header("Authorization", "Bearer s3cret")
         .unwrap();
     let mut client = D::new(config);
     let recorder = client.observe();

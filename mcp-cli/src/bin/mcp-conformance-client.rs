@@ -12,8 +12,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use mcp_driver_tokio::Client;
-use mcp_proto::model::accept_elicitation_with_defaults;
-use mcp_proto::{Budget, Error, Event, LegReport, Observer, Resolution, SessionConfig};
+use mcp_proto::{
+    Budget, Error, Event, LegReport, Observer, Resolution, SessionConfig,
+    accept_elicitation_with_defaults,
+};
 use serde_json::{Map, Value, json};
 
 fn main() -> ExitCode {
@@ -45,16 +47,16 @@ fn main() -> ExitCode {
 
 async fn run(url: &str, scenario: &str) -> Result<(), Error> {
     let mut config = SessionConfig::new(url)?
-        .budget(Budget::from_duration(Duration::from_secs(10)))
-        .resolution(Resolution::MILLISECOND)
-        .client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
+        .with_budget(Budget::from_duration(Duration::from_secs(10)))
+        .with_resolution(Resolution::MILLISECOND)
+        .with_client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
     if scenario == "elicitation-sep1034-client-defaults" {
         // This client wants elicitations: it declares the capability, answers with the
         // schema's defaults, and listens on the standalone stream, where this server sends
         // them. Elsewhere it opens no stream it has no use for (the sse-retry server would
         // take any GET for the reconnection it is timing).
         config = config
-            .listen(true)
+            .with_listen(true)
             .respond_to("elicitation/create", |params| {
                 Ok(accept_elicitation_with_defaults(params))
             });
@@ -100,14 +102,7 @@ struct Trace;
 
 impl Observer for Trace {
     fn leg_finished(&mut self, report: &LegReport) {
-        eprintln!(
-            "leg={} method={} granted_ms={} elapsed_ms={} status={}",
-            report.number,
-            report.kind.method(),
-            report.grant.as_millis(),
-            report.elapsed.as_millis(),
-            report.end.word()
-        );
+        eprintln!("{report}");
     }
 
     fn event(&mut self, event: &Event) {

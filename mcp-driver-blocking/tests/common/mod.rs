@@ -15,8 +15,8 @@ pub(crate) use mcp_testkit::Recorder;
 pub(crate) fn config(server: &TestServer, budget: Duration) -> SessionConfig {
     SessionConfig::new(&server.url())
         .expect("the test server's URL is valid")
-        .budget(Budget::from_duration(budget))
-        .resolution(Resolution::MILLISECOND)
+        .with_budget(Budget::from_duration(budget))
+        .with_resolution(Resolution::MILLISECOND)
 }
 
 /// A client for `server` with `budget` at millisecond resolution, reporting to a recorder.

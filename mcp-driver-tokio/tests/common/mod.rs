@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 pub(crate) fn config(server: &TestServer) -> SessionConfig {
     SessionConfig::new(&server.url())
         .expect("the test server's URL is valid")
-        .resolution(Resolution::MILLISECOND)
+        .with_resolution(Resolution::MILLISECOND)
 }
 
 /// A client for `server` with millisecond grants and the default 20 s budget.

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Event, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, TransportError,
+    Clock, Event, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output,
+    TransportError,
 };
 use serde_json::{Value, json};
 
@@ -78,12 +79,15 @@ impl Run {
         self.legs.iter().map(|l| l.grant.as_secs()).collect()
     }
     pub fn methods(&self) -> Vec<&'static str> {
-        self.legs.iter().map(|l| l.kind.method()).collect()
+        self.legs.iter().map(|l| l.kind.label()).collect()
     }
 }
 
 /// Drives `op` to the end. Each leg takes the next of `durations` (zero once they run out)
-/// and is answered by `answer(kind, leg number)`; a session id header `session-1` comes with
+/// and is answered by `answer(kind, leg number)`. A duration at or past the leg's grant is
+/// spent as the acceptance table counts it: the answer arrives just inside the grant and the
+/// rest passes before the next poll (the table is about what the budget grants, not about
+/// late answers, which `Answer::Stall` and the lateness tests cover); a session id header `session-1` comes with
 /// every initialize answer. Between body chunks the stand-in drains `poll_output` as a driver
 /// must, running nested legs (answers to server requests) to completion.
 pub fn drive(
@@ -146,27 +150,31 @@ impl StandIn<'_> {
         let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or(Value::Null);
         let id = body.get("id").cloned();
         self.legs.push(SeenLeg {
-            number: leg.number,
+            number: leg.id.number(),
             kind: leg.kind,
             grant: leg.timeout,
             request: leg.request,
             body,
         });
         let spent = self.durations.pop_front().unwrap_or_default();
-        let reply = (self.answer)(leg.kind, leg.number);
+        let reply = (self.answer)(leg.kind, leg.id.number());
         if let Answer::Stall = reply {
             // The leg's grant runs out before anything arrives.
             self.clock.advance(leg.timeout);
             op.handle_timeout(self.clock.now());
             return None;
         }
-        self.clock.advance(spent);
-        self.feed(op, leg.kind, id, reply)
+        let inside = spent.min(leg.timeout.saturating_sub(Duration::from_nanos(1)));
+        self.clock.advance(inside);
+        let result = self.feed(op, leg.id, leg.kind, id, reply);
+        self.clock.advance(spent - inside);
+        result
     }
 
     fn feed(
         &mut self,
         op: &mut Operation<'_>,
+        leg: LegId,
         kind: LegKind,
         id: Option<Value>,
         reply: Answer,
@@ -191,7 +199,7 @@ impl StandIn<'_> {
             Answer::Raw(status, content_type, body) => (status, content_type, body),
             Answer::Sse(text) => (200, Some("text/event-stream"), text.into_bytes()),
             Answer::Transport(err) => {
-                op.handle_transport_error(err, now);
+                op.handle_transport_error(leg, err, now);
                 return None;
             }
             Answer::Stall => unreachable!("handled by the caller"),
@@ -200,12 +208,12 @@ impl StandIn<'_> {
             headers.insert("content-type", HeaderValue::from_str(content_type).unwrap());
         }
         let status = StatusCode::from_u16(status).unwrap();
-        if op.handle_response(status, &headers, now) == LegStatus::Complete {
+        if op.handle_response(leg, status, &headers, now) == LegStatus::Complete {
             return None;
         }
         // Feed the body in small chunks, draining outputs between them as a driver must.
         for chunk in body.chunks(7) {
-            let status = op.handle_body_chunk(chunk, self.clock.now());
+            let status = op.handle_body_chunk(leg, chunk, self.clock.now());
             if status == LegStatus::Complete {
                 return None;
             }
@@ -222,7 +230,7 @@ impl StandIn<'_> {
                 }
             }
         }
-        op.handle_body_end(self.clock.now());
+        op.handle_body_end(leg, self.clock.now());
         None
     }
 }

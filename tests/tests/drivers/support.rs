@@ -209,8 +209,8 @@ pub(crate) const MARGIN: Duration = Duration::from_millis(1500);
 pub(crate) fn config(server: &TestServer, budget: Duration) -> SessionConfig {
     SessionConfig::new(&server.url())
         .expect("the test server's URL is valid")
-        .budget(Budget::from_duration(budget))
-        .resolution(Resolution::MILLISECOND)
+        .with_budget(Budget::from_duration(budget))
+        .with_resolution(Resolution::MILLISECOND)
 }
 
 /// A client for `server` with `budget` at millisecond resolution, reporting to a recorder.

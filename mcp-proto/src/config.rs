@@ -1,0 +1,338 @@
+//! What a session needs to know before it talks to a server: where, with which headers,
+//! under which budget, with which caps, and how to answer the server's own requests.
+//!
+//! A [`SessionConfig`] is plain data built once (setters are `with_*`, getters carry the same
+//! name without the prefix). It decides nothing at run time except the answer to a server
+//! request, through the caller's registered responders.
+
+use std::sync::Arc;
+
+use http::Uri;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Map, Value};
+
+use crate::deadline::{Budget, Resolution};
+use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::jsonrpc::RpcError;
+use crate::wire::{Endpoint, RESERVED_HEADERS};
+
+/// How this client identifies itself in `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// `clientInfo.name`.
+    pub name: String,
+    /// `clientInfo.version`.
+    pub version: String,
+}
+
+impl Default for ClientInfo {
+    fn default() -> Self {
+        Self {
+            name: "mcp-proto".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+/// Everything a session needs to know before it talks to a server.
+///
+/// ```
+/// use mcp_proto::{Budget, Resolution, SessionConfig};
+///
+/// let config = SessionConfig::new("https://tools.example.org/mcp")?
+///     .with_header("Authorization", "Bearer s3cret")?
+///     .with_budget(Budget::from_secs(30))
+///     .with_resolution(Resolution::MILLISECOND);
+/// assert_eq!(config.label(), "tools.example.org:443");
+/// assert_eq!(config.budget(), Budget::from_secs(30));
+/// # Ok::<(), mcp_proto::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    endpoint: Uri,
+    label: String,
+    headers: HeaderMap,
+    budget: Budget,
+    resolution: Resolution,
+    body_cap: usize,
+    max_pages: u32,
+    client_info: ClientInfo,
+    responders: Vec<(String, Responder)>,
+    progress: bool,
+    listen: bool,
+    cancel_notice: bool,
+}
+
+impl SessionConfig {
+    /// The default cap on one answer body (and on one event of a stream): 2 MiB.
+    pub const DEFAULT_BODY_CAP: usize = 2 * 1024 * 1024;
+    /// The default ceiling on pages in one tool listing.
+    pub const DEFAULT_MAX_PAGES: u32 = 50;
+    /// The most a close may spend: [`Session::close`](crate::Session::close) runs under the
+    /// configured budget capped at this, so ending a session never delays its caller long.
+    pub const CLOSE_BUDGET_CAP: Budget = Budget::from_secs(2);
+
+    /// A configuration for the endpoint at `url` (`http` or `https`, with a host). The label
+    /// defaults to the URL's host and port.
+    pub fn new(url: &str) -> Result<Self, Error> {
+        let invalid = |reason| Error::InvalidUrl {
+            url: clip(url, QUOTE_LIMIT),
+            reason,
+        };
+        let endpoint: Uri = url.parse().map_err(|_| invalid("it is not a valid URL"))?;
+        let default_port = match endpoint.scheme_str() {
+            Some("http") => 80,
+            Some("https") => 443,
+            _ => return Err(invalid("only http and https URLs are supported")),
+        };
+        let host = endpoint
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| invalid("it has no host"))?;
+        let label = format!("{host}:{}", endpoint.port_u16().unwrap_or(default_port));
+        Ok(Self {
+            endpoint,
+            label,
+            headers: HeaderMap::new(),
+            budget: Budget::DEFAULT,
+            resolution: Resolution::SECOND,
+            body_cap: Self::DEFAULT_BODY_CAP,
+            max_pages: Self::DEFAULT_MAX_PAGES,
+            client_info: ClientInfo::default(),
+            responders: Vec::new(),
+            progress: false,
+            listen: false,
+            cancel_notice: false,
+        })
+    }
+
+    /// Names the server in every error message (default: host and port).
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    /// Adds a header sent on every request, e.g. `Authorization`.
+    ///
+    /// Headers the protocol owns (`Content-Type`, `Accept`, `Mcp-Session-Id`,
+    /// `MCP-Protocol-Version`, `Last-Event-ID`, `Host`, `Content-Length`,
+    /// `Transfer-Encoding`) are refused rather than silently overridden.
+    pub fn with_header(mut self, name: &str, value: &str) -> Result<Self, Error> {
+        let invalid = |reason| Error::InvalidHeader {
+            name: clip(name, 100),
+            reason,
+        };
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid("it is not a valid header name"))?;
+        if RESERVED_HEADERS.contains(&name.as_str()) {
+            return Err(invalid("the MCP transport sets it itself"));
+        }
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| invalid("its value has characters a header cannot carry"))?;
+        self.headers.append(name, value);
+        Ok(self)
+    }
+
+    /// The budget of every operation started without an explicit deadline (default 20 s).
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The unit grants are rounded up to (default one second).
+    pub fn with_resolution(mut self, resolution: Resolution) -> Self {
+        self.resolution = resolution;
+        self
+    }
+
+    /// The cap on one answer body and on one event of a stream, in bytes (default 2 MiB).
+    pub fn with_body_cap(mut self, bytes: usize) -> Self {
+        self.body_cap = bytes.max(1);
+        self
+    }
+
+    /// The ceiling on pages in one tool listing (default 50).
+    pub fn with_max_pages(mut self, pages: u32) -> Self {
+        self.max_pages = pages.max(1);
+        self
+    }
+
+    /// How this client names itself in `initialize`.
+    pub fn with_client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.client_info = ClientInfo {
+            name: name.into(),
+            version: version.into(),
+        };
+        self
+    }
+
+    /// Answers the server's `method` requests (e.g. `elicitation/create`) with `respond`.
+    ///
+    /// Servers may send requests on the stream of an answer; each is answered with a POST
+    /// inside the same budget. Registering `elicitation/create`, `sampling/createMessage` or
+    /// `roots/list` also declares the matching client capability in `initialize`. `ping` is
+    /// always answered with `{}`; a request nobody registered is answered with JSON-RPC error
+    /// -32601. `respond` must not block: it runs inside the state machine.
+    ///
+    /// ```
+    /// use mcp_proto::{SessionConfig, accept_elicitation_with_defaults};
+    /// let config = SessionConfig::new("http://127.0.0.1:3000/mcp")?
+    ///     .respond_to("elicitation/create", |params| Ok(accept_elicitation_with_defaults(params)));
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn respond_to(
+        mut self,
+        method: impl Into<String>,
+        respond: impl Fn(&Value) -> Result<Value, RpcError> + Send + Sync + 'static,
+    ) -> Self {
+        let method = method.into();
+        self.responders.retain(|(m, _)| *m != method);
+        self.responders.push((method, Responder(Arc::new(respond))));
+        self
+    }
+
+    /// Asks for progress: `tools/call` then carries a `progressToken`, and the server's
+    /// `notifications/progress` come out as events. Progress never extends the budget.
+    pub fn with_progress(mut self, on: bool) -> Self {
+        self.progress = on;
+        self
+    }
+
+    /// Opens the session's standalone stream (a GET) during each tool call, once the session
+    /// is live and before the `tools/call` request, so requests the server sends outside any
+    /// answer (e.g. an elicitation its tool raises without tying it to the call) reach the
+    /// client and are answered. The stream is dropped when the call ends; a server that still
+    /// counts a dropped stream as open answers the next GET with 409, and that call goes on
+    /// without the stream. A server that does not offer the stream (405, 400, 404) is fine.
+    ///
+    /// The stream is read beside the call, so it needs a driver that reads two responses at
+    /// once: the tokio driver does; the blocking driver does not, declines the leg, and the
+    /// call goes on without it.
+    pub fn with_listen(mut self, on: bool) -> Self {
+        self.listen = on;
+        self
+    }
+
+    /// Follows a cancelled `tools/call` with a best-effort `notifications/cancelled` naming its
+    /// request id, so the server can stop working on it (default: off).
+    ///
+    /// When on, the operation hands the notice out as one more leg after
+    /// [`Operation::cancel`](crate::Operation::cancel), under a grant of its own of
+    /// [`CANCEL_NOTICE_GRANT`](crate::CANCEL_NOTICE_GRANT) (the budget is over), and returns
+    /// [`Error::Cancelled`] once its response head arrived or that grant ran out: a cancel then
+    /// takes up to a second instead of returning at once. Nothing is sent when the call had
+    /// not been sent yet, nor for any other request.
+    pub fn with_cancel_notice(mut self, on: bool) -> Self {
+        self.cancel_notice = on;
+        self
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Uri {
+        &self.endpoint
+    }
+
+    /// The label naming the server in errors.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The extra headers sent on every request.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The budget of every operation started without an explicit deadline.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// The unit grants are rounded up to.
+    pub fn resolution(&self) -> Resolution {
+        self.resolution
+    }
+
+    /// The cap on one answer body and on one event of a stream, in bytes.
+    pub fn body_cap(&self) -> usize {
+        self.body_cap
+    }
+
+    /// The ceiling on pages in one tool listing.
+    pub fn max_pages(&self) -> u32 {
+        self.max_pages
+    }
+
+    /// The client's name and version.
+    pub fn client_info(&self) -> &ClientInfo {
+        &self.client_info
+    }
+
+    /// Whether `tools/call` asks for progress.
+    pub fn progress(&self) -> bool {
+        self.progress
+    }
+
+    /// Whether tool calls open the standalone stream.
+    pub fn listen(&self) -> bool {
+        self.listen
+    }
+
+    /// Whether a cancelled `tools/call` is followed by `notifications/cancelled`.
+    pub fn cancel_notice(&self) -> bool {
+        self.cancel_notice
+    }
+
+    pub(crate) fn wire(&self) -> Endpoint<'_> {
+        Endpoint {
+            uri: &self.endpoint,
+            headers: &self.headers,
+        }
+    }
+
+    /// The answer this client gives to a server request for `method`.
+    pub(crate) fn answer_server_request(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, RpcError> {
+        if let Some((_, responder)) = self.responders.iter().find(|(m, _)| m == method) {
+            return (responder.0)(params);
+        }
+        if method == "ping" {
+            return Ok(Value::Object(Map::new()));
+        }
+        Err(RpcError {
+            code: -32601,
+            message: format!("method not found: {}", clip(method, 100)),
+            data: None,
+        })
+    }
+
+    /// The client capabilities declared in `initialize`, from the registered responders.
+    pub(crate) fn capabilities(&self) -> Map<String, Value> {
+        let mut capabilities = Map::new();
+        for (method, _) in &self.responders {
+            let capability = match method.as_str() {
+                "elicitation/create" => "elicitation",
+                "sampling/createMessage" => "sampling",
+                "roots/list" => "roots",
+                _ => continue,
+            };
+            capabilities.insert(capability.to_owned(), Value::Object(Map::new()));
+        }
+        capabilities
+    }
+}
+
+/// A caller's answer to one kind of server request.
+#[derive(Clone)]
+struct Responder(Arc<RespondFn>);
+
+/// The shape of a caller's answer to a server request.
+type RespondFn = dyn Fn(&Value) -> Result<Value, RpcError> + Send + Sync + 'static;
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
+}

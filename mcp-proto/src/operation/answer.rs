@@ -1,0 +1,210 @@
+//! What an answer means: the handshake's result, a probe's `ping`, a page of a listing, a
+//! tool's result; and the paging state of a tool listing.
+//!
+//! The answer has already been read and classified (`read`); this module checks its id,
+//! turns it into the operation's next step or its [`Outcome`](super::Outcome), and keeps the
+//! listing's walk bounded (a page ceiling, no repeated cursor).
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value, json};
+
+use super::legs::Role;
+use super::{LegKind, Operation, Outcome, Step};
+use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::jsonrpc::{Incoming, RequestId};
+use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo, Tool};
+
+/// A tool listing's walk: the tools so far and where the next page starts.
+#[derive(Debug, Default)]
+pub(super) struct Paging {
+    tools: Vec<Tool>,
+    cursor: Option<String>,
+    cursors_seen: HashSet<String>,
+    pages: u32,
+}
+
+/// What a page says about the walk.
+enum PageEnd {
+    /// No next cursor: the walk is over.
+    Last(Vec<Tool>),
+    /// Another page follows.
+    More,
+    /// The server handed back a cursor it had already given.
+    Repeated(String),
+    /// The page ceiling was reached with a next page still announced.
+    Ceiling,
+}
+
+impl Paging {
+    /// The number of the page to ask for next (1-based).
+    pub(super) fn next_page(&self) -> u32 {
+        self.pages + 1
+    }
+
+    /// The params of the next `tools/list`.
+    pub(super) fn params(&self) -> Map<String, Value> {
+        match &self.cursor {
+            Some(cursor) => match json!({ "cursor": cursor }) {
+                Value::Object(params) => params,
+                _ => Map::new(),
+            },
+            None => Map::new(),
+        }
+    }
+
+    fn take_page(
+        &mut self,
+        entries: Vec<Value>,
+        next_cursor: Option<&str>,
+        ceiling: u32,
+    ) -> PageEnd {
+        self.tools
+            .extend(entries.into_iter().filter_map(Tool::from_entry));
+        self.pages += 1;
+        let Some(cursor) = next_cursor.filter(|c| !c.is_empty()) else {
+            return PageEnd::Last(std::mem::take(&mut self.tools));
+        };
+        if !self.cursors_seen.insert(cursor.to_owned()) {
+            return PageEnd::Repeated(clip(cursor, QUOTE_LIMIT));
+        }
+        if self.pages >= ceiling {
+            return PageEnd::Ceiling;
+        }
+        self.cursor = Some(cursor.to_owned());
+        PageEnd::More
+    }
+}
+
+impl Operation<'_> {
+    /// A response arrived for the work leg: check it and move on.
+    pub(super) fn read_answer(&mut self, answer: Incoming) {
+        let Some(leg) = self.end_leg(Role::Work) else {
+            return;
+        };
+        let method = leg.answers.request_name();
+        let malformed = |detail: String| {
+            move |server| Error::Malformed {
+                server,
+                method,
+                detail,
+            }
+        };
+        let result = match answer {
+            // Error envelopes are accepted whatever their id: servers send `null`, none, or
+            // a string of their own when they could not read the request at all.
+            Incoming::Error { error, .. } => {
+                let message = clip(&error.message, QUOTE_LIMIT);
+                self.fail(|server| Error::JsonRpc {
+                    server,
+                    method,
+                    code: error.code,
+                    message,
+                    data: error.data,
+                });
+                return;
+            }
+            Incoming::Result { id, result } => {
+                let expected = leg.request_id.map(RequestId::Number);
+                if id != expected {
+                    let got = id.map_or_else(|| "none".to_owned(), |id| id.to_string());
+                    let want = expected.map_or_else(|| "none".to_owned(), |id| id.to_string());
+                    self.fail(malformed(format!(
+                        "the answer's id {got} does not match the request's id {want}"
+                    )));
+                    return;
+                }
+                match result {
+                    Value::Object(result) => result,
+                    _ => {
+                        self.fail(malformed("neither a result nor an error".to_owned()));
+                        return;
+                    }
+                }
+            }
+            _ => return,
+        };
+        match leg.answers {
+            LegKind::Initialize => self.read_initialize(&result, leg.session_id),
+            LegKind::Ping => match self.session.info().cloned() {
+                Some(info) => self.finish(Ok(Outcome::Probe(info))),
+                None => self.fail(malformed(
+                    "ping answered on a session that is not live".to_owned(),
+                )),
+            },
+            LegKind::ListTools { .. } => self.read_tools_page(result),
+            LegKind::CallTool => match CallToolResult::from_result(&result) {
+                Ok(call) => self.finish(Ok(Outcome::Call(call))),
+                Err(detail) => self.fail(malformed(detail)),
+            },
+            _ => {}
+        }
+    }
+
+    fn read_initialize(&mut self, result: &Map<String, Value>, session_id: Option<String>) {
+        let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
+            self.fail(|server| Error::Malformed {
+                server,
+                method: "initialize",
+                detail: "the initialize result has no protocolVersion".to_owned(),
+            });
+            return;
+        };
+        let Some(protocol_version) = ProtocolVersion::parse(version) else {
+            let version = clip(version, model::LABEL_LIMIT);
+            self.fail(|server| Error::UnsupportedProtocolVersion { server, version });
+            return;
+        };
+        self.pending = Some(SessionInfo {
+            protocol_version,
+            server: model::server_info(result.get("serverInfo")),
+            capabilities: result
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            session_id,
+        });
+        self.next = Step::Initialized;
+    }
+
+    /// `notifications/initialized` was accepted: the handshake is committed to the session.
+    pub(super) fn handshake_confirmed(&mut self) {
+        let Some(info) = self.pending.take() else {
+            return;
+        };
+        self.session.establish(info.clone());
+        if self.action == super::Action::Probe {
+            self.finish(Ok(Outcome::Probe(info)));
+        } else {
+            self.next = Step::Work;
+        }
+    }
+
+    fn read_tools_page(&mut self, mut result: Map<String, Value>) {
+        let Some(Value::Array(entries)) = result.remove("tools") else {
+            self.fail(|server| Error::Malformed {
+                server,
+                method: "tools/list",
+                detail: "the result has no \"tools\" array".to_owned(),
+            });
+            return;
+        };
+        let ceiling = self.session.config().max_pages();
+        let next_cursor = result.get("nextCursor").and_then(Value::as_str);
+        match self.paging.take_page(entries, next_cursor, ceiling) {
+            PageEnd::Last(tools) => self.finish(Ok(Outcome::Tools(tools))),
+            PageEnd::More => {}
+            PageEnd::Repeated(cursor) => {
+                self.fail(|server| Error::RepeatedCursor { server, cursor });
+            }
+            PageEnd::Ceiling => self.fail(|server| Error::TooManyPages {
+                server,
+                pages: ceiling,
+            }),
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The leg table: every leg in flight, one slot per role, each found by its [`LegId`].
+//!
+//! A leg's role says what the operation does with it: the **work** leg carries the request
+//! whose answer the operation waits for (or resumes it), a **reply** answers a request the
+//! server sent, the **listen** leg is the session's standalone stream, the **notice** tells
+//! the server a call was cancelled. At most one leg of each role is in flight, so the table is
+//! an array; a leg's grant lives in the timer table, under its role.
+
+use std::time::Duration;
+
+use super::read::Reading;
+use super::types::{LegId, LegKind};
+
+/// What the operation does with a leg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// The operation's own request (handshake, work, resumption, close): its answer is read.
+    Work,
+    /// An answer to a server request: only its head is looked at.
+    Reply,
+    /// The standalone stream: read for server messages, never for an answer.
+    Listen,
+    /// The `notifications/cancelled` after a cancel: only its head is waited for.
+    Notice,
+}
+
+impl Role {
+    pub(super) const COUNT: usize = 4;
+
+    pub(super) const fn of(kind: LegKind) -> Self {
+        match kind {
+            LegKind::Respond => Self::Reply,
+            LegKind::Listen => Self::Listen,
+            LegKind::CancelNotice => Self::Notice,
+            _ => Self::Work,
+        }
+    }
+
+    pub(super) const fn index(self) -> usize {
+        match self {
+            Self::Work => 0,
+            Self::Reply => 1,
+            Self::Listen => 2,
+            Self::Notice => 3,
+        }
+    }
+}
+
+/// One leg in flight.
+#[derive(Debug)]
+pub(super) struct InFlight {
+    pub(super) id: LegId,
+    pub(super) kind: LegKind,
+    /// The request whose answer this leg reads (for a resumption: the original request).
+    pub(super) answers: LegKind,
+    /// The JSON-RPC id its answer must carry.
+    pub(super) request_id: Option<i64>,
+    pub(super) grant: Duration,
+    /// Whether the request carried a session id (a 404 then means the session expired).
+    pub(super) carried_session: bool,
+    /// The response's status, once its head is in.
+    pub(super) status: u16,
+    /// The session id the server issued on this leg (`initialize` only).
+    pub(super) session_id: Option<String>,
+    pub(super) reading: Reading,
+}
+
+/// The legs in flight, one slot per role.
+#[derive(Debug, Default)]
+pub(super) struct LegTable {
+    slots: [Option<InFlight>; Role::COUNT],
+}
+
+impl LegTable {
+    /// The role of the leg `id`, if it is still in flight.
+    pub(super) fn find(&self, id: LegId) -> Option<Role> {
+        [Role::Work, Role::Reply, Role::Listen, Role::Notice]
+            .into_iter()
+            .find(|role| self.get(*role).is_some_and(|leg| leg.id == id))
+    }
+
+    pub(super) fn get(&self, role: Role) -> Option<&InFlight> {
+        self.slots[role.index()].as_ref()
+    }
+
+    pub(super) fn get_mut(&mut self, role: Role) -> Option<&mut InFlight> {
+        self.slots[role.index()].as_mut()
+    }
+
+    pub(super) fn is_busy(&self, role: Role) -> bool {
+        self.get(role).is_some()
+    }
+
+    pub(super) fn insert(&mut self, role: Role, leg: InFlight) {
+        self.slots[role.index()] = Some(leg);
+    }
+
+    pub(super) fn remove(&mut self, role: Role) -> Option<InFlight> {
+        self.slots[role.index()].take()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.slots = Default::default();
+    }
+}

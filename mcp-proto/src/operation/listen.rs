@@ -1,0 +1,137 @@
+//! The session's standalone stream: a GET opened during a tool call, read beside the call
+//! for requests and notifications the server sends outside any answer.
+//!
+//! It is an ordinary leg of role `Listen`. The call waits for its head at most
+//! [`LISTEN_HEAD_WAIT`] (so the server has the stream before the tool that may use it runs),
+//! then goes out anyway. A stream the server refuses, breaks or closes is dropped without
+//! ending the operation: it is a convenience, never a reason to fail.
+
+use std::time::Instant;
+
+use http::{HeaderMap, StatusCode};
+
+use super::legs::Role;
+use super::read::{decode, media_type};
+use super::timers::Timer;
+use super::{Action, Event, LISTEN_HEAD_WAIT, Leg, LegKind, LegStatus, Operation};
+use crate::jsonrpc::{self, Incoming};
+use crate::model::Notification;
+use crate::sse::SseParser;
+
+/// The standalone stream's state.
+#[derive(Debug)]
+pub(super) enum Listen {
+    /// Not wanted, refused, failed or closed: the operation goes on without it.
+    Off,
+    /// Wanted: opened once the session is live, before the work request.
+    Due,
+    /// Sent, its head not in yet.
+    Opening,
+    /// Open and being read.
+    Open(SseParser),
+}
+
+impl Listen {
+    /// Server-initiated requests come while a tool runs: only a call opens the stream, so a
+    /// listing before it does not leave a dropped stream the server still counts as open.
+    pub(super) fn for_action(wanted: bool, action: &Action) -> Self {
+        if wanted && matches!(action, Action::CallTool { .. }) {
+            Self::Due
+        } else {
+            Self::Off
+        }
+    }
+}
+
+impl Operation<'_> {
+    /// Grants and builds the standalone stream's GET when it is due; `None` otherwise, or
+    /// when the budget has nothing left (the operation's own next leg then reports that).
+    pub(super) fn transmit_listen(&mut self, now: Instant) -> Option<Leg> {
+        if !matches!(self.listen, Listen::Due) {
+            return None;
+        }
+        let Ok(timeout) = self.deadline.grant(now) else {
+            self.listen = Listen::Off;
+            return None;
+        };
+        self.listen = Listen::Opening;
+        let request = self.session.config().wire().get(self.session.info(), None);
+        let leg = self.hand_out(
+            LegKind::Listen,
+            request,
+            timeout,
+            now,
+            (LegKind::Listen, None),
+        );
+        let head_wait = now
+            .checked_add(LISTEN_HEAD_WAIT)
+            .unwrap_or(now)
+            .min(leg.ends_at);
+        self.timers.set(Timer::ListenHead, head_wait);
+        Some(leg)
+    }
+
+    /// The standalone stream's head. Anything but a 2xx event stream means the server does
+    /// not offer one: the operation goes on without it.
+    pub(super) fn listen_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
+        self.timers.stop(Timer::ListenHead);
+        if !matches!(self.listen, Listen::Opening) {
+            self.listen_off();
+            return LegStatus::Complete;
+        }
+        if !status.is_success() || media_type(headers) != "text/event-stream" {
+            self.listen_off();
+            return LegStatus::Complete;
+        }
+        self.listen = Listen::Open(SseParser::new(self.session.config().body_cap()));
+        LegStatus::ReadMore
+    }
+
+    /// The next chunk of the standalone stream. Requests in it are answered, notifications
+    /// become events; a stream that breaks the rules is dropped.
+    pub(super) fn listen_chunk(&mut self, chunk: &[u8]) -> LegStatus {
+        let Listen::Open(parser) = &mut self.listen else {
+            self.listen_off();
+            return LegStatus::Complete;
+        };
+        let mut events = std::mem::take(&mut self.scratch);
+        // Events completed before a parse error are still delivered.
+        let fed = parser.feed(chunk, &mut events);
+        let mut broken = false;
+        for event in events.drain(..) {
+            if broken {
+                continue;
+            }
+            if event.data.trim().is_empty() {
+                continue;
+            }
+            let Ok(message) = decode(event.data.as_bytes(), "", "") else {
+                broken = true;
+                continue;
+            };
+            match jsonrpc::classify(message) {
+                Incoming::Request { id, method, params } => self.server_request(id, method, params),
+                Incoming::Notification { method, params } => {
+                    self.events
+                        .push_back(Event::Notification(Notification { method, params }));
+                }
+                // Responses belong on the stream of their request; nothing to do here.
+                _ => {}
+            }
+        }
+        events.clear();
+        self.scratch = events;
+        if broken || fed.is_err() {
+            self.listen_off();
+            return LegStatus::Complete;
+        }
+        LegStatus::ReadMore
+    }
+
+    /// Drops the standalone stream; the operation goes on without it.
+    pub(super) fn listen_off(&mut self) {
+        self.listen = Listen::Off;
+        self.timers.stop(Timer::ListenHead);
+        self.end_leg(Role::Listen);
+    }
+}

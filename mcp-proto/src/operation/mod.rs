@@ -1,0 +1,733 @@
+//! The operation state machine: one public action under one deadline, leg by leg.
+//!
+//! An [`Operation`] is one action (probe, list tools, call a tool, close the session) under one
+//! [`OperationDeadline`]. It decides which leg comes next, grants it what is left of the
+//! budget, reads each answer by the transport's rules and ends with a typed result. It does
+//! not know which driver runs it, and it never reads a clock, opens a socket or sleeps.
+//!
+//! This module routes: it owns the struct, [`poll_output`](Operation::poll_output), the inputs
+//! (each names the leg it is about) and how an operation ends (finish, fail, cancel). Each
+//! concern with state of its own lives beside it:
+//!
+//! | module      | state                                   | concern                                  |
+//! |-------------|-----------------------------------------|------------------------------------------|
+//! | `types`     | none                                    | what drivers see: outputs, legs, inputs  |
+//! | `legs`      | the leg table (one slot per role)       | which legs are in flight, found by id    |
+//! | `timers`    | the timer table                         | every instant something happens on its own |
+//! | `read`      | each leg's reading (head, JSON, SSE)    | heads, bodies, the messages in them      |
+//! | `answer`    | the listing's pages ([`Paging`](answer)) | what an answer means; handshake and paging |
+//! | `replies`   | answers owed to the server              | server requests and their answers        |
+//! | `resume`    | the last event id, the pending resumption | streams closed before their answer     |
+//! | `listen`    | the standalone stream                   | server messages outside any answer       |
+//!
+//! Request bytes come from [`crate::wire`]; what the session keeps between operations from
+//! [`Session`].
+//!
+//! # Driving it
+//!
+//! Mutate once, then drain outputs until you must wait:
+//!
+//! * [`poll_output`](Operation::poll_output) returns, in this order of priority: a queued
+//!   [`Event`]; a leg to send ([`Output::Transmit`]), whose grant was read at the `now` you
+//!   passed; the final result ([`Output::Done`]); or [`Output::Wait`] with the instant at which
+//!   to call [`handle_timeout`](Operation::handle_timeout).
+//! * For a transmitted leg, send `leg.request` under `leg.timeout` for the **whole** leg
+//!   (connect, send, head and body together), then feed what came back, naming `leg.id`:
+//!   [`handle_response`](Operation::handle_response) with the head, then
+//!   [`handle_body_chunk`](Operation::handle_body_chunk) for each chunk while it answers
+//!   [`LegStatus::ReadMore`], then [`handle_body_end`](Operation::handle_body_end) if the body
+//!   ended first; or [`handle_transport_error`](Operation::handle_transport_error) if the
+//!   transport failed. On [`LegStatus::Complete`], stop reading and drop the response: a
+//!   stream the server keeps open must not hold the operation.
+//! * Legs may be in flight together: while a stream is read, `poll_output` hands out the
+//!   answer to a request the server sent on it, and the standalone stream
+//!   ([`LegKind::Listen`]) is read beside the call. Drain `poll_output` after every input. A
+//!   driver that reads one response at a time runs such a leg to its end before reading on,
+//!   and declines a `Listen` leg ([`TransportErrorKind::Declined`]).
+//! * When `Wait`'s instant has come, call [`handle_timeout`](Operation::handle_timeout): a leg
+//!   whose grant has ended times out there. A driver never decides that a leg was late: an
+//!   input that arrives at or after the leg's end ends it as timed out.
+//! * On `Done`, drop everything still in flight.
+//!
+//! ```
+//! use mcp_proto::{LegStatus, ManualClock, Clock, Output, Session, SessionConfig};
+//! use http::{HeaderMap, StatusCode};
+//!
+//! let clock = ManualClock::new();
+//! let mut session = Session::new(SessionConfig::new("http://127.0.0.1:8080/mcp")?);
+//! let mut op = session.call_tool("echo", serde_json::Map::new(), clock.now());
+//! let answers = [
+//!     r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+//!     "", // notifications/initialized: 202, no body
+//!     r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+//! ];
+//! let mut answers = answers.iter();
+//! let result = loop {
+//!     match op.poll_output(clock.now()) {
+//!         Output::Transmit(leg) => {
+//!             let body = answers.next().unwrap();
+//!             let status = if body.is_empty() { StatusCode::ACCEPTED } else { StatusCode::OK };
+//!             let now = clock.now();
+//!             if op.handle_response(leg.id, status, &HeaderMap::new(), now) == LegStatus::ReadMore
+//!                 && op.handle_body_chunk(leg.id, body.as_bytes(), now) == LegStatus::ReadMore
+//!             {
+//!                 op.handle_body_end(leg.id, now);
+//!             }
+//!         }
+//!         Output::Event(_) => {}
+//!         Output::Wait(_) => op.handle_timeout(clock.now()),
+//!         Output::Done(result) => break result,
+//!     }
+//! };
+//! assert_eq!(result?.into_call().unwrap().text(), "hi");
+//! # Ok::<(), mcp_proto::Error>(())
+//! ```
+
+mod answer;
+mod legs;
+mod listen;
+mod read;
+mod replies;
+mod resume;
+mod timers;
+mod types;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, StatusCode};
+use serde_json::{Map, Value};
+
+use crate::deadline::{Budget, OperationDeadline};
+use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::jsonrpc;
+use crate::model::SessionInfo;
+use crate::session::Session;
+use crate::sse::SseEvent;
+use crate::wire::{self, SESSION_HEADER};
+
+use answer::Paging;
+use legs::{InFlight, LegTable, Role};
+use listen::Listen;
+use read::Reading;
+use replies::Replies;
+use resume::Resumption;
+use timers::{Timer, TimerTable};
+
+pub use types::{
+    Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
+    Leg, LegId, LegKind, LegStatus, MAX_RESUMPTIONS, Outcome, Output, TransportError,
+    TransportErrorKind,
+};
+
+/// The next leg to build when nothing is in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Initialize,
+    Initialized,
+    Work,
+}
+
+/// One MCP operation under one deadline. See the [module docs](self) for the driver loop.
+#[derive(Debug)]
+pub struct Operation<'s> {
+    session: &'s mut Session,
+    action: Action,
+    deadline: OperationDeadline,
+    next: Step,
+    legs_sent: u32,
+    legs: LegTable,
+    timers: TimerTable,
+    /// The handshake answered by `initialize`, committed to the session only once the
+    /// `notifications/initialized` leg is accepted.
+    pending: Option<SessionInfo>,
+    reinitialized: bool,
+    events: VecDeque<Event>,
+    replies: Replies,
+    resume: Resumption,
+    listen: Listen,
+    paging: Paging,
+    /// The id of the `tools/call` to announce as cancelled, once the caller cancelled it.
+    notice: Option<i64>,
+    finished: Option<Result<Outcome, Error>>,
+    returned: bool,
+    scratch: Vec<SseEvent>,
+}
+
+/// Starting operations: each is one action under one deadline, opened at `now`.
+impl Session {
+    /// Starts a probe under the configured budget: a handshake that reports the negotiated
+    /// version and server info (on a live session, a `ping` that proves the session answers).
+    pub fn probe(&mut self, now: Instant) -> Operation<'_> {
+        let deadline = self.default_deadline(now);
+        self.start(Action::Probe, deadline)
+    }
+
+    /// Starts a walk of every page of `tools/list` under the configured budget.
+    pub fn list_tools(&mut self, now: Instant) -> Operation<'_> {
+        let deadline = self.default_deadline(now);
+        self.start(Action::ListTools, deadline)
+    }
+
+    /// Starts a `tools/call` of `name` under the configured budget. Empty arguments are sent
+    /// as `{}`.
+    pub fn call_tool(
+        &mut self,
+        name: impl Into<String>,
+        arguments: Map<String, Value>,
+        now: Instant,
+    ) -> Operation<'_> {
+        let action = Action::CallTool {
+            name: name.into(),
+            arguments,
+        };
+        let deadline = self.default_deadline(now);
+        self.start(action, deadline)
+    }
+
+    /// Ends the session on the server: a DELETE with the session header, under a small
+    /// budget of its own (the configured budget, at most
+    /// [`CLOSE_BUDGET_CAP`](crate::SessionConfig::CLOSE_BUDGET_CAP)). A 405 (the server does
+    /// not allow it) or a 404 (already gone) counts as closed. The session is forgotten
+    /// either way. Without a live session id nothing is sent.
+    pub fn close(&mut self, now: Instant) -> Operation<'_> {
+        let config = self.config();
+        let budget = config.budget().min(crate::SessionConfig::CLOSE_BUDGET_CAP);
+        let deadline = OperationDeadline::start(now, budget, config.resolution());
+        self.start(Action::Close, deadline)
+    }
+
+    /// Starts `action` under a deadline the caller opened (for a budget other than the
+    /// configured one, or a deadline opened earlier than the operation).
+    pub fn start(&mut self, action: Action, deadline: OperationDeadline) -> Operation<'_> {
+        Operation::new(self, action, deadline)
+    }
+}
+
+impl<'s> Operation<'s> {
+    fn new(session: &'s mut Session, action: Action, deadline: OperationDeadline) -> Self {
+        let next = if session.info().is_some() {
+            Step::Work
+        } else {
+            Step::Initialize
+        };
+        // Closing a session that has no id on the server sends nothing.
+        let nothing_to_close =
+            action == Action::Close && session.info().and_then(|i| i.session_id.as_ref()).is_none();
+        if nothing_to_close {
+            session.reset();
+        }
+        let listen = Listen::for_action(session.config().listen(), &action);
+        Self {
+            session,
+            action,
+            deadline,
+            next,
+            legs_sent: 0,
+            legs: LegTable::default(),
+            timers: TimerTable::default(),
+            pending: None,
+            reinitialized: false,
+            events: VecDeque::new(),
+            replies: Replies::default(),
+            resume: Resumption::default(),
+            listen,
+            paging: Paging::default(),
+            notice: None,
+            finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
+            returned: false,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The operation's deadline.
+    pub fn deadline(&self) -> &OperationDeadline {
+        &self.deadline
+    }
+
+    /// What the operation is for.
+    pub fn action(&self) -> &Action {
+        &self.action
+    }
+
+    /// How many legs have been handed to the driver so far.
+    pub fn legs_sent(&self) -> u32 {
+        self.legs_sent
+    }
+
+    /// True once the result is ready (it may not have been polled yet, and a cancel notice
+    /// may still go out before it).
+    pub fn is_finished(&self) -> bool {
+        self.finished.is_some() || self.returned
+    }
+
+    /// Whether leg `id` is still in flight: a driver that reads several legs at once drops a
+    /// leg the operation no longer has (its grant ran out, or the operation let it go) after
+    /// any input.
+    pub fn is_in_flight(&self, id: LegId) -> bool {
+        self.legs.find(id).is_some()
+    }
+
+    /// The next thing the driver must do. See the [module docs](self).
+    pub fn poll_output(&mut self, now: Instant) -> Output {
+        if let Some(event) = self.events.pop_front() {
+            return Output::Event(event);
+        }
+        if self.is_finished() {
+            return self.poll_finished(now);
+        }
+        if let Some(output) = self.transmit_reply(now) {
+            return output;
+        }
+        if self.legs.is_busy(Role::Work) {
+            return self.wait(now);
+        }
+        if self.is_live() {
+            if let Some(leg) = self.transmit_listen(now) {
+                return Output::Transmit(leg);
+            }
+        }
+        if self.timers.is_armed(Timer::ListenHead) {
+            return self.wait(now);
+        }
+        if self.resume.is_pending() {
+            if self.timers.is_armed(Timer::ResumePause) {
+                return self.wait(now);
+            }
+            return self.transmit(LegKind::Resume, now);
+        }
+        let kind = self.next_leg_kind();
+        self.transmit(kind, now)
+    }
+
+    /// The next queued event, for a driver that only wants events (legs are only handed out
+    /// by [`poll_output`](Self::poll_output)).
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Feeds the response head of leg `id`.
+    pub fn handle_response(
+        &mut self,
+        id: LegId,
+        status: StatusCode,
+        headers: &HeaderMap,
+        now: Instant,
+    ) -> LegStatus {
+        let Some(role) = self.in_time(id, now) else {
+            return LegStatus::Complete;
+        };
+        match role {
+            Role::Work => self.work_head(status, headers),
+            Role::Reply => self.reply_head(status),
+            Role::Listen => self.listen_head(status, headers),
+            Role::Notice => {
+                self.end_leg(Role::Notice);
+                LegStatus::Complete
+            }
+        }
+    }
+
+    /// Feeds the next chunk of the body of leg `id`.
+    pub fn handle_body_chunk(&mut self, id: LegId, chunk: &[u8], now: Instant) -> LegStatus {
+        let Some(role) = self.in_time(id, now) else {
+            return LegStatus::Complete;
+        };
+        match role {
+            Role::Work => self.work_chunk(chunk),
+            Role::Listen => self.listen_chunk(chunk),
+            // Their bodies are not read: the leg ended with its head.
+            Role::Reply | Role::Notice => LegStatus::Complete,
+        }
+    }
+
+    /// Tells the operation the body of leg `id` ended.
+    pub fn handle_body_end(&mut self, id: LegId, now: Instant) {
+        let Some(role) = self.in_time(id, now) else {
+            return;
+        };
+        match role {
+            Role::Work => self.work_end(now),
+            Role::Listen => self.listen_off(),
+            Role::Reply | Role::Notice => {
+                self.end_leg(role);
+            }
+        }
+    }
+
+    /// Tells the operation leg `id` failed in the transport (or was declined by the driver).
+    /// A failure reported at or after the leg's end is its timeout.
+    pub fn handle_transport_error(&mut self, id: LegId, error: TransportError, now: Instant) {
+        let Some(role) = self.in_time(id, now) else {
+            return;
+        };
+        match role {
+            Role::Listen => self.listen_off(),
+            Role::Notice => {
+                self.end_leg(Role::Notice);
+            }
+            Role::Work | Role::Reply => {
+                let (method, grant) = self.failed_request(role);
+                self.fail_transport(method, grant, &error);
+            }
+        }
+    }
+
+    /// Tells the operation a timer fired: every timer due by `now` expires. A leg whose
+    /// grant has ended times out; a pause before a resumption, or the wait for the standalone
+    /// stream's head, is over.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for timer in Timer::ALL {
+            if !self.timers.is_due(timer, now) {
+                continue;
+            }
+            self.timers.stop(timer);
+            if let Timer::LegEnd(role) = timer {
+                self.leg_ran_out(role);
+            }
+            // A pause that ended needs nothing more: `poll_output` sends what it held back.
+        }
+    }
+
+    /// Cancels the operation: polling now yields [`Error::Cancelled`] (after the
+    /// `notifications/cancelled` leg, when
+    /// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice) is on
+    /// and a `tools/call` was interrupted). The driver must drop every leg in flight. Does
+    /// nothing once the operation has finished.
+    pub fn cancel(&mut self) {
+        if self.is_finished() {
+            return;
+        }
+        let work = self.legs.get(Role::Work);
+        let (method, call) = match (work, self.resume.awaited()) {
+            (Some(leg), _) => (leg.answers.request_name(), leg.request_id),
+            (None, Some((answers, request_id, _))) => (answers.request_name(), request_id),
+            (None, None) => (self.next_leg_kind().request_name(), None),
+        };
+        let interrupted_call = method == "tools/call";
+        if self.session.config().cancel_notice() && interrupted_call {
+            self.notice = call;
+        }
+        self.events.clear();
+        self.fail(|server| Error::Cancelled { server, method });
+    }
+
+    fn poll_finished(&mut self, now: Instant) -> Output {
+        if let Some(id) = self.notice.take() {
+            return Output::Transmit(self.transmit_notice(id, now));
+        }
+        if self.legs.is_busy(Role::Notice) {
+            return self.wait(now);
+        }
+        match self.finished.take() {
+            Some(result) => {
+                self.returned = true;
+                Output::Done(result)
+            }
+            None => Output::Done(Err(Error::AlreadyFinished)),
+        }
+    }
+
+    /// The cancel notice, under a grant of its own: the budget is over.
+    fn transmit_notice(&mut self, request_id: i64, now: Instant) -> Leg {
+        let body = wire::cancelled(request_id);
+        let request = self.session.config().wire().post(body, self.handshake());
+        self.hand_out(
+            LegKind::CancelNotice,
+            request,
+            CANCEL_NOTICE_GRANT,
+            now,
+            (LegKind::CancelNotice, None),
+        )
+    }
+
+    fn wait(&self, now: Instant) -> Output {
+        Output::Wait(self.timers.next().unwrap_or(now))
+    }
+
+    /// The role of leg `id` if it is in flight and its grant has not ended by `now`; a leg
+    /// whose input comes at or after its end times out here.
+    fn in_time(&mut self, id: LegId, now: Instant) -> Option<Role> {
+        let role = self.legs.find(id)?;
+        if self.timers.is_due(Timer::LegEnd(role), now) {
+            self.timers.stop(Timer::LegEnd(role));
+            self.leg_ran_out(role);
+            return None;
+        }
+        Some(role)
+    }
+
+    /// The grant of the leg in `role` ran out.
+    fn leg_ran_out(&mut self, role: Role) {
+        match role {
+            Role::Work | Role::Reply => {
+                let (method, grant) = self.failed_request(role);
+                self.fail(|server| Error::LegTimedOut {
+                    server,
+                    method,
+                    grant,
+                });
+            }
+            Role::Listen => self.listen_off(),
+            Role::Notice => {
+                self.end_leg(Role::Notice);
+            }
+        }
+    }
+
+    /// What an error about the leg in `role` names: the request whose answer the operation
+    /// awaits (for a reply, the request it serves), and the failed leg's grant.
+    fn failed_request(&self, role: Role) -> (&'static str, Duration) {
+        let grant = self.legs.get(role).map_or(Duration::ZERO, |leg| leg.grant);
+        let (method, _) = self.request_being_answered();
+        let method = match self.legs.get(role) {
+            Some(leg) if role == Role::Work => leg.answers.request_name(),
+            _ => method,
+        };
+        (method, grant)
+    }
+
+    fn fail_transport(&mut self, method: &'static str, grant: Duration, error: &TransportError) {
+        match error.kind {
+            TransportErrorKind::TimedOut => self.fail(|server| Error::LegTimedOut {
+                server,
+                method,
+                grant,
+            }),
+            TransportErrorKind::Protocol => {
+                let detail = format!(
+                    "the HTTP answer could not be parsed: {}",
+                    clip(&error.detail, QUOTE_LIMIT)
+                );
+                self.fail(|server| Error::Malformed {
+                    server,
+                    method,
+                    detail,
+                });
+            }
+            TransportErrorKind::Connect | TransportErrorKind::Io | TransportErrorKind::Declined => {
+                let reason = clip(&error.detail, QUOTE_LIMIT);
+                self.fail(|server| Error::Unreachable {
+                    server,
+                    method,
+                    reason,
+                });
+            }
+        }
+    }
+
+    /// Forgets the leg in `role` and stops its timer.
+    fn end_leg(&mut self, role: Role) -> Option<InFlight> {
+        self.timers.stop(Timer::LegEnd(role));
+        self.legs.remove(role)
+    }
+
+    fn finish(&mut self, result: Result<Outcome, Error>) {
+        self.legs.clear();
+        self.timers.clear();
+        self.resume.abandon();
+        self.listen = Listen::Off;
+        if self.finished.is_none() && !self.returned {
+            self.finished = Some(result);
+        }
+    }
+
+    fn fail(&mut self, error: impl FnOnce(String) -> Error) {
+        let error = error(self.label());
+        self.finish(Err(error));
+    }
+
+    fn label(&self) -> String {
+        self.session.config().label().to_owned()
+    }
+
+    /// Whether the handshake is done and committed, so the work (and the standalone stream)
+    /// may go out.
+    fn is_live(&self) -> bool {
+        self.next == Step::Work && self.pending.is_none() && self.session.info().is_some()
+    }
+
+    fn next_leg_kind(&self) -> LegKind {
+        match self.next {
+            Step::Initialize => LegKind::Initialize,
+            Step::Initialized => LegKind::Initialized,
+            Step::Work => match self.action {
+                Action::Probe => LegKind::Ping,
+                Action::ListTools => LegKind::ListTools {
+                    page: self.paging.next_page(),
+                },
+                Action::CallTool { .. } => LegKind::CallTool,
+                Action::Close => LegKind::Close,
+            },
+        }
+    }
+
+    /// The method and grant of the request whose answer is being read or awaited.
+    fn request_being_answered(&self) -> (&'static str, Duration) {
+        match (self.legs.get(Role::Work), self.resume.awaited()) {
+            (Some(leg), _) => (leg.answers.request_name(), leg.grant),
+            (None, Some((answers, _, grant))) => (answers.request_name(), grant),
+            (None, None) => (self.next_leg_kind().request_name(), Duration::ZERO),
+        }
+    }
+
+    /// Grants the next work leg what is left of the budget and hands it out, or refuses it.
+    fn transmit(&mut self, kind: LegKind, now: Instant) -> Output {
+        let timeout = match self.deadline.grant(now) {
+            Ok(grant) => grant,
+            Err(_) if kind == LegKind::Resume => {
+                // The request being resumed was sent and its answer did not come within the
+                // budget: that is the request timing out, not a request the server never saw.
+                let (method, grant) = self.request_being_answered();
+                self.fail(|server| Error::LegTimedOut {
+                    server,
+                    method,
+                    grant,
+                });
+                return self.poll_output(now);
+            }
+            Err(exhausted) => {
+                // The check sits before the request is built: nothing of this leg exists.
+                self.returned = true;
+                self.legs.clear();
+                self.timers.clear();
+                return Output::Done(Err(Error::BudgetExhausted {
+                    server: self.label(),
+                    budget: Budget::from_duration(exhausted.total),
+                    method: kind.request_name(),
+                    leg: self.legs_sent + 1,
+                }));
+            }
+        };
+        let (request, answers) = if kind == LegKind::Resume {
+            let Some((answers, request_id, _)) = self.resume.take() else {
+                return self.wait(now);
+            };
+            let request = self
+                .session
+                .config()
+                .wire()
+                .get(self.handshake(), self.resume.last_event_id());
+            (request, (answers, request_id))
+        } else {
+            // A new request opens a new answer stream: an event id of an earlier stream must
+            // never be used to resume this one.
+            self.resume.forget_stream();
+            let (request, request_id) = self.build_request(kind);
+            (request, (kind, request_id))
+        };
+        Output::Transmit(self.hand_out(kind, request, timeout, now, answers))
+    }
+
+    /// Puts a leg in the table under its role, arms its end, and hands it out.
+    fn hand_out(
+        &mut self,
+        kind: LegKind,
+        request: http::Request<Vec<u8>>,
+        timeout: Duration,
+        now: Instant,
+        (answers, request_id): (LegKind, Option<i64>),
+    ) -> Leg {
+        let ends_at = now.checked_add(timeout).unwrap_or(now);
+        let carried_session = request.headers().contains_key(SESSION_HEADER);
+        self.legs_sent += 1;
+        let id = LegId(self.legs_sent);
+        let role = Role::of(kind);
+        self.legs.insert(
+            role,
+            InFlight {
+                id,
+                kind,
+                answers,
+                request_id,
+                grant: timeout,
+                carried_session,
+                status: 0,
+                session_id: None,
+                reading: Reading::Head,
+            },
+        );
+        self.timers.set(Timer::LegEnd(role), ends_at);
+        Leg {
+            id,
+            kind,
+            request,
+            timeout,
+            ends_at,
+        }
+    }
+
+    /// The handshake in force: committed to the session, or answered and not yet confirmed.
+    fn handshake(&self) -> Option<&SessionInfo> {
+        self.pending.as_ref().or_else(|| self.session.info())
+    }
+
+    fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+        match kind {
+            LegKind::Initialized => {
+                let body = jsonrpc::notification("notifications/initialized", Map::new());
+                let request = self.session.config().wire().post(body, self.handshake());
+                return (request, None);
+            }
+            LegKind::Close => {
+                let request = self.session.config().wire().delete(self.handshake());
+                return (request, None);
+            }
+            _ => {}
+        }
+        let id = self.session.take_request_id();
+        let config = self.session.config();
+        let body = match (kind, &self.action) {
+            (LegKind::Initialize, _) => {
+                let client = config.client_info();
+                let mut params = Map::new();
+                params.insert(
+                    "protocolVersion".to_owned(),
+                    Value::from(self.session.offered_version().as_str()),
+                );
+                params.insert(
+                    "capabilities".to_owned(),
+                    Value::Object(config.capabilities()),
+                );
+                params.insert(
+                    "clientInfo".to_owned(),
+                    serde_json::json!({"name": client.name, "version": client.version}),
+                );
+                let body = jsonrpc::request(id, "initialize", params);
+                // `initialize` carries no session header and no version header.
+                return (config.wire().post(body, None), Some(id));
+            }
+            (LegKind::ListTools { .. }, _) => {
+                jsonrpc::request(id, "tools/list", self.paging.params())
+            }
+            (LegKind::CallTool, Action::CallTool { name, arguments }) => {
+                let progress = config.progress().then_some(id);
+                wire::call_tool(id, name, arguments, progress)
+            }
+            _ => jsonrpc::request(id, kind.request_name(), Map::new()),
+        };
+        (config.wire().post(body, self.handshake()), Some(id))
+    }
+
+    /// A 404 to a request that carried a session id: the session is gone. Start a new one and
+    /// resend, inside the same deadline, once; a second loss ends the operation.
+    fn session_lost(&mut self, kind: LegKind) {
+        if self.reinitialized {
+            self.fail(|server| Error::SessionExpired {
+                server,
+                method: kind.request_name(),
+            });
+            return;
+        }
+        self.reinitialized = true;
+        self.end_leg(Role::Work);
+        self.end_leg(Role::Reply);
+        self.resume.abandon();
+        self.replies.clear();
+        self.session.reset();
+        self.pending = None;
+        self.next = Step::Initialize;
+        // Cursors may belong to the lost session: walk the listing again from the start.
+        self.paging = Paging::default();
+    }
+}

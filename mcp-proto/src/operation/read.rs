@@ -1,0 +1,367 @@
+//! Reading answers: the head's checks, a JSON body or an event stream, and the messages in
+//! them.
+//!
+//! A work leg's reading goes `Head` -> `Json` (collected up to the body cap, then decoded at
+//! its end) or `Sse` (parsed incrementally; each event's message handled as it arrives, the
+//! leg over as soon as the answer is in). What an answer *means* is `answer`'s; what a server
+//! request gets is `replies`'; a stream that ends early is `resume`'s. Nothing here may read
+//! past the body cap or hold server text unclipped in an error.
+
+use std::time::Instant;
+
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, StatusCode};
+use serde_json::{Map, Value};
+
+use super::legs::Role;
+use super::{LegKind, LegStatus, Operation};
+use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::jsonrpc::{self, Incoming};
+use crate::model::Notification;
+use crate::sse::{SseError, SseEvent, SseParser};
+use crate::wire::{SESSION_HEADER, valid_session_id};
+
+use super::Event;
+
+/// How far a leg's body has been read.
+#[derive(Debug)]
+pub(super) enum Reading {
+    /// Waiting for the head.
+    Head,
+    /// A JSON body, collected until it ends.
+    Json(Vec<u8>),
+    /// An event stream, parsed as it arrives.
+    Sse {
+        parser: SseParser,
+        /// Whether any message (not only priming events) came on it.
+        saw_message: bool,
+    },
+}
+
+/// The media type of a head, lower case, without parameters (empty when absent).
+pub(super) fn media_type(headers: &HeaderMap) -> String {
+    headers
+        .get(CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+/// Decodes one JSON-RPC message. `Err` names what is wrong, for a malformed-answer error.
+/// `whole` names the message and `text` what carried it, in the error's words.
+pub(super) fn decode(bytes: &[u8], whole: &str, text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(message)) => Ok(message),
+        Ok(_) => Err(format!("{whole} is not a JSON object")),
+        Err(err) => Err(format!(
+            "{text} is not JSON: {}",
+            clip(&err.to_string(), QUOTE_LIMIT)
+        )),
+    }
+}
+
+impl Operation<'_> {
+    /// The work leg's head: its status, its session id, and how to read its body.
+    pub(super) fn work_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
+        let cap = self.session.config().body_cap();
+        let Some(leg) = self.legs.get_mut(Role::Work) else {
+            return LegStatus::Complete;
+        };
+        if !matches!(leg.reading, Reading::Head) {
+            return LegStatus::Complete;
+        }
+        leg.status = status.as_u16();
+        let (kind, carried_session, method) =
+            (leg.kind, leg.carried_session, leg.answers.request_name());
+        if kind == LegKind::Close {
+            // 404: already gone; 405: the server does not end sessions on request.
+            self.end_leg(Role::Work);
+            self.session.reset();
+            if status.is_success()
+                || status == StatusCode::NOT_FOUND
+                || status == StatusCode::METHOD_NOT_ALLOWED
+            {
+                self.finish(Ok(super::Outcome::Closed));
+            } else {
+                self.fail(|server| Error::HttpStatus {
+                    server,
+                    method,
+                    status: status.as_u16(),
+                });
+            }
+            return LegStatus::Complete;
+        }
+        if status == StatusCode::NOT_FOUND && carried_session {
+            // Named after the request whose answer was awaited (a resumption's GET serves it).
+            let answers = leg.answers;
+            self.session_lost(answers);
+            return LegStatus::Complete;
+        }
+        if !status.is_success() {
+            self.fail(|server| Error::HttpStatus {
+                server,
+                method,
+                status: status.as_u16(),
+            });
+            return LegStatus::Complete;
+        }
+        if kind == LegKind::Initialized {
+            // A notification's answer is not read: 202 without a body is the norm, and any
+            // 2xx, with or without a body, is accepted.
+            self.end_leg(Role::Work);
+            self.handshake_confirmed();
+            return LegStatus::Complete;
+        }
+        if kind == LegKind::Initialize {
+            if let Some(raw) = headers.get(SESSION_HEADER) {
+                if !valid_session_id(raw.as_bytes()) {
+                    let shown = clip(&String::from_utf8_lossy(raw.as_bytes()), QUOTE_LIMIT);
+                    self.fail(|server| Error::Malformed {
+                        server,
+                        method,
+                        detail: format!(
+                            "the session id \"{shown}\" is not 1 to 256 visible ASCII characters, so it is not echoed"
+                        ),
+                    });
+                    return LegStatus::Complete;
+                }
+                leg.session_id = Some(String::from_utf8_lossy(raw.as_bytes()).into_owned());
+            }
+        }
+        let declared_length = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        match media_type(headers).as_str() {
+            "" | "application/json" => {
+                if declared_length.is_some_and(|n| n > cap as u64) {
+                    self.fail(|server| Error::AnswerTooLarge {
+                        server,
+                        method,
+                        limit: cap,
+                    });
+                    return LegStatus::Complete;
+                }
+                // Reserve what the server announced (never past the cap): no regrowth.
+                let reserve = declared_length.map_or(0, |n| n.min(cap as u64) as usize);
+                leg.reading = Reading::Json(Vec::with_capacity(reserve));
+            }
+            "text/event-stream" => {
+                leg.reading = Reading::Sse {
+                    parser: SseParser::new(cap),
+                    saw_message: false,
+                };
+            }
+            other => {
+                let content_type = clip(other, QUOTE_LIMIT);
+                self.fail(|server| Error::UnsupportedContentType {
+                    server,
+                    method,
+                    content_type,
+                });
+                return LegStatus::Complete;
+            }
+        }
+        LegStatus::ReadMore
+    }
+
+    /// The next chunk of the work leg's body.
+    pub(super) fn work_chunk(&mut self, chunk: &[u8]) -> LegStatus {
+        let cap = self.session.config().body_cap();
+        let Some(leg) = self.legs.get_mut(Role::Work) else {
+            return LegStatus::Complete;
+        };
+        let method = leg.answers.request_name();
+        let mut events = std::mem::take(&mut self.scratch);
+        let fed = match &mut leg.reading {
+            Reading::Head => return LegStatus::Complete,
+            Reading::Json(buffer) => {
+                if buffer.len().saturating_add(chunk.len()) > cap {
+                    self.fail(|server| Error::AnswerTooLarge {
+                        server,
+                        method,
+                        limit: cap,
+                    });
+                    return LegStatus::Complete;
+                }
+                buffer.extend_from_slice(chunk);
+                return LegStatus::ReadMore;
+            }
+            Reading::Sse { parser, .. } => {
+                let fed = parser.feed(chunk, &mut events);
+                self.resume.saw_event_id(parser.last_event_id());
+                fed
+            }
+        };
+        let status = self.take_stream_events(&mut events, fed, cap);
+        self.scratch = events;
+        status
+    }
+
+    /// The work leg's body ended.
+    pub(super) fn work_end(&mut self, now: Instant) {
+        let cap = self.session.config().body_cap();
+        let Some(leg) = self.legs.get_mut(Role::Work) else {
+            return;
+        };
+        let method = leg.answers.request_name();
+        match &mut leg.reading {
+            Reading::Head => {}
+            Reading::Json(buffer) => {
+                let buffer = std::mem::take(buffer);
+                let status = leg.status;
+                self.read_json_answer(&buffer, status);
+            }
+            Reading::Sse { parser, .. } => {
+                let mut events = std::mem::take(&mut self.scratch);
+                let fed = parser.finish(&mut events);
+                self.resume.saw_event_id(parser.last_event_id());
+                let status = self.take_stream_events(&mut events, fed, cap);
+                self.scratch = events;
+                if status == LegStatus::Complete {
+                    return;
+                }
+                if self.schedule_resumption(now) {
+                    return;
+                }
+                let saw_message = matches!(
+                    self.legs.get(Role::Work).map(|l| &l.reading),
+                    Some(Reading::Sse {
+                        saw_message: true,
+                        ..
+                    })
+                );
+                let detail = if saw_message {
+                    "the event stream carried no response to the request"
+                } else {
+                    "the event stream carried no message"
+                };
+                self.fail(|server| Error::Malformed {
+                    server,
+                    method,
+                    detail: detail.to_owned(),
+                });
+            }
+        }
+    }
+
+    fn take_stream_events(
+        &mut self,
+        events: &mut Vec<SseEvent>,
+        fed: Result<(), SseError>,
+        cap: usize,
+    ) -> LegStatus {
+        let Some(method) = self.legs.get(Role::Work).map(|l| l.answers.request_name()) else {
+            return LegStatus::Complete;
+        };
+        // Events completed before a parse error are still handled: an answer that arrived
+        // before the stream went bad is a good answer.
+        let mut complete = false;
+        for event in events.drain(..) {
+            if complete || !self.legs.is_busy(Role::Work) {
+                continue;
+            }
+            complete = self.read_stream_event(&event) == LegStatus::Complete;
+        }
+        if complete || !self.legs.is_busy(Role::Work) {
+            return LegStatus::Complete;
+        }
+        match fed {
+            Ok(()) => LegStatus::ReadMore,
+            Err(SseError::EventTooLarge { .. }) => {
+                self.fail(|server| Error::AnswerTooLarge {
+                    server,
+                    method,
+                    limit: cap,
+                });
+                LegStatus::Complete
+            }
+            Err(err) => {
+                let detail = err.to_string();
+                self.fail(|server| Error::Malformed {
+                    server,
+                    method,
+                    detail,
+                });
+                LegStatus::Complete
+            }
+        }
+    }
+
+    fn read_stream_event(&mut self, event: &SseEvent) -> LegStatus {
+        let Some(leg) = self.legs.get_mut(Role::Work) else {
+            return LegStatus::Complete;
+        };
+        let method = leg.answers.request_name();
+        if event.data.trim().is_empty() {
+            // A priming event (an id and empty data) or a keep-alive.
+            return LegStatus::ReadMore;
+        }
+        let message = match decode(event.data.as_bytes(), "an event's data", "an event's data") {
+            Ok(message) => message,
+            Err(detail) => {
+                self.fail(|server| Error::Malformed {
+                    server,
+                    method,
+                    detail,
+                });
+                return LegStatus::Complete;
+            }
+        };
+        if let Reading::Sse { saw_message, .. } = &mut leg.reading {
+            *saw_message = true;
+        }
+        match jsonrpc::classify(message) {
+            Incoming::Notification { method, params } => {
+                self.events
+                    .push_back(Event::Notification(Notification { method, params }));
+                LegStatus::ReadMore
+            }
+            Incoming::Request { id, method, params } => {
+                self.server_request(id, method, params);
+                LegStatus::ReadMore
+            }
+            Incoming::Neither => LegStatus::ReadMore,
+            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
+                self.read_answer(answer);
+                LegStatus::Complete
+            }
+        }
+    }
+
+    fn read_json_answer(&mut self, body: &[u8], status: u16) {
+        let Some(method) = self.legs.get(Role::Work).map(|l| l.answers.request_name()) else {
+            return;
+        };
+        let malformed = |detail: String| {
+            move |server| Error::Malformed {
+                server,
+                method,
+                detail,
+            }
+        };
+        if body.iter().all(u8::is_ascii_whitespace) {
+            self.fail(malformed(format!("empty body with status {status}")));
+            return;
+        }
+        let message = match decode(body, "the answer", "the body") {
+            Ok(message) => message,
+            Err(detail) => {
+                self.fail(malformed(detail));
+                return;
+            }
+        };
+        match jsonrpc::classify(message) {
+            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => self.read_answer(answer),
+            Incoming::Request { .. } | Incoming::Notification { .. } | Incoming::Neither => {
+                self.fail(malformed("neither a result nor an error".to_owned()));
+            }
+        }
+    }
+}

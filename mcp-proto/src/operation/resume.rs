@@ -1,0 +1,120 @@
+//! Streams the server closed before their answer: remembered where they stopped (the last
+//! event id), paused for the server's `retry`, and resumed with a GET carrying
+//! `Last-Event-ID`, inside the same budget, at most [`MAX_RESUMPTIONS`] times.
+//!
+//! A resumption is never scheduled when the pause would end at or past the deadline: the
+//! answer cannot come in time, and the operation says so at once instead of idling.
+
+use std::time::{Duration, Instant};
+
+use super::legs::Role;
+use super::read::Reading;
+use super::timers::Timer;
+use super::{DEFAULT_RETRY, LegKind, MAX_RESUMPTIONS, Operation};
+use crate::error::Error;
+
+/// Where the work stream stopped, and the resumption waiting to go out.
+#[derive(Debug, Default)]
+pub(super) struct Resumption {
+    last_event_id: Option<String>,
+    count: u32,
+    awaited: Option<Awaited>,
+}
+
+/// The request whose answer a resumed stream is to carry.
+#[derive(Debug, Clone, Copy)]
+struct Awaited {
+    answers: LegKind,
+    request_id: Option<i64>,
+    /// The grant of the request whose answer is awaited.
+    grant: Duration,
+}
+
+impl Resumption {
+    /// Remembers the id of the last event the work stream carried. An id a header cannot
+    /// carry makes the stream unresumable from there: resuming from an older id would replay
+    /// what was already handled, and resuming without one would restart the stream.
+    pub(super) fn saw_event_id(&mut self, id: Option<&str>) {
+        let Some(id) = id else {
+            return;
+        };
+        if self.last_event_id.as_deref() == Some(id) {
+            return;
+        }
+        self.last_event_id = http::HeaderValue::from_str(id)
+            .is_ok()
+            .then(|| id.to_owned());
+    }
+
+    pub(super) fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// A new request opens a new stream: an earlier stream's event id must never resume it.
+    pub(super) fn forget_stream(&mut self) {
+        self.last_event_id = None;
+    }
+
+    pub(super) fn is_pending(&self) -> bool {
+        self.awaited.is_some()
+    }
+
+    /// The request a pending resumption serves: its kind, id and grant.
+    pub(super) fn awaited(&self) -> Option<(LegKind, Option<i64>, Duration)> {
+        self.awaited.map(|a| (a.answers, a.request_id, a.grant))
+    }
+
+    /// Takes the pending resumption to send it.
+    pub(super) fn take(&mut self) -> Option<(LegKind, Option<i64>, Duration)> {
+        let awaited = self.awaited.take()?;
+        self.count += 1;
+        Some((awaited.answers, awaited.request_id, awaited.grant))
+    }
+
+    pub(super) fn abandon(&mut self) {
+        self.awaited = None;
+    }
+}
+
+impl Operation<'_> {
+    /// The work stream ended without the answer. If it carried an event id, the server may
+    /// have closed it on purpose (protocol 2025-11-25) and will answer on a resumed stream:
+    /// waits the server's `retry` (never past the deadline), then resumes with a GET. False
+    /// when the stream cannot be resumed.
+    pub(super) fn schedule_resumption(&mut self, now: Instant) -> bool {
+        let Some(leg) = self.legs.get(Role::Work) else {
+            return false;
+        };
+        let resumable = leg.request_id.is_some()
+            && self.resume.last_event_id.is_some()
+            && self.resume.count < MAX_RESUMPTIONS;
+        if !resumable {
+            return false;
+        }
+        let retry = match &leg.reading {
+            Reading::Sse { parser, .. } => parser.retry().unwrap_or(DEFAULT_RETRY),
+            _ => DEFAULT_RETRY,
+        };
+        let at = now.checked_add(retry).unwrap_or(now);
+        let awaited = Awaited {
+            answers: leg.answers,
+            request_id: leg.request_id,
+            grant: leg.grant,
+        };
+        if self.deadline.end().is_some_and(|end| at >= end) {
+            // Waiting would spend the rest of the budget and leave nothing for the GET: the
+            // answer cannot arrive in time, so say so now rather than idle until the deadline.
+            let method = awaited.answers.request_name();
+            self.fail(|server| Error::LegTimedOut {
+                server,
+                method,
+                grant: awaited.grant,
+            });
+            return true;
+        }
+        self.end_leg(Role::Work);
+        self.resume.awaited = Some(awaited);
+        self.timers.set(Timer::ResumePause, at);
+        true
+    }
+}

@@ -1,0 +1,286 @@
+//! The driver-facing types: what an operation hands out ([`Output`], [`Leg`], [`Event`],
+//! [`Outcome`]) and what a driver feeds back ([`LegId`], [`LegStatus`], [`TransportError`]).
+//!
+//! Plain data. Nothing here decides anything.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::jsonrpc::RequestId;
+use crate::model::{CallToolResult, Notification, SessionInfo, Tool};
+
+/// How long to wait before resuming a closed stream when the server named no `retry`.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The most times one answer's stream is resumed before the operation gives up.
+pub const MAX_RESUMPTIONS: u32 = 16;
+/// The grant of a `notifications/cancelled` leg (see
+/// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)): its own,
+/// since the operation's budget is over when it goes out.
+pub const CANCEL_NOTICE_GRANT: Duration = Duration::from_secs(1);
+/// How long the work request waits for the standalone stream's head before going out anyway.
+pub const LISTEN_HEAD_WAIT: Duration = Duration::from_secs(1);
+/// After a leg answered [`LegStatus::Complete`] with its body unread to the end, a driver may
+/// read what is left for at most this long (and [`DRAIN_BYTES`]) so the connection can be
+/// reused; a body that does not end by then is dropped with its connection.
+pub const DRAIN_WAIT: Duration = Duration::from_millis(1);
+/// The most body bytes a driver reads after [`LegStatus::Complete`] (see [`DRAIN_WAIT`]).
+pub const DRAIN_BYTES: usize = 64 * 1024;
+
+/// What an operation is for.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Action {
+    /// Handshake only (or `ping` on a live session): does the server answer, and who is it?
+    Probe,
+    /// Every page of `tools/list`.
+    ListTools,
+    /// One `tools/call`.
+    CallTool {
+        /// The tool's name.
+        name: String,
+        /// Its arguments (sent as `{}` when empty).
+        arguments: Map<String, Value>,
+    },
+    /// End the session on the server (a DELETE).
+    Close,
+}
+
+/// Which request a leg carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegKind {
+    /// `initialize`.
+    Initialize,
+    /// `notifications/initialized`.
+    Initialized,
+    /// `ping` (a probe on a live session).
+    Ping,
+    /// One page of `tools/list` (1-based).
+    ListTools {
+        /// The page number.
+        page: u32,
+    },
+    /// `tools/call`.
+    CallTool,
+    /// A POST answering a request the server sent on a stream.
+    Respond,
+    /// A GET resuming a stream the server closed before the answer (`Last-Event-ID`).
+    Resume,
+    /// A DELETE ending the session.
+    Close,
+    /// A best-effort `notifications/cancelled` after the caller cancelled a `tools/call`.
+    CancelNotice,
+    /// A GET opening the session's standalone stream, read beside the other legs (see
+    /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
+    Listen,
+}
+
+impl LegKind {
+    /// The JSON-RPC method the leg carries, `None` for legs that carry none (an answer to a
+    /// server request, a GET, a DELETE).
+    pub const fn method(self) -> Option<&'static str> {
+        match self {
+            Self::Initialize => Some("initialize"),
+            Self::Initialized => Some("notifications/initialized"),
+            Self::Ping => Some("ping"),
+            Self::ListTools { .. } => Some("tools/list"),
+            Self::CallTool => Some("tools/call"),
+            Self::CancelNotice => Some("notifications/cancelled"),
+            Self::Respond | Self::Resume | Self::Close | Self::Listen => None,
+        }
+    }
+
+    /// One word for traces: the JSON-RPC method, or what the leg does: `response`, `resume`
+    /// (GET), `close` (DELETE) or `listen` (GET).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Respond => "response",
+            Self::Resume => "resume",
+            Self::Close => "close",
+            Self::Listen => "listen",
+            other => match other.method() {
+                Some(method) => method,
+                None => "leg",
+            },
+        }
+    }
+
+    /// What an error about this leg names as its request: the JSON-RPC method, or the HTTP
+    /// method for a leg that carries none.
+    pub(crate) const fn request_name(self) -> &'static str {
+        match self {
+            Self::Close => "DELETE",
+            Self::Resume | Self::Listen => "GET",
+            Self::Respond => "POST",
+            other => match other.method() {
+                Some(method) => method,
+                None => "request",
+            },
+        }
+    }
+}
+
+/// A leg's identity within its operation: the leg's number, 1-based, in the order the legs
+/// were handed out. Every input about a leg names it; an id of a leg that is already over is
+/// ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LegId(pub(crate) u32);
+
+impl LegId {
+    /// The leg's number within the operation (1-based).
+    pub const fn number(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for LegId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "leg {}", self.0)
+    }
+}
+
+/// One HTTP request to send, with the part of the budget it may spend.
+#[derive(Debug)]
+#[must_use = "a leg must be sent (or declined), or the operation waits for it until its grant ends"]
+pub struct Leg {
+    /// The leg's identity: name it in every input about this leg.
+    pub id: LegId,
+    /// Which request it carries.
+    pub kind: LegKind,
+    /// The request, ready to send.
+    pub request: http::Request<Vec<u8>>,
+    /// The leg's grant: bound the **whole** leg by it. Never zero.
+    pub timeout: Duration,
+    /// The instant the grant ends (`now + timeout` at the poll that produced the leg).
+    pub ends_at: Instant,
+}
+
+/// Something the server sent while answering, for the caller.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A notification (progress, logging, list changes).
+    Notification(Notification),
+    /// A request from the server. It is answered by the operation itself (with the caller's
+    /// registered responder, `{}` for `ping`, or error -32601); this event is for the record.
+    ServerRequest {
+        /// The server's id for it.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// The params, verbatim.
+        params: Value,
+    },
+}
+
+/// The successful result of an operation.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// What a probe found.
+    Probe(SessionInfo),
+    /// Every tool of every page, in order.
+    Tools(Vec<Tool>),
+    /// The tool's result (which may be `is_error`).
+    Call(CallToolResult),
+    /// The session is closed (or there was none to close).
+    Closed,
+}
+
+impl Outcome {
+    /// The probe's report, if this is one.
+    pub fn into_probe(self) -> Option<SessionInfo> {
+        match self {
+            Self::Probe(info) => Some(info),
+            _ => None,
+        }
+    }
+
+    /// The tools, if this is a listing.
+    pub fn into_tools(self) -> Option<Vec<Tool>> {
+        match self {
+            Self::Tools(tools) => Some(tools),
+            _ => None,
+        }
+    }
+
+    /// The call's result, if this is one.
+    pub fn into_call(self) -> Option<CallToolResult> {
+        match self {
+            Self::Call(result) => Some(result),
+            _ => None,
+        }
+    }
+}
+
+/// What the driver must do next.
+#[derive(Debug)]
+#[must_use]
+pub enum Output {
+    /// Send this leg (beside any other leg in flight), and feed what comes back under its id.
+    Transmit(Leg),
+    /// Nothing to send: feed the legs in flight, and call
+    /// [`handle_timeout`](crate::Operation::handle_timeout) once this instant has come (the
+    /// earliest of the operation's timers: a leg's end, a pause before a resumption, the wait
+    /// for the standalone stream's head).
+    Wait(Instant),
+    /// Hand this to the caller, then poll again.
+    Event(Event),
+    /// The operation is over: drop every leg still in flight. Polling again yields
+    /// [`Error::AlreadyFinished`].
+    Done(Result<Outcome, Error>),
+}
+
+/// Whether the driver should keep reading the body of a leg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a driver that keeps reading after Complete waits for a stream that may never end"]
+pub enum LegStatus {
+    /// Feed more of the body (or its end).
+    ReadMore,
+    /// Stop reading: the leg is over (its answer is in, it failed, or it is no longer wanted).
+    /// Drop the response, after at most [`DRAIN_WAIT`] and [`DRAIN_BYTES`] more of its body.
+    Complete,
+}
+
+/// How a leg's transport failed, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportError {
+    /// The kind of failure.
+    pub kind: TransportErrorKind,
+    /// The transport's own description (clipped before it is quoted).
+    pub detail: String,
+}
+
+/// The kinds of transport failure a driver reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportErrorKind {
+    /// The leg's grant ran out in the transport (a driver whose own timer fired calls
+    /// [`handle_timeout`](crate::Operation::handle_timeout) instead).
+    TimedOut,
+    /// No connection could be made (refused, DNS, TLS handshake).
+    Connect,
+    /// The connection broke while sending or reading.
+    Io,
+    /// The server answered with something that is not HTTP (a head that does not parse, e.g.
+    /// a header value with CR or LF in it). It is the server's fault, reported as a
+    /// malformed answer, not as a server that could not be reached.
+    Protocol,
+    /// The driver does not send this kind of leg (the blocking driver and the standalone
+    /// stream, which must be read beside other legs). The operation goes on without it when
+    /// it can.
+    Declined,
+}
+
+impl TransportError {
+    /// A transport error of `kind` with `detail`.
+    pub fn new(kind: TransportErrorKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}

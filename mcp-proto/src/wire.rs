@@ -1,0 +1,198 @@
+//! The Streamable HTTP wire: header names, the requests each leg carries, and the check a
+//! session id passes before it is ever echoed.
+//!
+//! Everything here builds bytes and headers from values it is given; it keeps no state and
+//! decides nothing about what comes next (that is the operation's). It must never read a
+//! clock or do I/O, and it never copies a caller's tool arguments into an intermediate tree:
+//! they are serialised from borrowed fields.
+
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::{Method, Uri};
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{RequestId, RpcError};
+use crate::model::SessionInfo;
+
+/// The session header.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The negotiated-version header.
+pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+/// The header naming the last event seen when a stream is resumed.
+pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+/// The longest session id this client will echo back.
+pub const MAX_SESSION_ID_LEN: usize = 256;
+
+/// Headers a caller may not set: the transport sets them itself.
+pub(crate) const RESERVED_HEADERS: [&str; 8] = [
+    "content-type",
+    "accept",
+    SESSION_HEADER,
+    PROTOCOL_VERSION_HEADER,
+    LAST_EVENT_ID_HEADER,
+    "host",
+    "content-length",
+    "transfer-encoding",
+];
+
+/// Where requests go and what every one of them carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Endpoint<'a> {
+    pub(crate) uri: &'a Uri,
+    /// The caller's extra headers (e.g. `Authorization`).
+    pub(crate) headers: &'a HeaderMap,
+}
+
+impl Endpoint<'_> {
+    /// A POST of one JSON-RPC message: JSON in, JSON or an event stream accepted. `info` is
+    /// the handshake in force (committed or still pending), `None` for `initialize`.
+    pub(crate) fn post(&self, body: Vec<u8>, info: Option<&SessionInfo>) -> http::Request<Vec<u8>> {
+        self.request(Method::POST, body, info)
+    }
+
+    /// A GET opening a stream (the standalone stream, or a resumption when `last_event_id`
+    /// names where to resume from).
+    pub(crate) fn get(
+        &self,
+        info: Option<&SessionInfo>,
+        last_event_id: Option<&str>,
+    ) -> http::Request<Vec<u8>> {
+        let mut request = self.request(Method::GET, Vec::new(), info);
+        if let Some(value) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            request.headers_mut().insert(LAST_EVENT_ID_HEADER, value);
+        }
+        request
+    }
+
+    /// A DELETE ending the session.
+    pub(crate) fn delete(&self, info: Option<&SessionInfo>) -> http::Request<Vec<u8>> {
+        self.request(Method::DELETE, Vec::new(), info)
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        body: Vec<u8>,
+        info: Option<&SessionInfo>,
+    ) -> http::Request<Vec<u8>> {
+        let mut request = http::Request::new(body);
+        *request.uri_mut() = self.uri.clone();
+        let headers = request.headers_mut();
+        headers.clone_from(self.headers);
+        if method == Method::POST {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers.insert(
+                ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            );
+        } else if method == Method::GET {
+            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        }
+        if let Some(info) = info {
+            if let Some(id) = &info.session_id {
+                // The id was checked to be visible ASCII when it arrived.
+                if let Ok(value) = HeaderValue::from_str(id) {
+                    headers.insert(SESSION_HEADER, value);
+                }
+            }
+            headers.insert(
+                PROTOCOL_VERSION_HEADER,
+                HeaderValue::from_static(info.protocol_version.as_str()),
+            );
+        }
+        *request.method_mut() = method;
+        request
+    }
+}
+
+/// Checks a session id before it is ever echoed: visible ASCII (0x21-0x7E), 1 to 256 bytes.
+pub(crate) fn valid_session_id(raw: &[u8]) -> bool {
+    !raw.is_empty()
+        && raw.len() <= MAX_SESSION_ID_LEN
+        && raw.iter().all(|b| (0x21..=0x7E).contains(b))
+}
+
+/// The body of a `tools/call`, serialised from borrowed fields: no copy of the arguments, no
+/// `Value` tree. `progress_token` asks the server for progress notifications.
+pub(crate) fn call_tool(
+    id: i64,
+    name: &str,
+    arguments: &Map<String, Value>,
+    progress_token: Option<i64>,
+) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Meta {
+        #[serde(rename = "progressToken")]
+        progress_token: i64,
+    }
+    #[derive(serde::Serialize)]
+    struct CallParams<'a> {
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<Meta>,
+    }
+    let params = CallParams {
+        name,
+        arguments,
+        meta: progress_token.map(|progress_token| Meta { progress_token }),
+    };
+    crate::jsonrpc::request_with(id, "tools/call", &params)
+}
+
+/// The answer to a request the server sent: its result or a JSON-RPC error, under its id.
+pub(crate) fn reply(id: &RequestId, reply: Result<Value, RpcError>) -> Vec<u8> {
+    let message = match reply {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result}),
+        Err(error) => {
+            let mut object = json!({"code": error.code, "message": error.message});
+            if let Some(data) = error.data {
+                object["data"] = data;
+            }
+            json!({"jsonrpc": "2.0", "id": id.to_value(), "error": object})
+        }
+    };
+    // Serialising a `Value` built from maps and strings cannot fail.
+    serde_json::to_vec(&message).unwrap_or_default()
+}
+
+/// The `notifications/cancelled` naming the interrupted request.
+pub(crate) fn cancelled(request_id: i64) -> Vec<u8> {
+    let mut params = Map::new();
+    params.insert("requestId".to_owned(), Value::from(request_id));
+    params.insert("reason".to_owned(), Value::from("cancelled by the caller"));
+    crate::jsonrpc::notification("notifications/cancelled", params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_visible_ascii_of_at_most_256_bytes() {
+        assert!(valid_session_id(b"abc-123"));
+        assert!(valid_session_id(&[b'x'; 256]));
+        assert!(!valid_session_id(&[b'x'; 257]));
+        assert!(!valid_session_id(b""));
+        assert!(!valid_session_id(b"has space"));
+        assert!(!valid_session_id(b"tab\there"));
+        assert!(!valid_session_id("caf\u{e9}".as_bytes()));
+    }
+
+    #[test]
+    fn a_get_carries_the_last_event_id_and_accepts_only_a_stream() {
+        let uri: Uri = "http://127.0.0.1:1/mcp".parse().unwrap();
+        let headers = HeaderMap::new();
+        let endpoint = Endpoint {
+            uri: &uri,
+            headers: &headers,
+        };
+        let get = endpoint.get(None, Some("ev-7"));
+        assert_eq!(get.method(), Method::GET);
+        assert_eq!(get.headers()[ACCEPT], "text/event-stream");
+        assert_eq!(get.headers()[LAST_EVENT_ID_HEADER], "ev-7");
+        assert!(get.body().is_empty());
+        let delete = endpoint.delete(None);
+        assert_eq!(delete.method(), Method::DELETE);
+        assert!(!delete.headers().contains_key(ACCEPT));
+    }
+}
