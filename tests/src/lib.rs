@@ -50,6 +50,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod record;
 pub use record::Recorder;
