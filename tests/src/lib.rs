@@ -60,7 +60,7 @@ mod script;
 mod server;
 
 pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
-pub use script::{AnswerMode, Hostile, NotificationReply, Script};
+pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
 
 /// Maximum accepted request head size (64 KiB); larger heads get `400`.
