@@ -389,6 +389,42 @@ impl RawClient {
         result.map(|()| out)
     }
 
+    /// Reads raw bytes (framing included) until those read contain `needle`,
+    /// the stream ends or `within` is over; returns what was read.
+    pub fn read_raw_until(&mut self, needle: &[u8], within: Duration) -> io::Result<Vec<u8>> {
+        let deadline = Instant::now() + within;
+        let previous = self.stream().read_timeout()?;
+        let mut out = Vec::new();
+        let found =
+            |out: &[u8]| needle.is_empty() || out.windows(needle.len()).any(|w| w == needle);
+        let result = loop {
+            if found(&out) {
+                break Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break Ok(());
+            }
+            let wait = (deadline - now).max(Duration::from_millis(1));
+            if let Err(e) = self.stream().set_read_timeout(Some(wait)) {
+                break Err(e);
+            }
+            match self.reader.fill_buf() {
+                Ok([]) => break Ok(()),
+                Ok(buf) => {
+                    let n = buf.len();
+                    out.extend_from_slice(buf);
+                    self.reader.consume(n);
+                }
+                Err(e) if is_timeout(&e) => break Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.stream().set_read_timeout(previous)?;
+        result.map(|()| out)
+    }
+
     /// Waits up to `within` for the server to close the connection (bytes
     /// arriving meanwhile are discarded). `true` if it closed (or reset).
     pub fn wait_closed(&mut self, within: Duration) -> io::Result<bool> {

@@ -16,13 +16,33 @@
 //! (`Mcp-Session-Id`), JSON answers, no delays, and four tools: `echo`
 //! (`text`), `add` (`a`, `b`), `sleep` (`ms`) and `fail`.
 //!
-//! * [`TestServer`] runs the server; [`TestServer::requests`] and
-//!   [`TestServer::rpc_methods`] tell what arrived.
-//! * [`Script`] describes the behaviour, [`AnswerMode`] the wire format of
-//!   answers, [`Hostile`] the ways to misbehave; the script can be swapped
-//!   while the server runs ([`TestServer::set_script`]).
+//! ## Layout
+//!
+//! The crate lives in the workspace's top-level `tests/` folder. Its library
+//! (`tests/src/`) is what tests, the CLI demo and the benchmarks use:
+//!
+//! * [`TestServer`] (`server.rs`, over the hand-written HTTP of `http.rs` and
+//!   the MCP logic of `mcp.rs`) runs the server; [`TestServer::requests`],
+//!   [`TestServer::rpc_methods`] and [`TestServer::client_responses`] tell
+//!   what arrived.
+//! * [`Script`] (`script.rs`) describes the behaviour, [`AnswerMode`] the
+//!   wire format of answers, [`Hostile`] the ways to misbehave,
+//!   [`ServerRequest`] a request the server sends on a `tools/call` answer
+//!   stream (answered by the client before the call's result); the script can
+//!   be swapped while the server runs ([`TestServer::set_script`]).
+//! * [`Recorder`] ([`record`]) is an observer that collects a driver's legs
+//!   and events.
 //! * [`client`] is a tiny blocking HTTP client to poke the server at the
 //!   wire level.
+//! * `fuzzing` (`fuzzing.rs`, only with the cargo feature `fuzzing`) holds
+//!   the fuzz targets' functions, shared by the cargo-fuzz crate in `fuzz/`
+//!   and the corpus replay; `mcp-call`, which embeds the demo server, does not
+//!   compile it. The crate's own test build turns the feature on.
+//!
+//! Its suites are in `tests/suites/`, declared as `[[test]]` entries in
+//! `tests/Cargo.toml`: `drivers.rs` (with `drivers/support.rs`; every test
+//! against both drivers), `server.rs` (the server at the wire level) and
+//! `corpus_replay.rs` (the fuzz corpus, on stable; needs `fuzzing`).
 //!
 //! ```
 //! use std::time::Duration;
@@ -50,6 +70,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod record;
 pub use record::Recorder;
@@ -59,7 +80,7 @@ mod script;
 mod server;
 
 pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
-pub use script::{AnswerMode, Hostile, NotificationReply, Script};
+pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
 
 /// Maximum accepted request head size (64 KiB); larger heads get `400`.

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use serde_json::{Map, Value, json};
+
 /// How a JSON-RPC request is answered on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AnswerMode {
@@ -96,6 +98,94 @@ pub enum NotificationReply {
     OkEmpty,
 }
 
+/// A JSON-RPC request the server sends on the event stream of a `tools/call`
+/// answer, before the answer (see [`Script::server_request`]).
+///
+/// The server sends it as an SSE `message` event, then waits (at most
+/// [`ServerRequest::answer_timeout`], 5 s by default) for the client to POST
+/// a JSON-RPC response with the same id (answered like any client response,
+/// `202` by default; see [`TestServer::client_responses`](crate::TestServer::client_responses)),
+/// then runs the tool and sends the call's answer on the same stream. Without
+/// an answer in time, the call is answered with a JSON-RPC error (code
+/// `-32000`, "no answer to the server request ...") instead.
+///
+/// ```
+/// use serde_json::json;
+/// use mcp_testkit::ServerRequest;
+///
+/// let ping = ServerRequest::ping("srv-1");
+/// assert_eq!(ping.message(), &json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}));
+/// let ask = ServerRequest::elicitation(7, json!({"message": "name?", "requestedSchema": {"type": "object"}}));
+/// assert_eq!(ask.message()["method"], "elicitation/create");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerRequest {
+    message: Value,
+    answer_timeout: Duration,
+}
+
+impl ServerRequest {
+    /// How long the server waits for the client's answer by default.
+    pub const DEFAULT_ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// The request `{"jsonrpc":"2.0","id":id,"method":method,"params":params}`
+    /// (no `params` member when `params` is `None`).
+    pub fn new(id: impl Into<Value>, method: impl Into<String>, params: Option<Value>) -> Self {
+        let mut message = Map::new();
+        message.insert("jsonrpc".into(), "2.0".into());
+        message.insert("id".into(), id.into());
+        message.insert("method".into(), Value::String(method.into()));
+        if let Some(params) = params {
+            message.insert("params".into(), params);
+        }
+        Self {
+            message: Value::Object(message),
+            answer_timeout: Self::DEFAULT_ANSWER_TIMEOUT,
+        }
+    }
+
+    /// A `ping` with this id.
+    pub fn ping(id: impl Into<Value>) -> Self {
+        Self::new(id, "ping", None)
+    }
+
+    /// An `elicitation/create` with this id and these params (`message`,
+    /// `requestedSchema`).
+    pub fn elicitation(id: impl Into<Value>, params: Value) -> Self {
+        Self::new(id, "elicitation/create", Some(params))
+    }
+
+    /// An `elicitation/create` asking for a `name` string whose schema default
+    /// is `default_name` (what a client accepting with defaults answers).
+    pub fn elicit_name(id: impl Into<Value>, default_name: &str) -> Self {
+        Self::elicitation(
+            id,
+            json!({"message": "name?", "requestedSchema": {"type": "object",
+                "properties": {"name": {"type": "string", "default": default_name}}}}),
+        )
+    }
+
+    /// How long the server waits for the client's answer (default 5 s).
+    pub fn answer_timeout(mut self, timeout: Duration) -> Self {
+        self.answer_timeout = timeout;
+        self
+    }
+
+    /// The request as sent.
+    pub fn message(&self) -> &Value {
+        &self.message
+    }
+
+    /// The request's id, which the client's answer must carry.
+    pub fn id(&self) -> &Value {
+        &self.message["id"]
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.answer_timeout
+    }
+}
+
 /// The server's behaviour. Start from [`Script::new`] (same as
 /// [`Script::default`]: sessions on, JSON answers, no delays, nothing
 /// hostile) and chain the builder methods.
@@ -130,6 +220,7 @@ pub struct Script {
     pub(crate) hostile: HashMap<String, Hostile>,
     pub(crate) hostile_all: Option<Hostile>,
     pub(crate) allow_delete: bool,
+    pub(crate) server_request: Option<ServerRequest>,
 }
 
 impl Default for Script {
@@ -152,6 +243,7 @@ impl Default for Script {
             hostile: HashMap::new(),
             hostile_all: None,
             allow_delete: true,
+            server_request: None,
         }
     }
 }
@@ -298,6 +390,32 @@ impl Script {
     /// Whether `DELETE /mcp` is honoured (default) or answered 405.
     pub fn allow_delete(mut self, on: bool) -> Self {
         self.allow_delete = on;
+        self
+    }
+
+    /// Before answering each `tools/call`, sends this request on the answer's
+    /// event stream and waits for the client's answer (see [`ServerRequest`]).
+    /// The answer is then always an SSE stream, chunked (even in
+    /// [`AnswerMode::Json`] or with [`Script::sse_content_length`]); with
+    /// [`AnswerMode::SseKeepOpen`] for `tools/call`, the stream stays open after
+    /// the call's answer.
+    ///
+    /// ```
+    /// use mcp_testkit::{AnswerMode, Script, ServerRequest};
+    ///
+    /// let script = Script::new()
+    ///     .server_request(ServerRequest::ping("srv-1"))
+    ///     .answer_mode_for("tools/call", AnswerMode::SseKeepOpen);
+    /// # let _ = script;
+    /// ```
+    pub fn server_request(mut self, request: ServerRequest) -> Self {
+        self.server_request = Some(request);
+        self
+    }
+
+    /// Sends no server request on `tools/call` answers again (the default).
+    pub fn clear_server_request(mut self) -> Self {
+        self.server_request = None;
         self
     }
 

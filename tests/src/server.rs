@@ -94,6 +94,15 @@ struct PendingResume {
     message: Message,
 }
 
+/// A scripted server request waiting for the client's answer (see
+/// [`crate::ServerRequest`]).
+#[derive(Debug)]
+struct Awaited {
+    token: u64,
+    id: Value,
+    answer: Option<Value>,
+}
+
 /// State shared by the handle, the accept thread and connection threads.
 #[derive(Debug)]
 struct Shared {
@@ -106,6 +115,9 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     requests_cv: Condvar,
     pending: Mutex<Vec<PendingResume>>,
+    awaited: Mutex<Vec<Awaited>>,
+    awaited_cv: Condvar,
+    next_awaited: AtomicU64,
     conns: Mutex<HashMap<u64, TcpStream>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     accepted: AtomicUsize,
@@ -140,9 +152,69 @@ impl Shared {
     }
 
     fn signal_stop(&self) {
-        let _guard = lock(&self.stop_lock);
+        let guard = lock(&self.stop_lock);
         self.stop.store(true, Ordering::SeqCst);
         self.stop_cv.notify_all();
+        drop(guard);
+        // Wake the calls waiting for an answer to a server request.
+        let _awaited = lock(&self.awaited);
+        self.awaited_cv.notify_all();
+    }
+
+    /// Registers a server request with this id as waiting for the client's
+    /// answer (before it is sent, so an early answer is not missed).
+    fn expect_answer(&self, id: &Value) -> u64 {
+        let token = self.next_awaited.fetch_add(1, Ordering::SeqCst);
+        lock(&self.awaited).push(Awaited {
+            token,
+            id: id.clone(),
+            answer: None,
+        });
+        token
+    }
+
+    /// Hands a client response to the oldest server request with its id that
+    /// has no answer yet; a response nobody waits for is only recorded.
+    fn deliver_answer(&self, id: &Value, answer: Value) {
+        let mut awaited = lock(&self.awaited);
+        if let Some(slot) = awaited
+            .iter_mut()
+            .find(|a| a.answer.is_none() && a.id == *id)
+        {
+            slot.answer = Some(answer);
+            self.awaited_cv.notify_all();
+        }
+    }
+
+    /// Waits up to `timeout` for the answer registered under `token` and
+    /// forgets the registration: `Ok(None)` on timeout, `Err` on shutdown.
+    fn wait_answer(&self, token: u64, timeout: Duration) -> io::Result<Option<Value>> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut awaited = lock(&self.awaited);
+        let outcome = loop {
+            if self.stopping() {
+                break Err(aborted());
+            }
+            let Some(slot) = awaited.iter_mut().find(|a| a.token == token) else {
+                break Ok(None);
+            };
+            if let Some(answer) = slot.answer.take() {
+                break Ok(Some(answer));
+            }
+            let now = Instant::now();
+            let wait = match deadline {
+                Some(deadline) if now >= deadline => break Ok(None),
+                Some(deadline) => deadline - now,
+                None => Duration::from_secs(3600),
+            };
+            awaited = self
+                .awaited_cv
+                .wait_timeout(awaited, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        };
+        awaited.retain(|a| a.token != token);
+        outcome
     }
 
     fn script(&self) -> Arc<Script> {
@@ -641,6 +713,11 @@ impl Conn {
         if msg.kind == RpcKind::Request {
             return self.answer(req, msg, script, Tweak::default(), close);
         }
+        if msg.kind == RpcKind::Response {
+            if let (Some(id), Ok(body)) = (&msg.id, serde_json::from_slice::<Value>(&req.body)) {
+                self.shared.deliver_answer(id, body);
+            }
+        }
         let resp = match script.notification_reply {
             NotificationReply::Accepted => Response::new(202),
             NotificationReply::OkWithBody => {
@@ -676,8 +753,11 @@ impl Conn {
             }
         }
         let id = tweak.id.clone().unwrap_or_else(|| msg.answer_id());
+        let server_request = script.server_request.as_ref().filter(|_| {
+            msg.kind == RpcKind::Request && method == "tools/call" && tweak.replace.is_none()
+        });
         let mut mode = script.mode_for(&msg.label());
-        if tweak.force_sse && mode == AnswerMode::Json {
+        if (tweak.force_sse || server_request.is_some()) && mode == AnswerMode::Json {
             mode = AnswerMode::Sse;
         }
         let shared = Arc::clone(&self.shared);
@@ -705,7 +785,7 @@ impl Conn {
         let mut sse = SseOut::start(
             &mut self.writer,
             headers,
-            script.sse_content_length,
+            script.sse_content_length && server_request.is_none(),
             req,
             close,
             script.event_ids,
@@ -719,9 +799,29 @@ impl Conn {
         for i in 1..=notifications {
             sse.event(&Payload::from(mcp::log_notification(i)))?;
         }
-        let payload = match tweak.replace {
-            Some(p) => p,
-            None => {
+        let unanswered = match server_request {
+            None => None,
+            Some(request) => {
+                let token = shared.expect_answer(request.id());
+                let message = serde_json::to_vec(request.message()).unwrap_or_default();
+                if let Err(e) = sse.event(&Payload::from(message)) {
+                    shared.wait_answer(token, Duration::ZERO)?;
+                    return Err(e);
+                }
+                match shared.wait_answer(token, request.timeout())? {
+                    Some(_) => None,
+                    None => Some(format!(
+                        "no answer to the server request {} within {:?}",
+                        id_json(request.id()),
+                        request.timeout()
+                    )),
+                }
+            }
+        };
+        let payload = match (tweak.replace, unanswered) {
+            (Some(p), _) => p,
+            (None, Some(message)) => Payload::from(mcp::error_envelope(&id, -32000, &message)),
+            (None, None) => {
                 let mut progress = |bytes: &[u8]| sse.event(&Payload::from(bytes.to_vec()));
                 let mut env = Env {
                     script,
@@ -1144,6 +1244,9 @@ impl TestServer {
             requests: Mutex::new(Vec::new()),
             requests_cv: Condvar::new(),
             pending: Mutex::new(Vec::new()),
+            awaited: Mutex::new(Vec::new()),
+            awaited_cv: Condvar::new(),
+            next_awaited: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
             accepted: AtomicUsize::new(0),
@@ -1234,6 +1337,16 @@ impl TestServer {
         lock(&self.shared.requests)
             .iter()
             .filter_map(RecordedRequest::label)
+            .collect()
+    }
+
+    /// The JSON bodies of the responses clients sent (e.g. answers to a
+    /// [`ServerRequest`](crate::ServerRequest)), in arrival order.
+    pub fn client_responses(&self) -> Vec<Value> {
+        lock(&self.shared.requests)
+            .iter()
+            .filter(|r| r.rpc_kind == Some(RpcKind::Response))
+            .filter_map(RecordedRequest::json)
             .collect()
     }
 

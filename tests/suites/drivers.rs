@@ -11,7 +11,7 @@
 //! reach stays in each driver's own tests: the blocking driver's cancel in each blocking state,
 //! connection reuse and TLS failures; the tokio driver's `Send` futures, dropped futures,
 //! paused time and standalone stream; for both, the cancel notice and the nested legs that
-//! answer a server's request (the test server sends none).
+//! answer a server's request (scripted with [`Script::server_request`]).
 //!
 //! Real time, real sockets, against `mcp-testkit`'s loopback server. Bounds are generous (a
 //! slow, noisy CI machine must not fail them): an operation that times out must end no

@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use mcp_testkit::client::{self, RawClient, RawResponse};
-use mcp_testkit::{AnswerMode, Hostile, NotificationReply, RpcKind, Script, TestServer};
+use mcp_testkit::{
+    AnswerMode, Hostile, NotificationReply, RpcKind, Script, ServerRequest, TestServer,
+};
 use serde_json::{Value, json};
 
 fn connect(server: &TestServer) -> RawClient {
@@ -1036,4 +1038,201 @@ fn free_post_json_helper() {
     let server = TestServer::start(Script::new().sessions(false));
     let resp = client::post_json(server.addr(), &rpc(1, "ping", json!({})), &[]).unwrap();
     assert_eq!(resp.json().unwrap()["result"], json!({}));
+}
+
+/// Starts `tools/call` `echo` with id 1 and `text` on `c` and reads up to the server request
+/// on its answer stream; returns the response head and the messages read so far.
+fn call_until_server_request(
+    c: &mut RawClient,
+    session: &str,
+    text: &str,
+    needle: &str,
+) -> (RawResponse, Vec<u8>) {
+    let params = json!({"name": "echo", "arguments": {"text": text}});
+    c.post_json_no_read(&rpc(1, "tools/call", params), session);
+    let head = c.read_head().unwrap();
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    assert!(head.is_chunked(), "{:?}", head.headers);
+    let raw = c
+        .read_raw_until(needle.as_bytes(), Duration::from_secs(10))
+        .unwrap();
+    (head, raw)
+}
+
+fn messages_of(raw: &[u8]) -> Vec<Value> {
+    client::parse_sse(&client::decode_chunked(raw))
+        .into_iter()
+        .filter_map(|e| e.data)
+        .filter_map(|d| serde_json::from_str(&d).ok())
+        .collect()
+}
+
+#[test]
+fn a_server_request_on_the_call_stream_waits_for_the_answer() {
+    // JSON answers by default: the server request makes the call's answer a stream.
+    let server = TestServer::start(Script::new().server_request(ServerRequest::ping("srv-1")));
+    let (mut c, s) = init(&server);
+    let (_, mut raw) = call_until_server_request(&mut c, &s, "after", "srv-1");
+    assert_eq!(
+        messages_of(&raw),
+        [json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})],
+        "only the server request before the client answers"
+    );
+
+    // The answer comes on another connection; a response with another id does not count.
+    let mut other = connect(&server);
+    let stray = json!({"jsonrpc": "2.0", "id": "srv-0", "result": {}}).to_string();
+    let resp = other
+        .post_json(&stray, &[("Mcp-Session-Id", s.as_str())])
+        .unwrap();
+    assert_eq!(resp.status, 202);
+    let answer = json!({"jsonrpc": "2.0", "id": "srv-1", "result": {}});
+    let resp = other
+        .post_json(&answer.to_string(), &[("Mcp-Session-Id", s.as_str())])
+        .unwrap();
+    assert_eq!(resp.status, 202);
+
+    raw.extend(
+        c.read_raw_until(b"0\r\n\r\n", Duration::from_secs(10))
+            .unwrap(),
+    );
+    let messages = messages_of(&raw);
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1]["id"], 1);
+    assert_eq!(text_of(&messages[1]), "after");
+    assert_eq!(
+        server.rpc_methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+            "(response)",
+            "(response)"
+        ]
+    );
+    assert_eq!(
+        server.client_responses(),
+        [serde_json::from_str::<Value>(&stray).unwrap(), answer]
+    );
+
+    // The connection serves the next call (which asks again).
+    let (_, raw) = call_until_server_request(&mut c, &s, "again", "srv-1");
+    assert_eq!(messages_of(&raw)[0]["method"], "ping");
+    server.update_script(Script::clear_server_request);
+    let resp = other
+        .post_json(
+            &json!({"jsonrpc": "2.0", "id": "srv-1", "error": {"code": -1, "message": "no"}})
+                .to_string(),
+            &[("Mcp-Session-Id", s.as_str())],
+        )
+        .unwrap();
+    assert_eq!(resp.status, 202);
+    let raw = c
+        .read_raw_until(b"0\r\n\r\n", Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(
+        text_of(&messages_of(&raw)[0]),
+        "again",
+        "an error answer counts too"
+    );
+}
+
+#[test]
+fn a_server_request_can_leave_the_stream_open_after_the_answer() {
+    let server = TestServer::start(
+        Script::new()
+            .server_request(ServerRequest::elicit_name(7, "Ada"))
+            .answer_mode_for("tools/call", AnswerMode::SseKeepOpen)
+            .event_ids(true),
+    );
+    let (mut c, s) = init(&server);
+    let (_, mut raw) = call_until_server_request(&mut c, &s, "open", "elicitation/create");
+    let ask = &messages_of(&raw)[0];
+    assert_eq!(ask["id"], 7);
+    assert_eq!(
+        ask["params"]["requestedSchema"]["properties"]["name"]["default"],
+        "Ada"
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": 7,
+        "result": {"action": "accept", "content": {"name": "Ada"}}});
+    let resp = client::post_json(
+        server.addr(),
+        &answer.to_string(),
+        &[("Mcp-Session-Id", s.as_str())],
+    )
+    .unwrap();
+    assert_eq!(resp.status, 202);
+    raw.extend(
+        c.read_raw_until(b": keepalive", Duration::from_secs(10))
+            .unwrap(),
+    );
+    let events = client::parse_sse(&client::decode_chunked(&raw));
+    let ids: Vec<Option<&str>> = events.iter().map(|e| e.id.as_deref()).collect();
+    assert_eq!(
+        ids,
+        [Some("0"), Some("1"), Some("2")],
+        "priming, request, answer"
+    );
+    let messages = messages_of(&raw);
+    assert_eq!(text_of(&messages[1]), "open");
+    assert!(
+        !c.wait_closed(Duration::from_millis(300)).unwrap(),
+        "the stream stays open"
+    );
+    assert_eq!(server.client_responses(), [answer]);
+}
+
+#[test]
+fn an_unanswered_server_request_fails_the_call_in_time() {
+    let timeout = Duration::from_millis(300);
+    let server = TestServer::start(
+        Script::new()
+            .answer_mode(AnswerMode::Sse)
+            // Streamed all the same: the request must go out before the answer exists.
+            .sse_content_length(true)
+            .server_request(ServerRequest::ping(5).answer_timeout(timeout)),
+    );
+    let (mut c, s) = init(&server);
+    let started = Instant::now();
+    let (_, mut raw) = call_until_server_request(&mut c, &s, "late", "ping");
+    raw.extend(
+        c.read_raw_until(b"0\r\n\r\n", Duration::from_secs(10))
+            .unwrap(),
+    );
+    let elapsed = started.elapsed();
+    let messages = messages_of(&raw);
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1]["id"], 1);
+    assert_eq!(messages[1]["error"]["code"], -32000);
+    let message = messages[1]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no answer to the server request 5"),
+        "{message}"
+    );
+    assert!(elapsed >= timeout, "{elapsed:?}");
+    assert!(elapsed < timeout + Duration::from_secs(5), "{elapsed:?}");
+    // A late answer is recorded and accepted, and changes nothing.
+    let late = json!({"jsonrpc": "2.0", "id": 5, "result": {}}).to_string();
+    let resp = c
+        .post_json(&late, &[("Mcp-Session-Id", s.as_str())])
+        .unwrap();
+    assert_eq!(resp.status, 202);
+    assert_eq!(server.client_responses().len(), 1);
+}
+
+#[test]
+fn shutdown_ends_a_wait_for_a_server_request_answer() {
+    let server = TestServer::start(
+        Script::new()
+            .server_request(ServerRequest::ping("srv-1").answer_timeout(Duration::from_secs(60))),
+    );
+    let (mut c, s) = init(&server);
+    call_until_server_request(&mut c, &s, "x", "srv-1");
+    let started = Instant::now();
+    server.shutdown();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(c.wait_closed(Duration::from_secs(5)).unwrap());
+    assert_eq!(server.open_connections(), 0);
 }
