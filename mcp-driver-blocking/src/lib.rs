@@ -42,7 +42,7 @@
 //! A server that trickles a byte at a time cannot stretch a leg, and a stalled server ends the
 //! operation with [`Error::LegTimedOut`] a few milliseconds past its budget (reads wait in
 //! slices of at most 50 ms, because the kernel's socket timeouts lose precision as they grow:
-//! see `examples/overrun.rs`).
+//! see `examples/blocking_overrun.rs`).
 //!
 //! # Example
 //!

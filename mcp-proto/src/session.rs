@@ -11,7 +11,12 @@ use crate::config::SessionConfig;
 use crate::deadline::OperationDeadline;
 use crate::model::{ProtocolVersion, SessionInfo};
 
-/// A session with one server. See the [module docs](self).
+/// A session with one server.
+///
+/// It outlives operations: it remembers the session id, the negotiated protocol version and
+/// the server's info so a later operation can skip the handshake, and it hands out request
+/// ids unique for its lifetime. Operations ([`Session::call_tool`] and its siblings) borrow it
+/// mutably while they run and commit a handshake only once it has fully succeeded.
 #[derive(Debug)]
 pub struct Session {
     config: SessionConfig,

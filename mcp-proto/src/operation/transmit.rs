@@ -1,0 +1,182 @@
+//! Granting and building legs: the budget check that sits before a request exists, the
+//! request each leg carries, and the leg's entry in the leg and timer tables.
+//!
+//! Every leg the operation hands out goes through [`Operation::hand_out`]; every work leg
+//! through [`Operation::transmit`], which refuses it (nothing built, nothing sent) once the
+//! budget is spent. The cancel notice is the one leg with a grant of its own.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::legs::{InFlight, Role};
+use super::read::Reading;
+use super::timers::Timer;
+use super::{Action, CANCEL_NOTICE_GRANT, Leg, LegId, LegKind, Operation, Output};
+use crate::deadline::Budget;
+use crate::error::Error;
+use crate::jsonrpc;
+use crate::model::SessionInfo;
+use crate::wire::{self, SESSION_HEADER};
+
+impl Operation<'_> {
+    /// The cancel notice, under a grant of its own: the budget is over.
+    pub(super) fn transmit_notice(&mut self, request_id: i64, now: Instant) -> Leg {
+        let body = wire::cancelled(request_id);
+        let request = self.session.config().wire().post(body, self.handshake());
+        self.hand_out(
+            LegKind::CancelNotice,
+            request,
+            CANCEL_NOTICE_GRANT,
+            now,
+            (LegKind::CancelNotice, None),
+        )
+    }
+
+    /// The method and grant of the request whose answer is being read or awaited.
+    pub(super) fn request_being_answered(&self) -> (&'static str, Duration) {
+        match (self.legs.get(Role::Work), self.resume.awaited()) {
+            (Some(leg), _) => (leg.answers.request_name(), leg.grant),
+            (None, Some((answers, _, grant))) => (answers.request_name(), grant),
+            (None, None) => (self.next_leg_kind().request_name(), Duration::ZERO),
+        }
+    }
+
+    /// Grants the next work leg what is left of the budget and hands it out, or refuses it.
+    pub(super) fn transmit(&mut self, kind: LegKind, now: Instant) -> Output {
+        let timeout = match self.deadline.grant(now) {
+            Ok(grant) => grant,
+            Err(_) if kind == LegKind::Resume => {
+                // The request being resumed was sent and its answer did not come within the
+                // budget: that is the request timing out, not a request the server never saw.
+                let (method, grant) = self.request_being_answered();
+                self.fail(|server| Error::LegTimedOut {
+                    server,
+                    method,
+                    grant,
+                });
+                return self.poll_output(now);
+            }
+            Err(exhausted) => {
+                // The check sits before the request is built: nothing of this leg exists.
+                self.returned = true;
+                self.legs.clear();
+                self.timers.clear();
+                return Output::Done(Err(Error::BudgetExhausted {
+                    server: self.label(),
+                    budget: Budget::from_duration(exhausted.total),
+                    method: kind.request_name(),
+                    leg: self.legs_sent + 1,
+                }));
+            }
+        };
+        let (request, answers) = if kind == LegKind::Resume {
+            let Some((answers, request_id, _)) = self.resume.take() else {
+                return self.wait(now);
+            };
+            let request = self
+                .session
+                .config()
+                .wire()
+                .get(self.handshake(), self.resume.last_event_id());
+            (request, (answers, request_id))
+        } else {
+            // A new request opens a new answer stream: an event id of an earlier stream must
+            // never be used to resume this one.
+            self.resume.forget_stream();
+            let (request, request_id) = self.build_request(kind);
+            (request, (kind, request_id))
+        };
+        Output::Transmit(self.hand_out(kind, request, timeout, now, answers))
+    }
+
+    /// Puts a leg in the table under its role, arms its end, and hands it out.
+    pub(super) fn hand_out(
+        &mut self,
+        kind: LegKind,
+        request: http::Request<Vec<u8>>,
+        timeout: Duration,
+        now: Instant,
+        (answers, request_id): (LegKind, Option<i64>),
+    ) -> Leg {
+        let ends_at = now.checked_add(timeout).unwrap_or(now);
+        let carried_session = request.headers().contains_key(SESSION_HEADER);
+        self.legs_sent += 1;
+        let id = LegId(self.legs_sent);
+        let role = Role::of(kind);
+        self.legs.insert(
+            role,
+            InFlight {
+                id,
+                kind,
+                answers,
+                request_id,
+                grant: timeout,
+                carried_session,
+                status: 0,
+                session_id: None,
+                reading: Reading::Head,
+            },
+        );
+        self.timers.set(Timer::LegEnd(role), ends_at);
+        Leg {
+            id,
+            kind,
+            request,
+            timeout,
+            ends_at,
+        }
+    }
+
+    /// The handshake in force: committed to the session, or answered and not yet confirmed.
+    pub(super) fn handshake(&self) -> Option<&SessionInfo> {
+        self.pending.as_ref().or_else(|| self.session.info())
+    }
+
+    fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+        match kind {
+            LegKind::Initialized => {
+                let body = jsonrpc::notification("notifications/initialized", Map::new());
+                let request = self.session.config().wire().post(body, self.handshake());
+                return (request, None);
+            }
+            LegKind::Close => {
+                let request = self.session.config().wire().delete(self.handshake());
+                return (request, None);
+            }
+            _ => {}
+        }
+        let id = self.session.take_request_id();
+        let config = self.session.config();
+        let body = match (kind, &self.action) {
+            (LegKind::Initialize, _) => {
+                let client = config.client_info();
+                let mut params = Map::new();
+                params.insert(
+                    "protocolVersion".to_owned(),
+                    Value::from(self.session.offered_version().as_str()),
+                );
+                params.insert(
+                    "capabilities".to_owned(),
+                    Value::Object(config.capabilities()),
+                );
+                params.insert(
+                    "clientInfo".to_owned(),
+                    serde_json::json!({"name": client.name, "version": client.version}),
+                );
+                let body = jsonrpc::request(id, "initialize", params);
+                // `initialize` carries no session header and no version header.
+                return (config.wire().post(body, None), Some(id));
+            }
+            (LegKind::ListTools { .. }, _) => {
+                jsonrpc::request(id, "tools/list", self.paging.params())
+            }
+            (LegKind::CallTool, Action::CallTool { name, arguments }) => {
+                let progress = config.progress().then_some(id);
+                wire::call_tool(id, name, arguments, progress)
+            }
+            _ => jsonrpc::request(id, kind.request_name(), Map::new()),
+        };
+        (config.wire().post(body, self.handshake()), Some(id))
+    }
+}
