@@ -7,7 +7,8 @@ use std::time::Instant;
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Request, StatusCode};
 use mcp_proto::{
-    Clock, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session, SessionConfig,
+    Clock, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
+    SessionConfig,
 };
 use serde_json::{Map, Value, json};
 
@@ -97,7 +98,7 @@ pub fn capture_call(url: &str) -> CallLegs {
     loop {
         match op.poll_output(clock.now()) {
             Output::Transmit(leg) => {
-                let kind = leg.kind;
+                let (kind, leg_id) = (leg.kind, leg.id);
                 let id = request_id(leg.request.body());
                 legs.push((kind, Captured::from_request(leg.request)));
                 let answer = match kind {
@@ -105,7 +106,7 @@ pub fn capture_call(url: &str) -> CallLegs {
                     LegKind::CallTool => Some(json!({"content": [{"type": "text", "text": TEXT}]})),
                     _ => None,
                 };
-                feed(&mut op, &clock, kind, id, answer);
+                feed(&mut op, &clock, leg_id, kind, id, answer);
             }
             Output::Event(_) => {}
             Output::Wait(_) => op.handle_timeout(clock.now()),
@@ -144,6 +145,7 @@ fn initialize_result() -> Value {
 fn feed(
     op: &mut Operation<'_>,
     clock: &ManualClock,
+    leg: LegId,
     kind: LegKind,
     id: Option<i64>,
     result: Option<Value>,
@@ -153,16 +155,16 @@ fn feed(
         headers.insert(SESSION_HEADER, HeaderValue::from_static("placeholder"));
     }
     let Some(result) = result else {
-        let _ = op.handle_response(StatusCode::ACCEPTED, &headers, clock.now());
+        let _ = op.handle_response(leg, StatusCode::ACCEPTED, &headers, clock.now());
         return;
     };
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
         .expect("a Value serialises");
-    if op.handle_response(StatusCode::OK, &headers, clock.now()) == LegStatus::ReadMore
-        && op.handle_body_chunk(&body, clock.now()) == LegStatus::ReadMore
+    if op.handle_response(leg, StatusCode::OK, &headers, clock.now()) == LegStatus::ReadMore
+        && op.handle_body_chunk(leg, &body, clock.now()) == LegStatus::ReadMore
     {
-        op.handle_body_end(clock.now());
+        op.handle_body_end(leg, clock.now());
     }
 }
 
@@ -298,7 +300,7 @@ impl ListDriver {
                     Output::Transmit(leg) => {
                         let id = request_id(leg.request.body());
                         let answer = (leg.kind == LegKind::Initialize).then(initialize_result);
-                        feed(&mut op, &clock, leg.kind, id, answer);
+                        feed(&mut op, &clock, leg.id, leg.kind, id, answer);
                     }
                     Output::Event(_) => {}
                     Output::Wait(_) => op.handle_timeout(clock.now()),
@@ -345,16 +347,16 @@ impl ListDriver {
         };
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        if op.handle_response(StatusCode::OK, &headers, now) == LegStatus::ReadMore {
+        if op.handle_response(leg.id, StatusCode::OK, &headers, now) == LegStatus::ReadMore {
             let mut complete = false;
             for chunk in body.chunks(FEED_CHUNK) {
-                if op.handle_body_chunk(chunk, now) == LegStatus::Complete {
+                if op.handle_body_chunk(leg.id, chunk, now) == LegStatus::Complete {
                     complete = true;
                     break;
                 }
             }
             if !complete {
-                op.handle_body_end(now);
+                op.handle_body_end(leg.id, now);
             }
         }
         loop {
@@ -422,10 +424,10 @@ impl CallDriver {
         };
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        if op.handle_response(StatusCode::OK, &headers, now) == LegStatus::ReadMore
-            && op.handle_body_chunk(body.as_bytes(), now) == LegStatus::ReadMore
+        if op.handle_response(leg.id, StatusCode::OK, &headers, now) == LegStatus::ReadMore
+            && op.handle_body_chunk(leg.id, body.as_bytes(), now) == LegStatus::ReadMore
         {
-            op.handle_body_end(now);
+            op.handle_body_end(leg.id, now);
         }
         loop {
             match op.poll_output(now) {
