@@ -198,7 +198,7 @@ pub struct CallToolResult {
 
 impl CallToolResult {
     /// Reads a `result` object; `Err(detail)` when `content` is present but not an array.
-    pub(crate) fn from_result(result: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn from_result(result: Map<String, Value>) -> Result<Self, String> {
         let content = match result.get("content") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(blocks)) => blocks.iter().map(Content::from_block).collect(),
@@ -208,7 +208,8 @@ impl CallToolResult {
             content,
             structured_content: result.get("structuredContent").cloned(),
             is_error: result.get("isError") == Some(&Value::Bool(true)),
-            raw: result.clone(),
+            // The answer is kept whole, moved rather than copied.
+            raw: result,
         })
     }
 
@@ -316,9 +317,9 @@ mod tests {
     #[test]
     fn is_error_must_be_a_real_boolean() {
         let obj = |v: Value| v.as_object().cloned().unwrap();
-        let r = CallToolResult::from_result(&obj(json!({"content":[],"isError":"true"}))).unwrap();
+        let r = CallToolResult::from_result(obj(json!({"content":[],"isError":"true"}))).unwrap();
         assert!(!r.is_error);
-        let r = CallToolResult::from_result(&obj(json!({"content":[],"isError":true}))).unwrap();
+        let r = CallToolResult::from_result(obj(json!({"content":[],"isError":true}))).unwrap();
         assert!(r.is_error);
     }
 

@@ -287,3 +287,51 @@ fn every_error_says_whose_fault_it_is() {
         "{version}"
     );
 }
+
+#[test]
+fn a_lost_session_takes_its_standalone_stream_with_it_and_the_new_one_gets_its_own() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config().with_listen(true), &clock);
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(old_stream) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    let mut sse = HeaderMap::new();
+    sse.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    assert_eq!(
+        op.handle_response(old_stream.id, StatusCode::OK, &sse, clock.now()),
+        LegStatus::ReadMore
+    );
+    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    // The server forgot the session: the call's 404 re-initialises inside the operation.
+    assert_eq!(
+        op.handle_response(
+            call.id,
+            StatusCode::NOT_FOUND,
+            &HeaderMap::new(),
+            clock.now()
+        ),
+        LegStatus::Complete
+    );
+    assert!(
+        !op.is_in_flight(old_stream.id),
+        "the old session's stream is dropped"
+    );
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert_eq!(
+        run.methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "listen",
+            "tools/call"
+        ],
+        "the new session opens its own stream before the call is sent again"
+    );
+    assert_eq!(run.legs[2].request.headers()["mcp-session-id"], "session-1");
+}

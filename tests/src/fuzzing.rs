@@ -1353,12 +1353,14 @@ impl Harness<'_> {
                         && status == StatusCode::NOT_FOUND
                         && !self.op.is_finished();
                     if lost {
-                        // The session is gone: the answers to its requests go with it.
+                        // The session is gone: the answers to its requests and its
+                        // standalone stream go with it.
                         for j in 0..self.legs.len() {
-                            if self.legs[j].role == Role::Reply {
+                            if matches!(self.legs[j].role, Role::Reply | Role::Listen) {
                                 self.close(j);
                             }
                         }
+                        self.listen_head = None;
                     }
                 }
             },

@@ -133,7 +133,7 @@ impl Operation<'_> {
                 )),
             },
             LegKind::ListTools { .. } => self.read_tools_page(result),
-            LegKind::CallTool => match CallToolResult::from_result(&result) {
+            LegKind::CallTool => match CallToolResult::from_result(result) {
                 Ok(call) => self.finish(Ok(Outcome::Call(call))),
                 Err(detail) => self.fail(malformed(detail)),
             },

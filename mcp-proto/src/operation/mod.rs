@@ -566,6 +566,10 @@ impl<'s> Operation<'s> {
         self.session.reset();
         self.pending = None;
         self.next = Step::Initialize;
+        // The standalone stream belonged to the lost session: drop it, and open a new one on
+        // the new session when the configuration wants one.
+        self.listen_off();
+        self.listen = Listen::for_action(self.session.config().listen(), &self.action);
         // Cursors may belong to the lost session: walk the listing again from the start.
         self.paging = Paging::default();
     }

@@ -7,6 +7,7 @@
 //! request gets is `replies`'; a stream that ends early is `resume`'s. Nothing here may read
 //! past the body cap or hold server text unclipped in an error.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -38,19 +39,27 @@ pub(super) enum Reading {
     },
 }
 
-/// The media type of a head, lower case, without parameters (empty when absent).
-pub(super) fn media_type(headers: &HeaderMap) -> String {
-    headers
-        .get(CONTENT_TYPE)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .map(|v| {
-            v.split(';')
+/// The media type of a head, lower case, without parameters (empty when absent). Borrowed from
+/// the head unless it had to be lowered or was not UTF-8.
+pub(super) fn media_type(headers: &HeaderMap) -> Cow<'_, str> {
+    let raw = headers.get(CONTENT_TYPE).map_or(&b""[..], |v| v.as_bytes());
+    match String::from_utf8_lossy(raw) {
+        Cow::Borrowed(text) => {
+            let bare = text.split(';').next().unwrap_or("").trim();
+            if bare.bytes().any(|b| b.is_ascii_uppercase()) {
+                Cow::Owned(bare.to_ascii_lowercase())
+            } else {
+                Cow::Borrowed(bare)
+            }
+        }
+        Cow::Owned(text) => Cow::Owned(
+            text.split(';')
                 .next()
                 .unwrap_or("")
                 .trim()
-                .to_ascii_lowercase()
-        })
-        .unwrap_or_default()
+                .to_ascii_lowercase(),
+        ),
+    }
 }
 
 /// Decodes one JSON-RPC message. `Err` names what is wrong, for a malformed-answer error.
@@ -138,7 +147,7 @@ impl Operation<'_> {
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
-        match media_type(headers).as_str() {
+        match media_type(headers).as_ref() {
             "" | "application/json" => {
                 if declared_length.is_some_and(|n| n > cap as u64) {
                     self.fail(|server| Error::AnswerTooLarge {
