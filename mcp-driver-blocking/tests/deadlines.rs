@@ -4,7 +4,7 @@
 //!
 //! The budget in real time (stalls, trickles, endless and kept-open streams, the seed
 //! sequence, a spent budget, `run`'s own budget) and the cancel of a stalled call are in the
-//! suite shared with the tokio driver, `tests/tests/drivers.rs` of `mcp-testkit`.
+//! suite shared with the tokio driver, `tests/suites/drivers.rs` of `mcp-testkit`.
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! operation, and TLS failing before any HTTP.
 //!
 //! Operations, the session, the typed errors of hostile servers and the budget in real time
-//! are in the suite shared with the tokio driver, `tests/tests/drivers.rs` of `mcp-testkit`.
+//! are in the suite shared with the tokio driver, `tests/suites/drivers.rs` of `mcp-testkit`.
 
 mod common;
 

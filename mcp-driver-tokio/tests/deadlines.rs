@@ -4,7 +4,7 @@
 //!
 //! The budget in real time (stalls, trickles, endless and kept-open streams, the seed
 //! sequence, a spent budget, resumption) and the cancel handle without a notice are in the
-//! suite shared with the blocking driver, `tests/tests/drivers.rs` of `mcp-testkit`.
+//! suite shared with the blocking driver, `tests/suites/drivers.rs` of `mcp-testkit`.
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! The session's standalone stream: opened beside the call when asked for, tolerated when the
 //! server does not offer it. (Closing the session with a DELETE is in the suite shared with
-//! the blocking driver, `tests/tests/drivers.rs` of `mcp-testkit`.)
+//! the blocking driver, `tests/suites/drivers.rs` of `mcp-testkit`.)
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The operations' futures are `Send`, so they can be spawned on a multi-thread runtime.
 //!
 //! What the operations do (results, the session, typed errors, the budget in real time) is in
-//! the suite shared with the blocking driver, `tests/tests/drivers.rs` of `mcp-testkit`, which
+//! the suite shared with the blocking driver, `tests/suites/drivers.rs` of `mcp-testkit`, which
 //! runs them on both a multi-thread and a current-thread runtime.
 
 mod common;

@@ -1,5 +1,5 @@
 //! Fuzz targets for `mcp-proto`, shared by the cargo-fuzz crate (`fuzz/`) and the stable
-//! corpus replay (`tests/tests/corpus_replay.rs`).
+//! corpus replay (`tests/suites/corpus_replay.rs`).
 //!
 //! Each target takes arbitrary bytes, drives a part of the sans-IO client with them and
 //! panics **only** when an invariant of `mcp-proto` is violated; any input whatsoever is

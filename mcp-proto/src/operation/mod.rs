@@ -398,16 +398,17 @@ impl<'s> Operation<'s> {
             return;
         }
         let work = self.legs.get(Role::Work);
-        let (method, call) = match (work, self.resume.awaited()) {
-            (Some(leg), _) => (leg.answers.request_name(), leg.request_id),
-            (None, Some((answers, request_id, _))) => (answers.request_name(), request_id),
-            (None, None) => (self.next_leg_kind().request_name(), None),
+        let (interrupted, request_id) = match (work, self.resume.awaited()) {
+            (Some(leg), _) => (leg.answers, leg.request_id),
+            (None, Some((answers, request_id, _))) => (answers, request_id),
+            (None, None) => (self.next_leg_kind(), None),
         };
-        let interrupted_call = method == "tools/call";
-        if self.session.config().cancel_notice() && interrupted_call {
-            self.notice = call;
+        // Only a call that was sent is announced: the server never works on anything else.
+        if self.session.config().cancel_notice() && interrupted == LegKind::CallTool {
+            self.notice = request_id;
         }
         self.events.clear();
+        let method = interrupted.request_name();
         self.fail(|server| Error::Cancelled { server, method });
     }
 
@@ -461,14 +462,15 @@ impl<'s> Operation<'s> {
         }
     }
 
-    /// What an error about the leg in `role` names: the request whose answer the operation
-    /// awaits (for a reply, the request it serves), and the failed leg's grant.
+    /// What an error about the leg in `role` names, and that leg's grant: for the work leg,
+    /// the request whose answer it reads; for any other, the request it serves (the one whose
+    /// answer the operation awaits).
     fn failed_request(&self, role: Role) -> (&'static str, Duration) {
-        let grant = self.legs.get(role).map_or(Duration::ZERO, |leg| leg.grant);
-        let (method, _) = self.request_being_answered();
-        let method = match self.legs.get(role) {
+        let leg = self.legs.get(role);
+        let grant = leg.map_or(Duration::ZERO, |leg| leg.grant);
+        let method = match leg {
             Some(leg) if role == Role::Work => leg.answers.request_name(),
-            _ => method,
+            _ => self.request_being_answered().0,
         };
         (method, grant)
     }
