@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 
 /// What a [`CancelHandle`] and its client share.
 #[derive(Debug, Default)]
@@ -26,20 +27,13 @@ impl CancelShared {
         self.fired.load(Ordering::SeqCst) != armed
     }
 
-    /// Completes once `cancel` is called after the operation armed with `armed`
-    /// (immediately if it already was).
-    pub(crate) async fn fired(&self, armed: u64) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            // Register before checking the count, so a `cancel` between the check and the
-            // await still wakes us.
-            notified.as_mut().enable();
-            if self.is_fired(armed) {
-                return;
-            }
-            notified.await;
-        }
+    /// A wait for the next `cancel`, for an operation to register (`enable`) once, right after
+    /// arming: `cancel` moves the count before it wakes the waiters, so a wait that completes
+    /// always finds the operation fired, and a `cancel` between arming and registering is
+    /// seen by [`is_fired`](Self::is_fired). One registration per operation, not one per wait:
+    /// each registration locks the waiter list twice.
+    pub(crate) fn waiter(&self) -> Notified<'_> {
+        self.notify.notified()
     }
 }
 

@@ -167,24 +167,35 @@ impl Client {
         } = self;
         let observer: &mut (dyn Observer + Send) = observer.as_mut();
         let armed = cancel.arm();
-        let mut op = start(session, clock.now());
+        let cancelled = cancel.waiter();
+        tokio::pin!(cancelled);
+        cancelled.as_mut().enable();
+        // One clock reading per wake-up: the inputs it brought, the legs pruned after them and
+        // the outputs drained before the next wait all happen "now".
+        let mut now = clock.now();
+        let mut op = start(session, now);
         let mut legs: Vec<InFlight> = Vec::new();
         // One timer for the whole operation, moved to the proto's next instant each time.
-        let timer = tokio::time::sleep_until(TokioInstant::now());
+        let timer = tokio::time::sleep_until(TokioInstant::from_std(now));
         tokio::pin!(timer);
         loop {
             // Mutate, then drain until the operation must wait.
             let until = loop {
                 if cancel.is_fired(armed) && !op.is_finished() {
                     op.cancel();
-                    leg::cancel_all(&mut legs, observer);
+                    now = clock.now();
+                    leg::cancel_all(&mut legs, observer, now);
                 }
-                match op.poll_output(clock.now()) {
-                    Output::Transmit(leg) => legs.push(InFlight::start(http, leg, clock.now())),
-                    Output::Event(event) => observer.event(&event),
+                match op.poll_output(now) {
+                    Output::Transmit(leg) => legs.push(InFlight::start(http, leg, now)),
+                    Output::Event(event) => {
+                        observer.event(&event);
+                        // The observer's time is not the operation's: read the clock again.
+                        now = clock.now();
+                    }
                     Output::Wait(until) => break until,
                     Output::Done(result) => {
-                        leg::drop_all(&mut legs, observer, clock.now());
+                        leg::drop_all(&mut legs, observer, now);
                         return result;
                     }
                 }
@@ -196,16 +207,21 @@ impl Client {
             }
             tokio::select! {
                 biased;
-                () = cancel.fired(armed), if cancellable => {}
+                // Once fired, the operation is cancelled (and so finished) before the next wait:
+                // this branch is never polled again.
+                () = &mut cancelled, if cancellable => {
+                    now = clock.now();
+                }
                 () = &mut timer => {
-                    op.handle_timeout(clock.now());
+                    now = clock.now();
+                    op.handle_timeout(now);
                 }
                 (index, delivery) = leg::next(&mut legs) => {
-                    leg::feed(&mut op, &mut legs, index, delivery, observer).await;
+                    now = leg::feed(&mut op, &mut legs, index, delivery, observer).await;
                 }
             }
             // Legs the operation no longer has (expired, dropped, or over with it) go now.
-            leg::prune(&op, &mut legs, observer, clock.now());
+            leg::prune(&op, &mut legs, observer, now);
         }
     }
 }

@@ -16,8 +16,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as _, Frame, Incoming};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcp_proto::{
     Clock, DRAIN_BYTES, DRAIN_WAIT, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Observer,
@@ -30,7 +30,6 @@ use crate::clock::TokioClock;
 pub(crate) type Http = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 type HeadResult = Result<http::Response<Incoming>, hyper_util::client::legacy::Error>;
-type Head = Pin<Box<dyn Future<Output = HeadResult> + Send>>;
 
 /// An HTTP/1.1 client: plain HTTP, or HTTPS through rustls with the ring provider and
 /// Mozilla's roots. Redirects are not followed (hyper never does).
@@ -64,8 +63,9 @@ pub(crate) struct InFlight {
 }
 
 enum State {
-    /// The request is being sent; its head is awaited.
-    Head(Head),
+    /// The request is being sent; its head is awaited. (hyper-util boxes the future already:
+    /// it is kept as it comes, not boxed again.)
+    Head(ResponseFuture),
     /// The head was fed; the body is read frame by frame.
     Body(Incoming),
 }
@@ -89,7 +89,7 @@ impl InFlight {
             started: now,
             ends_at: leg.ends_at,
             status: None,
-            state: State::Head(Box::pin(http.request(request))),
+            state: State::Head(http.request(request)),
         }
     }
 
@@ -111,7 +111,7 @@ pub(crate) async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
     std::future::poll_fn(|cx| {
         for (index, leg) in legs.iter_mut().enumerate() {
             let delivery = match &mut leg.state {
-                State::Head(head) => head.as_mut().poll(cx).map(Delivery::Head),
+                State::Head(head) => Pin::new(head).poll(cx).map(Delivery::Head),
                 State::Body(body) => Pin::new(body).poll_frame(cx).map(Delivery::Frame),
             };
             if let Poll::Ready(delivery) = delivery {
@@ -124,15 +124,16 @@ pub(crate) async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
 }
 
 /// Feeds what leg `index` delivered to the operation; a leg that is over is reported and
-/// dropped.
+/// dropped. Returns the instant the delivery was fed at (after a drain, the drain's end).
 pub(crate) async fn feed(
     op: &mut Operation<'_>,
     legs: &mut Vec<InFlight>,
     index: usize,
     delivery: Delivery,
     observer: &mut (dyn Observer + Send),
-) {
-    let now = TokioClock.now();
+) -> Instant {
+    let fed_at = TokioClock.now();
+    let mut now = fed_at;
     let leg = &mut legs[index];
     let id = leg.id;
     let end = match delivery {
@@ -141,7 +142,7 @@ pub(crate) async fn feed(
             leg.status = Some(head.status.as_u16());
             if op.handle_response(id, head.status, &head.headers, now) == LegStatus::ReadMore {
                 leg.state = State::Body(body);
-                return;
+                return now;
             }
             // Unread, the body closes its connection; an empty one is already pooled.
             LegEnd::Status(head.status.as_u16())
@@ -163,25 +164,28 @@ pub(crate) async fn feed(
         Delivery::Frame(Some(Ok(frame))) => {
             // Trailers and empty frames carry nothing an MCP answer needs.
             let Some(data) = frame.data_ref().filter(|data| !data.is_empty()) else {
-                return;
+                return now;
             };
             if op.handle_body_chunk(id, data, now) == LegStatus::ReadMore {
-                return;
+                return now;
             }
             if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {
-                drain_rest(body).await;
+                if drain_rest(body).await {
+                    now = TokioClock.now();
+                }
             }
             LegEnd::Status(leg.status.unwrap_or_default())
         }
     };
     // An input at or after the leg's end was its timeout, for the proto and so for the report.
-    let end = if now >= leg.ends_at {
+    let end = if fed_at >= leg.ends_at {
         LegEnd::Transport(TransportErrorKind::TimedOut)
     } else {
         end
     };
     let leg = legs.swap_remove(index);
-    leg.report(end, TokioClock.now(), observer);
+    leg.report(end, now, observer);
+    now
 }
 
 /// Drops the legs the operation no longer has in flight (their grant expired, or the
@@ -217,8 +221,11 @@ pub(crate) fn drop_all(
 }
 
 /// Drops every leg after a cancel, reporting each as cancelled.
-pub(crate) fn cancel_all(legs: &mut Vec<InFlight>, observer: &mut (dyn Observer + Send)) {
-    let now = TokioClock.now();
+pub(crate) fn cancel_all(
+    legs: &mut Vec<InFlight>,
+    observer: &mut (dyn Observer + Send),
+    now: Instant,
+) {
     for leg in legs.drain(..) {
         leg.report(LegEnd::Cancelled, now, observer);
     }
@@ -253,13 +260,29 @@ pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportError
 }
 
 /// After the answer is in: reads what is left of `body` if it ends within the proto's drain
-/// bounds, so that hyper puts the connection back in its pool instead of closing it.
-async fn drain_rest(body: &mut Incoming) {
-    if body.is_end_stream() {
-        return;
+/// bounds, so that hyper puts the connection back in its pool instead of closing it. What is
+/// already in (usually the chunked body's end) is read without arming a timer. Returns whether
+/// it had to wait.
+async fn drain_rest(body: &mut Incoming) -> bool {
+    let mut left = DRAIN_BYTES;
+    loop {
+        if body.is_end_stream() {
+            return false;
+        }
+        let polled =
+            std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
+        match polled {
+            Poll::Pending => break,
+            Poll::Ready(Some(Ok(frame))) => {
+                left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
+                if left == 0 {
+                    return false;
+                }
+            }
+            Poll::Ready(_) => return false,
+        }
     }
     let _ = tokio::time::timeout(DRAIN_WAIT, async {
-        let mut left = DRAIN_BYTES;
         while let Some(Ok(frame)) = body.frame().await {
             left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
             if left == 0 {
@@ -268,6 +291,7 @@ async fn drain_rest(body: &mut Incoming) {
         }
     })
     .await;
+    true
 }
 
 /// An error and its sources, outermost first, joined with `": "`.
