@@ -168,7 +168,7 @@ impl<T: Transport> Transport for Sliced<T> {
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        self.0.transmit_output(amount, write_timeout(timeout))
+        self.0.transmit_output(amount, timeout)
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
@@ -212,31 +212,6 @@ impl<T: Transport> Transport for Sliced<T> {
 
     fn is_tls(&self) -> bool {
         self.0.is_tls()
-    }
-}
-
-/// The write timeout handed to the TCP transport: what is left of the leg, rounded up to a
-/// whole number of [`SLICE`]s.
-///
-/// ureq re-arms the socket's send timeout (`SO_SNDTIMEO`, one `setsockopt`) whenever the value
-/// differs from the last one, and what is left of a leg differs on every call. Rounded, it
-/// changes once per `SLICE` at most. A write that blocks (requests are small: it does not)
-/// may then run up to one `SLICE` past the leg's end, well within the kernel's own precision
-/// for such a timeout (about 1/8 of it; see the [module docs](self)). A zero (the leg is over)
-/// and a per-write timeout are left as they are.
-fn write_timeout(timeout: NextTimeout) -> NextTimeout {
-    let (UreqDuration::Exact(left), None) = (timeout.after, timeout.per_write) else {
-        return timeout;
-    };
-    if left.is_zero() {
-        return timeout;
-    }
-    let slice = SLICE.as_nanos();
-    let slices = left.as_nanos().div_ceil(slice);
-    let rounded = u64::try_from(slices * slice).map_or(left, Duration::from_nanos);
-    NextTimeout {
-        after: UreqDuration::Exact(rounded),
-        ..timeout
     }
 }
 
@@ -287,33 +262,6 @@ mod tests {
         let config = ureq::config::Config::default();
         let addrs = Resolver::default().resolve(&uri, &config, NextTimeout::default())?;
         Ok(addrs.to_vec())
-    }
-
-    #[test]
-    fn write_timeouts_are_rounded_up_to_whole_slices() {
-        let after = |d| NextTimeout {
-            after: UreqDuration::Exact(d),
-            ..NextTimeout::default()
-        };
-        let rounded = |d| match write_timeout(after(d)).after {
-            UreqDuration::Exact(d) => d,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(rounded(Duration::from_millis(1)), SLICE);
-        assert_eq!(rounded(SLICE), SLICE);
-        assert_eq!(
-            rounded(Duration::from_millis(19_999)),
-            Duration::from_secs(20)
-        );
-        assert_eq!(rounded(Duration::ZERO), Duration::ZERO);
-        let per_write = NextTimeout {
-            per_write: Some(UreqDuration::Exact(Duration::from_millis(7))),
-            ..after(Duration::from_millis(7))
-        };
-        assert!(matches!(
-            write_timeout(per_write).after,
-            UreqDuration::Exact(d) if d == Duration::from_millis(7)
-        ));
     }
 
     #[test]
