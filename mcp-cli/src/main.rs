@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mcp_proto::{Budget, Error, Resolution, SessionConfig};
+use mcp_proto::{Budget, Error, ProtocolVersion, Resolution, SessionConfig};
 use serde_json::{Map, Value};
 
 use crate::driver::{Client, DriverKind};
@@ -50,6 +50,10 @@ struct Cli {
     /// An extra request header, repeatable (e.g. 'Authorization: Bearer ...').
     #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header)]
     headers: Vec<(String, String)>,
+    /// The protocol version to speak: a legacy one (2025-11-25, 2025-06-18; the handshake) or
+    /// the modern 2026-07-28 (stateless: a tool call is one request). Default: 2025-11-25.
+    #[arg(long, value_name = "VERSION", value_parser = parse_protocol)]
+    protocol: Option<ProtocolVersion>,
     /// Run the operation N times on one session.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -158,7 +162,7 @@ fn run(cli: Cli) -> u8 {
         Unit::S => Resolution::SECOND,
         Unit::Ms => Resolution::MILLISECOND,
     };
-    let config = match configure(&url, budget, resolution, &cli.headers) {
+    let config = match configure(&url, budget, resolution, &cli.headers, cli.protocol) {
         Ok(config) => config,
         Err(err) => {
             eprintln!("mcp-call: {err}");
@@ -213,15 +217,29 @@ fn configure(
     budget: Budget,
     resolution: Resolution,
     headers: &[(String, String)],
+    protocol: Option<ProtocolVersion>,
 ) -> Result<SessionConfig, Error> {
     let mut config = SessionConfig::new(url)?
         .with_budget(budget)
         .with_resolution(resolution)
         .with_client_info("mcp-call", env!("CARGO_PKG_VERSION"));
+    if let Some(version) = protocol {
+        config = config.with_protocol_version(version);
+    }
     for (name, value) in headers {
         config = config.with_header(name, value)?;
     }
     Ok(config)
+}
+
+/// A protocol version this client speaks, by its wire form.
+fn parse_protocol(text: &str) -> Result<ProtocolVersion, String> {
+    ProtocolVersion::parse(text.trim()).ok_or_else(|| {
+        format!(
+            "\"{text}\" is not a protocol version this client speaks ({})",
+            ProtocolVersion::supported_list()
+        )
+    })
 }
 
 /// One sentence naming the server (every error does; caller errors get the label added).

@@ -127,6 +127,8 @@ fn usage_errors_exit_2() {
         &["--header", "no colon", "ping"],
         &["--header", "Accept: text/html", "ping"],
         &["--repeat", "0", "ping"],
+        &["--protocol", "1999-01-01", "ping"],
+        &["--protocol", "latest", "ping"],
         &["--url", "ftp://example.org/mcp", "ping"],
         &["--bogus", "ping"],
         &["frobnicate"],
@@ -136,6 +138,38 @@ fn usage_errors_exit_2() {
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).is_empty(), "{args:?} says why");
     }
+}
+
+#[test]
+fn the_modern_protocol_sends_one_request_without_a_handshake() {
+    // The demo server speaks only the legacy era: the one modern request is refused, and that
+    // refusal is all that reached it (no handshake was attempted first).
+    let server = TestServer::start(Script::new());
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--protocol",
+        "2026-07-28",
+        "--trace",
+        "call",
+        "echo",
+    ]);
+    assert_eq!(server.rpc_methods(), ["tools/call"], "{}", stderr(&out));
+    let call = &server.requests()[0];
+    assert_eq!(call.header("mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(call.header("mcp-method"), Some("tools/call"));
+    assert_eq!(call.header("mcp-name"), Some("echo"));
+    assert_ne!(
+        code(&out),
+        0,
+        "a legacy server refuses it: {}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("leg=1 method=tools/call"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

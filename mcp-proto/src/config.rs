@@ -14,25 +14,8 @@ use serde_json::{Map, Value};
 use crate::deadline::{Budget, Resolution};
 use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::RpcError;
+use crate::model::{ClientInfo, ProtocolVersion};
 use crate::wire::{Endpoint, RESERVED_HEADERS};
-
-/// How this client identifies itself in `initialize`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientInfo {
-    /// `clientInfo.name`.
-    pub name: String,
-    /// `clientInfo.version`.
-    pub version: String,
-}
-
-impl Default for ClientInfo {
-    fn default() -> Self {
-        Self {
-            name: "mcp-proto".to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-        }
-    }
-}
 
 /// Everything a session needs to know before it talks to a server.
 ///
@@ -61,6 +44,7 @@ pub struct SessionConfig {
     progress: bool,
     listen: bool,
     cancel_notice: bool,
+    protocol_version: ProtocolVersion,
 }
 
 impl SessionConfig {
@@ -103,6 +87,7 @@ impl SessionConfig {
             progress: false,
             listen: false,
             cancel_notice: false,
+            protocol_version: ProtocolVersion::LATEST,
         })
     }
 
@@ -225,6 +210,34 @@ impl SessionConfig {
     pub fn with_cancel_notice(mut self, on: bool) -> Self {
         self.cancel_notice = on;
         self
+    }
+
+    /// The protocol version to speak (default: [`ProtocolVersion::LATEST`], the legacy
+    /// handshake).
+    ///
+    /// A legacy version is offered in `initialize` (the server may counter-offer another legacy
+    /// version this client speaks). A modern version ([`ProtocolVersion::MODERN`]) speaks the
+    /// stateless revision: no handshake, no session, each request carries the version and the
+    /// client's capabilities in `_meta` and the `MCP-Protocol-Version`, `Mcp-Method` and
+    /// `Mcp-Name` headers, so a tool call is **one** leg. A modern server that answers
+    /// `-32022` with the versions it supports is asked once more with a modern one of them,
+    /// inside the same budget.
+    ///
+    /// ```
+    /// use mcp_proto::{ProtocolVersion, SessionConfig};
+    /// let config = SessionConfig::new("https://tools.example.org/mcp")?
+    ///     .with_protocol_version(ProtocolVersion::MODERN);
+    /// assert!(config.protocol_version().is_modern());
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.protocol_version = version;
+        self
+    }
+
+    /// The protocol version this configuration speaks.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.protocol_version
     }
 
     /// The endpoint.

@@ -69,13 +69,13 @@ pub mod sse;
 mod wire;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use config::{ClientInfo, SessionConfig};
+pub use config::SessionConfig;
 pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};
 pub use error::{Error, Fault, QUOTE_LIMIT, clip};
 pub use jsonrpc::{RequestId, RpcError};
 pub use model::{
-    CallToolResult, Content, LABEL_LIMIT, Notification, Progress, ProtocolVersion, ServerInfo,
-    SessionInfo, Tool, accept_elicitation_with_defaults,
+    CallToolResult, ClientInfo, Content, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
+    ServerInfo, SessionInfo, Tool, accept_elicitation_with_defaults,
 };
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
@@ -84,4 +84,7 @@ pub use operation::{
     TransportErrorKind,
 };
 pub use session::Session;
-pub use wire::{LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+pub use wire::{
+    LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
+    SESSION_HEADER,
+};

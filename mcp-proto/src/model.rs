@@ -8,6 +8,24 @@ use serde_json::{Map, Value};
 
 use crate::error::clip;
 
+/// How this client identifies itself in `initialize` (legacy) or in every request's `_meta` (modern).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// `clientInfo.name`.
+    pub name: String,
+    /// `clientInfo.version`.
+    pub version: String,
+}
+
+impl Default for ClientInfo {
+    fn default() -> Self {
+        Self {
+            name: "mcp-proto".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
 /// Server-reported labels (name, version) are cut at this many characters.
 pub const LABEL_LIMIT: usize = 100;
 
@@ -19,13 +37,24 @@ pub enum ProtocolVersion {
     V2025_03_26,
     /// 2025-06-18.
     V2025_06_18,
-    /// 2025-11-25 (offered by default).
+    /// 2025-11-25 (offered in `initialize` by default).
     V2025_11_25,
+    /// 2026-07-28, the first *modern* revision: no handshake, no session, every request
+    /// carries its version and the client's capabilities in `_meta`.
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
-    /// The version offered in `initialize`.
+    /// The newest legacy version: the one offered in `initialize` by default.
     pub const LATEST: Self = Self::V2025_11_25;
+    /// The newest modern version.
+    pub const MODERN: Self = Self::V2026_07_28;
+
+    /// Whether this is a modern (stateless, per-request metadata) version rather than a legacy
+    /// (handshake and session) one.
+    pub const fn is_modern(self) -> bool {
+        matches!(self, Self::V2026_07_28)
+    }
 
     /// The wire form, e.g. `"2025-06-18"`.
     pub const fn as_str(self) -> &'static str {
@@ -33,11 +62,17 @@ impl ProtocolVersion {
             Self::V2025_03_26 => "2025-03-26",
             Self::V2025_06_18 => "2025-06-18",
             Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
         }
     }
 
     /// Every version this client speaks, newest first.
-    pub const ALL: [Self; 3] = [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26];
+    pub const ALL: [Self; 4] = [
+        Self::V2026_07_28,
+        Self::V2025_11_25,
+        Self::V2025_06_18,
+        Self::V2025_03_26,
+    ];
 
     /// The versions this client speaks, newest first, for a sentence: `"a, b and c"`.
     pub fn supported_list() -> String {

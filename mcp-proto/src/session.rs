@@ -66,7 +66,13 @@ impl Session {
         self.established = Some(info);
     }
 
+    /// The version offered in `initialize`: the configured one when it is legacy.
     pub(crate) fn offered_version(&self) -> ProtocolVersion {
-        ProtocolVersion::LATEST
+        let version = self.config.protocol_version();
+        if version.is_modern() {
+            ProtocolVersion::LATEST
+        } else {
+            version
+        }
     }
 }

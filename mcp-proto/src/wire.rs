@@ -11,7 +11,7 @@ use http::{Method, Uri};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{RequestId, RpcError};
-use crate::model::SessionInfo;
+use crate::model::{ClientInfo, ProtocolVersion, SessionInfo};
 
 /// The session header.
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -19,16 +19,23 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// The header naming the last event seen when a stream is resumed.
 pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+/// The header naming the JSON-RPC method of a modern request.
+pub const METHOD_HEADER: &str = "mcp-method";
+/// The header naming the tool, prompt (`params.name`) or resource (`params.uri`) of a modern
+/// request.
+pub const NAME_HEADER: &str = "mcp-name";
 /// The longest session id this client will echo back.
 pub const MAX_SESSION_ID_LEN: usize = 256;
 
 /// Headers a caller may not set: the transport sets them itself.
-pub(crate) const RESERVED_HEADERS: [&str; 8] = [
+pub(crate) const RESERVED_HEADERS: [&str; 10] = [
     "content-type",
     "accept",
     SESSION_HEADER,
     PROTOCOL_VERSION_HEADER,
     LAST_EVENT_ID_HEADER,
+    METHOD_HEADER,
+    NAME_HEADER,
     "host",
     "content-length",
     "transfer-encoding",
@@ -47,6 +54,29 @@ impl Endpoint<'_> {
     /// the handshake in force (committed or still pending), `None` for `initialize`.
     pub(crate) fn post(&self, body: Vec<u8>, info: Option<&SessionInfo>) -> http::Request<Vec<u8>> {
         self.request(Method::POST, body, info)
+    }
+
+    /// A POST of one modern request: the version, method and (for `tools/call`,
+    /// `prompts/get`, `resources/read`) name mirrored into their headers, so intermediaries
+    /// can route without reading the body.
+    pub(crate) fn post_modern(
+        &self,
+        body: Vec<u8>,
+        version: ProtocolVersion,
+        method: &'static str,
+        name: Option<&str>,
+    ) -> http::Request<Vec<u8>> {
+        let mut request = self.request(Method::POST, body, None);
+        let headers = request.headers_mut();
+        headers.insert(
+            PROTOCOL_VERSION_HEADER,
+            HeaderValue::from_static(version.as_str()),
+        );
+        headers.insert(METHOD_HEADER, HeaderValue::from_static(method));
+        if let Some(name) = name {
+            headers.insert(NAME_HEADER, header_value(name));
+        }
+        request
     }
 
     /// A GET opening a stream (the standalone stream, or a resumption when `last_event_id`
@@ -104,6 +134,50 @@ impl Endpoint<'_> {
     }
 }
 
+/// A text as a header value by the modern value-encoding rule: as is when it is visible ASCII
+/// with inner spaces or tabs only, else (non-ASCII, control characters, leading or trailing
+/// whitespace, or a plain value that looks like the sentinel) `=?base64?<UTF-8 in Base64>?=`.
+pub(crate) fn header_value(text: &str) -> HeaderValue {
+    let header_safe = text
+        .bytes()
+        .all(|b| matches!(b, 0x21..=0x7E | b' ' | b'\t'));
+    let padded = text.starts_with([' ', '\t']) || text.ends_with([' ', '\t']);
+    let sentinel = text.starts_with("=?base64?") && text.ends_with("?=");
+    let plain = !text.is_empty() && header_safe && !padded && !sentinel;
+    if plain {
+        if let Ok(value) = HeaderValue::from_str(text) {
+            return value;
+        }
+    }
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    // Base64 is visible ASCII: this cannot fail.
+    HeaderValue::from_str(&format!("=?base64?{encoded}?=")).unwrap_or(HeaderValue::from_static(""))
+}
+
+/// The `_meta` every modern request carries: its version, the client's capabilities, and who
+/// the client is.
+pub(crate) fn modern_meta(
+    version: ProtocolVersion,
+    capabilities: Map<String, Value>,
+    client: &ClientInfo,
+) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(
+        "io.modelcontextprotocol/protocolVersion".to_owned(),
+        Value::from(version.as_str()),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".to_owned(),
+        Value::Object(capabilities),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientInfo".to_owned(),
+        json!({"name": client.name, "version": client.version}),
+    );
+    meta
+}
+
 /// Checks a session id before it is ever echoed: visible ASCII (0x21-0x7E), 1 to 256 bytes.
 pub(crate) fn valid_session_id(raw: &[u8]) -> bool {
     !raw.is_empty()
@@ -112,29 +186,37 @@ pub(crate) fn valid_session_id(raw: &[u8]) -> bool {
 }
 
 /// The body of a `tools/call`, serialised from borrowed fields: no copy of the arguments, no
-/// `Value` tree. `progress_token` asks the server for progress notifications.
+/// `Value` tree. `progress_token` asks the server for progress notifications; `modern` is the
+/// modern request metadata, when the call speaks a modern version.
 pub(crate) fn call_tool(
     id: i64,
     name: &str,
     arguments: &Map<String, Value>,
     progress_token: Option<i64>,
+    modern: Option<&Map<String, Value>>,
 ) -> Vec<u8> {
     #[derive(serde::Serialize)]
-    struct Meta {
-        #[serde(rename = "progressToken")]
-        progress_token: i64,
+    struct Meta<'a> {
+        #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+        progress_token: Option<i64>,
+        #[serde(flatten, skip_serializing_if = "Option::is_none")]
+        modern: Option<&'a Map<String, Value>>,
     }
     #[derive(serde::Serialize)]
     struct CallParams<'a> {
         name: &'a str,
         arguments: &'a Map<String, Value>,
         #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
+        meta: Option<Meta<'a>>,
     }
+    let meta = (progress_token.is_some() || modern.is_some()).then_some(Meta {
+        progress_token,
+        modern,
+    });
     let params = CallParams {
         name,
         arguments,
-        meta: progress_token.map(|progress_token| Meta { progress_token }),
+        meta,
     };
     crate::jsonrpc::request_with(id, "tools/call", &params)
 }
@@ -176,6 +258,20 @@ mod tests {
         assert!(!valid_session_id(b"has space"));
         assert!(!valid_session_id(b"tab\there"));
         assert!(!valid_session_id("caf\u{e9}".as_bytes()));
+    }
+
+    #[test]
+    fn header_values_are_plain_when_safe_and_base64_otherwise() {
+        let shown = |text: &str| header_value(text).to_str().unwrap().to_owned();
+        assert_eq!(shown("us-west1"), "us-west1");
+        assert_eq!(shown("a b"), "a b");
+        assert_eq!(shown("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
+        assert_eq!(shown(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(shown("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            shown("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
     }
 
     #[test]

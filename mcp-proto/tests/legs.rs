@@ -283,7 +283,7 @@ fn every_error_says_whose_fault_it_is() {
     assert!(
         version
             .to_string()
-            .ends_with("(it supports 2025-11-25, 2025-06-18 and 2025-03-26)"),
+            .ends_with("(it supports 2026-07-28, 2025-11-25, 2025-06-18 and 2025-03-26)"),
         "{version}"
     );
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mcp_driver_tokio::Client;
 use mcp_proto::{
-    Budget, Error, Event, LegReport, Observer, Resolution, SessionConfig,
+    Budget, Error, Event, LegReport, Observer, ProtocolVersion, Resolution, SessionConfig,
     accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
@@ -50,6 +50,11 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
         .with_budget(Budget::from_duration(Duration::from_secs(10)))
         .with_resolution(Resolution::MILLISECOND)
         .with_client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
+    // The suite names the revision under test; a modern one is spoken from the first request.
+    let revision = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    if let Some(version) = ProtocolVersion::parse(&revision).filter(|v| v.is_modern()) {
+        config = config.with_protocol_version(version);
+    }
     if scenario == "elicitation-sep1034-client-defaults" {
         // This client wants elicitations: it declares the capability, answers with the
         // schema's defaults, and listens on the standalone stream, where this server sends
@@ -84,6 +89,20 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
                 .call_tool("test_client_elicitation_defaults", Map::new())
                 .await?;
             eprintln!("{}", result.text());
+        }
+        "json-schema-2020-12-preservation" => {
+            // Round-trip the focal tool's schema verbatim: the server diffs what comes back.
+            let tools = client.list_tools().await?;
+            if let Some(focal) = tools.iter().find(|t| t.name == "json_schema_2020_12_tool") {
+                let mut arguments = Map::new();
+                arguments.insert("schema".to_owned(), focal.input_schema().clone());
+                let result = client.call_tool("json_schema_echo", arguments).await?;
+                eprintln!("{}", result.text());
+            }
+        }
+        "json-schema-ref-no-deref" => {
+            // The listing only: the schema's network `$ref` is never fetched.
+            client.list_tools().await?;
         }
         _ => {
             // sse-retry and any other scenario: walk the tools and call the first one.

@@ -15,6 +15,9 @@ use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo, Tool};
 
+/// The modern error naming the versions a server supports.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
 /// A tool listing's walk: the tools so far and where the next page starts.
 #[derive(Debug, Default)]
 pub(super) struct Paging {
@@ -94,6 +97,11 @@ impl Operation<'_> {
             // Error envelopes are accepted whatever their id: servers send `null`, none, or
             // a string of their own when they could not read the request at all.
             Incoming::Error { error, .. } => {
+                if let Some(version) = self.retry_version(error.code, error.data.as_ref()) {
+                    // The same request goes out again, with a new id, in that version.
+                    self.modern = Some(version);
+                    return;
+                }
                 let message = clip(&error.message, QUOTE_LIMIT);
                 self.fail(|server| Error::JsonRpc {
                     server,
@@ -124,8 +132,20 @@ impl Operation<'_> {
             }
             _ => return,
         };
+        if self.modern.is_some()
+            && result.get("resultType").and_then(Value::as_str) == Some("input_required")
+        {
+            self.fail(malformed(
+                "the server asked for more input (resultType \"input_required\"); multi round-trip requests are not supported yet".to_owned(),
+            ));
+            return;
+        }
         match leg.answers {
             LegKind::Initialize => self.read_initialize(&result, leg.session_id),
+            LegKind::Discover => {
+                let info = self.read_discover(&result);
+                self.finish(Ok(Outcome::Probe(info)));
+            }
             LegKind::Ping => match self.session.info().cloned() {
                 Some(info) => self.finish(Ok(Outcome::Probe(info))),
                 None => self.fail(malformed(
@@ -150,7 +170,9 @@ impl Operation<'_> {
             });
             return;
         };
-        let Some(protocol_version) = ProtocolVersion::parse(version) else {
+        // A modern version has no handshake: an `initialize` answer naming one is not spoken.
+        let spoken = ProtocolVersion::parse(version).filter(|v| !v.is_modern());
+        let Some(protocol_version) = spoken else {
             let version = clip(version, model::LABEL_LIMIT);
             self.fail(|server| Error::UnsupportedProtocolVersion { server, version });
             return;
@@ -169,6 +191,44 @@ impl Operation<'_> {
             session_id,
         });
         self.next = Step::Initialized;
+    }
+
+    /// The version to retry with after `error`, once: a modern server's `-32022` lists the
+    /// versions it supports, and the newest modern one this client speaks is tried.
+    fn retry_version(&mut self, code: i64, data: Option<&Value>) -> Option<ProtocolVersion> {
+        if code != UNSUPPORTED_PROTOCOL_VERSION || self.modern.is_none() || self.version_retried {
+            return None;
+        }
+        let supported = data?.get("supported")?.as_array()?;
+        let version = ProtocolVersion::ALL.into_iter().find(|version| {
+            version.is_modern()
+                && supported
+                    .iter()
+                    .any(|s| s.as_str() == Some(version.as_str()))
+        })?;
+        self.version_retried = true;
+        Some(version)
+    }
+
+    /// What `server/discover` says: who the server is and what it offers. The version is the
+    /// one this operation spoke; there is no session.
+    fn read_discover(&self, result: &Map<String, Value>) -> SessionInfo {
+        let server = result
+            .get("_meta")
+            .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"));
+        SessionInfo {
+            protocol_version: self.modern.unwrap_or(ProtocolVersion::MODERN),
+            server: model::server_info(server),
+            capabilities: result
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            session_id: None,
+        }
     }
 
     /// `notifications/initialized` was accepted: the handshake is committed to the session.

@@ -102,7 +102,7 @@ use serde_json::{Map, Value};
 
 use crate::deadline::OperationDeadline;
 use crate::error::{Error, QUOTE_LIMIT, clip};
-use crate::model::SessionInfo;
+use crate::model::{ProtocolVersion, SessionInfo};
 use crate::session::Session;
 use crate::sse::SseEvent;
 
@@ -148,6 +148,11 @@ pub struct Operation<'s> {
     paging: Paging,
     /// The id of the `tools/call` to announce as cancelled, once the caller cancelled it.
     notice: Option<i64>,
+    /// The modern version the operation speaks (no handshake, per-request metadata), or
+    /// `None` for the legacy era.
+    modern: Option<ProtocolVersion>,
+    /// Whether a `-32022` already moved the operation to another version: it does so once.
+    version_retried: bool,
     finished: Option<Result<Outcome, Error>>,
     returned: bool,
     scratch: Vec<SseEvent>,
@@ -205,18 +210,23 @@ impl Session {
 
 impl<'s> Operation<'s> {
     fn new(session: &'s mut Session, action: Action, deadline: OperationDeadline) -> Self {
-        let next = if session.info().is_some() {
+        let version = session.config().protocol_version();
+        let modern = version.is_modern().then_some(version);
+        // The modern era has no handshake: the work goes out first.
+        let next = if modern.is_some() || session.info().is_some() {
             Step::Work
         } else {
             Step::Initialize
         };
-        // Closing a session that has no id on the server sends nothing.
-        let nothing_to_close =
-            action == Action::Close && session.info().and_then(|i| i.session_id.as_ref()).is_none();
+        // Closing a session that has no id on the server (or no session at all, in the
+        // modern era) sends nothing.
+        let nothing_to_close = action == Action::Close
+            && (modern.is_some() || session.info().and_then(|i| i.session_id.as_ref()).is_none());
         if nothing_to_close {
             session.reset();
         }
-        let listen = Listen::for_action(session.config().listen(), &action);
+        // The modern era has no standalone stream.
+        let listen = Listen::for_action(session.config().listen() && modern.is_none(), &action);
         Self {
             session,
             action,
@@ -233,6 +243,8 @@ impl<'s> Operation<'s> {
             listen,
             paging: Paging::default(),
             notice: None,
+            modern,
+            version_retried: false,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
             returned: false,
             scratch: Vec::new(),
@@ -540,6 +552,7 @@ impl<'s> Operation<'s> {
             Step::Initialize => LegKind::Initialize,
             Step::Initialized => LegKind::Initialized,
             Step::Work => match self.action {
+                Action::Probe if self.modern.is_some() => LegKind::Discover,
                 Action::Probe => LegKind::Ping,
                 Action::ListTools => LegKind::ListTools {
                     page: self.paging.next_page(),

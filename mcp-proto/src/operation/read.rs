@@ -112,7 +112,12 @@ impl Operation<'_> {
             self.session_lost(answers);
             return LegStatus::Complete;
         }
-        if !status.is_success() {
+        // A modern server explains a refusal (400, 404) with a JSON-RPC error in the body: it
+        // is read (under the body cap) so that `-32022` can name the versions to retry with.
+        let explained = self.modern.is_some()
+            && status.is_client_error()
+            && media_type(headers) == "application/json";
+        if !status.is_success() && !explained {
             self.fail(|server| Error::HttpStatus {
                 server,
                 method,
@@ -120,6 +125,9 @@ impl Operation<'_> {
             });
             return LegStatus::Complete;
         }
+        let Some(leg) = self.legs.get_mut(Role::Work) else {
+            return LegStatus::Complete;
+        };
         if kind == LegKind::Initialized {
             // A notification's answer is not read: 202 without a body is the norm, and any
             // 2xx, with or without a body, is accepted.
@@ -355,6 +363,19 @@ impl Operation<'_> {
                 detail,
             }
         };
+        if !(200..300).contains(&status) {
+            // A refusal's body: a JSON-RPC error explains it, anything else leaves the status.
+            let error = decode(body, "", "").map(jsonrpc::classify);
+            match error {
+                Ok(error @ Incoming::Error { .. }) => self.read_answer(error),
+                _ => self.fail(|server| Error::HttpStatus {
+                    server,
+                    method,
+                    status,
+                }),
+            }
+            return;
+        }
         if body.iter().all(u8::is_ascii_whitespace) {
             self.fail(malformed(format!("empty body with status {status}")));
             return;

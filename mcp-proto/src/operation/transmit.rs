@@ -16,7 +16,7 @@ use super::{Action, CANCEL_NOTICE_GRANT, Leg, LegId, LegKind, Operation, Output}
 use crate::deadline::Budget;
 use crate::error::Error;
 use crate::jsonrpc;
-use crate::model::SessionInfo;
+use crate::model::{ProtocolVersion, SessionInfo};
 use crate::wire::{self, SESSION_HEADER};
 
 impl Operation<'_> {
@@ -134,6 +134,9 @@ impl Operation<'_> {
     }
 
     fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+        if let Some(version) = self.modern {
+            return self.build_modern(kind, version);
+        }
         match kind {
             LegKind::Initialized => {
                 let body = jsonrpc::notification("notifications/initialized", Map::new());
@@ -173,10 +176,40 @@ impl Operation<'_> {
             }
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
-                wire::call_tool(id, name, arguments, progress)
+                wire::call_tool(id, name, arguments, progress, None)
             }
             _ => jsonrpc::request(id, kind.request_name(), Map::new()),
         };
         (config.wire().post(body, self.handshake()), Some(id))
+    }
+
+    /// A modern request: no session, the version and the client's capabilities in `_meta`,
+    /// the version, method and name mirrored in headers.
+    fn build_modern(
+        &mut self,
+        kind: LegKind,
+        version: ProtocolVersion,
+    ) -> (http::Request<Vec<u8>>, Option<i64>) {
+        let id = self.session.take_request_id();
+        let config = self.session.config();
+        let meta = wire::modern_meta(version, config.capabilities(), config.client_info());
+        let method = kind.request_name();
+        let (body, name) = match (kind, &self.action) {
+            (LegKind::CallTool, Action::CallTool { name, arguments }) => {
+                let progress = config.progress().then_some(id);
+                let body = wire::call_tool(id, name, arguments, progress, Some(&meta));
+                (body, Some(name.as_str()))
+            }
+            _ => {
+                let mut params = match kind {
+                    LegKind::ListTools { .. } => self.paging.params(),
+                    _ => Map::new(),
+                };
+                params.insert("_meta".to_owned(), Value::Object(meta));
+                (jsonrpc::request(id, method, params), None)
+            }
+        };
+        let request = config.wire().post_modern(body, version, method, name);
+        (request, Some(id))
     }
 }

@@ -58,6 +58,8 @@ pub enum LegKind {
     Initialized,
     /// `ping` (a probe on a live session).
     Ping,
+    /// `server/discover` (a probe in the modern era).
+    Discover,
     /// One page of `tools/list` (1-based).
     ListTools {
         /// The page number.
@@ -86,6 +88,7 @@ impl LegKind {
             Self::Initialize => Some("initialize"),
             Self::Initialized => Some("notifications/initialized"),
             Self::Ping => Some("ping"),
+            Self::Discover => Some("server/discover"),
             Self::ListTools { .. } => Some("tools/list"),
             Self::CallTool => Some("tools/call"),
             Self::CancelNotice => Some("notifications/cancelled"),

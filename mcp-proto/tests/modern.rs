@@ -1,0 +1,255 @@
+//! The modern era (2026-07-28): no handshake and no session, every request carries its version
+//! and the client's capabilities in `_meta` and mirrors its version, method and name in
+//! headers; a tool call is one leg; a `-32022` moves the operation to a version both speak,
+//! once, inside the same budget.
+
+mod support;
+
+use mcp_proto::{
+    Clock, Error, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig,
+    accept_elicitation_with_defaults,
+};
+use serde_json::{Map, Value, json};
+use support::{Answer, drive, secs};
+
+fn modern() -> SessionConfig {
+    SessionConfig::new("http://mcp.example.test:8080/mcp")
+        .unwrap()
+        .with_client_info("tester", "9.9")
+        .with_protocol_version(ProtocolVersion::MODERN)
+}
+
+fn unsupported(supported: &[&str]) -> Answer {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": supported, "requested": "2026-07-28"}}});
+    Answer::Raw(400, Some("application/json"), body.to_string().into_bytes())
+}
+
+fn called() -> Answer {
+    Answer::Result(json!({"resultType": "complete", "content": [{"type": "text", "text": "hi"}]}))
+}
+
+#[test]
+fn a_tool_call_is_one_leg_that_says_everything_about_itself() {
+    let clock = ManualClock::new();
+    let config = modern().respond_to("elicitation/create", |p| {
+        Ok(accept_elicitation_with_defaults(p))
+    });
+    let mut session = Session::new(config);
+    let mut arguments = Map::new();
+    arguments.insert("text".into(), json!("hi"));
+    let op = session.call_tool("echo", arguments, clock.now());
+    let run = drive(op, &clock, &[0.5], |_, _| called());
+    assert_eq!(
+        run.result.clone().unwrap().into_call().unwrap().text(),
+        "hi"
+    );
+    assert_eq!(run.methods(), ["tools/call"], "no handshake");
+    assert_eq!(run.grant_secs(), [20]);
+    let leg = &run.legs[0];
+    let headers = leg.request.headers();
+    assert_eq!(headers["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(headers["mcp-method"], "tools/call");
+    assert_eq!(headers["mcp-name"], "echo");
+    assert!(headers.get("mcp-session-id").is_none());
+    assert_eq!(leg.body["params"]["arguments"], json!({"text": "hi"}));
+    assert_eq!(
+        leg.body["params"]["_meta"],
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "tester", "version": "9.9"},
+        })
+    );
+    assert!(session.info().is_none(), "the modern era has no session");
+}
+
+#[test]
+fn names_a_header_cannot_carry_go_out_in_base64() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("grüßen", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, _| called());
+    assert!(run.result.is_ok());
+    assert_eq!(
+        run.legs[0].request.headers()["mcp-name"],
+        "=?base64?Z3LDvMOfZW4=?="
+    );
+}
+
+#[test]
+fn an_unsupported_version_is_retried_once_with_one_both_speak_inside_the_budget() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[3.0, 1.0], |_, leg| {
+        if leg == 1 {
+            unsupported(&["2026-07-28", "2025-11-25"])
+        } else {
+            called()
+        }
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(run.methods(), ["tools/call", "tools/call"]);
+    assert_eq!(
+        run.grant_secs(),
+        [20, 17],
+        "the retry spends the same budget"
+    );
+    assert_ne!(run.legs[0].body["id"], run.legs[1].body["id"], "a new id");
+    assert_eq!(
+        run.legs[1].request.headers()["mcp-protocol-version"],
+        "2026-07-28"
+    );
+
+    // Refused again: the server's error, not a loop.
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, _| unsupported(&["2026-07-28"]));
+    assert!(
+        matches!(run.result, Err(Error::JsonRpc { code: -32022, .. })),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(run.legs.len(), 2);
+
+    // Nothing modern in common: no retry.
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, _| {
+        unsupported(&["2025-11-25", "1999-01-01"])
+    });
+    assert!(matches!(
+        run.result,
+        Err(Error::JsonRpc { code: -32022, .. })
+    ));
+    assert_eq!(run.legs.len(), 1);
+}
+
+#[test]
+fn a_refusal_without_a_json_rpc_error_is_reported_by_its_status() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    for answer in [
+        Answer::Raw(400, Some("text/plain"), b"Bad Request: no session".to_vec()),
+        Answer::Raw(400, Some("application/json"), b"{\"oops\": 1}".to_vec()),
+        Answer::Raw(404, Some("application/json"), b"not json".to_vec()),
+    ] {
+        let op = session.call_tool("echo", Map::new(), clock.now());
+        let run = drive(op, &clock, &[], move |_, _| answer.clone());
+        assert!(
+            matches!(
+                run.result,
+                Err(Error::HttpStatus {
+                    status: 400 | 404,
+                    ..
+                })
+            ),
+            "{:?}",
+            run.result
+        );
+    }
+    // A modern 404 with a JSON-RPC error says what it is.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}});
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], move |_, _| {
+        Answer::Raw(404, Some("application/json"), body.to_string().into_bytes())
+    });
+    assert!(matches!(
+        run.result,
+        Err(Error::JsonRpc {
+            code: -32601,
+            method: "tools/call",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_probe_is_server_discover_and_a_close_sends_nothing() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.probe(clock.now());
+    let run = drive(op, &clock, &[], |_, _| {
+        Answer::Result(json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2"}}
+        }))
+    });
+    assert_eq!(run.methods(), ["server/discover"]);
+    assert_eq!(
+        run.legs[0].request.headers()["mcp-method"],
+        "server/discover"
+    );
+    assert!(run.legs[0].request.headers().get("mcp-name").is_none());
+    let info = run.result.unwrap().into_probe().unwrap();
+    assert_eq!(info.protocol_version, ProtocolVersion::V2026_07_28);
+    assert_eq!(
+        (info.server.name.as_str(), info.server.version.as_str()),
+        ("modern", "2")
+    );
+    assert_eq!(info.capabilities, json!({"tools": {}}));
+    assert_eq!(info.session_id, None);
+
+    let op = session.close(clock.now());
+    let run = drive(op, &clock, &[], |_, _| unreachable!("nothing is sent"));
+    assert!(run.legs.is_empty());
+    assert!(run.result.is_ok());
+}
+
+#[test]
+fn a_listing_pages_with_its_metadata_on_every_page() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.list_tools(clock.now());
+    let run = drive(op, &clock, &[1.0, 1.0], |kind, _| match kind {
+        LegKind::ListTools { page: 1 } => Answer::Result(
+            json!({"resultType": "complete", "tools": [{"name": "a"}], "nextCursor": "c2", "ttlMs": 1000, "cacheScope": "public"}),
+        ),
+        _ => Answer::Result(json!({"tools": [{"name": "b"}]})),
+    });
+    let tools = run.result.clone().unwrap().into_tools().unwrap();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(run.grant_secs(), [20, 19]);
+    assert_eq!(run.legs[1].body["params"]["cursor"], "c2");
+    for leg in &run.legs {
+        assert_eq!(leg.request.headers()["mcp-method"], "tools/list");
+        assert_eq!(
+            leg.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+    }
+    let _ = secs(0.0);
+}
+
+#[test]
+fn a_request_for_more_input_is_reported_not_mistaken_for_a_result() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, _| {
+        Answer::Result(json!({"resultType": "input_required", "inputRequests": {
+            "name": {"method": "elicitation/create", "params": {}}}}))
+    });
+    let Err(Error::Malformed { detail, .. }) = run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(detail.contains("input_required"), "{detail}");
+}
+
+#[test]
+fn an_initialize_answer_naming_a_modern_version_is_not_spoken() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(SessionConfig::new("http://mcp.example.test/mcp").unwrap());
+    let op = session.probe(clock.now());
+    let run = drive(op, &clock, &[], |_, _| {
+        Answer::Result(json!({"protocolVersion": "2026-07-28", "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"}}))
+    });
+    assert!(
+        matches!(run.result, Err(Error::UnsupportedProtocolVersion { .. })),
+        "{:?}",
+        run.result
+    );
+    let _: Value = json!(null);
+}
