@@ -8,22 +8,11 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Error, Fault, LegKind, LegStatus, ManualClock, Output, Session, SessionConfig,
-    TransportError, TransportErrorKind,
+    Clock, Error, Fault, LegKind, LegStatus, ManualClock, Output, Session, TransportError,
+    TransportErrorKind,
 };
 use serde_json::{Map, json};
-use support::{drive, healthy, secs};
-
-fn config() -> SessionConfig {
-    SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap()
-}
-
-fn live_session(config: SessionConfig, clock: &ManualClock) -> Session {
-    let mut session = Session::new(config);
-    let op = session.probe(clock.now());
-    assert!(drive(op, clock, &[], |k, _| healthy(k)).result.is_ok());
-    session
-}
+use support::{config, drive, healthy, live_session, secs};
 
 fn json_head() -> HeaderMap {
     let mut headers = HeaderMap::new();

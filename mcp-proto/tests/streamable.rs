@@ -7,21 +7,10 @@ use std::time::Duration;
 
 use mcp_proto::{
     Action, Budget, Clock, Error, Event, LegKind, LegStatus, ManualClock, OperationDeadline,
-    Output, Resolution, Session, SessionConfig, accept_elicitation_with_defaults,
+    Output, Resolution, Session, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
-use support::{Answer, drive, healthy, secs};
-
-fn config() -> SessionConfig {
-    SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap()
-}
-
-fn live_session(config: SessionConfig, clock: &ManualClock) -> Session {
-    let mut session = Session::new(config);
-    let op = session.probe(clock.now());
-    assert!(drive(op, clock, &[], |k, _| healthy(k)).result.is_ok());
-    session
-}
+use support::{Answer, config, drive, healthy, live_session, secs};
 
 fn event(message: Value) -> String {
     format!("event: message\ndata: {message}\n\n")

@@ -177,19 +177,8 @@ impl Operation<'_> {
             self.fail(|server| Error::UnsupportedProtocolVersion { server, version });
             return;
         };
-        self.pending = Some(SessionInfo {
-            protocol_version,
-            server: model::server_info(result.get("serverInfo")),
-            capabilities: result
-                .get("capabilities")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new())),
-            instructions: result
-                .get("instructions")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            session_id,
-        });
+        let server = result.get("serverInfo");
+        self.pending = Some(session_info(result, protocol_version, server, session_id));
         self.next = Step::Initialized;
     }
 
@@ -216,19 +205,8 @@ impl Operation<'_> {
         let server = result
             .get("_meta")
             .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"));
-        SessionInfo {
-            protocol_version: self.modern.unwrap_or(ProtocolVersion::MODERN),
-            server: model::server_info(server),
-            capabilities: result
-                .get("capabilities")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new())),
-            instructions: result
-                .get("instructions")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            session_id: None,
-        }
+        let version = self.modern.unwrap_or(ProtocolVersion::MODERN);
+        session_info(result, version, server, None)
     }
 
     /// `notifications/initialized` was accepted: the handshake is committed to the session.
@@ -266,5 +244,28 @@ impl Operation<'_> {
                 pages: ceiling,
             }),
         }
+    }
+}
+
+/// What a server says about itself (an `initialize` or `server/discover` result), with the
+/// version spoken and the session id it issued, if any.
+fn session_info(
+    result: &Map<String, Value>,
+    protocol_version: ProtocolVersion,
+    server: Option<&Value>,
+    session_id: Option<String>,
+) -> SessionInfo {
+    SessionInfo {
+        protocol_version,
+        server: model::server_info(server),
+        capabilities: result
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        session_id,
     }
 }

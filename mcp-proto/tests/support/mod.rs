@@ -234,3 +234,16 @@ impl StandIn<'_> {
         None
     }
 }
+
+/// A configuration for the stand-in server, with the defaults.
+pub fn config() -> mcp_proto::SessionConfig {
+    mcp_proto::SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap()
+}
+
+/// A session whose handshake (served by the stand-in) is done.
+pub fn live_session(config: mcp_proto::SessionConfig, clock: &ManualClock) -> mcp_proto::Session {
+    let mut session = mcp_proto::Session::new(config);
+    let op = session.probe(clock.now());
+    assert!(drive(op, clock, &[], |k, _| healthy(k)).result.is_ok());
+    session
+}
