@@ -153,8 +153,10 @@ impl SessionConfig {
 
     /// Answers the server's `method` requests (e.g. `elicitation/create`) with `respond`.
     ///
-    /// Servers may send requests on the stream of an answer; each is answered with a POST
-    /// inside the same budget. Registering `elicitation/create`, `sampling/createMessage` or
+    /// Legacy servers may send requests on the stream of an answer; each is answered with a
+    /// POST inside the same budget. Modern servers ask in their result instead
+    /// (`resultType: "input_required"`); the answers go out with the retried request, a new
+    /// leg of the same budget. Registering `elicitation/create`, `sampling/createMessage` or
     /// `roots/list` also declares the matching client capability in `initialize`. `ping` is
     /// always answered with `{}`; a request nobody registered is answered with JSON-RPC error
     /// -32601. `respond` must not block: it runs inside the state machine.

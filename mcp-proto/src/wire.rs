@@ -194,6 +194,7 @@ pub(crate) fn call_tool(
     arguments: &Map<String, Value>,
     progress_token: Option<i64>,
     modern: Option<&Map<String, Value>>,
+    input: Option<&InputRound>,
 ) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Meta<'a> {
@@ -206,6 +207,10 @@ pub(crate) fn call_tool(
     struct CallParams<'a> {
         name: &'a str,
         arguments: &'a Map<String, Value>,
+        #[serde(rename = "inputResponses", skip_serializing_if = "Option::is_none")]
+        input_responses: Option<&'a Map<String, Value>>,
+        #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
+        request_state: Option<&'a Value>,
         #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<Meta<'a>>,
     }
@@ -216,9 +221,33 @@ pub(crate) fn call_tool(
     let params = CallParams {
         name,
         arguments,
+        input_responses: input.map(|round| &round.responses),
+        request_state: input.and_then(|round| round.state.as_ref()),
         meta,
     };
     crate::jsonrpc::request_with(id, "tools/call", &params)
+}
+
+/// What a retry of a request carries after the server asked for more input (a multi
+/// round-trip request): the answers keyed as the server keyed its requests, and its
+/// `requestState` exactly as it came (absent when it sent none).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InputRound {
+    pub(crate) responses: Map<String, Value>,
+    pub(crate) state: Option<Value>,
+}
+
+impl InputRound {
+    /// Adds the round's fields to a request's params.
+    pub(crate) fn add_to(&self, params: &mut Map<String, Value>) {
+        params.insert(
+            "inputResponses".to_owned(),
+            Value::Object(self.responses.clone()),
+        );
+        if let Some(state) = &self.state {
+            params.insert("requestState".to_owned(), state.clone());
+        }
+    }
 }
 
 /// The answer to a request the server sent: its result or a JSON-RPC error, under its id.

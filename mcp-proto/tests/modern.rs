@@ -222,19 +222,87 @@ fn a_listing_pages_with_its_metadata_on_every_page() {
     let _ = secs(0.0);
 }
 
+fn input_required(state: Option<&str>) -> Answer {
+    let mut result = json!({"resultType": "input_required", "inputRequests": {
+        "confirm": {"method": "elicitation/create", "params": {
+            "message": "Sure?", "requestedSchema": {"type": "object", "properties": {
+                "confirmed": {"type": "boolean", "default": true}}}}}}});
+    if let Some(state) = state {
+        result["requestState"] = json!(state);
+    }
+    Answer::Result(result)
+}
+
 #[test]
-fn a_request_for_more_input_is_reported_not_mistaken_for_a_result() {
+fn a_request_for_more_input_is_answered_and_the_request_retried_in_the_same_budget() {
     let clock = ManualClock::new();
-    let mut session = Session::new(modern());
-    let op = session.call_tool("ask", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| {
-        Answer::Result(json!({"resultType": "input_required", "inputRequests": {
-            "name": {"method": "elicitation/create", "params": {}}}}))
+    let config = modern().respond_to("elicitation/create", |p| {
+        Ok(accept_elicitation_with_defaults(p))
     });
+    let mut session = Session::new(config);
+    let state = "opaque \u{2603} state, \"quoted\" / not to be touched";
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let run = drive(op, &clock, &[2.0, 1.0], move |_, leg| match leg {
+        1 => input_required(Some(state)),
+        _ => called(),
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(run.methods(), ["tools/call", "tools/call"]);
+    assert_eq!(
+        run.grant_secs(),
+        [20, 18],
+        "the round spends the same budget"
+    );
+    let (first, retry) = (&run.legs[0].body, &run.legs[1].body);
+    assert_ne!(first["id"], retry["id"], "a new id");
+    assert!(first["params"].get("inputResponses").is_none());
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        json!({"confirm": {"action": "accept", "content": {"confirmed": true}}})
+    );
+    assert_eq!(
+        retry["params"]["requestState"],
+        json!(state),
+        "echoed exactly"
+    );
+    assert_eq!(retry["params"]["name"], "ask");
+    assert!(
+        matches!(&run.events[..], [mcp_proto::Event::ServerRequest { method, .. }] if method == "elicitation/create"),
+        "{:?}",
+        run.events
+    );
+
+    // No state from the server: none in the retry.
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, leg| match leg {
+        1 => input_required(None),
+        _ => called(),
+    });
+    assert!(run.result.is_ok());
+    assert!(run.legs[1].body["params"].get("requestState").is_none());
+    assert!(run.legs[1].body["params"].get("inputResponses").is_some());
+
+    // A server that never stops asking is asked a bounded number of times.
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, _| input_required(Some("again")));
     let Err(Error::Malformed { detail, .. }) = run.result else {
         panic!("{:?}", run.result)
     };
-    assert!(detail.contains("input_required"), "{detail}");
+    assert!(detail.contains("asked for more input"), "{detail}");
+    assert_eq!(run.legs.len(), 9);
+}
+
+#[test]
+fn a_request_for_input_nobody_answers_ends_the_operation_saying_which() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, _| input_required(None));
+    let Err(Error::Malformed { detail, .. }) = run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(detail.contains("elicitation/create"), "{detail}");
+    assert_eq!(run.legs.len(), 1, "not retried without the answer");
 }
 
 #[test]

@@ -66,6 +66,12 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
                 Ok(accept_elicitation_with_defaults(params))
             });
     }
+    if scenario == "sep-2322-client-request-state" {
+        // The server asks for a confirmation inside the calls (multi round-trip requests).
+        config = config.respond_to("elicitation/create", |_| {
+            Ok(json!({"action": "accept", "content": {"confirmed": true}}))
+        });
+    }
     let mut client = Client::new(config);
     client.set_observer(Trace);
     match scenario {
@@ -98,6 +104,18 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
                 arguments.insert("schema".to_owned(), focal.input_schema().clone());
                 let result = client.call_tool("json_schema_echo", arguments).await?;
                 eprintln!("{}", result.text());
+            }
+        }
+        "sep-2322-client-request-state" => {
+            // Each MRTR flow is one operation: its answers and state never reach another call.
+            for tool in [
+                "test_mrtr_echo_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_state",
+                "test_mrtr_no_result_type",
+            ] {
+                let result = client.call_tool(tool, Map::new()).await?;
+                eprintln!("{tool}: {}", result.text());
             }
         }
         "json-schema-ref-no-deref" => {

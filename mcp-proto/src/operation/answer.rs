@@ -15,6 +15,9 @@ use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo, Tool};
 
+/// The most times one operation answers a server's request for more input.
+const MAX_INPUT_ROUNDS: u32 = 8;
+
 /// The modern error naming the versions a server supports.
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -135,9 +138,9 @@ impl Operation<'_> {
         if self.modern.is_some()
             && result.get("resultType").and_then(Value::as_str) == Some("input_required")
         {
-            self.fail(malformed(
-                "the server asked for more input (resultType \"input_required\"); multi round-trip requests are not supported yet".to_owned(),
-            ));
+            if let Err(detail) = self.answer_input_requests(result) {
+                self.fail(malformed(detail));
+            }
             return;
         }
         match leg.answers {
@@ -180,6 +183,54 @@ impl Operation<'_> {
         let server = result.get("serverInfo");
         self.pending = Some(session_info(result, protocol_version, server, session_id));
         self.next = Step::Initialized;
+    }
+
+    /// The server needs more input before it can answer (a multi round-trip request): answer
+    /// each of its `inputRequests` with the caller's responders, and let the same request go
+    /// out again (a new id, a new leg, the same budget) carrying the answers and the server's
+    /// `requestState` exactly as it came. At most [`MAX_INPUT_ROUNDS`] rounds.
+    fn answer_input_requests(&mut self, mut result: Map<String, Value>) -> Result<(), String> {
+        self.input_rounds += 1;
+        if self.input_rounds > MAX_INPUT_ROUNDS {
+            return Err(format!(
+                "the server asked for more input {MAX_INPUT_ROUNDS} times; the request was not retried again"
+            ));
+        }
+        let requests = match result.remove("inputRequests") {
+            None => Map::new(),
+            Some(Value::Object(requests)) => requests,
+            Some(_) => return Err("\"inputRequests\" is not an object".to_owned()),
+        };
+        let state = result.remove("requestState");
+        if requests.is_empty() && state.is_none() {
+            return Err(
+                "an input_required result with neither inputRequests nor requestState".to_owned(),
+            );
+        }
+        let mut responses = Map::new();
+        for (key, request) in requests {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            let answer = self.session.config().answer_server_request(method, &params);
+            self.events.push_back(super::Event::ServerRequest {
+                id: RequestId::String(key.clone()),
+                method: method.to_owned(),
+                params,
+            });
+            match answer {
+                Ok(answer) => {
+                    responses.insert(key, answer);
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "the server asked for input with \"{}\", which this client does not answer (register a responder)",
+                        clip(method, QUOTE_LIMIT)
+                    ));
+                }
+            }
+        }
+        self.input = Some(crate::wire::InputRound { responses, state });
+        Ok(())
     }
 
     /// The version to retry with after `error`, once: a modern server's `-32022` lists the

@@ -105,6 +105,7 @@ use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::model::{ProtocolVersion, SessionInfo};
 use crate::session::Session;
 use crate::sse::SseEvent;
+use crate::wire;
 
 use answer::Paging;
 use legs::{InFlight, LegTable, Role};
@@ -153,6 +154,10 @@ pub struct Operation<'s> {
     modern: Option<ProtocolVersion>,
     /// Whether a `-32022` already moved the operation to another version: it does so once.
     version_retried: bool,
+    /// What the next try of the work request carries after the server asked for input.
+    input: Option<wire::InputRound>,
+    /// How many times the server asked for input in this operation.
+    input_rounds: u32,
     finished: Option<Result<Outcome, Error>>,
     returned: bool,
     scratch: Vec<SseEvent>,
@@ -245,6 +250,8 @@ impl<'s> Operation<'s> {
             notice: None,
             modern,
             version_retried: false,
+            input: None,
+            input_rounds: 0,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
             returned: false,
             scratch: Vec::new(),

@@ -176,7 +176,7 @@ impl Operation<'_> {
             }
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
-                wire::call_tool(id, name, arguments, progress, None)
+                wire::call_tool(id, name, arguments, progress, None, None)
             }
             _ => jsonrpc::request(id, kind.request_name(), Map::new()),
         };
@@ -197,7 +197,8 @@ impl Operation<'_> {
         let (body, name) = match (kind, &self.action) {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
-                let body = wire::call_tool(id, name, arguments, progress, Some(&meta));
+                let input = self.input.as_ref();
+                let body = wire::call_tool(id, name, arguments, progress, Some(&meta), input);
                 (body, Some(name.as_str()))
             }
             _ => {
@@ -205,6 +206,9 @@ impl Operation<'_> {
                     LegKind::ListTools { .. } => self.paging.params(),
                     _ => Map::new(),
                 };
+                if let Some(input) = &self.input {
+                    input.add_to(&mut params);
+                }
                 params.insert("_meta".to_owned(), Value::Object(meta));
                 (jsonrpc::request(id, method, params), None)
             }
