@@ -60,6 +60,7 @@ mod clock;
 mod config;
 mod deadline;
 mod error;
+mod headers;
 mod jsonrpc;
 mod model;
 mod observe;

@@ -7,8 +7,11 @@
 //! borrow it mutably while they run and commit a handshake only once it has fully succeeded.
 //! This module must never depend on the operation's internals.
 
+use std::collections::HashMap;
+
 use crate::config::SessionConfig;
 use crate::deadline::OperationDeadline;
+use crate::headers::ParamHeader;
 use crate::model::{ProtocolVersion, SessionInfo};
 
 /// A session with one server.
@@ -22,6 +25,8 @@ pub struct Session {
     config: SessionConfig,
     established: Option<SessionInfo>,
     next_request_id: i64,
+    /// The `x-mcp-header` annotations of each tool of the last modern listing.
+    tool_headers: HashMap<String, Vec<ParamHeader>>,
 }
 
 impl Session {
@@ -31,6 +36,7 @@ impl Session {
             config,
             established: None,
             next_request_id: 1,
+            tool_headers: HashMap::new(),
         }
     }
 
@@ -60,6 +66,16 @@ impl Session {
         let id = self.next_request_id;
         self.next_request_id = self.next_request_id.saturating_add(1);
         id
+    }
+
+    /// Remembers the header annotations of a listing's tools, for the calls that follow.
+    pub(crate) fn remember_tool_headers(&mut self, headers: HashMap<String, Vec<ParamHeader>>) {
+        self.tool_headers = headers;
+    }
+
+    /// The header annotations of tool `name`, as the last listing gave them.
+    pub(crate) fn tool_headers(&self, name: &str) -> &[ParamHeader] {
+        self.tool_headers.get(name).map_or(&[], Vec::as_slice)
     }
 
     pub(crate) fn establish(&mut self, info: SessionInfo) {

@@ -65,6 +65,7 @@ impl Endpoint<'_> {
         version: ProtocolVersion,
         method: &'static str,
         name: Option<&str>,
+        params: Vec<(http::HeaderName, HeaderValue)>,
     ) -> http::Request<Vec<u8>> {
         let mut request = self.request(Method::POST, body, None);
         let headers = request.headers_mut();
@@ -75,6 +76,9 @@ impl Endpoint<'_> {
         headers.insert(METHOD_HEADER, HeaderValue::from_static(method));
         if let Some(name) = name {
             headers.insert(NAME_HEADER, header_value(name));
+        }
+        for (name, value) in params {
+            headers.insert(name, value);
         }
         request
     }

@@ -321,3 +321,42 @@ fn an_initialize_answer_naming_a_modern_version_is_not_spoken() {
     );
     let _: Value = json!(null);
 }
+
+#[test]
+fn annotated_arguments_are_mirrored_in_headers_and_invalid_tools_left_out() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.list_tools(clock.now());
+    let run = drive(op, &clock, &[], |_, _| {
+        Answer::Result(json!({"tools": [
+            {"name": "sql", "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "priority": {"type": "integer", "x-mcp-header": "Priority"},
+                "query": {"type": "string"}}}},
+            {"name": "broken", "inputSchema": {"type": "object", "properties": {
+                "a": {"type": "string", "x-mcp-header": "Same"},
+                "b": {"type": "string", "x-mcp-header": "same"}}}}
+        ]}))
+    });
+    let tools = run.result.clone().unwrap().into_tools().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["sql"], "the invalid tool is left out");
+    assert!(
+        matches!(&run.events[..], [mcp_proto::Event::ToolRejected { name, reason }]
+            if name == "broken" && reason.contains("twice")),
+        "{:?}",
+        run.events
+    );
+
+    let mut arguments = Map::new();
+    arguments.insert("region".into(), json!("Zürich"));
+    arguments.insert("priority".into(), json!(7));
+    arguments.insert("query".into(), json!("SELECT 1"));
+    let op = session.call_tool("sql", arguments, clock.now());
+    let run = drive(op, &clock, &[], |_, _| called());
+    assert!(run.result.is_ok());
+    let headers = run.legs[0].request.headers();
+    assert_eq!(headers["mcp-param-region"], "=?base64?WsO8cmljaA==?=");
+    assert_eq!(headers["mcp-param-priority"], "7");
+    assert!(headers.get("mcp-param-query").is_none());
+}

@@ -118,6 +118,22 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
                 eprintln!("{tool}: {}", result.text());
             }
         }
+        "http-custom-headers" => {
+            // The listing teaches the client the tools' header annotations; then each call the
+            // suite names (in MCP_CONFORMANCE_CONTEXT) goes out with its Mcp-Param headers.
+            client.list_tools().await?;
+            let context = std::env::var("MCP_CONFORMANCE_CONTEXT").unwrap_or_default();
+            let context: Value = serde_json::from_str(&context).unwrap_or(Value::Null);
+            let calls = context["toolCalls"].as_array().cloned().unwrap_or_default();
+            for call in calls {
+                let Some(name) = call["name"].as_str() else {
+                    continue;
+                };
+                let arguments = object(call["arguments"].clone());
+                let result = client.call_tool(name, arguments).await?;
+                eprintln!("{name}: {}", result.text());
+            }
+        }
         "json-schema-ref-no-deref" => {
             // The listing only: the schema's network `$ref` is never fetched.
             client.list_tools().await?;

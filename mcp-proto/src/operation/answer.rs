@@ -233,6 +233,32 @@ impl Operation<'_> {
         Ok(())
     }
 
+    /// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
+    /// (reported as an event) and remembers the others' for the calls that follow.
+    fn vet_tool_headers(&mut self, tools: Vec<Tool>) -> Vec<Tool> {
+        if self.modern.is_none() {
+            return tools;
+        }
+        let mut kept = Vec::with_capacity(tools.len());
+        let mut headers = std::collections::HashMap::new();
+        for tool in tools {
+            match crate::headers::param_headers(tool.input_schema()) {
+                Ok(found) => {
+                    if !found.is_empty() {
+                        headers.insert(tool.name.clone(), found);
+                    }
+                    kept.push(tool);
+                }
+                Err(reason) => self.events.push_back(super::Event::ToolRejected {
+                    name: clip(&tool.name, QUOTE_LIMIT),
+                    reason: clip(&reason, QUOTE_LIMIT),
+                }),
+            }
+        }
+        self.session.remember_tool_headers(headers);
+        kept
+    }
+
     /// The version to retry with after `error`, once: a modern server's `-32022` lists the
     /// versions it supports, and the newest modern one this client speaks is tried.
     fn retry_version(&mut self, code: i64, data: Option<&Value>) -> Option<ProtocolVersion> {
@@ -285,7 +311,10 @@ impl Operation<'_> {
         let ceiling = self.session.config().max_pages();
         let next_cursor = result.get("nextCursor").and_then(Value::as_str);
         match self.paging.take_page(entries, next_cursor, ceiling) {
-            PageEnd::Last(tools) => self.finish(Ok(Outcome::Tools(tools))),
+            PageEnd::Last(tools) => {
+                let tools = self.vet_tool_headers(tools);
+                self.finish(Ok(Outcome::Tools(tools)));
+            }
             PageEnd::More => {}
             PageEnd::Repeated(cursor) => {
                 self.fail(|server| Error::RepeatedCursor { server, cursor });

@@ -194,12 +194,14 @@ impl Operation<'_> {
         let config = self.session.config();
         let meta = wire::modern_meta(version, config.capabilities(), config.client_info());
         let method = kind.request_name();
-        let (body, name) = match (kind, &self.action) {
+        let (body, name, params) = match (kind, &self.action) {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
                 let input = self.input.as_ref();
                 let body = wire::call_tool(id, name, arguments, progress, Some(&meta), input);
-                (body, Some(name.as_str()))
+                let params =
+                    crate::headers::param_values(self.session.tool_headers(name), arguments);
+                (body, Some(name.as_str()), params)
             }
             _ => {
                 let mut params = match kind {
@@ -210,10 +212,12 @@ impl Operation<'_> {
                     input.add_to(&mut params);
                 }
                 params.insert("_meta".to_owned(), Value::Object(meta));
-                (jsonrpc::request(id, method, params), None)
+                (jsonrpc::request(id, method, params), None, Vec::new())
             }
         };
-        let request = config.wire().post_modern(body, version, method, name);
+        let request = config
+            .wire()
+            .post_modern(body, version, method, name, params);
         (request, Some(id))
     }
 }

@@ -177,6 +177,14 @@ pub enum Event {
         /// The params, verbatim.
         params: Value,
     },
+    /// A tool the listing leaves out because its `x-mcp-header` annotations break the
+    /// protocol's rules (modern era): the other tools stay usable.
+    ToolRejected {
+        /// The tool's name.
+        name: String,
+        /// Why, in one sentence.
+        reason: String,
+    },
 }
 
 /// The successful result of an operation.
