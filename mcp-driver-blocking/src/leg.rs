@@ -130,7 +130,7 @@ impl<'a> Driver<'a> {
         if op.handle_response(id, head.status, &head.headers, now) == LegStatus::Complete {
             // Dropping an unread body closes its connection; an empty one is already back
             // in the pool.
-            return reported(end, now, ends_at);
+            return end.as_of(now, ends_at);
         }
         let mut reader = body.into_reader();
         let mut buf = std::mem::take(self.buf);
@@ -158,15 +158,15 @@ impl<'a> Driver<'a> {
             match read {
                 Ok(0) => {
                     op.handle_body_end(id, now);
-                    return reported(end, now, ends_at);
+                    return end.as_of(now, ends_at);
                 }
                 Ok(n) => {
                     if op.handle_body_chunk(id, &buf[..n], now) == LegStatus::Complete {
-                        if now >= ends_at {
-                            return LegEnd::Transport(TransportErrorKind::TimedOut);
+                        // A leg that ran out has nothing worth draining.
+                        if now < ends_at {
+                            self.drain(reader, buf, now, ends_at);
                         }
-                        self.drain(reader, buf, now, ends_at);
-                        return end;
+                        return end.as_of(now, ends_at);
                     }
                     if self.between_chunks(op) {
                         // The operation ended while this stream was open (a nested leg
@@ -225,16 +225,6 @@ impl<'a> Driver<'a> {
                 }
             }
         }
-    }
-}
-
-/// How a leg that ended on an input at `now` is reported: the proto took an input at or after
-/// the leg's end as its timeout, and the report says so.
-fn reported(end: LegEnd, now: Instant, ends_at: Instant) -> LegEnd {
-    if now >= ends_at {
-        LegEnd::Transport(TransportErrorKind::TimedOut)
-    } else {
-        end
     }
 }
 

@@ -177,12 +177,7 @@ pub(crate) async fn feed(
             LegEnd::Status(leg.status.unwrap_or_default())
         }
     };
-    // An input at or after the leg's end was its timeout, for the proto and so for the report.
-    let end = if fed_at >= leg.ends_at {
-        LegEnd::Transport(TransportErrorKind::TimedOut)
-    } else {
-        end
-    };
+    let end = end.as_of(fed_at, leg.ends_at);
     let leg = legs.swap_remove(index);
     leg.report(end, now, observer);
     now
@@ -234,10 +229,9 @@ pub(crate) fn cancel_all(
 /// How a leg the driver drops without a delivery of its own ended: its grant ran out, its
 /// stream was open (the status it had), or the operation let it go before its head.
 fn dropped_end(leg: &InFlight, now: Instant) -> LegEnd {
-    if now >= leg.ends_at {
-        return LegEnd::Transport(TransportErrorKind::TimedOut);
-    }
-    leg.status.map_or(LegEnd::Cancelled, LegEnd::Status)
+    leg.status
+        .map_or(LegEnd::Cancelled, LegEnd::Status)
+        .as_of(now, leg.ends_at)
 }
 
 /// The kind of a failed request: no connection, an answer that is not HTTP (a head that

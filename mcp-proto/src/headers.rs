@@ -127,17 +127,18 @@ pub(crate) fn param_values(
     arguments: &Map<String, Value>,
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut out = Vec::new();
-    for header in headers {
-        let mut value = None;
-        let mut level = Some(arguments);
-        for (i, key) in header.path.iter().enumerate() {
-            let Some(object) = level else { break };
-            let next = object.get(key);
-            if i + 1 == header.path.len() {
-                value = next;
+    'headers: for header in headers {
+        let Some((last, parents)) = header.path.split_last() else {
+            continue;
+        };
+        let mut object = arguments;
+        for key in parents {
+            match object.get(key).and_then(Value::as_object) {
+                Some(inner) => object = inner,
+                None => continue 'headers,
             }
-            level = next.and_then(Value::as_object);
         }
+        let value = object.get(last);
         let text = match value {
             Some(Value::String(text)) => header_value(text),
             Some(Value::Bool(flag)) => {

@@ -66,6 +66,17 @@ pub enum LegEnd {
 }
 
 impl LegEnd {
+    /// How a driver reports a leg whose last input came at `now`: `self`, unless that was at
+    /// or after the leg's end, in which case the operation took the input as the leg's
+    /// timeout and the report says so. Drivers call this instead of deciding lateness.
+    pub fn as_of(self, now: std::time::Instant, ends_at: std::time::Instant) -> Self {
+        if now >= ends_at {
+            Self::Transport(TransportErrorKind::TimedOut)
+        } else {
+            self
+        }
+    }
+
     /// One word for traces: the status code, or `timeout`, `connect`, `protocol`, `io`,
     /// `declined`, `cancelled`.
     pub fn word(&self) -> String {

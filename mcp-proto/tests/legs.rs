@@ -6,19 +6,13 @@ mod support;
 
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderMap, StatusCode};
 use mcp_proto::{
     Clock, Error, Fault, LegKind, LegStatus, ManualClock, Output, Session, TransportError,
     TransportErrorKind,
 };
 use serde_json::{Map, json};
-use support::{config, drive, healthy, live_session, secs};
-
-fn json_head() -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    headers.insert("content-type", HeaderValue::from_static("application/json"));
-    headers
-}
+use support::{config, drive, healthy, json_head, live_session, secs, sse_head};
 
 #[test]
 fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
@@ -165,11 +159,7 @@ fn a_standalone_stream_that_runs_out_ends_quietly_and_the_call_goes_on() {
     let Output::Transmit(listen) = op.poll_output(clock.now()) else {
         panic!()
     };
-    let mut sse = HeaderMap::new();
-    sse.insert(
-        "content-type",
-        HeaderValue::from_static("text/event-stream"),
-    );
+    let sse = sse_head();
     assert_eq!(
         op.handle_response(listen.id, StatusCode::OK, &sse, clock.now()),
         LegStatus::ReadMore
@@ -285,11 +275,7 @@ fn a_lost_session_takes_its_standalone_stream_with_it_and_the_new_one_gets_its_o
     let Output::Transmit(old_stream) = op.poll_output(clock.now()) else {
         panic!()
     };
-    let mut sse = HeaderMap::new();
-    sse.insert(
-        "content-type",
-        HeaderValue::from_static("text/event-stream"),
-    );
+    let sse = sse_head();
     assert_eq!(
         op.handle_response(old_stream.id, StatusCode::OK, &sse, clock.now()),
         LegStatus::ReadMore

@@ -10,7 +10,7 @@ use mcp_proto::{
     Output, Resolution, Session, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
-use support::{Answer, config, drive, healthy, live_session, secs};
+use support::{Answer, config, drive, healthy, json_head, live_session, secs, sse_head};
 
 fn event(message: Value) -> String {
     format!("event: message\ndata: {message}\n\n")
@@ -428,12 +428,6 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     );
 }
 
-fn sse_head() -> http::HeaderMap {
-    let mut headers = http::HeaderMap::new();
-    headers.insert("content-type", "text/event-stream".parse().unwrap());
-    headers
-}
-
 #[test]
 fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_call() {
     let clock = ManualClock::new();
@@ -548,8 +542,7 @@ fn a_server_without_a_standalone_stream_is_fine() {
         let Output::Transmit(call) = op.poll_output(clock.now()) else {
             panic!()
         };
-        let mut json_head = http::HeaderMap::new();
-        json_head.insert("content-type", "application/json".parse().unwrap());
+        let json_head = json_head();
         assert_eq!(
             op.handle_response(call.id, http::StatusCode::OK, &json_head, clock.now()),
             LegStatus::ReadMore

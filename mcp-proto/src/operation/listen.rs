@@ -13,9 +13,9 @@ use http::{HeaderMap, StatusCode};
 use super::legs::Role;
 use super::read::{decode, media_type};
 use super::timers::Timer;
-use super::{Action, Event, LISTEN_HEAD_WAIT, Leg, LegKind, LegStatus, Operation};
-use crate::jsonrpc::{self, Incoming};
-use crate::model::Notification;
+use super::{Action, LISTEN_HEAD_WAIT, Leg, LegKind, LegStatus, Operation};
+use crate::config::SessionConfig;
+use crate::jsonrpc;
 use crate::sse::SseParser;
 
 /// The standalone stream's state.
@@ -32,10 +32,11 @@ pub(super) enum Listen {
 }
 
 impl Listen {
-    /// Server-initiated requests come while a tool runs: only a call opens the stream, so a
-    /// listing before it does not leave a dropped stream the server still counts as open.
-    pub(super) fn for_action(wanted: bool, action: &Action) -> Self {
-        if wanted && matches!(action, Action::CallTool { .. }) {
+    /// The stream an operation starts with. Server-initiated requests come while a tool runs:
+    /// only a call opens the stream, so a listing before it does not leave a dropped stream the
+    /// server still counts as open. The modern era has no standalone stream.
+    pub(super) fn for_operation(config: &SessionConfig, action: &Action, modern: bool) -> Self {
+        if config.listen() && !modern && matches!(action, Action::CallTool { .. }) {
             Self::Due
         } else {
             Self::Off
@@ -105,21 +106,13 @@ impl Operation<'_> {
             if event.data.trim().is_empty() {
                 continue;
             }
-            let Ok(message) = decode(event.data.as_bytes(), "", "") else {
+            let Ok(message) = decode(event.data.as_bytes()) else {
                 broken = true;
                 continue;
             };
-            match jsonrpc::classify(message) {
-                Incoming::Request { id, method, params } => self.server_request(id, method, params),
-                Incoming::Notification { method, params } => {
-                    self.events
-                        .push_back(Event::Notification(Notification { method, params }));
-                }
-                // Responses belong on the stream of their request; nothing to do here.
-                _ => {}
-            }
+            // Responses belong on the stream of their request; nothing to do here.
+            let _ = self.server_message(jsonrpc::classify(message));
         }
-        events.clear();
         self.scratch = events;
         if broken || fed.is_err() {
             self.listen_off();

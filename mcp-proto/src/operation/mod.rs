@@ -230,8 +230,7 @@ impl<'s> Operation<'s> {
         if nothing_to_close {
             session.reset();
         }
-        // The modern era has no standalone stream.
-        let listen = Listen::for_action(session.config().listen() && modern.is_none(), &action);
+        let listen = Listen::for_operation(session.config(), &action, modern.is_some());
         Self {
             session,
             action,
@@ -379,16 +378,7 @@ impl<'s> Operation<'s> {
         let Some(role) = self.in_time(id, now) else {
             return;
         };
-        match role {
-            Role::Listen => self.listen_off(),
-            Role::Notice => {
-                self.end_leg(Role::Notice);
-            }
-            Role::Work | Role::Reply => {
-                let (method, grant) = self.failed_request(role);
-                self.fail_transport(method, grant, &error);
-            }
-        }
+        self.leg_failed(role, Some(&error));
     }
 
     /// Tells the operation a timer fired: every timer due by `now` expires. A leg whose
@@ -399,11 +389,16 @@ impl<'s> Operation<'s> {
             if !self.timers.is_due(timer, now) {
                 continue;
             }
-            self.timers.stop(timer);
-            if let Timer::LegEnd(role) = timer {
-                self.leg_ran_out(role);
-            }
-            // A pause that ended needs nothing more: `poll_output` sends what it held back.
+            self.expire(timer);
+        }
+    }
+
+    /// Stops `timer`; a leg's end fails that leg. A pause that ended needs nothing more:
+    /// `poll_output` sends what it held back.
+    fn expire(&mut self, timer: Timer) {
+        self.timers.stop(timer);
+        if let Timer::LegEnd(role) = timer {
+            self.leg_failed(role, None);
         }
     }
 
@@ -416,12 +411,7 @@ impl<'s> Operation<'s> {
         if self.is_finished() {
             return;
         }
-        let work = self.legs.get(Role::Work);
-        let (interrupted, request_id) = match (work, self.resume.awaited()) {
-            (Some(leg), _) => (leg.answers, leg.request_id),
-            (None, Some((answers, request_id, _))) => (answers, request_id),
-            (None, None) => (self.next_leg_kind(), None),
-        };
+        let (interrupted, request_id, _) = self.awaited();
         // Only a call that was sent is announced: the server never works on anything else.
         if self.session.config().cancel_notice() && interrupted == LegKind::CallTool {
             self.notice = request_id;
@@ -456,27 +446,24 @@ impl<'s> Operation<'s> {
     fn in_time(&mut self, id: LegId, now: Instant) -> Option<Role> {
         let role = self.legs.find(id)?;
         if self.timers.is_due(Timer::LegEnd(role), now) {
-            self.timers.stop(Timer::LegEnd(role));
-            self.leg_ran_out(role);
+            self.expire(Timer::LegEnd(role));
             return None;
         }
         Some(role)
     }
 
-    /// The grant of the leg in `role` ran out.
-    fn leg_ran_out(&mut self, role: Role) {
+    /// The leg in `role` failed: in the transport (`error`), or its grant ran out (`None`).
+    /// The standalone stream and the cancel notice are dropped quietly; any other leg's
+    /// failure ends the operation.
+    fn leg_failed(&mut self, role: Role, error: Option<&TransportError>) {
         match role {
-            Role::Work | Role::Reply => {
-                let (method, grant) = self.failed_request(role);
-                self.fail(|server| Error::LegTimedOut {
-                    server,
-                    method,
-                    grant,
-                });
-            }
             Role::Listen => self.listen_off(),
             Role::Notice => {
                 self.end_leg(Role::Notice);
+            }
+            Role::Work | Role::Reply => {
+                let (method, grant) = self.failed_request(role);
+                self.fail_transport(method, grant, error);
             }
         }
     }
@@ -489,18 +476,28 @@ impl<'s> Operation<'s> {
         let grant = leg.map_or(Duration::ZERO, |leg| leg.grant);
         let method = match leg {
             Some(leg) if role == Role::Work => leg.answers.request_name(),
-            _ => self.request_being_answered().0,
+            _ => self.awaited().0.request_name(),
         };
         (method, grant)
     }
 
-    fn fail_transport(&mut self, method: &'static str, grant: Duration, error: &TransportError) {
-        match error.kind {
-            TransportErrorKind::TimedOut => self.fail(|server| Error::LegTimedOut {
+    /// Ends the operation with the failure of the request `method` whose leg had `grant`:
+    /// `None` (or a transport timeout) is that leg running out.
+    fn fail_transport(
+        &mut self,
+        method: &'static str,
+        grant: Duration,
+        error: Option<&TransportError>,
+    ) {
+        let Some(error) = error.filter(|e| e.kind != TransportErrorKind::TimedOut) else {
+            self.fail(|server| Error::LegTimedOut {
                 server,
                 method,
                 grant,
-            }),
+            });
+            return;
+        };
+        match error.kind {
             TransportErrorKind::Protocol => {
                 let detail = format!(
                     "the HTTP answer could not be parsed: {}",
@@ -512,7 +509,10 @@ impl<'s> Operation<'s> {
                     detail,
                 });
             }
-            TransportErrorKind::Connect | TransportErrorKind::Io | TransportErrorKind::Declined => {
+            TransportErrorKind::TimedOut
+            | TransportErrorKind::Connect
+            | TransportErrorKind::Io
+            | TransportErrorKind::Declined => {
                 let reason = clip(&error.detail, QUOTE_LIMIT);
                 self.fail(|server| Error::Unreachable {
                     server,
@@ -591,7 +591,8 @@ impl<'s> Operation<'s> {
         // The standalone stream belonged to the lost session: drop it, and open a new one on
         // the new session when the configuration wants one.
         self.listen_off();
-        self.listen = Listen::for_action(self.session.config().listen(), &self.action);
+        self.listen =
+            Listen::for_operation(self.session.config(), &self.action, self.modern.is_some());
         // Cursors may belong to the lost session: walk the listing again from the start.
         self.paging = Paging::default();
     }

@@ -42,36 +42,42 @@ pub(super) enum Reading {
 /// The media type of a head, lower case, without parameters (empty when absent). Borrowed from
 /// the head unless it had to be lowered or was not UTF-8.
 pub(super) fn media_type(headers: &HeaderMap) -> Cow<'_, str> {
+    fn bare(text: &str) -> &str {
+        text.split(';').next().unwrap_or("").trim()
+    }
     let raw = headers.get(CONTENT_TYPE).map_or(&b""[..], |v| v.as_bytes());
     match String::from_utf8_lossy(raw) {
-        Cow::Borrowed(text) => {
-            let bare = text.split(';').next().unwrap_or("").trim();
-            if bare.bytes().any(|b| b.is_ascii_uppercase()) {
-                Cow::Owned(bare.to_ascii_lowercase())
-            } else {
-                Cow::Borrowed(bare)
-            }
+        Cow::Borrowed(text) if !bare(text).bytes().any(|b| b.is_ascii_uppercase()) => {
+            Cow::Borrowed(bare(text))
         }
-        Cow::Owned(text) => Cow::Owned(
-            text.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase(),
-        ),
+        text => Cow::Owned(bare(&text).to_ascii_lowercase()),
     }
 }
 
-/// Decodes one JSON-RPC message. `Err` names what is wrong, for a malformed-answer error.
-/// `whole` names the message and `text` what carried it, in the error's words.
-pub(super) fn decode(bytes: &[u8], whole: &str, text: &str) -> Result<Map<String, Value>, String> {
+/// Why a message could not be decoded.
+pub(super) enum BadMessage {
+    /// JSON, but not an object.
+    NotObject,
+    /// Not JSON at all (the parser's words).
+    NotJson(String),
+}
+
+impl BadMessage {
+    /// The malformed-answer detail: `whole` names the message, `text` what carried it.
+    pub(super) fn detail(&self, whole: &str, text: &str) -> String {
+        match self {
+            Self::NotObject => format!("{whole} is not a JSON object"),
+            Self::NotJson(err) => format!("{text} is not JSON: {}", clip(err, QUOTE_LIMIT)),
+        }
+    }
+}
+
+/// Decodes one JSON-RPC message.
+pub(super) fn decode(bytes: &[u8]) -> Result<Map<String, Value>, BadMessage> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(message)) => Ok(message),
-        Ok(_) => Err(format!("{whole} is not a JSON object")),
-        Err(err) => Err(format!(
-            "{text} is not JSON: {}",
-            clip(&err.to_string(), QUOTE_LIMIT)
-        )),
+        Ok(_) => Err(BadMessage::NotObject),
+        Err(err) => Err(BadMessage::NotJson(err.to_string())),
     }
 }
 
@@ -320,9 +326,10 @@ impl Operation<'_> {
             // A priming event (an id and empty data) or a keep-alive.
             return LegStatus::ReadMore;
         }
-        let message = match decode(event.data.as_bytes(), "an event's data", "an event's data") {
+        let message = match decode(event.data.as_bytes()) {
             Ok(message) => message,
-            Err(detail) => {
+            Err(bad) => {
+                let detail = bad.detail("an event's data", "an event's data");
                 self.fail(|server| Error::Malformed {
                     server,
                     method,
@@ -334,21 +341,29 @@ impl Operation<'_> {
         if let Reading::Sse { saw_message, .. } = &mut leg.reading {
             *saw_message = true;
         }
-        match jsonrpc::classify(message) {
-            Incoming::Notification { method, params } => {
-                self.events
-                    .push_back(Event::Notification(Notification { method, params }));
-                LegStatus::ReadMore
-            }
-            Incoming::Request { id, method, params } => {
-                self.server_request(id, method, params);
-                LegStatus::ReadMore
-            }
-            Incoming::Neither => LegStatus::ReadMore,
-            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
+        match self.server_message(jsonrpc::classify(message)) {
+            Some(answer @ (Incoming::Result { .. } | Incoming::Error { .. })) => {
                 self.read_answer(answer);
                 LegStatus::Complete
             }
+            _ => LegStatus::ReadMore,
+        }
+    }
+
+    /// Handles what the server sends of its own on a stream (a notification becomes an event,
+    /// a request is answered) and gives back anything else (a response, or neither).
+    pub(super) fn server_message(&mut self, message: Incoming) -> Option<Incoming> {
+        match message {
+            Incoming::Notification { method, params } => {
+                self.events
+                    .push_back(Event::Notification(Notification { method, params }));
+                None
+            }
+            Incoming::Request { id, method, params } => {
+                self.server_request(id, method, params);
+                None
+            }
+            other => Some(other),
         }
     }
 
@@ -365,7 +380,7 @@ impl Operation<'_> {
         };
         if !(200..300).contains(&status) {
             // A refusal's body: a JSON-RPC error explains it, anything else leaves the status.
-            let error = decode(body, "", "").map(jsonrpc::classify);
+            let error = decode(body).map(jsonrpc::classify);
             match error {
                 Ok(error @ Incoming::Error { .. }) => self.read_answer(error),
                 _ => self.fail(|server| Error::HttpStatus {
@@ -380,10 +395,10 @@ impl Operation<'_> {
             self.fail(malformed(format!("empty body with status {status}")));
             return;
         }
-        let message = match decode(body, "the answer", "the body") {
+        let message = match decode(body) {
             Ok(message) => message,
-            Err(detail) => {
-                self.fail(malformed(detail));
+            Err(bad) => {
+                self.fail(malformed(bad.detail("the answer", "the body")));
                 return;
             }
         };

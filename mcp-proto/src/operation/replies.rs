@@ -49,12 +49,7 @@ impl Operation<'_> {
             return None;
         }
         let Ok(timeout) = self.deadline.grant(now) else {
-            let (method, grant) = self.request_being_answered();
-            self.fail(|server| Error::LegTimedOut {
-                server,
-                method,
-                grant,
-            });
+            self.fail_awaited_timed_out();
             return Some(self.poll_output(now));
         };
         let (id, reply) = self.replies.queue.pop_front()?;
@@ -76,7 +71,7 @@ impl Operation<'_> {
     /// The head of an answer's leg: any 2xx, with or without a body, means the server has it.
     pub(super) fn reply_head(&mut self, status: StatusCode) -> LegStatus {
         if !status.is_success() {
-            let (method, _) = self.request_being_answered();
+            let method = self.awaited().0.request_name();
             self.fail(|server| Error::HttpStatus {
                 server,
                 method,

@@ -11,7 +11,6 @@ use super::legs::Role;
 use super::read::Reading;
 use super::timers::Timer;
 use super::{DEFAULT_RETRY, LegKind, MAX_RESUMPTIONS, Operation};
-use crate::error::Error;
 
 /// Where the work stream stopped, and the resumption waiting to go out.
 #[derive(Debug, Default)]
@@ -104,12 +103,7 @@ impl Operation<'_> {
         if self.deadline.end().is_some_and(|end| at >= end) {
             // Waiting would spend the rest of the budget and leave nothing for the GET: the
             // answer cannot arrive in time, so say so now rather than idle until the deadline.
-            let method = awaited.answers.request_name();
-            self.fail(|server| Error::LegTimedOut {
-                server,
-                method,
-                grant: awaited.grant,
-            });
+            self.fail_awaited_timed_out();
             return true;
         }
         self.end_leg(Role::Work);

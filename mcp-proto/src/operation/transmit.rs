@@ -33,41 +33,48 @@ impl Operation<'_> {
         )
     }
 
-    /// The method and grant of the request whose answer is being read or awaited.
-    pub(super) fn request_being_answered(&self) -> (&'static str, Duration) {
+    /// The request whose answer is being read or awaited (the work leg in flight, or the one a
+    /// pending resumption serves, else the next one): its kind, JSON-RPC id and grant.
+    pub(super) fn awaited(&self) -> (LegKind, Option<i64>, Duration) {
         match (self.legs.get(Role::Work), self.resume.awaited()) {
-            (Some(leg), _) => (leg.answers.request_name(), leg.grant),
-            (None, Some((answers, _, grant))) => (answers.request_name(), grant),
-            (None, None) => (self.next_leg_kind().request_name(), Duration::ZERO),
+            (Some(leg), _) => (leg.answers, leg.request_id, leg.grant),
+            (None, Some(awaited)) => awaited,
+            (None, None) => (self.next_leg_kind(), None, Duration::ZERO),
         }
+    }
+
+    /// The awaited request did not get its answer within the budget: it timed out (the server
+    /// was asked, so this is not a refused leg).
+    pub(super) fn fail_awaited_timed_out(&mut self) {
+        let (kind, _, grant) = self.awaited();
+        let method = kind.request_name();
+        self.fail(|server| Error::LegTimedOut {
+            server,
+            method,
+            grant,
+        });
     }
 
     /// Grants the next work leg what is left of the budget and hands it out, or refuses it.
     pub(super) fn transmit(&mut self, kind: LegKind, now: Instant) -> Output {
         let timeout = match self.deadline.grant(now) {
             Ok(grant) => grant,
+            // The request being resumed was sent and its answer did not come within the
+            // budget: that is the request timing out, not a request the server never saw.
             Err(_) if kind == LegKind::Resume => {
-                // The request being resumed was sent and its answer did not come within the
-                // budget: that is the request timing out, not a request the server never saw.
-                let (method, grant) = self.request_being_answered();
-                self.fail(|server| Error::LegTimedOut {
-                    server,
-                    method,
-                    grant,
-                });
+                self.fail_awaited_timed_out();
                 return self.poll_output(now);
             }
             Err(exhausted) => {
                 // The check sits before the request is built: nothing of this leg exists.
-                self.returned = true;
-                self.legs.clear();
-                self.timers.clear();
-                return Output::Done(Err(Error::BudgetExhausted {
-                    server: self.label(),
+                let (method, leg) = (kind.request_name(), self.legs_sent + 1);
+                self.fail(|server| Error::BudgetExhausted {
+                    server,
                     budget: Budget::from_duration(exhausted.total),
-                    method: kind.request_name(),
-                    leg: self.legs_sent + 1,
-                }));
+                    method,
+                    leg,
+                });
+                return self.poll_output(now);
             }
         };
         let (request, answers) = if kind == LegKind::Resume {

@@ -247,3 +247,20 @@ pub fn live_session(config: mcp_proto::SessionConfig, clock: &ManualClock) -> mc
     assert!(drive(op, clock, &[], |k, _| healthy(k)).result.is_ok());
     session
 }
+
+/// A response head with `content-type: application/json`.
+pub fn json_head() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    headers
+}
+
+/// A response head with `content-type: text/event-stream`.
+pub fn sse_head() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers
+}
