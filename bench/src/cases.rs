@@ -284,7 +284,10 @@ async fn measure_async(
 }
 
 fn config(url: &str) -> Result<SessionConfig, String> {
-    SessionConfig::new(url).map_err(|e| e.to_string())
+    // The legacy era, pinned: rmcp's client and the bench server speak it.
+    SessionConfig::new(url)
+        .map(|c| c.with_protocol_version(mcp_proto::ProtocolVersion::LATEST))
+        .map_err(|e| e.to_string())
 }
 
 fn check_text(text: &str) -> Result<(), String> {

@@ -47,7 +47,9 @@ pub fn vm_hwm_kib() -> Option<u64> {
 /// The body of `mcp-bench memory-child DRIVER URL`: one call, then one line
 /// `peak_kib millis outcome`.
 pub fn child_main(driver: &str, url: &str) -> io::Result<()> {
-    let config = SessionConfig::new(url).map_err(io::Error::other)?;
+    let config = SessionConfig::new(url)
+        .map_err(io::Error::other)?
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
     let started = Instant::now();
     let result = match driver {
         "blocking" => mcp_driver_blocking::Client::new(config).call_tool(TOOL, arguments()),

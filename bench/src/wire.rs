@@ -90,7 +90,9 @@ pub struct CallLegs {
 /// If `url` is not a valid endpoint or `mcp-proto` asks for other legs than the three of a
 /// cold call (it would mean the bench no longer sends what the drivers send).
 pub fn capture_call(url: &str) -> CallLegs {
-    let config = SessionConfig::new(url).expect("a valid endpoint");
+    let config = SessionConfig::new(url)
+        .expect("a valid endpoint")
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
     let mut session = Session::new(config);
     let clock = ManualClock::new();
     let mut op = session.call_tool(TOOL, arguments(), clock.now());
@@ -290,7 +292,8 @@ impl ListDriver {
     pub fn new(answer: ListAnswer, sse: bool) -> Self {
         let config = SessionConfig::new("http://127.0.0.1:9/mcp")
             .expect("a valid endpoint")
-            .with_body_cap(answer.sse.len() * 2);
+            .with_body_cap(answer.sse.len() * 2)
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
         let mut session = Session::new(config);
         let clock = ManualClock::new();
         {

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mcp_proto::{Budget, Error, ProtocolVersion, Resolution, SessionConfig};
+use mcp_proto::{Budget, Era, Error, ProtocolVersion, Resolution, SessionConfig};
 use serde_json::{Map, Value};
 
 use crate::driver::{Client, DriverKind};
@@ -50,10 +50,11 @@ struct Cli {
     /// An extra request header, repeatable (e.g. 'Authorization: Bearer ...').
     #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header)]
     headers: Vec<(String, String)>,
-    /// The protocol version to speak: a legacy one (2025-11-25, 2025-06-18; the handshake) or
-    /// the modern 2026-07-28 (stateless: a tool call is one request). Default: 2025-11-25.
-    #[arg(long, value_name = "VERSION", value_parser = parse_protocol)]
-    protocol: Option<ProtocolVersion>,
+    /// The protocol version to speak: `auto` (the default: the modern request first, the
+    /// handshake when the server is legacy), a legacy one (2025-11-25, 2025-06-18; the
+    /// handshake only) or the modern 2026-07-28 (stateless only: a tool call is one request).
+    #[arg(long, value_name = "auto|VERSION", default_value = "auto", value_parser = parse_protocol)]
+    protocol: Protocol,
     /// Run the operation N times on one session.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -81,6 +82,15 @@ enum Command {
         #[arg(default_value = "{}", value_parser = parse_arguments)]
         args: Map<String, Value>,
     },
+}
+
+/// What `--protocol` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// Detect the server's era.
+    Auto,
+    /// Speak this version and nothing else.
+    Pin(ProtocolVersion),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -217,13 +227,13 @@ fn configure(
     budget: Budget,
     resolution: Resolution,
     headers: &[(String, String)],
-    protocol: Option<ProtocolVersion>,
+    protocol: Protocol,
 ) -> Result<SessionConfig, Error> {
     let mut config = SessionConfig::new(url)?
         .with_budget(budget)
         .with_resolution(resolution)
         .with_client_info("mcp-call", env!("CARGO_PKG_VERSION"));
-    if let Some(version) = protocol {
+    if let Protocol::Pin(version) = protocol {
         config = config.with_protocol_version(version);
     }
     for (name, value) in headers {
@@ -232,14 +242,19 @@ fn configure(
     Ok(config)
 }
 
-/// A protocol version this client speaks, by its wire form.
-fn parse_protocol(text: &str) -> Result<ProtocolVersion, String> {
-    ProtocolVersion::parse(text.trim()).ok_or_else(|| {
-        format!(
-            "\"{text}\" is not a protocol version this client speaks ({})",
-            ProtocolVersion::supported_list()
-        )
-    })
+/// `auto`, or a protocol version this client speaks, by its wire form.
+fn parse_protocol(text: &str) -> Result<Protocol, String> {
+    if text.trim() == "auto" {
+        return Ok(Protocol::Auto);
+    }
+    ProtocolVersion::parse(text.trim())
+        .map(Protocol::Pin)
+        .ok_or_else(|| {
+            format!(
+                "\"{text}\" is neither auto nor a protocol version this client speaks ({})",
+                ProtocolVersion::supported_list()
+            )
+        })
 }
 
 /// One sentence naming the server (every error does; caller errors get the label added).
@@ -254,6 +269,7 @@ fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
     if json {
         let value = serde_json::json!({
             "protocolVersion": info.protocol_version.as_str(),
+            "era": Era::of(info.protocol_version).to_string(),
             "serverInfo": {"name": info.server.name, "version": info.server.version},
             "capabilities": info.capabilities,
             "sessionId": info.session_id,
@@ -261,8 +277,11 @@ fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
         println!("{value}");
     } else {
         println!(
-            "{} {} (protocol {})",
-            info.server.name, info.server.version, info.protocol_version
+            "{} {} (protocol {}, {} era)",
+            info.server.name,
+            info.server.version,
+            info.protocol_version,
+            Era::of(info.protocol_version)
         );
     }
     code::OK

@@ -4,7 +4,7 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp_testkit::{Hostile, Script, TestServer};
+use mcp_testkit::{Hostile, Script, ServerEra, TestServer};
 
 fn mcp_call(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mcp-call"))
@@ -33,36 +33,73 @@ fn the_readme_command_runs_against_the_demo_server() {
     assert_eq!(stdout(&out), "hello\n");
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 3, "{lines:?}");
-    for (line, method) in
-        lines
-            .iter()
-            .zip(["initialize", "notifications/initialized", "tools/call"])
-    {
+    // The modern request first; the demo server speaks only the legacy era and refuses it, so
+    // the handshake follows inside the same budget.
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for (line, method) in lines.iter().zip([
+        "tools/call",
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+    ]) {
         let prefix = format!("method={method} granted_ms=");
         assert!(line.contains(&prefix), "{line}");
         assert!(line.contains(" elapsed_ms="), "{line}");
     }
-    assert!(lines[0].starts_with("leg=1 method=initialize granted_ms=20000 elapsed_ms="));
-    assert!(lines[0].ends_with(" status=200"));
-    assert!(lines[1].ends_with(" status=202"));
+    assert!(lines[0].starts_with("leg=1 method=tools/call granted_ms=20000 elapsed_ms="));
+    assert!(lines[0].ends_with(" status=400"));
+    assert!(lines[1].starts_with("leg=2 method=initialize granted_ms="));
+    assert!(lines[1].ends_with(" status=200"));
+    assert!(lines[2].ends_with(" status=202"));
+    assert!(lines[3].ends_with(" status=200"));
+}
+
+#[test]
+fn a_dual_era_server_answers_a_tool_call_in_one_leg() {
+    let server = TestServer::start(Script::new().era(ServerEra::Dual));
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--trace",
+        "call",
+        "echo",
+        r#"{"text":"x"}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "x\n");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("leg=1 method=tools/call granted_ms=20000 ") && err.contains(" status=200"),
+        "{err}"
+    );
+    assert_eq!(server.rpc_methods(), ["tools/call"]);
+    let out = mcp_call(&["--url", &server.url(), "ping"]);
+    assert_eq!(
+        stdout(&out),
+        "mcp-testkit 0.1.0 (protocol 2026-07-28, modern era)\n"
+    );
 }
 
 #[test]
 fn ping_prints_the_version_and_the_server() {
     let out = mcp_call(&["ping"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(stdout(&out), "mcp-testkit 0.1.0 (protocol 2025-11-25)\n");
+    assert_eq!(
+        stdout(&out),
+        "mcp-testkit 0.1.0 (protocol 2025-11-25, legacy era)\n"
+    );
     let out = mcp_call(&["--json", "ping"]);
     let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["protocolVersion"], "2025-11-25");
+    assert_eq!(value["era"], "legacy");
     assert_eq!(value["serverInfo"]["name"], "mcp-testkit");
 }
 
 #[test]
 fn tools_prints_one_name_per_line_across_pages() {
     let server = TestServer::start(Script::new().tool_pages(3));
-    let out = mcp_call(&["--url", &server.url(), "tools"]);
+    let out = mcp_call(&["--url", &server.url(), "--protocol", "2025-11-25", "tools"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let names: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     for tool in ["echo", "add", "sleep", "fail"] {
@@ -186,6 +223,8 @@ fn a_spent_budget_exits_3_and_the_refused_request_is_not_sent() {
         &server.url(),
         "--timeout",
         "1",
+        "--protocol",
+        "2025-11-25",
         "--trace",
         "call",
         "echo",
@@ -270,9 +309,11 @@ fn repeat_reuses_the_session_and_both_drivers_agree() {
         ]);
         assert_eq!(code(&out), 0, "{driver}: {}", stderr(&out));
         assert_eq!(stdout(&out), "x\nx\nx\n");
+        // The era is learnt once: only the first call tries the modern request.
         assert_eq!(
             server.rpc_methods(),
             [
+                "tools/call",
                 "initialize",
                 "notifications/initialized",
                 "tools/call",
@@ -309,7 +350,14 @@ fn the_environment_budget_is_read_leniently() {
 fn ctrl_c_cancels_and_exits_6() {
     let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
     let child = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
-        .args(["--url", &server.url(), "call", "echo"])
+        .args([
+            "--url",
+            &server.url(),
+            "--protocol",
+            "2025-11-25",
+            "call",
+            "echo",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

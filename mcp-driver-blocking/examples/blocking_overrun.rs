@@ -26,7 +26,8 @@ fn main() {
         let config = SessionConfig::new(&server.url())
             .expect("the test server's URL is valid")
             .with_budget(Budget::from_duration(budget))
-            .with_resolution(Resolution::MILLISECOND);
+            .with_resolution(Resolution::MILLISECOND)
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
         let mut client = Client::new(config);
         let started = Instant::now();
         let result = client.call_tool("echo", serde_json::Map::new());

@@ -43,7 +43,8 @@ fn an_https_url_speaking_to_a_plain_http_server_fails_in_tls() {
     let mut client = Client::new(
         SessionConfig::new(&url)
             .unwrap()
-            .with_budget(Budget::from_secs(5)),
+            .with_budget(Budget::from_secs(5))
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST),
     );
     let recorder = common::Recorder::default();
     client.set_observer(recorder.clone());

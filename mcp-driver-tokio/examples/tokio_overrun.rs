@@ -37,7 +37,8 @@ async fn main() -> Result<(), Error> {
     let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
     let config = SessionConfig::new(&server.url())?
         .with_budget(Budget::from_duration(BUDGET))
-        .with_resolution(Resolution::MILLISECOND);
+        .with_resolution(Resolution::MILLISECOND)
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
     println!(
         "{RUNS} tool calls against a stalled server, budget {} ms at 1 ms resolution",
         BUDGET.as_millis()

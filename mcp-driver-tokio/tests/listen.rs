@@ -16,7 +16,8 @@ async fn a_server_without_a_standalone_stream_still_answers_the_call() {
         .unwrap()
         .with_budget(Budget::from_secs(5))
         .with_resolution(Resolution::MILLISECOND)
-        .with_listen(true);
+        .with_listen(true)
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
     let mut client = Client::new(config);
     let mut args = Map::new();
     args.insert("text".into(), "hi".into());

@@ -44,7 +44,8 @@ pub struct SessionConfig {
     progress: bool,
     listen: bool,
     cancel_notice: bool,
-    protocol_version: ProtocolVersion,
+    /// The pinned version, or `None` to detect the server's era.
+    protocol_version: Option<ProtocolVersion>,
 }
 
 impl SessionConfig {
@@ -87,7 +88,7 @@ impl SessionConfig {
             progress: false,
             listen: false,
             cancel_notice: false,
-            protocol_version: ProtocolVersion::LATEST,
+            protocol_version: None,
         })
     }
 
@@ -214,31 +215,47 @@ impl SessionConfig {
         self
     }
 
-    /// The protocol version to speak (default: [`ProtocolVersion::LATEST`], the legacy
-    /// handshake).
+    /// Pins the protocol version to speak. By default none is pinned and the server's era is
+    /// detected, as the 2026-07-28 revision's backward-compatibility rules describe:
     ///
-    /// A legacy version is offered in `initialize` (the server may counter-offer another legacy
-    /// version this client speaks). A modern version ([`ProtocolVersion::MODERN`]) speaks the
-    /// stateless revision: no handshake, no session, each request carries the version and the
-    /// client's capabilities in `_meta` and the `MCP-Protocol-Version`, `Mcp-Method` and
-    /// `Mcp-Name` headers, so a tool call is **one** leg. A modern server that answers
-    /// `-32022` with the versions it supports is asked once more with a modern one of them,
-    /// inside the same budget.
+    /// * The first operation sends the modern request (stateless: the version and the client's
+    ///   capabilities in `_meta`, the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
+    ///   headers), so a tool call on a modern server is **one** leg.
+    /// * A `400` (or `404`, `405`) whose body is not a recognised modern error (`-32020`,
+    ///   `-32021`, `-32022`) means a legacy server: the operation falls back to the
+    ///   `initialize` handshake inside the **same** budget, and the session remembers the era
+    ///   ([`Session::era`](crate::Session::era)) so later operations go straight to it.
+    /// * `-32022` names the versions the server supports: the request goes out once more in a
+    ///   modern one of them (or, when it lists only legacy ones, through the handshake).
+    /// * A remembered era that later fails (a legacy server that became modern, or the
+    ///   reverse) is detected again, at most once per operation: never a loop.
+    ///
+    /// A pinned legacy version is offered in `initialize` (the server may counter-offer another
+    /// legacy version this client speaks) and nothing else is tried; a pinned modern version
+    /// never falls back.
     ///
     /// ```
     /// use mcp_proto::{ProtocolVersion, SessionConfig};
-    /// let config = SessionConfig::new("https://tools.example.org/mcp")?
-    ///     .with_protocol_version(ProtocolVersion::MODERN);
-    /// assert!(config.protocol_version().is_modern());
+    /// let config = SessionConfig::new("https://tools.example.org/mcp")?;
+    /// assert_eq!(config.protocol_version(), None); // detect the era
+    /// let config = config.with_protocol_version(ProtocolVersion::V2025_06_18);
+    /// assert_eq!(config.protocol_version(), Some(ProtocolVersion::V2025_06_18));
     /// # Ok::<(), mcp_proto::Error>(())
     /// ```
     pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
-        self.protocol_version = version;
+        self.protocol_version = Some(version);
         self
     }
 
-    /// The protocol version this configuration speaks.
-    pub fn protocol_version(&self) -> ProtocolVersion {
+    /// Detects the server's era instead of speaking a pinned version (the default; see
+    /// [`with_protocol_version`](Self::with_protocol_version)).
+    pub fn with_detected_version(mut self) -> Self {
+        self.protocol_version = None;
+        self
+    }
+
+    /// The pinned protocol version, or `None` when the server's era is detected.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.protocol_version
     }
 

@@ -90,6 +90,16 @@ pub(crate) enum Incoming {
     Neither,
 }
 
+impl Incoming {
+    /// The error code, when this is an error response.
+    pub(crate) fn error_code(&self) -> Option<i64> {
+        match self {
+            Self::Error { error, .. } => Some(error.code),
+            _ => None,
+        }
+    }
+}
+
 /// Classifies one decoded JSON-RPC object. It takes the object by value so a large `result`
 /// is moved to the caller, never copied.
 pub(crate) fn classify(mut message: Map<String, Value>) -> Incoming {

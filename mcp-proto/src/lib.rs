@@ -75,7 +75,7 @@ pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};
 pub use error::{Error, Fault, QUOTE_LIMIT, clip};
 pub use jsonrpc::{RequestId, RpcError};
 pub use model::{
-    CallToolResult, ClientInfo, Content, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
+    CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
     ServerInfo, SessionInfo, Tool, accept_elicitation_with_defaults,
 };
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};

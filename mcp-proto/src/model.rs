@@ -90,6 +90,39 @@ impl ProtocolVersion {
     }
 }
 
+/// Which generation of the protocol a server speaks.
+///
+/// The era is a property of the server, not of a request: a [`Session`](crate::Session) that
+/// detects it remembers it for the operations that follow (see
+/// [`SessionConfig::with_protocol_version`](crate::SessionConfig::with_protocol_version)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// The `initialize` handshake and sessions (2025-11-25 and earlier).
+    Legacy,
+    /// Stateless requests with per-request metadata (2026-07-28 and later).
+    Modern,
+}
+
+impl Era {
+    /// The era of `version`.
+    pub const fn of(version: ProtocolVersion) -> Self {
+        if version.is_modern() {
+            Self::Modern
+        } else {
+            Self::Legacy
+        }
+    }
+}
+
+impl std::fmt::Display for Era {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Legacy => "legacy",
+            Self::Modern => "modern",
+        })
+    }
+}
+
 impl std::fmt::Display for ProtocolVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crate::config::SessionConfig;
 use crate::deadline::OperationDeadline;
 use crate::headers::ParamHeader;
-use crate::model::{ProtocolVersion, SessionInfo};
+use crate::model::{Era, ProtocolVersion, SessionInfo};
 
 /// A session with one server.
 ///
@@ -27,6 +27,8 @@ pub struct Session {
     next_request_id: i64,
     /// The `x-mcp-header` annotations of each tool of the last modern listing.
     tool_headers: HashMap<String, Vec<ParamHeader>>,
+    /// The server's era, once an operation found it out.
+    era: Option<Era>,
 }
 
 impl Session {
@@ -37,6 +39,7 @@ impl Session {
             established: None,
             next_request_id: 1,
             tool_headers: HashMap::new(),
+            era: None,
         }
     }
 
@@ -48,6 +51,17 @@ impl Session {
     /// What the last successful handshake established, while the session is live.
     pub fn info(&self) -> Option<&SessionInfo> {
         self.established.as_ref()
+    }
+
+    /// The era the server speaks, as the last operation found it (`None` before any answer,
+    /// when the configuration detects it). Kept across [`reset`](Self::reset): it is a
+    /// property of the server, not of the session.
+    pub fn era(&self) -> Option<Era> {
+        self.era
+    }
+
+    pub(crate) fn set_era(&mut self, era: Era) {
+        self.era = Some(era);
     }
 
     /// Forgets the session: the next operation starts with a fresh handshake.
@@ -82,13 +96,12 @@ impl Session {
         self.established = Some(info);
     }
 
-    /// The version offered in `initialize`: the configured one when it is legacy.
+    /// The version offered in `initialize`: the pinned one when it is legacy, else the newest
+    /// legacy one.
     pub(crate) fn offered_version(&self) -> ProtocolVersion {
-        let version = self.config.protocol_version();
-        if version.is_modern() {
-            ProtocolVersion::LATEST
-        } else {
-            version
+        match self.config.protocol_version() {
+            Some(version) if !version.is_modern() => version,
+            _ => ProtocolVersion::LATEST,
         }
     }
 }

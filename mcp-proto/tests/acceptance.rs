@@ -13,7 +13,11 @@ use serde_json::{Map, json};
 use support::{Answer, drive, healthy, secs};
 
 fn session() -> Session {
-    Session::new(SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap())
+    Session::new(
+        SessionConfig::new("http://mcp.example.test:8080/mcp")
+            .unwrap()
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST),
+    )
 }
 
 fn two_pages(kind: LegKind, _leg: u32) -> Answer {
@@ -132,6 +136,7 @@ fn a_remainder_is_rounded_up_not_truncated() {
     let mut session = Session::new(
         SessionConfig::new("http://mcp.example.test/mcp")
             .unwrap()
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
             .with_budget(Budget::from_secs(10)),
     );
     let op = session.call_tool("echo", Map::new(), clock.now());
@@ -177,6 +182,7 @@ fn millisecond_resolution_shrinks_the_overrun() {
     let mut session = Session::new(
         SessionConfig::new("http://mcp.example.test/mcp")
             .unwrap()
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
             .with_budget(Budget::from_secs(2))
             .with_resolution(Resolution::MILLISECOND),
     );

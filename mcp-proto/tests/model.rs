@@ -564,7 +564,11 @@ fn run(
     steps: &[Step],
 ) -> Result<(), TestCaseError> {
     let clock = ManualClock::new();
-    let mut session = Session::new(SessionConfig::new("http://model.test/mcp").unwrap());
+    let mut session = Session::new(
+        SessionConfig::new("http://model.test/mcp")
+            .unwrap()
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST),
+    );
     if warm {
         // A healthy probe first: the operation under test starts on a live session.
         let mut probe = Real {

@@ -307,7 +307,10 @@ fn a_request_for_input_nobody_answers_ends_the_operation_saying_which() {
 #[test]
 fn an_initialize_answer_naming_a_modern_version_is_not_spoken() {
     let clock = ManualClock::new();
-    let mut session = Session::new(SessionConfig::new("http://mcp.example.test/mcp").unwrap());
+    let config = SessionConfig::new("http://mcp.example.test/mcp")
+        .unwrap()
+        .with_protocol_version(ProtocolVersion::LATEST);
+    let mut session = Session::new(config);
     let op = session.probe(clock.now());
     let run = drive(op, &clock, &[], |_, _| {
         Answer::Result(json!({"protocolVersion": "2026-07-28", "capabilities": {},

@@ -66,6 +66,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
     let mut session = Session::new(
         SessionConfig::new("http://p.test/mcp")
             .unwrap()
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
             .with_max_pages(1000),
     );
     let action = if list {

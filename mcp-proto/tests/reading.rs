@@ -14,7 +14,9 @@ use support::{Answer, drive, healthy, secs};
 const SERVER: &str = "mcp.example.test:8080";
 
 fn config() -> SessionConfig {
-    SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap()
+    SessionConfig::new("http://mcp.example.test:8080/mcp")
+        .unwrap()
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
 }
 
 /// A tool call whose `tools/call` leg is answered by `work`.

@@ -633,7 +633,8 @@ fn answer_one(
     let clock = ManualClock::new();
     let config = SessionConfig::new(URL)
         .expect("the fuzz URL is valid")
-        .with_body_cap(ANSWER_BODY_CAP);
+        .with_body_cap(ANSWER_BODY_CAP)
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
     let mut session = Session::new(config);
     if target == Target::Ping {
         establish(&mut session, &clock);
@@ -1654,6 +1655,7 @@ pub fn operation(data: &[u8]) {
     let mut config = SessionConfig::new(URL)
         .expect("the fuzz URL is valid")
         .with_body_cap(OPERATION_BODY_CAP)
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
         .with_max_pages(max_pages)
         .with_progress(progress)
         .with_cancel_notice(notice)

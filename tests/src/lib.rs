@@ -76,10 +76,12 @@ pub mod record;
 pub use record::Recorder;
 mod http;
 mod mcp;
+mod modern;
 mod script;
 mod server;
 
 pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
+pub use modern::{MODERN_VERSIONS, ServerEra};
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
 

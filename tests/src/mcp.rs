@@ -178,6 +178,8 @@ pub(crate) struct Env<'a> {
     /// Receives progress notifications (already serialised); `None` when the
     /// answer cannot carry them.
     pub(crate) progress: Option<NotificationSink<'a>>,
+    /// Whether the request is served in the modern era (stateless, results typed).
+    pub(crate) modern: bool,
 }
 
 fn interrupted() -> io::Error {
@@ -191,16 +193,96 @@ pub(crate) fn dispatch(
     params: Option<&Value>,
     env: &mut Env<'_>,
 ) -> io::Result<RpcResult> {
-    Ok(match method {
+    let mut outcome = match method {
         "initialize" => Ok(initialize(params, env.script)),
         "ping" => Ok(json!({})),
+        "server/discover" if env.modern => Ok(crate::modern::discover()),
         "tools/list" => tools_list(params, env.script),
-        "tools/call" => return tools_call(params, env),
+        "tools/call" => tools_call(params, env)?,
+        "resources/list" => Ok(
+            json!({"resources": RESOURCES.iter().map(|(uri, name, mime, _)| {
+            json!({"uri": uri, "name": name, "mimeType": mime})
+        }).collect::<Vec<_>>()}),
+        ),
+        "resources/templates/list" => Ok(json!({"resourceTemplates": [
+            {"uriTemplate": "test://notes/{id}", "name": "note", "mimeType": "text/plain"}
+        ]})),
+        "resources/read" => resources_read(params),
+        "prompts/list" => Ok(json!({"prompts": [{
+            "name": "greeting",
+            "description": "Asks for a greeting.",
+            "arguments": [{"name": "name", "description": "Who to greet.", "required": true}]
+        }]})),
+        "prompts/get" => prompts_get(params),
         _ => Err(RpcError {
             code: -32601,
             message: format!("method not found: {method}"),
         }),
-    })
+    };
+    if env.modern {
+        if let Ok(result) = &mut outcome {
+            crate::modern::complete(method, result);
+        }
+    }
+    Ok(outcome)
+}
+
+/// The resources every server serves: URI, name, media type, text.
+const RESOURCES: [(&str, &str, &str, &str); 2] = [
+    (
+        "test://readme",
+        "readme",
+        "text/plain",
+        "This is the test server.",
+    ),
+    (
+        "test://data.json",
+        "data",
+        "application/json",
+        "{\"answer\":42}",
+    ),
+];
+
+fn resources_read(params: Option<&Value>) -> RpcResult {
+    let Some(uri) = params.and_then(|p| p.get("uri")).and_then(Value::as_str) else {
+        return Err(RpcError::invalid_params("missing uri"));
+    };
+    let found = RESOURCES
+        .iter()
+        .find(|(u, ..)| *u == uri)
+        .map(|(_, _, mime, text)| ((*mime).to_owned(), (*text).to_owned()))
+        .or_else(|| {
+            let id = uri.strip_prefix("test://notes/")?;
+            Some(("text/plain".to_owned(), format!("note {id}")))
+        });
+    match found {
+        Some((mime, text)) => {
+            Ok(json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))
+        }
+        None => Err(RpcError::invalid_params(format!("unknown resource: {uri}"))),
+    }
+}
+
+fn prompts_get(params: Option<&Value>) -> RpcResult {
+    if params.and_then(|p| p.get("name")).and_then(Value::as_str) != Some("greeting") {
+        return Err(RpcError::invalid_params("unknown prompt"));
+    }
+    let Some(name) = params
+        .and_then(|p| p.get("arguments"))
+        .and_then(|a| a.get("name"))
+        .and_then(Value::as_str)
+    else {
+        return Err(RpcError::invalid_params("missing argument: name"));
+    };
+    Ok(json!({
+        "description": "A greeting.",
+        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Say hello to {name}.")}}]
+    }))
+}
+
+/// What the server says it can do.
+pub(crate) fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}, "resources": {}, "prompts": {}})
 }
 
 fn initialize(params: Option<&Value>, script: &Script) -> Value {
@@ -214,7 +296,7 @@ fn initialize(params: Option<&Value>, script: &Script) -> Value {
     };
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": capabilities(),
         "serverInfo": {"name": "mcp-testkit", "version": "0.1.0"}
     })
 }
@@ -324,6 +406,38 @@ fn tools_list(params: Option<&Value>, script: &Script) -> RpcResult {
     Ok(Value::Object(result))
 }
 
+/// The multi round-trip tool (modern era): the first call asks for a name with an
+/// `elicitation/create` input request and a `requestState`; the retry carrying the answer (and
+/// the state, byte for byte) gets the greeting.
+fn greet(params: Option<&Value>) -> Value {
+    let answer = params
+        .and_then(|p| p.get("inputResponses"))
+        .and_then(|r| r.get("name"));
+    let state = params.and_then(|p| p.get("requestState"));
+    match (answer, state) {
+        (Some(answer), Some(Value::String(state))) if state == GREET_STATE => {
+            let name = answer
+                .get("content")
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("nobody");
+            text_result(format!("hello {name}"), false)
+        }
+        _ => json!({
+            "resultType": "input_required",
+            "inputRequests": {"name": {"method": "elicitation/create", "params": {
+                "message": "Who are you?",
+                "requestedSchema": {"type": "object", "properties": {
+                    "name": {"type": "string", "default": "world"}}}
+            }}},
+            "requestState": GREET_STATE
+        }),
+    }
+}
+
+/// The `requestState` of the `greet` tool's question.
+const GREET_STATE: &str = "greet-1:eyJzdGVwIjoxfQ==";
+
 fn text_result(text: impl Into<String>, is_error: bool) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}], "isError": is_error})
 }
@@ -407,6 +521,9 @@ fn tools_call(params: Option<&Value>, env: &mut Env<'_>) -> io::Result<RpcResult
         return Ok(Ok(text_result(format!("slept {ms} ms"), false)));
     }
 
+    if name == "greet" && env.modern {
+        return Ok(Ok(greet(params)));
+    }
     let outcome = match name {
         "echo" => match args.get("text").and_then(Value::as_str) {
             Some(text) => Ok(text_result(text, false)),
@@ -446,6 +563,7 @@ mod tests {
             script,
             sleep: &sleep,
             progress: None,
+            modern: false,
         };
         dispatch(method, Some(&params), &mut env).unwrap()
     }

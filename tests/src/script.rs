@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::modern::ServerEra;
+
 /// How a JSON-RPC request is answered on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AnswerMode {
@@ -221,6 +223,7 @@ pub struct Script {
     pub(crate) hostile_all: Option<Hostile>,
     pub(crate) allow_delete: bool,
     pub(crate) server_request: Option<ServerRequest>,
+    pub(crate) era: ServerEra,
 }
 
 impl Default for Script {
@@ -244,6 +247,7 @@ impl Default for Script {
             hostile_all: None,
             allow_delete: true,
             server_request: None,
+            era: ServerEra::Legacy,
         }
     }
 }
@@ -410,6 +414,22 @@ impl Script {
     /// ```
     pub fn server_request(mut self, request: ServerRequest) -> Self {
         self.server_request = Some(request);
+        self
+    }
+
+    /// Which era(s) the server speaks (default [`ServerEra::Legacy`]). A modern server
+    /// serves requests that carry the 2026-07-28 metadata statelessly (no session checked, the
+    /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers compared with the body,
+    /// `resultType` and caching hints on results, `server/discover`, and the multi round-trip
+    /// tool `greet`); see [`ServerEra`] for what each era refuses.
+    ///
+    /// ```
+    /// use mcp_testkit::{Script, ServerEra};
+    /// let script = Script::new().era(ServerEra::Dual);
+    /// # let _ = script;
+    /// ```
+    pub fn era(mut self, era: ServerEra) -> Self {
+        self.era = era;
         self
     }
 

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::http::{self, BodyWriter, Framing, ReadError, Request, Response};
 use crate::mcp::{self, Env, Message, RpcKind};
+use crate::modern::{self, ServerEra, Verdict};
 use crate::script::{AnswerMode, Hostile, NotificationReply, Script};
 
 /// How often blocked socket operations wake up to look for shutdown.
@@ -559,6 +560,8 @@ const fn after_stream(req: &Request) -> Flow {
 /// Changes applied to a normal answer by some hostile modes.
 #[derive(Debug, Default)]
 struct Tweak {
+    /// The request is served in the modern era (stateless).
+    modern: bool,
     id: Option<Value>,
     extra_notifications: usize,
     force_sse: bool,
@@ -662,6 +665,11 @@ impl Conn {
                     self.respond(&json_response(400, body), close)
                 }
             },
+            // The modern era has neither the standalone stream nor sessions to end.
+            "GET" | "DELETE" if script.era == ServerEra::Modern => self.respond(
+                &Response::text(405, "method not allowed").header("Allow", "POST"),
+                close,
+            ),
             "GET" => self.get(req, &script, close),
             "DELETE" => self.delete(req, &script, close),
             // A HEAD answer must not carry a body.
@@ -703,15 +711,26 @@ impl Conn {
         if let Some(mode) = script.hostile_for(&label) {
             return self.hostile(mode.clone(), req, msg, script, close);
         }
+        let modern = match modern::judge(script.era, req, msg) {
+            Verdict::Refuse(status, body) => {
+                return self.respond(&json_response(status, body), close);
+            }
+            Verdict::Modern => true,
+            Verdict::Legacy => false,
+        };
         let is_initialize =
             msg.kind == RpcKind::Request && msg.method.as_deref() == Some("initialize");
-        if !is_initialize {
+        if !is_initialize && !modern {
             if let Err(resp) = self.shared.check_session(req, script, &msg.answer_id()) {
                 return self.respond(&resp, close);
             }
         }
         if msg.kind == RpcKind::Request {
-            return self.answer(req, msg, script, Tweak::default(), close);
+            let tweak = Tweak {
+                modern,
+                ..Tweak::default()
+            };
+            return self.answer(req, msg, script, tweak, close);
         }
         if msg.kind == RpcKind::Response {
             if let (Some(id), Ok(body)) = (&msg.id, serde_json::from_slice::<Value>(&req.body)) {
@@ -754,7 +773,10 @@ impl Conn {
         }
         let id = tweak.id.clone().unwrap_or_else(|| msg.answer_id());
         let server_request = script.server_request.as_ref().filter(|_| {
-            msg.kind == RpcKind::Request && method == "tools/call" && tweak.replace.is_none()
+            msg.kind == RpcKind::Request
+                && method == "tools/call"
+                && tweak.replace.is_none()
+                && !tweak.modern
         });
         let mut mode = script.mode_for(&msg.label());
         if (tweak.force_sse || server_request.is_some()) && mode == AnswerMode::Json {
@@ -771,6 +793,7 @@ impl Conn {
                         script,
                         sleep: &sleep,
                         progress: None,
+                        modern: tweak.modern,
                     };
                     let outcome = mcp::dispatch(method, msg.params.as_ref(), &mut env)?;
                     Payload::from(mcp::envelope(&id, &outcome))
@@ -827,6 +850,7 @@ impl Conn {
                     script,
                     sleep: &sleep,
                     progress: Some(&mut progress),
+                    modern: tweak.modern,
                 };
                 let outcome = mcp::dispatch(method, msg.params.as_ref(), &mut env)?;
                 Payload::from(mcp::envelope(&id, &outcome))
@@ -1046,6 +1070,7 @@ impl Conn {
             script,
             sleep: &sleep,
             progress: None,
+            modern: false,
         };
         let method = pending.message.method.as_deref().unwrap_or("");
         let outcome = mcp::dispatch(method, pending.message.params.as_ref(), &mut env)?;

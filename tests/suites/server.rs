@@ -82,7 +82,7 @@ fn initialize_negotiates_version_and_session() {
         assert_eq!(answer["result"]["protocolVersion"], expected);
         assert_eq!(
             answer["result"]["capabilities"],
-            json!({"tools": {"listChanged": false}})
+            json!({"tools": {"listChanged": false}, "resources": {}, "prompts": {}})
         );
         assert_eq!(
             answer["result"]["serverInfo"],

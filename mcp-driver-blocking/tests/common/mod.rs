@@ -17,6 +17,7 @@ pub(crate) fn config(server: &TestServer, budget: Duration) -> SessionConfig {
         .expect("the test server's URL is valid")
         .with_budget(Budget::from_duration(budget))
         .with_resolution(Resolution::MILLISECOND)
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
 }
 
 /// A client for `server` with `budget` at millisecond resolution, reporting to a recorder.

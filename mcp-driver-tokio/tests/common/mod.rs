@@ -14,6 +14,7 @@ pub(crate) fn config(server: &TestServer) -> SessionConfig {
     SessionConfig::new(&server.url())
         .expect("the test server's URL is valid")
         .with_resolution(Resolution::MILLISECOND)
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
 }
 
 /// A client for `server` with millisecond grants and the default 20 s budget.

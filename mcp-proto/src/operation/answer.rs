@@ -18,9 +18,6 @@ use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo, Tool};
 /// The most times one operation answers a server's request for more input.
 const MAX_INPUT_ROUNDS: u32 = 8;
 
-/// The modern error naming the versions a server supports.
-const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-
 /// A tool listing's walk: the tools so far and where the next page starts.
 #[derive(Debug, Default)]
 pub(super) struct Paging {
@@ -100,9 +97,7 @@ impl Operation<'_> {
             // Error envelopes are accepted whatever their id: servers send `null`, none, or
             // a string of their own when they could not read the request at all.
             Incoming::Error { error, .. } => {
-                if let Some(version) = self.retry_version(error.code, error.data.as_ref()) {
-                    // The same request goes out again, with a new id, in that version.
-                    self.modern = Some(version);
+                if self.reconsider_era(error.code, error.data.as_ref(), leg.status, leg.answers) {
                     return;
                 }
                 let message = clip(&error.message, QUOTE_LIMIT);
@@ -135,6 +130,10 @@ impl Operation<'_> {
             }
             _ => return,
         };
+        if leg.answers != LegKind::Initialize {
+            // The handshake's era is confirmed once it is committed.
+            self.era_confirmed();
+        }
         if self.modern.is_some()
             && result.get("resultType").and_then(Value::as_str) == Some("input_required")
         {
@@ -259,23 +258,6 @@ impl Operation<'_> {
         kept
     }
 
-    /// The version to retry with after `error`, once: a modern server's `-32022` lists the
-    /// versions it supports, and the newest modern one this client speaks is tried.
-    fn retry_version(&mut self, code: i64, data: Option<&Value>) -> Option<ProtocolVersion> {
-        if code != UNSUPPORTED_PROTOCOL_VERSION || self.modern.is_none() || self.version_retried {
-            return None;
-        }
-        let supported = data?.get("supported")?.as_array()?;
-        let version = ProtocolVersion::ALL.into_iter().find(|version| {
-            version.is_modern()
-                && supported
-                    .iter()
-                    .any(|s| s.as_str() == Some(version.as_str()))
-        })?;
-        self.version_retried = true;
-        Some(version)
-    }
-
     /// What `server/discover` says: who the server is and what it offers. The version is the
     /// one this operation spoke; there is no session.
     fn read_discover(&self, result: &Map<String, Value>) -> SessionInfo {
@@ -292,6 +274,7 @@ impl Operation<'_> {
             return;
         };
         self.session.establish(info.clone());
+        self.era_confirmed();
         if self.action == super::Action::Probe {
             self.finish(Ok(Outcome::Probe(info)));
         } else {

@@ -51,11 +51,14 @@
 //! * On `Done`, drop everything still in flight.
 //!
 //! ```
-//! use mcp_proto::{LegStatus, ManualClock, Clock, Output, Session, SessionConfig};
+//! use mcp_proto::{LegStatus, ManualClock, Clock, Output, ProtocolVersion, Session, SessionConfig};
 //! use http::{HeaderMap, StatusCode};
 //!
 //! let clock = ManualClock::new();
-//! let mut session = Session::new(SessionConfig::new("http://127.0.0.1:8080/mcp")?);
+//! // A legacy server: the handshake's two legs, then the call.
+//! let config = SessionConfig::new("http://127.0.0.1:8080/mcp")?
+//!     .with_protocol_version(ProtocolVersion::V2025_11_25);
+//! let mut session = Session::new(config);
 //! let mut op = session.call_tool("echo", serde_json::Map::new(), clock.now());
 //! let answers = [
 //!     r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
@@ -85,6 +88,7 @@
 //! ```
 
 mod answer;
+mod era;
 mod legs;
 mod listen;
 mod read;
@@ -154,6 +158,9 @@ pub struct Operation<'s> {
     modern: Option<ProtocolVersion>,
     /// Whether a `-32022` already moved the operation to another version: it does so once.
     version_retried: bool,
+    /// Whether the operation may still change era (the configuration pins no version and no
+    /// change happened yet; see `era`).
+    era_open: bool,
     /// What the next try of the work request carries after the server asked for input.
     input: Option<wire::InputRound>,
     /// How many times the server asked for input in this operation.
@@ -215,18 +222,17 @@ impl Session {
 
 impl<'s> Operation<'s> {
     fn new(session: &'s mut Session, action: Action, deadline: OperationDeadline) -> Self {
-        let version = session.config().protocol_version();
-        let modern = version.is_modern().then_some(version);
+        let (modern, era_open) = era::starting_era(session);
         // The modern era has no handshake: the work goes out first.
         let next = if modern.is_some() || session.info().is_some() {
             Step::Work
         } else {
             Step::Initialize
         };
-        // Closing a session that has no id on the server (or no session at all, in the
+        // Closing a session that has no id on the server (or no session at all, as in the
         // modern era) sends nothing.
-        let nothing_to_close = action == Action::Close
-            && (modern.is_some() || session.info().and_then(|i| i.session_id.as_ref()).is_none());
+        let nothing_to_close =
+            action == Action::Close && session.info().and_then(|i| i.session_id.as_ref()).is_none();
         if nothing_to_close {
             session.reset();
         }
@@ -249,6 +255,7 @@ impl<'s> Operation<'s> {
             notice: None,
             modern,
             version_retried: false,
+            era_open,
             input: None,
             input_rounds: 0,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),

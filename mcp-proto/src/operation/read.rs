@@ -14,6 +14,7 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
+use super::era::{is_legacy_refusal, is_modern_error};
 use super::legs::Role;
 use super::{LegKind, LegStatus, Operation};
 use crate::error::{Error, QUOTE_LIMIT, clip};
@@ -119,10 +120,20 @@ impl Operation<'_> {
             return LegStatus::Complete;
         }
         // A modern server explains a refusal (400, 404) with a JSON-RPC error in the body: it
-        // is read (under the body cap) so that `-32022` can name the versions to retry with.
-        let explained = self.modern.is_some()
+        // is read (under the body cap) so that `-32022` can name the versions to retry with,
+        // and so that a refusal that is not a modern error can mean a legacy server.
+        let explained = (self.modern.is_some() || self.era_open)
             && status.is_client_error()
             && media_type(headers) == "application/json";
+        if !explained
+            && self.modern.is_some()
+            && self.era_open
+            && is_legacy_refusal(status.as_u16())
+        {
+            // Nothing a modern server would say: a legacy server refused the modern request.
+            self.fall_back_to_legacy();
+            return LegStatus::Complete;
+        }
         if !status.is_success() && !explained {
             self.fail(|server| Error::HttpStatus {
                 server,
@@ -382,7 +393,16 @@ impl Operation<'_> {
             // A refusal's body: a JSON-RPC error explains it, anything else leaves the status.
             let error = decode(body).map(jsonrpc::classify);
             match error {
-                Ok(error @ Incoming::Error { .. }) => self.read_answer(error),
+                // In the legacy era only a modern error explains a refusal (it can move the
+                // operation to the modern era); any other keeps the status as the error.
+                Ok(error @ Incoming::Error { .. })
+                    if self.modern.is_some() || error.error_code().is_some_and(is_modern_error) =>
+                {
+                    self.read_answer(error);
+                }
+                _ if self.modern.is_some() && self.era_open && is_legacy_refusal(status) => {
+                    self.fall_back_to_legacy();
+                }
                 _ => self.fail(|server| Error::HttpStatus {
                     server,
                     method,

@@ -235,9 +235,12 @@ impl StandIn<'_> {
     }
 }
 
-/// A configuration for the stand-in server, with the defaults.
+/// A configuration for the stand-in server, with the defaults but the legacy era pinned (the
+/// stand-in speaks it; `tests/era.rs` covers detection).
 pub fn config() -> mcp_proto::SessionConfig {
-    mcp_proto::SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap()
+    mcp_proto::SessionConfig::new("http://mcp.example.test:8080/mcp")
+        .unwrap()
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
 }
 
 /// A session whose handshake (served by the stand-in) is done.

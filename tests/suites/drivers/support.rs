@@ -211,6 +211,9 @@ pub(crate) fn config(server: &TestServer, budget: Duration) -> SessionConfig {
         .expect("the test server's URL is valid")
         .with_budget(Budget::from_duration(budget))
         .with_resolution(Resolution::MILLISECOND)
+        // The legacy era, pinned: these suites cover the handshake and sessions (the era
+        // suite covers detection and the modern era).
+        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
 }
 
 /// A client for `server` with `budget` at millisecond resolution, reporting to a recorder.
