@@ -22,6 +22,10 @@
 #[path = "drivers/support.rs"]
 mod support;
 
+#[path = "drivers/eras.rs"]
+mod eras;
+use eras::*;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
 use std::thread;
@@ -54,6 +58,13 @@ macro_rules! for_each_driver {
 }
 
 for_each_driver!(
+    // The era: detected, remembered, modern in one leg.
+    a_modern_server_answers_a_tool_call_in_one_leg,
+    a_legacy_server_gets_the_handshake_inside_one_budget,
+    a_fallback_the_budget_cannot_pay_for_is_not_sent,
+    the_server_s_questions_are_answered_round_by_round,
+    a_budget_spent_between_rounds_refuses_the_next_one,
+    a_legacy_server_that_became_modern_is_detected_again,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,

@@ -1,0 +1,207 @@
+//! The era suite, for every driver: the default configuration detects the server's era. A
+//! modern server answers a tool call in one leg; a legacy one gets the handshake after the
+//! refused modern request, inside the same budget; `-32022` moves to a version both speak;
+//! the server's questions (multi round-trip requests) are answered leg by leg under the
+//! operation's budget, and a budget spent between rounds refuses the next one unsent.
+
+use std::time::Duration;
+
+use mcp_proto::{
+    Budget, Era, Error, LegEnd, LegKind, ProtocolVersion, Resolution, SessionConfig,
+    accept_elicitation_with_defaults,
+};
+use mcp_testkit::{Script, ServerEra, TestServer};
+use serde_json::Value;
+
+use super::support::{Driver, Recorder, echo};
+use super::{BUDGET, assert_one_deadline};
+
+/// A client for `server` that detects the era (the default), at millisecond resolution,
+/// answering elicitations with their defaults.
+fn detecting<D: Driver>(server: &TestServer, budget: Duration) -> (D, Recorder) {
+    let config = SessionConfig::new(&server.url())
+        .expect("the test server's URL is valid")
+        .with_budget(Budget::from_duration(budget))
+        .with_resolution(Resolution::MILLISECOND)
+        .respond_to("elicitation/create", |params| {
+            Ok(accept_elicitation_with_defaults(params))
+        });
+    let mut client = D::new(config);
+    let recorder = client.observe();
+    (client, recorder)
+}
+
+/// Every request carries the modern headers, matching its body.
+#[track_caller]
+fn assert_modern_headers(server: &TestServer) {
+    for request in server.requests() {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let method = body["method"].as_str().unwrap();
+        assert_eq!(request.header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(request.header("mcp-method"), Some(method));
+        assert_eq!(
+            body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert!(request.header("mcp-session-id").is_none());
+    }
+}
+
+pub(super) fn a_modern_server_answers_a_tool_call_in_one_leg<D: Driver>() {
+    for era in [ServerEra::Modern, ServerEra::Dual] {
+        let server = TestServer::start(Script::new().era(era));
+        let (mut client, recorder) = detecting::<D>(&server, BUDGET);
+        let result = client.call_tool("echo", echo("hi")).unwrap();
+        assert_eq!(result.text(), "hi");
+        assert_eq!(server.rpc_methods(), ["tools/call"], "{era:?}");
+        assert_eq!(recorder.ends(), [LegEnd::Status(200)]);
+        assert_eq!(server.requests()[0].header("mcp-name"), Some("echo"));
+        assert_modern_headers(&server);
+        assert_eq!(client.session().era(), Some(Era::Modern));
+
+        // A listing and a probe are one leg each too.
+        assert_eq!(client.list_tools().unwrap().len(), 4);
+        let info = client.probe().unwrap();
+        assert_eq!(info.protocol_version, ProtocolVersion::V2026_07_28);
+        assert_eq!(
+            server.rpc_methods(),
+            ["tools/call", "tools/list", "server/discover"]
+        );
+        assert_modern_headers(&server);
+    }
+}
+
+pub(super) fn a_legacy_server_gets_the_handshake_inside_one_budget<D: Driver>() {
+    let server = TestServer::start(Script::new());
+    let (mut client, recorder) = detecting::<D>(&server, BUDGET);
+    let result = client.call_tool("echo", echo("hi")).unwrap();
+    assert_eq!(result.text(), "hi");
+    assert_eq!(
+        server.rpc_methods(),
+        [
+            "tools/call",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    assert_eq!(
+        recorder.ends(),
+        [
+            LegEnd::Status(400),
+            LegEnd::Status(200),
+            LegEnd::Status(202),
+            LegEnd::Status(200)
+        ]
+    );
+    assert_one_deadline(&recorder);
+    assert_eq!(client.session().era(), Some(Era::Legacy));
+
+    // Remembered: the next call is one leg on the live session.
+    client.call_tool("echo", echo("again")).unwrap();
+    assert_eq!(server.rpc_methods().len(), 5);
+    assert!(server.requests()[4].header("mcp-session-id").is_some());
+}
+
+pub(super) fn a_fallback_the_budget_cannot_pay_for_is_not_sent<D: Driver>() {
+    // The refusal of the modern request takes the whole 300 ms budget.
+    let budget = Duration::from_millis(300);
+    let server = TestServer::start(Script::new().delay("tools/call", Duration::from_millis(400)));
+    let (mut client, _recorder) = detecting::<D>(&server, budget);
+    let err = client.call_tool("echo", echo("hi")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LegTimedOut { .. } | Error::BudgetExhausted { .. }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        server.rpc_methods(),
+        ["tools/call"],
+        "no handshake was sent"
+    );
+}
+
+pub(super) fn the_server_s_questions_are_answered_round_by_round<D: Driver>() {
+    let server = TestServer::start(Script::new().era(ServerEra::Modern));
+    let (mut client, recorder) = detecting::<D>(&server, BUDGET);
+    let result = client.call_tool("greet", serde_json::Map::new()).unwrap();
+    assert_eq!(result.text(), "hello world");
+    assert_eq!(server.rpc_methods(), ["tools/call", "tools/call"]);
+    let requests = server.requests();
+    let retry: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_ne!(first["id"], retry["id"], "the retry is a new request");
+    assert_eq!(retry["params"]["requestState"], "greet-1:eyJzdGVwIjoxfQ==");
+    assert_eq!(
+        retry["params"]["inputResponses"]["name"]["content"]["name"],
+        "world"
+    );
+    assert_modern_headers(&server);
+    assert_eq!(
+        recorder.legs().iter().map(|l| l.kind).collect::<Vec<_>>(),
+        [LegKind::CallTool, LegKind::CallTool]
+    );
+    assert_one_deadline(&recorder);
+}
+
+pub(super) fn a_budget_spent_between_rounds_refuses_the_next_one<D: Driver>() {
+    // The question takes the whole budget: the retry carrying the answer is never sent.
+    let budget = Duration::from_millis(300);
+    let server = TestServer::start(
+        Script::new()
+            .era(ServerEra::Modern)
+            .delay("tools/call", Duration::from_millis(250)),
+    );
+    let (mut client, _recorder) = detecting::<D>(&server, budget);
+    let err = client
+        .call_tool("greet", serde_json::Map::new())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::BudgetExhausted { .. } | Error::LegTimedOut { .. }
+        ),
+        "{err:?}"
+    );
+    // Whatever the machine's speed: the first round may or may not have come back in time,
+    // but no round goes out once the budget is spent.
+    let sent = server.rpc_methods().len();
+    if matches!(err, Error::BudgetExhausted { .. }) {
+        assert_eq!(sent, 1, "the refused round was not sent");
+    }
+    assert!(sent <= 2);
+}
+
+pub(super) fn a_legacy_server_that_became_modern_is_detected_again<D: Driver>() {
+    let server = TestServer::start(Script::new());
+    let (mut client, _recorder) = detecting::<D>(&server, BUDGET);
+    client.call_tool("echo", echo("x")).unwrap();
+    assert_eq!(client.session().era(), Some(Era::Legacy));
+    // The server is upgraded to the modern era only: the legacy request on the old session is
+    // refused the modern way (-32020), and the same call goes out again as a modern request.
+    server.set_script(Script::new().era(ServerEra::Modern));
+    server.clear_requests();
+    let result = client.call_tool("echo", echo("y")).unwrap();
+    assert_eq!(result.text(), "y");
+    assert_eq!(server.rpc_methods(), ["tools/call", "tools/call"]);
+    let requests = server.requests();
+    assert!(requests[0].header("mcp-session-id").is_some());
+    assert_eq!(
+        requests[1].header("mcp-protocol-version"),
+        Some("2026-07-28")
+    );
+    assert_eq!(client.session().era(), Some(Era::Modern));
+
+    // A client pinned to the legacy era has no way forward: it reports the refusal.
+    let pinned = SessionConfig::new(&server.url())
+        .unwrap()
+        .with_protocol_version(ProtocolVersion::LATEST);
+    let mut client = D::new(pinned);
+    let err = client.call_tool("echo", echo("x")).unwrap_err();
+    assert!(
+        matches!(err, Error::HttpStatus { status: 400, .. }),
+        "{err:?}"
+    );
+}
