@@ -1,7 +1,9 @@
 //! Either driver behind one face, so every command runs the same way on both.
 
 use clap::ValueEnum;
-use mcp_proto::{CallToolResult, Error, SessionConfig, SessionInfo, Tool};
+use mcp_proto::{
+    Action, CallToolResult, Error, Listing, Outcome, SessionConfig, SessionInfo, Tool,
+};
 use serde_json::{Map, Value};
 
 use crate::report::Reporter;
@@ -83,7 +85,21 @@ impl Client {
         }
     }
 
-    pub(crate) fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    /// Runs `action` as one operation under the configured budget.
+    pub(crate) fn run(&mut self, action: Action) -> Result<Outcome, Error> {
+        match self {
+            Self::Blocking(client) => {
+                let budget = client.session().config().budget();
+                client.run(action, budget)
+            }
+            Self::Tokio(runtime, client) => {
+                let budget = client.session().config().budget();
+                runtime.block_on(client.run(action, budget))
+            }
+        }
+    }
+
+    pub(crate) fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
         match self {
             Self::Blocking(client) => client.list_tools(),
             Self::Tokio(runtime, client) => runtime.block_on(client.list_tools()),

@@ -13,7 +13,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mcp_proto::{Budget, Era, Error, ProtocolVersion, Resolution, SessionConfig};
+use mcp_proto::{
+    Action, Budget, Era, Error, ListKind, Outcome, ProtocolVersion, Resolution, SessionConfig,
+};
 use serde_json::{Map, Value};
 
 use crate::driver::{Client, DriverKind};
@@ -79,6 +81,25 @@ enum Command {
         /// The tool's name.
         tool: String,
         /// The arguments, a JSON object.
+        #[arg(default_value = "{}", value_parser = parse_arguments)]
+        args: Map<String, Value>,
+    },
+    /// Walks every page of the resource listing: prints one URI per line.
+    Resources,
+    /// Walks every page of the resource template listing: prints one URI template per line.
+    Templates,
+    /// Reads a resource: prints its text contents.
+    Read {
+        /// The resource's URI.
+        uri: String,
+    },
+    /// Walks every page of the prompt listing: prints one prompt name per line.
+    Prompts,
+    /// Gets a prompt: prints the text of its messages.
+    Prompt {
+        /// The prompt's name.
+        name: String,
+        /// The arguments, a JSON object of strings.
         #[arg(default_value = "{}", value_parser = parse_arguments)]
         args: Map<String, Value>,
     },
@@ -208,6 +229,24 @@ fn run(cli: Cli) -> u8 {
             Command::Call { tool, args } => client
                 .call_tool(tool, args.clone())
                 .map(|result| print_call(&result, cli.json)),
+            Command::Resources => client
+                .run(Action::List(ListKind::Resources))
+                .map(|outcome| print_outcome(outcome, cli.json)),
+            Command::Templates => client
+                .run(Action::List(ListKind::ResourceTemplates))
+                .map(|outcome| print_outcome(outcome, cli.json)),
+            Command::Read { uri } => client
+                .run(Action::ReadResource { uri: uri.clone() })
+                .map(|outcome| print_outcome(outcome, cli.json)),
+            Command::Prompts => client
+                .run(Action::List(ListKind::Prompts))
+                .map(|outcome| print_outcome(outcome, cli.json)),
+            Command::Prompt { name, args } => client
+                .run(Action::GetPrompt {
+                    name: name.clone(),
+                    arguments: args.clone(),
+                })
+                .map(|outcome| print_outcome(outcome, cli.json)),
         };
         reporter.end_operation();
         match outcome {
@@ -295,6 +334,43 @@ fn print_tools(tools: &[mcp_proto::Tool], json: bool) -> u8 {
         for tool in tools {
             println!("{}", tool.name);
         }
+    }
+    code::OK
+}
+
+/// Prints a listing (one key per line, or the raw entries as a JSON array), a resource's
+/// contents or a prompt's messages (their text, or the raw result).
+fn print_outcome(outcome: Outcome, json: bool) -> u8 {
+    fn lines<T>(items: &[T], key: impl Fn(&T) -> &str, raw: impl Fn(&T) -> Value, json: bool) {
+        if json {
+            println!("{}", Value::Array(items.iter().map(raw).collect()));
+        } else {
+            for item in items {
+                println!("{}", key(item));
+            }
+        }
+    }
+    match outcome {
+        Outcome::Tools(tools) => return print_tools(&tools, json),
+        Outcome::Resources(items) => {
+            lines(&items, |r| &r.uri, |r| Value::Object(r.raw.clone()), json);
+        }
+        Outcome::ResourceTemplates(items) => lines(
+            &items,
+            |t| &t.uri_template,
+            |t| Value::Object(t.raw.clone()),
+            json,
+        ),
+        Outcome::Prompts(items) => {
+            lines(&items, |p| &p.name, |p| Value::Object(p.raw.clone()), json);
+        }
+        Outcome::Resource(read) if json => println!("{}", Value::Object(read.raw)),
+        Outcome::Resource(read) => println!("{}", read.text()),
+        Outcome::Prompt(prompt) if json => println!("{}", Value::Object(prompt.raw)),
+        Outcome::Prompt(prompt) => println!("{}", prompt.text()),
+        Outcome::Call(result) => return print_call(&result, json),
+        Outcome::Probe(info) => return print_probe(&info, json),
+        other => println!("{other:?}"),
     }
     code::OK
 }

@@ -379,3 +379,32 @@ fn ctrl_c_cancels_and_exits_6() {
         stderr(&out)
     );
 }
+
+#[test]
+fn resources_and_prompts_commands_print_one_per_line() {
+    for era in [ServerEra::Legacy, ServerEra::Modern] {
+        let server = TestServer::start(Script::new().era(era));
+        let url = server.url();
+        let run = |args: &[&str]| {
+            let mut all = vec!["--url", url.as_str()];
+            all.extend_from_slice(args);
+            mcp_call(&all)
+        };
+        let out = run(&["resources"]);
+        assert_eq!(code(&out), 0, "{era:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "test://readme\ntest://data.json\n");
+        let out = run(&["templates"]);
+        assert_eq!(stdout(&out), "test://notes/{id}\n");
+        let out = run(&["read", "test://notes/7"]);
+        assert_eq!(stdout(&out), "note 7\n");
+        let out = run(&["prompts"]);
+        assert_eq!(stdout(&out), "greeting\n");
+        let out = run(&["prompt", "greeting", r#"{"name":"Ada"}"#]);
+        assert_eq!(stdout(&out), "Say hello to Ada.\n");
+        let out = run(&["--json", "read", "test://readme"]);
+        let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(value["contents"][0]["mimeType"], "text/plain");
+        let out = run(&["read", "test://nowhere"]);
+        assert_eq!(code(&out), 5, "{}", stderr(&out));
+    }
+}

@@ -82,8 +82,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_proto::{
-    Action, Budget, CallToolResult, Clock, Error, MonotonicClock, NoObserver, Observer, Operation,
-    OperationDeadline, Outcome, Session, SessionConfig, SessionInfo, Tool,
+    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing,
+    MonotonicClock, NoObserver, Observer, Operation, OperationDeadline, Outcome, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 
@@ -180,11 +181,55 @@ impl Client {
     }
 
     /// Lists every tool, following `nextCursor` page by page, all under the configured budget.
-    pub fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    pub fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
         let outcome = self.operate(Session::list_tools)?;
         Ok(outcome
             .into_tools()
             .unwrap_or_else(|| unexpected("listing")))
+    }
+
+    /// Lists every resource, page by page, all under the configured budget.
+    pub fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
+        let outcome = self.operate(|s, now| s.list(ListKind::Resources, now))?;
+        Ok(outcome
+            .into_resources()
+            .unwrap_or_else(|| unexpected("listing")))
+    }
+
+    /// Lists every resource template, page by page, all under the configured budget.
+    pub fn list_resource_templates(&mut self) -> Result<Listing<ResourceTemplate>, Error> {
+        let outcome = self.operate(|s, now| s.list(ListKind::ResourceTemplates, now))?;
+        Ok(outcome
+            .into_resource_templates()
+            .unwrap_or_else(|| unexpected("listing")))
+    }
+
+    /// Lists every prompt, page by page, all under the configured budget.
+    pub fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
+        let outcome = self.operate(|s, now| s.list(ListKind::Prompts, now))?;
+        Ok(outcome
+            .into_prompts()
+            .unwrap_or_else(|| unexpected("listing")))
+    }
+
+    /// Reads the resource at `uri` under the configured budget.
+    pub fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
+        let outcome = self.operate(|s, now| s.read_resource(uri, now))?;
+        Ok(outcome
+            .into_resource()
+            .unwrap_or_else(|| unexpected("read")))
+    }
+
+    /// Gets the prompt `name` with `arguments` under the configured budget.
+    pub fn get_prompt(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, Error> {
+        let outcome = self.operate(|s, now| s.get_prompt(name, arguments, now))?;
+        Ok(outcome
+            .into_prompt()
+            .unwrap_or_else(|| unexpected("prompt")))
     }
 
     /// Calls the tool `name` with `arguments` (sent as `{}` when empty), under the configured

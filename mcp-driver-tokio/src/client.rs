@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_proto::{
-    Action, Budget, CallToolResult, Clock, Error, NoObserver, Observer, Operation,
-    OperationDeadline, Outcome, Output, Session, SessionConfig, SessionInfo, Tool,
+    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, NoObserver,
+    Observer, Operation, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 use tokio::time::Instant as TokioInstant;
@@ -102,10 +103,79 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    pub async fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
         match self.operate(Session::list_tools).await? {
             Outcome::Tools(tools) => Ok(tools),
             other => unreachable!("mcp-proto answered a listing with {other:?}"),
+        }
+    }
+
+    /// Every page of `resources/list` under the configured budget.
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
+        match self
+            .operate(|s, now| s.list(ListKind::Resources, now))
+            .await?
+        {
+            Outcome::Resources(resources) => Ok(resources),
+            other => unreachable!("mcp-proto answered a listing with {other:?}"),
+        }
+    }
+
+    /// Every page of `resources/templates/list` under the configured budget.
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn list_resource_templates(&mut self) -> Result<Listing<ResourceTemplate>, Error> {
+        match self
+            .operate(|s, now| s.list(ListKind::ResourceTemplates, now))
+            .await?
+        {
+            Outcome::ResourceTemplates(templates) => Ok(templates),
+            other => unreachable!("mcp-proto answered a listing with {other:?}"),
+        }
+    }
+
+    /// Every page of `prompts/list` under the configured budget.
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
+        match self
+            .operate(|s, now| s.list(ListKind::Prompts, now))
+            .await?
+        {
+            Outcome::Prompts(prompts) => Ok(prompts),
+            other => unreachable!("mcp-proto answered a listing with {other:?}"),
+        }
+    }
+
+    /// One `resources/read` of `uri` under the configured budget.
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
+        match self.operate(|s, now| s.read_resource(uri, now)).await? {
+            Outcome::Resource(result) => Ok(result),
+            other => unreachable!("mcp-proto answered a read with {other:?}"),
+        }
+    }
+
+    /// One `prompts/get` of `name` with `arguments` under the configured budget.
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn get_prompt(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, Error> {
+        let get = self.operate(move |s, now| s.get_prompt(name, arguments, now));
+        match get.await? {
+            Outcome::Prompt(result) => Ok(result),
+            other => unreachable!("mcp-proto answered a prompt with {other:?}"),
         }
     }
 

@@ -56,6 +56,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod catalog;
 mod clock;
 mod config;
 mod deadline;
@@ -69,6 +70,10 @@ mod session;
 pub mod sse;
 mod wire;
 
+pub use catalog::{
+    CacheHint, CacheScope, GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate,
+};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::SessionConfig;
 pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};

@@ -22,10 +22,11 @@ fn session() -> Session {
 
 fn two_pages(kind: LegKind, _leg: u32) -> Answer {
     match kind {
-        LegKind::ListTools { page: 1 } => {
-            Answer::Result(json!({"tools": [{"name": "a"}], "nextCursor": "p2"}))
-        }
-        LegKind::ListTools { .. } => Answer::Result(json!({"tools": [{"name": "b"}]})),
+        LegKind::List {
+            of: mcp_proto::ListKind::Tools,
+            page: 1,
+        } => Answer::Result(json!({"tools": [{"name": "a"}], "nextCursor": "p2"})),
+        LegKind::List { .. } => Answer::Result(json!({"tools": [{"name": "b"}]})),
         other => healthy(other),
     }
 }

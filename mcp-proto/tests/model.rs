@@ -155,7 +155,8 @@ impl Model {
             Next::Initialized => LegKind::Initialized,
             Next::Work => match self.action {
                 Action::Probe => LegKind::Ping,
-                Action::ListTools => LegKind::ListTools {
+                Action::List(mcp_proto::ListKind::Tools) => LegKind::List {
+                    of: mcp_proto::ListKind::Tools,
                     page: self.pages_done + 1,
                 },
                 _ => LegKind::CallTool,
@@ -189,7 +190,7 @@ impl Model {
                     self.next = Next::Work;
                 }
             }
-            LegKind::ListTools { .. } => {
+            LegKind::List { .. } => {
                 self.pages_done += 1;
                 if self.pages_done == self.pages_total {
                     self.end(Expected::Success);
@@ -272,7 +273,10 @@ impl Real<'_> {
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "model", "version": "1"}
             }),
-            LegKind::ListTools { page } => {
+            LegKind::List {
+                of: mcp_proto::ListKind::Tools,
+                page,
+            } => {
                 let mut result = json!({"tools": [{"name": format!("tool-{page}")}]});
                 if more_pages {
                     result["nextCursor"] = json!(format!("cursor-{page}"));
@@ -404,7 +408,7 @@ fn check_result(
             (Action::Probe, Outcome::Probe(_)) | (Action::CallTool { .. }, Outcome::Call(_)) => {
                 true
             }
-            (Action::ListTools, Outcome::Tools(tools)) => {
+            (Action::List(mcp_proto::ListKind::Tools), Outcome::Tools(tools)) => {
                 tools.len() == usize::try_from(model.pages_total).unwrap()
             }
             _ => false,
@@ -650,7 +654,7 @@ fn run(
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         Just(Action::Probe),
-        Just(Action::ListTools),
+        Just(Action::List(mcp_proto::ListKind::Tools)),
         Just(Action::CallTool {
             name: "echo".to_owned(),
             arguments: Map::new(),
@@ -711,7 +715,7 @@ fn fixed_scenarios_follow_the_model() {
     .unwrap();
     // A 404 on a carried session re-initialises once inside the same budget.
     run(
-        Action::ListTools,
+        Action::List(mcp_proto::ListKind::Tools),
         true,
         10_000,
         Resolution::SECOND,

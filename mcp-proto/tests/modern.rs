@@ -203,7 +203,10 @@ fn a_listing_pages_with_its_metadata_on_every_page() {
     let mut session = Session::new(modern());
     let op = session.list_tools(clock.now());
     let run = drive(op, &clock, &[1.0, 1.0], |kind, _| match kind {
-        LegKind::ListTools { page: 1 } => Answer::Result(
+        LegKind::List {
+            of: mcp_proto::ListKind::Tools,
+            page: 1,
+        } => Answer::Result(
             json!({"resultType": "complete", "tools": [{"name": "a"}], "nextCursor": "c2", "ttlMs": 1000, "cacheScope": "public"}),
         ),
         _ => Answer::Result(json!({"tools": [{"name": "b"}]})),

@@ -39,7 +39,10 @@ fn answer(kind: LegKind, id: &Value) -> (u16, Vec<u8>) {
             json!({"protocolVersion": "2025-06-18", "serverInfo": {"name": "p", "version": "1"}})
         }
         LegKind::Initialized => return (202, Vec::new()),
-        LegKind::ListTools { page } => {
+        LegKind::List {
+            of: mcp_proto::ListKind::Tools,
+            page,
+        } => {
             json!({"tools": [{"name": format!("t{page}")}], "nextCursor": format!("c{page}")})
         }
         _ => json!({"content": []}),
@@ -70,7 +73,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
             .with_max_pages(1000),
     );
     let action = if list {
-        Action::ListTools
+        Action::List(mcp_proto::ListKind::Tools)
     } else {
         Action::CallTool {
             name: "x".into(),

@@ -575,7 +575,10 @@ fn the_listing_sends_cursors_and_ends_at_fifty_pages() {
     let mut session = Session::new(config());
     let op = session.list_tools(clock.now());
     let run = drive(op, &clock, &[], |kind, _| match kind {
-        LegKind::ListTools { page } => Answer::Result(
+        LegKind::List {
+            of: mcp_proto::ListKind::Tools,
+            page,
+        } => Answer::Result(
             json!({"tools": [{"name": format!("t{page}")}, "not an object"], "nextCursor": format!("c{page}")}),
         ),
         other => healthy(other),
@@ -603,7 +606,7 @@ fn a_repeated_cursor_ends_the_walk() {
     let mut session = Session::new(config());
     let op = session.list_tools(clock.now());
     let run = drive(op, &clock, &[], |kind, _| match kind {
-        LegKind::ListTools { .. } => Answer::Result(json!({"tools": [], "nextCursor": "same"})),
+        LegKind::List { .. } => Answer::Result(json!({"tools": [], "nextCursor": "same"})),
         other => healthy(other),
     });
     assert_eq!(
@@ -622,9 +625,7 @@ fn an_empty_cursor_or_missing_tools_array() {
     let mut session = Session::new(config());
     let op = session.list_tools(clock.now());
     let run = drive(op, &clock, &[], |kind, _| match kind {
-        LegKind::ListTools { .. } => {
-            Answer::Result(json!({"tools": [{"name": "a"}], "nextCursor": ""}))
-        }
+        LegKind::List { .. } => Answer::Result(json!({"tools": [{"name": "a"}], "nextCursor": ""})),
         other => healthy(other),
     });
     assert_eq!(run.result.unwrap().into_tools().unwrap().len(), 1);
@@ -712,7 +713,7 @@ fn the_budget_error_names_the_budget_and_the_server() {
             .with_resolution(Resolution::MILLISECOND),
     );
     let op = session.start(
-        Action::ListTools,
+        Action::List(mcp_proto::ListKind::Tools),
         mcp_proto::OperationDeadline::start(
             clock.now(),
             Budget::from_duration(secs(2.5)),

@@ -216,11 +216,14 @@ fn a_new_request_never_resumes_with_an_earlier_streams_event_id() {
     // The first page's stream carries ids; the second page's closes with none and no answer.
     let op = session.list_tools(clock.now());
     let run = drive(op, &clock, &[], |kind, _| match kind {
-        LegKind::ListTools { page: 1 } => Answer::Sse(format!(
+        LegKind::List {
+            of: mcp_proto::ListKind::Tools,
+            page: 1,
+        } => Answer::Sse(format!(
             "id: p1\n{}",
             event(json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [], "nextCursor": "c"}}))
         )),
-        LegKind::ListTools { .. } => Answer::Sse(event(
+        LegKind::List { .. } => Answer::Sse(event(
             json!({"jsonrpc": "2.0", "method": "notifications/message"}),
         )),
         other => healthy(other),

@@ -247,7 +247,7 @@ fn check_request(leg: &Leg) -> Option<i64> {
         LegKind::Initialize
         | LegKind::Initialized
         | LegKind::Ping
-        | LegKind::ListTools { .. }
+        | LegKind::List { .. }
         | LegKind::CallTool
         | LegKind::CancelNotice => {
             assert_eq!(request.method(), Method::POST);
@@ -277,7 +277,10 @@ fn healthy_result(kind: LegKind, more_pages: bool) -> Value {
             "capabilities": {"tools": {"listChanged": true}},
             "serverInfo": {"name": "fuzz", "version": "1.0"}
         }),
-        LegKind::ListTools { page } => {
+        LegKind::List {
+            of: mcp_proto::ListKind::Tools,
+            page,
+        } => {
             let mut result =
                 json!({"tools": [{"name": format!("t{page}"), "inputSchema": {"type": "object"}}]});
             if more_pages {
@@ -302,7 +305,7 @@ fn healthy_reply(
     more_pages: bool,
 ) -> (StatusCode, Option<&'static str>, Vec<u8>) {
     let (kind, id, sse) = match kind {
-        LegKind::Initialize | LegKind::Ping | LegKind::ListTools { .. } | LegKind::CallTool => {
+        LegKind::Initialize | LegKind::Ping | LegKind::List { .. } | LegKind::CallTool => {
             (kind, id, sse)
         }
         LegKind::Resume => match asked {
@@ -379,7 +382,7 @@ fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
     matches!(
         (action, outcome),
         (Action::Probe, Outcome::Probe(_))
-            | (Action::ListTools, Outcome::Tools(_))
+            | (Action::List(mcp_proto::ListKind::Tools), Outcome::Tools(_))
             | (Action::CallTool { .. }, Outcome::Call(_))
             | (Action::Close, Outcome::Closed)
     )
@@ -589,7 +592,7 @@ impl Target {
             (self, kind),
             (Self::Initialize, LegKind::Initialize)
                 | (Self::Initialized, LegKind::Initialized)
-                | (Self::ListTools, LegKind::ListTools { .. })
+                | (Self::ListTools, LegKind::List { .. })
                 | (Self::CallTool, LegKind::CallTool)
                 | (Self::Ping, LegKind::Ping)
         )
@@ -641,7 +644,7 @@ fn answer_one(
     }
     let action = match target {
         Target::Ping => Action::Probe,
-        Target::ListTools => Action::ListTools,
+        Target::ListTools => Action::List(mcp_proto::ListKind::Tools),
         Target::Initialize | Target::Initialized | Target::CallTool => Action::CallTool {
             name: "echo".to_owned(),
             arguments: Map::new(),
@@ -1574,7 +1577,7 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32) {
     let pick = bytes.byte();
     let action = match pick % 4 {
         0 => Action::Probe,
-        1 => Action::ListTools,
+        1 => Action::List(mcp_proto::ListKind::Tools),
         2 => Action::CallTool {
             name: "echo".to_owned(),
             arguments: Map::new(),

@@ -65,6 +65,7 @@ for_each_driver!(
     the_server_s_questions_are_answered_round_by_round,
     a_budget_spent_between_rounds_refuses_the_next_one,
     a_legacy_server_that_became_modern_is_detected_again,
+    resources_and_prompts_are_one_operation_each_in_both_eras,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,
@@ -283,9 +284,18 @@ fn a_listing_follows_every_page_with_its_cursor<D: Driver>() {
     assert_eq!(
         pages,
         [
-            LegKind::ListTools { page: 1 },
-            LegKind::ListTools { page: 2 },
-            LegKind::ListTools { page: 3 }
+            LegKind::List {
+                of: mcp_proto::ListKind::Tools,
+                page: 1
+            },
+            LegKind::List {
+                of: mcp_proto::ListKind::Tools,
+                page: 2
+            },
+            LegKind::List {
+                of: mcp_proto::ListKind::Tools,
+                page: 3
+            }
         ]
     );
     assert_one_deadline(&recorder);
@@ -328,7 +338,13 @@ fn a_second_operation_on_the_same_session_sends_no_handshake<D: Driver>() {
     assert_eq!(legs.len(), 1, "{legs:?}");
     assert_eq!(
         (legs[0].number, legs[0].kind),
-        (1, LegKind::ListTools { page: 1 })
+        (
+            1,
+            LegKind::List {
+                of: mcp_proto::ListKind::Tools,
+                page: 1
+            }
+        )
     );
     let outcome = client
         .run(
@@ -513,7 +529,7 @@ fn run_takes_its_own_budget_and_returns_its_outcome<D: Driver>() {
         Ok(Outcome::Probe(_))
     ));
     assert!(matches!(
-        client.run(Action::ListTools, budget),
+        client.run(Action::List(mcp_proto::ListKind::Tools), budget),
         Ok(Outcome::Tools(ref tools)) if tools.len() == 4
     ));
     // A stalled call ends with run's budget, not the configured 60 s.

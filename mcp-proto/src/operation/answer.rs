@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::legs::Role;
 use super::{LegKind, Operation, Outcome, Step};
+use crate::catalog::{CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult};
 use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo, Tool};
@@ -18,10 +19,12 @@ use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo, Tool};
 /// The most times one operation answers a server's request for more input.
 const MAX_INPUT_ROUNDS: u32 = 8;
 
-/// A tool listing's walk: the tools so far and where the next page starts.
+/// A listing's walk: the entries so far (verbatim), the pages' caching hints, and where the
+/// next page starts.
 #[derive(Debug, Default)]
 pub(super) struct Paging {
-    tools: Vec<Tool>,
+    entries: Vec<Value>,
+    cache: Option<CacheHint>,
     cursor: Option<String>,
     cursors_seen: HashSet<String>,
     pages: u32,
@@ -30,7 +33,7 @@ pub(super) struct Paging {
 /// What a page says about the walk.
 enum PageEnd {
     /// No next cursor: the walk is over.
-    Last(Vec<Tool>),
+    Last(Vec<Value>, Option<CacheHint>),
     /// Another page follows.
     More,
     /// The server handed back a cursor it had already given.
@@ -59,14 +62,17 @@ impl Paging {
     fn take_page(
         &mut self,
         entries: Vec<Value>,
-        next_cursor: Option<&str>,
+        result: &Map<String, Value>,
         ceiling: u32,
     ) -> PageEnd {
-        self.tools
-            .extend(entries.into_iter().filter_map(Tool::from_entry));
+        self.entries.extend(entries);
+        if let Some(hint) = CacheHint::of(result) {
+            self.cache = Some(self.cache.map_or(hint, |cache| cache.merge(hint)));
+        }
         self.pages += 1;
+        let next_cursor = result.get("nextCursor").and_then(Value::as_str);
         let Some(cursor) = next_cursor.filter(|c| !c.is_empty()) else {
-            return PageEnd::Last(std::mem::take(&mut self.tools));
+            return PageEnd::Last(std::mem::take(&mut self.entries), self.cache.take());
         };
         if !self.cursors_seen.insert(cursor.to_owned()) {
             return PageEnd::Repeated(clip(cursor, QUOTE_LIMIT));
@@ -154,9 +160,17 @@ impl Operation<'_> {
                     "ping answered on a session that is not live".to_owned(),
                 )),
             },
-            LegKind::ListTools { .. } => self.read_tools_page(result),
+            LegKind::List { of, .. } => self.read_list_page(of, result),
             LegKind::CallTool => match CallToolResult::from_result(result) {
                 Ok(call) => self.finish(Ok(Outcome::Call(call))),
+                Err(detail) => self.fail(malformed(detail)),
+            },
+            LegKind::ReadResource => match ReadResourceResult::from_result(result) {
+                Ok(read) => self.finish(Ok(Outcome::Resource(read))),
+                Err(detail) => self.fail(malformed(detail)),
+            },
+            LegKind::GetPrompt => match GetPromptResult::from_result(result) {
+                Ok(prompt) => self.finish(Ok(Outcome::Prompt(prompt))),
                 Err(detail) => self.fail(malformed(detail)),
             },
             _ => {}
@@ -282,21 +296,41 @@ impl Operation<'_> {
         }
     }
 
-    fn read_tools_page(&mut self, mut result: Map<String, Value>) {
-        let Some(Value::Array(entries)) = result.remove("tools") else {
+    fn read_list_page(&mut self, of: ListKind, mut result: Map<String, Value>) {
+        let Some(Value::Array(entries)) = result.remove(of.member()) else {
+            let detail = format!("the result has no \"{}\" array", of.member());
             self.fail(|server| Error::Malformed {
                 server,
-                method: "tools/list",
-                detail: "the result has no \"tools\" array".to_owned(),
+                method: of.method(),
+                detail,
             });
             return;
         };
         let ceiling = self.session.config().max_pages();
-        let next_cursor = result.get("nextCursor").and_then(Value::as_str);
-        match self.paging.take_page(entries, next_cursor, ceiling) {
-            PageEnd::Last(tools) => {
-                let tools = self.vet_tool_headers(tools);
-                self.finish(Ok(Outcome::Tools(tools)));
+        match self.paging.take_page(entries, &result, ceiling) {
+            PageEnd::Last(entries, cache) => {
+                let outcome = match of {
+                    ListKind::Tools => {
+                        let tools = self.vet_tool_headers(listed(entries));
+                        Outcome::Tools(Listing {
+                            items: tools,
+                            cache,
+                        })
+                    }
+                    ListKind::Resources => Outcome::Resources(Listing {
+                        items: listed(entries),
+                        cache,
+                    }),
+                    ListKind::ResourceTemplates => Outcome::ResourceTemplates(Listing {
+                        items: listed(entries),
+                        cache,
+                    }),
+                    ListKind::Prompts => Outcome::Prompts(Listing {
+                        items: listed(entries),
+                        cache,
+                    }),
+                };
+                self.finish(Ok(outcome));
             }
             PageEnd::More => {}
             PageEnd::Repeated(cursor) => {
@@ -308,6 +342,11 @@ impl Operation<'_> {
             }),
         }
     }
+}
+
+/// The entries of a listing that read as `T`; the others are dropped.
+fn listed<T: Entry>(entries: Vec<Value>) -> Vec<T> {
+    entries.into_iter().filter_map(T::from_entry).collect()
 }
 
 /// What a server says about itself (an `initialize` or `server/discover` result), with the

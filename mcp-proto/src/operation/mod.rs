@@ -104,6 +104,7 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
+use crate::catalog::ListKind;
 use crate::deadline::OperationDeadline;
 use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::model::{ProtocolVersion, SessionInfo};
@@ -181,8 +182,36 @@ impl Session {
 
     /// Starts a walk of every page of `tools/list` under the configured budget.
     pub fn list_tools(&mut self, now: Instant) -> Operation<'_> {
+        self.list(ListKind::Tools, now)
+    }
+
+    /// Starts a walk of every page of the listing `of` (tools, resources, resource templates
+    /// or prompts) under the configured budget: one operation, however many pages.
+    pub fn list(&mut self, of: ListKind, now: Instant) -> Operation<'_> {
         let deadline = self.default_deadline(now);
-        self.start(Action::ListTools, deadline)
+        self.start(Action::List(of), deadline)
+    }
+
+    /// Starts a `resources/read` of `uri` under the configured budget.
+    pub fn read_resource(&mut self, uri: impl Into<String>, now: Instant) -> Operation<'_> {
+        let deadline = self.default_deadline(now);
+        self.start(Action::ReadResource { uri: uri.into() }, deadline)
+    }
+
+    /// Starts a `prompts/get` of `name` under the configured budget. Empty arguments are left
+    /// out.
+    pub fn get_prompt(
+        &mut self,
+        name: impl Into<String>,
+        arguments: Map<String, Value>,
+        now: Instant,
+    ) -> Operation<'_> {
+        let action = Action::GetPrompt {
+            name: name.into(),
+            arguments,
+        };
+        let deadline = self.default_deadline(now);
+        self.start(action, deadline)
     }
 
     /// Starts a `tools/call` of `name` under the configured budget. Empty arguments are sent
@@ -568,10 +597,13 @@ impl<'s> Operation<'s> {
             Step::Work => match self.action {
                 Action::Probe if self.modern.is_some() => LegKind::Discover,
                 Action::Probe => LegKind::Ping,
-                Action::ListTools => LegKind::ListTools {
+                Action::List(of) => LegKind::List {
+                    of,
                     page: self.paging.next_page(),
                 },
                 Action::CallTool { .. } => LegKind::CallTool,
+                Action::ReadResource { .. } => LegKind::ReadResource,
+                Action::GetPrompt { .. } => LegKind::GetPrompt,
                 Action::Close => LegKind::Close,
             },
         }

@@ -178,12 +178,15 @@ impl Operation<'_> {
                 // `initialize` carries no session header and no version header.
                 return (config.wire().post(body, None), Some(id));
             }
-            (LegKind::ListTools { .. }, _) => {
-                jsonrpc::request(id, "tools/list", self.paging.params())
+            (LegKind::List { of, .. }, _) => {
+                jsonrpc::request(id, of.method(), self.paging.params())
             }
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
                 wire::call_tool(id, name, arguments, progress, None, None)
+            }
+            (LegKind::ReadResource | LegKind::GetPrompt, _) => {
+                jsonrpc::request(id, kind.request_name(), self.action_params())
             }
             _ => jsonrpc::request(id, kind.request_name(), Map::new()),
         };
@@ -212,19 +215,43 @@ impl Operation<'_> {
             }
             _ => {
                 let mut params = match kind {
-                    LegKind::ListTools { .. } => self.paging.params(),
-                    _ => Map::new(),
+                    LegKind::List { .. } => self.paging.params(),
+                    _ => self.action_params(),
                 };
                 if let Some(input) = &self.input {
                     input.add_to(&mut params);
                 }
                 params.insert("_meta".to_owned(), Value::Object(meta));
-                (jsonrpc::request(id, method, params), None, Vec::new())
+                // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI.
+                let name = match &self.action {
+                    Action::ReadResource { uri } => Some(uri.as_str()),
+                    Action::GetPrompt { name, .. } => Some(name.as_str()),
+                    _ => None,
+                };
+                (jsonrpc::request(id, method, params), name, Vec::new())
             }
         };
         let request = config
             .wire()
             .post_modern(body, version, method, name, params);
         (request, Some(id))
+    }
+
+    /// The params of a request that names what it is about (`resources/read`, `prompts/get`).
+    fn action_params(&self) -> Map<String, Value> {
+        let mut params = Map::new();
+        match &self.action {
+            Action::ReadResource { uri } => {
+                params.insert("uri".to_owned(), Value::from(uri.as_str()));
+            }
+            Action::GetPrompt { name, arguments } => {
+                params.insert("name".to_owned(), Value::from(name.as_str()));
+                if !arguments.is_empty() {
+                    params.insert("arguments".to_owned(), Value::Object(arguments.clone()));
+                }
+            }
+            _ => {}
+        }
+        params
     }
 }

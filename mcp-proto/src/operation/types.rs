@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use crate::catalog::{
+    GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+};
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo, Tool};
@@ -35,13 +38,25 @@ pub const DRAIN_BYTES: usize = 64 * 1024;
 pub enum Action {
     /// Handshake only (or `ping` on a live session): does the server answer, and who is it?
     Probe,
-    /// Every page of `tools/list`.
-    ListTools,
+    /// Every page of a listing (`tools/list`, `resources/list`, ...).
+    List(ListKind),
     /// One `tools/call`.
     CallTool {
         /// The tool's name.
         name: String,
         /// Its arguments (sent as `{}` when empty).
+        arguments: Map<String, Value>,
+    },
+    /// One `resources/read`.
+    ReadResource {
+        /// The resource's URI, sent as given.
+        uri: String,
+    },
+    /// One `prompts/get`.
+    GetPrompt {
+        /// The prompt's name.
+        name: String,
+        /// Its arguments (omitted when empty).
         arguments: Map<String, Value>,
     },
     /// End the session on the server (a DELETE).
@@ -60,13 +75,19 @@ pub enum LegKind {
     Ping,
     /// `server/discover` (a probe in the modern era).
     Discover,
-    /// One page of `tools/list` (1-based).
-    ListTools {
-        /// The page number.
+    /// One page of a listing.
+    List {
+        /// Which listing.
+        of: ListKind,
+        /// The page number (1-based).
         page: u32,
     },
     /// `tools/call`.
     CallTool,
+    /// `resources/read`.
+    ReadResource,
+    /// `prompts/get`.
+    GetPrompt,
     /// A POST answering a request the server sent on a stream.
     Respond,
     /// A GET resuming a stream the server closed before the answer (`Last-Event-ID`).
@@ -89,8 +110,10 @@ impl LegKind {
             Self::Initialized => Some("notifications/initialized"),
             Self::Ping => Some("ping"),
             Self::Discover => Some("server/discover"),
-            Self::ListTools { .. } => Some("tools/list"),
+            Self::List { of, .. } => Some(of.method()),
             Self::CallTool => Some("tools/call"),
+            Self::ReadResource => Some("resources/read"),
+            Self::GetPrompt => Some("prompts/get"),
             Self::CancelNotice => Some("notifications/cancelled"),
             Self::Respond | Self::Resume | Self::Close | Self::Listen => None,
         }
@@ -194,9 +217,19 @@ pub enum Outcome {
     /// What a probe found.
     Probe(SessionInfo),
     /// Every tool of every page, in order.
-    Tools(Vec<Tool>),
+    Tools(Listing<Tool>),
+    /// Every resource of every page, in order.
+    Resources(Listing<Resource>),
+    /// Every resource template of every page, in order.
+    ResourceTemplates(Listing<ResourceTemplate>),
+    /// Every prompt of every page, in order.
+    Prompts(Listing<Prompt>),
     /// The tool's result (which may be `is_error`).
     Call(CallToolResult),
+    /// A resource's contents.
+    Resource(ReadResourceResult),
+    /// A prompt's messages.
+    Prompt(GetPromptResult),
     /// The session is closed (or there was none to close).
     Closed,
 }
@@ -211,7 +244,7 @@ impl Outcome {
     }
 
     /// The tools, if this is a listing.
-    pub fn into_tools(self) -> Option<Vec<Tool>> {
+    pub fn into_tools(self) -> Option<Listing<Tool>> {
         match self {
             Self::Tools(tools) => Some(tools),
             _ => None,
@@ -222,6 +255,46 @@ impl Outcome {
     pub fn into_call(self) -> Option<CallToolResult> {
         match self {
             Self::Call(result) => Some(result),
+            _ => None,
+        }
+    }
+
+    /// The resources, if this is their listing.
+    pub fn into_resources(self) -> Option<Listing<Resource>> {
+        match self {
+            Self::Resources(resources) => Some(resources),
+            _ => None,
+        }
+    }
+
+    /// The resource templates, if this is their listing.
+    pub fn into_resource_templates(self) -> Option<Listing<ResourceTemplate>> {
+        match self {
+            Self::ResourceTemplates(templates) => Some(templates),
+            _ => None,
+        }
+    }
+
+    /// The prompts, if this is their listing.
+    pub fn into_prompts(self) -> Option<Listing<Prompt>> {
+        match self {
+            Self::Prompts(prompts) => Some(prompts),
+            _ => None,
+        }
+    }
+
+    /// The resource's contents, if this is a read.
+    pub fn into_resource(self) -> Option<ReadResourceResult> {
+        match self {
+            Self::Resource(result) => Some(result),
+            _ => None,
+        }
+    }
+
+    /// The prompt, if this is one.
+    pub fn into_prompt(self) -> Option<GetPromptResult> {
+        match self {
+            Self::Prompt(result) => Some(result),
             _ => None,
         }
     }

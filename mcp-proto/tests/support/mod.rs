@@ -45,7 +45,7 @@ pub fn healthy(kind: LegKind) -> Answer {
         })),
         LegKind::Initialized => Answer::Accepted,
         LegKind::Ping => Answer::Result(json!({})),
-        LegKind::ListTools { .. } => {
+        LegKind::List { .. } => {
             Answer::Result(json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}))
         }
         LegKind::CallTool => Answer::Result(json!({"content": [{"type": "text", "text": "hi"}]})),

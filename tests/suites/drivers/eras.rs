@@ -205,3 +205,67 @@ pub(super) fn a_legacy_server_that_became_modern_is_detected_again<D: Driver>() 
         "{err:?}"
     );
 }
+
+pub(super) fn resources_and_prompts_are_one_operation_each_in_both_eras<D: Driver>() {
+    for era in [ServerEra::Legacy, ServerEra::Modern] {
+        let server = TestServer::start(Script::new().era(era));
+        let (mut client, _recorder) = detecting::<D>(&server, BUDGET);
+        let resources = client.list_resources().unwrap();
+        let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(uris, ["test://readme", "test://data.json"], "{era:?}");
+        assert_eq!(resources[0].mime_type(), Some("text/plain"));
+        let read = client.read_resource("test://readme").unwrap();
+        assert_eq!(read.text(), "This is the test server.");
+        let prompts = client.list_prompts().unwrap();
+        assert_eq!(prompts[0].name, "greeting");
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("name".into(), Value::from("Ada"));
+        let prompt = client.get_prompt("greeting", arguments).unwrap();
+        assert_eq!(prompt.text(), "Say hello to Ada.");
+        let templates = client
+            .run(
+                mcp_proto::Action::List(mcp_proto::ListKind::ResourceTemplates),
+                Budget::from_duration(BUDGET),
+            )
+            .unwrap()
+            .into_resource_templates()
+            .unwrap();
+        assert_eq!(templates[0].uri_template, "test://notes/{id}");
+
+        let unknown = client.read_resource("test://nowhere").unwrap_err();
+        assert!(
+            matches!(unknown, Error::JsonRpc { code: -32602, .. }),
+            "{unknown:?}"
+        );
+        if era == ServerEra::Modern {
+            // Every one of them a single modern request, named in its headers, with the
+            // listing's caching hints surfaced.
+            assert_modern_headers(&server);
+            let names: Vec<Option<String>> = server
+                .requests()
+                .iter()
+                .map(|r| r.header("mcp-name").map(str::to_owned))
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    None,
+                    Some("test://readme".to_owned()),
+                    None,
+                    Some("greeting".to_owned()),
+                    None,
+                    Some("test://nowhere".to_owned())
+                ]
+            );
+            let hint = resources.cache.unwrap();
+            assert_eq!(hint.ttl, Duration::from_secs(60));
+            assert_eq!(hint.scope, Some(mcp_proto::CacheScope::Private));
+            assert_eq!(
+                read.cache.map(|c| c.scope),
+                Some(Some(mcp_proto::CacheScope::Private))
+            );
+        } else {
+            assert!(resources.cache.is_none());
+        }
+    }
+}

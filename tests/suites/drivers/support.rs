@@ -5,8 +5,8 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Action, Budget, CallToolResult, Error, Outcome, Resolution, Session, SessionConfig,
-    SessionInfo, Tool,
+    Action, Budget, CallToolResult, Error, GetPromptResult, Listing, Outcome, Prompt,
+    ReadResourceResult, Resolution, Resource, Session, SessionConfig, SessionInfo, Tool,
 };
 use mcp_testkit::TestServer;
 use serde_json::{Map, Value};
@@ -21,7 +21,15 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     fn new(config: SessionConfig) -> Self;
     fn connect(url: &str) -> Result<Self, Error>;
     fn probe(&mut self) -> Result<SessionInfo, Error>;
-    fn list_tools(&mut self) -> Result<Vec<Tool>, Error>;
+    fn list_tools(&mut self) -> Result<Listing<Tool>, Error>;
+    fn list_resources(&mut self) -> Result<Listing<Resource>, Error>;
+    fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error>;
+    fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error>;
+    fn get_prompt(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, Error>;
     fn call_tool(
         &mut self,
         name: &str,
@@ -61,8 +69,28 @@ impl Driver for Blocking {
         self.0.probe()
     }
 
-    fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
         self.0.list_tools()
+    }
+
+    fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
+        self.0.list_resources()
+    }
+
+    fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
+        self.0.list_prompts()
+    }
+
+    fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
+        self.0.read_resource(uri)
+    }
+
+    fn get_prompt(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, Error> {
+        self.0.get_prompt(name, arguments)
     }
 
     fn call_tool(
@@ -147,8 +175,29 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
         self.runtime.block_on(self.client.probe())
     }
 
-    fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
         self.runtime.block_on(self.client.list_tools())
+    }
+
+    fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
+        self.runtime.block_on(self.client.list_resources())
+    }
+
+    fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
+        self.runtime.block_on(self.client.list_prompts())
+    }
+
+    fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
+        self.runtime.block_on(self.client.read_resource(uri))
+    }
+
+    fn get_prompt(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, Error> {
+        self.runtime
+            .block_on(self.client.get_prompt(name, arguments))
     }
 
     fn call_tool(

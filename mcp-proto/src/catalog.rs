@@ -1,0 +1,381 @@
+//! What a server offers besides tools: resources, resource templates and prompts; the
+//! listings of all four with the caching hints the modern era attaches to them; and the
+//! results of `resources/read` and `prompts/get`.
+//!
+//! Like [`Tool`], every entry keeps the server's object whole and verbatim in `raw` (schemas,
+//! annotations, `_meta`, fields of later revisions); the accessors only read from it. Nothing
+//! here follows a URI or dereferences a schema.
+
+use std::ops::Deref;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::model::Tool;
+
+/// Which listing a walk reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list`.
+    Resources,
+    /// `resources/templates/list`.
+    ResourceTemplates,
+    /// `prompts/list`.
+    Prompts,
+}
+
+impl ListKind {
+    /// The JSON-RPC method.
+    pub const fn method(self) -> &'static str {
+        match self {
+            Self::Tools => "tools/list",
+            Self::Resources => "resources/list",
+            Self::ResourceTemplates => "resources/templates/list",
+            Self::Prompts => "prompts/list",
+        }
+    }
+
+    /// The result's array member.
+    pub const fn member(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Resources => "resources",
+            Self::ResourceTemplates => "resourceTemplates",
+            Self::Prompts => "prompts",
+        }
+    }
+}
+
+/// Who may keep a cached result (`cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CacheScope {
+    /// Any cache, shared by any user.
+    Public,
+    /// Only for the same authorization context.
+    Private,
+}
+
+/// The caching hints of a modern result (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheHint {
+    /// How long the result may be considered fresh after it was received (a negative or
+    /// missing `ttlMs` is zero: immediately stale).
+    pub ttl: Duration,
+    /// Who may keep it, when the server said.
+    pub scope: Option<CacheScope>,
+}
+
+impl CacheHint {
+    /// The hints of a result; `None` when it carries neither.
+    pub(crate) fn of(result: &Map<String, Value>) -> Option<Self> {
+        let ttl = result.get("ttlMs");
+        let scope = match result.get("cacheScope").and_then(Value::as_str) {
+            Some("public") => Some(CacheScope::Public),
+            Some("private") => Some(CacheScope::Private),
+            _ => None,
+        };
+        if ttl.is_none() && scope.is_none() {
+            return None;
+        }
+        let millis = ttl.and_then(Value::as_u64).unwrap_or(0);
+        Some(Self {
+            ttl: Duration::from_millis(millis),
+            scope,
+        })
+    }
+
+    /// The hints of a walk of several pages: the shortest freshness, and private if any page
+    /// was.
+    pub(crate) fn merge(self, other: Self) -> Self {
+        let scope = match (self.scope, other.scope) {
+            (Some(CacheScope::Private), _) | (_, Some(CacheScope::Private)) => {
+                Some(CacheScope::Private)
+            }
+            (Some(scope), _) | (_, Some(scope)) => Some(scope),
+            (None, None) => None,
+        };
+        Self {
+            ttl: self.ttl.min(other.ttl),
+            scope,
+        }
+    }
+}
+
+/// Every entry of every page of a listing, in order, with the walk's caching hints.
+///
+/// It dereferences to a slice of its entries, so `listing.len()`, `listing[0]` and
+/// `for entry in &listing` work as on a `Vec`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing<T> {
+    /// The entries.
+    pub items: Vec<T>,
+    /// The hints (modern era; `None` when no page carried any). For a walk of several
+    /// pages: the shortest `ttlMs` and the narrowest `cacheScope` of them.
+    pub cache: Option<CacheHint>,
+}
+
+impl<T> Listing<T> {
+    /// The entries, without the hints.
+    pub fn into_items(self) -> Vec<T> {
+        self.items
+    }
+}
+
+impl<T> Deref for Listing<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        &self.items
+    }
+}
+
+impl<T> IntoIterator for Listing<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Listing<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+/// An entry of a listing, read from the server's object.
+pub(crate) trait Entry: Sized {
+    /// `None` for an entry that is not an object with its identifying string member (such
+    /// entries are dropped).
+    fn from_entry(entry: Value) -> Option<Self>;
+}
+
+impl Entry for Tool {
+    fn from_entry(entry: Value) -> Option<Self> {
+        Self::from_entry(entry)
+    }
+}
+
+/// Reads `member` of an object entry as a string.
+fn keyed(entry: Value, member: &str) -> Option<(String, Map<String, Value>)> {
+    let Value::Object(raw) = entry else {
+        return None;
+    };
+    let key = raw.get(member).and_then(Value::as_str)?.to_owned();
+    Some((key, raw))
+}
+
+fn text<'a>(raw: &'a Map<String, Value>, member: &str) -> Option<&'a str> {
+    raw.get(member).and_then(Value::as_str)
+}
+
+/// One resource from `resources/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    /// Its URI, as the server wrote it (read it with `resources/read`).
+    pub uri: String,
+    /// The whole entry as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl Resource {
+    /// `name`, when given.
+    pub fn name(&self) -> Option<&str> {
+        text(&self.raw, "name")
+    }
+
+    /// `mimeType`, when given.
+    pub fn mime_type(&self) -> Option<&str> {
+        text(&self.raw, "mimeType")
+    }
+
+    /// `description`, when given.
+    pub fn description(&self) -> Option<&str> {
+        text(&self.raw, "description")
+    }
+}
+
+impl Entry for Resource {
+    fn from_entry(entry: Value) -> Option<Self> {
+        keyed(entry, "uri").map(|(uri, raw)| Self { uri, raw })
+    }
+}
+
+/// One template from `resources/templates/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceTemplate {
+    /// The RFC 6570 URI template, verbatim.
+    pub uri_template: String,
+    /// The whole entry as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl ResourceTemplate {
+    /// `name`, when given.
+    pub fn name(&self) -> Option<&str> {
+        text(&self.raw, "name")
+    }
+}
+
+impl Entry for ResourceTemplate {
+    fn from_entry(entry: Value) -> Option<Self> {
+        keyed(entry, "uriTemplate").map(|(uri_template, raw)| Self { uri_template, raw })
+    }
+}
+
+/// One prompt from `prompts/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// The name to get it by.
+    pub name: String,
+    /// The whole entry as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl Prompt {
+    /// `description`, when given.
+    pub fn description(&self) -> Option<&str> {
+        text(&self.raw, "description")
+    }
+
+    /// `arguments`, verbatim (`Null` when missing).
+    pub fn arguments(&self) -> &Value {
+        self.raw.get("arguments").unwrap_or(&Value::Null)
+    }
+}
+
+impl Entry for Prompt {
+    fn from_entry(entry: Value) -> Option<Self> {
+        keyed(entry, "name").map(|(name, raw)| Self { name, raw })
+    }
+}
+
+/// The result of `resources/read`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadResourceResult {
+    /// The contents, verbatim: objects with `uri`, `mimeType` and `text` or `blob`.
+    pub contents: Vec<Value>,
+    /// The caching hints (modern era).
+    pub cache: Option<CacheHint>,
+    /// The whole `result` object as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl ReadResourceResult {
+    pub(crate) fn from_result(result: Map<String, Value>) -> Result<Self, String> {
+        let contents = match result.get("contents") {
+            Some(Value::Array(contents)) => contents.clone(),
+            _ => return Err("the result has no \"contents\" array".to_owned()),
+        };
+        Ok(Self {
+            contents,
+            cache: CacheHint::of(&result),
+            raw: result,
+        })
+    }
+
+    /// The text contents joined with newlines (binary `blob` contents are left out).
+    pub fn text(&self) -> String {
+        joined(self.contents.iter().filter_map(|c| c.get("text")))
+    }
+}
+
+/// The result of `prompts/get`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetPromptResult {
+    /// `description`, when given.
+    pub description: Option<String>,
+    /// The messages, verbatim: objects with `role` and `content`.
+    pub messages: Vec<Value>,
+    /// The whole `result` object as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl GetPromptResult {
+    pub(crate) fn from_result(result: Map<String, Value>) -> Result<Self, String> {
+        let messages = match result.get("messages") {
+            Some(Value::Array(messages)) => messages.clone(),
+            _ => return Err("the result has no \"messages\" array".to_owned()),
+        };
+        Ok(Self {
+            description: text(&result, "description").map(str::to_owned),
+            messages,
+            raw: result,
+        })
+    }
+
+    /// The text of each message's text content, one per line.
+    pub fn text(&self) -> String {
+        joined(
+            self.messages
+                .iter()
+                .filter_map(|m| m.get("content"))
+                .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|c| c.get("text")),
+        )
+    }
+}
+
+fn joined<'a>(texts: impl Iterator<Item = &'a Value>) -> String {
+    texts
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn hints_are_read_leniently_and_merged_to_the_narrowest() {
+        assert_eq!(CacheHint::of(&obj(json!({"tools": []}))), None);
+        let public = CacheHint::of(&obj(json!({"ttlMs": 60000, "cacheScope": "public"}))).unwrap();
+        assert_eq!(public.ttl, Duration::from_secs(60));
+        assert_eq!(public.scope, Some(CacheScope::Public));
+        let negative = CacheHint::of(&obj(json!({"ttlMs": -5}))).unwrap();
+        assert_eq!(negative.ttl, Duration::ZERO);
+        let private = CacheHint::of(&obj(json!({"ttlMs": 1000, "cacheScope": "private"}))).unwrap();
+        assert_eq!(
+            public.merge(private),
+            CacheHint {
+                ttl: Duration::from_secs(1),
+                scope: Some(CacheScope::Private)
+            }
+        );
+    }
+
+    #[test]
+    fn entries_without_their_key_are_dropped() {
+        assert!(Resource::from_entry(json!({"name": "x"})).is_none());
+        assert!(ResourceTemplate::from_entry(json!({"uriTemplate": 5})).is_none());
+        assert_eq!(Prompt::from_entry(json!({"name": "p"})).unwrap().name, "p");
+    }
+
+    #[test]
+    fn read_and_prompt_results_give_their_text() {
+        let read = ReadResourceResult::from_result(obj(json!({"contents": [
+            {"uri": "a", "text": "one"}, {"uri": "b", "blob": "AAAA"}, {"uri": "c", "text": "two"}
+        ]})))
+        .unwrap();
+        assert_eq!(read.text(), "one\ntwo");
+        assert!(ReadResourceResult::from_result(obj(json!({}))).is_err());
+        let prompt = GetPromptResult::from_result(obj(json!({"messages": [
+            {"role": "user", "content": {"type": "text", "text": "hi"}},
+            {"role": "user", "content": {"type": "image", "data": "x", "mimeType": "image/png"}}
+        ]})))
+        .unwrap();
+        assert_eq!(prompt.text(), "hi");
+    }
+}
