@@ -50,9 +50,10 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
         .with_budget(Budget::from_duration(Duration::from_secs(10)))
         .with_resolution(Resolution::MILLISECOND)
         .with_client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
-    // The suite names the revision under test; a modern one is spoken from the first request.
+    // The suite names the revision under test: it is pinned (a modern one is spoken from the
+    // first request, a legacy one through the handshake). Without one, the era is detected.
     let revision = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
-    if let Some(version) = ProtocolVersion::parse(&revision).filter(|v| v.is_modern()) {
+    if let Some(version) = ProtocolVersion::parse(&revision) {
         config = config.with_protocol_version(version);
     }
     if scenario == "elicitation-sep1034-client-defaults" {
