@@ -86,8 +86,8 @@ pub use model::{
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
     Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
-    Leg, LegId, LegKind, LegStatus, MAX_RESUMPTIONS, Operation, Outcome, Output, TransportError,
-    TransportErrorKind,
+    Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation, Outcome, Output,
+    TransportError, TransportErrorKind,
 };
 pub use session::Session;
 pub use wire::{

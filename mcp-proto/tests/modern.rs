@@ -364,3 +364,44 @@ fn annotated_arguments_are_mirrored_in_headers_and_invalid_tools_left_out() {
     assert_eq!(headers["mcp-param-priority"], "7");
     assert!(headers.get("mcp-param-query").is_none());
 }
+
+#[test]
+fn a_broken_answer_stream_is_sent_again_as_a_new_request() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    // The first stream carries a notification and an event id, then ends without the answer.
+    let broken = "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
+    let run = drive(op, &clock, &[1.0], |_, n| {
+        if n == 1 {
+            Answer::Sse(broken.to_owned())
+        } else {
+            called()
+        }
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(
+        run.methods(),
+        ["tools/call", "tools/call"],
+        "no resumption GET"
+    );
+    assert_ne!(run.legs[0].body["id"], run.legs[1].body["id"]);
+    assert!(run.legs[1].request.headers().get("last-event-id").is_none());
+    assert_eq!(run.grant_secs(), [20, 19], "the same budget");
+}
+
+#[test]
+fn a_request_whose_streams_keep_breaking_is_sent_again_at_most_twice() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |_, _| {
+        Answer::Sse(": nothing\n\n".to_owned())
+    });
+    assert!(
+        matches!(run.result, Err(Error::Malformed { .. })),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(run.legs.len(), 1 + mcp_proto::MAX_REISSUES as usize);
+}

@@ -65,6 +65,13 @@ pub(super) struct InFlight {
     pub(super) reading: Reading,
 }
 
+impl InFlight {
+    /// Whether its answer is an event stream being read.
+    pub(super) fn is_streaming(&self) -> bool {
+        matches!(self.reading, Reading::Sse { .. })
+    }
+}
+
 /// The legs in flight, one slot per role.
 #[derive(Debug, Default)]
 pub(super) struct LegTable {

@@ -121,7 +121,7 @@ use timers::{Timer, TimerTable};
 
 pub use types::{
     Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
-    Leg, LegId, LegKind, LegStatus, MAX_RESUMPTIONS, Outcome, Output, TransportError,
+    Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, Output, TransportError,
     TransportErrorKind,
 };
 
@@ -162,6 +162,8 @@ pub struct Operation<'s> {
     /// Whether the operation may still change era (the configuration pins no version and no
     /// change happened yet; see `era`).
     era_open: bool,
+    /// How many times a broken modern answer stream sent its request again.
+    reissues: u32,
     /// What the next try of the work request carries after the server asked for input.
     input: Option<wire::InputRound>,
     /// How many times the server asked for input in this operation.
@@ -285,6 +287,7 @@ impl<'s> Operation<'s> {
             modern,
             version_retried: false,
             era_open,
+            reissues: 0,
             input: None,
             input_rounds: 0,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
@@ -497,6 +500,12 @@ impl<'s> Operation<'s> {
             Role::Notice => {
                 self.end_leg(Role::Notice);
             }
+            // A modern answer stream that broke mid-way lost its request: it is sent again.
+            Role::Work
+                if error.is_some_and(|e| e.kind == TransportErrorKind::Io)
+                    && self.legs.get(Role::Work).is_some_and(|l| l.is_streaming())
+                    && self.modern.is_some()
+                    && self.reissue() => {}
             Role::Work | Role::Reply => {
                 let (method, grant) = self.failed_request(role);
                 self.fail_transport(method, grant, error);

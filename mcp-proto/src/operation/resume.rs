@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::legs::Role;
 use super::read::Reading;
 use super::timers::Timer;
-use super::{DEFAULT_RETRY, LegKind, MAX_RESUMPTIONS, Operation};
+use super::{DEFAULT_RETRY, LegKind, MAX_REISSUES, MAX_RESUMPTIONS, Operation};
 
 /// Where the work stream stopped, and the resumption waiting to go out.
 #[derive(Debug, Default)]
@@ -81,6 +81,9 @@ impl Operation<'_> {
     /// waits the server's `retry` (never past the deadline), then resumes with a GET. False
     /// when the stream cannot be resumed.
     pub(super) fn schedule_resumption(&mut self, now: Instant) -> bool {
+        if self.modern.is_some() {
+            return self.reissue();
+        }
         let Some(leg) = self.legs.get(Role::Work) else {
             return false;
         };
@@ -109,6 +112,18 @@ impl Operation<'_> {
         self.end_leg(Role::Work);
         self.resume.awaited = Some(awaited);
         self.timers.set(Timer::ResumePause, at);
+        true
+    }
+
+    /// The modern era has no resumption: a stream that broke before its answer lost the
+    /// request, which goes out again as a new request (a new id, a new leg, the same budget),
+    /// at most [`MAX_REISSUES`] times. Returns whether it will.
+    pub(super) fn reissue(&mut self) -> bool {
+        if self.reissues >= MAX_REISSUES || !self.legs.is_busy(Role::Work) {
+            return false;
+        }
+        self.reissues += 1;
+        self.end_leg(Role::Work);
         true
     }
 }

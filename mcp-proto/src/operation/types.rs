@@ -19,6 +19,9 @@ use crate::model::{CallToolResult, Notification, SessionInfo, Tool};
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// The most times one answer's stream is resumed before the operation gives up.
 pub const MAX_RESUMPTIONS: u32 = 16;
+/// The most times a modern request whose answer stream broke is sent again as a new request
+/// (the 2026-07-28 revision has no resumption: a broken stream loses the request).
+pub const MAX_REISSUES: u32 = 2;
 /// The grant of a `notifications/cancelled` leg (see
 /// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)): its own,
 /// since the operation's budget is over when it goes out.
