@@ -405,3 +405,52 @@ fn a_request_whose_streams_keep_breaking_is_sent_again_at_most_twice() {
     );
     assert_eq!(run.legs.len(), 1 + mcp_proto::MAX_REISSUES as usize);
 }
+
+#[test]
+fn a_header_mismatch_refreshes_the_listing_and_calls_once_more() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let mut arguments = Map::new();
+    arguments.insert("region".into(), json!("eu-west"));
+    let op = session.call_tool("deploy", arguments.clone(), clock.now());
+    let mismatch = json!({"jsonrpc": "2.0", "id": null,
+        "error": {"code": -32020, "message": "Header mismatch: Mcp-Param-Region missing"}});
+    let listing = json!({"tools": [{"name": "deploy", "inputSchema": {"type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}]});
+    let run = drive(op, &clock, &[], |kind, n| match (kind, n) {
+        (LegKind::CallTool, 1) => Answer::Raw(
+            400,
+            Some("application/json"),
+            mismatch.to_string().into_bytes(),
+        ),
+        (LegKind::List { .. }, _) => Answer::Result(listing.clone()),
+        _ => called(),
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(run.methods(), ["tools/call", "tools/list", "tools/call"]);
+    assert!(
+        run.legs[0]
+            .request
+            .headers()
+            .get("mcp-param-region")
+            .is_none()
+    );
+    assert_eq!(run.legs[2].request.headers()["mcp-param-region"], "eu-west");
+
+    // A second mismatch in one operation is the server's answer.
+    let op = session.call_tool("deploy", arguments, clock.now());
+    let run = drive(op, &clock, &[], |kind, _| match kind {
+        LegKind::CallTool => Answer::Raw(
+            400,
+            Some("application/json"),
+            mismatch.to_string().into_bytes(),
+        ),
+        _ => Answer::Result(listing.clone()),
+    });
+    assert!(
+        matches!(run.result, Err(Error::JsonRpc { code: -32020, .. })),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(run.methods(), ["tools/call", "tools/list", "tools/call"]);
+}

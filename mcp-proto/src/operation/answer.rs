@@ -103,7 +103,9 @@ impl Operation<'_> {
             // Error envelopes are accepted whatever their id: servers send `null`, none, or
             // a string of their own when they could not read the request at all.
             Incoming::Error { error, .. } => {
-                if self.reconsider_era(error.code, error.data.as_ref(), leg.status, leg.answers) {
+                if self.relist_after(error.code, leg.answers)
+                    || self.reconsider_era(error.code, error.data.as_ref(), leg.status, leg.answers)
+                {
                     return;
                 }
                 let message = clip(&error.message, QUOTE_LIMIT);
@@ -246,6 +248,23 @@ impl Operation<'_> {
         Ok(())
     }
 
+    /// A modern server refused a tool call with `-32020` (its headers do not match its body):
+    /// the tool's `x-mcp-header` annotations this client mirrors may be stale. The listing is
+    /// walked again and the call sent once more, inside the same budget, once per operation.
+    fn relist_after(&mut self, code: i64, answers: LegKind) -> bool {
+        if code != super::era::HEADER_MISMATCH
+            || answers != LegKind::CallTool
+            || self.modern.is_none()
+            || self.relisted
+        {
+            return false;
+        }
+        self.relisted = true;
+        self.relisting = true;
+        self.paging = Paging::default();
+        true
+    }
+
     /// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
     /// (reported as an event) and remembers the others' for the calls that follow.
     fn vet_tool_headers(&mut self, tools: Vec<Tool>) -> Vec<Tool> {
@@ -308,6 +327,13 @@ impl Operation<'_> {
         };
         let ceiling = self.session.config().max_pages();
         match self.paging.take_page(entries, &result, ceiling) {
+            PageEnd::Last(entries, _) if self.relisting => {
+                // The walk a header mismatch asked for: the annotations are fresh, the call
+                // goes out again.
+                self.vet_tool_headers(listed::<Tool>(entries));
+                self.relisting = false;
+                self.paging = Paging::default();
+            }
             PageEnd::Last(entries, cache) => {
                 let outcome = match of {
                     ListKind::Tools => {

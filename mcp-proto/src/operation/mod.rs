@@ -164,6 +164,10 @@ pub struct Operation<'s> {
     era_open: bool,
     /// How many times a broken modern answer stream sent its request again.
     reissues: u32,
+    /// A `-32020` (header mismatch) on a modern tool call: whether the listing is being walked
+    /// again to refresh the tools' header annotations, and whether that already happened.
+    relisting: bool,
+    relisted: bool,
     /// What the next try of the work request carries after the server asked for input.
     input: Option<wire::InputRound>,
     /// How many times the server asked for input in this operation.
@@ -288,6 +292,8 @@ impl<'s> Operation<'s> {
             version_retried: false,
             era_open,
             reissues: 0,
+            relisting: false,
+            relisted: false,
             input: None,
             input_rounds: 0,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
@@ -608,6 +614,10 @@ impl<'s> Operation<'s> {
                 Action::Probe => LegKind::Ping,
                 Action::List(of) => LegKind::List {
                     of,
+                    page: self.paging.next_page(),
+                },
+                Action::CallTool { .. } if self.relisting => LegKind::List {
+                    of: ListKind::Tools,
                     page: self.paging.next_page(),
                 },
                 Action::CallTool { .. } => LegKind::CallTool,
