@@ -998,3 +998,40 @@ fn rejected(url: &Url, answer: &Answer) -> AuthError {
         description,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flow_can_live_in_an_operation_on_any_thread() {
+        fn send_and_sync<T: Send + Sync>() {}
+        send_and_sync::<AuthFlow>();
+        send_and_sync::<AuthStep>();
+        send_and_sync::<AuthError>();
+    }
+
+    #[test]
+    fn labels_name_each_request_kind() {
+        let labels: Vec<&str> = [
+            AuthRequestKind::ResourceMetadata,
+            AuthRequestKind::ServerMetadata,
+            AuthRequestKind::Register,
+            AuthRequestKind::Token,
+            AuthRequestKind::Refresh,
+        ]
+        .iter()
+        .map(|kind| kind.label())
+        .collect();
+        assert_eq!(
+            labels,
+            [
+                "oauth:resource-metadata",
+                "oauth:server-metadata",
+                "oauth:register",
+                "oauth:token",
+                "oauth:refresh"
+            ]
+        );
+    }
+}
