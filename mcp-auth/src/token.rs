@@ -1,0 +1,437 @@
+//! The token endpoint: the form for a code exchange or a refresh, client authentication, and
+//! the answer ([`AccessToken`]).
+//!
+//! Client authentication follows the client's method: `none` puts `client_id` in the form,
+//! `client_secret_post` adds `client_secret`, `client_secret_basic` sends
+//! `Authorization: Basic` over the form-urlencoded id and secret (RFC 6749 2.3.1; the header
+//! is marked sensitive). Every token request carries `resource` (RFC 8707). This module must
+//! never put a credential anywhere but the request it builds and the [`Secret`]s it returns.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{HeaderValue, Method, Request};
+use serde_json::Value;
+use url::Url;
+use url::form_urlencoded::{Serializer, byte_serialize};
+
+use crate::config::{GrantType, TokenEndpointAuth};
+use crate::discovery::{json_object, malformed};
+use crate::error::{AuthError, quote};
+use crate::secret::Secret;
+use crate::store::{ClientCredentials, TokenSet};
+
+/// The longest `expires_in` taken at its word (ten years); longer is read as this.
+const MAX_EXPIRES_IN: u64 = 10 * 365 * 24 * 3600;
+
+/// What a token request asks for. Room is left for `client_credentials`, token exchange and
+/// `jwt-bearer` grants.
+pub(crate) enum Grant<'a> {
+    /// `authorization_code` with the PKCE verifier.
+    AuthorizationCode {
+        code: &'a Secret,
+        redirect_uri: &'a str,
+        verifier: &'a Secret,
+    },
+    /// `refresh_token`.
+    RefreshToken { refresh_token: &'a Secret },
+}
+
+impl Grant<'_> {
+    fn grant_type(&self) -> GrantType {
+        match self {
+            Self::AuthorizationCode { .. } => GrantType::AuthorizationCode,
+            Self::RefreshToken { .. } => GrantType::RefreshToken,
+        }
+    }
+}
+
+/// The token request: a form POST to `endpoint`, authenticated as `client`.
+pub(crate) fn token_request(
+    endpoint: &Url,
+    client: &ClientCredentials,
+    grant: &Grant<'_>,
+    resource: &str,
+) -> Result<Request<Vec<u8>>, http::Error> {
+    let mut form = Serializer::new(String::new());
+    form.append_pair("grant_type", grant.grant_type().as_str());
+    match grant {
+        Grant::AuthorizationCode {
+            code,
+            redirect_uri,
+            verifier,
+        } => {
+            form.append_pair("code", code.expose());
+            form.append_pair("redirect_uri", redirect_uri);
+            form.append_pair("code_verifier", verifier.expose());
+        }
+        Grant::RefreshToken { refresh_token } => {
+            form.append_pair("refresh_token", refresh_token.expose());
+        }
+    }
+    form.append_pair("resource", resource);
+    let mut basic = None;
+    match (client.auth_method, &client.client_secret) {
+        (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
+            basic = Some(basic_credentials(&client.client_id, secret));
+        }
+        (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
+            form.append_pair("client_id", &client.client_id);
+            form.append_pair("client_secret", secret.expose());
+        }
+        _ => {
+            form.append_pair("client_id", &client.client_id);
+        }
+    }
+    let mut builder = Request::builder()
+        .method(Method::POST)
+        .uri(endpoint.as_str())
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(ACCEPT, "application/json");
+    if let Some(value) = basic {
+        builder = builder.header(AUTHORIZATION, value);
+    }
+    builder.body(form.finish().into_bytes())
+}
+
+/// `Basic base64(urlencode(id) ":" urlencode(secret))`, marked sensitive (RFC 6749 2.3.1).
+fn basic_credentials(client_id: &str, secret: &Secret) -> HeaderValue {
+    let id: String = byte_serialize(client_id.as_bytes()).collect();
+    let secret: String = byte_serialize(secret.expose().as_bytes()).collect();
+    let encoded = STANDARD.encode(format!("{id}:{secret}"));
+    let mut value = HeaderValue::try_from(format!("Basic {encoded}"))
+        .unwrap_or_else(|_| HeaderValue::from_static("Basic"));
+    value.set_sensitive(true);
+    value
+}
+
+/// A successful token answer (RFC 6749 5.1), read at `now`.
+pub(crate) fn read_token_answer(
+    endpoint: &Url,
+    body: &[u8],
+    now: Instant,
+    client_id: &str,
+    requested_scope: Option<&str>,
+) -> Result<TokenSet, AuthError> {
+    const ENDPOINT: &str = "token endpoint";
+    let object = json_object(ENDPOINT, endpoint, body)?;
+    let access_token = match object.get("access_token").and_then(Value::as_str) {
+        Some(token) if is_token_text(token) => token,
+        Some(_) => {
+            return Err(malformed(
+                ENDPOINT,
+                endpoint,
+                "\"access_token\" is not a header-safe token",
+            ));
+        }
+        None => return Err(malformed(ENDPOINT, endpoint, "no \"access_token\" string")),
+    };
+    // A missing token_type is read as Bearer (lenient servers omit it); any other is refused.
+    if let Some(token_type) = object.get("token_type") {
+        let text = token_type.as_str().unwrap_or("");
+        if !text.eq_ignore_ascii_case("bearer") {
+            return Err(AuthError::UnsupportedTokenType {
+                endpoint: endpoint.to_string(),
+                token_type: quote(text),
+            });
+        }
+    }
+    let expires_at = object
+        .get("expires_in")
+        .and_then(seconds)
+        .and_then(|secs| now.checked_add(Duration::from_secs(secs.min(MAX_EXPIRES_IN))));
+    let refresh_token = object
+        .get("refresh_token")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(Secret::new);
+    let scope = object
+        .get("scope")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| requested_scope.map(str::to_owned));
+    Ok(TokenSet {
+        access_token: Secret::new(access_token),
+        expires_at,
+        refresh_token,
+        scope,
+        client_id: client_id.to_owned(),
+    })
+}
+
+/// Visible ASCII, no spaces: the token goes into a header as it is.
+fn is_token_text(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// `expires_in` as whole seconds: a number (fractions dropped, negatives read as 0) or a
+/// numeric string.
+fn seconds(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().map(|f| if f > 0.0 { f as u64 } else { 0 })),
+        Value::String(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    }
+}
+
+/// An access token for one MCP server, ready to present.
+///
+/// `Debug` shows everything but the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken {
+    token: Secret,
+    header: HeaderValue,
+    expires_at: Option<Instant>,
+    scope: Option<String>,
+    issuer: String,
+    resource: String,
+}
+
+impl AccessToken {
+    pub(crate) fn new(tokens: &TokenSet, issuer: &str, resource: &str) -> Self {
+        // `read_token_answer` admits only visible ASCII, which a header value always takes.
+        let mut header = HeaderValue::try_from(format!("Bearer {}", tokens.access_token.expose()))
+            .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+        header.set_sensitive(true);
+        Self {
+            token: tokens.access_token.clone(),
+            header,
+            expires_at: tokens.expires_at,
+            scope: tokens.scope.clone(),
+            issuer: issuer.to_owned(),
+            resource: resource.to_owned(),
+        }
+    }
+
+    /// The `Authorization` header value to put on every request to the MCP server:
+    /// `Bearer <token>`, marked sensitive.
+    pub fn authorization_header(&self) -> HeaderValue {
+        self.header.clone()
+    }
+
+    /// The token itself.
+    pub fn secret(&self) -> &Secret {
+        &self.token
+    }
+
+    /// When the token expires, if the server said.
+    pub fn expires_at(&self) -> Option<Instant> {
+        self.expires_at
+    }
+
+    /// Whether the token has expired at `now` (never, when the server gave no lifetime).
+    pub fn is_expired(&self, now: Instant) -> bool {
+        self.expires_at.is_some_and(|at| now >= at)
+    }
+
+    /// The scope granted (the token answer's, else the one asked for).
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// The authorization server that issued it.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The resource it was issued for (the `resource` parameter sent).
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessToken")
+            .field("token", &"redacted")
+            .field("expires_at", &self.expires_at)
+            .field("scope", &self.scope)
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ClientSource;
+
+    fn client(method: TokenEndpointAuth, secret: Option<&str>) -> ClientCredentials {
+        ClientCredentials {
+            client_id: "my client:1".into(),
+            client_secret: secret.map(Secret::new),
+            auth_method: method,
+            redirect_uri: "http://localhost/cb".into(),
+            source: ClientSource::Registered,
+        }
+    }
+
+    fn form(request: &Request<Vec<u8>>) -> Vec<(String, String)> {
+        url::form_urlencoded::parse(request.body())
+            .into_owned()
+            .collect()
+    }
+
+    fn endpoint() -> Url {
+        Url::parse("https://as.example/token").unwrap()
+    }
+
+    #[test]
+    fn a_code_exchange_carries_code_verifier_redirect_and_resource() {
+        let code = Secret::new("the-code");
+        let verifier = Secret::new("the-verifier");
+        let request = token_request(
+            &endpoint(),
+            &client(TokenEndpointAuth::None, None),
+            &Grant::AuthorizationCode {
+                code: &code,
+                redirect_uri: "http://localhost/cb",
+                verifier: &verifier,
+            },
+            "https://mcp.example/mcp",
+        )
+        .unwrap();
+        assert_eq!(request.method(), Method::POST);
+        assert_eq!(
+            request.headers()[CONTENT_TYPE],
+            "application/x-www-form-urlencoded"
+        );
+        assert!(request.headers().get(AUTHORIZATION).is_none());
+        let pairs = form(&request);
+        let expected: Vec<(String, String)> = [
+            ("grant_type", "authorization_code"),
+            ("code", "the-code"),
+            ("redirect_uri", "http://localhost/cb"),
+            ("code_verifier", "the-verifier"),
+            ("resource", "https://mcp.example/mcp"),
+            ("client_id", "my client:1"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        assert_eq!(pairs, expected);
+    }
+
+    #[test]
+    fn client_secret_basic_form_urlencodes_id_and_secret_first() {
+        let refresh = Secret::new("rt");
+        let request = token_request(
+            &endpoint(),
+            &client(TokenEndpointAuth::ClientSecretBasic, Some("p@ss word+/")),
+            &Grant::RefreshToken {
+                refresh_token: &refresh,
+            },
+            "r",
+        )
+        .unwrap();
+        let header = &request.headers()[AUTHORIZATION];
+        assert!(header.is_sensitive());
+        let encoded = header.to_str().unwrap().strip_prefix("Basic ").unwrap();
+        let decoded = String::from_utf8(STANDARD.decode(encoded).unwrap()).unwrap();
+        assert_eq!(decoded, "my+client%3A1:p%40ss+word%2B%2F");
+        let pairs = form(&request);
+        assert!(
+            pairs
+                .iter()
+                .all(|(k, _)| k != "client_id" && k != "client_secret")
+        );
+        assert!(pairs.contains(&("grant_type".into(), "refresh_token".into())));
+        assert!(pairs.contains(&("refresh_token".into(), "rt".into())));
+    }
+
+    #[test]
+    fn client_secret_post_puts_both_in_the_form() {
+        let refresh = Secret::new("rt");
+        let request = token_request(
+            &endpoint(),
+            &client(TokenEndpointAuth::ClientSecretPost, Some("s")),
+            &Grant::RefreshToken {
+                refresh_token: &refresh,
+            },
+            "r",
+        )
+        .unwrap();
+        assert!(request.headers().get(AUTHORIZATION).is_none());
+        let pairs = form(&request);
+        assert!(pairs.contains(&("client_id".into(), "my client:1".into())));
+        assert!(pairs.contains(&("client_secret".into(), "s".into())));
+    }
+
+    #[test]
+    fn token_answers_are_read_with_their_lifetime() {
+        let now = Instant::now();
+        let tokens = read_token_answer(
+            &endpoint(),
+            br#"{"access_token":"at","token_type":"bearer","expires_in":3600,"refresh_token":"rt","scope":"a b"}"#,
+            now,
+            "c",
+            Some("a"),
+        )
+        .unwrap();
+        assert_eq!(tokens.access_token.expose(), "at");
+        assert_eq!(tokens.expires_at, Some(now + Duration::from_secs(3600)));
+        assert_eq!(tokens.refresh_token.unwrap().expose(), "rt");
+        assert_eq!(tokens.scope.as_deref(), Some("a b"));
+        let tokens = read_token_answer(
+            &endpoint(),
+            br#"{"access_token":"at","token_type":"Bearer","expires_in":"60"}"#,
+            now,
+            "c",
+            Some("a"),
+        )
+        .unwrap();
+        assert_eq!(tokens.expires_at, Some(now + Duration::from_secs(60)));
+        assert_eq!(tokens.scope.as_deref(), Some("a"));
+        assert_eq!(tokens.refresh_token, None);
+    }
+
+    #[test]
+    fn unusable_token_answers_are_typed_errors() {
+        let now = Instant::now();
+        assert!(matches!(
+            read_token_answer(
+                &endpoint(),
+                br#"{"access_token":"at","token_type":"DPoP"}"#,
+                now,
+                "c",
+                None
+            ),
+            Err(AuthError::UnsupportedTokenType { .. })
+        ));
+        for bad in [
+            &br#"{"token_type":"Bearer"}"#[..],
+            br#"{"access_token":"a b","token_type":"Bearer"}"#,
+            br#"{"access_token":"","token_type":"Bearer"}"#,
+            br#"{"access_token":7}"#,
+            b"[]",
+            b"",
+        ] {
+            assert!(matches!(
+                read_token_answer(&endpoint(), bad, now, "c", None),
+                Err(AuthError::Malformed { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn an_access_token_shows_nothing_in_debug_and_a_sensitive_header() {
+        let tokens = TokenSet {
+            access_token: Secret::new("tok-123"),
+            expires_at: None,
+            refresh_token: None,
+            scope: Some("a".into()),
+            client_id: "c".into(),
+        };
+        let token = AccessToken::new(&tokens, "https://as.example", "https://r.example");
+        assert_eq!(token.authorization_header(), "Bearer tok-123");
+        assert!(token.authorization_header().is_sensitive());
+        let text = format!("{token:?}");
+        assert!(!text.contains("tok-123"), "{text}");
+        assert!(text.contains("https://as.example"));
+    }
+}

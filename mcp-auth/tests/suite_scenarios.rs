@@ -1,0 +1,1085 @@
+//! The official conformance suite's client authorization scenarios (`auth/*`), each as a test
+//! of the state machine against the suite's servers played by a scripted world: the requests
+//! in order, their parameters and headers, and what must be refused.
+
+mod world;
+
+use http::Method;
+use mcp_auth::{AuthError, PreRegisteredClient, TokenEndpointAuth};
+use world::*;
+
+/// The checks every full flow of the suite makes: PKCE S256 with a matching verifier, and the
+/// `resource` sent exactly as the resource metadata published it in both requests.
+fn assert_pkce_and_resource(world: &World, expected_resource: &str) {
+    let challenge = world.last_authorize_param("code_challenge").unwrap();
+    assert_eq!(
+        world
+            .last_authorize_param("code_challenge_method")
+            .as_deref(),
+        Some("S256")
+    );
+    assert_eq!(
+        world.last_authorize_param("resource").as_deref(),
+        Some(expected_resource)
+    );
+    let token = world.sent("oauth:token");
+    let form = token.last().unwrap().form();
+    let verifier = &form["code_verifier"];
+    assert!(verifier.len() >= 43);
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()));
+    assert_eq!(computed, challenge);
+    assert_eq!(form["resource"], expected_resource);
+    assert_eq!(form["grant_type"], "authorization_code");
+    assert_eq!(form["code"], "test-auth-code");
+    assert_eq!(form["redirect_uri"], REDIRECT);
+}
+
+// ---- auth/metadata-* -------------------------------------------------------------------
+
+#[test]
+fn metadata_default_uses_the_header_url_and_never_the_root_prm() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.route(
+        Method::GET,
+        &format!("{SERVER}/.well-known/oauth-protected-resource"),
+        404,
+        "trap",
+    );
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.urls(),
+        [
+            "http://localhost:3000/.well-known/oauth-protected-resource/mcp",
+            "http://localhost:4000/.well-known/oauth-authorization-server",
+            "http://localhost:4000/register",
+            "http://localhost:4000/token",
+        ]
+    );
+    assert_eq!(
+        world.labels(),
+        [
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:register",
+            "oauth:token"
+        ]
+    );
+    assert_pkce_and_resource(&world, SERVER_URL);
+    assert_eq!(token.authorization_header(), "Bearer test-token-1");
+    assert_eq!(token.issuer(), AS);
+    assert_eq!(token.resource(), SERVER_URL);
+}
+
+#[test]
+fn metadata_var1_path_prm_without_header_and_openid_configuration() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        metadata_path: "/.well-known/openid-configuration".into(),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(None, None), world.config());
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        &world.urls()[..3],
+        [
+            "http://localhost:3000/.well-known/oauth-protected-resource/mcp",
+            "http://localhost:4000/.well-known/oauth-authorization-server",
+            "http://localhost:4000/.well-known/openid-configuration",
+        ]
+    );
+    assert_pkce_and_resource(&world, SERVER_URL);
+}
+
+#[test]
+fn metadata_var2_root_prm_and_issuer_with_a_path() {
+    let mut world = World::new();
+    // The root document's resource is the bare origin, without a slash: kept exactly.
+    world.resource_metadata(
+        "/.well-known/oauth-protected-resource",
+        SERVER,
+        &["http://localhost:4000/tenant1"],
+        None,
+    );
+    let opts = AsOpts {
+        metadata_path: "/.well-known/oauth-authorization-server/tenant1".into(),
+        prefix: "/tenant1".into(),
+        ..AsOpts::default()
+    };
+    world.auth_server(&opts);
+    let mut flow = world.flow(unauthorized(None, None), world.config());
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.urls(),
+        [
+            "http://localhost:3000/.well-known/oauth-protected-resource/mcp",
+            "http://localhost:3000/.well-known/oauth-protected-resource",
+            "http://localhost:4000/.well-known/oauth-authorization-server/tenant1",
+            "http://localhost:4000/tenant1/register",
+            "http://localhost:4000/tenant1/token",
+        ]
+    );
+    assert_pkce_and_resource(&world, "http://localhost:3000");
+}
+
+#[test]
+fn metadata_var3_custom_prm_location_and_appended_openid_configuration() {
+    let mut world = World::new();
+    world.resource_metadata(
+        "/custom/metadata/location.json",
+        SERVER_URL,
+        &["http://localhost:4000/tenant1"],
+        None,
+    );
+    world.auth_server(&AsOpts {
+        metadata_path: "/tenant1/.well-known/openid-configuration".into(),
+        prefix: "/tenant1".into(),
+        ..AsOpts::default()
+    });
+    let header = format!("{SERVER}/custom/metadata/location.json");
+    let mut flow = world.flow(unauthorized(Some(&header), None), world.config());
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        &world.urls()[..4],
+        [
+            "http://localhost:3000/custom/metadata/location.json",
+            "http://localhost:4000/.well-known/oauth-authorization-server/tenant1",
+            "http://localhost:4000/.well-known/openid-configuration/tenant1",
+            "http://localhost:4000/tenant1/.well-known/openid-configuration",
+        ]
+    );
+    assert!(
+        !world
+            .urls()
+            .contains(&"http://localhost:4000/.well-known/oauth-authorization-server")
+    );
+}
+
+// ---- auth/basic-cimd ----------------------------------------------------------------------
+
+const CIMD: &str = "https://conformance-test.local/client-metadata.json";
+
+#[test]
+fn basic_cimd_uses_the_document_url_as_client_id_without_registering() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        cimd: Some(true),
+        ..AsOpts::default()
+    });
+    let config = world.config().with_metadata_document(CIMD).unwrap();
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:register").is_empty());
+    assert_eq!(
+        world.last_authorize_param("client_id").as_deref(),
+        Some(CIMD)
+    );
+    let token = world.sent("oauth:token");
+    let form = token[0].form();
+    assert_eq!(form["client_id"], CIMD);
+    assert!(!form.contains_key("client_secret"));
+    assert!(token[0].headers.get("authorization").is_none());
+}
+
+#[test]
+fn a_document_url_is_not_used_where_the_server_does_not_advertise_it() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    let config = world.config().with_metadata_document(CIMD).unwrap();
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    world.run(&mut flow).unwrap();
+    assert_eq!(world.sent("oauth:register").len(), 1);
+    assert_eq!(
+        world.last_authorize_param("client_id").as_deref(),
+        Some("test-client-id")
+    );
+}
+
+// ---- auth/2025-03-26-* --------------------------------------------------------------------
+
+#[test]
+fn legacy_metadata_backcompat_finds_metadata_at_the_server_origin() {
+    let mut world = World::new();
+    world.auth_server(&AsOpts {
+        base: SERVER.into(),
+        prefix: "/oauth".into(),
+        issuer: Some(SERVER.into()),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(None, None), world.config());
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.urls(),
+        [
+            "http://localhost:3000/.well-known/oauth-protected-resource/mcp",
+            "http://localhost:3000/.well-known/oauth-protected-resource",
+            "http://localhost:3000/.well-known/oauth-authorization-server",
+            "http://localhost:3000/oauth/register",
+            "http://localhost:3000/oauth/token",
+        ]
+    );
+    assert_pkce_and_resource(&world, SERVER_URL);
+}
+
+#[test]
+fn legacy_endpoint_fallback_uses_the_default_paths_at_the_origin() {
+    let mut world = World::new();
+    world.route(
+        Method::POST,
+        &format!("{SERVER}/register"),
+        201,
+        r#"{"client_id":"test-client-id","client_secret":"test-client-secret"}"#,
+    );
+    world.route(
+        Method::POST,
+        &format!("{SERVER}/token"),
+        200,
+        r#"{"access_token":"test-token","token_type":"Bearer","expires_in":3600}"#,
+    );
+    world.iss = Iss::Omit;
+    let mut flow = world.flow(unauthorized(None, None), world.config());
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.urls(),
+        [
+            "http://localhost:3000/.well-known/oauth-protected-resource/mcp",
+            "http://localhost:3000/.well-known/oauth-protected-resource",
+            "http://localhost:3000/.well-known/oauth-authorization-server",
+            "http://localhost:3000/.well-known/openid-configuration",
+            "http://localhost:3000/register",
+            "http://localhost:3000/token",
+        ]
+    );
+    let authorize = world.authorize_urls[0].clone();
+    assert_eq!(
+        format!(
+            "{}{}",
+            authorize.origin().ascii_serialization(),
+            authorize.path()
+        ),
+        "http://localhost:3000/authorize"
+    );
+    assert_pkce_and_resource(&world, SERVER_URL);
+    assert_eq!(token.authorization_header(), "Bearer test-token");
+}
+
+// ---- auth/scope-* -------------------------------------------------------------------------
+
+#[test]
+fn scope_from_www_authenticate() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], Some(&["other"]));
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(
+        unauthorized(Some(&prm_url()), Some("mcp:basic")),
+        world.config(),
+    );
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("mcp:basic")
+    );
+}
+
+#[test]
+fn scope_from_scopes_supported() {
+    let mut world = World::new();
+    world.resource_metadata(
+        PRM_PATH,
+        SERVER_URL,
+        &[AS],
+        Some(&["mcp:basic", "mcp:read", "mcp:write"]),
+    );
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("mcp:basic mcp:read mcp:write")
+    );
+}
+
+#[test]
+fn scope_omitted_when_undefined() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(world.last_authorize_param("scope"), None);
+    assert_eq!(token.scope(), None);
+}
+
+#[test]
+fn a_configured_scope_replaces_scopes_supported_but_not_the_challenge() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], Some(&["a"]));
+    world.auth_server(&AsOpts::default());
+    let config = world.config().with_scope("mine");
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config.clone());
+    world.run(&mut flow).unwrap();
+    assert_eq!(world.last_authorize_param("scope").as_deref(), Some("mine"));
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], Some(&["a"]));
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), Some("needed")), config);
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("needed")
+    );
+}
+
+#[test]
+fn scope_step_up_in_the_same_operation_asks_for_the_union() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], Some(&["mcp:profile"]));
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(
+        unauthorized(Some(&prm_url()), Some("mcp:basic")),
+        world.config(),
+    );
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("mcp:basic")
+    );
+    let mut flow = flow.rechallenge(insufficient_scope(Some(&prm_url()), "mcp:write"));
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("mcp:basic mcp:write")
+    );
+    assert_eq!(token.scope(), Some("mcp:basic mcp:write"));
+    // A step-up never refreshes (a refresh cannot widen a grant) and reuses the registration.
+    assert!(world.sent("oauth:refresh").is_empty());
+    assert_eq!(world.sent("oauth:register").len(), 1);
+    assert_eq!(world.authorize_urls.len(), 2);
+}
+
+#[test]
+fn scope_step_up_in_a_later_operation_keeps_the_stored_grant() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], Some(&["mcp:profile"]));
+    world.auth_server(&AsOpts {
+        refresh_token: Some("refresh-1"),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(
+        unauthorized(Some(&prm_url()), Some("mcp:basic")),
+        world.config(),
+    );
+    world.run(&mut flow).unwrap();
+    // tools/call, a new operation, meets a 403: a fresh flow over the same store.
+    let mut flow = world.flow(
+        insufficient_scope(Some(&prm_url()), "mcp:write"),
+        world.config(),
+    );
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("mcp:basic mcp:write")
+    );
+    assert!(world.sent("oauth:refresh").is_empty());
+}
+
+#[test]
+fn scope_retry_limit_stops_after_three_authorizations() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], Some(&["mcp:admin"]));
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(
+        unauthorized(Some(&prm_url()), Some("mcp:admin")),
+        world.config(),
+    );
+    world.run(&mut flow).unwrap();
+    let mut outcome = Ok(());
+    for _ in 0..5 {
+        flow = flow.rechallenge(insufficient_scope(Some(&prm_url()), "mcp:admin"));
+        match world.run(&mut flow) {
+            Ok(_) => {}
+            Err(error) => {
+                outcome = Err(error);
+                break;
+            }
+        }
+    }
+    assert_eq!(world.authorize_urls.len(), 3);
+    let error = outcome.unwrap_err();
+    assert_eq!(
+        error,
+        AuthError::ScopeStepUpExhausted {
+            server: SERVER_URL.into(),
+            attempts: 3,
+            scope: "mcp:admin".into()
+        }
+    );
+    assert!(error.to_string().contains("after 3 authorizations"));
+}
+
+#[test]
+fn repeated_401s_to_fresh_tokens_also_stop() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    for _ in 0..2 {
+        flow = flow.rechallenge(unauthorized(Some(&prm_url()), None));
+        world.run(&mut flow).unwrap();
+    }
+    flow = flow.rechallenge(unauthorized(Some(&prm_url()), None));
+    assert!(matches!(
+        world.run(&mut flow),
+        Err(AuthError::TokenNotAccepted { attempts: 3, .. })
+    ));
+}
+
+// ---- auth/token-endpoint-auth-* -----------------------------------------------------------
+
+fn token_endpoint_auth(method: &'static str) -> World {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        auth_methods: vec![method],
+        client_id: "test-client-1".into(),
+        client_secret: (method != "none").then(|| "test-secret-1".into()),
+        registered_method: Some(method),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    let registration = world.sent("oauth:register")[0].json();
+    assert_eq!(registration["token_endpoint_auth_method"], method);
+    world
+}
+
+#[test]
+fn token_endpoint_auth_basic() {
+    let world = token_endpoint_auth("client_secret_basic");
+    let token = world.sent("oauth:token")[0].clone();
+    let header = token.headers["authorization"].to_str().unwrap().to_owned();
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(header.strip_prefix("Basic ").unwrap())
+        .unwrap();
+    assert_eq!(decoded, b"test-client-1:test-secret-1");
+    let form = token.form();
+    assert!(!form.contains_key("client_secret"));
+    assert!(!form.contains_key("client_id"));
+    assert_pkce_and_resource(&world, SERVER_URL);
+}
+
+#[test]
+fn token_endpoint_auth_post() {
+    let world = token_endpoint_auth("client_secret_post");
+    let token = world.sent("oauth:token")[0].clone();
+    assert!(token.headers.get("authorization").is_none());
+    let form = token.form();
+    assert_eq!(form["client_id"], "test-client-1");
+    assert_eq!(form["client_secret"], "test-secret-1");
+}
+
+#[test]
+fn token_endpoint_auth_none() {
+    let world = token_endpoint_auth("none");
+    let token = world.sent("oauth:token")[0].clone();
+    assert!(token.headers.get("authorization").is_none());
+    let form = token.form();
+    assert_eq!(form["client_id"], "test-client-1");
+    assert!(!form.contains_key("client_secret"));
+}
+
+// ---- auth/pre-registration ----------------------------------------------------------------
+
+#[test]
+fn pre_registration_uses_basic_auth_and_never_registers() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        dcr: false,
+        auth_methods: vec!["client_secret_basic"],
+        ..AsOpts::default()
+    });
+    let config = world.config().with_pre_registered(
+        PreRegisteredClient::new(AS, "pre-registered-client").with_secret("pre-registered-secret"),
+    );
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:register").is_empty());
+    assert_eq!(
+        world.last_authorize_param("client_id").as_deref(),
+        Some("pre-registered-client")
+    );
+    let token = world.sent("oauth:token")[0].clone();
+    let header = token.headers["authorization"].to_str().unwrap().to_owned();
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(header.strip_prefix("Basic ").unwrap())
+        .unwrap();
+    assert_eq!(decoded, b"pre-registered-client:pre-registered-secret");
+}
+
+#[test]
+fn pre_registered_credentials_are_not_offered_to_another_issuer() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    let config = world.config().with_pre_registered(
+        PreRegisteredClient::new("https://other-as.example", "pre-registered-client")
+            .with_secret("pre-registered-secret"),
+    );
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(
+        error,
+        AuthError::PreRegisteredForOtherIssuer { .. }
+    ));
+    assert_eq!(
+        world.labels(),
+        ["oauth:resource-metadata", "oauth:server-metadata"]
+    );
+    assert!(world.authorize_urls.is_empty());
+}
+
+#[test]
+fn the_pre_registered_issuer_is_chosen_among_several() {
+    let mut world = World::new();
+    let other = "http://localhost:5000";
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[other, AS], None);
+    world.auth_server(&AsOpts {
+        dcr: false,
+        ..AsOpts::default()
+    });
+    let config = world
+        .config()
+        .with_pre_registered(PreRegisteredClient::new(AS, "pre"));
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(token.issuer(), AS);
+    assert!(!world.urls().iter().any(|u| u.starts_with(other)));
+}
+
+// ---- auth/resource-mismatch ---------------------------------------------------------------
+
+#[test]
+fn resource_mismatch_is_refused_before_anything_else() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, "https://evil.example.com/mcp", &[AS], None);
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let error = world.run(&mut flow).unwrap_err();
+    assert_eq!(
+        error,
+        AuthError::ResourceMismatch {
+            server: SERVER_URL.into(),
+            resource: "https://evil.example.com/mcp".into()
+        }
+    );
+    assert_eq!(world.labels(), ["oauth:resource-metadata"]);
+    assert!(world.authorize_urls.is_empty());
+}
+
+// ---- auth/offline-access-* ----------------------------------------------------------------
+
+#[test]
+fn offline_access_scope_is_added_when_the_server_lists_it() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], Some(&["mcp:basic"]));
+    world.auth_server(&AsOpts {
+        scopes_supported: Some(vec!["mcp:basic", "offline_access"]),
+        cimd: Some(true),
+        client_secret: None,
+        registered_method: Some("none"),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("mcp:basic offline_access")
+    );
+    let registration = world.sent("oauth:register")[0].json();
+    assert_eq!(
+        registration["grant_types"],
+        serde_json::json!(["authorization_code", "refresh_token"])
+    );
+}
+
+#[test]
+fn offline_access_not_requested_when_not_listed() {
+    let mut world = World::new();
+    world.resource_metadata(
+        PRM_PATH,
+        SERVER_URL,
+        &[AS],
+        Some(&["mcp:basic", "mcp:read"]),
+    );
+    world.auth_server(&AsOpts {
+        scopes_supported: Some(vec!["mcp:basic", "mcp:read"]),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.last_authorize_param("scope").as_deref(),
+        Some("mcp:basic mcp:read")
+    );
+}
+
+// ---- auth/authorization-server-migration --------------------------------------------------
+
+#[test]
+fn authorization_server_migration_registers_again_and_keeps_credentials_apart() {
+    let as2 = "http://localhost:5000";
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        client_id: "as1-client-id-LEAKED-IF-SEEN-AT-AS2".into(),
+        client_secret: Some("as1-client-secret".into()),
+        refresh_token: Some("as1-refresh"),
+        ..AsOpts::default()
+    });
+    world.auth_server(&AsOpts {
+        base: as2.into(),
+        client_id: "as2-client-id".into(),
+        client_secret: Some("as2-client-secret".into()),
+        access_token: "test-token-as2-1".into(),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(
+        unauthorized(Some(&prm_url()), Some("mcp:basic")),
+        world.config(),
+    );
+    world.run(&mut flow).unwrap();
+    // The server moves to AS2: its token from AS1 now meets a 401 (a new operation).
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[as2], None);
+    let first = world.seen.len();
+    let mut flow = world.flow(
+        unauthorized(Some(&prm_url()), Some("mcp:basic")),
+        world.config(),
+    );
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(token.issuer(), as2);
+    assert_eq!(token.authorization_header(), "Bearer test-token-as2-1");
+    let later: Vec<_> = world.seen[first..].iter().collect();
+    assert_eq!(
+        later.iter().map(|s| s.url.as_str()).collect::<Vec<_>>(),
+        [
+            "http://localhost:3000/.well-known/oauth-protected-resource/mcp",
+            "http://localhost:5000/.well-known/oauth-authorization-server",
+            "http://localhost:5000/register",
+            "http://localhost:5000/token",
+        ]
+    );
+    for seen in &later {
+        let text = format!("{} {} {:?}", seen.url, seen.body, seen.headers);
+        assert!(!text.contains("as1-client"), "{text}");
+        assert!(!text.contains("as1-refresh"), "{text}");
+    }
+    assert_eq!(
+        world.last_authorize_param("client_id").as_deref(),
+        Some("as2-client-id")
+    );
+}
+
+// ---- auth/iss-* ---------------------------------------------------------------------------
+
+fn iss_world(iss_supported: Option<bool>, iss: Iss) -> (World, Result<(), AuthError>) {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        iss_supported,
+        ..AsOpts::default()
+    });
+    world.iss = iss;
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let outcome = world.run(&mut flow).map(|_| ());
+    (world, outcome)
+}
+
+#[test]
+fn iss_supported_and_correct_proceeds_to_the_token() {
+    let (world, outcome) = iss_world(Some(true), Iss::Correct);
+    outcome.unwrap();
+    assert_eq!(world.sent("oauth:token").len(), 1);
+}
+
+#[test]
+fn iss_not_advertised_and_absent_proceeds() {
+    let (world, outcome) = iss_world(None, Iss::Omit);
+    outcome.unwrap();
+    assert_eq!(world.sent("oauth:token").len(), 1);
+}
+
+#[test]
+fn iss_supported_but_missing_is_refused_before_the_token_request() {
+    let (world, outcome) = iss_world(Some(true), Iss::Omit);
+    assert_eq!(outcome, Err(AuthError::IssMissing { issuer: AS.into() }));
+    assert_eq!(world.authorize_urls.len(), 1);
+    assert!(world.sent("oauth:token").is_empty());
+}
+
+#[test]
+fn iss_wrong_issuer_is_refused() {
+    let (world, outcome) = iss_world(Some(true), Iss::Wrong);
+    assert_eq!(
+        outcome,
+        Err(AuthError::IssMismatch {
+            issuer: AS.into(),
+            found: "https://evil.example.com".into()
+        })
+    );
+    assert!(world.sent("oauth:token").is_empty());
+}
+
+#[test]
+fn iss_unexpected_is_compared_even_when_not_advertised() {
+    let (world, outcome) = iss_world(None, Iss::Wrong);
+    assert!(matches!(outcome, Err(AuthError::IssMismatch { .. })));
+    assert!(world.sent("oauth:token").is_empty());
+}
+
+#[test]
+fn iss_normalized_with_a_trailing_slash_is_a_mismatch() {
+    let (world, outcome) = iss_world(Some(true), Iss::Normalized);
+    assert_eq!(
+        outcome,
+        Err(AuthError::IssMismatch {
+            issuer: AS.into(),
+            found: format!("{AS}/")
+        })
+    );
+    assert!(world.sent("oauth:token").is_empty());
+}
+
+// ---- auth/metadata-issuer-mismatch --------------------------------------------------------
+
+#[test]
+fn metadata_issuer_mismatch_uses_none_of_the_poisoned_endpoints() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        issuer: Some("https://attacker.example.com".into()),
+        prefix: "/mismatched-as".into(),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(error, AuthError::IssuerMismatch { .. }));
+    assert_eq!(
+        world.labels(),
+        ["oauth:resource-metadata", "oauth:server-metadata"]
+    );
+    assert!(world.authorize_urls.is_empty());
+}
+
+// ---- beyond the suite: the rest of the rules ----------------------------------------------
+
+#[test]
+fn dcr_sends_the_native_registration_document() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    let registration = world.sent("oauth:register")[0];
+    assert_eq!(registration.headers["content-type"], "application/json");
+    assert_eq!(
+        registration.json(),
+        serde_json::json!({
+            "redirect_uris": [REDIRECT],
+            "client_name": "conformance-client",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": "native",
+        })
+    );
+}
+
+#[test]
+fn a_registration_is_reused_at_the_same_issuer() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    for _ in 0..2 {
+        let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+        world.run(&mut flow).unwrap();
+    }
+    assert_eq!(world.sent("oauth:register").len(), 1);
+    assert_eq!(world.authorize_urls.len(), 2);
+}
+
+#[test]
+fn a_stored_refresh_token_is_used_before_a_full_authorization() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        refresh_token: Some("refresh-1"),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    // Later, the access token expires: a 401, and the stored refresh token is used.
+    let first = world.seen.len();
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    let later: Vec<_> = world.seen[first..].iter().map(|s| s.label).collect();
+    assert_eq!(
+        later,
+        [
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:refresh"
+        ]
+    );
+    assert_eq!(world.authorize_urls.len(), 1);
+    let form = world.sent("oauth:refresh")[0].form();
+    assert_eq!(form["grant_type"], "refresh_token");
+    assert_eq!(form["refresh_token"], "refresh-1");
+    assert_eq!(form["resource"], SERVER_URL);
+    assert_eq!(form["client_id"], "test-client-id");
+}
+
+#[test]
+fn a_refused_refresh_falls_back_to_a_full_authorization() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        refresh_token: Some("refresh-1"),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    world.run(&mut flow).unwrap();
+    // The next token request (the refresh) is refused; the one after it succeeds.
+    let token_url = format!("{AS}/token");
+    world.route(
+        Method::POST,
+        &token_url,
+        400,
+        r#"{"error":"invalid_grant"}"#,
+    );
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut entropy = Counter(9);
+    let now = world.now;
+    // Drive by hand to switch the token route after the refresh.
+    let mut refreshed = false;
+    let token = loop {
+        match flow.poll(now, &mut entropy) {
+            mcp_auth::AuthStep::Send(request) => {
+                let url = request.request.uri().to_string();
+                let label = request.kind.label();
+                let (status, body) = world
+                    .routes
+                    .get(&(request.request.method().clone(), url))
+                    .cloned()
+                    .unwrap_or((404, String::new()));
+                if label == "oauth:refresh" {
+                    refreshed = true;
+                    world.route(
+                        Method::POST,
+                        &token_url,
+                        200,
+                        r#"{"access_token":"fresh","token_type":"Bearer"}"#,
+                    );
+                }
+                flow.handle_response(
+                    http::StatusCode::from_u16(status).unwrap(),
+                    &http::HeaderMap::new(),
+                    body.as_bytes(),
+                );
+            }
+            mcp_auth::AuthStep::Authorize { url } => {
+                let state = url
+                    .query_pairs()
+                    .find(|(k, _)| k == "state")
+                    .unwrap()
+                    .1
+                    .into_owned();
+                flow.handle_redirect(&format!(
+                    "{REDIRECT}?code=c&state={state}&iss=http%3A%2F%2Flocalhost%3A4000"
+                ));
+            }
+            mcp_auth::AuthStep::Done(token) => break token,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(refreshed);
+    assert_eq!(token.authorization_header(), "Bearer fresh");
+}
+
+#[test]
+fn without_an_authorizer_the_flow_ends_with_authorization_required() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    world.has_authorizer = false;
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let error = world.run(&mut flow).unwrap_err();
+    assert_eq!(
+        error,
+        AuthError::AuthorizationRequired {
+            server: SERVER_URL.into(),
+            issuer: AS.into()
+        }
+    );
+    assert_eq!(error.fault(), mcp_auth::Fault::Caller);
+    assert!(world.sent("oauth:token").is_empty());
+}
+
+#[test]
+fn a_server_without_pkce_s256_is_refused() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        pkce: false,
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    assert_eq!(
+        world.run(&mut flow),
+        Err(AuthError::PkceUnsupported { issuer: AS.into() })
+    );
+}
+
+#[test]
+fn redirects_from_endpoints_are_errors_not_followed() {
+    let mut world = World::new();
+    world.route(Method::GET, &prm_url(), 302, "");
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    assert_eq!(
+        world.run(&mut flow),
+        Err(AuthError::Redirected {
+            endpoint: "protected resource metadata",
+            url: prm_url(),
+            status: 302
+        })
+    );
+    assert_eq!(world.seen.len(), 1);
+
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    world.route(Method::POST, &format!("{AS}/token"), 307, "");
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    assert!(matches!(
+        world.run(&mut flow),
+        Err(AuthError::Redirected {
+            endpoint: "token endpoint",
+            status: 307,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn refusals_are_typed_with_the_oauth_error() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    world.route(
+        Method::POST,
+        &format!("{AS}/register"),
+        400,
+        r#"{"error":"invalid_redirect_uri","error_description":"loopback only"}"#,
+    );
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    assert_eq!(
+        world.run(&mut flow),
+        Err(AuthError::RegistrationFailed {
+            endpoint: format!("{AS}/register"),
+            status: 400,
+            error: Some("invalid_redirect_uri".into()),
+            description: Some("loopback only".into())
+        })
+    );
+
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    world.route(
+        Method::POST,
+        &format!("{AS}/token"),
+        400,
+        r#"{"error":"invalid_grant"}"#,
+    );
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(
+        error,
+        AuthError::TokenRejected { status: 400, ref error, .. } if error.as_deref() == Some("invalid_grant")
+    ));
+}
+
+#[test]
+fn metadata_found_nowhere_after_a_prm_is_an_error() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let error = world.run(&mut flow).unwrap_err();
+    assert_eq!(
+        error,
+        AuthError::MetadataNotFound {
+            issuer: AS.into(),
+            tried: "http://localhost:4000/.well-known/oauth-authorization-server, http://localhost:4000/.well-known/openid-configuration".into()
+        }
+    );
+}
+
+#[test]
+fn a_prm_without_authorization_servers_is_refused() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[], None);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    assert!(matches!(
+        world.run(&mut flow),
+        Err(AuthError::NoAuthorizationServer { .. })
+    ));
+}
+
+#[test]
+fn no_client_identity_without_registration_endpoint() {
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts {
+        dcr: false,
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    assert_eq!(
+        world.run(&mut flow),
+        Err(AuthError::NoClientIdentity { issuer: AS.into() })
+    );
+}
+
+#[test]
+fn tokens_are_stored_per_issuer_and_resource_with_their_lifetime() {
+    use mcp_auth::CredentialStore as _;
+    let mut world = World::new();
+    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    world.auth_server(&AsOpts::default());
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let token = world.run(&mut flow).unwrap();
+    let stored = world.store.tokens(AS, SERVER_URL).unwrap();
+    assert_eq!(stored.access_token.expose(), "test-token-1");
+    assert_eq!(
+        stored.expires_at,
+        Some(world.now + std::time::Duration::from_secs(3600))
+    );
+    assert!(!token.is_expired(world.now));
+    assert!(token.is_expired(world.now + std::time::Duration::from_secs(3600)));
+    assert_eq!(world.store.client(AS).unwrap().client_id, "test-client-id");
+    assert_eq!(
+        TokenEndpointAuth::None,
+        world.store.client(AS).unwrap().auth_method
+    );
+}
