@@ -1,10 +1,7 @@
 //! Either driver behind one face, so every command runs the same way on both.
 
 use clap::ValueEnum;
-use mcp_proto::{
-    Action, CallToolResult, Error, Listing, Outcome, SessionConfig, SessionInfo, Tool,
-};
-use serde_json::{Map, Value};
+use mcp_proto::{Action, Error, Outcome, SessionConfig};
 
 use crate::report::Reporter;
 
@@ -78,13 +75,6 @@ impl Client {
         }
     }
 
-    pub(crate) fn probe(&mut self) -> Result<SessionInfo, Error> {
-        match self {
-            Self::Blocking(client) => client.probe(),
-            Self::Tokio(runtime, client) => runtime.block_on(client.probe()),
-        }
-    }
-
     /// Runs `action` as one operation under the configured budget.
     pub(crate) fn run(&mut self, action: Action) -> Result<Outcome, Error> {
         match self {
@@ -96,24 +86,6 @@ impl Client {
                 let budget = client.session().config().budget();
                 runtime.block_on(client.run(action, budget))
             }
-        }
-    }
-
-    pub(crate) fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
-        match self {
-            Self::Blocking(client) => client.list_tools(),
-            Self::Tokio(runtime, client) => runtime.block_on(client.list_tools()),
-        }
-    }
-
-    pub(crate) fn call_tool(
-        &mut self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<CallToolResult, Error> {
-        match self {
-            Self::Blocking(client) => client.call_tool(name, arguments),
-            Self::Tokio(runtime, client) => runtime.block_on(client.call_tool(name, arguments)),
         }
     }
 }

@@ -114,6 +114,28 @@ enum Protocol {
     Pin(ProtocolVersion),
 }
 
+impl Command {
+    /// The operation the command runs.
+    fn action(&self) -> Action {
+        match self {
+            Self::Ping => Action::Probe,
+            Self::Tools => Action::List(ListKind::Tools),
+            Self::Call { tool, args } => Action::CallTool {
+                name: tool.clone(),
+                arguments: args.clone(),
+            },
+            Self::Resources => Action::List(ListKind::Resources),
+            Self::Templates => Action::List(ListKind::ResourceTemplates),
+            Self::Read { uri } => Action::ReadResource { uri: uri.clone() },
+            Self::Prompts => Action::List(ListKind::Prompts),
+            Self::Prompt { name, args } => Action::GetPrompt {
+                name: name.clone(),
+                arguments: args.clone(),
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Unit {
     /// Whole seconds.
@@ -221,33 +243,9 @@ fn run(cli: Cli) -> u8 {
     let mut status = code::OK;
     for _ in 0..cli.repeat {
         reporter.start_operation();
-        let outcome = match &cli.command {
-            Command::Ping => client.probe().map(|info| print_probe(&info, cli.json)),
-            Command::Tools => client
-                .list_tools()
-                .map(|tools| print_tools(&tools, cli.json)),
-            Command::Call { tool, args } => client
-                .call_tool(tool, args.clone())
-                .map(|result| print_call(&result, cli.json)),
-            Command::Resources => client
-                .run(Action::List(ListKind::Resources))
-                .map(|outcome| print_outcome(outcome, cli.json)),
-            Command::Templates => client
-                .run(Action::List(ListKind::ResourceTemplates))
-                .map(|outcome| print_outcome(outcome, cli.json)),
-            Command::Read { uri } => client
-                .run(Action::ReadResource { uri: uri.clone() })
-                .map(|outcome| print_outcome(outcome, cli.json)),
-            Command::Prompts => client
-                .run(Action::List(ListKind::Prompts))
-                .map(|outcome| print_outcome(outcome, cli.json)),
-            Command::Prompt { name, args } => client
-                .run(Action::GetPrompt {
-                    name: name.clone(),
-                    arguments: args.clone(),
-                })
-                .map(|outcome| print_outcome(outcome, cli.json)),
-        };
+        let outcome = client
+            .run(cli.command.action())
+            .map(|outcome| print_outcome(outcome, cli.json));
         reporter.end_operation();
         match outcome {
             Ok(code) => status = status.max(code),
@@ -326,20 +324,9 @@ fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
     code::OK
 }
 
-fn print_tools(tools: &[mcp_proto::Tool], json: bool) -> u8 {
-    if json {
-        let raw: Vec<Value> = tools.iter().map(|t| Value::Object(t.raw.clone())).collect();
-        println!("{}", Value::Array(raw));
-    } else {
-        for tool in tools {
-            println!("{}", tool.name);
-        }
-    }
-    code::OK
-}
-
-/// Prints a listing (one key per line, or the raw entries as a JSON array), a resource's
-/// contents or a prompt's messages (their text, or the raw result).
+/// Prints an outcome: a listing (one key per line, or the raw entries as a JSON array), a
+/// call's, a resource's or a prompt's text (or the raw result), a probe's report. Returns the
+/// exit code (a tool that answered `isError: true` is not a success).
 fn print_outcome(outcome: Outcome, json: bool) -> u8 {
     fn lines<T>(items: &[T], key: impl Fn(&T) -> &str, raw: impl Fn(&T) -> Value, json: bool) {
         if json {
@@ -351,7 +338,9 @@ fn print_outcome(outcome: Outcome, json: bool) -> u8 {
         }
     }
     match outcome {
-        Outcome::Tools(tools) => return print_tools(&tools, json),
+        Outcome::Tools(tools) => {
+            lines(&tools, |t| &t.name, |t| Value::Object(t.raw.clone()), json);
+        }
         Outcome::Resources(items) => {
             lines(&items, |r| &r.uri, |r| Value::Object(r.raw.clone()), json);
         }
@@ -370,7 +359,8 @@ fn print_outcome(outcome: Outcome, json: bool) -> u8 {
         Outcome::Prompt(prompt) => println!("{}", prompt.text()),
         Outcome::Call(result) => return print_call(&result, json),
         Outcome::Probe(info) => return print_probe(&info, json),
-        other => println!("{other:?}"),
+        // Not an outcome of any command (close): nothing to print.
+        _ => {}
     }
     code::OK
 }

@@ -1,8 +1,8 @@
-//! What a server offers besides tools: resources, resource templates and prompts; the
-//! listings of all four with the caching hints the modern era attaches to them; and the
-//! results of `resources/read` and `prompts/get`.
+//! What a server offers: tools, resources, resource templates and prompts; the listings of
+//! all four with the caching hints the modern era attaches to them; and the results of
+//! `resources/read` and `prompts/get`.
 //!
-//! Like [`Tool`], every entry keeps the server's object whole and verbatim in `raw` (schemas,
+//! Every entry keeps the server's object whole and verbatim in `raw` (schemas,
 //! annotations, `_meta`, fields of later revisions); the accessors only read from it. Nothing
 //! here follows a URI or dereferences a schema.
 
@@ -10,8 +10,6 @@ use std::ops::Deref;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-
-use crate::model::Tool;
 
 /// Which listing a walk reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -156,9 +154,43 @@ pub(crate) trait Entry: Sized {
     fn from_entry(entry: Value) -> Option<Self>;
 }
 
+/// One tool from `tools/list`.
+///
+/// The entry is kept whole and verbatim in `raw` (schemas included, never copied, never
+/// dereferenced); the accessors read from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// The name to call it by.
+    pub name: String,
+    /// The whole entry as the server sent it.
+    pub raw: Map<String, Value>,
+}
+
+impl Tool {
+    /// The human-readable title, when given.
+    pub fn title(&self) -> Option<&str> {
+        text(&self.raw, "title")
+    }
+
+    /// The description, when given.
+    pub fn description(&self) -> Option<&str> {
+        text(&self.raw, "description")
+    }
+
+    /// `inputSchema`, verbatim (`Null` when missing).
+    pub fn input_schema(&self) -> &Value {
+        self.raw.get("inputSchema").unwrap_or(&Value::Null)
+    }
+
+    /// `outputSchema`, verbatim, when given.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.raw.get("outputSchema")
+    }
+}
+
 impl Entry for Tool {
     fn from_entry(entry: Value) -> Option<Self> {
-        Self::from_entry(entry)
+        keyed(entry, "name").map(|(name, raw)| Self { name, raw })
     }
 }
 
@@ -358,6 +390,13 @@ mod tests {
 
     #[test]
     fn entries_without_their_key_are_dropped() {
+        // As the reference client drops entries that are not objects.
+        assert!(Tool::from_entry(json!("echo")).is_none());
+        assert!(Tool::from_entry(json!({"description": "x"})).is_none());
+        assert_eq!(
+            Tool::from_entry(json!({"name": "echo"})).unwrap().name,
+            "echo"
+        );
         assert!(Resource::from_entry(json!({"name": "x"})).is_none());
         assert!(ResourceTemplate::from_entry(json!({"uriTemplate": 5})).is_none());
         assert_eq!(Prompt::from_entry(json!({"name": "p"})).unwrap().name, "p");

@@ -34,9 +34,11 @@
 //! | `session`     | [`Session`]: what a handshake established, kept between operations    |
 //! | [`operation`] | [`Operation`]: the state machine, split by concern in its own folder  |
 //! | `wire`        | request bytes and headers, session-id checks                          |
+//! | `headers`     | `x-mcp-header` annotations mirrored as `Mcp-Param-*` headers          |
 //! | `jsonrpc`     | JSON-RPC envelopes out, classification in                             |
 //! | [`sse`]       | the incremental event-stream parser                                   |
-//! | `model`       | typed results ([`Tool`], [`CallToolResult`], ...)                     |
+//! | `model`       | typed results ([`CallToolResult`], [`SessionInfo`], ...)              |
+//! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
 //! | `observe`     | [`Observer`] and [`LegReport`]: what drivers report                   |
 //!
@@ -72,7 +74,7 @@ mod wire;
 
 pub use catalog::{
     CacheHint, CacheScope, GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate,
+    Resource, ResourceTemplate, Tool,
 };
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::SessionConfig;
@@ -81,7 +83,7 @@ pub use error::{Error, Fault, QUOTE_LIMIT, clip};
 pub use jsonrpc::{RequestId, RpcError};
 pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
-    ServerInfo, SessionInfo, Tool, accept_elicitation_with_defaults,
+    ServerInfo, SessionInfo, accept_elicitation_with_defaults,
 };
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{

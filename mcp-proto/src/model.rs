@@ -155,54 +155,6 @@ pub struct SessionInfo {
     pub session_id: Option<String>,
 }
 
-/// One tool from `tools/list`.
-///
-/// The entry is kept whole and verbatim in `raw` (schemas included, never copied); the
-/// accessors read from it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tool {
-    /// The name to call it by.
-    pub name: String,
-    /// The whole entry as the server sent it.
-    pub raw: Map<String, Value>,
-}
-
-impl Tool {
-    /// Reads one entry of a `tools` array; `None` for an entry that is not an object with a
-    /// string `name` (such entries are dropped, as the reference client drops non-objects).
-    pub(crate) fn from_entry(entry: Value) -> Option<Self> {
-        let Value::Object(raw) = entry else {
-            return None;
-        };
-        let name = raw.get("name").and_then(Value::as_str)?.to_owned();
-        Some(Self { name, raw })
-    }
-
-    fn text(&self, key: &str) -> Option<&str> {
-        self.raw.get(key).and_then(Value::as_str)
-    }
-
-    /// The human-readable title, when given.
-    pub fn title(&self) -> Option<&str> {
-        self.text("title")
-    }
-
-    /// The description, when given.
-    pub fn description(&self) -> Option<&str> {
-        self.text("description")
-    }
-
-    /// `inputSchema`, verbatim (`Null` when missing).
-    pub fn input_schema(&self) -> &Value {
-        self.raw.get("inputSchema").unwrap_or(&Value::Null)
-    }
-
-    /// `outputSchema`, verbatim, when given.
-    pub fn output_schema(&self) -> Option<&Value> {
-        self.raw.get("outputSchema")
-    }
-}
-
 /// One content block of a tool result.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -395,15 +347,5 @@ mod tests {
     fn unknown_blocks_are_kept_verbatim() {
         let block = json!({"type":"resource_link","uri":"file:///x","name":"x"});
         assert_eq!(Content::from_block(&block), Content::Other(block));
-    }
-
-    #[test]
-    fn entries_without_a_name_are_dropped() {
-        assert!(Tool::from_entry(json!("echo")).is_none());
-        assert!(Tool::from_entry(json!({"description":"x"})).is_none());
-        assert_eq!(
-            Tool::from_entry(json!({"name":"echo"})).unwrap().name,
-            "echo"
-        );
     }
 }

@@ -7,23 +7,19 @@ mod support;
 
 use mcp_proto::{Clock, Era, Error, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig};
 use serde_json::{Map, Value, json};
-use support::{Answer, drive, healthy};
+use support::{Answer, drive, first_then_healthy, healthy, refused};
 
 fn detecting() -> Session {
     Session::new(SessionConfig::new("http://mcp.example.test:8080/mcp").unwrap())
 }
 
 fn error_400(code: i64, data: Value) -> Answer {
-    let body = json!({"jsonrpc": "2.0", "id": null,
-        "error": {"code": code, "message": "refused", "data": data}});
-    Answer::Raw(400, Some("application/json"), body.to_string().into_bytes())
+    refused(code, "refused", Some(data))
 }
 
 /// What the TypeScript SDK's legacy server answers a request without a session.
 fn no_session() -> Answer {
-    let body = json!({"jsonrpc": "2.0", "id": null,
-        "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}});
-    Answer::Raw(400, Some("application/json"), body.to_string().into_bytes())
+    refused(-32000, "Bad Request: No valid session ID provided", None)
 }
 
 fn is_modern(run: &support::Run, leg: usize) -> bool {
@@ -60,13 +56,12 @@ fn a_legacy_server_gets_the_handshake_inside_the_same_budget() {
         let mut session = detecting();
         let op = session.call_tool("echo", Map::new(), clock.now());
         // 20 s: the refused modern attempt takes 2.5 s, the handshake 4 s, the call the rest.
-        let run = drive(op, &clock, &[2.5, 3.0, 1.0], |kind, n| {
-            if n == 1 {
-                refusal.clone()
-            } else {
-                healthy(kind)
-            }
-        });
+        let run = drive(
+            op,
+            &clock,
+            &[2.5, 3.0, 1.0],
+            first_then_healthy(refusal.clone()),
+        );
         assert!(run.result.is_ok(), "{refusal:?}: {:?}", run.result);
         assert_eq!(
             run.methods(),
@@ -134,16 +129,13 @@ fn a_version_error_naming_only_legacy_versions_leads_to_the_handshake() {
     let clock = ManualClock::new();
     let mut session = detecting();
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, n| {
-        if n == 1 {
-            error_400(
-                -32022,
-                json!({"supported": ["2025-11-25"], "requested": "2026-07-28"}),
-            )
-        } else {
-            healthy(kind)
-        }
-    });
+    let legacy_only = json!({"supported": ["2025-11-25"], "requested": "2026-07-28"});
+    let run = drive(
+        op,
+        &clock,
+        &[],
+        first_then_healthy(error_400(-32022, legacy_only)),
+    );
     assert!(run.result.is_ok(), "{:?}", run.result);
     assert_eq!(
         run.methods(),
@@ -162,14 +154,9 @@ fn a_probe_answered_method_not_found_falls_back_to_the_handshake() {
     let clock = ManualClock::new();
     let mut session = detecting();
     let op = session.probe(clock.now());
-    let run = drive(op, &clock, &[], |kind, n| {
-        if n == 1 {
-            Answer::Json(json!({"jsonrpc": "2.0", "id": 1,
-                "error": {"code": -32601, "message": "Method not found"}}))
-        } else {
-            healthy(kind)
-        }
-    });
+    let not_found = Answer::Json(json!({"jsonrpc": "2.0", "id": 1,
+        "error": {"code": -32601, "message": "Method not found"}}));
+    let run = drive(op, &clock, &[], first_then_healthy(not_found));
     let info = run.result.clone().unwrap().into_probe().unwrap();
     assert_eq!(info.protocol_version, ProtocolVersion::V2025_06_18);
     assert_eq!(
@@ -184,22 +171,14 @@ fn a_legacy_server_that_became_modern_is_detected_again() {
     let mut session = detecting();
     // First learnt as legacy.
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, n| {
-        if n == 1 { no_session() } else { healthy(kind) }
-    });
+    let run = drive(op, &clock, &[], first_then_healthy(no_session()));
     assert!(run.result.is_ok());
     assert_eq!(session.era(), Some(Era::Legacy));
 
     // The server is upgraded: the legacy request is refused the modern way.
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let mismatch = json!({});
-    let run = drive(op, &clock, &[], |kind, n| {
-        if n == 1 {
-            error_400(-32020, mismatch.clone())
-        } else {
-            healthy(kind)
-        }
-    });
+    let mismatch = refused(-32020, "Header mismatch: Mcp-Method missing", None);
+    let run = drive(op, &clock, &[], first_then_healthy(mismatch));
     assert!(run.result.is_ok(), "{:?}", run.result);
     assert_eq!(run.methods(), ["tools/call", "tools/call"]);
     assert!(!is_modern(&run, 0) && is_modern(&run, 1));

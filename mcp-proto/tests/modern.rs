@@ -10,7 +10,7 @@ use mcp_proto::{
     accept_elicitation_with_defaults,
 };
 use serde_json::{Map, json};
-use support::{Answer, drive};
+use support::{Answer, drive, refused};
 
 fn modern() -> SessionConfig {
     SessionConfig::new("http://mcp.example.test:8080/mcp")
@@ -20,10 +20,8 @@ fn modern() -> SessionConfig {
 }
 
 fn unsupported(supported: &[&str]) -> Answer {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {
-        "code": -32022, "message": "Unsupported protocol version",
-        "data": {"supported": supported, "requested": "2026-07-28"}}});
-    Answer::Raw(400, Some("application/json"), body.to_string().into_bytes())
+    let data = json!({"supported": supported, "requested": "2026-07-28"});
+    refused(-32022, "Unsupported protocol version", Some(data))
 }
 
 fn called() -> Answer {
@@ -295,6 +293,23 @@ fn a_request_for_more_input_is_answered_and_the_request_retried_in_the_same_budg
 }
 
 #[test]
+fn a_round_that_spends_the_budget_leaves_the_next_one_refused_unsent() {
+    let clock = ManualClock::new();
+    let config = modern().respond_to("elicitation/create", |p| {
+        Ok(accept_elicitation_with_defaults(p))
+    });
+    let mut session = Session::new(config);
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    // The question comes back at the end of the 20 s budget.
+    let run = drive(op, &clock, &[20.0], |_, _| input_required(Some("s")));
+    let Err(Error::BudgetExhausted { method, leg, .. }) = run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert_eq!((method, leg), ("tools/call", 2));
+    assert_eq!(run.legs.len(), 1, "the round with the answer was not sent");
+}
+
+#[test]
 fn a_request_for_input_nobody_answers_ends_the_operation_saying_which() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
@@ -413,16 +428,11 @@ fn a_header_mismatch_refreshes_the_listing_and_calls_once_more() {
     let mut arguments = Map::new();
     arguments.insert("region".into(), json!("eu-west"));
     let op = session.call_tool("deploy", arguments.clone(), clock.now());
-    let mismatch = json!({"jsonrpc": "2.0", "id": null,
-        "error": {"code": -32020, "message": "Header mismatch: Mcp-Param-Region missing"}});
+    let mismatch = refused(-32020, "Header mismatch: Mcp-Param-Region missing", None);
     let listing = json!({"tools": [{"name": "deploy", "inputSchema": {"type": "object",
         "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}]});
     let run = drive(op, &clock, &[], |kind, n| match (kind, n) {
-        (LegKind::CallTool, 1) => Answer::Raw(
-            400,
-            Some("application/json"),
-            mismatch.to_string().into_bytes(),
-        ),
+        (LegKind::CallTool, 1) => mismatch.clone(),
         (LegKind::List { .. }, _) => Answer::Result(listing.clone()),
         _ => called(),
     });
@@ -440,11 +450,7 @@ fn a_header_mismatch_refreshes_the_listing_and_calls_once_more() {
     // A second mismatch in one operation is the server's answer.
     let op = session.call_tool("deploy", arguments, clock.now());
     let run = drive(op, &clock, &[], |kind, _| match kind {
-        LegKind::CallTool => Answer::Raw(
-            400,
-            Some("application/json"),
-            mismatch.to_string().into_bytes(),
-        ),
+        LegKind::CallTool => mismatch.clone(),
         _ => Answer::Result(listing.clone()),
     });
     assert!(

@@ -63,7 +63,7 @@ for_each_driver!(
     a_legacy_server_gets_the_handshake_inside_one_budget,
     a_fallback_the_budget_cannot_pay_for_is_not_sent,
     the_server_s_questions_are_answered_round_by_round,
-    a_budget_spent_between_rounds_refuses_the_next_one,
+    a_budget_spent_during_the_rounds_ends_the_call_inside_it,
     a_legacy_server_that_became_modern_is_detected_again,
     resources_and_prompts_are_one_operation_each_in_both_eras,
     // Operations and the session.

@@ -10,11 +10,13 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use super::legs::Role;
-use super::{LegKind, Operation, Outcome, Step};
-use crate::catalog::{CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult};
+use super::{LegKind, Operation, Outcome, Relist, Step};
+use crate::catalog::{
+    CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult, Tool,
+};
 use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::{Incoming, RequestId};
-use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo, Tool};
+use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
 
 /// The most times one operation answers a server's request for more input.
 const MAX_INPUT_ROUNDS: u32 = 8;
@@ -255,12 +257,11 @@ impl Operation<'_> {
         if code != super::era::HEADER_MISMATCH
             || answers != LegKind::CallTool
             || self.modern.is_none()
-            || self.relisted
+            || self.relist != Relist::Never
         {
             return false;
         }
-        self.relisted = true;
-        self.relisting = true;
+        self.relist = Relist::Walking;
         self.paging = Paging::default();
         true
     }
@@ -327,11 +328,11 @@ impl Operation<'_> {
         };
         let ceiling = self.session.config().max_pages();
         match self.paging.take_page(entries, &result, ceiling) {
-            PageEnd::Last(entries, _) if self.relisting => {
+            PageEnd::Last(entries, _) if self.relist == Relist::Walking => {
                 // The walk a header mismatch asked for: the annotations are fresh, the call
                 // goes out again.
                 self.vet_tool_headers(listed::<Tool>(entries));
-                self.relisting = false;
+                self.relist = Relist::Done;
                 self.paging = Paging::default();
             }
             PageEnd::Last(entries, cache) => {

@@ -17,9 +17,6 @@
 use http::StatusCode;
 use serde_json::Value;
 
-use super::answer::Paging;
-use super::legs::Role;
-use super::listen::Listen;
 use super::{LegKind, Operation, Step};
 use crate::model::{Era, ProtocolVersion};
 use crate::session::Session;
@@ -43,7 +40,7 @@ pub(super) const fn is_modern_error(code: i64) -> bool {
 
 /// Whether a refusal with `status` may mean "a legacy server": the statuses legacy servers
 /// give a request without a session or a handshake.
-pub(super) fn is_legacy_refusal(status: u16) -> bool {
+fn is_legacy_refusal(status: u16) -> bool {
     status == StatusCode::BAD_REQUEST.as_u16()
         || status == StatusCode::NOT_FOUND.as_u16()
         || status == StatusCode::METHOD_NOT_ALLOWED.as_u16()
@@ -98,9 +95,8 @@ impl Operation<'_> {
                 Some(version) if version.is_modern() => {
                     // A modern server: the same request goes out again, with a new id.
                     self.version_retried = true;
-                    self.era_open = false;
-                    self.session.set_era(Era::Modern);
                     self.modern = Some(version);
+                    self.era_confirmed();
                     return true;
                 }
                 Some(_) if self.era_open => {
@@ -110,14 +106,15 @@ impl Operation<'_> {
                 _ => return false,
             }
         }
-        let legacy_refusal = !is_modern_error(code)
-            && (is_legacy_refusal(status)
-                || (answers == LegKind::Discover && code == METHOD_NOT_FOUND));
-        if self.era_open && legacy_refusal {
+        if is_modern_error(code) {
+            return false;
+        }
+        if answers == LegKind::Discover && code == METHOD_NOT_FOUND && self.era_open {
+            // The stdio rule, on HTTP too: a probe the server does not know is a legacy one.
             self.fall_back_to_legacy();
             return true;
         }
-        false
+        self.fell_back_after(status)
     }
 
     /// A request of this era was answered: the era is the server's.
@@ -131,41 +128,36 @@ impl Operation<'_> {
         self.session.set_era(era);
     }
 
+    /// A refusal with HTTP `status` that carried no modern error. In an operation still
+    /// detecting its era, a `400`, `404` or `405` is a legacy server's: the operation falls
+    /// back to the handshake. Returns whether it did.
+    pub(super) fn fell_back_after(&mut self, status: u16) -> bool {
+        if self.modern.is_none() || !self.era_open || !is_legacy_refusal(status) {
+            return false;
+        }
+        self.fall_back_to_legacy();
+        true
+    }
+
     /// The server speaks the legacy era: drop the modern attempt and go through the handshake
     /// (or straight to the work on a live session), inside the same budget.
-    pub(super) fn fall_back_to_legacy(&mut self) {
-        self.era_open = false;
+    fn fall_back_to_legacy(&mut self) {
         self.modern = None;
-        self.session.set_era(Era::Legacy);
-        self.drop_attempt();
-        self.next = if self.session.info().is_some() {
+        self.era_confirmed();
+        let next = if self.session.info().is_some() {
             Step::Work
         } else {
             Step::Initialize
         };
-        self.listen = Listen::for_operation(self.session.config(), &self.action, false);
+        self.start_over(next);
     }
 
     /// The server speaks the modern era (`version`): the legacy session, if any, is gone; the
     /// work goes out as a modern request.
-    pub(super) fn switch_to_modern(&mut self, version: ProtocolVersion) {
-        self.era_open = false;
+    fn switch_to_modern(&mut self, version: ProtocolVersion) {
         self.modern = Some(version);
-        self.session.set_era(Era::Modern);
+        self.era_confirmed();
         self.session.reset();
-        self.pending = None;
-        self.drop_attempt();
-        self.next = Step::Work;
-        self.listen_off();
-    }
-
-    /// Forgets everything the abandoned attempt had in flight or learnt.
-    fn drop_attempt(&mut self) {
-        self.end_leg(Role::Work);
-        self.end_leg(Role::Reply);
-        self.resume.abandon();
-        self.replies.clear();
-        self.input = None;
-        self.paging = Paging::default();
+        self.start_over(Step::Work);
     }
 }

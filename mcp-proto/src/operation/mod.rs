@@ -1,6 +1,6 @@
 //! The operation state machine: one public action under one deadline, leg by leg.
 //!
-//! An [`Operation`] is one action (probe, list tools, call a tool, close the session) under one
+//! An [`Operation`] is one action (probe, a listing, a call, a read, close the session) under one
 //! [`OperationDeadline`]. It decides which leg comes next, grants it what is left of the
 //! budget, reads each answer by the transport's rules and ends with a typed result. It does
 //! not know which driver runs it, and it never reads a clock, opens a socket or sleeps.
@@ -17,6 +17,7 @@
 //! | `transmit` | none                                      | the budget check, requests, hand-out     |
 //! | `read`     | each leg's reading (head, JSON, SSE)      | heads, bodies, the messages in them      |
 //! | `answer`   | the listing's pages (`Paging`)            | what an answer means; handshake, paging  |
+//! | `era`      | none (the era lives on the operation)     | era detection: fallback, switch forward  |
 //! | `replies`  | answers owed to the server                | server requests and their answers        |
 //! | `resume`   | the last event id, the pending resumption | streams closed before their answer       |
 //! | `listen`   | the standalone stream                     | server messages outside any answer       |
@@ -125,6 +126,17 @@ pub use types::{
     TransportErrorKind,
 };
 
+/// A tool call's refresh of the listing after a header mismatch: at most once per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relist {
+    /// Not needed so far.
+    Never,
+    /// The listing is being walked; the call goes out again after its last page.
+    Walking,
+    /// Done: a second mismatch is the server's answer.
+    Done,
+}
+
 /// The next leg to build when nothing is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
@@ -164,10 +176,8 @@ pub struct Operation<'s> {
     era_open: bool,
     /// How many times a broken modern answer stream sent its request again.
     reissues: u32,
-    /// A `-32020` (header mismatch) on a modern tool call: whether the listing is being walked
-    /// again to refresh the tools' header annotations, and whether that already happened.
-    relisting: bool,
-    relisted: bool,
+    /// Where a tool call is in refreshing the tools' header annotations after a `-32020`.
+    relist: Relist,
     /// What the next try of the work request carries after the server asked for input.
     input: Option<wire::InputRound>,
     /// How many times the server asked for input in this operation.
@@ -182,8 +192,7 @@ impl Session {
     /// Starts a probe under the configured budget: a handshake that reports the negotiated
     /// version and server info (on a live session, a `ping` that proves the session answers).
     pub fn probe(&mut self, now: Instant) -> Operation<'_> {
-        let deadline = self.default_deadline(now);
-        self.start(Action::Probe, deadline)
+        self.start(Action::Probe, self.default_deadline(now))
     }
 
     /// Starts a walk of every page of `tools/list` under the configured budget.
@@ -194,14 +203,15 @@ impl Session {
     /// Starts a walk of every page of the listing `of` (tools, resources, resource templates
     /// or prompts) under the configured budget: one operation, however many pages.
     pub fn list(&mut self, of: ListKind, now: Instant) -> Operation<'_> {
-        let deadline = self.default_deadline(now);
-        self.start(Action::List(of), deadline)
+        self.start(Action::List(of), self.default_deadline(now))
     }
 
     /// Starts a `resources/read` of `uri` under the configured budget.
     pub fn read_resource(&mut self, uri: impl Into<String>, now: Instant) -> Operation<'_> {
-        let deadline = self.default_deadline(now);
-        self.start(Action::ReadResource { uri: uri.into() }, deadline)
+        self.start(
+            Action::ReadResource { uri: uri.into() },
+            self.default_deadline(now),
+        )
     }
 
     /// Starts a `prompts/get` of `name` under the configured budget. Empty arguments are left
@@ -216,8 +226,7 @@ impl Session {
             name: name.into(),
             arguments,
         };
-        let deadline = self.default_deadline(now);
-        self.start(action, deadline)
+        self.start(action, self.default_deadline(now))
     }
 
     /// Starts a `tools/call` of `name` under the configured budget. Empty arguments are sent
@@ -232,8 +241,7 @@ impl Session {
             name: name.into(),
             arguments,
         };
-        let deadline = self.default_deadline(now);
-        self.start(action, deadline)
+        self.start(action, self.default_deadline(now))
     }
 
     /// Ends the session on the server: a DELETE with the session header, under a small
@@ -292,8 +300,7 @@ impl<'s> Operation<'s> {
             version_retried: false,
             era_open,
             reissues: 0,
-            relisting: false,
-            relisted: false,
+            relist: Relist::Never,
             input: None,
             input_rounds: 0,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
@@ -616,7 +623,7 @@ impl<'s> Operation<'s> {
                     of,
                     page: self.paging.next_page(),
                 },
-                Action::CallTool { .. } if self.relisting => LegKind::List {
+                Action::CallTool { .. } if self.relist == Relist::Walking => LegKind::List {
                     of: ListKind::Tools,
                     page: self.paging.next_page(),
                 },
@@ -639,19 +646,26 @@ impl<'s> Operation<'s> {
             return;
         }
         self.reinitialized = true;
+        self.session.reset();
+        self.start_over(Step::Initialize);
+    }
+
+    /// Abandons the attempt in flight (a lost session, another era) and starts again at
+    /// `next`, inside the same deadline: the legs in flight, a pending resumption, answers owed
+    /// to the server, the last round's input and the listing's cursors (they may belong to
+    /// what was lost) are dropped; the standalone stream is dropped and, when the configuration
+    /// wants one and the era has it, opened again on the new session.
+    fn start_over(&mut self, next: Step) {
         self.end_leg(Role::Work);
         self.end_leg(Role::Reply);
         self.resume.abandon();
         self.replies.clear();
-        self.session.reset();
+        self.input = None;
+        self.paging = Paging::default();
         self.pending = None;
-        self.next = Step::Initialize;
-        // The standalone stream belonged to the lost session: drop it, and open a new one on
-        // the new session when the configuration wants one.
+        self.next = next;
         self.listen_off();
         self.listen =
             Listen::for_operation(self.session.config(), &self.action, self.modern.is_some());
-        // Cursors may belong to the lost session: walk the listing again from the start.
-        self.paging = Paging::default();
     }
 }

@@ -14,7 +14,7 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
-use super::era::{is_legacy_refusal, is_modern_error};
+use super::era::is_modern_error;
 use super::legs::Role;
 use super::{LegKind, LegStatus, Operation};
 use crate::error::{Error, QUOTE_LIMIT, clip};
@@ -125,13 +125,8 @@ impl Operation<'_> {
         let explained = (self.modern.is_some() || self.era_open)
             && status.is_client_error()
             && media_type(headers) == "application/json";
-        if !explained
-            && self.modern.is_some()
-            && self.era_open
-            && is_legacy_refusal(status.as_u16())
-        {
-            // Nothing a modern server would say: a legacy server refused the modern request.
-            self.fall_back_to_legacy();
+        // Nothing a modern server would say: perhaps a legacy server refused the modern request.
+        if !explained && self.fell_back_after(status.as_u16()) {
             return LegStatus::Complete;
         }
         if !status.is_success() && !explained {
@@ -400,9 +395,7 @@ impl Operation<'_> {
                 {
                     self.read_answer(error);
                 }
-                _ if self.modern.is_some() && self.era_open && is_legacy_refusal(status) => {
-                    self.fall_back_to_legacy();
-                }
+                _ if self.fell_back_after(status) => {}
                 _ => self.fail(|server| Error::HttpStatus {
                     server,
                     method,

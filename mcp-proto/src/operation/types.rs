@@ -10,10 +10,11 @@ use serde_json::{Map, Value};
 
 use crate::catalog::{
     GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    Tool,
 };
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
-use crate::model::{CallToolResult, Notification, SessionInfo, Tool};
+use crate::model::{CallToolResult, Notification, SessionInfo};
 
 /// How long to wait before resuming a closed stream when the server named no `retry`.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);

@@ -53,6 +53,22 @@ pub fn healthy(kind: LegKind) -> Answer {
     }
 }
 
+/// A refusal a modern (or any) server explains: `400` with a JSON-RPC error envelope whose id
+/// is `null`, as servers send when they could not read the request.
+pub fn refused(code: i64, message: &str, data: Option<Value>) -> Answer {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": error});
+    Answer::Raw(400, Some("application/json"), body.to_string().into_bytes())
+}
+
+/// Answers the first leg with `first` and every later one as a healthy server would.
+pub fn first_then_healthy(first: Answer) -> impl FnMut(LegKind, u32) -> Answer {
+    move |kind, n| if n == 1 { first.clone() } else { healthy(kind) }
+}
+
 /// One leg as the stand-in saw it.
 #[derive(Debug, Clone)]
 pub struct SeenLeg {
