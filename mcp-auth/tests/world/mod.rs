@@ -246,6 +246,28 @@ impl World {
         );
     }
 
+    /// The suite's usual servers: the MCP server's resource metadata at [`PRM_PATH`], naming
+    /// [`AS`] and no scopes, and an authorization server built from `opts`.
+    pub fn with_servers(opts: &AsOpts) -> Self {
+        let mut world = Self::new();
+        world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+        world.auth_server(opts);
+        world
+    }
+
+    /// [`World::with_servers`] and a [`World::standard_flow`] over it.
+    pub fn standard(opts: &AsOpts) -> (Self, AuthFlow) {
+        let world = Self::with_servers(opts);
+        let flow = world.standard_flow();
+        (world, flow)
+    }
+
+    /// A flow for the suite's usual 401 (naming the resource metadata URL, no scope), with the
+    /// default configuration.
+    pub fn standard_flow(&self) -> AuthFlow {
+        self.flow(unauthorized(Some(&prm_url()), None), self.config())
+    }
+
     pub fn config(&self) -> ClientConfig {
         ClientConfig::new(REDIRECT)
             .unwrap()
