@@ -180,8 +180,6 @@ pub(crate) struct ServerMetadata {
     pub(crate) iss_parameter_supported: bool,
     /// `client_id_metadata_document_supported: true`.
     pub(crate) client_id_metadata_document_supported: bool,
-    /// False for the 2025-03-26 default endpoints: nothing was advertised.
-    pub(crate) discovered: bool,
 }
 
 impl ServerMetadata {
@@ -198,7 +196,6 @@ impl ServerMetadata {
             code_challenge_methods_supported: None,
             iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
-            discovered: false,
         })
     }
 
@@ -267,7 +264,6 @@ pub(crate) fn read_server_metadata(
             .get("client_id_metadata_document_supported")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        discovered: true,
     })
 }
 
@@ -532,6 +528,5 @@ mod tests {
             metadata.registration_endpoint.unwrap().as_str(),
             "http://localhost:3000/register"
         );
-        assert!(!metadata.discovered);
     }
 }
