@@ -184,7 +184,6 @@ fn seconds(value: &Value) -> Option<u64> {
 #[derive(Clone, PartialEq, Eq)]
 pub struct AccessToken {
     token: Secret,
-    header: HeaderValue,
     expires_at: Option<Instant>,
     scope: Option<String>,
     issuer: String,
@@ -193,13 +192,8 @@ pub struct AccessToken {
 
 impl AccessToken {
     pub(crate) fn new(tokens: &TokenSet, issuer: &str, resource: &str) -> Self {
-        // `read_token_answer` admits only visible ASCII, which a header value always takes.
-        let mut header = HeaderValue::try_from(format!("Bearer {}", tokens.access_token.expose()))
-            .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
-        header.set_sensitive(true);
         Self {
             token: tokens.access_token.clone(),
-            header,
             expires_at: tokens.expires_at,
             scope: tokens.scope.clone(),
             issuer: issuer.to_owned(),
@@ -210,7 +204,11 @@ impl AccessToken {
     /// The `Authorization` header value to put on every request to the MCP server:
     /// `Bearer <token>`, marked sensitive.
     pub fn authorization_header(&self) -> HeaderValue {
-        self.header.clone()
+        // `read_token_answer` admits only visible ASCII, which a header value always takes.
+        let mut header = HeaderValue::try_from(format!("Bearer {}", self.token.expose()))
+            .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+        header.set_sensitive(true);
+        header
     }
 
     /// The token itself.
