@@ -829,50 +829,20 @@ fn a_refused_refresh_falls_back_to_a_full_authorization() {
         r#"{"error":"invalid_grant"}"#,
     );
     let mut flow = world.standard_flow();
-    let mut entropy = Counter(9);
-    let now = world.now;
-    // Drive by hand to switch the token route after the refresh.
     let mut refreshed = false;
-    let token = loop {
-        match flow.poll(now, &mut entropy) {
-            mcp_auth::AuthStep::Send(request) => {
-                let url = request.request.uri().to_string();
-                let label = request.kind.label();
-                let (status, body) = world
-                    .routes
-                    .get(&(request.request.method().clone(), url))
-                    .cloned()
-                    .unwrap_or((404, String::new()));
-                if label == "oauth:refresh" {
-                    refreshed = true;
-                    world.route(
-                        Method::POST,
-                        &token_url,
-                        200,
-                        r#"{"access_token":"fresh","token_type":"Bearer"}"#,
-                    );
-                }
-                flow.handle_response(
-                    http::StatusCode::from_u16(status).unwrap(),
-                    &http::HeaderMap::new(),
-                    body.as_bytes(),
+    let token = world
+        .run_with(&mut flow, |world, label| {
+            if label == "oauth:refresh" {
+                refreshed = true;
+                world.route(
+                    Method::POST,
+                    &token_url,
+                    200,
+                    r#"{"access_token":"fresh","token_type":"Bearer"}"#,
                 );
             }
-            mcp_auth::AuthStep::Authorize { url } => {
-                let state = url
-                    .query_pairs()
-                    .find(|(k, _)| k == "state")
-                    .unwrap()
-                    .1
-                    .into_owned();
-                flow.handle_redirect(&format!(
-                    "{REDIRECT}?code=c&state={state}&iss=http%3A%2F%2Flocalhost%3A4000"
-                ));
-            }
-            mcp_auth::AuthStep::Done(token) => break token,
-            other => panic!("{other:?}"),
-        }
-    };
+        })
+        .unwrap();
     assert!(refreshed);
     assert_eq!(token.authorization_header(), "Bearer fresh");
 }

@@ -281,6 +281,16 @@ impl World {
 
     /// Drives a flow to its end against the routes (unrouted requests answer 404).
     pub fn run(&mut self, flow: &mut AuthFlow) -> Result<AccessToken, AuthError> {
+        self.run_with(flow, |_, _| {})
+    }
+
+    /// [`World::run`], calling `answered` with each request's label once its answer is chosen,
+    /// so it can change the routes for the requests after it.
+    pub fn run_with(
+        &mut self,
+        flow: &mut AuthFlow,
+        mut answered: impl FnMut(&mut Self, &'static str),
+    ) -> Result<AccessToken, AuthError> {
         for _ in 0..64 {
             match flow.poll(self.now, &mut self.entropy) {
                 AuthStep::Send(request) => {
@@ -298,6 +308,7 @@ impl World {
                         .get(&(head.method, url))
                         .cloned()
                         .unwrap_or((404, "Not Found".into()));
+                    answered(self, request.kind.label());
                     flow.handle_response(
                         StatusCode::from_u16(status).unwrap(),
                         &HeaderMap::new(),
