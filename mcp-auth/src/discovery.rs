@@ -17,6 +17,7 @@ use url::Url;
 
 use crate::config::{check_endpoint, is_secure};
 use crate::error::{AuthError, quote};
+use crate::secret::Secret;
 
 /// The well-known suffix of RFC 9728.
 const PRM_SUFFIX: &str = "/.well-known/oauth-protected-resource";
@@ -297,6 +298,15 @@ pub(crate) fn string_list(value: Option<&Value>) -> Option<Vec<String>> {
             .map(str::to_owned)
             .collect()
     })
+}
+
+/// A non-empty string member of a JSON object, as a credential (an empty one is absent).
+pub(crate) fn secret_member(object: &Map<String, Value>, name: &str) -> Option<Secret> {
+    object
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(Secret::new)
 }
 
 pub(crate) fn malformed(endpoint: &'static str, url: &Url, detail: &str) -> AuthError {

@@ -18,7 +18,7 @@ use url::Url;
 use url::form_urlencoded::{Serializer, byte_serialize};
 
 use crate::config::{GrantType, TokenEndpointAuth};
-use crate::discovery::{json_object, malformed};
+use crate::discovery::{json_object, malformed, secret_member};
 use crate::error::{AuthError, quote};
 use crate::secret::Secret;
 use crate::store::{ClientCredentials, TokenSet};
@@ -142,11 +142,7 @@ pub(crate) fn read_token_answer(
         .get("expires_in")
         .and_then(seconds)
         .and_then(|secs| now.checked_add(Duration::from_secs(secs.min(MAX_EXPIRES_IN))));
-    let refresh_token = object
-        .get("refresh_token")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-        .map(Secret::new);
+    let refresh_token = secret_member(&object, "refresh_token");
     let scope = object
         .get("scope")
         .and_then(Value::as_str)
