@@ -17,6 +17,7 @@ use url::Url;
 
 use crate::config::{check_endpoint, is_secure};
 use crate::error::{AuthError, quote};
+use crate::secret::Secret;
 
 /// The well-known suffix of RFC 9728.
 const PRM_SUFFIX: &str = "/.well-known/oauth-protected-resource";
@@ -180,8 +181,6 @@ pub(crate) struct ServerMetadata {
     pub(crate) iss_parameter_supported: bool,
     /// `client_id_metadata_document_supported: true`.
     pub(crate) client_id_metadata_document_supported: bool,
-    /// False for the 2025-03-26 default endpoints: nothing was advertised.
-    pub(crate) discovered: bool,
 }
 
 impl ServerMetadata {
@@ -198,7 +197,6 @@ impl ServerMetadata {
             code_challenge_methods_supported: None,
             iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
-            discovered: false,
         })
     }
 
@@ -267,7 +265,6 @@ pub(crate) fn read_server_metadata(
             .get("client_id_metadata_document_supported")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        discovered: true,
     })
 }
 
@@ -301,6 +298,15 @@ pub(crate) fn string_list(value: Option<&Value>) -> Option<Vec<String>> {
             .map(str::to_owned)
             .collect()
     })
+}
+
+/// A non-empty string member of a JSON object, as a credential (an empty one is absent).
+pub(crate) fn secret_member(object: &Map<String, Value>, name: &str) -> Option<Secret> {
+    object
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(Secret::new)
 }
 
 pub(crate) fn malformed(endpoint: &'static str, url: &Url, detail: &str) -> AuthError {
@@ -532,6 +538,5 @@ mod tests {
             metadata.registration_endpoint.unwrap().as_str(),
             "http://localhost:3000/register"
         );
-        assert!(!metadata.discovered);
     }
 }

@@ -345,11 +345,7 @@ impl AuthFlow {
     pub fn rechallenge(self, challenge: Challenge) -> Self {
         let attempts = self.chain.attempts;
         let mut requested = self.chain.requested;
-        for scope in self.found.stored_scope {
-            if !requested.contains(&scope) {
-                requested.push(scope);
-            }
-        }
+        add_scopes(&mut requested, self.found.stored_scope);
         let chain = Chain {
             attempts: attempts.saturating_add(1),
             requested,
@@ -681,24 +677,19 @@ impl AuthFlow {
         } else {
             self.found.prm_scopes.clone().unwrap_or_default()
         };
-        let mut scopes: Vec<String> = Vec::new();
-        for scope in self
-            .chain
-            .requested
-            .iter()
-            .chain(&self.found.stored_scope)
-            .chain(&selection)
-        {
-            if !scopes.contains(scope) {
-                scopes.push(scope.clone());
-            }
-        }
+        let mut scopes = Vec::new();
+        add_scopes(
+            &mut scopes,
+            self.chain
+                .requested
+                .iter()
+                .chain(&self.found.stored_scope)
+                .chain(&selection)
+                .cloned(),
+        );
         let offline = "offline_access";
-        if !scopes.is_empty()
-            && metadata.supports_scope(offline)
-            && !scopes.iter().any(|s| s == offline)
-        {
-            scopes.push(offline.to_owned());
+        if !scopes.is_empty() && metadata.supports_scope(offline) {
+            add_scopes(&mut scopes, [offline.to_owned()]);
         }
         scopes
     }
@@ -978,6 +969,15 @@ impl AuthFlow {
         self.store.save_tokens(&issuer, &resource, tokens.clone());
         self.stage = Stage::Done(AccessToken::new(&tokens, &issuer, &resource));
         Ok(())
+    }
+}
+
+/// Appends the scopes `scopes` does not hold yet, in order.
+fn add_scopes(scopes: &mut Vec<String>, more: impl IntoIterator<Item = String>) {
+    for scope in more {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
     }
 }
 

@@ -11,9 +11,8 @@ use serde_json::Value;
 use url::Url;
 
 use crate::config::{ClientConfig, GrantType, TokenEndpointAuth, is_loopback};
-use crate::discovery::{ServerMetadata, json_object, malformed};
+use crate::discovery::{ServerMetadata, json_object, malformed, secret_member};
 use crate::error::{AuthError, quote};
-use crate::secret::Secret;
 use crate::store::{ClientCredentials, ClientSource};
 
 /// The registration document (RFC 7591 2, OpenID Connect Registration `application_type`).
@@ -82,11 +81,7 @@ pub(crate) fn read_registration(
         Some(id) if !id.is_empty() => id.to_owned(),
         _ => return Err(malformed(ENDPOINT, endpoint, "no \"client_id\" string")),
     };
-    let client_secret = object
-        .get("client_secret")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(Secret::new);
+    let client_secret = secret_member(&object, "client_secret");
     let answered = object
         .get("token_endpoint_auth_method")
         .and_then(Value::as_str)

@@ -18,7 +18,7 @@ use url::Url;
 use url::form_urlencoded::{Serializer, byte_serialize};
 
 use crate::config::{GrantType, TokenEndpointAuth};
-use crate::discovery::{json_object, malformed};
+use crate::discovery::{json_object, malformed, secret_member};
 use crate::error::{AuthError, quote};
 use crate::secret::Secret;
 use crate::store::{ClientCredentials, TokenSet};
@@ -142,11 +142,7 @@ pub(crate) fn read_token_answer(
         .get("expires_in")
         .and_then(seconds)
         .and_then(|secs| now.checked_add(Duration::from_secs(secs.min(MAX_EXPIRES_IN))));
-    let refresh_token = object
-        .get("refresh_token")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-        .map(Secret::new);
+    let refresh_token = secret_member(&object, "refresh_token");
     let scope = object
         .get("scope")
         .and_then(Value::as_str)
@@ -184,7 +180,6 @@ fn seconds(value: &Value) -> Option<u64> {
 #[derive(Clone, PartialEq, Eq)]
 pub struct AccessToken {
     token: Secret,
-    header: HeaderValue,
     expires_at: Option<Instant>,
     scope: Option<String>,
     issuer: String,
@@ -193,13 +188,8 @@ pub struct AccessToken {
 
 impl AccessToken {
     pub(crate) fn new(tokens: &TokenSet, issuer: &str, resource: &str) -> Self {
-        // `read_token_answer` admits only visible ASCII, which a header value always takes.
-        let mut header = HeaderValue::try_from(format!("Bearer {}", tokens.access_token.expose()))
-            .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
-        header.set_sensitive(true);
         Self {
             token: tokens.access_token.clone(),
-            header,
             expires_at: tokens.expires_at,
             scope: tokens.scope.clone(),
             issuer: issuer.to_owned(),
@@ -210,7 +200,11 @@ impl AccessToken {
     /// The `Authorization` header value to put on every request to the MCP server:
     /// `Bearer <token>`, marked sensitive.
     pub fn authorization_header(&self) -> HeaderValue {
-        self.header.clone()
+        // `read_token_answer` admits only visible ASCII, which a header value always takes.
+        let mut header = HeaderValue::try_from(format!("Bearer {}", self.token.expose()))
+            .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+        header.set_sensitive(true);
+        header
     }
 
     /// The token itself.

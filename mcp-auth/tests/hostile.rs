@@ -205,9 +205,7 @@ const SECRETS: [&str; 5] = [
 
 #[test]
 fn no_credential_reaches_debug_or_display() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let (mut world, mut flow) = World::standard(&AsOpts {
         auth_methods: vec!["client_secret_post"],
         client_secret: Some("SECRET-CLIENT".into()),
         registered_method: Some("client_secret_post"),
@@ -215,7 +213,6 @@ fn no_credential_reaches_debug_or_display() {
         refresh_token: Some("SECRET-REFRESH"),
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     let mut printed = Vec::new();
     let mut entropy = Counter(0);
     let token = loop {
@@ -265,7 +262,7 @@ fn no_credential_reaches_debug_or_display() {
     assert_eq!(token.secret().expose(), "SECRET-ACCESS");
 
     // Errors after a code was in hand, and a code in a refused redirect.
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     world.route(
         Method::POST,
         &format!("{AS}/token"),
@@ -324,10 +321,7 @@ fn inputs_out_of_order_are_typed_misuse() {
 
 #[test]
 fn an_ended_flow_ignores_inputs_and_repeats_its_end() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let (mut world, mut flow) = World::standard(&AsOpts::default());
     let token = world.run(&mut flow).unwrap();
     flow.handle_response(StatusCode::OK, &HeaderMap::new(), b"{}");
     flow.handle_redirect("x");

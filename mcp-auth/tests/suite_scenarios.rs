@@ -41,16 +41,13 @@ fn assert_pkce_and_resource(world: &World, expected_resource: &str) {
 
 #[test]
 fn metadata_default_uses_the_header_url_and_never_the_root_prm() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+    let (mut world, mut flow) = World::standard(&AsOpts::default());
     world.route(
         Method::GET,
         &format!("{SERVER}/.well-known/oauth-protected-resource"),
         404,
         "trap",
     );
-    world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     let token = world.run(&mut flow).unwrap();
     assert_eq!(
         world.urls(),
@@ -78,9 +75,7 @@ fn metadata_default_uses_the_header_url_and_never_the_root_prm() {
 
 #[test]
 fn metadata_var1_path_prm_without_header_and_openid_configuration() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let mut world = World::with_servers(&AsOpts {
         metadata_path: "/.well-known/openid-configuration".into(),
         ..AsOpts::default()
     });
@@ -167,9 +162,7 @@ const CIMD: &str = "https://conformance-test.local/client-metadata.json";
 
 #[test]
 fn basic_cimd_uses_the_document_url_as_client_id_without_registering() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let mut world = World::with_servers(&AsOpts {
         cimd: Some(true),
         ..AsOpts::default()
     });
@@ -190,9 +183,7 @@ fn basic_cimd_uses_the_document_url_as_client_id_without_registering() {
 
 #[test]
 fn a_document_url_is_not_used_where_the_server_does_not_advertise_it() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
+    let mut world = World::with_servers(&AsOpts::default());
     let config = world.config().with_metadata_document(CIMD).unwrap();
     let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
     world.run(&mut flow).unwrap();
@@ -299,7 +290,7 @@ fn scope_from_scopes_supported() {
         Some(&["mcp:basic", "mcp:read", "mcp:write"]),
     );
     world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     world.run(&mut flow).unwrap();
     assert_eq!(
         world.last_authorize_param("scope").as_deref(),
@@ -309,10 +300,7 @@ fn scope_from_scopes_supported() {
 
 #[test]
 fn scope_omitted_when_undefined() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let (mut world, mut flow) = World::standard(&AsOpts::default());
     let token = world.run(&mut flow).unwrap();
     assert_eq!(world.last_authorize_param("scope"), None);
     assert_eq!(token.scope(), None);
@@ -427,10 +415,7 @@ fn scope_retry_limit_stops_after_three_authorizations() {
 
 #[test]
 fn repeated_401s_to_fresh_tokens_also_stop() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let (mut world, mut flow) = World::standard(&AsOpts::default());
     world.run(&mut flow).unwrap();
     for _ in 0..2 {
         flow = flow.rechallenge(unauthorized(Some(&prm_url()), None));
@@ -446,16 +431,13 @@ fn repeated_401s_to_fresh_tokens_also_stop() {
 // ---- auth/token-endpoint-auth-* -----------------------------------------------------------
 
 fn token_endpoint_auth(method: &'static str) -> World {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let (mut world, mut flow) = World::standard(&AsOpts {
         auth_methods: vec![method],
         client_id: "test-client-1".into(),
         client_secret: (method != "none").then(|| "test-secret-1".into()),
         registered_method: Some(method),
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     world.run(&mut flow).unwrap();
     let registration = world.sent("oauth:register")[0].json();
     assert_eq!(registration["token_endpoint_auth_method"], method);
@@ -502,9 +484,7 @@ fn token_endpoint_auth_none() {
 
 #[test]
 fn pre_registration_uses_basic_auth_and_never_registers() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let mut world = World::with_servers(&AsOpts {
         dcr: false,
         auth_methods: vec!["client_secret_basic"],
         ..AsOpts::default()
@@ -530,9 +510,7 @@ fn pre_registration_uses_basic_auth_and_never_registers() {
 
 #[test]
 fn pre_registered_credentials_are_not_offered_to_another_issuer() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
+    let mut world = World::with_servers(&AsOpts::default());
     let config = world.config().with_pre_registered(
         PreRegisteredClient::new("https://other-as.example", "pre-registered-client")
             .with_secret("pre-registered-secret"),
@@ -575,7 +553,7 @@ fn resource_mismatch_is_refused_before_anything_else() {
     let mut world = World::new();
     world.resource_metadata(PRM_PATH, "https://evil.example.com/mcp", &[AS], None);
     world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     let error = world.run(&mut flow).unwrap_err();
     assert_eq!(
         error,
@@ -601,7 +579,7 @@ fn offline_access_scope_is_added_when_the_server_lists_it() {
         registered_method: Some("none"),
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     world.run(&mut flow).unwrap();
     assert_eq!(
         world.last_authorize_param("scope").as_deref(),
@@ -627,7 +605,7 @@ fn offline_access_not_requested_when_not_listed() {
         scopes_supported: Some(vec!["mcp:basic", "mcp:read"]),
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     world.run(&mut flow).unwrap();
     assert_eq!(
         world.last_authorize_param("scope").as_deref(),
@@ -640,9 +618,7 @@ fn offline_access_not_requested_when_not_listed() {
 #[test]
 fn authorization_server_migration_registers_again_and_keeps_credentials_apart() {
     let as2 = "http://localhost:5000";
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let mut world = World::with_servers(&AsOpts {
         client_id: "as1-client-id-LEAKED-IF-SEEN-AT-AS2".into(),
         client_secret: Some("as1-client-secret".into()),
         refresh_token: Some("as1-refresh"),
@@ -694,14 +670,12 @@ fn authorization_server_migration_registers_again_and_keeps_credentials_apart() 
 // ---- auth/iss-* ---------------------------------------------------------------------------
 
 fn iss_world(iss_supported: Option<bool>, iss: Iss) -> (World, Result<(), AuthError>) {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let mut world = World::with_servers(&AsOpts {
         iss_supported,
         ..AsOpts::default()
     });
     world.iss = iss;
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     let outcome = world.run(&mut flow).map(|_| ());
     (world, outcome)
 }
@@ -765,14 +739,11 @@ fn iss_normalized_with_a_trailing_slash_is_a_mismatch() {
 
 #[test]
 fn metadata_issuer_mismatch_uses_none_of_the_poisoned_endpoints() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let (mut world, mut flow) = World::standard(&AsOpts {
         issuer: Some("https://attacker.example.com".into()),
         prefix: "/mismatched-as".into(),
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     let error = world.run(&mut flow).unwrap_err();
     assert!(matches!(error, AuthError::IssuerMismatch { .. }));
     assert_eq!(
@@ -786,10 +757,7 @@ fn metadata_issuer_mismatch_uses_none_of_the_poisoned_endpoints() {
 
 #[test]
 fn dcr_sends_the_native_registration_document() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let (mut world, mut flow) = World::standard(&AsOpts::default());
     world.run(&mut flow).unwrap();
     let registration = world.sent("oauth:register")[0];
     assert_eq!(registration.headers["content-type"], "application/json");
@@ -808,11 +776,9 @@ fn dcr_sends_the_native_registration_document() {
 
 #[test]
 fn a_registration_is_reused_at_the_same_issuer() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
+    let mut world = World::with_servers(&AsOpts::default());
     for _ in 0..2 {
-        let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+        let mut flow = world.standard_flow();
         world.run(&mut flow).unwrap();
     }
     assert_eq!(world.sent("oauth:register").len(), 1);
@@ -821,17 +787,14 @@ fn a_registration_is_reused_at_the_same_issuer() {
 
 #[test]
 fn a_stored_refresh_token_is_used_before_a_full_authorization() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let (mut world, mut flow) = World::standard(&AsOpts {
         refresh_token: Some("refresh-1"),
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     world.run(&mut flow).unwrap();
     // Later, the access token expires: a 401, and the stored refresh token is used.
     let first = world.seen.len();
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     world.run(&mut flow).unwrap();
     let later: Vec<_> = world.seen[first..].iter().map(|s| s.label).collect();
     assert_eq!(
@@ -852,13 +815,10 @@ fn a_stored_refresh_token_is_used_before_a_full_authorization() {
 
 #[test]
 fn a_refused_refresh_falls_back_to_a_full_authorization() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let (mut world, mut flow) = World::standard(&AsOpts {
         refresh_token: Some("refresh-1"),
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     world.run(&mut flow).unwrap();
     // The next token request (the refresh) is refused; the one after it succeeds.
     let token_url = format!("{AS}/token");
@@ -868,62 +828,30 @@ fn a_refused_refresh_falls_back_to_a_full_authorization() {
         400,
         r#"{"error":"invalid_grant"}"#,
     );
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
-    let mut entropy = Counter(9);
-    let now = world.now;
-    // Drive by hand to switch the token route after the refresh.
+    let mut flow = world.standard_flow();
     let mut refreshed = false;
-    let token = loop {
-        match flow.poll(now, &mut entropy) {
-            mcp_auth::AuthStep::Send(request) => {
-                let url = request.request.uri().to_string();
-                let label = request.kind.label();
-                let (status, body) = world
-                    .routes
-                    .get(&(request.request.method().clone(), url))
-                    .cloned()
-                    .unwrap_or((404, String::new()));
-                if label == "oauth:refresh" {
-                    refreshed = true;
-                    world.route(
-                        Method::POST,
-                        &token_url,
-                        200,
-                        r#"{"access_token":"fresh","token_type":"Bearer"}"#,
-                    );
-                }
-                flow.handle_response(
-                    http::StatusCode::from_u16(status).unwrap(),
-                    &http::HeaderMap::new(),
-                    body.as_bytes(),
+    let token = world
+        .run_with(&mut flow, |world, label| {
+            if label == "oauth:refresh" {
+                refreshed = true;
+                world.route(
+                    Method::POST,
+                    &token_url,
+                    200,
+                    r#"{"access_token":"fresh","token_type":"Bearer"}"#,
                 );
             }
-            mcp_auth::AuthStep::Authorize { url } => {
-                let state = url
-                    .query_pairs()
-                    .find(|(k, _)| k == "state")
-                    .unwrap()
-                    .1
-                    .into_owned();
-                flow.handle_redirect(&format!(
-                    "{REDIRECT}?code=c&state={state}&iss=http%3A%2F%2Flocalhost%3A4000"
-                ));
-            }
-            mcp_auth::AuthStep::Done(token) => break token,
-            other => panic!("{other:?}"),
-        }
-    };
+        })
+        .unwrap();
     assert!(refreshed);
     assert_eq!(token.authorization_header(), "Bearer fresh");
 }
 
 #[test]
 fn without_an_authorizer_the_flow_ends_with_authorization_required() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
+    let mut world = World::with_servers(&AsOpts::default());
     world.has_authorizer = false;
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     let error = world.run(&mut flow).unwrap_err();
     assert_eq!(
         error,
@@ -938,13 +866,10 @@ fn without_an_authorizer_the_flow_ends_with_authorization_required() {
 
 #[test]
 fn a_server_without_pkce_s256_is_refused() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let (mut world, mut flow) = World::standard(&AsOpts {
         pkce: false,
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     assert_eq!(
         world.run(&mut flow),
         Err(AuthError::PkceUnsupported { issuer: AS.into() })
@@ -955,7 +880,7 @@ fn a_server_without_pkce_s256_is_refused() {
 fn redirects_from_endpoints_are_errors_not_followed() {
     let mut world = World::new();
     world.route(Method::GET, &prm_url(), 302, "");
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     assert_eq!(
         world.run(&mut flow),
         Err(AuthError::Redirected {
@@ -966,11 +891,9 @@ fn redirects_from_endpoints_are_errors_not_followed() {
     );
     assert_eq!(world.seen.len(), 1);
 
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
+    let mut world = World::with_servers(&AsOpts::default());
     world.route(Method::POST, &format!("{AS}/token"), 307, "");
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     assert!(matches!(
         world.run(&mut flow),
         Err(AuthError::Redirected {
@@ -983,16 +906,14 @@ fn redirects_from_endpoints_are_errors_not_followed() {
 
 #[test]
 fn refusals_are_typed_with_the_oauth_error() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
+    let mut world = World::with_servers(&AsOpts::default());
     world.route(
         Method::POST,
         &format!("{AS}/register"),
         400,
         r#"{"error":"invalid_redirect_uri","error_description":"loopback only"}"#,
     );
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     assert_eq!(
         world.run(&mut flow),
         Err(AuthError::RegistrationFailed {
@@ -1003,16 +924,14 @@ fn refusals_are_typed_with_the_oauth_error() {
         })
     );
 
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
+    let mut world = World::with_servers(&AsOpts::default());
     world.route(
         Method::POST,
         &format!("{AS}/token"),
         400,
         r#"{"error":"invalid_grant"}"#,
     );
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     let error = world.run(&mut flow).unwrap_err();
     assert!(matches!(
         error,
@@ -1024,7 +943,7 @@ fn refusals_are_typed_with_the_oauth_error() {
 fn metadata_found_nowhere_after_a_prm_is_an_error() {
     let mut world = World::new();
     world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     let error = world.run(&mut flow).unwrap_err();
     assert_eq!(
         error,
@@ -1039,7 +958,7 @@ fn metadata_found_nowhere_after_a_prm_is_an_error() {
 fn a_prm_without_authorization_servers_is_refused() {
     let mut world = World::new();
     world.resource_metadata(PRM_PATH, SERVER_URL, &[], None);
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let mut flow = world.standard_flow();
     assert!(matches!(
         world.run(&mut flow),
         Err(AuthError::NoAuthorizationServer { .. })
@@ -1048,13 +967,10 @@ fn a_prm_without_authorization_servers_is_refused() {
 
 #[test]
 fn no_client_identity_without_registration_endpoint() {
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts {
+    let (mut world, mut flow) = World::standard(&AsOpts {
         dcr: false,
         ..AsOpts::default()
     });
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
     assert_eq!(
         world.run(&mut flow),
         Err(AuthError::NoClientIdentity { issuer: AS.into() })
@@ -1064,10 +980,7 @@ fn no_client_identity_without_registration_endpoint() {
 #[test]
 fn tokens_are_stored_per_issuer_and_resource_with_their_lifetime() {
     use mcp_auth::CredentialStore as _;
-    let mut world = World::new();
-    world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
-    world.auth_server(&AsOpts::default());
-    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), world.config());
+    let (mut world, mut flow) = World::standard(&AsOpts::default());
     let token = world.run(&mut flow).unwrap();
     let stored = world.store.tokens(AS, SERVER_URL).unwrap();
     assert_eq!(stored.access_token.expose(), "test-token-1");

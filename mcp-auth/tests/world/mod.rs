@@ -246,6 +246,28 @@ impl World {
         );
     }
 
+    /// The suite's usual servers: the MCP server's resource metadata at [`PRM_PATH`], naming
+    /// [`AS`] and no scopes, and an authorization server built from `opts`.
+    pub fn with_servers(opts: &AsOpts) -> Self {
+        let mut world = Self::new();
+        world.resource_metadata(PRM_PATH, SERVER_URL, &[AS], None);
+        world.auth_server(opts);
+        world
+    }
+
+    /// [`World::with_servers`] and a [`World::standard_flow`] over it.
+    pub fn standard(opts: &AsOpts) -> (Self, AuthFlow) {
+        let world = Self::with_servers(opts);
+        let flow = world.standard_flow();
+        (world, flow)
+    }
+
+    /// A flow for the suite's usual 401 (naming the resource metadata URL, no scope), with the
+    /// default configuration.
+    pub fn standard_flow(&self) -> AuthFlow {
+        self.flow(unauthorized(Some(&prm_url()), None), self.config())
+    }
+
     pub fn config(&self) -> ClientConfig {
         ClientConfig::new(REDIRECT)
             .unwrap()
@@ -259,6 +281,16 @@ impl World {
 
     /// Drives a flow to its end against the routes (unrouted requests answer 404).
     pub fn run(&mut self, flow: &mut AuthFlow) -> Result<AccessToken, AuthError> {
+        self.run_with(flow, |_, _| {})
+    }
+
+    /// [`World::run`], calling `answered` with each request's label once its answer is chosen,
+    /// so it can change the routes for the requests after it.
+    pub fn run_with(
+        &mut self,
+        flow: &mut AuthFlow,
+        mut answered: impl FnMut(&mut Self, &'static str),
+    ) -> Result<AccessToken, AuthError> {
         for _ in 0..64 {
             match flow.poll(self.now, &mut self.entropy) {
                 AuthStep::Send(request) => {
@@ -276,6 +308,7 @@ impl World {
                         .get(&(head.method, url))
                         .cloned()
                         .unwrap_or((404, "Not Found".into()));
+                    answered(self, request.kind.label());
                     flow.handle_response(
                         StatusCode::from_u16(status).unwrap(),
                         &HeaderMap::new(),
