@@ -113,10 +113,8 @@ fn hostile_bodies_at_every_step_end_the_flow_with_a_typed_error() {
                     &format!("{REDIRECT}?code=x&state={{state}}"),
                     None,
                 );
-                assert!(
-                    ended.starts_with("done") || ended.starts_with("failed"),
-                    "{ended}"
-                );
+                // `drive` panics unless the flow ends (done or failed) within 64 steps; what
+                // is left to check is that no control character reaches its words.
                 assert!(!ended.contains('\u{1b}'), "{ended}");
             }
         }
@@ -188,8 +186,8 @@ proptest! {
         ],
         scope in proptest::option::of("[ -~]{0,20}"),
     ) {
-        let ended = drive(&answers, &redirect, scope.as_deref());
-        prop_assert!(ended.starts_with("done") || ended.starts_with("failed"));
+        // `drive` panics (the case fails) unless the flow ends within 64 steps.
+        drive(&answers, &redirect, scope.as_deref());
     }
 }
 
