@@ -22,6 +22,8 @@ pub enum ListKind {
     ResourceTemplates,
     /// `prompts/list`.
     Prompts,
+    /// `skills/list` (the skills extension).
+    Skills,
 }
 
 impl ListKind {
@@ -32,6 +34,7 @@ impl ListKind {
             Self::Resources => "resources/list",
             Self::ResourceTemplates => "resources/templates/list",
             Self::Prompts => "prompts/list",
+            Self::Skills => "skills/list",
         }
     }
 
@@ -42,6 +45,7 @@ impl ListKind {
             Self::Resources => "resources",
             Self::ResourceTemplates => "resourceTemplates",
             Self::Prompts => "prompts",
+            Self::Skills => "skills",
         }
     }
 }
@@ -195,7 +199,7 @@ impl Entry for Tool {
 }
 
 /// Reads `member` of an object entry as a string.
-fn keyed(entry: Value, member: &str) -> Option<(String, Map<String, Value>)> {
+pub(crate) fn keyed(entry: Value, member: &str) -> Option<(String, Map<String, Value>)> {
     let Value::Object(raw) = entry else {
         return None;
     };
@@ -310,6 +314,22 @@ impl ReadResourceResult {
             cache: CacheHint::of(&result),
             raw: result,
         })
+    }
+
+    /// The bytes of the content for `uri` (else of the first content): its `text` as UTF-8, or
+    /// its `blob` decoded from Base64; `None` when there is neither.
+    pub fn bytes_of(&self, uri: &str) -> Option<Vec<u8>> {
+        use base64::Engine as _;
+        let content = self
+            .contents
+            .iter()
+            .find(|c| c.get("uri").and_then(Value::as_str) == Some(uri))
+            .or_else(|| self.contents.first())?;
+        if let Some(text) = content.get("text").and_then(Value::as_str) {
+            return Some(text.as_bytes().to_vec());
+        }
+        let blob = content.get("blob").and_then(Value::as_str)?;
+        base64::engine::general_purpose::STANDARD.decode(blob).ok()
     }
 
     /// The text contents joined with newlines (binary `blob` contents are left out).

@@ -157,7 +157,7 @@ pub enum Error {
         version: String,
     },
     /// The tool listing still had a next page after the page ceiling.
-    #[error("the tool listing of MCP server \"{server}\" did not end within {pages} pages")]
+    #[error("a listing of MCP server \"{server}\" did not end within {pages} pages")]
     TooManyPages {
         /// The server's label.
         server: String,
@@ -166,13 +166,27 @@ pub enum Error {
     },
     /// The server handed back a cursor it had already given in this walk.
     #[error(
-        "MCP server \"{server}\" repeated the tool-listing cursor \"{cursor}\"; the walk stopped rather than loop"
+        "MCP server \"{server}\" repeated the listing cursor \"{cursor}\"; the walk stopped rather than loop"
     )]
     RepeatedCursor {
         /// The server's label.
         server: String,
         /// The repeated cursor, clipped.
         cursor: String,
+    },
+    /// A file of a skill did not match what the skill's listing says of it (its size, its
+    /// digest, or for `SKILL.md` its frontmatter): the skill is not loaded and no further file
+    /// of it is read.
+    #[error(
+        "MCP server \"{server}\" served the skill file \"{uri}\", which fails verification: {reason}"
+    )]
+    SkillRejected {
+        /// The server's label.
+        server: String,
+        /// The file's URI, clipped.
+        uri: String,
+        /// What does not match, in one sentence.
+        reason: String,
     },
     /// The caller cancelled the operation.
     #[error("the {method} request to MCP server \"{server}\" was cancelled by the caller")]
@@ -243,7 +257,8 @@ impl Error {
             | Self::SessionExpired { .. }
             | Self::UnsupportedProtocolVersion { .. }
             | Self::TooManyPages { .. }
-            | Self::RepeatedCursor { .. } => Fault::Server,
+            | Self::RepeatedCursor { .. }
+            | Self::SkillRejected { .. } => Fault::Server,
             Self::Cancelled { .. } => Fault::Cancelled,
             Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => {
                 Fault::Caller
@@ -266,6 +281,7 @@ impl Error {
             | Self::UnsupportedProtocolVersion { server, .. }
             | Self::TooManyPages { server, .. }
             | Self::RepeatedCursor { server, .. }
+            | Self::SkillRejected { server, .. }
             | Self::Cancelled { server, .. } => Some(server),
             Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => None,
         }

@@ -69,6 +69,7 @@ mod model;
 mod observe;
 pub mod operation;
 mod session;
+mod skills;
 pub mod sse;
 mod wire;
 
@@ -92,6 +93,7 @@ pub use operation::{
     TransportError, TransportErrorKind,
 };
 pub use session::Session;
+pub use skills::{LoadedSkill, Skill, SkillFile};
 pub use wire::{
     LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
     SESSION_HEADER,

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use mcp_driver_tokio::Client;
 use mcp_proto::{
-    Budget, Error, Event, LegReport, Observer, ProtocolVersion, Resolution, SessionConfig,
-    accept_elicitation_with_defaults,
+    Action, Budget, Error, Event, LegReport, ListKind, Observer, ProtocolVersion, Resolution,
+    SessionConfig, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 
@@ -133,6 +133,22 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
                 let arguments = object(call["arguments"].clone());
                 let result = client.call_tool(name, arguments).await?;
                 eprintln!("{name}: {}", result.text());
+            }
+        }
+        skills if skills.starts_with("sep-2640-") => {
+            // The skills extension: the listing reads no file (no prefetch); loading the skill
+            // reads its files one by one, each verified before the next (a tampered SKILL.md
+            // ends the load before its supporting file is read).
+            let budget = client.session().config().budget();
+            let listing = client.run(Action::List(ListKind::Skills), budget).await?;
+            let first = listing
+                .into_skills()
+                .and_then(|skills| skills.into_items().into_iter().next());
+            if let (Some(skill), false) = (first, skills.ends_with("no-prefetch")) {
+                let loaded = client.run(Action::LoadSkill(skill), budget).await?;
+                if let Some(loaded) = loaded.into_skill() {
+                    eprintln!("loaded {} ({} files)", loaded.skill.uri, loaded.files.len());
+                }
             }
         }
         "json-schema-ref-no-deref" => {

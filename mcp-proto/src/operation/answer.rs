@@ -17,6 +17,7 @@ use crate::catalog::{
 use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
+use crate::skills::{self, LoadedSkill, SkillFile};
 
 /// The most times one operation answers a server's request for more input.
 const MAX_INPUT_ROUNDS: u32 = 8;
@@ -30,6 +31,36 @@ pub(super) struct Paging {
     cursor: Option<String>,
     cursors_seen: HashSet<String>,
     pages: u32,
+}
+
+/// A skill being loaded: its files in the order they are read, and those read and verified.
+#[derive(Debug, Default)]
+pub(super) struct Loading {
+    files: Vec<SkillFile>,
+    loaded: Vec<(String, Vec<u8>)>,
+}
+
+impl Loading {
+    /// The files `action` loads (none unless it loads a skill).
+    pub(super) fn for_action(action: &super::Action) -> Self {
+        match action {
+            super::Action::LoadSkill(skill) => Self {
+                files: skill.files(),
+                loaded: Vec::new(),
+            },
+            _ => Self::default(),
+        }
+    }
+
+    /// The URI of the next file to read.
+    pub(super) fn next_uri(&self) -> Option<&str> {
+        self.files.get(self.loaded.len()).map(|f| f.uri.as_str())
+    }
+
+    /// Reads every file again (the session they were read on was lost).
+    pub(super) fn restart(&mut self) {
+        self.loaded.clear();
+    }
 }
 
 /// What a page says about the walk.
@@ -170,6 +201,9 @@ impl Operation<'_> {
                 Err(detail) => self.fail(malformed(detail)),
             },
             LegKind::ReadResource => match ReadResourceResult::from_result(result) {
+                Ok(read) if matches!(self.action, super::Action::LoadSkill(_)) => {
+                    self.read_skill_file(&read);
+                }
                 Ok(read) => self.finish(Ok(Outcome::Resource(read))),
                 Err(detail) => self.fail(malformed(detail)),
             },
@@ -248,6 +282,41 @@ impl Operation<'_> {
         }
         self.input = Some(crate::wire::InputRound { responses, state });
         Ok(())
+    }
+
+    /// A file of the skill being loaded came back: verify it against the skill's entry, then
+    /// read the next one, or end with the loaded skill.
+    fn read_skill_file(&mut self, read: &ReadResourceResult) {
+        let super::Action::LoadSkill(skill) = &self.action else {
+            return;
+        };
+        let Some(file) = self.loading.files.get(self.loading.loaded.len()) else {
+            return;
+        };
+        let checked = match read.bytes_of(&file.uri) {
+            Some(bytes) => skills::verify(skill, file, &bytes).map(|()| bytes),
+            None => Err("the read returned no contents for it".to_owned()),
+        };
+        match checked {
+            Ok(bytes) => {
+                self.loading.loaded.push((file.uri.clone(), bytes));
+                if self.loading.next_uri().is_none() {
+                    let loaded = LoadedSkill {
+                        skill: skill.clone(),
+                        files: std::mem::take(&mut self.loading.loaded),
+                    };
+                    self.finish(Ok(Outcome::Skill(loaded)));
+                }
+            }
+            Err(reason) => {
+                let uri = clip(&file.uri, QUOTE_LIMIT);
+                self.fail(|server| Error::SkillRejected {
+                    server,
+                    uri,
+                    reason,
+                });
+            }
+        }
     }
 
     /// A modern server refused a tool call with `-32020` (its headers do not match its body):
@@ -353,6 +422,10 @@ impl Operation<'_> {
                         cache,
                     }),
                     ListKind::Prompts => Outcome::Prompts(Listing {
+                        items: listed(entries),
+                        cache,
+                    }),
+                    ListKind::Skills => Outcome::Skills(Listing {
                         items: listed(entries),
                         cache,
                     }),

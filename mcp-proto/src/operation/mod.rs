@@ -113,7 +113,7 @@ use crate::session::Session;
 use crate::sse::SseEvent;
 use crate::wire;
 
-use answer::Paging;
+use answer::{Loading, Paging};
 use legs::{InFlight, LegTable, Role};
 use listen::Listen;
 use replies::Replies;
@@ -178,6 +178,8 @@ pub struct Operation<'s> {
     reissues: u32,
     /// Where a tool call is in refreshing the tools' header annotations after a `-32020`.
     relist: Relist,
+    /// A skill's files, read and verified one by one (`Action::LoadSkill`).
+    loading: Loading,
     /// What the next try of the work request carries after the server asked for input.
     input: Option<wire::InputRound>,
     /// How many times the server asked for input in this operation.
@@ -280,6 +282,7 @@ impl<'s> Operation<'s> {
             session.reset();
         }
         let listen = Listen::for_operation(session.config(), &action, modern.is_some());
+        let loading = Loading::for_action(&action);
         Self {
             session,
             action,
@@ -301,6 +304,7 @@ impl<'s> Operation<'s> {
             era_open,
             reissues: 0,
             relist: Relist::Never,
+            loading,
             input: None,
             input_rounds: 0,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
@@ -628,7 +632,7 @@ impl<'s> Operation<'s> {
                     page: self.paging.next_page(),
                 },
                 Action::CallTool { .. } => LegKind::CallTool,
-                Action::ReadResource { .. } => LegKind::ReadResource,
+                Action::ReadResource { .. } | Action::LoadSkill(_) => LegKind::ReadResource,
                 Action::GetPrompt { .. } => LegKind::GetPrompt,
                 Action::Close => LegKind::Close,
             },
@@ -662,6 +666,7 @@ impl<'s> Operation<'s> {
         self.replies.clear();
         self.input = None;
         self.paging = Paging::default();
+        self.loading.restart();
         self.pending = None;
         self.next = next;
         self.listen_off();

@@ -225,6 +225,7 @@ impl Operation<'_> {
                 // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI.
                 let name = match &self.action {
                     Action::ReadResource { uri } => Some(uri.as_str()),
+                    Action::LoadSkill(_) => self.loading.next_uri(),
                     Action::GetPrompt { name, .. } => Some(name.as_str()),
                     _ => None,
                 };
@@ -243,6 +244,10 @@ impl Operation<'_> {
         match &self.action {
             Action::ReadResource { uri } => {
                 params.insert("uri".to_owned(), Value::from(uri.as_str()));
+            }
+            Action::LoadSkill(_) => {
+                let uri = self.loading.next_uri().unwrap_or_default();
+                params.insert("uri".to_owned(), Value::from(uri));
             }
             Action::GetPrompt { name, arguments } => {
                 params.insert("name".to_owned(), Value::from(name.as_str()));

@@ -15,6 +15,7 @@ use crate::catalog::{
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo};
+use crate::skills::{LoadedSkill, Skill};
 
 /// How long to wait before resuming a closed stream when the server named no `retry`.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -56,6 +57,9 @@ pub enum Action {
         /// The resource's URI, sent as given.
         uri: String,
     },
+    /// Loads a skill (the skills extension): each of its files read with `resources/read`,
+    /// `SKILL.md` first, and verified against the skill's entry before the next is read.
+    LoadSkill(Skill),
     /// One `prompts/get`.
     GetPrompt {
         /// The prompt's name.
@@ -228,6 +232,10 @@ pub enum Outcome {
     ResourceTemplates(Listing<ResourceTemplate>),
     /// Every prompt of every page, in order.
     Prompts(Listing<Prompt>),
+    /// Every skill of every page, in order.
+    Skills(Listing<Skill>),
+    /// A skill whose files were all read and verified.
+    Skill(LoadedSkill),
     /// The tool's result (which may be `is_error`).
     Call(CallToolResult),
     /// A resource's contents.
@@ -299,6 +307,22 @@ impl Outcome {
     pub fn into_prompt(self) -> Option<GetPromptResult> {
         match self {
             Self::Prompt(result) => Some(result),
+            _ => None,
+        }
+    }
+
+    /// The skills, if this is their listing.
+    pub fn into_skills(self) -> Option<Listing<Skill>> {
+        match self {
+            Self::Skills(skills) => Some(skills),
+            _ => None,
+        }
+    }
+
+    /// The loaded skill, if this is one.
+    pub fn into_skill(self) -> Option<LoadedSkill> {
+        match self {
+            Self::Skill(skill) => Some(skill),
             _ => None,
         }
     }
