@@ -84,7 +84,7 @@ pub use error::{Error, Fault, QUOTE_LIMIT, clip};
 pub use jsonrpc::{RequestId, RpcError};
 pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
-    ServerInfo, SessionInfo, accept_elicitation_with_defaults,
+    ServerInfo, SessionInfo, Subscription, SubscriptionEnd, accept_elicitation_with_defaults,
 };
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{

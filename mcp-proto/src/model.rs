@@ -257,6 +257,54 @@ pub struct Notification {
     pub params: Value,
 }
 
+/// What a subscription asks the server to send (`subscriptions/listen`'s `notifications`
+/// filter; in the legacy era the session's stream carries whatever the server sends).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subscription {
+    /// `notifications/tools/list_changed`.
+    pub tools_list_changed: bool,
+    /// `notifications/prompts/list_changed`.
+    pub prompts_list_changed: bool,
+    /// `notifications/resources/list_changed`.
+    pub resources_list_changed: bool,
+    /// `notifications/resources/updated` for these URIs.
+    pub resource_subscriptions: Vec<String>,
+}
+
+impl Subscription {
+    /// The `notifications` filter as sent: only the fields asked for.
+    pub(crate) fn filter(&self) -> Map<String, Value> {
+        let mut filter = Map::new();
+        for (asked, key) in [
+            (self.tools_list_changed, "toolsListChanged"),
+            (self.prompts_list_changed, "promptsListChanged"),
+            (self.resources_list_changed, "resourcesListChanged"),
+        ] {
+            if asked {
+                filter.insert(key.to_owned(), Value::Bool(true));
+            }
+        }
+        if !self.resource_subscriptions.is_empty() {
+            filter.insert(
+                "resourceSubscriptions".to_owned(),
+                Value::from(self.resource_subscriptions.clone()),
+            );
+        }
+        filter
+    }
+}
+
+/// How a subscription ended. Its notifications went to the caller as events while it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscriptionEnd {
+    /// The filter the server acknowledged (`notifications/subscriptions/acknowledged`), when
+    /// it did: the part of the request it agreed to honour.
+    pub acknowledged: Option<Value>,
+    /// True when the server ended it (a completion result, or the stream's end); false when
+    /// the operation's budget did, which is how a subscription normally ends.
+    pub by_server: bool,
+}
+
 /// A `notifications/progress` reading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {

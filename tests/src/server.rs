@@ -772,6 +772,9 @@ impl Conn {
             }
         }
         let id = tweak.id.clone().unwrap_or_else(|| msg.answer_id());
+        if tweak.modern && method == "subscriptions/listen" {
+            return self.subscription(req, msg, &id, close);
+        }
         let server_request = script.server_request.as_ref().filter(|_| {
             msg.kind == RpcKind::Request
                 && method == "tools/call"
@@ -867,6 +870,41 @@ impl Conn {
         }
         sse.finish()?;
         Ok(after_stream(req))
+    }
+
+    /// A modern `subscriptions/listen`: an event stream that acknowledges the filter, sends one
+    /// `notifications/tools/list_changed` when it was asked for, then stays open (a keep-alive
+    /// comment every tick) until the client closes it or the server stops.
+    fn subscription(
+        &mut self,
+        req: &Request,
+        msg: &Message,
+        id: &Value,
+        close: bool,
+    ) -> io::Result<Flow> {
+        let filter = msg
+            .params
+            .as_ref()
+            .and_then(|p| p.get("notifications"))
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({}));
+        let meta = serde_json::json!({"io.modelcontextprotocol/subscriptionId": id});
+        let mut sse = SseOut::start(&mut self.writer, sse_headers(), false, req, close, false)?;
+        let acknowledged = serde_json::json!({"jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": meta, "notifications": filter}});
+        sse.event(&Payload::from(acknowledged.to_string().into_bytes()))?;
+        if filter.get("toolsListChanged") == Some(&Value::Bool(true)) {
+            let changed = serde_json::json!({"jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed", "params": {"_meta": meta}});
+            sse.event(&Payload::from(changed.to_string().into_bytes()))?;
+        }
+        loop {
+            if !self.shared.sleep(TICK) {
+                return Err(aborted());
+            }
+            sse.send(b": keepalive\n\n")?;
+        }
     }
 
     /// Writes a complete response whose body is `payload`, with a `Content-Length`.

@@ -200,6 +200,7 @@ impl Operation<'_> {
                 Ok(call) => self.finish(Ok(Outcome::Call(call))),
                 Err(detail) => self.fail(malformed(detail)),
             },
+            LegKind::Subscribe => self.subscription_ended(true),
             LegKind::ReadResource => match ReadResourceResult::from_result(result) {
                 Ok(read) if matches!(self.action, super::Action::LoadSkill(_)) => {
                     self.read_skill_file(&read);

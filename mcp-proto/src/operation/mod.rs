@@ -108,7 +108,7 @@ use serde_json::{Map, Value};
 use crate::catalog::ListKind;
 use crate::deadline::OperationDeadline;
 use crate::error::{Error, QUOTE_LIMIT, clip};
-use crate::model::{ProtocolVersion, SessionInfo};
+use crate::model::{ProtocolVersion, SessionInfo, Subscription, SubscriptionEnd};
 use crate::session::Session;
 use crate::sse::SseEvent;
 use crate::wire;
@@ -180,6 +180,8 @@ pub struct Operation<'s> {
     relist: Relist,
     /// A skill's files, read and verified one by one (`Action::LoadSkill`).
     loading: Loading,
+    /// The filter the server acknowledged on a subscription's stream.
+    acknowledged: Option<Value>,
     /// What the next try of the work request carries after the server asked for input.
     input: Option<wire::InputRound>,
     /// How many times the server asked for input in this operation.
@@ -214,6 +216,12 @@ impl Session {
             Action::ReadResource { uri: uri.into() },
             self.default_deadline(now),
         )
+    }
+
+    /// Starts a subscription that lasts the configured budget (see [`Action::Subscribe`]): its
+    /// notifications come as events, and the budget running out ends it normally.
+    pub fn subscribe(&mut self, subscription: Subscription, now: Instant) -> Operation<'_> {
+        self.start(Action::Subscribe(subscription), self.default_deadline(now))
     }
 
     /// Starts a `prompts/get` of `name` under the configured budget. Empty arguments are left
@@ -305,6 +313,7 @@ impl<'s> Operation<'s> {
             reissues: 0,
             relist: Relist::Never,
             loading,
+            acknowledged: None,
             input: None,
             input_rounds: 0,
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
@@ -517,6 +526,13 @@ impl<'s> Operation<'s> {
             Role::Notice => {
                 self.end_leg(Role::Notice);
             }
+            // A subscription lasts as long as the budget: its end is the subscription's.
+            Role::Work
+                if error.is_none_or(|e| e.kind == TransportErrorKind::TimedOut)
+                    && self.awaited().0 == LegKind::Subscribe =>
+            {
+                self.subscription_ended(false);
+            }
             // A modern answer stream that broke mid-way lost its request: it is sent again.
             Role::Work
                 if error.is_some_and(|e| e.kind == TransportErrorKind::Io)
@@ -634,6 +650,7 @@ impl<'s> Operation<'s> {
                 Action::CallTool { .. } => LegKind::CallTool,
                 Action::ReadResource { .. } | Action::LoadSkill(_) => LegKind::ReadResource,
                 Action::GetPrompt { .. } => LegKind::GetPrompt,
+                Action::Subscribe(_) => LegKind::Subscribe,
                 Action::Close => LegKind::Close,
             },
         }
@@ -672,5 +689,14 @@ impl<'s> Operation<'s> {
         self.listen_off();
         self.listen =
             Listen::for_operation(self.session.config(), &self.action, self.modern.is_some());
+    }
+
+    /// The subscription is over: the server ended it (`by_server`), or the budget did.
+    fn subscription_ended(&mut self, by_server: bool) {
+        let end = SubscriptionEnd {
+            acknowledged: self.acknowledged.take(),
+            by_server,
+        };
+        self.finish(Ok(Outcome::Subscription(end)));
     }
 }

@@ -259,6 +259,11 @@ impl Operation<'_> {
                 if self.schedule_resumption(now) {
                     return;
                 }
+                if self.awaited().0 == LegKind::Subscribe {
+                    // The server closed the subscription's stream: it is over.
+                    self.subscription_ended(true);
+                    return;
+                }
                 let saw_message = matches!(
                     self.legs.get(Role::Work).map(|l| &l.reading),
                     Some(Reading::Sse {
@@ -361,6 +366,9 @@ impl Operation<'_> {
     pub(super) fn server_message(&mut self, message: Incoming) -> Option<Incoming> {
         match message {
             Incoming::Notification { method, params } => {
+                if method == "notifications/subscriptions/acknowledged" {
+                    self.acknowledged = params.get("notifications").cloned();
+                }
                 self.events
                     .push_back(Event::Notification(Notification { method, params }));
                 None

@@ -154,6 +154,11 @@ impl Operation<'_> {
                 let request = self.session.config().wire().delete(self.handshake());
                 return (request, None);
             }
+            // The legacy era's subscription is the session's own stream.
+            LegKind::Subscribe => {
+                let request = self.session.config().wire().get(self.handshake(), None);
+                return (request, None);
+            }
             _ => {}
         }
         let id = self.session.take_request_id();
@@ -248,6 +253,12 @@ impl Operation<'_> {
             Action::LoadSkill(_) => {
                 let uri = self.loading.next_uri().unwrap_or_default();
                 params.insert("uri".to_owned(), Value::from(uri));
+            }
+            Action::Subscribe(subscription) => {
+                params.insert(
+                    "notifications".to_owned(),
+                    Value::Object(subscription.filter()),
+                );
             }
             Action::GetPrompt { name, arguments } => {
                 params.insert("name".to_owned(), Value::from(name.as_str()));

@@ -14,7 +14,7 @@ use crate::catalog::{
 };
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
-use crate::model::{CallToolResult, Notification, SessionInfo};
+use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
 use crate::skills::{LoadedSkill, Skill};
 
 /// How long to wait before resuming a closed stream when the server named no `retry`.
@@ -60,6 +60,10 @@ pub enum Action {
     /// Loads a skill (the skills extension): each of its files read with `resources/read`,
     /// `SKILL.md` first, and verified against the skill's entry before the next is read.
     LoadSkill(Skill),
+    /// A subscription for as long as the operation's budget lasts: `subscriptions/listen`
+    /// (modern era), or the session's GET stream (legacy era). Its notifications are events;
+    /// the budget running out ends it normally, with [`Outcome::Subscription`].
+    Subscribe(Subscription),
     /// One `prompts/get`.
     GetPrompt {
         /// The prompt's name.
@@ -96,6 +100,9 @@ pub enum LegKind {
     ReadResource,
     /// `prompts/get`.
     GetPrompt,
+    /// `subscriptions/listen` (modern era), or the session's GET stream (legacy era), read
+    /// until the budget or the server ends it.
+    Subscribe,
     /// A POST answering a request the server sent on a stream.
     Respond,
     /// A GET resuming a stream the server closed before the answer (`Last-Event-ID`).
@@ -122,6 +129,7 @@ impl LegKind {
             Self::CallTool => Some("tools/call"),
             Self::ReadResource => Some("resources/read"),
             Self::GetPrompt => Some("prompts/get"),
+            Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
             Self::Respond | Self::Resume | Self::Close | Self::Listen => None,
         }
@@ -236,6 +244,8 @@ pub enum Outcome {
     Skills(Listing<Skill>),
     /// A skill whose files were all read and verified.
     Skill(LoadedSkill),
+    /// A subscription ended.
+    Subscription(SubscriptionEnd),
     /// The tool's result (which may be `is_error`).
     Call(CallToolResult),
     /// A resource's contents.

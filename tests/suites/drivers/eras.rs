@@ -270,3 +270,53 @@ pub(super) fn resources_and_prompts_are_one_operation_each_in_both_eras<D: Drive
         }
     }
 }
+
+pub(super) fn a_modern_subscription_lasts_its_budget<D: Driver>() {
+    let server = TestServer::start(Script::new().era(ServerEra::Modern));
+    let budget = Duration::from_millis(400);
+    let (mut client, recorder) = detecting::<D>(&server, budget);
+    let subscription = mcp_proto::Subscription {
+        tools_list_changed: true,
+        ..mcp_proto::Subscription::default()
+    };
+    let started = std::time::Instant::now();
+    let outcome = client
+        .run(
+            mcp_proto::Action::Subscribe(subscription),
+            Budget::from_duration(budget),
+        )
+        .unwrap();
+    // The server keeps the stream open: the budget ends the subscription, as it should.
+    assert!(started.elapsed() >= budget - Duration::from_millis(50));
+    assert_within_budget(
+        "subscribe",
+        started.elapsed(),
+        budget,
+        Duration::from_millis(1),
+    );
+    let mcp_proto::Outcome::Subscription(end) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(!end.by_server);
+    assert_eq!(
+        end.acknowledged,
+        Some(serde_json::json!({"toolsListChanged": true}))
+    );
+    let notified: Vec<String> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            mcp_proto::Event::Notification(n) => Some(n.method),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notified,
+        [
+            "notifications/subscriptions/acknowledged",
+            "notifications/tools/list_changed"
+        ]
+    );
+    assert_eq!(server.rpc_methods(), ["subscriptions/listen"]);
+    assert_modern_headers(&server);
+}
