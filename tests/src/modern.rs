@@ -6,7 +6,8 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::http::Request;
-use crate::mcp::{self, Message, RpcKind};
+use crate::mcp::{self, Message, RpcKind, SUPPORTED_VERSIONS};
+use crate::script::Script;
 
 /// The modern versions the server speaks.
 pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
@@ -56,12 +57,18 @@ fn refuse(msg: &Message, code: i64, message: &str, data: Option<Value>) -> Verdi
     Verdict::Refuse(400, serde_json::to_vec(&body).unwrap_or_default())
 }
 
-fn unsupported(msg: &Message, requested: &str) -> Verdict {
+/// `-32022`, naming every version the server speaks: its modern ones, and for a dual-era
+/// server the legacy ones too.
+fn unsupported(script: &Script, msg: &Message, requested: &str) -> Verdict {
+    let mut supported: Vec<&str> = script.modern_versions.iter().map(String::as_str).collect();
+    if script.era == ServerEra::Dual {
+        supported.extend(SUPPORTED_VERSIONS);
+    }
     refuse(
         msg,
         -32022,
         "Unsupported protocol version",
-        Some(json!({"supported": MODERN_VERSIONS, "requested": requested})),
+        Some(json!({"supported": supported, "requested": requested})),
     )
 }
 
@@ -80,12 +87,12 @@ fn header_text(value: &str) -> Option<String> {
 }
 
 /// Applies the era rules to a POST.
-pub(crate) fn judge(era: ServerEra, req: &Request, msg: &Message) -> Verdict {
+pub(crate) fn judge(script: &Script, req: &Request, msg: &Message) -> Verdict {
     let claims_modern = meta_version(msg).is_some()
         || req
             .header("mcp-protocol-version")
             .is_some_and(|v| MODERN_VERSIONS.contains(&v));
-    match era {
+    match script.era {
         ServerEra::Legacy => return Verdict::Legacy,
         ServerEra::Dual if !claims_modern => return Verdict::Legacy,
         _ => {}
@@ -102,7 +109,7 @@ pub(crate) fn judge(era: ServerEra, req: &Request, msg: &Message) -> Verdict {
             .and_then(|p| p.get("protocolVersion"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        return unsupported(msg, requested);
+        return unsupported(script, msg, requested);
     }
     let Some(version) = meta_version(msg) else {
         return refuse(
@@ -112,8 +119,8 @@ pub(crate) fn judge(era: ServerEra, req: &Request, msg: &Message) -> Verdict {
             None,
         );
     };
-    if !MODERN_VERSIONS.contains(&version) {
-        return unsupported(msg, version);
+    if !script.modern_versions.iter().any(|v| v == version) {
+        return unsupported(script, msg, version);
     }
     if req.header("mcp-protocol-version") != Some(version) {
         return refuse(msg, -32020, "Header mismatch: MCP-Protocol-Version", None);

@@ -224,6 +224,7 @@ pub struct Script {
     pub(crate) allow_delete: bool,
     pub(crate) server_request: Option<ServerRequest>,
     pub(crate) era: ServerEra,
+    pub(crate) modern_versions: Vec<String>,
 }
 
 impl Default for Script {
@@ -248,6 +249,7 @@ impl Default for Script {
             allow_delete: true,
             server_request: None,
             era: ServerEra::Legacy,
+            modern_versions: crate::MODERN_VERSIONS.map(str::to_owned).to_vec(),
         }
     }
 }
@@ -430,6 +432,15 @@ impl Script {
     /// ```
     pub fn era(mut self, era: ServerEra) -> Self {
         self.era = era;
+        self
+    }
+
+    /// The modern versions the server speaks (default [`MODERN_VERSIONS`](crate::MODERN_VERSIONS)).
+    /// A modern request in another version is refused with `-32022` naming these (and, for a
+    /// dual-era server, the legacy versions too): with none, a dual-era server sends every
+    /// modern client through the handshake.
+    pub fn modern_versions(mut self, versions: &[&str]) -> Self {
+        self.modern_versions = versions.iter().map(|v| (*v).to_owned()).collect();
         self
     }
 

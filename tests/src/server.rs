@@ -711,7 +711,7 @@ impl Conn {
         if let Some(mode) = script.hostile_for(&label) {
             return self.hostile(mode.clone(), req, msg, script, close);
         }
-        let modern = match modern::judge(script.era, req, msg) {
+        let modern = match modern::judge(script, req, msg) {
             Verdict::Refuse(status, body) => {
                 return self.respond(&json_response(status, body), close);
             }

@@ -67,6 +67,7 @@ for_each_driver!(
     a_legacy_server_that_became_modern_is_detected_again,
     resources_and_prompts_are_one_operation_each_in_both_eras,
     a_modern_subscription_lasts_its_budget,
+    a_version_error_naming_only_legacy_versions_leads_to_the_handshake,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,

@@ -320,3 +320,29 @@ pub(super) fn a_modern_subscription_lasts_its_budget<D: Driver>() {
     assert_eq!(server.rpc_methods(), ["subscriptions/listen"]);
     assert_modern_headers(&server);
 }
+
+pub(super) fn a_version_error_naming_only_legacy_versions_leads_to_the_handshake<D: Driver>() {
+    // A dual-era server that speaks no modern version yet: it answers the modern request with
+    // -32022 naming its legacy versions, and the client goes through the handshake.
+    let server = TestServer::start(Script::new().era(ServerEra::Dual).modern_versions(&[]));
+    let (mut client, recorder) = detecting::<D>(&server, BUDGET);
+    let result = client.call_tool("echo", echo("hi")).unwrap();
+    assert_eq!(result.text(), "hi");
+    assert_eq!(
+        server.rpc_methods(),
+        [
+            "tools/call",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    let refusal: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
+    assert_eq!(
+        refusal["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(recorder.ends()[0], LegEnd::Status(400));
+    assert_one_deadline(&recorder);
+    assert_eq!(client.session().era(), Some(Era::Legacy));
+}
