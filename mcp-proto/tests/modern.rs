@@ -310,15 +310,30 @@ fn a_round_that_spends_the_budget_leaves_the_next_one_refused_unsent() {
 }
 
 #[test]
-fn a_request_for_input_nobody_answers_ends_the_operation_saying_which() {
+fn a_request_for_input_nobody_answers_is_declined_or_ends_the_operation_saying_which() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
+    // An elicitation without a responder: the spec's refusal, `decline`, and the retry.
     let op = session.call_tool("ask", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| input_required(None));
+    let run = drive(op, &clock, &[], |_, n| match n {
+        1 => input_required(None),
+        _ => called(),
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(
+        run.legs[1].body["params"]["inputResponses"],
+        json!({"confirm": {"action": "decline"}})
+    );
+
+    // Sampling has no refusal: the operation ends, naming it, and nothing is retried.
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let sampling = Answer::Result(json!({"resultType": "input_required", "inputRequests": {
+        "draft": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 10}}}}));
+    let run = drive(op, &clock, &[], move |_, _| sampling.clone());
     let Err(Error::Malformed { detail, .. }) = run.result else {
         panic!("{:?}", run.result)
     };
-    assert!(detail.contains("elicitation/create"), "{detail}");
+    assert!(detail.contains("sampling/createMessage"), "{detail}");
     assert_eq!(run.legs.len(), 1, "not retried without the answer");
 }
 

@@ -273,6 +273,11 @@ impl Operation<'_> {
                 Ok(answer) => {
                     responses.insert(key, answer);
                 }
+                // Elicitation has a refusal of its own: a client with no responder declines.
+                Err(_) if method == "elicitation/create" => {
+                    responses.insert(key, json!({"action": "decline"}));
+                }
+                // Sampling and roots have none: the request cannot go on.
                 Err(_) => {
                     return Err(format!(
                         "the server asked for input with \"{}\", which this client does not answer (register a responder)",
