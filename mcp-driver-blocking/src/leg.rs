@@ -10,6 +10,7 @@ use mcp_proto::{
 };
 
 use crate::cancel::Shared;
+use crate::trace;
 
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.
@@ -25,6 +26,8 @@ pub(crate) struct Driver<'a> {
     buf: &'a mut Vec<u8>,
     /// The result, when the operation ended while a stream was being read.
     done: Option<Result<Outcome, Error>>,
+    /// The operation's span (feature `tracing`), parent of each leg's.
+    span: trace::Span,
 }
 
 impl<'a> Driver<'a> {
@@ -33,6 +36,7 @@ impl<'a> Driver<'a> {
         shared: &'a Shared,
         observer: &'a mut dyn Observer,
         buf: &'a mut Vec<u8>,
+        span: trace::Span,
     ) -> Self {
         Self {
             agent,
@@ -41,6 +45,7 @@ impl<'a> Driver<'a> {
             observer,
             buf,
             done: None,
+            span,
         }
     }
 
@@ -93,6 +98,7 @@ impl<'a> Driver<'a> {
             return;
         }
         let (id, kind, grant) = (leg.id, leg.kind, leg.timeout);
+        let span = trace::leg(&self.span, id.number(), kind, grant);
         let started = self.clock.now();
         let end = self.exchange(op, leg);
         let report = LegReport {
@@ -102,6 +108,7 @@ impl<'a> Driver<'a> {
             elapsed: self.clock.now().saturating_duration_since(started),
             end,
         };
+        trace::leg_ended(&span, &report);
         self.observer.leg_finished(&report);
     }
 

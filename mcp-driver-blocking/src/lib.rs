@@ -44,6 +44,15 @@
 //! slices of at most 50 ms, because the kernel's socket timeouts lose precision as they grow:
 //! see `examples/blocking_overrun.rs`).
 //!
+//! # Tracing
+//! With the `tracing` feature (on by default) every operation is a `mcp.operation` span
+//! (`server`, `action`, `budget_ms`, `resolution_ms`, and `result`: `ok` or the error's fault,
+//! `budget`, `network`, `server`, `caller`, `cancelled`) and every leg a `mcp.leg` span inside it
+//! (`number`, `method`, `grant_ms`, `end`: the status or `timeout`, `connect`, `io`, ...,
+//! `elapsed_ms`), open from the leg's sending to its end; a refused leg is a `mcp.refused`
+//! event, a cancel a `mcp.cancelled` one. No header value, token, session id, argument or
+//! result goes into a field. Without the feature the crate does not depend on `tracing`.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -76,6 +85,7 @@
 mod cancel;
 mod connector;
 mod leg;
+mod trace;
 
 use std::fmt;
 use std::sync::Arc;
@@ -269,16 +279,21 @@ impl Client {
         &mut self,
         start: impl for<'s> FnOnce(&'s mut Session, Instant) -> Operation<'s>,
     ) -> Result<Outcome, Error> {
+        let server = self.session.config().label().to_owned();
+        // From here until the guard drops, a cancel reaches this operation.
+        let _running = self.shared.begin_operation();
+        let mut op = start(&mut self.session, self.clock.now());
+        let span = trace::operation(&op, &server);
         let mut driver = Driver::new(
             &self.agent,
             &self.shared,
             self.observer.as_mut(),
             &mut self.buf,
+            span.clone(),
         );
-        // From here until the guard drops, a cancel reaches this operation.
-        let _running = self.shared.begin_operation();
-        let mut op = start(&mut self.session, self.clock.now());
-        driver.drive(&mut op)
+        let result = driver.drive(&mut op);
+        trace::ended(&span, &result);
+        result
     }
 }
 

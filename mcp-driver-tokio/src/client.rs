@@ -15,6 +15,7 @@ use tokio::time::Instant as TokioInstant;
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
 use crate::leg::{self, Http, InFlight};
+use crate::trace;
 
 /// A session with one MCP server, driven on tokio.
 ///
@@ -229,6 +230,7 @@ impl Client {
         start: impl for<'s> FnOnce(&'s mut Session, Instant) -> Operation<'s>,
     ) -> Result<Outcome, Error> {
         let clock = TokioClock;
+        let server = self.session.config().label().to_owned();
         let Self {
             session,
             http,
@@ -244,6 +246,7 @@ impl Client {
         // the outputs drained before the next wait all happen "now".
         let mut now = clock.now();
         let mut op = start(session, now);
+        let span = trace::operation(&op, &server);
         let mut legs: Vec<InFlight> = Vec::new();
         // One timer for the whole operation, moved to the proto's next instant each time.
         let timer = tokio::time::sleep_until(TokioInstant::from_std(now));
@@ -257,7 +260,7 @@ impl Client {
                     leg::cancel_all(&mut legs, observer, now);
                 }
                 match op.poll_output(now) {
-                    Output::Transmit(leg) => legs.push(InFlight::start(http, leg, now)),
+                    Output::Transmit(leg) => legs.push(InFlight::start(http, leg, now, &span)),
                     Output::Event(event) => {
                         observer.event(&event);
                         // The observer's time is not the operation's: read the clock again.
@@ -266,6 +269,7 @@ impl Client {
                     Output::Wait(until) => break until,
                     Output::Done(result) => {
                         leg::drop_all(&mut legs, observer, now);
+                        trace::ended(&span, &result);
                         return result;
                     }
                 }

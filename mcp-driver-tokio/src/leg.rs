@@ -25,6 +25,7 @@ use mcp_proto::{
 };
 
 use crate::clock::TokioClock;
+use crate::trace;
 
 /// The HTTP client every leg goes through.
 pub(crate) type Http = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -60,6 +61,8 @@ pub(crate) struct InFlight {
     /// The response's status, once its head is in.
     status: Option<u16>,
     state: State,
+    /// The leg's span (feature `tracing`), open until the leg is reported.
+    span: trace::Span,
 }
 
 enum State {
@@ -80,9 +83,11 @@ pub(crate) enum Delivery {
 
 impl InFlight {
     /// Starts the leg's request; it makes progress when [`next`] polls it.
-    pub(crate) fn start(http: &Http, leg: Leg, now: Instant) -> Self {
+    pub(crate) fn start(http: &Http, leg: Leg, now: Instant, operation: &trace::Span) -> Self {
         let request = leg.request.map(|body| Full::new(Bytes::from(body)));
+        let span = trace::leg(operation, leg.id.number(), leg.kind, leg.timeout);
         Self {
+            span,
             id: leg.id,
             kind: leg.kind,
             grant: leg.timeout,
@@ -94,13 +99,15 @@ impl InFlight {
     }
 
     fn report(&self, end: LegEnd, now: Instant, observer: &mut (dyn Observer + Send)) {
-        observer.leg_finished(&LegReport {
+        let report = LegReport {
             number: self.id.number(),
             kind: self.kind,
             grant: self.grant,
             elapsed: now.saturating_duration_since(self.started),
             end,
-        });
+        };
+        trace::leg_ended(&self.span, &report);
+        observer.leg_finished(&report);
     }
 }
 

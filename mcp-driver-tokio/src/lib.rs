@@ -45,6 +45,15 @@
 //! blocking pool. Time is read from tokio's clock ([`TokioClock`]), so paused-time tests and
 //! the grants agree.
 //!
+//! # Tracing
+//! With the `tracing` feature (on by default) every operation is a `mcp.operation` span
+//! (`server`, `action`, `budget_ms`, `resolution_ms`, and `result`: `ok` or the error's fault,
+//! `budget`, `network`, `server`, `caller`, `cancelled`) and every leg a `mcp.leg` span inside it
+//! (`number`, `method`, `grant_ms`, `end`: the status or `timeout`, `connect`, `io`, ...,
+//! `elapsed_ms`), open from the leg's sending to its end; a refused leg is a `mcp.refused`
+//! event, a cancel a `mcp.cancelled` one. No header value, token, session id, argument or
+//! result goes into a field. Without the feature the crate does not depend on `tracing`.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -78,6 +87,7 @@ mod cancel;
 mod client;
 mod clock;
 mod leg;
+mod trace;
 
 pub use cancel::CancelHandle;
 pub use client::Client;

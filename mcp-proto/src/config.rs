@@ -44,6 +44,8 @@ pub struct SessionConfig {
     progress: bool,
     listen: bool,
     cancel_notice: bool,
+    /// `traceparent` (and `tracestate`) added to every request's `_meta`, when configured.
+    trace_context: Map<String, Value>,
     /// The pinned version, or `None` to detect the server's era.
     protocol_version: Option<ProtocolVersion>,
 }
@@ -88,6 +90,7 @@ impl SessionConfig {
             progress: false,
             listen: false,
             cancel_notice: false,
+            trace_context: Map::new(),
             protocol_version: None,
         })
     }
@@ -340,6 +343,59 @@ impl SessionConfig {
         })
     }
 
+    /// Propagates a W3C trace context: every request carries `traceparent` (and `tracestate`,
+    /// when given) in its `params._meta`, as the 2026-07-28 revision documents for
+    /// OpenTelemetry (legacy-era requests too). Off unless configured.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHeader`] when `traceparent` is not `version-traceid-parentid-flags` in
+    /// lower-case hex (W3C Trace Context, ids not all zero) or `tracestate` has characters a
+    /// header value cannot carry or more than 512 of them.
+    ///
+    /// ```
+    /// use mcp_proto::SessionConfig;
+    /// let config = SessionConfig::new("https://tools.example.org/mcp")?
+    ///     .with_trace_context("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01", None)?;
+    /// assert!(SessionConfig::new("https://tools.example.org/mcp")?
+    ///     .with_trace_context("00-not-a-trace", None)
+    ///     .is_err());
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn with_trace_context(
+        mut self,
+        traceparent: &str,
+        tracestate: Option<&str>,
+    ) -> Result<Self, Error> {
+        let invalid = |name: &str, reason| Error::InvalidHeader {
+            name: name.to_owned(),
+            reason,
+        };
+        if !valid_traceparent(traceparent) {
+            return Err(invalid(
+                "traceparent",
+                "it is not a W3C traceparent (version-traceid-parentid-flags, lower-case hex)",
+            ));
+        }
+        let mut context = Map::new();
+        context.insert("traceparent".to_owned(), Value::from(traceparent));
+        if let Some(state) = tracestate {
+            if state.len() > 512 || !state.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+                return Err(invalid(
+                    "tracestate",
+                    "it has more than 512 characters or one a header value cannot carry",
+                ));
+            }
+            context.insert("tracestate".to_owned(), Value::from(state));
+        }
+        self.trace_context = context;
+        Ok(self)
+    }
+
+    /// The trace context every request carries in `_meta` (empty when not configured).
+    pub fn trace_context(&self) -> &Map<String, Value> {
+        &self.trace_context
+    }
+
     /// The client capabilities declared in `initialize`, from the registered responders.
     pub(crate) fn capabilities(&self) -> Map<String, Value> {
         let mut capabilities = Map::new();
@@ -367,4 +423,22 @@ impl std::fmt::Debug for Responder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Responder(..)")
     }
+}
+
+/// W3C Trace Context `traceparent`: `vv-<32 hex>-<16 hex>-ff`, lower case, version not `ff`,
+/// trace id and parent id not all zero.
+fn valid_traceparent(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let hex = |part: &str, len: usize| {
+        part.len() == len
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let nonzero = |part: &str| part.bytes().any(|b| b != b'0');
+    matches!(parts.as_slice(), [version, trace, parent, flags]
+        if hex(version, 2) && *version != "ff"
+            && hex(trace, 32) && nonzero(trace)
+            && hex(parent, 16) && nonzero(parent)
+            && hex(flags, 2))
 }

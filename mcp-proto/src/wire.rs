@@ -190,14 +190,14 @@ pub(crate) fn valid_session_id(raw: &[u8]) -> bool {
 }
 
 /// The body of a `tools/call`, serialised from borrowed fields: no copy of the arguments, no
-/// `Value` tree. `progress_token` asks the server for progress notifications; `modern` is the
-/// modern request metadata, when the call speaks a modern version.
+/// `Value` tree. `progress_token` asks the server for progress notifications; `meta` holds
+/// further `_meta` members (the modern request metadata, the trace context), when there are any.
 pub(crate) fn call_tool(
     id: i64,
     name: &str,
     arguments: &Map<String, Value>,
     progress_token: Option<i64>,
-    modern: Option<&Map<String, Value>>,
+    meta: Option<&Map<String, Value>>,
     input: Option<&InputRound>,
 ) -> Vec<u8> {
     #[derive(serde::Serialize)]
@@ -205,7 +205,7 @@ pub(crate) fn call_tool(
         #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
         progress_token: Option<i64>,
         #[serde(flatten, skip_serializing_if = "Option::is_none")]
-        modern: Option<&'a Map<String, Value>>,
+        members: Option<&'a Map<String, Value>>,
     }
     #[derive(serde::Serialize)]
     struct CallParams<'a> {
@@ -218,9 +218,9 @@ pub(crate) fn call_tool(
         #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<Meta<'a>>,
     }
-    let meta = (progress_token.is_some() || modern.is_some()).then_some(Meta {
+    let meta = (progress_token.is_some() || meta.is_some()).then_some(Meta {
         progress_token,
-        modern,
+        members: meta,
     });
     let params = CallParams {
         name,

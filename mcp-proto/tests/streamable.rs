@@ -588,3 +588,59 @@ fn a_server_without_a_standalone_stream_is_fine() {
     let run = drive(op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.methods(), ["tools/call"]);
 }
+
+#[test]
+fn a_configured_trace_context_rides_in_every_request_s_meta() {
+    let traceparent = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+    let clock = ManualClock::new();
+    let traced = config()
+        .with_progress(true)
+        .with_trace_context(traceparent, Some("vendor=x"))
+        .unwrap();
+    let mut session = mcp_proto::Session::new(traced.clone());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert!(run.result.is_ok());
+    for leg in &run.legs {
+        if leg.kind == LegKind::Initialized {
+            continue; // a notification: nothing to correlate
+        }
+        let meta = &leg.body["params"]["_meta"];
+        assert_eq!(meta["traceparent"], traceparent, "{:?}", leg.kind);
+        assert_eq!(meta["tracestate"], "vendor=x");
+    }
+    // Beside the call's own progress token.
+    assert_eq!(run.legs[2].body["params"]["_meta"]["progressToken"], 2);
+
+    // The modern era: beside the request metadata.
+    let modern = traced.with_protocol_version(mcp_proto::ProtocolVersion::MODERN);
+    let mut session = mcp_proto::Session::new(modern);
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let meta = &run.legs[0].body["params"]["_meta"];
+    assert_eq!(meta["traceparent"], traceparent);
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+
+    // Not configured: nothing.
+    let mut session = mcp_proto::Session::new(config());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    assert!(run.legs[2].body["params"].get("_meta").is_none());
+
+    for bad in [
+        "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+        "00-0AF7651916CD43DD8448EB211C80319C-00f067aa0ba902b7-01",
+    ] {
+        assert!(config().with_trace_context(bad, None).is_err(), "{bad}");
+    }
+    assert!(
+        config()
+            .with_trace_context(traceparent, Some("a\nb"))
+            .is_err()
+    );
+}

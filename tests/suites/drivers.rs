@@ -26,6 +26,10 @@ mod support;
 mod eras;
 use eras::*;
 
+#[path = "drivers/spans.rs"]
+mod spans;
+use spans::*;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
 use std::thread;
@@ -68,6 +72,9 @@ for_each_driver!(
     resources_and_prompts_are_one_operation_each_in_both_eras,
     a_modern_subscription_lasts_its_budget,
     a_version_error_naming_only_legacy_versions_leads_to_the_handshake,
+    // The drivers' tracing spans.
+    a_tool_call_is_one_operation_span_with_a_span_per_leg,
+    a_refusal_is_an_event_on_its_operation_span,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,

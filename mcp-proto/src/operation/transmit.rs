@@ -163,6 +163,13 @@ impl Operation<'_> {
         }
         let id = self.session.take_request_id();
         let config = self.session.config();
+        let trace = config.trace_context();
+        let traced = |mut params: Map<String, Value>| {
+            if !trace.is_empty() {
+                params.insert("_meta".to_owned(), Value::Object(trace.clone()));
+            }
+            params
+        };
         let body = match (kind, &self.action) {
             (LegKind::Initialize, _) => {
                 let client = config.client_info();
@@ -179,21 +186,22 @@ impl Operation<'_> {
                     "clientInfo".to_owned(),
                     serde_json::json!({"name": client.name, "version": client.version}),
                 );
-                let body = jsonrpc::request(id, "initialize", params);
+                let body = jsonrpc::request(id, "initialize", traced(params));
                 // `initialize` carries no session header and no version header.
                 return (config.wire().post(body, None), Some(id));
             }
             (LegKind::List { of, .. }, _) => {
-                jsonrpc::request(id, of.method(), self.paging.params())
+                jsonrpc::request(id, of.method(), traced(self.paging.params()))
             }
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
-                wire::call_tool(id, name, arguments, progress, None, None)
+                let meta = (!trace.is_empty()).then_some(trace);
+                wire::call_tool(id, name, arguments, progress, meta, None)
             }
             (LegKind::ReadResource | LegKind::GetPrompt, _) => {
-                jsonrpc::request(id, kind.request_name(), self.action_params())
+                jsonrpc::request(id, kind.request_name(), traced(self.action_params()))
             }
-            _ => jsonrpc::request(id, kind.request_name(), Map::new()),
+            _ => jsonrpc::request(id, kind.request_name(), traced(Map::new())),
         };
         (config.wire().post(body, self.handshake()), Some(id))
     }
@@ -207,7 +215,8 @@ impl Operation<'_> {
     ) -> (http::Request<Vec<u8>>, Option<i64>) {
         let id = self.session.take_request_id();
         let config = self.session.config();
-        let meta = wire::modern_meta(version, config.capabilities(), config.client_info());
+        let mut meta = wire::modern_meta(version, config.capabilities(), config.client_info());
+        meta.extend(config.trace_context().clone());
         let method = kind.request_name();
         let (body, name, params) = match (kind, &self.action) {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {

@@ -75,6 +75,23 @@ pub enum Action {
     Close,
 }
 
+impl Action {
+    /// One word for traces: the JSON-RPC method of the request the action is about (`probe`,
+    /// `skill` and `close` for the actions that are about several or none).
+    pub const fn label(&self) -> &'static str {
+        match self {
+            Self::Probe => "probe",
+            Self::List(of) => of.method(),
+            Self::CallTool { .. } => "tools/call",
+            Self::ReadResource { .. } => "resources/read",
+            Self::LoadSkill(_) => "skill",
+            Self::Subscribe(_) => "subscriptions/listen",
+            Self::GetPrompt { .. } => "prompts/get",
+            Self::Close => "close",
+        }
+    }
+}
+
 /// Which request a leg carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

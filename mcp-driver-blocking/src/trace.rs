@@ -1,0 +1,102 @@
+//! `tracing` spans (feature `tracing`, on by default): one `mcp.operation` span per
+//! operation, one `mcp.leg` span per leg, its child, open from the leg's sending to its end,
+//! and an event when the budget refuses a leg or the caller cancels. The state machine reports nothing to `tracing` itself; this
+//! module turns what the driver sees into spans, and nothing else.
+//!
+//! Fields (stable):
+//!
+//! | span            | fields                                                                  |
+//! |-----------------|-------------------------------------------------------------------------|
+//! | `mcp.operation` | `server` (label), `action`, `budget_ms`, `resolution_ms`, `result` (`ok` or the error's fault: `budget`, `network`, `server`, `caller`, `cancelled`) |
+//! | `mcp.leg`       | `number`, `method`, `grant_ms`, `end` (status code or `timeout`, `connect`, `io`, ...), `elapsed_ms` |
+//!
+//! No header value, token, session id, argument or result ever goes into a field.
+
+#[cfg(feature = "tracing")]
+mod on {
+    use mcp_proto::{Error, Fault, LegKind, LegReport, Operation, Outcome};
+    use tracing::field::Empty;
+
+    pub(crate) use tracing::Span;
+
+    /// The span of an operation that has just started.
+    pub(crate) fn operation(op: &Operation<'_>, server: &str) -> Span {
+        let deadline = op.deadline();
+        tracing::info_span!(
+            "mcp.operation",
+            server,
+            action = op.action().label(),
+            budget_ms = deadline.total().as_millis() as u64,
+            resolution_ms = deadline.resolution().unit().as_millis() as u64,
+            result = Empty,
+        )
+    }
+
+    /// Records how the operation ended, with an event for a refusal or a cancel.
+    pub(crate) fn ended(span: &Span, result: &Result<Outcome, Error>) {
+        let word = match result {
+            Ok(_) => "ok",
+            Err(err) => match err.fault() {
+                Fault::Budget => {
+                    tracing::warn!(parent: span, error = %err, "mcp.refused");
+                    "budget"
+                }
+                Fault::Cancelled => {
+                    tracing::info!(parent: span, "mcp.cancelled");
+                    "cancelled"
+                }
+                Fault::Network => "network",
+                Fault::Server => "server",
+                Fault::Caller => "caller",
+            },
+        };
+        span.record("result", word);
+    }
+
+    /// The span of a leg being sent, inside its operation's.
+    pub(crate) fn leg(
+        operation: &Span,
+        number: u32,
+        kind: LegKind,
+        grant: std::time::Duration,
+    ) -> Span {
+        tracing::info_span!(
+            parent: operation,
+            "mcp.leg",
+            number,
+            method = kind.label(),
+            grant_ms = grant.as_millis() as u64,
+            end = Empty,
+            elapsed_ms = Empty,
+        )
+    }
+
+    /// Records how a leg ended.
+    pub(crate) fn leg_ended(span: &Span, report: &LegReport) {
+        span.record("end", report.end.word().as_str());
+        span.record("elapsed_ms", report.elapsed.as_millis() as u64);
+    }
+}
+
+#[cfg(not(feature = "tracing"))]
+mod on {
+    use mcp_proto::{Error, LegKind, LegReport, Operation, Outcome};
+
+    /// Stands for a span when the `tracing` feature is off: does nothing.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Span;
+
+    pub(crate) fn operation(_: &Operation<'_>, _: &str) -> Span {
+        Span
+    }
+
+    pub(crate) fn ended(_: &Span, _: &Result<Outcome, Error>) {}
+
+    pub(crate) fn leg(_: &Span, _: u32, _: LegKind, _: std::time::Duration) -> Span {
+        Span
+    }
+
+    pub(crate) fn leg_ended(_: &Span, _: &LegReport) {}
+}
+
+pub(crate) use on::*;
