@@ -225,6 +225,9 @@ fn run(cli: Cli) -> u8 {
     let label = config.label().to_owned();
     let interactive =
         std::io::stderr().is_terminal() && matches!(cli.command, Command::Call { .. });
+    // The spinner shows the server's progress, and --trace prints it: ask for it then (a
+    // progress notification never extends the budget).
+    let config = config.with_progress(interactive || cli.trace);
     let reporter = Reporter::new(cli.trace, interactive, budget);
     let mut client = match Client::new(cli.driver, config, reporter.clone()) {
         Ok(client) => client,
@@ -313,10 +316,14 @@ fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
         });
         println!("{value}");
     } else {
+        // A server that reports no version gets no empty word (and no double space).
+        let mut who = info.server.name.clone();
+        if !info.server.version.is_empty() {
+            who.push(' ');
+            who.push_str(&info.server.version);
+        }
         println!(
-            "{} {} (protocol {}, {} era)",
-            info.server.name,
-            info.server.version,
+            "{who} (protocol {}, {} era)",
             info.protocol_version,
             Era::of(info.protocol_version)
         );

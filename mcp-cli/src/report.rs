@@ -152,6 +152,14 @@ impl Observer for Reporter {
             text.push_str(": ");
             text.push_str(&message);
         }
-        self.state().progress = Some(text);
+        let mut state = self.state();
+        if state.trace {
+            // One line per notification, beside the legs' lines.
+            match &state.spinner {
+                Some(spinner) if !spinner.is_hidden() => spinner.println(&text),
+                _ => eprintln!("{text}"),
+            }
+        }
+        state.progress = Some(text);
     }
 }

@@ -408,3 +408,47 @@ fn resources_and_prompts_commands_print_one_per_line() {
         assert_eq!(code(&out), 5, "{}", stderr(&out));
     }
 }
+
+#[test]
+fn trace_prints_the_server_s_progress_and_ping_has_no_empty_word() {
+    let server = TestServer::start(
+        Script::new()
+            .answer_mode_for("tools/call", mcp_testkit::AnswerMode::Sse)
+            .server_version(""),
+    );
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--protocol",
+        "2025-11-25",
+        "--trace",
+        "call",
+        "sleep",
+        r#"{"ms":30}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let progress: Vec<&str> = err.lines().filter(|l| l.starts_with("progress ")).collect();
+    assert_eq!(
+        progress,
+        ["progress 1/3", "progress 2/3", "progress 3/3"],
+        "{err}"
+    );
+    // The progress token went out with the call.
+    let call = server
+        .requests()
+        .into_iter()
+        .find(|r| r.rpc_method.as_deref() == Some("tools/call"))
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&call.body).unwrap();
+    assert!(
+        body["params"]["_meta"]["progressToken"].is_number(),
+        "{body}"
+    );
+
+    let out = mcp_call(&["--url", &server.url(), "--protocol", "2025-11-25", "ping"]);
+    assert_eq!(
+        stdout(&out),
+        "mcp-testkit (protocol 2025-11-25, legacy era)\n"
+    );
+}

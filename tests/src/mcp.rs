@@ -297,7 +297,7 @@ fn initialize(params: Option<&Value>, script: &Script) -> Value {
     json!({
         "protocolVersion": version,
         "capabilities": capabilities(),
-        "serverInfo": {"name": "mcp-testkit", "version": "0.1.0"}
+        "serverInfo": {"name": "mcp-testkit", "version": script.server_version}
     })
 }
 

@@ -225,6 +225,7 @@ pub struct Script {
     pub(crate) server_request: Option<ServerRequest>,
     pub(crate) era: ServerEra,
     pub(crate) modern_versions: Vec<String>,
+    pub(crate) server_version: String,
 }
 
 impl Default for Script {
@@ -250,6 +251,7 @@ impl Default for Script {
             server_request: None,
             era: ServerEra::Legacy,
             modern_versions: crate::MODERN_VERSIONS.map(str::to_owned).to_vec(),
+            server_version: "0.1.0".to_owned(),
         }
     }
 }
@@ -441,6 +443,12 @@ impl Script {
     /// modern client through the handshake.
     pub fn modern_versions(mut self, versions: &[&str]) -> Self {
         self.modern_versions = versions.iter().map(|v| (*v).to_owned()).collect();
+        self
+    }
+
+    /// The `serverInfo.version` the legacy handshake reports (default `0.1.0`).
+    pub fn server_version(mut self, version: impl Into<String>) -> Self {
+        self.server_version = version.into();
         self
     }
 
