@@ -263,10 +263,12 @@ impl Script {
     }
 
     /// The CLI demo script: sessions on, SSE answers for `tools/call`,
-    /// `initialize` delayed 300 ms, `notifications/initialized` delayed 100 ms.
+    /// `initialize` delayed 300 ms, `notifications/initialized` delayed 100 ms, no progress
+    /// notifications (an instant tool has none to give: `mcp-call --trace` shows the legs).
     pub fn demo() -> Self {
         Self::new()
             .answer_mode_for("tools/call", AnswerMode::Sse)
+            .progress(false)
             .delay("initialize", Duration::from_millis(300))
             .delay("notifications/initialized", Duration::from_millis(100))
     }
