@@ -9,14 +9,32 @@
 //! * [`sse`]: the event-stream parser gives the same events (and the same error) however
 //!   the bytes are split, and never holds an event larger than its limit.
 //! * [`answer`]: the bytes are the body of the answer to each kind of leg, as JSON and as an
-//!   event stream; the operation always ends with a typed result or a typed server error.
+//!   event stream, in three eras: a legacy operation (pinned to the newest legacy version), a
+//!   modern one (pinned to 2026-07-28: a tool call, a listing, `server/discover`, a read, a
+//!   prompt, both files of a skill load) and one that detects the era (its first, modern, leg;
+//!   the answer may make it fall back to the handshake); the operation always ends with a
+//!   typed result or a typed server error.
 //! * [`operation`]: the bytes are a sequence of driver inputs (heads, chunks, ends, transport
 //!   errors, timers, cancel, a clock stepping both ways), each about a leg it picks (in flight
-//!   or over); the operation always ends, grants follow the budget rule exactly, the legs in
-//!   flight are those a model of the leg table says, and nothing happens after `Done`.
+//!   or over), in an era the setup picks (legacy-pinned, modern-pinned, detecting on a fresh
+//!   session, detecting on a session a legacy server established); the operation always ends,
+//!   grants follow the budget rule exactly, the legs in flight are those a model of the leg
+//!   table says, every request is what its era says, and nothing happens after `Done`.
+//!
+//! The era rules every request is checked against (both targets, see [`Eras::check`]): a
+//! modern request carries its version in `_meta` (`io.modelcontextprotocol/protocolVersion`)
+//! and the same in `MCP-Protocol-Version`, its method in `Mcp-Method`, what it names (tool,
+//! URI, prompt) in `Mcp-Name`, and never a session id; a legacy request carries none of that
+//! and only a legacy version header (none on `initialize`); a pinned configuration never sends
+//! the other era's requests; a detecting one starts in the era its session remembers (modern
+//! when none) and changes era at most once per operation; GETs and DELETEs exist only in the
+//! legacy era. Healthy answers follow the era of the request they answer (a modern result
+//! carries `resultType: "complete"`, a modern answer no session id).
 //!
 //! The byte layouts are documented on each function; `fuzz/seeds.py` writes the seed corpus
-//! in those layouts, so keep the two in step.
+//! in those layouts, so keep the two in step. Neither era nor the new actions changed an
+//! existing layout: `answer` runs every input in all three eras, and `operation` reads them
+//! from bits no earlier input set (so every committed seed and regression replays as before).
 
 use std::time::{Duration, Instant};
 
@@ -2139,12 +2157,18 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32, Mode) {
 /// The whole-operation target.
 ///
 /// Layout: four setup bytes, then inputs. Setup: the action byte (`% 4` = probe, list tools,
-/// call tool, close; `0x04` asks for progress; `0x08` registers responders for
+/// call tool, close, or with `0x40` set: read a resource, get a prompt, load a skill (two
+/// files), list skills; `0x04` asks for progress; `0x08` registers responders for
 /// `elicitation/create` (accept with defaults) and `roots/list` (an error); `0x10` turns the
 /// cancel notice on; `0x20` opens the standalone stream during a call; `0x80` starts on a
-/// live session); the budget byte (below 240: `% 30 + 1` seconds, else `(b - 240) * 61` ms);
-/// the resolution byte (`% 4` = second, second, millisecond, `(b >> 2) + 1` ms); the page
-/// ceiling byte (`% 8 + 1`). Each input is an opcode byte and its operands. The opcode's low
+/// live session, established by a healthy probe); the budget byte (below 240: `% 30 + 1`
+/// seconds, else `(b - 240) * 61` ms); the resolution byte (`% 4` = second, second,
+/// millisecond, `(b >> 2) + 1` ms); the page byte: the page ceiling (`% 8 + 1`) and the era
+/// (`(b >> 3) % 4`): 0 pinned to the newest legacy version (every input written before the
+/// modern era), 1 pinned to the modern version, 2 detecting (the default configuration) on a
+/// fresh session, 3 detecting on a session a legacy server established (its modern probe
+/// refused with a plain 400, then the handshake), so the operation starts legacy, on that
+/// session, and may turn modern. Each input is an opcode byte and its operands. The opcode's low
 /// four bits say what the input is; for an input about a leg (2 to 9), the high four bits say
 /// which leg: 0 the innermost leg in flight (the last sent that is still in flight), `k` the
 /// `k`-th most recent leg sent, in flight or not (wrapping around). Before the first leg,
@@ -2183,6 +2207,25 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32, Mode) {
 /// of a leg in flight, the end of the wait for the standalone stream's head, or within the
 /// deadline; requests match their kind and echo only valid session ids; errors name a request
 /// the operation sends; error messages are one clipped line.
+///
+/// Per era: every request follows the era rules of the module docs (checked on every leg). A
+/// modern-pinned operation reads the body of every `4xx` JSON refusal of its request (a
+/// modern server explains a refusal with a JSON-RPC error), never starts over, never sends a
+/// GET or a DELETE, and has nothing to close. A `400`, `404` or `405` head that does not end
+/// the operation starts the attempt over (a lost session, or the fallback to the handshake
+/// while detecting): the answers to the server and the standalone stream go with it. A
+/// legacy-pinned operation never reads a `4xx` body; a detecting one may.
+///
+/// Where the model is weaker than exact, and why: (1) detecting the era, an answer read from a
+/// body or a stream may move the operation to the other era and start the attempt over;
+/// the harness does not decode what it fed, so after a work leg's answer was read (and only
+/// then) it takes the operation's word on whether the answers to the server and the
+/// standalone stream are still in flight (pinned to an era, nothing is dropped there and the
+/// model stays exact); (2) a modern answer stream that broke (an I/O error once its event
+/// stream was being read) may be sent again as a new request instead of ending the operation;
+/// the harness allows that only for such a leg and checks that it saw it at most
+/// [`MAX_REISSUES`] times (the operation also reissues a stream that ends without its answer,
+/// which the harness does not count, since that end may carry the answer).
 pub fn operation(data: &[u8]) {
     let mut bytes = Bytes::new(data);
     let (action, pick, budget, resolution, max_pages, mode) = setup(&mut bytes);
