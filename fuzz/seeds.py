@@ -439,6 +439,7 @@ def modern_operation_seeds():
         "modern-version-retry": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(M_VERSION_MODERN))) + leg(h) + POLL,
         "modern-version-legacy-only": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(M_VERSION_LEGACY))) + POLL,
         "modern-400-plain-pinned": setup(CALL_ACTION, pages=m) + leg(head_status(400, 0)) + POLL,
+        "modern-400-json-too-long": setup(CALL_ACTION, pages=m) + leg(bytes([2, 224]) + u16(300) + bytes([1, 3])) + POLL,
         "modern-400-json-pinned": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(NO_SESSION))) + POLL,
         "modern-input-required": setup(CALL_ACTION | RESPONDERS, pages=m) + leg(head(0, 1), raws(enc(M_INPUT)), END) + POLL + leg(h) + POLL,
         "modern-input-required-sse": setup(PROMPT | RESPONDERS, pages=m) + leg(head(0, 3), raws(b"data: " + enc(M_INPUT) + b"\n\n")) + POLL + leg(hs) + POLL,
