@@ -84,6 +84,46 @@ ANSWERS = {
 }
 
 
+# Modern-era (2026-07-28) answers: a modern operation's first request has id 1 (no handshake).
+MODERN = "2026-07-28"
+M_CALL = rpc_result(1, {"content": [{"type": "text", "text": "hi"}], "resultType": "complete"})
+M_TOOLS = rpc_result(1, {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
+                         "resultType": "complete", "ttlMs": 60000, "cacheScope": "public"})
+M_DISCOVER = rpc_result(1, {"supportedVersions": [MODERN], "capabilities": {"tools": {}},
+                            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "m", "version": "1"}},
+                            "resultType": "complete"})
+M_READ = rpc_result(1, {"contents": [{"uri": "file:///fuzz/notes.txt", "text": "notes"}], "resultType": "complete"})
+SKILL_MD = "---\nname: fuzz\ndescription: A skill for the fuzzer\n---\n\nRead REF.md.\n"
+M_SKILL_MD = rpc_result(1, {"contents": [{"uri": "skill://fuzz/SKILL.md", "mimeType": "text/markdown",
+                                          "text": SKILL_MD}], "resultType": "complete"})
+M_SKILL_BAD = rpc_result(1, {"contents": [{"uri": "skill://fuzz/SKILL.md",
+                                           "text": "---\nname: other\n---\n"}], "resultType": "complete"})
+M_PROMPT = rpc_result(1, {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                          "resultType": "complete"})
+M_INPUT = rpc_result(1, {"resultType": "input_required", "inputRequests": {"name": {
+    "method": "elicitation/create", "params": {"message": "?", "requestedSchema": {
+        "type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}}},
+    "requestState": "s-1"})
+M_INPUT_STATE_ONLY = rpc_result(1, {"resultType": "input_required", "requestState": "s-2"})
+M_INPUT_UNANSWERED = rpc_result(1, {"resultType": "input_required", "inputRequests": {
+    "r": {"method": "sampling/createMessage", "params": {}}}})
+M_VERSION_MODERN = rpc_error(1, -32022, "Unsupported protocol version", {"supported": [MODERN], "requested": "x"})
+M_VERSION_LEGACY = rpc_error(1, -32022, "Unsupported protocol version", {"supported": ["2025-11-25"]})
+M_MISMATCH = rpc_error(1, -32020, "Header mismatch: Mcp-Name")
+M_MISSING_CAP = rpc_error(1, -32021, "Missing required client capability")
+M_NOT_FOUND = rpc_error(1, -32601, "Method not found")
+NO_SESSION = rpc_error(None, -32000, "Bad Request: No valid session ID provided")
+
+MODERN_ANSWERS = {
+    "call": M_CALL, "tools": M_TOOLS, "discover": M_DISCOVER, "read": M_READ, "skill-md": M_SKILL_MD,
+    "skill-md-mismatch": M_SKILL_BAD, "prompt": M_PROMPT, "input-required": M_INPUT,
+    "input-state-only": M_INPUT_STATE_ONLY, "input-unanswered": M_INPUT_UNANSWERED,
+    "version-modern": M_VERSION_MODERN, "version-legacy": M_VERSION_LEGACY,
+    "header-mismatch": M_MISMATCH, "missing-capability": M_MISSING_CAP, "method-not-found": M_NOT_FOUND,
+    "no-session": NO_SESSION,
+}
+
+
 def sse(*events, nl="\n"):
     """Event-stream text: each event is a list of lines; a blank line after each."""
     out = []
@@ -170,6 +210,24 @@ def answer_seeds():
     for name, body in [("init", INIT), ("ping", PING), ("tools-more", TOOLS_MORE)]:
         write("answer", f"sse-{name}-crlf", bytes([0, 0]) + sse(["id: 0", "data:"], [f"data: {body}"], nl="\r\n").encode())
     write("answer", "sse-init-typescript", bytes([0, 0]) + sse(["event: message", f"id: {UUID}", f"data: {INIT}"]).encode())
+    # Modern answers (every answer input also runs against modern and detecting operations).
+    s400 = 160 + 13  # STATUSES[13] = 400
+    s404, s405 = 160 + 16, 160 + 17
+    for name, body in MODERN_ANSWERS.items():
+        write("answer", f"modern-{name}", bytes([0, 0]) + body.encode())
+    for name in ("version-modern", "version-legacy", "header-mismatch", "missing-capability", "no-session"):
+        write("answer", f"modern-400-{name}", bytes([s400, 0]) + MODERN_ANSWERS[name].encode())
+    # The second file of a skill load (request id 2): the right bytes, then a wrong size.
+    ref = {"uri": "skill://fuzz/references/REF.md", "text": "Reference text.\n"}
+    write("answer", "modern-skill-ref", bytes([0, 0]) + rpc_result(2, {"contents": [ref], "resultType": "complete"}).encode())
+    write("answer", "modern-skill-ref-size", bytes([0, 0]) + rpc_result(2, {"contents": [dict(ref, text="x")]}).encode())
+    write("answer", "modern-400-plain", bytes([s400, 0]) + b"Bad Request")
+    write("answer", "modern-400-empty", bytes([s400, 0]))
+    write("answer", "modern-404-plain", bytes([s404, 0]) + b"Not Found")
+    write("answer", "modern-405-plain", bytes([s405, 0]) + b"Method Not Allowed")
+    write("answer", "modern-sse-call", bytes([0, 5]) + sse(["event: message", f"data: {M_CALL}"]).encode())
+    write("answer", "modern-sse-input-required", bytes([0, 0]) + sse([f"data: {LOG}"], [f"data: {M_INPUT}"]).encode())
+    write("answer", "modern-sse-broken", bytes([0, 0]) + sse(["id: 0", "data:"], [": keepalive"], [f"data: {LOG}"]).encode())
 
 
 # The operation target's opcodes (see `operation` in tests/src/fuzzing.rs).
@@ -186,6 +244,15 @@ NOTICE = 0x10
 LISTEN = 0x20
 LIVE = 0x80
 SECOND, MILLI = 0, 2
+ALT = 0x40  # with PROBE, LIST, CALL_ACTION, CLOSE: read a resource, get a prompt, load a skill, list skills
+READ, PROMPT, SKILL_LOAD, SKILLS = ALT | 0, ALT | 1, ALT | 2, ALT | 3
+# The era: bits 3-4 of the page byte.
+LEGACY_ERA, MODERN_ERA, DETECT, FROM_LEGACY = 0, 1, 2, 3
+
+
+def era(mode, pages=7):
+    """The page byte: the page ceiling (pages % 8 + 1) and the era (mode << 3)."""
+    return pages | (mode << 3)
 
 
 def setup(action, budget=19, resolution=SECOND, pages=7):
@@ -249,6 +316,16 @@ PING_REQ = b'event: message\ndata: {"jsonrpc":"2.0","id":9,"method":"ping"}\n\n'
 
 def leg(*answer):
     return POLL + b"".join(answer)
+
+
+def raws(data):
+    """Raw chunks of at most 250 bytes carrying `data`."""
+    return b"".join(raw(data[i:i + 250]) for i in range(0, len(data), 250))
+
+
+def refusal(status, body, content=1):
+    """A refusal with a body read to its end (a JSON-RPC error explains a modern refusal)."""
+    return (head_status(status, content), raws(body), END)
 
 
 def operation_seeds():
@@ -339,8 +416,66 @@ def operation_seeds():
         "call-listen-chunks": setup(CALL_ACTION | LIVE | LISTEN | RESPONDERS) + leg(head(0, 3), raw(ELICIT)) + POLL + POLL + POLL + at(2, h) + at(3, frag(36)) + h + POLL,
         "call-listen-handshake": setup(CALL_ACTION | LISTEN) + leg(h) + leg(h) + leg(head(0, 3)) + leg(h) + POLL,
     }
+    ops.update(modern_operation_seeds())
     for name, data in ops.items():
         write("operation", name, data)
+
+
+def modern_operation_seeds():
+    h, hs = healthy(), healthy(sse_=True)
+    m, d, fl = era(MODERN_ERA), era(DETECT), era(FROM_LEGACY)
+    enc = str.encode
+    return {
+        "modern-call-one-leg": setup(CALL_ACTION, pages=m) + leg(h) + POLL + POLL,
+        "modern-call-sse": setup(CALL_ACTION | PROGRESS, pages=m) + leg(hs) + POLL + POLL,
+        "modern-probe-discover": setup(PROBE, pages=m) + leg(h) + POLL,
+        "modern-list-pages": setup(LIST, pages=era(MODERN_ERA, 3)) + leg(healthy(more=True)) + leg(h) + POLL,
+        "modern-read": setup(READ, pages=m) + leg(h) + POLL,
+        "modern-prompt": setup(PROMPT, pages=m) + leg(hs) + POLL,
+        "modern-skill-load": setup(SKILL_LOAD, pages=m) + leg(h) + leg(hs) + POLL,
+        "modern-skills-list": setup(SKILLS, pages=m) + leg(h) + POLL,
+        "modern-close-nothing": setup(CLOSE, pages=m) + POLL + POLL,
+        "modern-live-call": setup(CALL_ACTION | LIVE, pages=m) + leg(h) + POLL,
+        "modern-version-retry": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(M_VERSION_MODERN))) + leg(h) + POLL,
+        "modern-version-legacy-only": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(M_VERSION_LEGACY))) + POLL,
+        "modern-400-plain-pinned": setup(CALL_ACTION, pages=m) + leg(head_status(400, 0)) + POLL,
+        "modern-400-json-too-long": setup(CALL_ACTION, pages=m) + leg(bytes([2, 224]) + u16(300) + bytes([1, 3])) + POLL,
+        "modern-400-json-pinned": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(NO_SESSION))) + POLL,
+        "modern-input-required": setup(CALL_ACTION | RESPONDERS, pages=m) + leg(head(0, 1), raws(enc(M_INPUT)), END) + POLL + leg(h) + POLL,
+        "modern-input-required-sse": setup(PROMPT | RESPONDERS, pages=m) + leg(head(0, 3), raws(b"data: " + enc(M_INPUT) + b"\n\n")) + POLL + leg(hs) + POLL,
+        "modern-input-unanswered": setup(CALL_ACTION, pages=m) + leg(head(0, 1), raws(enc(M_INPUT)), END) + POLL,
+        "modern-header-mismatch": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(M_MISMATCH))) + leg(h) + leg(h) + POLL,
+        "modern-header-mismatch-twice": setup(CALL_ACTION, pages=m) + leg(*refusal(400, enc(M_MISMATCH))) + leg(h) + leg(*refusal(400, enc(M_MISMATCH).replace(b'"id":1', b'"id":3'))) + POLL,
+        "modern-broken-stream-io": setup(CALL_ACTION, pages=m) + leg(head(0, 3), frag(26), transport(IO)) + leg(hs) + POLL,
+        "modern-broken-stream-end": setup(CALL_ACTION, pages=m) + leg(head(0, 3), frag(26), END) + leg(hs) + POLL,
+        "modern-broken-stream-thrice": setup(CALL_ACTION, pages=m) + leg(head(0, 3), frag(26), transport(IO)) + leg(head(0, 3), frag(28), END) + leg(head(0, 3), frag(26), transport(IO)) + POLL,
+        "modern-server-request": setup(CALL_ACTION | RESPONDERS, pages=m) + leg(head(0, 3), raw(ELICIT), POLL, POLL, h, raw(b"data: " + enc(M_CALL) + b"\n\n")) + POLL,
+        "modern-cancel-notice": setup(CALL_ACTION | NOTICE, pages=m) + leg(head(0, 3), frag(36), CANCEL) + POLL + POLL + h + POLL,
+        "modern-session-id-ignored": setup(CALL_ACTION, pages=m) + leg(head(0, 1, session=1), raw(enc(M_CALL)), END) + POLL,
+        "detect-modern-server": setup(CALL_ACTION, pages=d) + leg(h) + POLL,
+        "detect-400-plain-handshake": setup(CALL_ACTION, pages=d) + leg(head_status(400, 0)) + leg(h) + leg(h) + leg(h) + POLL,
+        "detect-400-json-handshake": setup(CALL_ACTION, pages=d) + leg(*refusal(400, enc(NO_SESSION))) + leg(h) + leg(h) + leg(h) + POLL,
+        "detect-404-handshake": setup(LIST, pages=d) + leg(head_status(404, 5)) + leg(h) + leg(h) + leg(h) + POLL,
+        "detect-405-probe": setup(PROBE, pages=d) + leg(head_status(405, 0)) + leg(h) + leg(h) + POLL,
+        "detect-version-legacy": setup(CALL_ACTION, pages=d) + leg(*refusal(400, enc(M_VERSION_LEGACY))) + leg(h) + leg(h) + leg(h) + POLL,
+        "detect-version-modern": setup(CALL_ACTION, pages=d) + leg(*refusal(400, enc(M_VERSION_MODERN))) + leg(h) + POLL,
+        "detect-probe-method-not-found": setup(PROBE, pages=d) + leg(head(0, 1), raw(enc(M_NOT_FOUND)), END) + leg(h) + leg(h) + POLL,
+        "detect-modern-error-stays": setup(CALL_ACTION, pages=d) + leg(*refusal(400, enc(M_MISSING_CAP))) + POLL,
+        "detect-fallback-then-404": setup(CALL_ACTION, pages=d) + leg(head_status(400, 0)) + leg(h) + leg(h) + leg(head(176)) + leg(h) + leg(h) + leg(h) + POLL,
+        "detect-fallback-budget": setup(CALL_ACTION, budget=1, pages=d) + leg(fwd(1500), head_status(400, 0)) + leg(fwd(400), h) + POLL + POLL,
+        "detect-listen-after-fallback": setup(CALL_ACTION | LISTEN, pages=d) + leg(head_status(405, 0)) + leg(h) + leg(h) + leg(healthy(sse_=True, no_end=True)) + leg(h) + POLL,
+        "detect-sse-refusal-reply": setup(CALL_ACTION | RESPONDERS, pages=d) + leg(head(0, 3), raw(ELICIT), POLL, POLL, h, raws(b"data: " + enc(M_VERSION_LEGACY) + b"\n\n")) + leg(h) + leg(h) + leg(h) + POLL,
+        "detect-skill-fallback": setup(SKILL_LOAD, pages=d) + leg(head_status(400, 0)) + leg(h) + leg(h) + leg(h) + leg(h) + POLL,
+        "legacy-server-live-call": setup(CALL_ACTION, pages=fl) + leg(h) + POLL,
+        "legacy-server-becomes-modern": setup(CALL_ACTION, pages=fl) + leg(*refusal(400, enc(M_VERSION_MODERN))) + leg(h) + POLL,
+        "legacy-server-modern-mismatch": setup(CALL_ACTION, pages=fl) + leg(*refusal(400, enc(M_MISMATCH))) + leg(h) + POLL,
+        "legacy-server-listen": setup(CALL_ACTION | LISTEN, pages=fl) + leg(healthy(sse_=True, no_end=True)) + leg(h) + POLL,
+        "legacy-server-resume": setup(CALL_ACTION, pages=fl) + leg(head(0, 3), frag(26), END) + POLL + fwd(1000) + TIMEOUT + leg(hs) + POLL,
+        "legacy-read": setup(READ) + leg(h) + leg(h) + leg(h) + POLL,
+        "legacy-skill-load": setup(SKILL_LOAD | LIVE) + leg(h) + leg(hs) + POLL,
+        "legacy-prompt": setup(PROMPT | LIVE) + leg(hs) + POLL,
+        "legacy-skills-list": setup(SKILLS | LIVE) + leg(healthy(more=True)) + leg(h) + POLL,
+    }
 
 
 def main():

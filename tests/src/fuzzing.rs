@@ -9,14 +9,32 @@
 //! * [`sse`]: the event-stream parser gives the same events (and the same error) however
 //!   the bytes are split, and never holds an event larger than its limit.
 //! * [`answer`]: the bytes are the body of the answer to each kind of leg, as JSON and as an
-//!   event stream; the operation always ends with a typed result or a typed server error.
+//!   event stream, in three eras: a legacy operation (pinned to the newest legacy version), a
+//!   modern one (pinned to 2026-07-28: a tool call, a listing, `server/discover`, a read, a
+//!   prompt, both files of a skill load) and one that detects the era (its first, modern, leg;
+//!   the answer may make it fall back to the handshake); the operation always ends with a
+//!   typed result or a typed server error.
 //! * [`operation`]: the bytes are a sequence of driver inputs (heads, chunks, ends, transport
 //!   errors, timers, cancel, a clock stepping both ways), each about a leg it picks (in flight
-//!   or over); the operation always ends, grants follow the budget rule exactly, the legs in
-//!   flight are those a model of the leg table says, and nothing happens after `Done`.
+//!   or over), in an era the setup picks (legacy-pinned, modern-pinned, detecting on a fresh
+//!   session, detecting on a session a legacy server established); the operation always ends,
+//!   grants follow the budget rule exactly, the legs in flight are those a model of the leg
+//!   table says, every request is what its era says, and nothing happens after `Done`.
+//!
+//! The era rules every request is checked against (both targets, see [`Eras::check`]): a
+//! modern request carries its version in `_meta` (`io.modelcontextprotocol/protocolVersion`)
+//! and the same in `MCP-Protocol-Version`, its method in `Mcp-Method`, what it names (tool,
+//! URI, prompt) in `Mcp-Name`, and never a session id; a legacy request carries none of that
+//! and only a legacy version header (none on `initialize`); a pinned configuration never sends
+//! the other era's requests; a detecting one starts in the era its session remembers (modern
+//! when none) and changes era at most once per operation; GETs and DELETEs exist only in the
+//! legacy era. Healthy answers follow the era of the request they answer (a modern result
+//! carries `resultType: "complete"`, a modern answer no session id).
 //!
 //! The byte layouts are documented on each function; `fuzz/seeds.py` writes the seed corpus
-//! in those layouts, so keep the two in step.
+//! in those layouts, so keep the two in step. Neither era nor the new actions changed an
+//! existing layout: `answer` runs every input in all three eras, and `operation` reads them
+//! from bits no earlier input set (so every committed seed and regression replays as before).
 
 use std::time::{Duration, Instant};
 
@@ -25,9 +43,10 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
     Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
-    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, ManualClock, Operation, OperationDeadline,
-    Outcome, Output, Resolution, RpcError, Session, SessionConfig, TransportError,
-    TransportErrorKind, accept_elicitation_with_defaults,
+    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, ListKind, MAX_REISSUES, METHOD_HEADER,
+    ManualClock, NAME_HEADER, Operation, OperationDeadline, Outcome, Output,
+    PROTOCOL_VERSION_HEADER, ProtocolVersion, Resolution, RpcError, SESSION_HEADER, Session,
+    SessionConfig, TransportError, TransportErrorKind, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 
@@ -190,8 +209,277 @@ fn ceil_to(d: Duration, unit: Duration) -> Duration {
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
-/// The last request sent that carries an id (its kind and id): what a resumed stream answers.
-type Asked = Option<(LegKind, i64)>;
+/// The URI [`Action::ReadResource`] reads.
+const READ_URI: &str = "file:///fuzz/notes.txt";
+/// The skill [`Action::LoadSkill`] loads: its `SKILL.md` and one more file.
+const SKILL_URI: &str = "skill://fuzz/SKILL.md";
+const SKILL_REF_URI: &str = "skill://fuzz/references/REF.md";
+const SKILL_MD: &str =
+    "---\nname: fuzz\ndescription: A skill for the fuzzer\n---\n\nRead REF.md.\n";
+const SKILL_REF: &str = "Reference text.\n";
+
+/// The skill's `skills/list` entry (sizes listed, no digest: the testkit computes no SHA-256).
+fn skill_entry() -> Value {
+    json!({
+        "uri": SKILL_URI,
+        "frontmatter": {"name": "fuzz", "description": "A skill for the fuzzer"},
+        "resources": [
+            {"uri": SKILL_URI, "size": SKILL_MD.len()},
+            {"uri": SKILL_REF_URI, "size": SKILL_REF.len()}
+        ]
+    })
+}
+
+fn skill() -> mcp_proto::Skill {
+    let Value::Object(raw) = skill_entry() else {
+        unreachable!("the entry is an object")
+    };
+    mcp_proto::Skill {
+        uri: SKILL_URI.to_owned(),
+        raw,
+    }
+}
+
+/// The URIs a `resources/read` of the harness may name (so a request is `Copy`).
+const URIS: [&str; 3] = [READ_URI, SKILL_URI, SKILL_REF_URI];
+
+/// Which era the harness pins, or how the client detects it (see [`operation`]'s setup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Pinned to the newest legacy version (`ProtocolVersion::LATEST`): the handshake and
+    /// sessions, as before the modern era existed.
+    Legacy,
+    /// Pinned to `ProtocolVersion::MODERN`: no handshake, no session, every request modern.
+    Modern,
+    /// The default configuration on a fresh session: the first request is modern and the
+    /// answers may move the operation to the legacy era (once).
+    Detecting,
+    /// The default configuration on a session established on a legacy server (the modern
+    /// probe refused with a plain 400, then the handshake): the operation starts legacy, on
+    /// that session, and a modern error may move it to the modern era (once).
+    DetectingFromLegacy,
+}
+
+impl Mode {
+    fn config(self, cap: usize) -> SessionConfig {
+        let config = SessionConfig::new(URL)
+            .expect("the fuzz URL is valid")
+            .with_body_cap(cap);
+        match self {
+            Self::Legacy => config.with_protocol_version(ProtocolVersion::LATEST),
+            Self::Modern => config.with_protocol_version(ProtocolVersion::MODERN),
+            Self::Detecting | Self::DetectingFromLegacy => config,
+        }
+    }
+
+    /// Whether the operation's first request is modern.
+    fn starts_modern(self) -> bool {
+        matches!(self, Self::Modern | Self::Detecting)
+    }
+
+    /// Whether the operation may change era.
+    fn detects(self) -> bool {
+        matches!(self, Self::Detecting | Self::DetectingFromLegacy)
+    }
+}
+
+/// Whether a leg's request is a modern one (it mirrors its method in `Mcp-Method`).
+fn is_modern_request(leg: &Leg) -> bool {
+    leg.request.headers().contains_key(METHOD_HEADER)
+}
+
+/// The eras of the requests an operation sent, as far as the harness saw them.
+#[derive(Debug, Default)]
+struct Eras {
+    /// The era of the last request that carried a JSON-RPC method (`true`: modern).
+    last: Option<bool>,
+    /// How many times that era changed.
+    changes: u32,
+}
+
+impl Eras {
+    /// The era in force: the last request's, else the one the mode starts in.
+    fn modern_now(&self, mode: Mode) -> bool {
+        self.last.unwrap_or_else(|| mode.starts_modern())
+    }
+
+    /// Checks a leg against the era rules of `mode` and follows the era its request is in.
+    ///
+    /// A modern request carries the version in `_meta` and in `MCP-Protocol-Version`, its
+    /// method in `Mcp-Method`, what it names (tool, URI, prompt) in `Mcp-Name` and never a
+    /// session id; a legacy request carries none of the modern metadata and only a legacy
+    /// version header. A pinned mode never sends the other era's requests; a detecting one
+    /// starts where its mode says and changes era at most once per operation. GETs and
+    /// DELETEs (resumption, standalone stream, close) exist only in the legacy era; the
+    /// answers to the server and the cancel notice follow the era in force.
+    fn check(&mut self, leg: &Leg, mode: Mode) {
+        let number = leg.id.number();
+        let headers = leg.request.headers();
+        match leg.kind {
+            LegKind::Resume | LegKind::Listen | LegKind::Close => {
+                assert!(
+                    !self.modern_now(mode),
+                    "leg {number}: a {:?} leg in the modern era (mode {mode:?})",
+                    leg.kind
+                );
+                assert!(!is_modern_request(leg), "leg {number}: a modern GET/DELETE");
+            }
+            LegKind::Respond | LegKind::CancelNotice => {
+                assert!(
+                    !is_modern_request(leg),
+                    "leg {number}: a {:?} leg with Mcp-Method",
+                    leg.kind
+                );
+                if self.modern_now(mode) {
+                    assert!(
+                        !headers.contains_key(SESSION_HEADER),
+                        "leg {number}: a {:?} leg of the modern era carries a session id",
+                        leg.kind
+                    );
+                }
+            }
+            LegKind::Initialized => {
+                assert!(
+                    !is_modern_request(leg),
+                    "leg {number}: a modern initialized"
+                );
+                self.saw(false, mode, number);
+            }
+            _ => {
+                let modern = is_modern_request(leg);
+                if modern {
+                    check_modern_request(leg);
+                } else {
+                    check_legacy_request(leg);
+                }
+                self.saw(modern, mode, number);
+            }
+        }
+    }
+
+    fn saw(&mut self, modern: bool, mode: Mode, number: u32) {
+        match mode {
+            Mode::Legacy => assert!(!modern, "leg {number}: a modern request, legacy pinned"),
+            Mode::Modern => assert!(modern, "leg {number}: a legacy request, modern pinned"),
+            Mode::Detecting | Mode::DetectingFromLegacy => {
+                let was = self.modern_now(mode);
+                if was != modern {
+                    self.changes += 1;
+                    assert!(
+                        self.changes <= 1,
+                        "leg {number}: the era changed a second time in one operation"
+                    );
+                }
+            }
+        }
+        self.last = Some(modern);
+    }
+}
+
+/// A modern request: the version in `_meta` and its header, the method, name and no session.
+fn check_modern_request(leg: &Leg) {
+    let number = leg.id.number();
+    let headers = leg.request.headers();
+    let method = leg.kind.method();
+    assert!(
+        matches!(
+            leg.kind,
+            LegKind::Discover
+                | LegKind::List { .. }
+                | LegKind::CallTool
+                | LegKind::ReadResource
+                | LegKind::GetPrompt
+        ),
+        "leg {number}: a modern {:?} request",
+        leg.kind
+    );
+    assert!(
+        !headers.contains_key(SESSION_HEADER),
+        "leg {number}: a modern request carries a session id"
+    );
+    let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or_default();
+    let meta = body
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str);
+    assert!(
+        meta.and_then(ProtocolVersion::parse)
+            .is_some_and(ProtocolVersion::is_modern),
+        "leg {number}: a modern request whose _meta names no modern version: {meta:?}"
+    );
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    assert_eq!(
+        header(PROTOCOL_VERSION_HEADER),
+        meta,
+        "leg {number}: MCP-Protocol-Version differs from _meta"
+    );
+    assert_eq!(
+        header(METHOD_HEADER),
+        method,
+        "leg {number}: Mcp-Method differs from the method"
+    );
+    let named = match leg.kind {
+        LegKind::CallTool | LegKind::GetPrompt => body.pointer("/params/name"),
+        LegKind::ReadResource => body.pointer("/params/uri"),
+        _ => None,
+    };
+    assert_eq!(
+        header(NAME_HEADER),
+        named.and_then(Value::as_str),
+        "leg {number}: Mcp-Name differs from what the request names"
+    );
+}
+
+/// A legacy request: no modern metadata, only a legacy version header.
+fn check_legacy_request(leg: &Leg) {
+    let number = leg.id.number();
+    let headers = leg.request.headers();
+    assert!(
+        leg.kind != LegKind::Discover,
+        "leg {number}: server/discover in the legacy era"
+    );
+    assert!(
+        !headers.contains_key(NAME_HEADER),
+        "leg {number}: a legacy request with Mcp-Name"
+    );
+    let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or_default();
+    assert!(
+        body.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .is_none(),
+        "leg {number}: a legacy request with a modern _meta"
+    );
+    if let Some(version) = headers.get(PROTOCOL_VERSION_HEADER) {
+        let version = version.to_str().ok().and_then(ProtocolVersion::parse);
+        assert!(
+            leg.kind != LegKind::Initialize && version.is_some_and(|v| !v.is_modern()),
+            "leg {number}: a legacy {:?} request with version header {version:?}",
+            leg.kind
+        );
+    }
+}
+
+/// A request that carries an id, as far as a healthy answer needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Asked {
+    kind: LegKind,
+    id: i64,
+    /// It went out in the modern era (its answer carries `resultType`).
+    modern: bool,
+    /// The URI a `resources/read` names (one of [`URIS`]).
+    uri: Option<&'static str>,
+}
+
+impl Asked {
+    fn of(leg: &Leg, id: i64) -> Self {
+        let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or_default();
+        let uri = body.pointer("/params/uri").and_then(Value::as_str);
+        Self {
+            kind: leg.kind,
+            id,
+            modern: is_modern_request(leg),
+            uri: URIS.into_iter().find(|u| Some(*u) == uri),
+        }
+    }
+}
 
 /// Checks a leg's request against its kind; returns the JSON-RPC id it carries, if any.
 fn check_request(leg: &Leg) -> Option<i64> {
@@ -247,8 +535,11 @@ fn check_request(leg: &Leg) -> Option<i64> {
         LegKind::Initialize
         | LegKind::Initialized
         | LegKind::Ping
+        | LegKind::Discover
         | LegKind::List { .. }
         | LegKind::CallTool
+        | LegKind::ReadResource
+        | LegKind::GetPrompt
         | LegKind::CancelNotice => {
             assert_eq!(request.method(), Method::POST);
             let body: Value = serde_json::from_slice(request.body())
@@ -269,47 +560,79 @@ fn check_request(leg: &Leg) -> Option<i64> {
     }
 }
 
-/// The result a healthy server gives to a request of `kind`.
-fn healthy_result(kind: LegKind, more_pages: bool) -> Value {
-    match kind {
+/// The result a healthy server gives to `asked`; a modern one says it is complete.
+fn healthy_result(asked: Asked, more_pages: bool) -> Value {
+    let mut result = match asked.kind {
         LegKind::Initialize => json!({
             "protocolVersion": "2025-06-18",
             "capabilities": {"tools": {"listChanged": true}},
             "serverInfo": {"name": "fuzz", "version": "1.0"}
         }),
-        LegKind::List {
-            of: mcp_proto::ListKind::Tools,
-            page,
-        } => {
-            let mut result =
-                json!({"tools": [{"name": format!("t{page}"), "inputSchema": {"type": "object"}}]});
+        LegKind::Discover => json!({
+            "supportedVersions": [ProtocolVersion::MODERN.as_str()],
+            "capabilities": {"tools": {"listChanged": true}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fuzz", "version": "1.0"}}
+        }),
+        LegKind::List { of, page } => {
+            let entry = match of {
+                ListKind::Tools => {
+                    json!({"name": format!("t{page}"), "inputSchema": {"type": "object"}})
+                }
+                ListKind::Skills => skill_entry(),
+                ListKind::Prompts => json!({"name": format!("p{page}")}),
+                _ => {
+                    json!({"uri": format!("file:///r{page}"), "name": "r", "uriTemplate": "file:///{x}"})
+                }
+            };
+            let mut result = json!({ of.member(): [entry] });
             if more_pages {
                 result["nextCursor"] = json!(format!("cursor-{page}"));
             }
             result
         }
         LegKind::CallTool => json!({"content": [{"type": "text", "text": "ok"}]}),
+        LegKind::ReadResource => {
+            let uri = asked.uri.unwrap_or(READ_URI);
+            let text = match uri {
+                SKILL_URI => SKILL_MD,
+                SKILL_REF_URI => SKILL_REF,
+                _ => "notes",
+            };
+            json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]})
+        }
+        LegKind::GetPrompt => json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]
+        }),
         _ => json!({}),
+    };
+    if asked.modern {
+        result["resultType"] = json!("complete");
     }
+    result
 }
 
-/// A healthy server's reply to a leg of `kind` carrying `id`: status, content type, body.
-/// A resumed stream answers `asked`; an event-stream answer carries a priming event, a
-/// keep-alive and a notification before the answer; the standalone stream carries no answer
-/// (with `more_pages`, a `ping` request of the server's).
+/// A healthy server's reply to a leg of `kind` that asked `asked` (its own request, if it
+/// carries an id; `last`, the last request that did, for a resumption): status, content type,
+/// body. An event-stream answer carries a priming event, a keep-alive and a notification
+/// before the answer; the standalone stream carries no answer (with `more_pages`, a `ping`
+/// request of the server's).
 fn healthy_reply(
     kind: LegKind,
-    id: Option<i64>,
-    asked: Asked,
+    asked: Option<Asked>,
+    last: Option<Asked>,
     sse: bool,
     more_pages: bool,
 ) -> (StatusCode, Option<&'static str>, Vec<u8>) {
-    let (kind, id, sse) = match kind {
-        LegKind::Initialize | LegKind::Ping | LegKind::List { .. } | LegKind::CallTool => {
-            (kind, id, sse)
-        }
-        LegKind::Resume => match asked {
-            Some((kind, id)) => (kind, Some(id), true),
+    let (asked, sse) = match kind {
+        LegKind::Initialize
+        | LegKind::Ping
+        | LegKind::Discover
+        | LegKind::List { .. }
+        | LegKind::CallTool
+        | LegKind::ReadResource
+        | LegKind::GetPrompt => (asked, sse),
+        LegKind::Resume => match last {
+            Some(last) => (Some(last), true),
             None => {
                 return (
                     StatusCode::OK,
@@ -333,7 +656,11 @@ fn healthy_reply(
         }
         _ => return (StatusCode::ACCEPTED, None, Vec::new()),
     };
-    let message = json!({"jsonrpc": "2.0", "id": id, "result": healthy_result(kind, more_pages)});
+    let (id, result) = match asked {
+        Some(asked) => (Some(asked.id), healthy_result(asked, more_pages)),
+        None => (None, json!({})),
+    };
+    let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
     if sse {
         let note = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}"#;
         let body = format!(
@@ -361,6 +688,17 @@ fn headers(content_type: Option<&'static str>, kind: LegKind) -> HeaderMap {
     headers
 }
 
+/// The media type of a head, lower case, without parameters (empty when absent).
+fn media_type(headers: &HeaderMap) -> String {
+    let raw = headers.get(CONTENT_TYPE).map_or(&b""[..], |v| v.as_bytes());
+    String::from_utf8_lossy(raw)
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// An error's message must be one safe line: server text is clipped and has no controls.
 fn check_message(err: &Error) {
     let text = err.to_string();
@@ -382,8 +720,12 @@ fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
     matches!(
         (action, outcome),
         (Action::Probe, Outcome::Probe(_))
-            | (Action::List(mcp_proto::ListKind::Tools), Outcome::Tools(_))
+            | (Action::List(ListKind::Tools), Outcome::Tools(_))
+            | (Action::List(ListKind::Skills), Outcome::Skills(_))
             | (Action::CallTool { .. }, Outcome::Call(_))
+            | (Action::ReadResource { .. }, Outcome::Resource(_))
+            | (Action::GetPrompt { .. }, Outcome::Prompt(_))
+            | (Action::LoadSkill(_), Outcome::Skill(_))
             | (Action::Close, Outcome::Closed)
     )
 }
@@ -410,15 +752,19 @@ struct Fuzzed<'a> {
 }
 
 /// A driver as the module docs of `mcp_proto::operation` describe it, one response at a time:
-/// it answers every leg (healthily, or with the fuzzed answer), drains outputs between body
-/// chunks and runs the legs handed out meanwhile (answers to server requests) to their end
-/// before reading on, declines the standalone stream, and sleeps (moves the clock) only when
-/// told to wait.
+/// it answers every leg (healthily, in the era of its request, or with the fuzzed answer),
+/// drains outputs between body chunks and runs the legs handed out meanwhile (answers to
+/// server requests) to their end before reading on, declines the standalone stream, and
+/// sleeps (moves the clock) only when told to wait. As a `legacy_server` it refuses every
+/// modern request with a plain `400`, as a legacy server without a session does.
 #[derive(Debug)]
 struct Driver<'s, 'a> {
     op: Operation<'s>,
     clock: ManualClock,
-    asked: Asked,
+    mode: Mode,
+    eras: Eras,
+    legacy_server: bool,
+    asked: Option<Asked>,
     fuzzed: Option<Fuzzed<'a>>,
     waited: bool,
     outputs: usize,
@@ -468,10 +814,11 @@ impl Driver<'_, '_> {
     /// Runs one leg to its end; `Some(result)` when the operation ended meanwhile.
     fn run_leg(&mut self, leg: &Leg) -> Option<Result<Outcome, Error>> {
         assert!(!leg.timeout.is_zero(), "{} was granted zero", leg.id);
-        let id = check_request(leg);
-        let asked = self.asked;
-        if let Some(id) = id {
-            self.asked = Some((leg.kind, id));
+        let own = check_request(leg).map(|id| Asked::of(leg, id));
+        self.eras.check(leg, self.mode);
+        let last = self.asked;
+        if own.is_some() {
+            self.asked = own;
         }
         let now = self.clock.now();
         if leg.kind == LegKind::Listen {
@@ -482,7 +829,7 @@ impl Driver<'_, '_> {
             return None;
         }
         let (status, headers, body, split) = match self.fuzzed.as_mut() {
-            Some(fuzzed) if !fuzzed.used && fuzzed.target.matches(leg.kind) => {
+            Some(fuzzed) if !fuzzed.used && fuzzed.target.matches(leg) => {
                 fuzzed.used = true;
                 (
                     fuzzed.status,
@@ -491,8 +838,14 @@ impl Driver<'_, '_> {
                     fuzzed.split,
                 )
             }
+            _ if self.legacy_server && is_modern_request(leg) => (
+                StatusCode::BAD_REQUEST,
+                headers(Some("text/plain"), leg.kind),
+                b"Bad Request: no valid session id".to_vec(),
+                0,
+            ),
             _ => {
-                let (status, content_type, body) = healthy_reply(leg.kind, id, asked, false, false);
+                let (status, content_type, body) = healthy_reply(leg.kind, own, last, false, false);
                 (status, headers(content_type, leg.kind), body, 7)
             }
         };
@@ -532,11 +885,17 @@ impl Driver<'_, '_> {
     }
 }
 
-/// Establishes `session` with a healthy probe, so the next operation starts on a live session.
-fn establish(session: &mut Session, clock: &ManualClock) {
+/// Establishes `session` with a healthy probe, so the next operation starts on a live session
+/// (in the modern era: one whose era is known). In [`Mode::DetectingFromLegacy`] the server is
+/// a legacy one: the modern probe is refused and the handshake establishes a legacy session.
+fn establish(session: &mut Session, clock: &ManualClock, mode: Mode) {
+    let legacy_server = mode == Mode::DetectingFromLegacy;
     let mut driver = Driver {
         op: session.probe(clock.now()),
         clock: clock.clone(),
+        mode: if legacy_server { Mode::Detecting } else { mode },
+        eras: Eras::default(),
+        legacy_server,
         asked: None,
         fuzzed: None,
         waited: false,
@@ -576,10 +935,19 @@ enum Target {
     ListTools,
     CallTool,
     Ping,
+    /// `server/discover`, a modern probe.
+    Discover,
+    ReadResource,
+    GetPrompt,
+    /// The first file of a skill being loaded (`SKILL.md`, verified against the listing).
+    SkillFile,
+    /// The second file of a skill being loaded, after `SKILL.md` was read and verified.
+    SkillReference,
 }
 
 impl Target {
-    const ALL: [Self; 5] = [
+    /// The legs of a legacy operation (pinned to the newest legacy version).
+    const LEGACY: [Self; 5] = [
         Self::Initialize,
         Self::Initialized,
         Self::ListTools,
@@ -587,15 +955,65 @@ impl Target {
         Self::Ping,
     ];
 
-    fn matches(self, kind: LegKind) -> bool {
-        matches!(
-            (self, kind),
+    /// The legs of a modern operation (pinned to the modern version).
+    const MODERN: [Self; 7] = [
+        Self::CallTool,
+        Self::ListTools,
+        Self::Discover,
+        Self::ReadResource,
+        Self::GetPrompt,
+        Self::SkillFile,
+        Self::SkillReference,
+    ];
+
+    /// The first leg of an operation that detects the era (a modern request).
+    const DETECTING: [Self; 3] = [Self::CallTool, Self::ListTools, Self::Discover];
+
+    fn matches(self, leg: &Leg) -> bool {
+        let uri = || {
+            serde_json::from_slice::<Value>(leg.request.body())
+                .ok()
+                .and_then(|body| {
+                    body.pointer("/params/uri")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+        };
+        match (self, leg.kind) {
             (Self::Initialize, LegKind::Initialize)
-                | (Self::Initialized, LegKind::Initialized)
-                | (Self::ListTools, LegKind::List { .. })
-                | (Self::CallTool, LegKind::CallTool)
-                | (Self::Ping, LegKind::Ping)
-        )
+            | (Self::Initialized, LegKind::Initialized)
+            | (Self::ListTools, LegKind::List { .. })
+            | (Self::CallTool, LegKind::CallTool)
+            | (Self::Ping, LegKind::Ping)
+            | (Self::Discover, LegKind::Discover)
+            | (Self::ReadResource, LegKind::ReadResource)
+            | (Self::GetPrompt, LegKind::GetPrompt) => true,
+            (Self::SkillFile, LegKind::ReadResource) => uri().as_deref() == Some(SKILL_URI),
+            (Self::SkillReference, LegKind::ReadResource) => {
+                uri().as_deref() == Some(SKILL_REF_URI)
+            }
+            _ => false,
+        }
+    }
+
+    /// The action that reaches this leg.
+    fn action(self) -> Action {
+        match self {
+            Self::Ping | Self::Discover => Action::Probe,
+            Self::ListTools => Action::List(ListKind::Tools),
+            Self::Initialize | Self::Initialized | Self::CallTool => Action::CallTool {
+                name: "echo".to_owned(),
+                arguments: Map::new(),
+            },
+            Self::ReadResource => Action::ReadResource {
+                uri: READ_URI.to_owned(),
+            },
+            Self::GetPrompt => Action::GetPrompt {
+                name: "greet".to_owned(),
+                arguments: Map::new(),
+            },
+            Self::SkillFile | Self::SkillReference => Action::LoadSkill(skill()),
+        }
     }
 }
 
@@ -603,30 +1021,55 @@ impl Target {
 ///
 /// Layout: byte 0 picks the status (below 160: 200; otherwise one of a list of unusual
 /// statuses), byte 1 the chunking (0: one chunk; otherwise chunks of `byte % 64 + 1` bytes,
-/// with an empty chunk before each when its top bit is set). The rest is the body.
+/// with an empty chunk before each when its top bit is set). The rest is the body. Every
+/// input runs in all three eras below (the layout has no era byte).
 ///
-/// For each kind of leg (initialize, notifications/initialized, tools/list, tools/call,
-/// ping), as `application/json` and as `text/event-stream`, an operation is driven to that
-/// leg with healthy answers, the leg is answered with the fuzzed status and body (then the
-/// body's end), and any later legs (nested answers to server requests, a resumed stream,
-/// further pages) healthily. Invariants: the operation reaches `Done` within a bounded number
-/// of outputs, and no leg is left in flight once its body ended (a wait is only ever a
-/// resumption's, before the deadline); the result fits the action, or is an error a server can
-/// cause (never a transport, cancel, caller or expired-session error, and a spent budget only
-/// after a resumption wait); its message is one clipped line; nothing follows `Done`.
+/// The fuzzed answer goes, as `application/json` and as `text/event-stream`, to each leg of
+/// * a **legacy** operation (pinned to `ProtocolVersion::LATEST`): initialize,
+///   notifications/initialized, tools/list, tools/call, ping on a live session;
+/// * a **modern** operation (pinned to `ProtocolVersion::MODERN`): tools/call, tools/list,
+///   server/discover (a probe), resources/read, prompts/get, and the first and the second
+///   file of a skill load (each `resources/read` verified against the listing);
+/// * a **detecting** operation (the default configuration, a fresh session): its first leg,
+///   a modern tools/call, tools/list or server/discover, whose answer may move it to the
+///   legacy era (a refusal with `400`/`404`/`405`, `-32022` naming legacy versions, method
+///   not found on the probe) and the handshake that follows.
+///
+/// The operation is driven to that leg with healthy answers, the leg is answered with the
+/// fuzzed status and body (then the body's end), and any later legs (nested answers to server
+/// requests, a resumed stream or a reissued modern request, further pages, the request again
+/// after `input_required` or `-32022`, the relisting after `-32020`, the handshake after a
+/// fallback) healthily, in the era of their request (a modern answer carries
+/// `resultType: "complete"` and no session id). The modern and detecting sessions answer
+/// `elicitation/create` (accepting the defaults), so an `input_required` round can succeed.
+/// Invariants: the operation reaches `Done` within a bounded number of outputs, and no leg is
+/// left in flight once its body ended (a wait is only ever a resumption's, before the
+/// deadline); every request follows the era rules ([`Eras::check`]: a pinned era never sends
+/// the other's requests, a detecting one changes era at most once); the result fits the
+/// action, or is an error a server can cause (never a transport, cancel, caller or
+/// expired-session error, and a spent budget only after a resumption wait); its message is one
+/// clipped line; nothing follows `Done`.
 pub fn answer(data: &[u8]) {
     let mut bytes = Bytes::new(data);
     let status = status_from(bytes.byte());
     let split = bytes.byte();
     let body = bytes.rest();
-    for target in Target::ALL {
-        for content_type in ["application/json", "text/event-stream"] {
-            answer_one(target, content_type, status, split, body);
+    let runs = [
+        (Mode::Legacy, &Target::LEGACY[..]),
+        (Mode::Modern, &Target::MODERN[..]),
+        (Mode::Detecting, &Target::DETECTING[..]),
+    ];
+    for (mode, targets) in runs {
+        for &target in targets {
+            for content_type in ["application/json", "text/event-stream"] {
+                answer_one(mode, target, content_type, status, split, body);
+            }
         }
     }
 }
 
 fn answer_one(
+    mode: Mode,
     target: Target,
     content_type: &'static str,
     status: StatusCode,
@@ -634,26 +1077,24 @@ fn answer_one(
     body: &[u8],
 ) {
     let clock = ManualClock::new();
-    let config = SessionConfig::new(URL)
-        .expect("the fuzz URL is valid")
-        .with_body_cap(ANSWER_BODY_CAP)
-        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
+    let mut config = mode.config(ANSWER_BODY_CAP);
+    if mode != Mode::Legacy {
+        config = config.respond_to("elicitation/create", |params| {
+            Ok(accept_elicitation_with_defaults(params))
+        });
+    }
     let mut session = Session::new(config);
     if target == Target::Ping {
-        establish(&mut session, &clock);
+        establish(&mut session, &clock, mode);
     }
-    let action = match target {
-        Target::Ping => Action::Probe,
-        Target::ListTools => Action::List(mcp_proto::ListKind::Tools),
-        Target::Initialize | Target::Initialized | Target::CallTool => Action::CallTool {
-            name: "echo".to_owned(),
-            arguments: Map::new(),
-        },
-    };
+    let action = target.action();
     let deadline = OperationDeadline::start(clock.now(), Budget::DEFAULT, Resolution::SECOND);
     let mut driver = Driver {
         op: session.start(action.clone(), deadline),
         clock: clock.clone(),
+        mode,
+        eras: Eras::default(),
+        legacy_server: false,
         asked: None,
         fuzzed: Some(Fuzzed {
             target,
@@ -667,7 +1108,7 @@ fn answer_one(
         outputs: 0,
     };
     let result = driver.run();
-    let context = format!("{target:?} leg answered {status} as {content_type}");
+    let context = format!("{mode:?} {target:?} leg answered {status} as {content_type}");
     match &result {
         Ok(outcome) => assert!(
             outcome_fits(&action, outcome),
@@ -848,6 +1289,12 @@ struct Sent {
     role: Role,
     /// The JSON-RPC id its request carries.
     request_id: Option<i64>,
+    /// Its request, when it carries an id (for a healthy answer).
+    asked: Option<Asked>,
+    /// Its request is a modern one.
+    modern: bool,
+    /// Its head said `text/event-stream` (and was read).
+    sse: bool,
     ends_at: Instant,
     /// In flight. The harness follows the operation's leg table exactly: a leg ends by its own
     /// inputs, its timer, a lost session (answers to the server go with it) or the end of the
@@ -878,11 +1325,18 @@ struct Harness<'s> {
     total: Duration,
     unit: Duration,
     progress: bool,
+    /// The era the session is pinned to, or how it detects it.
+    mode: Mode,
+    /// The eras of the requests sent so far.
+    eras: Eras,
+    /// The broken modern streams the operation chose to send again after an I/O error.
+    reissues: u32,
     /// The session follows a cancelled call with `notifications/cancelled`.
     notice: bool,
     /// Every leg sent, in order (`legs[n - 1]` is leg `n`).
     legs: Vec<Sent>,
-    asked: Asked,
+    /// The last request sent that carries an id: what a resumed stream answers.
+    asked: Option<Asked>,
     /// The ids of every `tools/call` sent.
     calls: Vec<i64>,
     transmits: u32,
@@ -918,12 +1372,16 @@ impl std::fmt::Debug for Harness<'_> {
 }
 
 /// The request an error names: a JSON-RPC method the operation sends, or `DELETE`.
-const ERROR_METHODS: [&str; 6] = [
+const ERROR_METHODS: [&str; 10] = [
     "initialize",
     "notifications/initialized",
     "ping",
+    "server/discover",
     "tools/list",
+    "skills/list",
     "tools/call",
+    "resources/read",
+    "prompts/get",
     "DELETE",
 ];
 
@@ -1072,6 +1530,7 @@ impl Harness<'_> {
             );
             self.check_leg(leg, now)
         };
+        self.eras.check(leg, self.mode);
         self.transmits += 1;
         assert_eq!(self.op.legs_sent(), self.transmits, "legs_sent() miscounts");
         if let Some(busy) = self.legs.iter().find(|sent| sent.open && sent.role == role) {
@@ -1083,18 +1542,22 @@ impl Harness<'_> {
         if role == Role::Listen {
             self.listen_head = now.checked_add(LISTEN_HEAD_WAIT);
         }
+        let asked = request_id.map(|id| Asked::of(leg, id));
         self.legs.push(Sent {
             id: leg.id,
             kind: leg.kind,
             role,
             request_id,
+            asked,
+            modern: is_modern_request(leg),
+            sse: false,
             ends_at: leg.ends_at,
             open: true,
             reading: false,
             answered: false,
         });
         if let Some(id) = request_id {
-            self.asked = Some((leg.kind, id));
+            self.asked = asked;
             if leg.kind == LegKind::CallTool {
                 self.calls.push(id);
             }
@@ -1335,13 +1798,23 @@ impl Harness<'_> {
             Fate::Late => self.ran_out(i, Some(read), "a head"),
             Fate::Live => match read {
                 LegStatus::ReadMore => {
-                    assert!(status.is_success(), "a {status} head asked for the body");
+                    // A refusal is read only when a modern server may have explained it with a
+                    // JSON-RPC error (the operation speaks or may still detect the modern era).
+                    let explainable = self.mode != Mode::Legacy
+                        && role == Role::Work
+                        && status.is_client_error()
+                        && media_type(map) == "application/json";
+                    assert!(
+                        status.is_success() || explainable,
+                        "a {status} head asked for the body"
+                    );
                     assert!(
                         matches!(role, Role::Work | Role::Listen),
                         "the head of {id} ({role:?}) asked for its body"
                     );
                     assert!(!reading, "a second head of {id} asked for the body");
                     self.legs[i].reading = true;
+                    self.legs[i].sse = media_type(map) == "text/event-stream";
                     if role == Role::Work && json {
                         self.json_fed = Some((i, 0));
                     }
@@ -1352,12 +1825,37 @@ impl Harness<'_> {
                     if role != Role::Work || !reading {
                         self.close(i);
                     }
-                    let lost = role == Role::Work
+                    if self.mode == Mode::Modern
+                        && role == Role::Work
                         && !reading
-                        && status == StatusCode::NOT_FOUND
+                        && status.is_client_error()
+                        && media_type(map) == "application/json"
+                    {
+                        // A modern operation reads every refusal a modern server explains,
+                        // unless the length it announces is over the cap.
+                        let declared = map
+                            .get(CONTENT_LENGTH)
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.trim().parse::<u64>().ok());
+                        assert!(
+                            declared.is_some_and(|n| n > OPERATION_BODY_CAP as u64),
+                            "a modern request's {status} JSON refusal was not read"
+                        );
+                        self.expect = Some("AnswerTooLarge");
+                    }
+                    // A lost session (404 to a request that carried one), or a refusal that
+                    // means a legacy server (400, 404 or 405 while detecting the era): the
+                    // operation starts over.
+                    let start_over = role == Role::Work
+                        && !reading
+                        && matches!(status.as_u16(), 400 | 404 | 405)
                         && !self.op.is_finished();
-                    if lost {
-                        // The session is gone: the answers to its requests and its
+                    if start_over {
+                        assert!(
+                            self.mode != Mode::Modern,
+                            "a modern-pinned operation started over after a {status}"
+                        );
+                        // The attempt is gone: the answers to its server's requests and its
                         // standalone stream go with it.
                         for j in 0..self.legs.len() {
                             if matches!(self.legs[j].role, Role::Reply | Role::Listen) {
@@ -1408,6 +1906,9 @@ impl Harness<'_> {
                     Role::Work | Role::Listen if reading => {
                         if read == LegStatus::Complete {
                             self.close(i);
+                            if role == Role::Work {
+                                self.answered_work();
+                            }
                         }
                     }
                     // A work leg's body before its head goes nowhere; the standalone stream
@@ -1449,15 +1950,50 @@ impl Harness<'_> {
                 if role != Role::Work || reading {
                     self.close(i);
                 }
+                if role == Role::Work && reading {
+                    self.answered_work();
+                }
             }
         }
         self.sync();
     }
 
+    /// The work leg's answer was read (its stream completed, or its body ended) and the
+    /// operation may go on. Detecting the era, the answer may have moved it to the other era
+    /// (a refusal read from the body, `-32022`, a modern error to a legacy request), which
+    /// starts the attempt over and drops the answers to the server and the standalone stream;
+    /// the harness cannot tell from the bytes it fed, so it takes the operation's word on
+    /// those two roles only, and only here. Pinned to an era, nothing is dropped: the model
+    /// stays exact.
+    fn answered_work(&mut self) {
+        if !self.mode.detects() || self.op.is_finished() {
+            return;
+        }
+        for j in 0..self.legs.len() {
+            let leg = self.legs[j];
+            if leg.open
+                && matches!(leg.role, Role::Reply | Role::Listen)
+                && !self.op.is_in_flight(leg.id)
+            {
+                self.close(j);
+                if leg.role == Role::Listen {
+                    self.listen_head = None;
+                }
+            }
+        }
+    }
+
     fn transport_error(&mut self, i: usize, kind: TransportErrorKind, detail: &str) {
         let fate = self.fate(i);
         let was_finished = self.op.is_finished();
-        let Sent { id, role, .. } = self.legs[i];
+        let Sent {
+            id,
+            role,
+            modern,
+            sse,
+            reading,
+            ..
+        } = self.legs[i];
         self.op
             .handle_transport_error(id, TransportError::new(kind, detail), self.now());
         match fate {
@@ -1465,7 +2001,20 @@ impl Harness<'_> {
             Fate::Late => self.ran_out(i, None, "a transport error"),
             Fate::Live => {
                 self.close(i);
-                if role.is_awaited() {
+                // A modern answer stream that broke lost its request: it may go out again.
+                let reissuable = role == Role::Work
+                    && kind == TransportErrorKind::Io
+                    && modern
+                    && reading
+                    && sse;
+                if reissuable && !self.op.is_finished() {
+                    self.reissues += 1;
+                    assert!(
+                        self.reissues <= MAX_REISSUES,
+                        "a broken modern stream was sent again {} times",
+                        self.reissues
+                    );
+                } else if role.is_awaited() {
                     assert!(
                         self.op.is_finished(),
                         "{id} ({role:?}) failed, and the operation goes on"
@@ -1522,8 +2071,8 @@ impl Harness<'_> {
             LegKind::CallTool => leg.request_id,
             LegKind::Resume => self
                 .asked
-                .filter(|(kind, _)| *kind == LegKind::CallTool)
-                .map(|(_, id)| id),
+                .filter(|asked| asked.kind == LegKind::CallTool)
+                .map(|asked| asked.id),
             _ => None,
         });
         self.op.cancel();
@@ -1545,11 +2094,9 @@ impl Harness<'_> {
 
     /// Answers leg `i` as a healthy server would, through the checked inputs.
     fn healthy(&mut self, i: usize, flags: u8) {
-        let Sent {
-            kind, request_id, ..
-        } = self.legs[i];
+        let Sent { kind, asked, .. } = self.legs[i];
         let (status, content_type, body) =
-            healthy_reply(kind, request_id, self.asked, flags & 1 != 0, flags & 2 != 0);
+            healthy_reply(kind, asked, self.asked, flags & 1 != 0, flags & 2 != 0);
         let json = content_type.is_none_or(|c| c == "application/json");
         let ended = match self.head_with(i, status, &headers(content_type, kind), json) {
             // A leg whose answer is not read ends at its head; any other leg that answers
@@ -1573,16 +2120,25 @@ impl Harness<'_> {
 }
 
 /// Picks the operation's kind, budget and resolution from the first bytes.
-fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32) {
+fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32, Mode) {
     let pick = bytes.byte();
-    let action = match pick % 4 {
-        0 => Action::Probe,
-        1 => Action::List(mcp_proto::ListKind::Tools),
-        2 => Action::CallTool {
+    let action = match (pick & 0x40 != 0, pick % 4) {
+        (false, 0) => Action::Probe,
+        (false, 1) => Action::List(ListKind::Tools),
+        (false, 2) => Action::CallTool {
             name: "echo".to_owned(),
             arguments: Map::new(),
         },
-        _ => Action::Close,
+        (false, _) => Action::Close,
+        (true, 0) => Action::ReadResource {
+            uri: READ_URI.to_owned(),
+        },
+        (true, 1) => Action::GetPrompt {
+            name: "greet".to_owned(),
+            arguments: Map::new(),
+        },
+        (true, 2) => Action::LoadSkill(skill()),
+        (true, _) => Action::List(ListKind::Skills),
     };
     let budget_pick = bytes.byte();
     let budget = if budget_pick < 240 {
@@ -1598,19 +2154,32 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32) {
         _ => Resolution::from_unit(Duration::from_millis(u64::from(resolution_pick >> 2) + 1))
             .unwrap_or(Resolution::SECOND),
     };
-    let max_pages = u32::from(bytes.byte() % 8) + 1;
-    (action, pick, budget, resolution, max_pages)
+    let pages_pick = bytes.byte();
+    let max_pages = u32::from(pages_pick % 8) + 1;
+    let mode = match (pages_pick >> 3) % 4 {
+        0 => Mode::Legacy,
+        1 => Mode::Modern,
+        2 => Mode::Detecting,
+        _ => Mode::DetectingFromLegacy,
+    };
+    (action, pick, budget, resolution, max_pages, mode)
 }
 
 /// The whole-operation target.
 ///
 /// Layout: four setup bytes, then inputs. Setup: the action byte (`% 4` = probe, list tools,
-/// call tool, close; `0x04` asks for progress; `0x08` registers responders for
+/// call tool, close, or with `0x40` set: read a resource, get a prompt, load a skill (two
+/// files), list skills; `0x04` asks for progress; `0x08` registers responders for
 /// `elicitation/create` (accept with defaults) and `roots/list` (an error); `0x10` turns the
 /// cancel notice on; `0x20` opens the standalone stream during a call; `0x80` starts on a
-/// live session); the budget byte (below 240: `% 30 + 1` seconds, else `(b - 240) * 61` ms);
-/// the resolution byte (`% 4` = second, second, millisecond, `(b >> 2) + 1` ms); the page
-/// ceiling byte (`% 8 + 1`). Each input is an opcode byte and its operands. The opcode's low
+/// live session, established by a healthy probe); the budget byte (below 240: `% 30 + 1`
+/// seconds, else `(b - 240) * 61` ms); the resolution byte (`% 4` = second, second,
+/// millisecond, `(b >> 2) + 1` ms); the page byte: the page ceiling (`% 8 + 1`) and the era
+/// (`(b >> 3) % 4`): 0 pinned to the newest legacy version (every input written before the
+/// modern era), 1 pinned to the modern version, 2 detecting (the default configuration) on a
+/// fresh session, 3 detecting on a session a legacy server established (its modern probe
+/// refused with a plain 400, then the handshake), so the operation starts legacy, on that
+/// session, and may turn modern. Each input is an opcode byte and its operands. The opcode's low
 /// four bits say what the input is; for an input about a leg (2 to 9), the high four bits say
 /// which leg: 0 the innermost leg in flight (the last sent that is still in flight), `k` the
 /// `k`-th most recent leg sent, in flight or not (wrapping around). Before the first leg,
@@ -1649,16 +2218,33 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32) {
 /// of a leg in flight, the end of the wait for the standalone stream's head, or within the
 /// deadline; requests match their kind and echo only valid session ids; errors name a request
 /// the operation sends; error messages are one clipped line.
+///
+/// Per era: every request follows the era rules of the module docs (checked on every leg). A
+/// modern-pinned operation reads the body of every `4xx` JSON refusal of its request (a
+/// modern server explains a refusal with a JSON-RPC error), never starts over, never sends a
+/// GET or a DELETE, and has nothing to close. A `400`, `404` or `405` head that does not end
+/// the operation starts the attempt over (a lost session, or the fallback to the handshake
+/// while detecting): the answers to the server and the standalone stream go with it. A
+/// legacy-pinned operation never reads a `4xx` body; a detecting one may.
+///
+/// Where the model is weaker than exact, and why: (1) detecting the era, an answer read from a
+/// body or a stream may move the operation to the other era and start the attempt over;
+/// the harness does not decode what it fed, so after a work leg's answer was read (and only
+/// then) it takes the operation's word on whether the answers to the server and the
+/// standalone stream are still in flight (pinned to an era, nothing is dropped there and the
+/// model stays exact); (2) a modern answer stream that broke (an I/O error once its event
+/// stream was being read) may be sent again as a new request instead of ending the operation;
+/// the harness allows that only for such a leg and checks that it saw it at most
+/// [`MAX_REISSUES`] times (the operation also reissues a stream that ends without its answer,
+/// which the harness does not count, since that end may carry the answer).
 pub fn operation(data: &[u8]) {
     let mut bytes = Bytes::new(data);
-    let (action, pick, budget, resolution, max_pages) = setup(&mut bytes);
+    let (action, pick, budget, resolution, max_pages, mode) = setup(&mut bytes);
     let clock = ManualClock::new();
     let progress = pick & 0x04 != 0;
     let notice = pick & 0x10 != 0;
-    let mut config = SessionConfig::new(URL)
-        .expect("the fuzz URL is valid")
-        .with_body_cap(OPERATION_BODY_CAP)
-        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
+    let mut config = mode
+        .config(OPERATION_BODY_CAP)
         .with_max_pages(max_pages)
         .with_progress(progress)
         .with_cancel_notice(notice)
@@ -1677,8 +2263,8 @@ pub fn operation(data: &[u8]) {
             });
     }
     let mut session = Session::new(config);
-    if pick & 0x80 != 0 {
-        establish(&mut session, &clock);
+    if pick & 0x80 != 0 || mode == Mode::DetectingFromLegacy {
+        establish(&mut session, &clock, mode);
     }
     let started = clock.now();
     let deadline = OperationDeadline::start(started, budget, resolution);
@@ -1690,6 +2276,9 @@ pub fn operation(data: &[u8]) {
         total: budget.as_duration().max(unit),
         unit,
         progress,
+        mode,
+        eras: Eras::default(),
+        reissues: 0,
         notice,
         legs: Vec::new(),
         asked: None,
