@@ -212,7 +212,8 @@ impl SessionConfig {
     /// [`CANCEL_NOTICE_GRANT`](crate::CANCEL_NOTICE_GRANT) (the budget is over), and returns
     /// [`Error::Cancelled`] once its response head arrived or that grant ran out: a cancel then
     /// takes up to a second instead of returning at once. Nothing is sent when the call had
-    /// not been sent yet, nor for any other request.
+    /// not been sent yet, nor for any other request, nor in the modern era (2026-07-28), where
+    /// closing the call's stream is the cancellation.
     pub fn with_cancel_notice(mut self, on: bool) -> Self {
         self.cancel_notice = on;
         self

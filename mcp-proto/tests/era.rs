@@ -239,3 +239,21 @@ fn a_pinned_legacy_version_never_tries_the_modern_request() {
     );
     assert_eq!(run.legs[0].body["params"]["protocolVersion"], "2025-06-18");
 }
+
+#[test]
+fn a_json_rpc_error_under_404_is_a_modern_refusal_not_a_legacy_server() {
+    let clock = ManualClock::new();
+    let mut session = detecting();
+    let op = session.read_resource("file:///nowhere", clock.now());
+    let body = json!({"jsonrpc": "2.0", "id": 1,
+        "error": {"code": -32602, "message": "Resource not found"}});
+    let run = drive(op, &clock, &[], |_, _| {
+        Answer::Raw(404, Some("application/json"), body.to_string().into_bytes())
+    });
+    assert!(
+        matches!(run.result, Err(Error::JsonRpc { code: -32602, .. })),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(run.methods(), ["resources/read"], "no fallback");
+}

@@ -475,3 +475,20 @@ fn a_header_mismatch_refreshes_the_listing_and_calls_once_more() {
     );
     assert_eq!(run.methods(), ["tools/call", "tools/list", "tools/call"]);
 }
+
+#[test]
+fn a_cancelled_modern_call_sends_no_notice() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern().with_cancel_notice(true));
+    let mut op = session.call_tool("echo", Map::new(), clock.now());
+    let mcp_proto::Output::Transmit(leg) = op.poll_output(clock.now()) else {
+        panic!("the call goes out first")
+    };
+    assert_eq!(leg.kind, LegKind::CallTool);
+    op.cancel();
+    // Closing the call's stream is the cancellation: straight to the result.
+    assert!(matches!(
+        op.poll_output(clock.now()),
+        mcp_proto::Output::Done(Err(Error::Cancelled { .. }))
+    ));
+}

@@ -2067,7 +2067,9 @@ impl Harness<'_> {
             .rev()
             .find(|leg| leg.role == Role::Work)
             .filter(|leg| leg.open);
+        // A modern call is cancelled by closing its stream: no notice is owed for it.
         let interrupted = work.map(|leg| match leg.kind {
+            LegKind::CallTool if leg.modern => None,
             LegKind::CallTool => leg.request_id,
             LegKind::Resume => self
                 .asked

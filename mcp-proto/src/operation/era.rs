@@ -114,7 +114,10 @@ impl Operation<'_> {
             self.fall_back_to_legacy();
             return true;
         }
-        self.fell_back_after(status)
+        // A JSON-RPC error under 404 or 405 is a server that speaks JSON-RPC there and refused
+        // the request on its merits (a modern "not found"); only a 400 (what legacy servers
+        // answer a request without a session) explained by a non-modern error means legacy.
+        status == 400 && self.fell_back_after(status)
     }
 
     /// A request of this era was answered: the era is the server's.

@@ -478,7 +478,11 @@ impl<'s> Operation<'s> {
         }
         let (interrupted, request_id, _) = self.awaited();
         // Only a call that was sent is announced: the server never works on anything else.
-        if self.session.config().cancel_notice() && interrupted == LegKind::CallTool {
+        // In the modern era closing the call's stream is the cancellation: nothing is sent.
+        if self.session.config().cancel_notice()
+            && interrupted == LegKind::CallTool
+            && self.modern.is_none()
+        {
             self.notice = request_id;
         }
         self.events.clear();
