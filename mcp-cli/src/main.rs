@@ -10,11 +10,12 @@ mod report;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_proto::{
-    Action, Budget, Era, Error, ListKind, Outcome, ProtocolVersion, Resolution, SessionConfig,
+    Action, Budget, Era, Error, Fault, ListKind, Outcome, ProtocolVersion, Resolution,
+    SessionConfig,
 };
 use serde_json::{Map, Value};
 
@@ -185,6 +186,14 @@ fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(err) if err.use_stderr() && std::env::args().any(|a| a == "--json") => {
+            // The message's first line, without clap's "error: " prefix.
+            let text = err.to_string();
+            let line = text.lines().next().unwrap_or_default();
+            let message = line.strip_prefix("error: ").unwrap_or(line);
+            report_error(true, ("usage", Fault::Caller), None, message, code::USAGE);
+            return ExitCode::from(code::USAGE);
+        }
         Err(err) => {
             let _ = err.print();
             return ExitCode::from(if err.use_stderr() {
@@ -218,7 +227,8 @@ fn run(cli: Cli) -> u8 {
     let config = match configure(&url, budget, resolution, &cli.headers, cli.protocol) {
         Ok(config) => config,
         Err(err) => {
-            eprintln!("mcp-call: {err}");
+            let what = (err.kind(), err.fault());
+            report_error(cli.json, what, None, &err.to_string(), code::USAGE);
             return code::USAGE;
         }
     };
@@ -232,10 +242,9 @@ fn run(cli: Cli) -> u8 {
     let mut client = match Client::new(cli.driver, config, reporter.clone()) {
         Ok(client) => client,
         Err(err) => {
-            eprintln!(
-                "mcp-call: could not start the {} driver: {err}",
-                cli.driver.name()
-            );
+            let message = format!("could not start the {} driver: {err}", cli.driver.name());
+            let what = ("driver", Fault::Caller);
+            report_error(cli.json, what, None, &message, code::USAGE);
             return code::USAGE;
         }
     };
@@ -244,22 +253,44 @@ fn run(cli: Cli) -> u8 {
     let _ = ctrlc::set_handler(move || cancel.cancel());
 
     let mut status = code::OK;
+    let mut failure = None;
+    let mut failed = 0;
+    let mut latencies = Vec::new();
+    let started = Instant::now();
     for _ in 0..cli.repeat {
         reporter.start_operation();
+        let began = Instant::now();
         let outcome = client
             .run(cli.command.action())
             .map(|outcome| print_outcome(outcome, cli.json));
+        latencies.push(began.elapsed());
         reporter.end_operation();
         match outcome {
             Ok(code) => status = status.max(code),
             Err(err) => {
                 reporter.refused(&err);
-                eprintln!("mcp-call: {}", sentence(&err, &label));
-                return exit_code(&err);
+                let exit = exit_code(&err);
+                report_error(
+                    cli.json,
+                    (err.kind(), err.fault()),
+                    Some(err.server().unwrap_or(&label)),
+                    &sentence(&err, &label),
+                    exit,
+                );
+                failure = Some(exit);
+                failed += 1;
+                // One run stops at its error; a measured series (--repeat) goes on.
+                if cli.repeat == 1 || err.fault() == mcp_proto::Fault::Cancelled {
+                    break;
+                }
             }
         }
     }
-    status
+    if cli.repeat > 1 {
+        eprintln!("{}", summary(&latencies, failed, started.elapsed()));
+    }
+    // A failed run outweighs every success: the exit code is the last failure's.
+    failure.unwrap_or(status)
 }
 
 fn configure(
@@ -295,6 +326,53 @@ fn parse_protocol(text: &str) -> Result<Protocol, String> {
                 ProtocolVersion::supported_list()
             )
         })
+}
+
+/// Says what went wrong on stderr: `mcp-call: <sentence>`, or with `--json` one object
+/// `{"error":{"kind","fault","server","message","exit"}}` a script can read.
+fn report_error(
+    json: bool,
+    (kind, fault): (&str, Fault),
+    server: Option<&str>,
+    message: &str,
+    exit: u8,
+) {
+    if json {
+        let value = serde_json::json!({"error": {
+            "kind": kind,
+            "fault": fault.as_str(),
+            "server": server,
+            "message": message,
+            "exit": exit,
+        }});
+        eprintln!("{value}");
+    } else {
+        eprintln!("mcp-call: {message}");
+    }
+}
+
+/// The `--repeat` summary: `summary: runs=N errors=E p50_ms=.. p90_ms=.. p99_ms=.. per_s=..`
+/// (percentiles by nearest rank over every run, failed ones included).
+fn summary(latencies: &[Duration], errors: usize, total: Duration) -> String {
+    let mut sorted: Vec<Duration> = latencies.to_vec();
+    sorted.sort_unstable();
+    let rank = |p: usize| {
+        let n = sorted.len();
+        let at = (p * n).div_ceil(100).clamp(1, n.max(1)) - 1;
+        sorted.get(at).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    let per_s = if total.is_zero() {
+        0.0
+    } else {
+        sorted.len() as f64 / total.as_secs_f64()
+    };
+    format!(
+        "summary: runs={} errors={errors} p50_ms={:.1} p90_ms={:.1} p99_ms={:.1} per_s={per_s:.1}",
+        sorted.len(),
+        rank(50),
+        rank(90),
+        rank(99)
+    )
 }
 
 /// One sentence naming the server (every error does; caller errors get the label added).

@@ -355,6 +355,7 @@ fn ctrl_c_cancels_and_exits_6() {
             &server.url(),
             "--protocol",
             "2025-11-25",
+            "--json",
             "call",
             "echo",
         ])
@@ -373,10 +374,115 @@ fn ctrl_c_cancels_and_exits_6() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 6, "{}", stderr(&out));
     assert!(sent.elapsed() < Duration::from_secs(5));
+    let error = json_error(&out);
+    assert_eq!(error["kind"], "cancelled");
+    assert_eq!(error["exit"], 6);
     assert!(
-        stderr(&out).contains("was cancelled by the caller"),
-        "{}",
-        stderr(&out)
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("was cancelled by the caller"),
+        "{error}"
+    );
+}
+
+/// The one JSON object `--json` writes on stderr for an error.
+fn json_error(out: &Output) -> serde_json::Value {
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let value: serde_json::Value = serde_json::from_str(&err).expect("one JSON object");
+    value["error"].clone()
+}
+
+#[test]
+fn json_errors_are_one_object_per_exit_code() {
+    // 2: usage (clap's, and a URL that cannot be used).
+    let out = mcp_call(&["--json", "--timeout", "soon", "ping"]);
+    assert_eq!(code(&out), 2);
+    let error = json_error(&out);
+    assert_eq!(
+        (error["kind"].as_str(), error["exit"].as_u64()),
+        (Some("usage"), Some(2))
+    );
+    let out = mcp_call(&["--json", "--url", "ftp://example.org/mcp", "ping"]);
+    assert_eq!(json_error(&out)["kind"], "invalid_url");
+
+    // 3: the budget.
+    let slow = TestServer::start(
+        Script::new()
+            .delay("initialize", Duration::from_millis(700))
+            .delay("notifications/initialized", Duration::from_millis(500)),
+    );
+    let url = slow.url();
+    let out = mcp_call(&[
+        "--url",
+        &url,
+        "--timeout",
+        "1",
+        "--protocol",
+        "2025-11-25",
+        "--json",
+        "call",
+        "echo",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let error = json_error(&out);
+    assert_eq!(error["kind"], "budget_exhausted");
+    assert_eq!(error["fault"], "budget");
+    assert_eq!(error["server"], format!("127.0.0.1:{}", slow.port()));
+
+    // 4: unreachable.
+    let out = mcp_call(&["--json", "--url", "http://127.0.0.1:1/mcp", "ping"]);
+    assert_eq!(code(&out), 4);
+    assert_eq!(json_error(&out)["kind"], "unreachable");
+
+    // 5: the server's error.
+    let failing = TestServer::start(Script::new().hostile("tools/call", Hostile::Status(500)));
+    let out = mcp_call(&["--json", "--url", &failing.url(), "call", "echo"]);
+    assert_eq!(code(&out), 5);
+    let error = json_error(&out);
+    assert_eq!(error["kind"], "http_status");
+    assert_eq!(error["fault"], "server");
+}
+
+#[test]
+fn repeat_prints_a_summary_and_goes_on_past_errors() {
+    let server = TestServer::start(Script::new());
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--repeat",
+        "5",
+        "call",
+        "echo",
+        r#"{"text":"x"}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with("summary: runs=5 errors=0 p50_ms="),
+        "{err}"
+    );
+    for field in [" p90_ms=", " p99_ms=", " per_s="] {
+        assert!(last.contains(field), "{last}");
+    }
+
+    let failing = TestServer::start(Script::new().hostile("tools/call", Hostile::Status(500)));
+    let out = mcp_call(&["--url", &failing.url(), "--repeat", "3", "call", "echo"]);
+    assert_eq!(code(&out), 5, "the last failure's code");
+    let err = stderr(&out);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("mcp-call: ")).count(),
+        3,
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .starts_with("summary: runs=3 errors=3 "),
+        "{err}"
     );
 }
 

@@ -36,19 +36,14 @@ mod on {
     pub(crate) fn ended(span: &Span, result: &Result<Outcome, Error>) {
         let word = match result {
             Ok(_) => "ok",
-            Err(err) => match err.fault() {
-                Fault::Budget => {
-                    tracing::warn!(parent: span, error = %err, "mcp.refused");
-                    "budget"
+            Err(err) => {
+                match err.fault() {
+                    Fault::Budget => tracing::warn!(parent: span, error = %err, "mcp.refused"),
+                    Fault::Cancelled => tracing::info!(parent: span, "mcp.cancelled"),
+                    Fault::Network | Fault::Server | Fault::Caller => {}
                 }
-                Fault::Cancelled => {
-                    tracing::info!(parent: span, "mcp.cancelled");
-                    "cancelled"
-                }
-                Fault::Network => "network",
-                Fault::Server => "server",
-                Fault::Caller => "caller",
-            },
+                err.fault().as_str()
+            }
         };
         span.record("result", word);
     }

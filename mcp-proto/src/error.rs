@@ -237,7 +237,45 @@ pub enum Fault {
     Cancelled,
 }
 
+impl Fault {
+    /// One lower-case word, stable for scripts and traces: `budget`, `network`, `server`,
+    /// `caller`, `cancelled`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Budget => "budget",
+            Self::Network => "network",
+            Self::Server => "server",
+            Self::Caller => "caller",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
 impl Error {
+    /// The error's kind in `snake_case` (`budget_exhausted`, `leg_timed_out`, `http_status`,
+    /// ...), stable for scripts: the variant's name.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Self::BudgetExhausted { .. } => "budget_exhausted",
+            Self::LegTimedOut { .. } => "leg_timed_out",
+            Self::Unreachable { .. } => "unreachable",
+            Self::HttpStatus { .. } => "http_status",
+            Self::UnsupportedContentType { .. } => "unsupported_content_type",
+            Self::Malformed { .. } => "malformed",
+            Self::JsonRpc { .. } => "json_rpc",
+            Self::AnswerTooLarge { .. } => "answer_too_large",
+            Self::SessionExpired { .. } => "session_expired",
+            Self::UnsupportedProtocolVersion { .. } => "unsupported_protocol_version",
+            Self::TooManyPages { .. } => "too_many_pages",
+            Self::RepeatedCursor { .. } => "repeated_cursor",
+            Self::SkillRejected { .. } => "skill_rejected",
+            Self::Cancelled { .. } => "cancelled",
+            Self::InvalidUrl { .. } => "invalid_url",
+            Self::InvalidHeader { .. } => "invalid_header",
+            Self::AlreadyFinished => "already_finished",
+        }
+    }
+
     /// Who or what is at fault.
     ///
     /// ```
