@@ -104,6 +104,12 @@ enum Command {
         #[arg(default_value = "{}", value_parser = parse_arguments)]
         args: Map<String, Value>,
     },
+    /// Prints a completion script for a shell (no server is asked).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// What `--protocol` asks for.
@@ -116,9 +122,9 @@ enum Protocol {
 }
 
 impl Command {
-    /// The operation the command runs.
-    fn action(&self) -> Action {
-        match self {
+    /// The operation the command runs (`None` for a command that asks no server).
+    fn action(&self) -> Option<Action> {
+        Some(match self {
             Self::Ping => Action::Probe,
             Self::Tools => Action::List(ListKind::Tools),
             Self::Call { tool, args } => Action::CallTool {
@@ -133,7 +139,8 @@ impl Command {
                 name: name.clone(),
                 arguments: args.clone(),
             },
-        }
+            Self::Completions { .. } => return None,
+        })
     }
 }
 
@@ -147,7 +154,9 @@ enum Unit {
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the tool answered isError: true; 2 usage error; \
 3 the operation's budget ran out (the refused request was not sent); 4 a leg timed out or the \
-server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C)";
+server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C). With --repeat, \
+the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
+given (read leniently: anything unusable means the default, 20).";
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     let seconds: f64 = text
@@ -203,6 +212,11 @@ fn main() -> ExitCode {
             });
         }
     };
+    if let Command::Completions { shell } = cli.command {
+        let mut command = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(shell, &mut command, "mcp-call", &mut std::io::stdout());
+        return ExitCode::from(code::OK);
+    }
     ExitCode::from(run(cli))
 }
 
@@ -257,11 +271,14 @@ fn run(cli: Cli) -> u8 {
     let mut failed = 0;
     let mut latencies = Vec::new();
     let started = Instant::now();
+    let Some(action) = cli.command.action() else {
+        return code::OK;
+    };
     for _ in 0..cli.repeat {
         reporter.start_operation();
         let began = Instant::now();
         let outcome = client
-            .run(cli.command.action())
+            .run(action.clone())
             .map(|outcome| print_outcome(outcome, cli.json));
         latencies.push(began.elapsed());
         reporter.end_operation();

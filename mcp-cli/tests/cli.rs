@@ -558,3 +558,20 @@ fn trace_prints_the_server_s_progress_and_ping_has_no_empty_word() {
         "mcp-testkit (protocol 2025-11-25, legacy era)\n"
     );
 }
+
+#[test]
+fn completions_and_help_cover_the_commands_exit_codes_and_environment() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = mcp_call(&["completions", shell]);
+        assert_eq!(code(&out), 0, "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        for command in ["ping", "tools", "call", "resources", "prompts"] {
+            assert!(script.contains(command), "{shell} lacks {command}");
+        }
+    }
+    let out = mcp_call(&["--help"]);
+    let help = stdout(&out);
+    for needle in ["Exit codes:", "6 cancelled", "MCP_OPERATION_TIMEOUT"] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+}
