@@ -75,6 +75,15 @@ impl Client {
         }
     }
 
+    /// Ends the session on the server (a DELETE under the close's own small budget; nothing
+    /// is sent without a live session id, as in the modern era).
+    pub(crate) fn close(&mut self) -> Result<(), Error> {
+        match self {
+            Self::Blocking(client) => client.close(),
+            Self::Tokio(runtime, client) => runtime.block_on(client.close()),
+        }
+    }
+
     /// Runs `action` as one operation under the configured budget.
     pub(crate) fn run(&mut self, action: Action) -> Result<Outcome, Error> {
         match self {

@@ -34,9 +34,16 @@ fn the_readme_command_runs_against_the_demo_server() {
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     // The modern request first; the demo server speaks only the legacy era and refuses it, so
-    // the handshake follows inside the same budget.
-    assert_eq!(lines.len(), 4, "{lines:?}");
-    for (line, method) in lines.iter().zip([
+    // the handshake follows inside the same budget; then the session is ended on the way out
+    // (an operation of its own, under the close's small grant).
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert!(
+        lines[4].starts_with("leg=1 method=close granted_ms=2000 "),
+        "{}",
+        lines[4]
+    );
+    assert!(lines[4].ends_with(" status=200"), "{}", lines[4]);
+    for (line, method) in lines[..4].iter().zip([
         "tools/call",
         "initialize",
         "notifications/initialized",
@@ -236,9 +243,10 @@ fn a_spent_budget_exits_3_and_the_refused_request_is_not_sent() {
         "{err}"
     );
     assert!(err.contains("so the server was not asked"), "{err}");
+    // Nothing more was asked; the session was ended on the way out.
     assert_eq!(
         server.rpc_methods(),
-        ["initialize", "notifications/initialized"]
+        ["initialize", "notifications/initialized", "DELETE"]
     );
 }
 
@@ -318,7 +326,8 @@ fn repeat_reuses_the_session_and_both_drivers_agree() {
                 "notifications/initialized",
                 "tools/call",
                 "tools/call",
-                "tools/call"
+                "tools/call",
+                "DELETE"
             ],
             "{driver}"
         );
@@ -377,6 +386,11 @@ fn ctrl_c_cancels_and_exits_6() {
     let error = json_error(&out);
     assert_eq!(error["kind"], "cancelled");
     assert_eq!(error["exit"], 6);
+    // The session was ended on the way out, after the cancel too.
+    assert_eq!(
+        server.rpc_methods().last().map(String::as_str),
+        Some("DELETE")
+    );
     assert!(
         error["message"]
             .as_str()
