@@ -5,6 +5,7 @@
 //! contract (flags, output, exit codes) is documented in the README and tested end to end;
 //! scripts rely on it.
 
+mod args;
 mod driver;
 mod report;
 
@@ -84,6 +85,10 @@ enum Command {
         /// The arguments, a JSON object.
         #[arg(default_value = "{}", value_parser = parse_arguments)]
         args: Map<String, Value>,
+        /// An argument as key=value, repeatable, typed from the tool's inputSchema (read with
+        /// one tools/list first); wins over the JSON object's member of that name.
+        #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = args::parse_pair)]
+        pairs: Vec<(String, String)>,
     },
     /// Walks every page of the resource listing: prints one URI per line.
     Resources,
@@ -127,7 +132,7 @@ impl Command {
         Some(match self {
             Self::Ping => Action::Probe,
             Self::Tools => Action::List(ListKind::Tools),
-            Self::Call { tool, args } => Action::CallTool {
+            Self::Call { tool, args, .. } => Action::CallTool {
                 name: tool.clone(),
                 arguments: args.clone(),
             },
@@ -271,10 +276,47 @@ fn run(cli: Cli) -> u8 {
     let mut failed = 0;
     let mut latencies = Vec::new();
     let started = Instant::now();
-    let Some(action) = cli.command.action() else {
+    let Some(mut action) = cli.command.action() else {
         return code::OK;
     };
-    for _ in 0..cli.repeat {
+    // `--arg` pairs are typed from the tool's schema: one listing first, an operation of its
+    // own. A failure there ends the run (and the session still ends tidily below).
+    let mut runs = cli.repeat;
+    if let (Command::Call { pairs, .. }, Action::CallTool { name, arguments }) =
+        (&cli.command, &mut action)
+    {
+        if !pairs.is_empty() {
+            reporter.start_operation();
+            let listed = client.run(Action::List(ListKind::Tools));
+            reporter.end_operation();
+            let typed = match listed {
+                Ok(Outcome::Tools(tools)) => match tools.iter().find(|t| t.name == *name) {
+                    Some(tool) => args::merge(arguments, pairs, tool.input_schema()),
+                    None => Err(format!(
+                        "the server lists no tool \"{name}\" to type --arg by"
+                    )),
+                },
+                Ok(_) => Err("the listing answered with something else".to_owned()),
+                Err(err) => {
+                    let exit = exit_code(&err);
+                    let server = Some(err.server().unwrap_or(&label));
+                    let what = (err.kind(), err.fault());
+                    report_error(cli.json, what, server, &sentence(&err, &label), exit);
+                    failure = Some(exit);
+                    Ok(())
+                }
+            };
+            if let Err(message) = typed {
+                let what = ("usage", Fault::Caller);
+                report_error(cli.json, what, Some(&label), &message, code::USAGE);
+                failure = Some(code::USAGE);
+            }
+            if failure.is_some() {
+                runs = 0;
+            }
+        }
+    }
+    for _ in 0..runs {
         reporter.start_operation();
         let began = Instant::now();
         let outcome = client
@@ -303,7 +345,7 @@ fn run(cli: Cli) -> u8 {
             }
         }
     }
-    if cli.repeat > 1 {
+    if runs > 1 {
         eprintln!("{}", summary(&latencies, failed, started.elapsed()));
     }
     // A tidy exit: the session ends on the server now rather than at its idle timeout (after a

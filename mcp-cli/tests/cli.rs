@@ -589,3 +589,46 @@ fn completions_and_help_cover_the_commands_exit_codes_and_environment() {
         assert!(help.contains(needle), "{needle}: {help}");
     }
 }
+
+#[test]
+fn arg_pairs_are_typed_from_the_tool_s_schema() {
+    let server = TestServer::start(Script::new().era(ServerEra::Dual));
+    let url = server.url();
+    // A string that looks like a number stays a string.
+    let out = mcp_call(&["--url", &url, "call", "echo", "--arg", "text=0123"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "0123\n");
+    // Numbers become numbers, and pairs win over the JSON object.
+    let out = mcp_call(&[
+        "--url",
+        &url,
+        "call",
+        "add",
+        r#"{"a":100,"b":1}"#,
+        "--arg",
+        "a=2",
+        "--arg",
+        "b=3",
+    ]);
+    assert_eq!(stdout(&out), "5\n", "{}", stderr(&out));
+    assert_eq!(
+        server.rpc_methods(),
+        ["tools/list", "tools/call", "tools/list", "tools/call"],
+        "one listing types the pairs"
+    );
+    // A value the schema cannot take, and a tool the server does not list: usage errors.
+    let out = mcp_call(&["--url", &url, "call", "sleep", "--arg", "ms=soon"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("\"ms\" must be an integer"),
+        "{}",
+        stderr(&out)
+    );
+    let out = mcp_call(&["--url", &url, "call", "nope", "--arg", "x=1"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("no tool \"nope\""),
+        "{}",
+        stderr(&out)
+    );
+}
