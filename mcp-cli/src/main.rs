@@ -8,6 +8,7 @@
 mod args;
 mod driver;
 mod report;
+mod servers;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -38,9 +39,17 @@ mod code {
 #[derive(Debug, Parser)]
 #[command(name = "mcp-call", version, about, after_help = EXIT_CODES)]
 struct Cli {
-    /// The server's endpoint. Without it, an embedded demo server is started on 127.0.0.1.
+    /// The server's endpoint. Without it (and without --server), an embedded demo server is
+    /// started on 127.0.0.1.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
+    /// A server configuration file as MCP hosts write them (`mcpServers`, or VS Code's
+    /// `servers`): see `servers` and --server.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// The entry of --config to use: its url, headers and timeout (flags win over them).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    server: Option<String>,
     /// The operation's budget in seconds, decimals allowed. Default: MCP_OPERATION_TIMEOUT
     /// (read leniently), else 20.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
@@ -109,6 +118,8 @@ enum Command {
         #[arg(default_value = "{}", value_parser = parse_arguments)]
         args: Map<String, Value>,
     },
+    /// Lists the entries of --config: name, transport (http or stdio) and URL or command.
+    Servers,
     /// Prints a completion script for a shell (no server is asked).
     Completions {
         /// The shell.
@@ -144,7 +155,7 @@ impl Command {
                 name: name.clone(),
                 arguments: args.clone(),
             },
-            Self::Completions { .. } => return None,
+            Self::Completions { .. } | Self::Servers => return None,
         })
     }
 }
@@ -222,18 +233,118 @@ fn main() -> ExitCode {
         clap_complete::generate(shell, &mut command, "mcp-call", &mut std::io::stdout());
         return ExitCode::from(code::OK);
     }
+    if let Command::Servers = cli.command {
+        return ExitCode::from(list_servers(&cli));
+    }
     ExitCode::from(run(cli))
 }
 
+/// `servers`: one line per entry of --config (a JSON array with --json).
+fn list_servers(cli: &Cli) -> u8 {
+    let Some(path) = &cli.config else {
+        let message = "servers lists the entries of a --config FILE";
+        report_error(
+            cli.json,
+            ("usage", Fault::Caller),
+            None,
+            message,
+            code::USAGE,
+        );
+        return code::USAGE;
+    };
+    let entries = match servers::load(path) {
+        Ok(entries) => entries,
+        Err(message) => {
+            report_error(
+                cli.json,
+                ("usage", Fault::Caller),
+                None,
+                &message,
+                code::USAGE,
+            );
+            return code::USAGE;
+        }
+    };
+    let described = entries.iter().map(|entry| match &entry.transport {
+        servers::Transport::Http(remote) => (entry.name.as_str(), "http", remote.url.clone()),
+        servers::Transport::Command { command, args } => {
+            let mut line = command.clone();
+            for arg in args {
+                line.push(' ');
+                line.push_str(arg);
+            }
+            (entry.name.as_str(), "stdio", line)
+        }
+    });
+    if cli.json {
+        let list: Vec<Value> = described
+            .map(|(name, transport, target)| {
+                serde_json::json!({"name": name, "transport": transport, "target": target})
+            })
+            .collect();
+        println!("{}", Value::Array(list));
+    } else {
+        for (name, transport, target) in described {
+            println!("{name}\t{transport}\t{target}");
+        }
+    }
+    code::OK
+}
+
+/// The --server entry, when one is named (a remote one: local ones are refused for now), and
+/// its timeout.
+fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Remote, Option<Duration>)>, String> {
+    let (Some(path), Some(name)) = (&cli.config, &cli.server) else {
+        return Ok(None);
+    };
+    let entries = servers::load(path)?;
+    let Some(entry) = entries.iter().find(|e| e.name == *name) else {
+        let known: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        return Err(format!(
+            "{} has no server \"{name}\" (it has: {})",
+            path.display(),
+            known.join(", ")
+        ));
+    };
+    match &entry.transport {
+        servers::Transport::Http(remote) => Ok(Some((remote.clone(), entry.timeout))),
+        servers::Transport::Command { .. } => Err(format!(
+            "server \"{name}\" is a local command (stdio), which mcp-call does not run yet; only url entries"
+        )),
+    }
+}
+
 fn run(cli: Cli) -> u8 {
+    let entry = match chosen_entry(&cli) {
+        Ok(entry) => entry,
+        Err(message) => {
+            report_error(
+                cli.json,
+                ("usage", Fault::Caller),
+                None,
+                &message,
+                code::USAGE,
+            );
+            return code::USAGE;
+        }
+    };
+    // Flags win over the entry: its headers first, a flag's header of the same name replaces.
+    let (remote, entry_timeout) = entry.unzip();
+    let (entry_url, mut headers) = remote.map(|r| (Some(r.url), r.headers)).unwrap_or_default();
+    for (name, value) in &cli.headers {
+        headers.retain(|(known, _)| !known.eq_ignore_ascii_case(name));
+        headers.push((name.clone(), value.clone()));
+    }
+    let url = cli.url.clone().or(entry_url);
+    let entry_timeout = entry_timeout.flatten();
     // The demo server lives as long as this function: it stops when the command ends.
-    let demo = cli.url.is_none().then(mcp_testkit::TestServer::demo);
-    let url = match (&cli.url, &demo) {
-        (Some(url), _) => url.clone(),
+    let demo = url.is_none().then(mcp_testkit::TestServer::demo);
+    let url = match (url, &demo) {
+        (Some(url), _) => url,
         (None, Some(server)) => server.url(),
         (None, None) => unreachable!("a demo server starts when no URL is given"),
     };
-    let budget = match cli.timeout {
+    let budget = match cli.timeout.or(entry_timeout) {
         Some(total) => Budget::from_duration(total),
         None => std::env::var("MCP_OPERATION_TIMEOUT")
             .map(|raw| Budget::from_config_str(&raw))
@@ -243,7 +354,7 @@ fn run(cli: Cli) -> u8 {
         Unit::S => Resolution::SECOND,
         Unit::Ms => Resolution::MILLISECOND,
     };
-    let config = match configure(&url, budget, resolution, &cli.headers, cli.protocol) {
+    let config = match configure(&url, budget, resolution, &headers, cli.protocol) {
         Ok(config) => config,
         Err(err) => {
             let what = (err.kind(), err.fault());

@@ -632,3 +632,79 @@ fn arg_pairs_are_typed_from_the_tool_s_schema() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_server_config_names_the_server_and_flags_win() {
+    let server = TestServer::start(Script::new().era(ServerEra::Dual));
+    let dir = std::env::temp_dir().join(format!("mcp-call-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("servers.json");
+    let config = serde_json::json!({"mcpServers": {
+        "remote": {"url": server.url(), "headers": {"X-Team": "blue", "X-Env": "test"}, "timeout": 3},
+        "local": {"command": "npx", "args": ["-y", "some-server"], "env": {"K": "v"}}
+    }});
+    std::fs::write(&path, config.to_string()).unwrap();
+    let file = path.to_str().unwrap();
+
+    let out = mcp_call(&["--config", file, "servers"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "local\tstdio\tnpx -y some-server\nremote\thttp\t{}\n",
+            server.url()
+        ),
+        "one line per entry, by name"
+    );
+
+    // The entry's URL, headers and timeout; a flag's header replaces the entry's.
+    let out = mcp_call(&[
+        "--config",
+        file,
+        "--server",
+        "remote",
+        "--header",
+        "X-Env: prod",
+        "--trace",
+        "call",
+        "echo",
+        r#"{"text":"hi"}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert!(stderr(&out).contains("granted_ms=3000"), "{}", stderr(&out));
+    let call = &server.requests()[0];
+    assert_eq!(call.header("x-team"), Some("blue"));
+    let envs: Vec<&str> = call
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "x-env")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(envs, ["prod"]);
+    // --timeout wins over the entry's.
+    let out = mcp_call(&[
+        "--config",
+        file,
+        "--server",
+        "remote",
+        "--timeout",
+        "7",
+        "--trace",
+        "ping",
+    ]);
+    assert!(stderr(&out).contains("granted_ms=7000"), "{}", stderr(&out));
+
+    // A local entry, an unknown name, a broken file: usage errors that say which.
+    let out = mcp_call(&["--config", file, "--server", "local", "ping"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("stdio"), "{}", stderr(&out));
+    let out = mcp_call(&["--config", file, "--server", "nope", "ping"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("local, remote"), "{}", stderr(&out));
+    std::fs::write(&path, "{\n  \"mcpServers\": {\n    \"a\": {\"url\": }\n}").unwrap();
+    let out = mcp_call(&["--config", file, "servers"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("line 3"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}

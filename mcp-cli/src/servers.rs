@@ -1,0 +1,177 @@
+//! Server configurations as MCP hosts write them: `{"mcpServers": {NAME: ENTRY}}` (Claude
+//! Desktop, Cursor) or VS Code's `{"servers": {NAME: ENTRY}}`. An entry is remote (`url`,
+//! `headers`) or local (`command`, `args`, `env`, `cwd`), with an optional `timeout` in
+//! seconds. Reading a file is all this module does; what an entry means for a run (flags win)
+//! is `main`'s.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+/// One named entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) transport: Transport,
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// A remote server: its endpoint and the headers to send.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Remote {
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+}
+
+/// How the entry reaches its server.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Transport {
+    /// Streamable HTTP.
+    Http(Remote),
+    /// A local process over stdio.
+    Command { command: String, args: Vec<String> },
+}
+
+/// Reads every entry of the file at `path`, by name. `Err` is a usage error naming
+/// the file (and the line, for JSON that does not parse, or the entry).
+pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, String> {
+    let shown = path.display();
+    let text =
+        std::fs::read_to_string(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|err| format!("{shown}, line {}: not JSON ({err})", err.line()))?;
+    let servers = value
+        .get("mcpServers")
+        .or_else(|| value.get("servers"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("{shown}: no \"mcpServers\" (or \"servers\") object"))?;
+    servers
+        .iter()
+        .map(|(name, entry)| {
+            read_entry(name, entry).map_err(|why| format!("{shown}: server \"{name}\": {why}"))
+        })
+        .collect()
+}
+
+fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
+    let entry = entry.as_object().ok_or("not an object")?;
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+    let timeout = match entry.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(value) => {
+            let seconds = value
+                .as_f64()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .ok_or("\"timeout\" is not a positive number of seconds")?;
+            Some(Duration::try_from_secs_f64(seconds).map_err(|_| "\"timeout\" is too long")?)
+        }
+    };
+    let transport = match (text("url"), text("command")) {
+        (Some(url), _) => Transport::Http(Remote {
+            url,
+            headers: strings(entry.get("headers"), "headers")?,
+        }),
+        (None, Some(command)) => Transport::Command {
+            command,
+            args: match entry.get("args") {
+                None => Vec::new(),
+                Some(Value::Array(args)) => args
+                    .iter()
+                    .map(|a| {
+                        a.as_str()
+                            .map(str::to_owned)
+                            .ok_or("\"args\" holds a non-string")
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err("\"args\" is not an array".to_owned()),
+            },
+        },
+        (None, None) => return Err("neither \"url\" nor \"command\"".to_owned()),
+    };
+    Ok(Entry {
+        name: name.to_owned(),
+        transport,
+        timeout,
+    })
+}
+
+/// A string-to-string object (`headers`, `env`) as pairs.
+fn strings(value: Option<&Value>, what: &str) -> Result<Vec<(String, String)>, String> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let map: &Map<String, Value> = value
+        .as_object()
+        .ok_or_else(|| format!("\"{what}\" is not an object"))?;
+    map.iter()
+        .map(|(k, v)| match v.as_str() {
+            Some(v) => Ok((k.clone(), v.to_owned())),
+            None => Err(format!("\"{what}\".\"{k}\" is not a string")),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Vec<Entry>, String> {
+        let dir = std::env::temp_dir().join(format!("mcp-call-servers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{}.json", text.len()));
+        std::fs::write(&path, text).unwrap();
+        let loaded = load(&path);
+        let _ = std::fs::remove_file(&path);
+        loaded
+    }
+
+    #[test]
+    fn both_forms_and_both_transports_are_read() {
+        let entries = load_text(
+            r#"{"mcpServers": {
+                "remote": {"url": "https://tools.example.org/mcp", "headers": {"Authorization": "Bearer x"}, "timeout": 5},
+                "local": {"command": "npx", "args": ["-y", "server"], "env": {"K": "v"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1].name, "remote", "by name");
+        assert_eq!(
+            entries[1].transport,
+            Transport::Http(Remote {
+                url: "https://tools.example.org/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer x".into())]
+            })
+        );
+        assert_eq!(entries[1].timeout, Some(Duration::from_secs(5)));
+        assert!(
+            matches!(&entries[0].transport, Transport::Command { command, args } if command == "npx" && args.len() == 2)
+        );
+        let vscode =
+            load_text(r#"{"servers": {"v": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#)
+                .unwrap();
+        assert_eq!(vscode[0].name, "v");
+    }
+
+    #[test]
+    fn a_broken_file_names_the_file_and_the_line() {
+        let err = load_text("{\n  \"mcpServers\": {\n    \"a\": {\"url\": }\n  }\n}").unwrap_err();
+        assert!(err.contains("line 3"), "{err}");
+        assert!(err.contains(".json"), "{err}");
+        let err = load_text(r#"{"mcpServers": {"a": {"timeout": -1, "url": "x"}}}"#).unwrap_err();
+        assert!(
+            err.contains("server \"a\"") && err.contains("timeout"),
+            "{err}"
+        );
+        assert!(
+            load_text(r#"{"other": {}}"#)
+                .unwrap_err()
+                .contains("mcpServers")
+        );
+        assert!(
+            load(Path::new("/nonexistent/servers.json"))
+                .unwrap_err()
+                .contains("cannot read")
+        );
+    }
+}
