@@ -216,8 +216,7 @@ fn main() -> ExitCode {
             let text = err.to_string();
             let line = text.lines().next().unwrap_or_default();
             let message = line.strip_prefix("error: ").unwrap_or(line);
-            report_error(true, ("usage", Fault::Caller), None, message, code::USAGE);
-            return ExitCode::from(code::USAGE);
+            return ExitCode::from(usage(true, None, message));
         }
         Err(err) => {
             let _ = err.print();
@@ -243,26 +242,12 @@ fn main() -> ExitCode {
 fn list_servers(cli: &Cli) -> u8 {
     let Some(path) = &cli.config else {
         let message = "servers lists the entries of a --config FILE";
-        report_error(
-            cli.json,
-            ("usage", Fault::Caller),
-            None,
-            message,
-            code::USAGE,
-        );
-        return code::USAGE;
+        return usage(cli.json, None, message);
     };
     let entries = match servers::load(path) {
         Ok(entries) => entries,
         Err(message) => {
-            report_error(
-                cli.json,
-                ("usage", Fault::Caller),
-                None,
-                &message,
-                code::USAGE,
-            );
-            return code::USAGE;
+            return usage(cli.json, None, &message);
         }
     };
     let described = entries.iter().map(|entry| match &entry.transport {
@@ -318,14 +303,7 @@ fn run(cli: Cli) -> u8 {
     let entry = match chosen_entry(&cli) {
         Ok(entry) => entry,
         Err(message) => {
-            report_error(
-                cli.json,
-                ("usage", Fault::Caller),
-                None,
-                &message,
-                code::USAGE,
-            );
-            return code::USAGE;
+            return usage(cli.json, None, &message);
         }
     };
     // Flags win over the entry: its headers first, a flag's header of the same name replaces.
@@ -418,9 +396,7 @@ fn run(cli: Cli) -> u8 {
                 }
             };
             if let Err(message) = typed {
-                let what = ("usage", Fault::Caller);
-                report_error(cli.json, what, Some(&label), &message, code::USAGE);
-                failure = Some(code::USAGE);
+                failure = Some(usage(cli.json, Some(&label), &message));
             }
             if failure.is_some() {
                 runs = 0;
@@ -501,6 +477,12 @@ fn parse_protocol(text: &str) -> Result<Protocol, String> {
                 ProtocolVersion::supported_list()
             )
         })
+}
+
+/// Reports a usage error (exit code 2) and returns its code.
+fn usage(json: bool, server: Option<&str>, message: &str) -> u8 {
+    report_error(json, ("usage", Fault::Caller), server, message, code::USAGE);
+    code::USAGE
 }
 
 /// Says what went wrong on stderr: `mcp-call: <sentence>`, or with `--json` one object
