@@ -45,7 +45,7 @@
 //! A transport failure or a spent budget is the operation's to report: drop the flow.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, StatusCode};
@@ -431,9 +431,12 @@ impl AuthFlow {
         });
     }
 
-    /// What the flow needs next. `now` stamps token lifetimes; `entropy` is drawn from for the
-    /// PKCE verifier and `state` of an authorization.
-    pub fn poll(&mut self, now: Instant, entropy: &mut dyn Entropy) -> AuthStep {
+    /// What the flow needs next. `now` stamps token lifetimes; `wall` is the time of day, for
+    /// what carries one on the wire (the `iat` and `exp` of a signed assertion); `entropy` is
+    /// drawn from for the PKCE verifier and `state` of an authorization.
+    pub fn poll(&mut self, now: Instant, wall: SystemTime, entropy: &mut dyn Entropy) -> AuthStep {
+        // Nothing reads the time of day yet (signed assertions and DPoP proofs will).
+        let _ = wall;
         if let Some(answer) = self.answer.take() {
             if let Err(error) = self.digest(answer, now) {
                 self.stage = Stage::Failed(error);

@@ -53,7 +53,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use std::time::Instant;
+//! use std::time::{Instant, SystemTime};
 //! use http::{HeaderMap, HeaderValue, StatusCode};
 //! use mcp_auth::{AuthFlow, AuthStep, AuthRequestKind, Challenge, ClientConfig, Entropy, MemoryStore};
 //!
@@ -82,7 +82,7 @@
 //!     "authorization_response_iss_parameter_supported":true}"#;
 //! let mut labels = Vec::new();
 //! let token = loop {
-//!     match flow.poll(Instant::now(), &mut Counter(0)) {
+//!     match flow.poll(Instant::now(), SystemTime::now(), &mut Counter(0)) {
 //!         AuthStep::Send(request) => {
 //!             labels.push(request.kind.label());
 //!             let (status, body) = match request.kind {

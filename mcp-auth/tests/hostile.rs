@@ -20,7 +20,7 @@ fn drive(answers: &[(u16, Vec<u8>)], redirect: &str, challenge_scope: Option<&st
     let now = world.now;
     let mut next = 0;
     for _ in 0..64 {
-        match flow.poll(now, &mut entropy) {
+        match flow.poll(now, wall(), &mut entropy) {
             AuthStep::Send(request) => {
                 let _ = format!("{request:?}");
                 let (status, body) = answers
@@ -215,7 +215,7 @@ fn no_credential_reaches_debug_or_display() {
     let mut entropy = Counter(0);
     let token = loop {
         printed.push(format!("{flow:?}"));
-        let step = flow.poll(world.now, &mut entropy);
+        let step = flow.poll(world.now, wall(), &mut entropy);
         printed.push(format!("{step:?} {step:#?}"));
         match step {
             AuthStep::Send(request) => {
@@ -288,11 +288,11 @@ fn polling_again_before_the_answer_is_pending() {
     let mut flow = world.flow(unauthorized(None, None), world.config());
     let mut entropy = Counter(0);
     assert!(matches!(
-        flow.poll(world.now, &mut entropy),
+        flow.poll(world.now, wall(), &mut entropy),
         AuthStep::Send(_)
     ));
     assert!(matches!(
-        flow.poll(world.now, &mut entropy),
+        flow.poll(world.now, wall(), &mut entropy),
         AuthStep::Pending
     ));
 }
@@ -303,14 +303,14 @@ fn inputs_out_of_order_are_typed_misuse() {
     let mut flow = world.flow(unauthorized(None, None), world.config());
     flow.handle_response(StatusCode::OK, &HeaderMap::new(), b"{}");
     assert!(matches!(
-        flow.poll(world.now, &mut Counter(0)),
+        flow.poll(world.now, wall(), &mut Counter(0)),
         AuthStep::Failed(AuthError::Misuse { .. })
     ));
 
     let mut flow = world.flow(unauthorized(None, None), world.config());
-    let _ = flow.poll(world.now, &mut Counter(0));
+    let _ = flow.poll(world.now, wall(), &mut Counter(0));
     flow.handle_redirect("http://localhost:3333/callback?code=x");
-    let step = flow.poll(world.now, &mut Counter(0));
+    let step = flow.poll(world.now, wall(), &mut Counter(0));
     let AuthStep::Failed(error) = step else {
         panic!("{step:?}")
     };
@@ -323,7 +323,7 @@ fn an_ended_flow_ignores_inputs_and_repeats_its_end() {
     let token = world.run(&mut flow).unwrap();
     flow.handle_response(StatusCode::OK, &HeaderMap::new(), b"{}");
     flow.handle_redirect("x");
-    match flow.poll(world.now, &mut Counter(0)) {
+    match flow.poll(world.now, wall(), &mut Counter(0)) {
         AuthStep::Done(again) => assert_eq!(again, token),
         other => panic!("{other:?}"),
     }
@@ -350,7 +350,7 @@ fn an_insecure_server_url_or_challenge_is_refused() {
     )
     .unwrap();
     assert!(matches!(
-        flow.poll(world.now, &mut Counter(0)),
+        flow.poll(world.now, wall(), &mut Counter(0)),
         AuthStep::Failed(AuthError::InsecureEndpoint { .. })
     ));
 }
