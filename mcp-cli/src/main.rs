@@ -33,6 +33,7 @@ mod code {
     pub(crate) const UNREACHABLE: u8 = 4;
     pub(crate) const SERVER: u8 = 5;
     pub(crate) const CANCELLED: u8 = 6;
+    pub(crate) const AUTHORIZATION: u8 = 7;
 }
 
 /// Probe an MCP server, list its tools or call one: each as one operation under one budget.
@@ -170,7 +171,7 @@ enum Unit {
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the tool answered isError: true; 2 usage error; \
 3 the operation's budget ran out (the refused request was not sent); 4 a leg timed out or the \
-server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C). With --repeat, \
+server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C); 7 the server requires authorization and none could be given (log in first). With --repeat, \
 the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
 given (read leniently: anything unusable means the default, 20).";
 

@@ -17,6 +17,7 @@ pub(crate) fn exit_code(err: &Error) -> u8 {
         Fault::Server => code::SERVER,
         Fault::Caller => code::USAGE,
         Fault::Cancelled => code::CANCELLED,
+        Fault::Authorization => code::AUTHORIZATION,
     }
 }
 

@@ -22,6 +22,8 @@ pub(crate) struct Driver<'a> {
     shared: &'a Shared,
     clock: MonotonicClock,
     observer: &'a mut dyn Observer,
+    /// The caller's authorizer, for the step of an authorization that needs a person.
+    authorizer: Option<&'a mut Box<dyn crate::Authorizer>>,
     /// The body read buffer, kept by the client between legs and operations.
     buf: &'a mut Vec<u8>,
     /// The result, when the operation ended while a stream was being read.
@@ -35,6 +37,7 @@ impl<'a> Driver<'a> {
         agent: &'a ureq::Agent,
         shared: &'a Shared,
         observer: &'a mut dyn Observer,
+        authorizer: Option<&'a mut Box<dyn crate::Authorizer>>,
         buf: &'a mut Vec<u8>,
         span: trace::Span,
     ) -> Self {
@@ -43,6 +46,7 @@ impl<'a> Driver<'a> {
             shared,
             clock: MonotonicClock,
             observer,
+            authorizer,
             buf,
             done: None,
             span,
@@ -68,8 +72,20 @@ impl<'a> Driver<'a> {
                     self.shared.sleep_until(until);
                     op.handle_timeout(self.clock.now());
                 }
+                Output::Authorize(step) => self.authorize(op, &step),
                 Output::Done(result) => return result,
             }
+        }
+    }
+
+    /// Hands the person's step to the caller's authorizer and feeds back its redirect; without
+    /// an authorizer (or when it fails) the operation is told at once.
+    fn authorize(&mut self, op: &mut Operation<'_>, step: &mcp_proto::Authorize) {
+        let redirect = self.authorizer.as_mut().map(|a| a.authorize(step));
+        trace::authorized(&self.span, redirect.as_ref().map(Result::is_ok));
+        match redirect {
+            Some(Ok(url)) => op.handle_redirect(&url, self.clock.now()),
+            Some(Err(_)) | None => op.decline_authorization(),
         }
     }
 
@@ -225,6 +241,7 @@ impl<'a> Driver<'a> {
             match op.poll_output(self.clock.now()) {
                 Output::Event(event) => self.observer.event(&event),
                 Output::Transmit(nested) => self.run_leg(op, nested),
+                Output::Authorize(step) => self.authorize(op, &step),
                 Output::Wait(_) => return false,
                 Output::Done(result) => {
                     self.done = Some(result);

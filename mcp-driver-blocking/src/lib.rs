@@ -82,6 +82,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod authorize;
 mod cancel;
 mod connector;
 mod leg;
@@ -98,6 +99,7 @@ use mcp_proto::{
 };
 use serde_json::{Map, Value};
 
+pub use authorize::{Authorize, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 
 use cancel::Shared;
@@ -122,6 +124,7 @@ pub struct Client {
     shared: Arc<Shared>,
     clock: MonotonicClock,
     observer: Box<dyn Observer + Send>,
+    authorizer: Option<Box<dyn Authorizer>>,
     buf: Vec<u8>,
 }
 
@@ -146,12 +149,15 @@ impl Client {
             connector::Connector::new(Arc::clone(&shared)),
             connector::Resolver::default(),
         );
+        let mut session = Session::new(config);
+        session.set_entropy(Box::new(authorize::OsEntropy));
         Self {
-            session: Session::new(config),
+            session,
             agent,
             shared,
             clock: MonotonicClock,
             observer: Box::new(NoObserver),
+            authorizer: None,
             buf: Vec::new(),
         }
     }
@@ -174,6 +180,13 @@ impl Client {
     /// quick, its time is spent from the budget.
     pub fn set_observer(&mut self, observer: impl Observer + Send + 'static) {
         self.observer = Box::new(observer);
+    }
+
+    /// Lets authorizations that need a person go through `authorizer` (see
+    /// [`SessionConfig::with_oauth`]). Without one, an operation whose authorization reaches
+    /// the browser step ends at once with [`Error::AuthorizationRequired`].
+    pub fn set_authorizer(&mut self, authorizer: impl Authorizer + 'static) {
+        self.authorizer = Some(Box::new(authorizer));
     }
 
     /// A handle that cancels this client's operation in flight from another thread.
@@ -282,12 +295,16 @@ impl Client {
         let server = self.session.config().label().to_owned();
         // From here until the guard drops, a cancel reaches this operation.
         let _running = self.shared.begin_operation();
-        let mut op = start(&mut self.session, self.clock.now());
+        let now = self.clock.now();
+        self.session
+            .set_time_of_day(now, std::time::SystemTime::now());
+        let mut op = start(&mut self.session, now);
         let span = trace::operation(&op, &server);
         let mut driver = Driver::new(
             &self.agent,
             &self.shared,
             self.observer.as_mut(),
+            self.authorizer.as_mut(),
             &mut self.buf,
             span.clone(),
         );

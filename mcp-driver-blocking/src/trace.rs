@@ -7,7 +7,7 @@
 //!
 //! | span            | fields                                                                  |
 //! |-----------------|-------------------------------------------------------------------------|
-//! | `mcp.operation` | `server` (label), `action`, `budget_ms`, `resolution_ms`, `result` (`ok` or the error's fault: `budget`, `network`, `server`, `caller`, `cancelled`) |
+//! | `mcp.operation` | `server` (label), `action`, `budget_ms`, `resolution_ms`, `result` (`ok` or the error's fault: `budget`, `network`, `server`, `caller`, `cancelled`, `authorization`) |
 //! | `mcp.leg`       | `number`, `method`, `grant_ms`, `end` (status code or `timeout`, `connect`, `io`, ...), `elapsed_ms` |
 //!
 //! No header value, token, session id, argument or result ever goes into a field.
@@ -40,7 +40,7 @@ mod on {
                 match err.fault() {
                     Fault::Budget => tracing::warn!(parent: span, error = %err, "mcp.refused"),
                     Fault::Cancelled => tracing::info!(parent: span, "mcp.cancelled"),
-                    Fault::Network | Fault::Server | Fault::Caller => {}
+                    Fault::Network | Fault::Server | Fault::Caller | Fault::Authorization => {}
                 }
                 err.fault().as_str()
             }
@@ -71,6 +71,17 @@ mod on {
         span.record("end", report.end.word().as_str());
         span.record("elapsed_ms", report.elapsed.as_millis() as u64);
     }
+
+    /// An event for the person's step of an authorization: `approved` is `None` without an
+    /// authorizer. The URL is not recorded (it is the person's to open, not the log's).
+    pub(crate) fn authorized(operation: &Span, approved: Option<bool>) {
+        let outcome = match approved {
+            Some(true) => "redirected",
+            Some(false) => "failed",
+            None => "no-authorizer",
+        };
+        tracing::info!(parent: operation, outcome, "mcp.authorize");
+    }
 }
 
 #[cfg(not(feature = "tracing"))]
@@ -92,6 +103,8 @@ mod on {
     }
 
     pub(crate) fn leg_ended(_: &Span, _: &LegReport) {}
+
+    pub(crate) fn authorized(_: &Span, _: Option<bool>) {}
 }
 
 pub(crate) use on::*;

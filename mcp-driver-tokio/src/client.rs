@@ -12,6 +12,7 @@ use mcp_proto::{
 use serde_json::{Map, Value};
 use tokio::time::Instant as TokioInstant;
 
+use crate::authorize::{Authorizer, OsEntropy};
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
 use crate::leg::{self, Http, InFlight};
@@ -39,6 +40,7 @@ pub struct Client {
     session: Session,
     http: Http,
     observer: Box<dyn Observer + Send>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     cancel: Arc<CancelShared>,
 }
 
@@ -54,10 +56,13 @@ impl Client {
     /// A client for the server `config` describes. Nothing is sent until the first operation;
     /// building it needs no runtime (the operations do).
     pub fn new(config: SessionConfig) -> Self {
+        let mut session = Session::new(config);
+        session.set_entropy(Box::new(OsEntropy));
         Self {
-            session: Session::new(config),
+            session,
             http: leg::http_client(),
             observer: Box::new(NoObserver),
+            authorizer: None,
             cancel: Arc::new(CancelShared::default()),
         }
     }
@@ -81,6 +86,13 @@ impl Client {
     /// answering. Replaces the previous observer; the default ignores everything.
     pub fn set_observer(&mut self, observer: impl Observer + Send + 'static) {
         self.observer = Box::new(observer);
+    }
+
+    /// Lets authorizations that need a person go through `authorizer` (see
+    /// [`SessionConfig::with_oauth`]). Without one, an operation whose authorization reaches
+    /// the browser step ends at once with [`Error::AuthorizationRequired`].
+    pub fn set_authorizer(&mut self, authorizer: impl Authorizer + 'static) {
+        self.authorizer = Some(Arc::new(authorizer));
     }
 
     /// A handle that cancels this client's operation in flight from another task.
@@ -235,6 +247,7 @@ impl Client {
             session,
             http,
             observer,
+            authorizer,
             cancel,
         } = self;
         let observer: &mut (dyn Observer + Send) = observer.as_mut();
@@ -245,6 +258,7 @@ impl Client {
         // One clock reading per wake-up: the inputs it brought, the legs pruned after them and
         // the outputs drained before the next wait all happen "now".
         let mut now = clock.now();
+        session.set_time_of_day(now, std::time::SystemTime::now());
         let mut op = start(session, now);
         let span = trace::operation(&op, &server);
         let mut legs: Vec<InFlight> = Vec::new();
@@ -267,6 +281,35 @@ impl Client {
                         now = clock.now();
                     }
                     Output::Wait(until) => break until,
+                    Output::Authorize(step) => {
+                        let redirect = match authorizer.as_deref() {
+                            // The person's time ends with the step; a cancel ends it sooner.
+                            Some(authorizer) => tokio::select! {
+                                biased;
+                                () = &mut cancelled, if !op.is_finished() => None,
+                                redirect = tokio::time::timeout_at(
+                                    TokioInstant::from_std(step.ends_at),
+                                    authorizer.authorize(&step),
+                                ) => Some(redirect.ok()),
+                            },
+                            None => Some(None),
+                        };
+                        trace::authorized(
+                            &span,
+                            redirect
+                                .as_ref()
+                                .map(|r| r.as_ref().is_some_and(Result::is_ok)),
+                        );
+                        now = clock.now();
+                        match redirect {
+                            Some(Some(Ok(url))) => op.handle_redirect(&url, now),
+                            // Cancelled: the loop's next turn cancels the operation.
+                            None => {}
+                            // The step's time ran out: so did the operation's.
+                            Some(None) if authorizer.is_some() => op.handle_timeout(now),
+                            Some(_) => op.decline_authorization(),
+                        }
+                    }
                     Output::Done(result) => {
                         leg::drop_all(&mut legs, observer, now);
                         trace::ended(&span, &result);

@@ -83,12 +83,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod authorize;
 mod cancel;
 mod client;
 mod clock;
 mod leg;
 mod trace;
 
+pub use authorize::{Authorize, AuthorizeFuture, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 pub use client::Client;
 pub use clock::TokioClock;

@@ -48,6 +48,10 @@ pub struct SessionConfig {
     trace_context: Map<String, Value>,
     /// The pinned version, or `None` to detect the server's era.
     protocol_version: Option<ProtocolVersion>,
+    /// The URL exactly as the caller gave it (a 2025-03-26 server's OAuth `resource`).
+    url: String,
+    /// How to authorize when the server asks, if at all.
+    oauth: Option<crate::auth::OAuth>,
 }
 
 impl SessionConfig {
@@ -92,6 +96,8 @@ impl SessionConfig {
             cancel_notice: false,
             trace_context: Map::new(),
             protocol_version: None,
+            url: url.to_owned(),
+            oauth: None,
         })
     }
 
@@ -261,6 +267,25 @@ impl SessionConfig {
     /// The pinned protocol version, or `None` when the server's era is detected.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.protocol_version
+    }
+
+    /// Authorizes with OAuth when the server asks (a 401, or a 403 `insufficient_scope`):
+    /// every request of the authorization is a leg of the operation that met the refusal,
+    /// inside its budget. Without it a 401 ends the operation with
+    /// [`Error::AuthorizationRequired`].
+    pub fn with_oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// How to authorize, if configured.
+    pub fn oauth(&self) -> Option<&crate::auth::OAuth> {
+        self.oauth.as_ref()
+    }
+
+    /// The server URL exactly as given.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// The endpoint.

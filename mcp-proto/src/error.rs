@@ -188,6 +188,34 @@ pub enum Error {
         /// What does not match, in one sentence.
         reason: String,
     },
+    /// The server asks for authorization (a 401) and none can be given here: no OAuth is
+    /// configured, or the flow reached the step that needs a person and the caller has no
+    /// authorizer. The operation ended at once: no budget was spent waiting for anyone.
+    #[error(
+        "MCP server \"{server}\" requires authorization for {method}{}, and no one here can authorize: {reason}",
+        issuer.as_deref().map(|i| format!(" at \"{i}\"")).unwrap_or_default()
+    )]
+    AuthorizationRequired {
+        /// The server's label.
+        server: String,
+        /// The request the server refused.
+        method: &'static str,
+        /// The authorization server the person would approve at, once it is known.
+        issuer: Option<String>,
+        /// What is missing: no OAuth configured, or no authorizer for the browser step.
+        reason: &'static str,
+    },
+    /// The authorization the server asked for did not end with a token: discovery,
+    /// registration, the authorization itself or the token endpoint failed. The error names
+    /// the endpoint and, where one answered, what it said (clipped); it never holds a
+    /// credential.
+    #[error("authorization for MCP server \"{server}\" failed: {error}")]
+    Authorization {
+        /// The server's label.
+        server: String,
+        /// What the authorization flow reports.
+        error: mcp_auth::AuthError,
+    },
     /// The caller cancelled the operation.
     #[error("the {method} request to MCP server \"{server}\" was cancelled by the caller")]
     Cancelled {
@@ -235,11 +263,14 @@ pub enum Fault {
     Caller,
     /// The caller cancelled the operation.
     Cancelled,
+    /// Authorization is needed and was not given: no one here could authorize, or the person
+    /// declined. Log in (or configure an authorizer) and try again.
+    Authorization,
 }
 
 impl Fault {
     /// One lower-case word, stable for scripts and traces: `budget`, `network`, `server`,
-    /// `caller`, `cancelled`.
+    /// `caller`, `cancelled`, `authorization`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Budget => "budget",
@@ -247,6 +278,7 @@ impl Fault {
             Self::Server => "server",
             Self::Caller => "caller",
             Self::Cancelled => "cancelled",
+            Self::Authorization => "authorization",
         }
     }
 }
@@ -269,6 +301,8 @@ impl Error {
             Self::TooManyPages { .. } => "too_many_pages",
             Self::RepeatedCursor { .. } => "repeated_cursor",
             Self::SkillRejected { .. } => "skill_rejected",
+            Self::AuthorizationRequired { .. } => "authorization_required",
+            Self::Authorization { .. } => "authorization",
             Self::Cancelled { .. } => "cancelled",
             Self::InvalidUrl { .. } => "invalid_url",
             Self::InvalidHeader { .. } => "invalid_header",
@@ -297,6 +331,14 @@ impl Error {
             | Self::TooManyPages { .. }
             | Self::RepeatedCursor { .. }
             | Self::SkillRejected { .. } => Fault::Server,
+            Self::AuthorizationRequired { .. } => Fault::Authorization,
+            Self::Authorization { error, .. } => match error.fault() {
+                mcp_auth::Fault::Caller => Fault::Caller,
+                mcp_auth::Fault::User => Fault::Authorization,
+                mcp_auth::Fault::Server | mcp_auth::Fault::AuthorizationServer => Fault::Server,
+                // A kind of fault this crate does not know yet: the authorization's.
+                _ => Fault::Authorization,
+            },
             Self::Cancelled { .. } => Fault::Cancelled,
             Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => {
                 Fault::Caller
@@ -320,6 +362,8 @@ impl Error {
             | Self::TooManyPages { server, .. }
             | Self::RepeatedCursor { server, .. }
             | Self::SkillRejected { server, .. }
+            | Self::AuthorizationRequired { server, .. }
+            | Self::Authorization { server, .. }
             | Self::Cancelled { server, .. } => Some(server),
             Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => None,
         }

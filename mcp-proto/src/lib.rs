@@ -58,6 +58,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod auth;
 mod catalog;
 mod clock;
 mod config;
@@ -73,6 +74,7 @@ mod skills;
 pub mod sse;
 mod wire;
 
+pub use auth::OAuth;
 pub use catalog::{
     CacheHint, CacheScope, GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult,
     Resource, ResourceTemplate, Tool,
@@ -82,15 +84,18 @@ pub use config::SessionConfig;
 pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};
 pub use error::{Error, Fault, QUOTE_LIMIT, clip};
 pub use jsonrpc::{RequestId, RpcError};
+/// The OAuth core the operation runs (re-exported so callers configure it without naming
+/// another dependency).
+pub use mcp_auth;
 pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
     ServerInfo, SessionInfo, Subscription, SubscriptionEnd, accept_elicitation_with_defaults,
 };
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
-    Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
-    Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation, Outcome, Output,
-    TransportError, TransportErrorKind,
+    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,
+    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation,
+    Outcome, Output, TransportError, TransportErrorKind,
 };
 pub use session::Session;
 pub use skills::{LoadedSkill, Skill, SkillFile};

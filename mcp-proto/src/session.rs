@@ -8,6 +8,9 @@
 //! This module must never depend on the operation's internals.
 
 use std::collections::HashMap;
+use std::time::{Instant, SystemTime};
+
+use mcp_auth::{AccessToken, Entropy};
 
 use crate::config::SessionConfig;
 use crate::deadline::OperationDeadline;
@@ -29,6 +32,22 @@ pub struct Session {
     tool_headers: HashMap<String, Vec<ParamHeader>>,
     /// The server's era, once an operation found it out.
     era: Option<Era>,
+    /// The access token every MCP request carries, once an authorization obtained one.
+    token: Option<AccessToken>,
+    /// Where authorizations draw their randomness (PKCE, `state`, keys): the driver's.
+    entropy: Option<EntropySource>,
+    /// An instant and the time of day at it, given by the driver: the time of day at any
+    /// later instant is reckoned from it (signed assertions carry one).
+    time_of_day: Option<(Instant, SystemTime)>,
+}
+
+/// The driver's random source, boxed; `Debug` shows nothing of it.
+struct EntropySource(Box<dyn Entropy + Send>);
+
+impl std::fmt::Debug for EntropySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EntropySource")
+    }
 }
 
 impl Session {
@@ -40,6 +59,58 @@ impl Session {
             next_request_id: 1,
             tool_headers: HashMap::new(),
             era: None,
+            token: None,
+            entropy: None,
+            time_of_day: None,
+        }
+    }
+
+    /// Gives authorizations their random source (PKCE verifiers, `state`, keys). Drivers
+    /// fill it from the operating system's CSPRNG when they create the session; an
+    /// authorization without one ends with an error rather than guessable values.
+    pub fn set_entropy(&mut self, entropy: Box<dyn Entropy + Send>) {
+        self.entropy = Some(EntropySource(entropy));
+    }
+
+    /// Tells the session the time of day at `now` (drivers call it when an operation
+    /// starts). What goes on the wire with a time of day (the `iat` of a signed assertion)
+    /// is reckoned from the last reading; without one, from the Unix epoch.
+    pub fn set_time_of_day(&mut self, now: Instant, wall: SystemTime) {
+        self.time_of_day = Some((now, wall));
+    }
+
+    /// The access token the session's requests carry, if an authorization obtained one.
+    pub fn token(&self) -> Option<&AccessToken> {
+        self.token.as_ref()
+    }
+
+    /// Sets the token the session's requests carry (one the caller obtained elsewhere, or
+    /// kept from an earlier session).
+    pub fn set_token(&mut self, token: AccessToken) {
+        self.token = Some(token);
+    }
+
+    /// Forgets the token: the next request goes without one (and a 401 starts an
+    /// authorization).
+    pub fn forget_token(&mut self) {
+        self.token = None;
+    }
+
+    pub(crate) fn entropy(&mut self) -> Option<&mut dyn Entropy> {
+        match self.entropy.as_mut() {
+            Some(source) => Some(source.0.as_mut()),
+            None => None,
+        }
+    }
+
+    /// The time of day at `now`, reckoned from the driver's last reading.
+    pub(crate) fn time_of_day(&self, now: Instant) -> SystemTime {
+        let Some((at, wall)) = self.time_of_day else {
+            return SystemTime::UNIX_EPOCH;
+        };
+        match now.checked_duration_since(at) {
+            Some(later) => wall.checked_add(later).unwrap_or(wall),
+            None => wall.checked_sub(at.duration_since(now)).unwrap_or(wall),
         }
     }
 

@@ -102,14 +102,37 @@ struct ModelLeg {
 #[derive(Debug, Clone, PartialEq)]
 enum Expected {
     Success,
-    BudgetExhausted { leg: u32, method: &'static str },
-    LegTimedOut { method: &'static str, grant: u64 },
-    Unreachable { method: &'static str },
-    HttpStatus { method: &'static str, status: u16 },
-    JsonRpc { method: &'static str },
-    Malformed { method: &'static str },
-    SessionExpired { method: &'static str },
-    Cancelled { method: &'static str },
+    BudgetExhausted {
+        leg: u32,
+        method: &'static str,
+    },
+    LegTimedOut {
+        method: &'static str,
+        grant: u64,
+    },
+    Unreachable {
+        method: &'static str,
+    },
+    HttpStatus {
+        method: &'static str,
+        status: u16,
+    },
+    /// A 401 without OAuth configured.
+    AuthorizationRequired {
+        method: &'static str,
+    },
+    JsonRpc {
+        method: &'static str,
+    },
+    Malformed {
+        method: &'static str,
+    },
+    SessionExpired {
+        method: &'static str,
+    },
+    Cancelled {
+        method: &'static str,
+    },
 }
 
 /// The reference model: budget arithmetic in whole milliseconds, the handshake, pages.
@@ -439,7 +462,11 @@ fn check_result(
         | (Expected::JsonRpc { method }, Err(Error::JsonRpc { method: m, .. }))
         | (Expected::Malformed { method }, Err(Error::Malformed { method: m, .. }))
         | (Expected::SessionExpired { method }, Err(Error::SessionExpired { method: m, .. }))
-        | (Expected::Cancelled { method }, Err(Error::Cancelled { method: m, .. })) => m == method,
+        | (Expected::Cancelled { method }, Err(Error::Cancelled { method: m, .. }))
+        | (
+            Expected::AuthorizationRequired { method },
+            Err(Error::AuthorizationRequired { method: m, .. }),
+        ) => m == method,
         (
             Expected::HttpStatus { method, status },
             Err(Error::HttpStatus {
@@ -479,9 +506,12 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
         Step::Status(status) => {
             real.answer(kind, status, Some("application/json"), b"{}");
             if let Some(leg) = leg {
-                model.end(Expected::HttpStatus {
-                    method: named(leg.kind),
-                    status,
+                let method = named(leg.kind);
+                model.end(if status == 401 {
+                    // No OAuth configured: the refusal needs someone to authorize.
+                    Expected::AuthorizationRequired { method }
+                } else {
+                    Expected::HttpStatus { method, status }
                 });
             }
         }

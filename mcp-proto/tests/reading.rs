@@ -57,7 +57,7 @@ fn answer_for(id: i64, result: Value) -> Value {
 
 #[test]
 fn a_status_of_300_or_more_is_an_error_and_the_body_is_not_read() {
-    for status in [302, 400, 401, 500, 503] {
+    for status in [302, 400, 403, 500, 503] {
         let run = call_with(Answer::Raw(status, Some("text/html"), b"<html>".to_vec()));
         match run.result {
             Err(Error::HttpStatus {
@@ -73,6 +73,24 @@ fn a_status_of_300_or_more_is_an_error_and_the_body_is_not_read() {
             other => panic!("status {status}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn a_401_without_oauth_configured_asks_for_authorization_and_sends_nothing_more() {
+    let run = call_with(Answer::Raw(401, Some("text/html"), b"<html>".to_vec()));
+    match run.result {
+        Err(Error::AuthorizationRequired {
+            server,
+            method,
+            issuer,
+            ..
+        }) => assert_eq!(
+            (server.as_str(), method, issuer),
+            (SERVER, "tools/call", None)
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(run.legs.len(), 3, "nothing is sent after the refused call");
 }
 
 #[test]

@@ -66,6 +66,7 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
     let mut events = Vec::new();
     let result = loop {
         match op.poll_output(clock.now()) {
+            Output::Authorize(_) => op.decline_authorization(),
             Output::Event(event) => events.push(event),
             Output::Wait(until) => {
                 // The stream stays open: the budget ends it.

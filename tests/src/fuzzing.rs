@@ -785,6 +785,7 @@ impl Driver<'_, '_> {
     fn run(&mut self) -> Result<Outcome, Error> {
         loop {
             match self.poll() {
+                Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
                 Output::Event(_) => {}
                 Output::Wait(until) => {
                     // Every leg was answered to its end, so this is the wait before resuming a
@@ -869,6 +870,9 @@ impl Driver<'_, '_> {
             // Between chunks: notifications out, nested legs run, until told to wait.
             loop {
                 match self.poll() {
+                    Output::Authorize(_) => {
+                        panic!("no OAuth is configured, so no authorization step")
+                    }
                     Output::Event(_) => {}
                     Output::Wait(_) => break,
                     Output::Done(result) => return Some(result),
@@ -1439,6 +1443,7 @@ impl Harness<'_> {
             return output;
         }
         match &output {
+            Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Transmit(leg) => self.transmitted(leg, now),
             Output::Wait(until) => {
                 let end = self.started + self.total;
@@ -2410,6 +2415,7 @@ fn finish(h: &mut Harness<'_>) {
     let mut rounds = 0;
     loop {
         match h.poll() {
+            Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Done(_) => break,
             Output::Event(_) => continue,
             Output::Transmit(leg) => {

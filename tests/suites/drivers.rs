@@ -969,7 +969,7 @@ fn every_hostile_mode_ends_in_its_own_typed_error<D: Driver>() {
         row!(on_call(Hostile::RedirectTo("http://127.0.0.1:9/mcp".into()))
             => Err(Error::HttpStatus { method: "tools/call", status: 302, .. })),
         row!(on_call(Hostile::Status(401))
-            => Err(Error::HttpStatus { method: "tools/call", status: 401, .. })),
+            => Err(Error::AuthorizationRequired { method: "tools/call", issuer: None, .. })),
         row!(on_call(Hostile::Status(403))
             => Err(Error::HttpStatus { method: "tools/call", status: 403, .. })),
         row!(on_call(Hostile::Status(500))

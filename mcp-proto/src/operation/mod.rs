@@ -80,6 +80,7 @@
 //!             }
 //!         }
 //!         Output::Event(_) => {}
+//!         Output::Authorize(_) => op.decline_authorization(), // no OAuth configured here
 //!         Output::Wait(_) => op.handle_timeout(clock.now()),
 //!         Output::Done(result) => break result,
 //!     }
@@ -89,6 +90,7 @@
 //! ```
 
 mod answer;
+mod authorize;
 mod era;
 mod legs;
 mod listen;
@@ -114,12 +116,14 @@ use crate::sse::SseEvent;
 use crate::wire;
 
 use answer::{Loading, Paging};
+use authorize::Authorizing;
 use legs::{InFlight, LegTable, Role};
 use listen::Listen;
 use replies::Replies;
 use resume::Resumption;
 use timers::{Timer, TimerTable};
 
+pub use authorize::Authorize;
 pub use types::{
     Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
     Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, Output, TransportError,
@@ -186,6 +190,8 @@ pub struct Operation<'s> {
     input: Option<wire::InputRound>,
     /// How many times the server asked for input in this operation.
     input_rounds: u32,
+    /// The authorization the server asked for, while it runs and after (for a step-up).
+    auth: Authorizing,
     finished: Option<Result<Outcome, Error>>,
     returned: bool,
     scratch: Vec<SseEvent>,
@@ -316,6 +322,7 @@ impl<'s> Operation<'s> {
             acknowledged: None,
             input: None,
             input_rounds: 0,
+            auth: Authorizing::default(),
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
             returned: false,
             scratch: Vec::new(),
@@ -364,6 +371,9 @@ impl<'s> Operation<'s> {
         if self.legs.is_busy(Role::Work) {
             return self.wait(now);
         }
+        if self.auth.is_running() {
+            return self.poll_authorization(now);
+        }
         if self.is_live() {
             if let Some(leg) = self.transmit_listen(now) {
                 return Output::Transmit(leg);
@@ -400,6 +410,7 @@ impl<'s> Operation<'s> {
             return LegStatus::Complete;
         };
         match role {
+            Role::Work if self.is_auth_leg() => self.auth_head(status, headers),
             Role::Work => self.work_head(status, headers),
             Role::Reply => self.reply_head(status),
             Role::Listen => self.listen_head(status, headers),
@@ -416,6 +427,7 @@ impl<'s> Operation<'s> {
             return LegStatus::Complete;
         };
         match role {
+            Role::Work if self.is_auth_leg() => self.auth_chunk(chunk),
             Role::Work => self.work_chunk(chunk),
             Role::Listen => self.listen_chunk(chunk),
             // Their bodies are not read: the leg ended with its head.
@@ -429,6 +441,7 @@ impl<'s> Operation<'s> {
             return;
         };
         match role {
+            Role::Work if self.is_auth_leg() => self.auth_end(),
             Role::Work => self.work_end(now),
             Role::Listen => self.listen_off(),
             Role::Reply | Role::Notice => {
@@ -444,6 +457,23 @@ impl<'s> Operation<'s> {
             return;
         };
         self.leg_failed(role, Some(&error));
+    }
+
+    /// The redirect a person's authorization ended with (the URL the authorization server
+    /// sent the browser to), after [`Output::Authorize`]. Ignored when no authorization is
+    /// awaited; at or after the step's end, the operation has already failed.
+    pub fn handle_redirect(&mut self, redirect_url: &str, now: Instant) {
+        if self.timers.is_due(Timer::Person, now) {
+            self.expire(Timer::Person);
+            return;
+        }
+        self.person_answered(Some(redirect_url));
+    }
+
+    /// There is no one to authorize (no authorizer, or it could not run) after
+    /// [`Output::Authorize`]: the operation ends with [`Error::AuthorizationRequired`].
+    pub fn decline_authorization(&mut self) {
+        self.person_answered(None);
     }
 
     /// Tells the operation a timer fired: every timer due by `now` expires. A leg whose
@@ -462,8 +492,10 @@ impl<'s> Operation<'s> {
     /// `poll_output` sends what it held back.
     fn expire(&mut self, timer: Timer) {
         self.timers.stop(timer);
-        if let Timer::LegEnd(role) = timer {
-            self.leg_failed(role, None);
+        match timer {
+            Timer::LegEnd(role) => self.leg_failed(role, None),
+            Timer::Person => self.person_timed_out(),
+            Timer::ResumePause | Timer::ListenHead => {}
         }
     }
 

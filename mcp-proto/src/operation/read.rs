@@ -93,8 +93,8 @@ impl Operation<'_> {
             return LegStatus::Complete;
         }
         leg.status = status.as_u16();
-        let (kind, carried_session, method) =
-            (leg.kind, leg.carried_session, leg.answers.request_name());
+        let (kind, carried_session, answers) = (leg.kind, leg.carried_session, leg.answers);
+        let method = answers.request_name();
         if kind == LegKind::Close {
             // 404: already gone; 405: the server does not end sessions on request.
             self.end_leg(Role::Work);
@@ -113,9 +113,11 @@ impl Operation<'_> {
             }
             return LegStatus::Complete;
         }
+        if self.meets_challenge(status, headers) {
+            return LegStatus::Complete;
+        }
         if status == StatusCode::NOT_FOUND && carried_session {
             // Named after the request whose answer was awaited (a resumption's GET serves it).
-            let answers = leg.answers;
             self.session_lost(answers);
             return LegStatus::Complete;
         }

@@ -19,10 +19,12 @@ pub(super) enum Timer {
     ResumePause,
     /// The work request stops waiting for the standalone stream's head.
     ListenHead,
+    /// The end of the wait for a person's authorization (the rest of the budget).
+    Person,
 }
 
 impl Timer {
-    const COUNT: usize = Role::COUNT + 2;
+    const COUNT: usize = Role::COUNT + 3;
 
     /// Every timer, in the order they are expired when several are due at once: leg ends
     /// first (a leg that ran out fails before anything it gates proceeds).
@@ -33,6 +35,7 @@ impl Timer {
         Self::LegEnd(Role::Notice),
         Self::ResumePause,
         Self::ListenHead,
+        Self::Person,
     ];
 
     const fn index(self) -> usize {
@@ -40,6 +43,7 @@ impl Timer {
             Self::LegEnd(role) => role.index(),
             Self::ResumePause => Role::COUNT,
             Self::ListenHead => Role::COUNT + 1,
+            Self::Person => Role::COUNT + 2,
         }
     }
 }

@@ -101,11 +101,14 @@ impl Operation<'_> {
     pub(super) fn hand_out(
         &mut self,
         kind: LegKind,
-        request: http::Request<Vec<u8>>,
+        mut request: http::Request<Vec<u8>>,
         timeout: Duration,
         now: Instant,
         (answers, request_id): (LegKind, Option<i64>),
     ) -> Leg {
+        if !matches!(kind, LegKind::Auth(_)) {
+            self.present_token(&mut request);
+        }
         let ends_at = now.checked_add(timeout).unwrap_or(now);
         let carried_session = request.headers().contains_key(SESSION_HEADER);
         self.legs_sent += 1;

@@ -131,6 +131,10 @@ pub enum LegKind {
     /// A GET opening the session's standalone stream, read beside the other legs (see
     /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
     Listen,
+    /// A request of an authorization the server asked for (resource metadata, server
+    /// metadata, registration, token, refresh), to the endpoint the flow chose. Its label is
+    /// the flow's (`oauth:token`, ...).
+    Auth(mcp_auth::AuthRequestKind),
 }
 
 impl LegKind {
@@ -148,7 +152,7 @@ impl LegKind {
             Self::GetPrompt => Some("prompts/get"),
             Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
-            Self::Respond | Self::Resume | Self::Close | Self::Listen => None,
+            Self::Respond | Self::Resume | Self::Close | Self::Listen | Self::Auth(_) => None,
         }
     }
 
@@ -160,6 +164,7 @@ impl LegKind {
             Self::Resume => "resume",
             Self::Close => "close",
             Self::Listen => "listen",
+            Self::Auth(kind) => kind.label(),
             other => match other.method() {
                 Some(method) => method,
                 None => "leg",
@@ -174,6 +179,7 @@ impl LegKind {
             Self::Close => "DELETE",
             Self::Resume | Self::Listen => "GET",
             Self::Respond => "POST",
+            Self::Auth(kind) => kind.label(),
             other => match other.method() {
                 Some(method) => method,
                 None => "request",
@@ -368,6 +374,12 @@ pub enum Output {
     Wait(Instant),
     /// Hand this to the caller, then poll again.
     Event(Event),
+    /// An authorization needs a person: give the URL to the caller's authorizer (a browser
+    /// and the listener its redirect comes back to), bounded by `ends_at`, and feed the
+    /// redirect URL with [`handle_redirect`](crate::Operation::handle_redirect). Without an
+    /// authorizer, call [`decline_authorization`](crate::Operation::decline_authorization) at
+    /// once: the operation ends with [`Error::AuthorizationRequired`] having waited for no one.
+    Authorize(super::authorize::Authorize),
     /// The operation is over: drop every leg still in flight. Polling again yields
     /// [`Error::AlreadyFinished`].
     Done(Result<Outcome, Error>),

@@ -132,6 +132,8 @@ pub fn drive(
                 op.handle_timeout(clock.now());
             }
             Output::Done(result) => break result,
+            // No one to authorize here.
+            Output::Authorize(_) => op.decline_authorization(),
             Output::Transmit(leg) => {
                 if let Some(result) = stand_in.run_leg(&mut op, leg) {
                     break result;
@@ -237,6 +239,7 @@ impl StandIn<'_> {
                 match op.poll_output(self.clock.now()) {
                     Output::Event(event) => self.events.push(event),
                     Output::Wait(_) => break,
+                    Output::Authorize(_) => op.decline_authorization(),
                     Output::Done(result) => return Some(result),
                     Output::Transmit(nested) => {
                         if let Some(result) = self.run_leg(op, nested) {

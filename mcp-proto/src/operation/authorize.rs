@@ -1,0 +1,287 @@
+//! Authorization as legs of the operation that needed it.
+//!
+//! A 401 (or a 403 `insufficient_scope`) to any request of the operation starts an OAuth
+//! flow ([`mcp_auth::AuthFlow`]) inside that operation: each request the flow makes
+//! (resource metadata, server metadata, registration, token, refresh) is a leg like any other,
+//! granted what is left of the budget and refused, with nothing sent, once the budget is
+//! spent. The one step that needs a person is handed to the driver as
+//! [`Output::Authorize`](super::Output::Authorize), under a grant of what is left too. When the
+//! flow ends with a token, the session keeps it, every later request of the session carries it,
+//! and the refused request goes out again. A request refused once more continues the same
+//! chain (a step-up asks for the union of scopes; past
+//! [`MAX_AUTHORIZATIONS`](mcp_auth::MAX_AUTHORIZATIONS) flows the operation gives up).
+//!
+//! This module must never put a credential in an error, a trace label or a `Debug` output,
+//! and never hand the token to a request for another origin (auth legs are built by the flow
+//! and carry no MCP header; only MCP legs carry the token, and they all go to the configured
+//! endpoint).
+
+use std::time::{Duration, Instant};
+
+use http::header::AUTHORIZATION;
+use http::{HeaderMap, StatusCode};
+use mcp_auth::{AuthError, AuthFlow, AuthStep, Challenge, MAX_ANSWER_BYTES};
+
+use super::legs::Role;
+use super::timers::Timer;
+use super::{LegKind, LegStatus, Operation, Output};
+use crate::deadline::Budget;
+use crate::error::Error;
+
+/// What the browser step of an authorization needs: the URL a person must open, and how long
+/// the operation can wait for the redirect (what was left of its budget).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorize {
+    /// The authorization URL: open it in a browser (it holds no secret).
+    pub url: String,
+    /// How long the person has: the rest of the budget. Never zero.
+    pub timeout: Duration,
+    /// The instant that time ends.
+    pub ends_at: Instant,
+}
+
+/// The request the trace and errors name for the browser step.
+pub(super) const AUTHORIZE_LABEL: &str = "oauth:authorize";
+
+/// The operation's authorization state.
+#[derive(Debug, Default)]
+pub(super) struct Authorizing {
+    /// The flow of this operation: running, or ended with a token (kept so that the next
+    /// refusal continues its chain).
+    flow: Option<AuthFlow>,
+    /// Whether the flow is running: its legs go out before the work.
+    running: bool,
+    /// The answer to the auth leg in flight, collected until its end.
+    answer: Option<AuthAnswer>,
+    /// The browser step was handed out and its redirect is awaited.
+    awaiting_person: bool,
+}
+
+#[derive(Debug)]
+struct AuthAnswer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Authorizing {
+    /// Whether an authorization is running (its legs, or the person, come before the work).
+    pub(super) fn is_running(&self) -> bool {
+        self.running
+    }
+}
+
+impl Operation<'_> {
+    /// A refusal that asks for authorization: a 401, or a 403 `insufficient_scope`. Starts (or
+    /// continues) the flow and answers `true`; the leg is over.
+    pub(super) fn meets_challenge(&mut self, status: StatusCode, headers: &HeaderMap) -> bool {
+        if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+            return false;
+        }
+        let Some(challenge) = Challenge::from_response(status, headers) else {
+            return false;
+        };
+        let refused = self
+            .legs
+            .get(Role::Work)
+            .map_or(LegKind::Ping, |leg| leg.answers);
+        self.end_leg(Role::Work);
+        // The token presented (if any) is not good enough any more.
+        self.session.forget_token();
+        let config = self.session.config();
+        let Some(oauth) = config.oauth() else {
+            let method = refused.request_name();
+            self.fail(|server| Error::AuthorizationRequired {
+                server,
+                method,
+                issuer: None,
+                reason: "no OAuth client is configured for it",
+            });
+            return true;
+        };
+        let flow = match self.auth.flow.take() {
+            Some(earlier) => Ok(earlier.rechallenge(challenge)),
+            None => AuthFlow::new(
+                config.url(),
+                challenge,
+                oauth.client().clone(),
+                oauth.store().clone(),
+            ),
+        };
+        match flow {
+            Ok(flow) => {
+                self.auth.flow = Some(flow);
+                self.auth.running = true;
+            }
+            Err(error) => self.fail(|server| Error::Authorization { server, error }),
+        }
+        true
+    }
+
+    /// The next step of a running authorization: a leg, the browser step, a wait, or (once it
+    /// ended) whatever comes after it.
+    pub(super) fn poll_authorization(&mut self, now: Instant) -> Output {
+        if self.auth.awaiting_person {
+            return self.wait(now);
+        }
+        let wall = self.session.time_of_day(now);
+        let (Some(flow), Some(entropy)) = (self.auth.flow.as_mut(), self.session.entropy()) else {
+            self.auth.running = false;
+            let error = AuthError::Misuse {
+                detail: "no entropy source: the driver must give the session one (Session::set_entropy)",
+            };
+            self.fail(|server| Error::Authorization { server, error });
+            return self.poll_output(now);
+        };
+        match flow.poll(now, wall, entropy) {
+            AuthStep::Send(request) => {
+                let kind = LegKind::Auth(request.kind);
+                let Some(timeout) = self.grant_or_refuse(kind.request_name(), now) else {
+                    return self.poll_output(now);
+                };
+                let leg = self.hand_out(kind, request.request, timeout, now, (kind, None));
+                Output::Transmit(leg)
+            }
+            AuthStep::Authorize { url } => {
+                let Some(timeout) = self.grant_or_refuse(AUTHORIZE_LABEL, now) else {
+                    return self.poll_output(now);
+                };
+                let ends_at = now.checked_add(timeout).unwrap_or(now);
+                self.timers.set(Timer::Person, ends_at);
+                self.auth.awaiting_person = true;
+                Output::Authorize(Authorize {
+                    url: url.into(),
+                    timeout,
+                    ends_at,
+                })
+            }
+            AuthStep::Pending => self.wait(now),
+            AuthStep::Done(token) => {
+                self.session.set_token(token);
+                self.auth.running = false;
+                self.poll_output(now)
+            }
+            AuthStep::Failed(error) => {
+                self.auth.running = false;
+                let method = self.refused_request();
+                match error {
+                    AuthError::AuthorizationRequired { issuer, .. } => {
+                        self.fail(|server| Error::AuthorizationRequired {
+                            server,
+                            method,
+                            issuer: Some(issuer),
+                            reason: "a person must approve in a browser and no authorizer is configured",
+                        });
+                    }
+                    error => self.fail(|server| Error::Authorization { server, error }),
+                }
+                self.poll_output(now)
+            }
+        }
+    }
+
+    /// What is left of the budget for the next auth step, or the refusal (nothing sent).
+    fn grant_or_refuse(&mut self, method: &'static str, now: Instant) -> Option<Duration> {
+        match self.deadline.grant(now) {
+            Ok(grant) => Some(grant),
+            Err(exhausted) => {
+                let leg = self.legs_sent + 1;
+                self.auth.running = false;
+                self.fail(|server| Error::BudgetExhausted {
+                    server,
+                    budget: Budget::from_duration(exhausted.total),
+                    method,
+                    leg,
+                });
+                None
+            }
+        }
+    }
+
+    /// The request the authorization is for: the one the server refused, sent again after it.
+    fn refused_request(&self) -> &'static str {
+        self.next_leg_kind().request_name()
+    }
+
+    /// Whether the work leg in flight is an auth leg.
+    pub(super) fn is_auth_leg(&self) -> bool {
+        self.legs
+            .get(Role::Work)
+            .is_some_and(|leg| matches!(leg.kind, LegKind::Auth(_)))
+    }
+
+    /// An auth leg's head: kept until its body ends.
+    pub(super) fn auth_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
+        self.auth.answer = Some(AuthAnswer {
+            status,
+            headers: headers.clone(),
+            body: Vec::new(),
+        });
+        LegStatus::ReadMore
+    }
+
+    /// A chunk of an auth leg's body: read up to one byte past the cap (the flow refuses a
+    /// longer answer), then the leg is over.
+    pub(super) fn auth_chunk(&mut self, chunk: &[u8]) -> LegStatus {
+        let Some(answer) = self.auth.answer.as_mut() else {
+            return LegStatus::Complete;
+        };
+        let room = (MAX_ANSWER_BYTES + 1).saturating_sub(answer.body.len());
+        answer
+            .body
+            .extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if answer.body.len() > MAX_ANSWER_BYTES {
+            self.auth_end();
+            return LegStatus::Complete;
+        }
+        LegStatus::ReadMore
+    }
+
+    /// An auth leg's body ended: its answer goes to the flow.
+    pub(super) fn auth_end(&mut self) {
+        self.end_leg(Role::Work);
+        let (Some(answer), Some(flow)) = (self.auth.answer.take(), self.auth.flow.as_mut()) else {
+            return;
+        };
+        flow.handle_response(answer.status, &answer.headers, &answer.body);
+    }
+
+    /// The redirect the person's browser was sent to, after [`Output::Authorize`].
+    pub(super) fn person_answered(&mut self, redirect: Option<&str>) {
+        if !self.auth.awaiting_person {
+            return;
+        }
+        self.auth.awaiting_person = false;
+        self.timers.stop(Timer::Person);
+        let Some(flow) = self.auth.flow.as_mut() else {
+            return;
+        };
+        match redirect {
+            Some(url) => flow.handle_redirect(url),
+            None => flow.handle_no_authorizer(),
+        }
+    }
+
+    /// The budget ran out while the person had the authorization URL.
+    pub(super) fn person_timed_out(&mut self) {
+        self.auth.awaiting_person = false;
+        self.auth.running = false;
+        let method = self.refused_request();
+        self.fail(|server| Error::AuthorizationRequired {
+            server,
+            method,
+            issuer: None,
+            reason: "the authorization was not approved within the operation's budget",
+        });
+    }
+
+    /// Puts the session's token on an MCP request (never on an auth leg: those go to other
+    /// endpoints, built by the flow).
+    pub(super) fn present_token(&self, request: &mut http::Request<Vec<u8>>) {
+        if let Some(token) = self.session.token() {
+            request
+                .headers_mut()
+                .insert(AUTHORIZATION, token.authorization_header());
+        }
+    }
+}
