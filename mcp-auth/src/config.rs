@@ -78,9 +78,22 @@ pub struct PreRegisteredClient {
     pub(crate) client_id: String,
     pub(crate) client_secret: Option<Secret>,
     pub(crate) auth_method: Option<TokenEndpointAuth>,
+    /// Offered to whichever authorization server the MCP server names (`issuer` is empty).
+    pub(crate) any_issuer: bool,
 }
 
 impl PreRegisteredClient {
+    /// A client id issued out of band for one MCP server whose authorization server is not
+    /// known in advance: it is offered to **whichever** authorization server that MCP server
+    /// names. Only for a server trusted with the secret (a server that points elsewhere would
+    /// receive it); prefer [`new`](Self::new) with the issuer whenever it is known.
+    pub fn for_any_issuer(client_id: impl Into<String>) -> Self {
+        Self {
+            any_issuer: true,
+            ..Self::new("", client_id)
+        }
+    }
+
     /// A client id issued by `issuer` (compared exactly with the issuer the MCP server names).
     pub fn new(issuer: impl Into<String>, client_id: impl Into<String>) -> Self {
         Self {
@@ -88,6 +101,7 @@ impl PreRegisteredClient {
             client_id: client_id.into(),
             client_secret: None,
             auth_method: None,
+            any_issuer: false,
         }
     }
 
@@ -104,7 +118,7 @@ impl PreRegisteredClient {
         self
     }
 
-    /// The issuer the client belongs to.
+    /// The issuer the client belongs to (empty for [`for_any_issuer`](Self::for_any_issuer)).
     pub fn issuer(&self) -> &str {
         &self.issuer
     }
@@ -125,6 +139,7 @@ impl std::fmt::Debug for PreRegisteredClient {
                 &self.client_secret.as_ref().map(|_| "redacted"),
             )
             .field("auth_method", &self.auth_method)
+            .field("any_issuer", &self.any_issuer)
             .finish()
     }
 }

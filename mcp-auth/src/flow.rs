@@ -594,7 +594,7 @@ impl AuthFlow {
         let metadata = self.metadata()?;
         let issuer = metadata.issuer.clone();
         let client = if let Some(pre) = &self.config.pre_registered {
-            if pre.issuer != issuer {
+            if !pre.any_issuer && pre.issuer != issuer {
                 return Err(AuthError::PreRegisteredForOtherIssuer {
                     server: self.server.to_string(),
                     configured: quote(&pre.issuer),

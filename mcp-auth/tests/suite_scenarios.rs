@@ -509,6 +509,27 @@ fn pre_registration_uses_basic_auth_and_never_registers() {
 }
 
 #[test]
+fn credentials_for_any_issuer_go_to_the_issuer_the_server_names() {
+    let mut world = World::with_servers(&AsOpts {
+        dcr: false,
+        auth_methods: vec!["client_secret_basic"],
+        ..AsOpts::default()
+    });
+    let config = world.config().with_pre_registered(
+        PreRegisteredClient::for_any_issuer("pre-registered-client")
+            .with_secret("pre-registered-secret"),
+    );
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(token.issuer(), AS);
+    assert!(world.sent("oauth:register").is_empty());
+    assert_eq!(
+        world.last_authorize_param("client_id").as_deref(),
+        Some("pre-registered-client")
+    );
+}
+
+#[test]
 fn pre_registered_credentials_are_not_offered_to_another_issuer() {
     let mut world = World::with_servers(&AsOpts::default());
     let config = world.config().with_pre_registered(

@@ -11,10 +11,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_driver_tokio::Client;
+use mcp_driver_tokio::{Client, HeadlessAuthorizer};
+use mcp_proto::mcp_auth::{ClientConfig, PreRegisteredClient};
 use mcp_proto::{
-    Action, Budget, Error, Event, LegReport, ListKind, Observer, ProtocolVersion, Resolution,
-    SessionConfig, accept_elicitation_with_defaults,
+    Action, Budget, Error, Event, LegReport, ListKind, OAuth, Observer, ProtocolVersion,
+    Resolution, SessionConfig, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 
@@ -73,8 +74,16 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
             Ok(json!({"action": "accept", "content": {"confirmed": true}}))
         });
     }
+    let auth = scenario.starts_with("auth/");
+    if auth {
+        config = config.with_oauth(oauth(scenario, &context())?);
+    }
     let mut client = Client::new(config);
     client.set_observer(Trace);
+    if auth {
+        // The suite's authorization endpoint approves at once with a redirect.
+        client.set_authorizer(HeadlessAuthorizer::new());
+    }
     match scenario {
         "initialize" => {
             let info = client.probe().await?;
@@ -151,6 +160,13 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
                 }
             }
         }
+        auth if auth.starts_with("auth/") => {
+            // As the suite's example client: connect, list, call; each may meet a challenge.
+            client.probe().await?;
+            client.list_tools().await?;
+            let result = client.call_tool("test-tool", Map::new()).await?;
+            eprintln!("{}", result.text());
+        }
         "json-schema-ref-no-deref" => {
             // The listing only: the schema's network `$ref` is never fetched.
             client.list_tools().await?;
@@ -165,6 +181,40 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Where the suite's authorization server sends the browser back (its example client's).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// The Client ID Metadata Document URL the suite's servers accept (its example client's).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The scenario's context (`MCP_CONFORMANCE_CONTEXT`), or `null`.
+fn context() -> Value {
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").unwrap_or_default();
+    serde_json::from_str(&context).unwrap_or(Value::Null)
+}
+
+/// How this client authorizes in an `auth/*` scenario: the suite's redirect URI, its Client ID
+/// Metadata Document, and the credentials the context hands over (for a server whose
+/// authorization server is not known in advance).
+fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Error> {
+    let invalid = |e: mcp_proto::mcp_auth::AuthError| Error::Authorization {
+        server: scenario.to_owned(),
+        error: e,
+    };
+    let mut client = ClientConfig::new(REDIRECT_URI)
+        .map_err(invalid)?
+        .with_client_name("mcp-conformance-client")
+        .with_metadata_document(CLIENT_METADATA_URL)
+        .map_err(invalid)?;
+    if let Some(client_id) = context["client_id"].as_str() {
+        let mut pre = PreRegisteredClient::for_any_issuer(client_id);
+        if let Some(secret) = context["client_secret"].as_str() {
+            pre = pre.with_secret(secret);
+        }
+        client = client.with_pre_registered(pre);
+    }
+    Ok(OAuth::new(client))
 }
 
 /// Every leg and event on stderr, so a failing scenario's log shows where the time went.
