@@ -369,7 +369,8 @@ impl AuthFlow {
                     attempts,
                     scope,
                 },
-                ChallengeKind::Unauthorized => AuthError::TokenNotAccepted { server, attempts },
+                // A nonce challenge is the caller's to retry; fed here, it counts as a 401.
+                _ => AuthError::TokenNotAccepted { server, attempts },
             });
         }
         next
@@ -636,7 +637,7 @@ impl AuthFlow {
             .unwrap_or_default();
         let refresh = stored.filter(|tokens| {
             self.chain.may_refresh
-                && self.challenge.kind == ChallengeKind::Unauthorized
+                && self.challenge.kind != ChallengeKind::InsufficientScope
                 && client
                     .as_ref()
                     .is_some_and(|client| client.client_id == tokens.client_id)
