@@ -123,18 +123,20 @@ mod discovery;
 mod entropy;
 mod error;
 mod flow;
+mod jwt;
 mod registration;
 mod secret;
 mod store;
 mod token;
 
 pub use challenge::{Challenge, ChallengeKind};
-pub use config::{ClientConfig, GrantType, PreRegisteredClient, TokenEndpointAuth};
+pub use config::{ClientConfig, Dpop, Grant, GrantType, PreRegisteredClient, TokenEndpointAuth};
 pub use entropy::Entropy;
 pub use error::{AuthError, Fault, QUOTE_LIMIT, clip};
 pub use flow::{
     AuthFlow, AuthRequest, AuthRequestKind, AuthStep, MAX_ANSWER_BYTES, MAX_AUTHORIZATIONS,
 };
+pub use jwt::PrivateKey;
 pub use secret::Secret;
 pub use store::{ClientCredentials, ClientSource, CredentialStore, MemoryStore, TokenSet};
 pub use token::AccessToken;
