@@ -627,6 +627,187 @@ mod tests {
     }
 
     #[test]
+    fn a_dpop_token_type_is_read_only_after_a_proof() {
+        let body = br#"{"access_token":"at","token_type":"DPoP","expires_in":60}"#;
+        let now = Instant::now();
+        let (_, token_type) = read_token_answer(&endpoint(), body, now, "c", None, true).unwrap();
+        assert_eq!(token_type, TokenType::Dpop);
+        assert!(matches!(
+            read_token_answer(&endpoint(), body, now, "c", None, false),
+            Err(AuthError::UnsupportedTokenType { .. })
+        ));
+        let bearer = br#"{"access_token":"at","token_type":"Bearer"}"#;
+        let (_, token_type) = read_token_answer(&endpoint(), bearer, now, "c", None, true).unwrap();
+        assert_eq!(token_type, TokenType::Bearer);
+    }
+
+    #[test]
+    fn grants_without_a_person_have_their_forms() {
+        let assertion = Secret::new("eyJ.assertion.sig");
+        let request = token_request(
+            &endpoint(),
+            &client(TokenEndpointAuth::PrivateKeyJwt, None),
+            &GrantForm::ClientCredentials { scope: Some("a b") },
+            "r",
+            &Proofs {
+                client_assertion: Some(&assertion),
+                dpop: Some("proof.jwt.sig"),
+            },
+        )
+        .unwrap();
+        let pairs = form(&request);
+        for pair in [
+            ("grant_type", "client_credentials"),
+            ("scope", "a b"),
+            ("resource", "r"),
+            (
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ),
+            ("client_assertion", "eyJ.assertion.sig"),
+        ] {
+            assert!(pairs.contains(&(pair.0.into(), pair.1.into())), "{pair:?}");
+        }
+        assert_eq!(request.headers()[DPOP], "proof.jwt.sig");
+        assert!(request.headers()[DPOP].is_sensitive());
+        let id_token = Secret::new("id.token.sig");
+        let request = token_request(
+            &endpoint(),
+            &client(TokenEndpointAuth::None, None),
+            &GrantForm::IdJagExchange {
+                id_token: &id_token,
+                audience: "https://as.example",
+                scope: None,
+            },
+            "https://mcp.example/mcp",
+            &Proofs::default(),
+        )
+        .unwrap();
+        let pairs = form(&request);
+        assert_eq!(
+            pairs
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+            [
+                "grant_type=urn:ietf:params:oauth:grant-type:token-exchange",
+                "requested_token_type=urn:ietf:params:oauth:token-type:id-jag",
+                "audience=https://as.example",
+                "subject_token=id.token.sig",
+                "subject_token_type=urn:ietf:params:oauth:token-type:id_token",
+                "resource=https://mcp.example/mcp",
+                "client_id=my client:1",
+            ]
+        );
+        assert!(request.headers().get(DPOP).is_none());
+    }
+
+    #[test]
+    fn an_id_jag_is_read_from_the_exchange_answer() {
+        let jag = read_id_jag(
+            &endpoint(),
+            br#"{"access_token":"jag","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag","token_type":"N_A"}"#,
+        )
+        .unwrap();
+        assert_eq!(jag.expose(), "jag");
+        for bad in [
+            &br#"{"access_token":"jag","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#[..],
+            br#"{"issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#,
+            b"[]",
+        ] {
+            let error = read_id_jag(&endpoint(), bad).unwrap_err();
+            assert!(matches!(error, AuthError::Malformed { .. }));
+            assert!(!error.to_string().contains("\"jag\""));
+        }
+    }
+
+    fn tokens(access_token: &str) -> TokenSet {
+        TokenSet {
+            access_token: Secret::new(access_token),
+            expires_at: None,
+            refresh_token: None,
+            scope: None,
+            client_id: "c".into(),
+        }
+    }
+
+    #[test]
+    fn authorization_headers_of_a_bearer_token_are_the_bearer_header() {
+        let token = AccessToken::new(&tokens("tok-1"), "https://as", "https://r", None);
+        let headers = token
+            .authorization_headers(
+                &Method::GET,
+                "not even a url",
+                Some("n"),
+                SystemTime::UNIX_EPOCH,
+                &mut crate::jwt::tests::Counting(0),
+            )
+            .unwrap();
+        assert_eq!(headers.len(), 1);
+        assert_eq!(headers[0].0, AUTHORIZATION);
+        assert_eq!(headers[0].1, "Bearer tok-1");
+        assert!(headers[0].1.is_sensitive());
+    }
+
+    #[test]
+    fn authorization_headers_of_a_dpop_token_carry_a_fresh_bound_proof() {
+        let key = PrivateKey::generate(&mut crate::jwt::tests::Counting(0)).unwrap();
+        let token = AccessToken::new(
+            &tokens("tok-2"),
+            "https://as",
+            "https://r",
+            Some(key.clone()),
+        );
+        assert!(token.is_dpop_bound());
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut entropy = crate::jwt::tests::Counting(50);
+        let mut jtis = Vec::new();
+        for nonce in [None, Some("rs-nonce")] {
+            let headers = token
+                .authorization_headers(
+                    &Method::POST,
+                    "https://r.example/mcp?session=1#x",
+                    nonce,
+                    wall,
+                    &mut entropy,
+                )
+                .unwrap();
+            assert_eq!(headers.len(), 2);
+            assert_eq!(
+                headers[0],
+                (AUTHORIZATION, HeaderValue::from_static("DPoP tok-2"))
+            );
+            assert_eq!(headers[1].0, DPOP);
+            assert!(headers.iter().all(|(_, v)| v.is_sensitive()));
+            let (header, claims) = crate::jwt::tests::verify(headers[1].1.to_str().unwrap(), None);
+            assert_eq!(header["jwk"], key.public_jwk());
+            assert_eq!(claims["htm"], "POST");
+            assert_eq!(claims["htu"], "https://r.example/mcp");
+            assert_eq!(claims["iat"], 1_800_000_000u64);
+            assert_eq!(claims["ath"], crate::jwt::ath(&Secret::new("tok-2")));
+            assert_eq!(claims.get("nonce").and_then(Value::as_str), nonce);
+            jtis.push(claims["jti"].clone());
+        }
+        assert_ne!(jtis[0], jtis[1]);
+        let error = token
+            .authorization_headers(
+                &Method::POST,
+                "/relative?token=tok-2",
+                None,
+                wall,
+                &mut entropy,
+            )
+            .unwrap_err();
+        assert!(matches!(error, AuthError::InvalidConfig { .. }));
+        assert!(!format!("{error} {error:?}").contains("tok-2"));
+        let text = format!("{token:?}");
+        assert!(
+            text.contains("\"DPoP\"") && !text.contains("tok-2"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn an_access_token_shows_nothing_in_debug_and_a_sensitive_header() {
         let tokens = TokenSet {
             access_token: Secret::new("tok-123"),

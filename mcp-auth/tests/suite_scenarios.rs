@@ -1471,3 +1471,329 @@ fn enterprise_managed_stops_at_a_refused_or_unusable_exchange() {
     assert!(!error.to_string().contains("an-access-token"));
     assert!(world.sent("oauth:jwt-bearer").is_empty());
 }
+
+// ---- auth/dpop, auth/dpop-nonce ---------------------------------------------------------------
+
+const AS_DPOP_NONCE: &str = "conformance-as-dpop-nonce";
+const RS_DPOP_NONCE: &str = "conformance-rs-dpop-nonce";
+
+/// The RFC 7638 thumbprint of a P-256 JWK (what the suite binds as `cnf.jkt`).
+fn thumbprint(jwk: &serde_json::Value) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let canonical = format!(
+        r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+        jwk["x"].as_str().unwrap(),
+        jwk["y"].as_str().unwrap()
+    );
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(canonical))
+}
+
+/// The suite's proof checks (`validateDpopProofAtTokenEndpoint`, `validateResourceProof`):
+/// `dpop+jwt`, ES256 verifying under the embedded public `jwk`, a `jti`, `htm`, an `htu`
+/// without query or fragment matching the target, `iat` within 300 s of now.
+fn check_proof(proof: &str, method: &str, target: &str) -> (serde_json::Value, serde_json::Value) {
+    assert!(!proof.contains(','), "one DPoP header");
+    let (header, claims) = verify_es256(proof, None);
+    assert_eq!(header["typ"], "dpop+jwt");
+    assert!(claims["jti"].is_string());
+    assert_eq!(claims["htm"], method);
+    let htu = claims["htu"].as_str().unwrap();
+    assert!(!htu.contains('?') && !htu.contains('#'), "{htu}");
+    assert_eq!(htu.trim_end_matches('/'), target.trim_end_matches('/'));
+    assert!(claims["iat"].as_u64().unwrap().abs_diff(WALL_SECS) <= 300);
+    (header, claims)
+}
+
+/// What the suite's authorization server observed at the token endpoint.
+#[derive(Default)]
+struct TokenEndpointObs {
+    valid_proofs: usize,
+    nonce_challenged: bool,
+    nonce_honored: bool,
+}
+
+/// The suite's DPoP-capable authorization server (`dpopSigningAlgValuesSupported: ['ES256']`):
+/// a request with a valid proof gets a DPoP-bound JWT access token (`cnf.jkt`), after a
+/// `use_dpop_nonce` challenge when `require_nonce`; one without a proof gets a Bearer token.
+fn dpop_world(require_nonce: bool) -> (World, std::rc::Rc<std::cell::RefCell<TokenEndpointObs>>) {
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["ES256"]),
+        ..AsOpts::default()
+    });
+    let obs = std::rc::Rc::new(std::cell::RefCell::new(TokenEndpointObs::default()));
+    let seen_obs = obs.clone();
+    world.server = Some(Box::new(move |seen: &Seen| {
+        if seen.url != format!("{AS}/token") {
+            return None;
+        }
+        let Some(proof) = seen.headers.get("dpop") else {
+            return Some(Reply::json(
+                200,
+                serde_json::json!({"access_token": "bearer-token", "token_type": "Bearer"}),
+            ));
+        };
+        assert!(proof.is_sensitive());
+        let (header, claims) = check_proof(proof.to_str().unwrap(), "POST", &format!("{AS}/token"));
+        let mut obs = seen_obs.borrow_mut();
+        obs.valid_proofs += 1;
+        if require_nonce {
+            if claims.get("nonce").and_then(|n| n.as_str()) != Some(AS_DPOP_NONCE) {
+                obs.nonce_challenged = true;
+                return Some(
+                    Reply::json(400, serde_json::json!({"error": "use_dpop_nonce", "error_description": "Authorization server requires a DPoP nonce"}))
+                        .with_header("dpop-nonce", AS_DPOP_NONCE),
+                );
+            }
+            obs.nonce_honored = true;
+        }
+        let token = jwt(
+            serde_json::json!({"alg": "ES256", "typ": "at+jwt"}),
+            serde_json::json!({"iss": AS, "aud": seen.form()["resource"], "cnf": {"jkt": thumbprint(&header["jwk"])}}),
+        );
+        Some(Reply::json(
+            200,
+            serde_json::json!({"access_token": token, "token_type": "DPoP", "expires_in": 3600}),
+        ))
+    }));
+    (world, obs)
+}
+
+/// What the suite's MCP server (`createDpopResourceAuth`) observed.
+#[derive(Default)]
+struct ResourceObs {
+    authenticated: usize,
+    schemes: Vec<String>,
+    jtis: Vec<String>,
+    replay: bool,
+    nonce_challenged: bool,
+    nonce_honored: bool,
+}
+
+/// The suite's MCP server judge: scheme, proof (htm/htu/ath, key bound to the token's
+/// `cnf.jkt`), fresh `jti`, and the nonce when `require_nonce`. Answers 200 or the 401 nonce
+/// challenge.
+fn judge(
+    obs: &mut ResourceObs,
+    headers: &[(http::HeaderName, http::HeaderValue)],
+    require_nonce: bool,
+) -> (http::StatusCode, http::HeaderMap) {
+    let get = |name: &str| {
+        let values: Vec<&http::HeaderValue> = headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v)
+            .collect();
+        assert!(values.len() <= 1, "one {name} header");
+        values.first().map(|v| v.to_str().unwrap().to_owned())
+    };
+    let authorization = get("authorization").expect("an access token");
+    obs.authenticated += 1;
+    let (scheme, token) = authorization.split_once(' ').unwrap();
+    obs.schemes.push(scheme.to_owned());
+    let proof = get("dpop").expect("a DPoP proof");
+    let (header, claims) = check_proof(&proof, "POST", SERVER_URL);
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    assert_eq!(
+        claims["ath"],
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(token))
+    );
+    assert_eq!(jwt_parts(token).1["cnf"]["jkt"], thumbprint(&header["jwk"]));
+    let jti = claims["jti"].as_str().unwrap().to_owned();
+    if obs.jtis.contains(&jti) {
+        obs.replay = true;
+    } else {
+        obs.jtis.push(jti);
+    }
+    let mut answer = http::HeaderMap::new();
+    if require_nonce && claims.get("nonce").and_then(|n| n.as_str()) != Some(RS_DPOP_NONCE) {
+        obs.nonce_challenged = true;
+        answer.insert(
+            "www-authenticate",
+            http::HeaderValue::from_str(&format!(
+                r#"DPoP error="use_dpop_nonce", resource_metadata="{}""#,
+                prm_url()
+            ))
+            .unwrap(),
+        );
+        answer.insert("dpop-nonce", http::HeaderValue::from_static(RS_DPOP_NONCE));
+        return (http::StatusCode::UNAUTHORIZED, answer);
+    }
+    if require_nonce {
+        obs.nonce_honored = true;
+    }
+    (http::StatusCode::OK, answer)
+}
+
+/// An MCP request as a driver makes it: present the token; on a nonce challenge, retry once
+/// with the nonce (and keep it).
+fn mcp_request(
+    token: &mcp_auth::AccessToken,
+    obs: &mut ResourceObs,
+    nonce: &mut Option<String>,
+    require_nonce: bool,
+    entropy: &mut Counter,
+) -> http::StatusCode {
+    let present = |nonce: Option<&str>, entropy: &mut Counter| {
+        token
+            .authorization_headers(&Method::POST, SERVER_URL, nonce, wall(), entropy)
+            .unwrap()
+    };
+    let (status, answer) = judge(obs, &present(nonce.as_deref(), entropy), require_nonce);
+    if status != http::StatusCode::UNAUTHORIZED {
+        return status;
+    }
+    let challenge = mcp_auth::Challenge::from_response(status, &answer).unwrap();
+    assert_eq!(challenge.kind, mcp_auth::ChallengeKind::UseDpopNonce);
+    *nonce = challenge.dpop_nonce().map(str::to_owned);
+    judge(obs, &present(nonce.as_deref(), entropy), require_nonce).0
+}
+
+fn dpop_config(world: &World) -> mcp_auth::ClientConfig {
+    world.config().with_dpop(mcp_auth::Dpop::WhenAdvertised)
+}
+
+#[test]
+fn dpop_binds_the_token_and_presents_it_with_a_fresh_proof_per_request() {
+    let (mut world, as_obs) = dpop_world(false);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let token = world.run(&mut flow).unwrap();
+    // sep-1932-client-token-request-proof: a valid proof at the authorization_code exchange.
+    assert_eq!(as_obs.borrow().valid_proofs, 1);
+    assert_eq!(
+        world.sent("oauth:token")[0].form()["grant_type"],
+        "authorization_code"
+    );
+    assert!(token.is_dpop_bound());
+    assert!(
+        token
+            .authorization_header()
+            .to_str()
+            .unwrap()
+            .starts_with("DPoP ")
+    );
+    let text = format!("{token:?}");
+    assert!(text.contains("DPoP") && !text.contains("eyJ"), "{text}");
+    // sep-1932-client-dpop-auth-scheme and sep-1932-client-fresh-proof over three requests.
+    let mut obs = ResourceObs::default();
+    let mut nonce = None;
+    let mut entropy = Counter(200);
+    for _ in 0..3 {
+        let status = mcp_request(&token, &mut obs, &mut nonce, false, &mut entropy);
+        assert_eq!(status, http::StatusCode::OK);
+    }
+    assert_eq!(obs.authenticated, 3);
+    assert!(obs.schemes.iter().all(|s| s == "DPoP"));
+    assert_eq!(obs.jtis.len(), 3);
+    assert!(!obs.replay);
+}
+
+#[test]
+fn dpop_nonce_challenges_from_the_as_and_the_mcp_server_are_answered_with_the_nonce() {
+    let (mut world, as_obs) = dpop_world(true);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let token = world.run(&mut flow).unwrap();
+    // sep-1932-client-as-nonce: challenged, then honored by the same request sent again.
+    assert!(as_obs.borrow().nonce_challenged && as_obs.borrow().nonce_honored);
+    let exchanges = world.sent("oauth:token");
+    assert_eq!(exchanges.len(), 2);
+    assert_eq!(exchanges[0].form(), exchanges[1].form());
+    let proof = |seen: &Seen| jwt_parts(seen.headers["dpop"].to_str().unwrap()).1;
+    assert_eq!(proof(exchanges[0]).get("nonce"), None);
+    assert_eq!(proof(exchanges[1])["nonce"], AS_DPOP_NONCE);
+    assert_ne!(proof(exchanges[0])["jti"], proof(exchanges[1])["jti"]);
+    assert!(token.is_dpop_bound());
+    // sep-1932-client-rs-nonce: the 401 use_dpop_nonce is retried with the nonce and a fresh
+    // proof (no replay); later requests carry the nonce from the start.
+    let mut obs = ResourceObs::default();
+    let mut nonce = None;
+    let mut entropy = Counter(200);
+    for _ in 0..2 {
+        let status = mcp_request(&token, &mut obs, &mut nonce, true, &mut entropy);
+        assert_eq!(status, http::StatusCode::OK);
+    }
+    assert!(obs.nonce_challenged && obs.nonce_honored);
+    assert_eq!(obs.authenticated, 3);
+    assert!(!obs.replay);
+    assert!(obs.schemes.iter().all(|s| s == "DPoP"));
+}
+
+#[test]
+fn a_second_use_dpop_nonce_for_the_same_request_is_a_refusal() {
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["ES256"]),
+        ..AsOpts::default()
+    });
+    world.server = Some(Box::new(|seen: &Seen| {
+        (seen.label == "oauth:token").then(|| {
+            Reply::json(400, serde_json::json!({"error": "use_dpop_nonce"}))
+                .with_header("dpop-nonce", "always-another")
+        })
+    }));
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(
+        &error,
+        AuthError::TokenRejected { status: 400, error: Some(e), .. } if e == "use_dpop_nonce"
+    ));
+    assert_eq!(world.sent("oauth:token").len(), 2);
+}
+
+#[test]
+fn dpop_is_asked_for_only_where_configured_and_advertised() {
+    // Off (the default): no proof even where advertised, and a Bearer token.
+    let (mut world, as_obs) = dpop_world(false);
+    let mut flow = world.standard_flow();
+    let token = world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:token")[0].headers.get("dpop").is_none());
+    assert_eq!(as_obs.borrow().valid_proofs, 0);
+    assert!(!token.is_dpop_bound());
+    // WhenAdvertised, at a server that does not advertise ES256: no proof.
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["RS256"]),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:token")[0].headers.get("dpop").is_none());
+    // A server that answers a proof with a Bearer token (`unbound-token`): a Bearer token.
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["ES256"]),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let token = world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:token")[0].headers.get("dpop").is_some());
+    assert!(!token.is_dpop_bound());
+    assert_eq!(token.authorization_header(), "Bearer test-token-1");
+    // A DPoP token to a request without a proof is refused.
+    let mut world = World::with_servers(&AsOpts::default());
+    world.route(
+        Method::POST,
+        &format!("{AS}/token"),
+        200,
+        r#"{"access_token":"t","token_type":"DPoP"}"#,
+    );
+    let mut flow = world.standard_flow();
+    assert!(matches!(
+        world.run(&mut flow),
+        Err(AuthError::UnsupportedTokenType { .. })
+    ));
+}
+
+#[test]
+fn grants_without_a_person_bind_their_tokens_too() {
+    let (mut world, as_obs) = dpop_world(true);
+    let config = mcp_auth::ClientConfig::headless(mcp_auth::Grant::client_credentials(
+        CC_CLIENT_ID,
+        CC_CLIENT_SECRET,
+    ))
+    .unwrap()
+    .with_dpop(mcp_auth::Dpop::Always);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    let token = world.run(&mut flow).unwrap();
+    assert!(token.is_dpop_bound());
+    assert_eq!(world.sent("oauth:client-credentials").len(), 2);
+    assert_eq!(as_obs.borrow().valid_proofs, 2);
+}
