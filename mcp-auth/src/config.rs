@@ -384,7 +384,8 @@ impl ClientConfig {
 
     /// How tokens are obtained ([`Grant::authorization_code`] by default). A grant without a
     /// person goes from discovery straight to the token endpoint: no registration, no
-    /// [`AuthStep::Authorize`](crate::AuthStep::Authorize), no refresh.
+    /// [`AuthStep::Authorize`](crate::AuthStep::Authorize), no refresh; its client id comes
+    /// from the grant (a pre-registered client or metadata document is not used).
     pub fn with_grant(mut self, grant: Grant) -> Self {
         self.grant = grant;
         self

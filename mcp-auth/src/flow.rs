@@ -21,7 +21,19 @@
 //!              Authorize { url } ─► redirect checked (state, iss) ─► token ─► Done
 //!
 //!  * only for a server that published no resource metadata (2025-03-26)
+//!
+//!  A grant without a person (`ClientConfig::with_grant`) leaves after server metadata (no
+//!  PKCE needed) and never meets a browser:
+//!
+//!              server metadata ─┬─► client credentials ───────────────────────► Done
+//!                               ├─► jwt-bearer (the workload's assertion) ────► Done
+//!                               └─► token exchange at the IdP ─► jwt-bearer ──► Done
+//!                                   (ID token → ID-JAG)          (ID-JAG)
 //! ```
+//!
+//! With DPoP ([`Dpop`](crate::Dpop)), every request to the token endpoint carries a proof of
+//! the flow's key; a `400 use_dpop_nonce` with a `DPoP-Nonce` header sends the same request
+//! once more with the nonce in its proof (inside `handle_response`/`poll`, once per request).
 //!
 //! # Driving it
 //!
@@ -182,7 +194,8 @@ pub enum AuthStep {
     /// An answer is owed (the last request's, or the redirect): feed it, then poll.
     Pending,
     /// The flow ended with a token: retry the request with its
-    /// [`authorization_header`](AccessToken::authorization_header).
+    /// [`authorization_headers`](AccessToken::authorization_headers) (a DPoP-bound token needs
+    /// a fresh proof per request).
     Done(AccessToken),
     /// The flow ended without one.
     Failed(AuthError),
