@@ -3,19 +3,31 @@
 //! Reads `WWW-Authenticate` (RFC 9110 11.6.1) leniently: several header lines, several
 //! challenges per line, any scheme, parameters quoted or not (a bare URL is read up to the next
 //! comma or space), names in any case. Only the parameters of RFC 6750 and RFC 9728 are kept:
-//! `resource_metadata`, `scope`, `error`, `error_description`. This module decides nothing and
-//! must never fail on a header: a value it cannot read is simply absent.
+//! `resource_metadata`, `scope`, `error`, `error_description`; `Bearer` and `DPoP` (RFC 9449 7.1)
+//! challenges are read alike. A `DPoP` challenge `error="use_dpop_nonce"` with a `DPoP-Nonce`
+//! header (RFC 9449 9) is its own kind: the request is retried with the nonce, nothing is
+//! authorized anew. This module decides nothing and must never fail on a header: a value it
+//! cannot read is simply absent.
 
-use http::{HeaderMap, StatusCode, header::WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderName, StatusCode, header::WWW_AUTHENTICATE};
+
+/// The header a server sends a DPoP nonce in (RFC 9449 8, 9).
+pub(crate) const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 
 /// Why the server refused the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ChallengeKind {
     /// 401: no token, or the token was not accepted. Authorize (or refresh).
     Unauthorized,
     /// `error="insufficient_scope"` (RFC 6750 3.1, normally a 403): the token lacks scopes the
     /// request needs. Authorize again with more scopes (step-up).
     InsufficientScope,
+    /// A 401 `DPoP error="use_dpop_nonce"` with a `DPoP-Nonce` header (RFC 9449 9): the
+    /// DPoP-bound token is fine, the proof lacked the server's nonce. Retry the same request
+    /// once with [`AccessToken::authorization_headers`](crate::AccessToken::authorization_headers)
+    /// given [`Challenge::dpop_nonce`]; start no authorization.
+    UseDpopNonce,
 }
 
 /// The server's refusal, read from its status and `WWW-Authenticate` header.
@@ -33,6 +45,8 @@ pub struct Challenge {
     pub error: Option<String>,
     /// `error_description`, for people.
     pub error_description: Option<String>,
+    /// The `DPoP-Nonce` header's value, when the answer carried one (RFC 9449 9).
+    pub dpop_nonce: Option<String>,
 }
 
 impl Challenge {
@@ -40,8 +54,10 @@ impl Challenge {
     /// whose Bearer challenge says `error="insufficient_scope"` (a 403 by RFC 6750, sometimes a
     /// 401). Other answers (a 403 for another reason, a 200) are not challenges: `None`.
     ///
-    /// The Bearer challenge's parameters are read; without one, the first challenge of any
-    /// scheme that names `resource_metadata` (a `DPoP` challenge, say) gives the parameters.
+    /// A 401 whose `DPoP` challenge says `error="use_dpop_nonce"` and that carries a
+    /// `DPoP-Nonce` header is [`ChallengeKind::UseDpopNonce`]. Otherwise the Bearer challenge's
+    /// parameters are read; without one, the `DPoP` challenge's; without either, the first
+    /// challenge of any scheme that names `resource_metadata`.
     pub fn from_response(status: StatusCode, headers: &HeaderMap) -> Option<Self> {
         let text = headers
             .get_all(WWW_AUTHENTICATE)
@@ -50,9 +66,20 @@ impl Challenge {
             .collect::<Vec<_>>()
             .join(", ");
         let parsed = parse(&text);
-        let chosen = parsed
-            .iter()
-            .find(|c| c.scheme.eq_ignore_ascii_case("bearer"))
+        let scheme = |name: &str| parsed.iter().find(|c| c.scheme.eq_ignore_ascii_case(name));
+        let dpop_nonce = headers
+            .get(DPOP_NONCE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::trim)
+            .filter(|nonce| !nonce.is_empty())
+            .map(str::to_owned);
+        let nonce_challenge = parsed.iter().find(|c| {
+            c.scheme.eq_ignore_ascii_case("dpop") && c.param("error") == Some("use_dpop_nonce")
+        });
+        let chosen = nonce_challenge
+            .filter(|_| status == StatusCode::UNAUTHORIZED && dpop_nonce.is_some())
+            .or_else(|| scheme("bearer"))
+            .or_else(|| scheme("dpop"))
             .or_else(|| {
                 parsed
                     .iter()
@@ -60,12 +87,15 @@ impl Challenge {
             });
         let param = |name: &str| chosen.and_then(|c| c.param(name)).map(str::to_owned);
         let error = param("error");
-        let kind = if error.as_deref() == Some("insufficient_scope") {
-            ChallengeKind::InsufficientScope
-        } else if status == StatusCode::UNAUTHORIZED {
-            ChallengeKind::Unauthorized
-        } else {
-            return None;
+        let kind = match error.as_deref() {
+            Some("insufficient_scope") => ChallengeKind::InsufficientScope,
+            Some("use_dpop_nonce")
+                if status == StatusCode::UNAUTHORIZED && dpop_nonce.is_some() =>
+            {
+                ChallengeKind::UseDpopNonce
+            }
+            _ if status == StatusCode::UNAUTHORIZED => ChallengeKind::Unauthorized,
+            _ => return None,
         };
         Some(Self {
             kind,
@@ -73,7 +103,17 @@ impl Challenge {
             scope: param("scope").filter(|s| !s.trim().is_empty()),
             error,
             error_description: param("error_description"),
+            dpop_nonce,
         })
+    }
+
+    /// The nonce to put in the retried request's DPoP proof, when this is a
+    /// [`ChallengeKind::UseDpopNonce`] (RFC 9449 9).
+    pub fn dpop_nonce(&self) -> Option<&str> {
+        match self.kind {
+            ChallengeKind::UseDpopNonce => self.dpop_nonce.as_deref(),
+            _ => None,
+        }
     }
 
     /// A 401 that said nothing more (no `WWW-Authenticate`, or none this client can read).
@@ -84,6 +124,7 @@ impl Challenge {
             scope: None,
             error: None,
             error_description: None,
+            dpop_nonce: None,
         }
     }
 
@@ -331,6 +372,64 @@ mod tests {
         assert_eq!(
             challenge.resource_metadata.as_deref(),
             Some("https://r.example/prm")
+        );
+    }
+
+    #[test]
+    fn the_suite_dpop_discovery_challenge_reads_like_a_bearer_one() {
+        let challenge = Challenge::from_response(
+            StatusCode::UNAUTHORIZED,
+            &headers(&[r#"DPoP resource_metadata="http://localhost:1/.well-known/oauth-protected-resource/mcp""#]),
+        )
+        .unwrap();
+        assert_eq!(challenge.kind, ChallengeKind::Unauthorized);
+        assert_eq!(
+            challenge.resource_metadata.as_deref(),
+            Some("http://localhost:1/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(challenge.dpop_nonce(), None);
+        // A DPoP challenge without resource_metadata still gives its scope and error.
+        let challenge = Challenge::from_response(
+            StatusCode::FORBIDDEN,
+            &headers(&[r#"DPoP algs="ES256", error="insufficient_scope", scope="b""#]),
+        )
+        .unwrap();
+        assert_eq!(challenge.kind, ChallengeKind::InsufficientScope);
+        assert_eq!(challenge.scopes(), ["b"]);
+    }
+
+    #[test]
+    fn the_suite_use_dpop_nonce_challenge_asks_for_a_retry_with_the_nonce() {
+        let mut map = headers(&[
+            r#"DPoP error="use_dpop_nonce", resource_metadata="http://localhost:1/.well-known/oauth-protected-resource/mcp""#,
+        ]);
+        map.insert(
+            DPOP_NONCE,
+            HeaderValue::from_static("conformance-rs-dpop-nonce"),
+        );
+        let challenge = Challenge::from_response(StatusCode::UNAUTHORIZED, &map).unwrap();
+        assert_eq!(challenge.kind, ChallengeKind::UseDpopNonce);
+        assert_eq!(challenge.dpop_nonce(), Some("conformance-rs-dpop-nonce"));
+        // Beside a Bearer challenge, the nonce challenge still wins.
+        map.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"x\""),
+        );
+        let challenge = Challenge::from_response(StatusCode::UNAUTHORIZED, &map).unwrap();
+        assert_eq!(challenge.kind, ChallengeKind::UseDpopNonce);
+    }
+
+    #[test]
+    fn use_dpop_nonce_without_a_nonce_header_is_a_plain_401() {
+        let map = headers(&[r#"DPoP error="use_dpop_nonce""#]);
+        let challenge = Challenge::from_response(StatusCode::UNAUTHORIZED, &map).unwrap();
+        assert_eq!(challenge.kind, ChallengeKind::Unauthorized);
+        assert_eq!(challenge.dpop_nonce(), None);
+        let mut map = headers(&[r#"DPoP error="use_dpop_nonce""#]);
+        map.insert(DPOP_NONCE, HeaderValue::from_static("n"));
+        assert_eq!(
+            Challenge::from_response(StatusCode::BAD_REQUEST, &map),
+            None
         );
     }
 

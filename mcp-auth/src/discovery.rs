@@ -181,6 +181,8 @@ pub(crate) struct ServerMetadata {
     pub(crate) iss_parameter_supported: bool,
     /// `client_id_metadata_document_supported: true`.
     pub(crate) client_id_metadata_document_supported: bool,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 5.1).
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {
@@ -197,7 +199,16 @@ impl ServerMetadata {
             code_challenge_methods_supported: None,
             iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
+            dpop_signing_alg_values_supported: None,
         })
+    }
+
+    /// Whether the server accepts DPoP proofs signed with ES256 (the only algorithm this client
+    /// signs with).
+    pub(crate) fn supports_dpop_es256(&self) -> bool {
+        self.dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|algs| algs.iter().any(|alg| alg == "ES256"))
     }
 
     /// Whether the server advertises this scope.
@@ -265,6 +276,9 @@ pub(crate) fn read_server_metadata(
             .get("client_id_metadata_document_supported")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        dpop_signing_alg_values_supported: string_list(
+            object.get("dpop_signing_alg_values_supported"),
+        ),
     })
 }
 

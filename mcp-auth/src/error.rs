@@ -150,9 +150,10 @@ pub enum AuthError {
         /// The `error_description`, clipped.
         description: Option<String>,
     },
-    /// The token endpoint issued a token type this client cannot present.
+    /// The token endpoint issued a token type this client cannot present (anything but Bearer,
+    /// or DPoP to a request that carried no proof).
     #[error(
-        "the token endpoint \"{endpoint}\" issued a \"{token_type}\" token; only Bearer tokens are supported"
+        "the token endpoint \"{endpoint}\" issued a \"{token_type}\" token; this client presents Bearer tokens, and DPoP tokens only when it asked for one with a proof"
     )]
     UnsupportedTokenType {
         /// The token endpoint.

@@ -21,7 +21,19 @@
 //!              Authorize { url } ─► redirect checked (state, iss) ─► token ─► Done
 //!
 //!  * only for a server that published no resource metadata (2025-03-26)
+//!
+//!  A grant without a person (`ClientConfig::with_grant`) leaves after server metadata (no
+//!  PKCE needed) and never meets a browser:
+//!
+//!              server metadata ─┬─► client credentials ───────────────────────► Done
+//!                               ├─► jwt-bearer (the workload's assertion) ────► Done
+//!                               └─► token exchange at the IdP ─► jwt-bearer ──► Done
+//!                                   (ID token → ID-JAG)          (ID-JAG)
 //! ```
+//!
+//! With DPoP ([`Dpop`](crate::Dpop)), every request to the token endpoint carries a proof of
+//! the flow's key; a `400 use_dpop_nonce` with a `DPoP-Nonce` header sends the same request
+//! once more with the nonce in its proof (inside `handle_response`/`poll`, once per request).
 //!
 //! # Driving it
 //!
@@ -54,20 +66,23 @@ use url::Url;
 use crate::authorize::{
     AuthorizationRequest, Expected, PendingAuthorization, authorization_url, read_redirect,
 };
-use crate::challenge::{Challenge, ChallengeKind};
-use crate::config::ClientConfig;
+use crate::challenge::{Challenge, ChallengeKind, DPOP_NONCE};
+use crate::config::{ClientConfig, Dpop, GrantKind, MachineAuth, TokenEndpointAuth};
 use crate::discovery::{
     ServerMetadata, read_resource_metadata, read_server_metadata, resource_metadata_candidates,
     server_metadata_candidates,
 };
 use crate::entropy::{self, Entropy, Pkce};
 use crate::error::{AuthError, quote};
+use crate::jwt::{PrivateKey, ProofTarget, client_assertion, dpop_proof};
 use crate::registration::{
     RegistrationRequest, oauth_error, pre_registered_method, read_registration,
 };
 use crate::secret::Secret;
 use crate::store::{ClientCredentials, ClientSource, CredentialStore, TokenSet};
-use crate::token::{AccessToken, Grant, read_token_answer, token_request};
+use crate::token::{
+    AccessToken, GrantForm, Proofs, TokenType, read_id_jag, read_token_answer, token_request,
+};
 
 /// The most authorizations (flows) one operation makes before it gives up: the first, and two
 /// step-ups or retries (the conformance suite's `auth/scope-retry-limit` allows three).
@@ -90,11 +105,20 @@ pub enum AuthRequestKind {
     Token,
     /// POST to the token endpoint with a refresh token.
     Refresh,
+    /// POST to the token endpoint for `client_credentials` (RFC 6749 4.4).
+    ClientCredentials,
+    /// POST to the token endpoint for `jwt-bearer` (RFC 7523 2.1), with a workload's assertion
+    /// or an ID-JAG.
+    JwtBearer,
+    /// POST to the identity provider's token endpoint: a token exchange (RFC 8693) of its ID
+    /// token for an ID-JAG (SEP-990).
+    TokenExchange,
 }
 
 impl AuthRequestKind {
     /// One word for traces, in the operation's leg labels: `oauth:resource-metadata`,
-    /// `oauth:server-metadata`, `oauth:register`, `oauth:token`, `oauth:refresh`.
+    /// `oauth:server-metadata`, `oauth:register`, `oauth:token`, `oauth:refresh`,
+    /// `oauth:client-credentials`, `oauth:jwt-bearer`, `oauth:token-exchange`.
     pub const fn label(self) -> &'static str {
         match self {
             Self::ResourceMetadata => "oauth:resource-metadata",
@@ -102,6 +126,9 @@ impl AuthRequestKind {
             Self::Register => "oauth:register",
             Self::Token => "oauth:token",
             Self::Refresh => "oauth:refresh",
+            Self::ClientCredentials => "oauth:client-credentials",
+            Self::JwtBearer => "oauth:jwt-bearer",
+            Self::TokenExchange => "oauth:token-exchange",
         }
     }
 
@@ -111,8 +138,20 @@ impl AuthRequestKind {
             Self::ResourceMetadata => "protected resource metadata",
             Self::ServerMetadata => "authorization server metadata",
             Self::Register => "registration endpoint",
-            Self::Token | Self::Refresh => "token endpoint",
+            Self::Token | Self::Refresh | Self::ClientCredentials | Self::JwtBearer => {
+                "token endpoint"
+            }
+            Self::TokenExchange => "identity provider token endpoint",
         }
+    }
+
+    /// Whether it goes to the authorization server's token endpoint (and so may carry a DPoP
+    /// proof and meet a `use_dpop_nonce` answer).
+    const fn at_token_endpoint(self) -> bool {
+        matches!(
+            self,
+            Self::Token | Self::Refresh | Self::ClientCredentials | Self::JwtBearer
+        )
     }
 }
 
@@ -155,7 +194,8 @@ pub enum AuthStep {
     /// An answer is owed (the last request's, or the redirect): feed it, then poll.
     Pending,
     /// The flow ended with a token: retry the request with its
-    /// [`authorization_header`](AccessToken::authorization_header).
+    /// [`authorization_headers`](AccessToken::authorization_headers) (a DPoP-bound token needs
+    /// a fresh proof per request).
     Done(AccessToken),
     /// The flow ended without one.
     Failed(AuthError),
@@ -202,6 +242,14 @@ struct Found {
     /// The scope of the stored tokens, kept in the union of a re-authorization.
     stored_scope: Vec<String>,
     pending: Option<PendingAuthorization>,
+    /// The key this flow's token requests prove possession of (RFC 9449), drawn at the first.
+    dpop_key: Option<PrivateKey>,
+    /// The authorization server's last `DPoP-Nonce`.
+    as_nonce: Option<String>,
+    /// Whether the request awaiting its answer carried a DPoP proof.
+    dpop_sent: bool,
+    /// Requests already sent again with a nonce after a `use_dpop_nonce` (once each).
+    nonce_retried: Vec<AuthRequestKind>,
 }
 
 enum Stage {
@@ -225,6 +273,11 @@ enum Stage {
     Exchange {
         code: Secret,
     },
+    ClientCredentials,
+    TokenExchange,
+    JwtBearer {
+        assertion: Secret,
+    },
     Done(AccessToken),
     Failed(AuthError),
 }
@@ -240,6 +293,9 @@ impl Stage {
             Self::Authorize => "authorize",
             Self::AwaitRedirect => "awaiting redirect",
             Self::Exchange { .. } => "token",
+            Self::ClientCredentials => "client credentials",
+            Self::TokenExchange => "token exchange",
+            Self::JwtBearer { .. } => "jwt-bearer",
             Self::Done(_) => "done",
             Self::Failed(_) => "failed",
         }
@@ -260,6 +316,8 @@ struct Answer {
     status: StatusCode,
     body: Vec<u8>,
     oversize: bool,
+    /// The `DPoP-Nonce` header (RFC 9449 8).
+    dpop_nonce: Option<String>,
 }
 
 impl std::fmt::Debug for AuthFlow {
@@ -369,7 +427,8 @@ impl AuthFlow {
                     attempts,
                     scope,
                 },
-                ChallengeKind::Unauthorized => AuthError::TokenNotAccepted { server, attempts },
+                // A nonce challenge is the caller's to retry; fed here, it counts as a 401.
+                _ => AuthError::TokenNotAccepted { server, attempts },
             });
         }
         next
@@ -383,8 +442,6 @@ impl AuthFlow {
     /// The answer to the last [`AuthStep::Send`]: its status, headers and **whole** body (the
     /// driver caps it at [`MAX_ANSWER_BYTES`]). Do not follow redirects: feed the 3xx.
     pub fn handle_response(&mut self, status: StatusCode, headers: &HeaderMap, body: &[u8]) {
-        // Nothing in the headers is read yet (a DPoP nonce will be).
-        let _ = headers;
         if self.stage.is_over() {
             return;
         }
@@ -397,6 +454,12 @@ impl AuthFlow {
             status,
             body: if oversize { Vec::new() } else { body.to_vec() },
             oversize,
+            dpop_nonce: headers
+                .get(DPOP_NONCE)
+                .and_then(|value| value.to_str().ok())
+                .map(str::trim)
+                .filter(|nonce| !nonce.is_empty())
+                .map(str::to_owned),
         });
     }
 
@@ -432,11 +495,10 @@ impl AuthFlow {
     }
 
     /// What the flow needs next. `now` stamps token lifetimes; `wall` is the time of day, for
-    /// what carries one on the wire (the `iat` and `exp` of a signed assertion); `entropy` is
-    /// drawn from for the PKCE verifier and `state` of an authorization.
+    /// what carries one on the wire (the `iat` and `exp` of a client assertion, the `iat` of a
+    /// DPoP proof); `entropy` is drawn from for the PKCE verifier and `state` of an
+    /// authorization, a DPoP key, and the `jti` of assertions and proofs.
     pub fn poll(&mut self, now: Instant, wall: SystemTime, entropy: &mut dyn Entropy) -> AuthStep {
-        // Nothing reads the time of day yet (signed assertions and DPoP proofs will).
-        let _ = wall;
         if let Some(answer) = self.answer.take() {
             if let Err(error) = self.digest(answer, now) {
                 self.stage = Stage::Failed(error);
@@ -451,7 +513,7 @@ impl AuthFlow {
             return AuthStep::Pending;
         }
         loop {
-            match self.advance(entropy) {
+            match self.advance(wall, entropy) {
                 Ok(Some(step)) => return step,
                 Ok(None) => {}
                 Err(error) => self.stage = Stage::Failed(error),
@@ -470,7 +532,11 @@ impl AuthFlow {
 
     /// One step forward from the current stage: a step for the caller, or `None` after a
     /// transition that needs no input.
-    fn advance(&mut self, entropy: &mut dyn Entropy) -> Result<Option<AuthStep>, AuthError> {
+    fn advance(
+        &mut self,
+        wall: SystemTime,
+        entropy: &mut dyn Entropy,
+    ) -> Result<Option<AuthStep>, AuthError> {
         match &self.stage {
             Stage::Done(token) => Ok(Some(AuthStep::Done(token.clone()))),
             Stage::Failed(error) => Ok(Some(AuthStep::Failed(error.clone()))),
@@ -493,9 +559,11 @@ impl AuthFlow {
                 let refresh_token = refresh_token.clone();
                 self.send_token(
                     AuthRequestKind::Refresh,
-                    &Grant::RefreshToken {
+                    &GrantForm::RefreshToken {
                         refresh_token: &refresh_token,
                     },
+                    wall,
+                    entropy,
                 )
                 .map(Some)
             }
@@ -509,16 +577,45 @@ impl AuthFlow {
                 let redirect_uri = self.config.redirect_uri.clone();
                 let step = self.send_token(
                     AuthRequestKind::Token,
-                    &Grant::AuthorizationCode {
+                    &GrantForm::AuthorizationCode {
                         code: &code,
                         redirect_uri: &redirect_uri,
                         verifier: &pending.verifier,
                     },
+                    wall,
+                    entropy,
                 );
                 self.found.pending = Some(pending);
                 step.map(Some)
             }
             Stage::Authorize => self.authorize(entropy).map(Some),
+            Stage::ClientCredentials => {
+                let scope = self.machine_scope()?;
+                self.send_token(
+                    AuthRequestKind::ClientCredentials,
+                    &GrantForm::ClientCredentials {
+                        scope: scope.as_deref(),
+                    },
+                    wall,
+                    entropy,
+                )
+                .map(Some)
+            }
+            Stage::JwtBearer { assertion } => {
+                let assertion = assertion.clone();
+                let scope = self.machine_scope()?;
+                self.send_token(
+                    AuthRequestKind::JwtBearer,
+                    &GrantForm::JwtBearer {
+                        assertion: &assertion,
+                        scope: scope.as_deref(),
+                    },
+                    wall,
+                    entropy,
+                )
+                .map(Some)
+            }
+            Stage::TokenExchange => self.send_id_jag_exchange().map(Some),
         }
     }
 
@@ -574,23 +671,179 @@ impl AuthFlow {
         self.send(AuthRequestKind::Register, endpoint, request)
     }
 
+    /// A request to the authorization server's token endpoint, with the client's assertion
+    /// (`private_key_jwt`) and a DPoP proof when the flow binds its tokens.
     fn send_token(
         &mut self,
         kind: AuthRequestKind,
-        grant: &Grant<'_>,
+        grant: &GrantForm<'_>,
+        wall: SystemTime,
+        entropy: &mut dyn Entropy,
     ) -> Result<AuthStep, AuthError> {
-        let endpoint = self.metadata()?.token_endpoint.clone();
+        let metadata = self.metadata()?;
+        let endpoint = metadata.token_endpoint.clone();
+        let issuer = metadata.issuer.clone();
+        let proof = if self.dpop_wanted() {
+            let key = match self.found.dpop_key.take() {
+                Some(key) => key,
+                None => PrivateKey::generate(entropy)?,
+            };
+            let proof = dpop_proof(
+                &key,
+                &ProofTarget {
+                    method: &Method::POST,
+                    url: &endpoint,
+                    access_token: None,
+                    nonce: self.found.as_nonce.as_deref(),
+                },
+                wall,
+                entropy,
+            );
+            self.found.dpop_key = Some(key);
+            Some(proof)
+        } else {
+            None
+        };
         let Some(client) = self.found.client.as_ref() else {
             return Err(AuthError::Misuse {
                 detail: "a token request without a client",
             });
         };
-        let request = token_request(&endpoint, client, grant, &self.resource());
+        let assertion = match (&self.config.grant.0, client.auth_method) {
+            (
+                GrantKind::ClientCredentials {
+                    auth: MachineAuth::PrivateKeyJwt(key),
+                    ..
+                },
+                TokenEndpointAuth::PrivateKeyJwt,
+            ) => Some(client_assertion(
+                key,
+                &client.client_id,
+                &issuer,
+                wall,
+                entropy,
+            )),
+            _ => None,
+        };
+        let request = token_request(
+            &endpoint,
+            client,
+            grant,
+            &self.resource(),
+            &Proofs {
+                client_assertion: assertion.as_ref(),
+                dpop: proof.as_deref(),
+            },
+        );
+        self.found.dpop_sent = proof.is_some();
         self.send(kind, endpoint, request)
+    }
+
+    /// Whether this flow's token requests carry a DPoP proof.
+    fn dpop_wanted(&self) -> bool {
+        match self.config.dpop {
+            Dpop::Off => false,
+            Dpop::Always => true,
+            Dpop::WhenAdvertised => self
+                .found
+                .metadata
+                .as_ref()
+                .is_some_and(ServerMetadata::supports_dpop_es256),
+        }
+    }
+
+    /// The token exchange at the identity provider: its ID token for an ID-JAG addressed to
+    /// the authorization server, for the resource (SEP-990). No DPoP: the ID-JAG is a grant,
+    /// not a token presented to the resource.
+    fn send_id_jag_exchange(&mut self) -> Result<AuthStep, AuthError> {
+        let issuer = self.metadata()?.issuer.clone();
+        let scope = self.machine_scope()?;
+        let GrantKind::EnterpriseManaged(enterprise) = &self.config.grant.0 else {
+            return Err(AuthError::Misuse {
+                detail: "a token exchange without an enterprise-managed grant",
+            });
+        };
+        let idp_client = ClientCredentials {
+            client_id: enterprise.idp_client_id.clone(),
+            client_secret: None,
+            auth_method: TokenEndpointAuth::None,
+            redirect_uri: String::new(),
+            source: ClientSource::PreRegistered,
+        };
+        let endpoint = enterprise.idp_token_endpoint.clone();
+        let request = token_request(
+            &endpoint,
+            &idp_client,
+            &GrantForm::IdJagExchange {
+                id_token: &enterprise.id_token,
+                audience: &issuer,
+                scope: scope.as_deref(),
+            },
+            &self.resource(),
+            &Proofs::default(),
+        );
+        self.found.dpop_sent = false;
+        self.send(AuthRequestKind::TokenExchange, endpoint, request)
+    }
+
+    /// The scope a grant without a person asks for: the selection an authorization would make,
+    /// without `offline_access` (no refresh token is kept for these grants).
+    fn machine_scope(&mut self) -> Result<Option<String>, AuthError> {
+        let mut scopes = self.scopes(self.metadata()?);
+        scopes.retain(|scope| scope != "offline_access");
+        let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
+        self.chain.requested = scopes;
+        Ok(scope)
+    }
+
+    /// A grant without a person: its client, and its first token request.
+    fn identify_machine(&mut self) -> Result<(), AuthError> {
+        let (client, stage) = match &self.config.grant.0 {
+            GrantKind::AuthorizationCode => {
+                return Err(AuthError::Misuse {
+                    detail: "the authorization code flow taken for a grant without a person",
+                });
+            }
+            GrantKind::ClientCredentials { client_id, auth } => {
+                let (client_secret, auth_method) = match auth {
+                    MachineAuth::SecretBasic(secret) => {
+                        (Some(secret.clone()), TokenEndpointAuth::ClientSecretBasic)
+                    }
+                    MachineAuth::PrivateKeyJwt(_) => (None, TokenEndpointAuth::PrivateKeyJwt),
+                };
+                (
+                    machine_client(client_id, client_secret, auth_method),
+                    Stage::ClientCredentials,
+                )
+            }
+            GrantKind::JwtBearer {
+                client_id,
+                assertion,
+            } => (
+                machine_client(client_id, None, TokenEndpointAuth::None),
+                Stage::JwtBearer {
+                    assertion: assertion.clone(),
+                },
+            ),
+            GrantKind::EnterpriseManaged(enterprise) => (
+                machine_client(
+                    &enterprise.client_id,
+                    Some(enterprise.client_secret.clone()),
+                    TokenEndpointAuth::ClientSecretBasic,
+                ),
+                Stage::TokenExchange,
+            ),
+        };
+        self.found.client = Some(client);
+        self.stage = stage;
+        Ok(())
     }
 
     /// Chooses the client identity (and whether to refresh) once the server is known.
     fn identify(&mut self) -> Result<(), AuthError> {
+        if !self.config.grant.needs_person() {
+            return self.identify_machine();
+        }
         let metadata = self.metadata()?;
         let issuer = metadata.issuer.clone();
         let client = if let Some(pre) = &self.config.pre_registered {
@@ -636,7 +889,7 @@ impl AuthFlow {
             .unwrap_or_default();
         let refresh = stored.filter(|tokens| {
             self.chain.may_refresh
-                && self.challenge.kind == ChallengeKind::Unauthorized
+                && self.challenge.kind != ChallengeKind::InsufficientScope
                 && client
                     .as_ref()
                     .is_some_and(|client| client.client_id == tokens.client_id)
@@ -734,7 +987,10 @@ impl AuthFlow {
     fn digest_redirect(&mut self, redirect: &str) -> Result<(), AuthError> {
         self.owed = Owed::Nothing;
         let metadata = self.metadata()?;
-        let Some(pending) = self.found.pending.as_ref() else {
+        let (Some(pending), Some(redirect_url)) = (
+            self.found.pending.as_ref(),
+            self.config.redirect_url.as_ref(),
+        ) else {
             return Err(AuthError::Misuse {
                 detail: "a redirect without its authorization",
             });
@@ -742,7 +998,7 @@ impl AuthFlow {
         let code = read_redirect(
             redirect,
             &Expected {
-                redirect_uri: &self.config.redirect_url,
+                redirect_uri: redirect_url,
                 state: &pending.state,
                 issuer: &metadata.issuer,
                 iss_required: metadata.iss_parameter_supported,
@@ -772,13 +1028,62 @@ impl AuthFlow {
                 status: answer.status.as_u16(),
             });
         }
+        if kind.at_token_endpoint() && self.found.dpop_sent {
+            if let Some(nonce) = &answer.dpop_nonce {
+                // Kept for every later proof to this server (RFC 9449 8).
+                self.found.as_nonce = Some(nonce.clone());
+                let asks_for_nonce = answer.status == StatusCode::BAD_REQUEST
+                    && oauth_error(&answer.body).0.as_deref() == Some("use_dpop_nonce");
+                if asks_for_nonce && !self.found.nonce_retried.contains(&kind) {
+                    // The stage is unchanged: the same request goes again, its proof now
+                    // carrying the nonce. Once per request: a second one is a refusal.
+                    self.found.nonce_retried.push(kind);
+                    return Ok(());
+                }
+            }
+        }
         match kind {
             AuthRequestKind::ResourceMetadata => self.digest_resource_metadata(&url, &answer),
             AuthRequestKind::ServerMetadata => self.digest_server_metadata(&url, &answer),
             AuthRequestKind::Register => self.digest_registration(&url, &answer),
             AuthRequestKind::Token => self.digest_token(&url, &answer, now),
             AuthRequestKind::Refresh => self.digest_refresh(&url, &answer, now),
+            AuthRequestKind::ClientCredentials | AuthRequestKind::JwtBearer => {
+                self.digest_machine_token(&url, &answer, now)
+            }
+            AuthRequestKind::TokenExchange => self.digest_token_exchange(&url, &answer),
         }
+    }
+
+    fn digest_machine_token(
+        &mut self,
+        url: &Url,
+        answer: &Answer,
+        now: Instant,
+    ) -> Result<(), AuthError> {
+        // A refusal ends the flow: an assertion is not sent again, and no other grant is tried.
+        if !answer.status.is_success() {
+            return Err(rejected(url, answer));
+        }
+        let requested = self.chain.requested.join(" ");
+        let (tokens, token_type) = read_token_answer(
+            url,
+            &answer.body,
+            now,
+            &self.client_id(),
+            (!requested.is_empty()).then_some(requested.as_str()),
+            self.found.dpop_sent,
+        )?;
+        self.finish(tokens, token_type)
+    }
+
+    fn digest_token_exchange(&mut self, url: &Url, answer: &Answer) -> Result<(), AuthError> {
+        if !answer.status.is_success() {
+            return Err(rejected(url, answer));
+        }
+        let assertion = read_id_jag(url, &answer.body)?;
+        self.stage = Stage::JwtBearer { assertion };
+        Ok(())
     }
 
     fn digest_resource_metadata(&mut self, url: &Url, answer: &Answer) -> Result<(), AuthError> {
@@ -845,10 +1150,11 @@ impl AuthFlow {
         };
         if answer.status.is_success() {
             let metadata = read_server_metadata(issuer, url, &answer.body)?;
-            let s256 = metadata
-                .code_challenge_methods_supported
-                .as_ref()
-                .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
+            let s256 = !self.config.grant.needs_person()
+                || metadata
+                    .code_challenge_methods_supported
+                    .as_ref()
+                    .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
             if !s256 {
                 return Err(AuthError::PkceUnsupported {
                     issuer: issuer.clone(),
@@ -902,14 +1208,15 @@ impl AuthFlow {
             return Err(rejected(url, answer));
         }
         let pending = self.found.pending.take();
-        let tokens = read_token_answer(
+        let (tokens, token_type) = read_token_answer(
             url,
             &answer.body,
             now,
             &self.client_id(),
             pending.as_ref().and_then(|p| p.scope.as_deref()),
+            self.found.dpop_sent,
         )?;
-        self.finish(tokens)
+        self.finish(tokens, token_type)
     }
 
     fn digest_refresh(
@@ -928,13 +1235,19 @@ impl AuthFlow {
             });
         };
         if answer.status.is_success() {
-            let mut tokens =
-                read_token_answer(url, &answer.body, now, &self.client_id(), scope.as_deref())?;
+            let (mut tokens, token_type) = read_token_answer(
+                url,
+                &answer.body,
+                now,
+                &self.client_id(),
+                scope.as_deref(),
+                self.found.dpop_sent,
+            )?;
             // A server that does not rotate refresh tokens leaves the old one valid.
             if tokens.refresh_token.is_none() {
                 tokens.refresh_token = Some(refresh_token.clone());
             }
-            return self.finish(tokens);
+            return self.finish(tokens, token_type);
         }
         if !matches!(
             answer.status,
@@ -966,12 +1279,31 @@ impl AuthFlow {
             .unwrap_or_default()
     }
 
-    fn finish(&mut self, tokens: TokenSet) -> Result<(), AuthError> {
+    fn finish(&mut self, tokens: TokenSet, token_type: TokenType) -> Result<(), AuthError> {
         let issuer = self.metadata()?.issuer.clone();
         let resource = self.resource();
+        let dpop_key = match token_type {
+            TokenType::Dpop => self.found.dpop_key.clone(),
+            TokenType::Bearer => None,
+        };
         self.store.save_tokens(&issuer, &resource, tokens.clone());
-        self.stage = Stage::Done(AccessToken::new(&tokens, &issuer, &resource));
+        self.stage = Stage::Done(AccessToken::new(&tokens, &issuer, &resource, dpop_key));
         Ok(())
+    }
+}
+
+/// The identity of a client without a person: issued out of band, given in its grant.
+fn machine_client(
+    client_id: &str,
+    client_secret: Option<Secret>,
+    auth_method: TokenEndpointAuth,
+) -> ClientCredentials {
+    ClientCredentials {
+        client_id: client_id.to_owned(),
+        client_secret,
+        auth_method,
+        redirect_uri: String::new(),
+        source: ClientSource::PreRegistered,
     }
 }
 
@@ -1022,6 +1354,9 @@ mod tests {
             AuthRequestKind::Register,
             AuthRequestKind::Token,
             AuthRequestKind::Refresh,
+            AuthRequestKind::ClientCredentials,
+            AuthRequestKind::JwtBearer,
+            AuthRequestKind::TokenExchange,
         ]
         .iter()
         .map(|kind| kind.label())
@@ -1033,7 +1368,10 @@ mod tests {
                 "oauth:server-metadata",
                 "oauth:register",
                 "oauth:token",
-                "oauth:refresh"
+                "oauth:refresh",
+                "oauth:client-credentials",
+                "oauth:jwt-bearer",
+                "oauth:token-exchange"
             ]
         );
     }

@@ -20,6 +20,17 @@
 //!   `offline_access`; the redirect checked (`state`, RFC 9207 `iss`); token endpoint auth
 //!   `none`, `client_secret_basic`, `client_secret_post`; refresh; step-up with accumulated
 //!   scopes, at most [`MAX_AUTHORIZATIONS`] per operation.
+//! * Grants without a person ([`Grant`], [`ClientConfig::headless`]), straight from discovery
+//!   to the token endpoint: `client_credentials` with `client_secret_basic` or
+//!   `private_key_jwt` (an ES256 assertion signed with a [`PrivateKey`], `aud` the issuer);
+//!   `jwt-bearer` with a workload's assertion (never retried, no fallback grant);
+//!   enterprise-managed authorization (SEP-990: a token exchange at the IdP for an ID-JAG, then
+//!   `jwt-bearer` with `client_secret_basic`).
+//! * DPoP (RFC 9449, [`Dpop`]): a P-256 key per flow drawn from [`Entropy`], a proof on every
+//!   token request, one retry per request on `use_dpop_nonce`; a DPoP-bound [`AccessToken`]
+//!   presents itself with a fresh proof per request
+//!   ([`AccessToken::authorization_headers`]); a resource server's nonce challenge is
+//!   [`ChallengeKind::UseDpopNonce`].
 //! * Credentials per issuer in a [`CredentialStore`] ([`MemoryStore`] by default).
 //!
 //! # Out of scope
@@ -27,8 +38,12 @@
 //!   step is the caller's authorizer: it gets [`AuthStep::Authorize`]'s URL and returns the
 //!   redirect URL it received).
 //! * Following redirects: a 3xx from any endpoint ends the flow ([`AuthError::Redirected`]).
-//! * Extensions: client credentials, `private_key_jwt`, token exchange, `jwt-bearer`, DPoP
-//!   ([`GrantType`] and [`TokenEndpointAuth`] leave room for them).
+//! * Signing algorithms other than ES256 (client assertions and DPoP proofs); keys other than
+//!   P-256 PKCS#8 PEM; checking a given assertion (a workload's JWT, an ID token) before sending
+//!   it: the server judges it.
+//! * Keeping a DPoP key beyond its flow: a stored refresh token bound to an earlier flow's key
+//!   is refused by the server, and the flow falls back to a full authorization.
+//! * Refresh for grants without a person: they simply ask again.
 //!
 //! # The architecture, by module
 //!
@@ -39,8 +54,9 @@
 //! | `discovery`    | metadata locations, documents, the `resource` and `issuer` rules    |
 //! | `registration` | DCR document and answer, token endpoint auth method choice          |
 //! | `authorize`    | the authorization URL and the redirect checks                       |
-//! | `token`        | token requests, client authentication, [`AccessToken`]              |
-//! | `config`       | [`ClientConfig`], [`PreRegisteredClient`], the HTTPS rule           |
+//! | `token`        | token requests per grant, client authentication, [`AccessToken`]    |
+//! | `jwt`          | [`PrivateKey`], ES256 client assertions and DPoP proofs             |
+//! | `config`       | [`ClientConfig`], [`Grant`], [`Dpop`], [`PreRegisteredClient`]      |
 //! | `store`        | [`CredentialStore`], [`MemoryStore`]                                |
 //! | `entropy`      | the [`Entropy`] seam, PKCE and `state`                              |
 //! | `secret`       | [`Secret`]: a credential that never reaches a log                   |
@@ -123,18 +139,20 @@ mod discovery;
 mod entropy;
 mod error;
 mod flow;
+mod jwt;
 mod registration;
 mod secret;
 mod store;
 mod token;
 
 pub use challenge::{Challenge, ChallengeKind};
-pub use config::{ClientConfig, GrantType, PreRegisteredClient, TokenEndpointAuth};
+pub use config::{ClientConfig, Dpop, Grant, GrantType, PreRegisteredClient, TokenEndpointAuth};
 pub use entropy::Entropy;
 pub use error::{AuthError, Fault, QUOTE_LIMIT, clip};
 pub use flow::{
     AuthFlow, AuthRequest, AuthRequestKind, AuthStep, MAX_ANSWER_BYTES, MAX_AUTHORIZATIONS,
 };
+pub use jwt::PrivateKey;
 pub use secret::Secret;
 pub use store::{ClientCredentials, ClientSource, CredentialStore, MemoryStore, TokenSet};
 pub use token::AccessToken;

@@ -37,7 +37,10 @@ impl<'a> RegistrationRequest<'a> {
             ],
             response_types: ["code"],
             token_endpoint_auth_method: requested_auth_method(metadata).as_str(),
-            application_type: application_type(&config.redirect_url),
+            application_type: config
+                .redirect_url
+                .as_ref()
+                .map_or("native", application_type),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! [`Secret`]: a string that must never reach a log line.
 //!
-//! Access tokens, refresh tokens, client secrets, authorization codes and PKCE verifiers are
-//! kept in this type. Its `Debug` prints a fixed placeholder and it has no `Display`: reading
+//! Access tokens, refresh tokens, client secrets, authorization codes, PKCE verifiers, client
+//! assertions, ID tokens and ID-JAGs are kept in this type. Its `Debug` prints a fixed placeholder and it has no `Display`: reading
 //! the value takes an explicit [`Secret::expose`]. This module must never format the inner
 //! string anywhere.
 

@@ -1,34 +1,47 @@
-//! The token endpoint: the form for a code exchange or a refresh, client authentication, and
-//! the answer ([`AccessToken`]).
+//! The token endpoint: the form for each grant (a code exchange, a refresh,
+//! `client_credentials`, `jwt-bearer`, a token exchange), client authentication, and the answer
+//! ([`AccessToken`], with what it needs to present itself: Bearer, or DPoP with its key).
 //!
 //! Client authentication follows the client's method: `none` puts `client_id` in the form,
 //! `client_secret_post` adds `client_secret`, `client_secret_basic` sends
 //! `Authorization: Basic` over the form-urlencoded id and secret (RFC 6749 2.3.1; the header
-//! is marked sensitive). Every token request carries `resource` (RFC 8707). This module must
-//! never put a credential anywhere but the request it builds and the [`Secret`]s it returns.
+//! is marked sensitive), `private_key_jwt` adds the signed client assertion (RFC 7523 2.2).
+//! Every token request carries `resource` (RFC 8707); one made with a DPoP key carries its proof
+//! in the `DPoP` header (RFC 9449 5). This module must never put a credential anywhere but the
+//! request it builds and the [`Secret`]s it returns.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use http::{HeaderValue, Method, Request};
+use http::{HeaderName, HeaderValue, Method, Request};
 use serde_json::Value;
 use url::Url;
 use url::form_urlencoded::{Serializer, byte_serialize};
 
 use crate::config::{GrantType, TokenEndpointAuth};
 use crate::discovery::{json_object, malformed, secret_member};
+use crate::entropy::Entropy;
 use crate::error::{AuthError, quote};
+use crate::jwt::{PrivateKey, ProofTarget, dpop_proof};
 use crate::secret::Secret;
 use crate::store::{ClientCredentials, TokenSet};
+
+/// The header a DPoP proof travels in (RFC 9449 4.1).
+pub(crate) const DPOP: HeaderName = HeaderName::from_static("dpop");
+/// `client_assertion_type` of a JWT client assertion (RFC 7523 2.2).
+const JWT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+/// The token type of an ID-JAG (SEP-990).
+pub(crate) const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+/// The token type of an OpenID Connect ID token (RFC 8693 3).
+const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
 
 /// The longest `expires_in` taken at its word (ten years); longer is read as this.
 const MAX_EXPIRES_IN: u64 = 10 * 365 * 24 * 3600;
 
-/// What a token request asks for. Room is left for `client_credentials`, token exchange and
-/// `jwt-bearer` grants.
-pub(crate) enum Grant<'a> {
+/// What a token request asks for: the grant and its parameters.
+pub(crate) enum GrantForm<'a> {
     /// `authorization_code` with the PKCE verifier.
     AuthorizationCode {
         code: &'a Secret,
@@ -37,28 +50,56 @@ pub(crate) enum Grant<'a> {
     },
     /// `refresh_token`.
     RefreshToken { refresh_token: &'a Secret },
+    /// `client_credentials` (RFC 6749 4.4).
+    ClientCredentials { scope: Option<&'a str> },
+    /// `jwt-bearer` with an assertion (RFC 7523 2.1): a workload's JWT or an ID-JAG.
+    JwtBearer {
+        assertion: &'a Secret,
+        scope: Option<&'a str>,
+    },
+    /// A token exchange of an ID token for an ID-JAG addressed to `audience` (RFC 8693,
+    /// SEP-990).
+    IdJagExchange {
+        id_token: &'a Secret,
+        audience: &'a str,
+        scope: Option<&'a str>,
+    },
 }
 
-impl Grant<'_> {
+impl GrantForm<'_> {
     fn grant_type(&self) -> GrantType {
         match self {
             Self::AuthorizationCode { .. } => GrantType::AuthorizationCode,
             Self::RefreshToken { .. } => GrantType::RefreshToken,
+            Self::ClientCredentials { .. } => GrantType::ClientCredentials,
+            Self::JwtBearer { .. } => GrantType::JwtBearer,
+            Self::IdJagExchange { .. } => GrantType::TokenExchange,
         }
     }
+}
+
+/// What a token request proves beyond its client's identity.
+#[derive(Default)]
+pub(crate) struct Proofs<'a> {
+    /// The `private_key_jwt` client assertion, for a client of that method.
+    pub(crate) client_assertion: Option<&'a Secret>,
+    /// The DPoP proof of the flow's key (RFC 9449 5).
+    pub(crate) dpop: Option<&'a str>,
 }
 
 /// The token request: a form POST to `endpoint`, authenticated as `client`.
 pub(crate) fn token_request(
     endpoint: &Url,
     client: &ClientCredentials,
-    grant: &Grant<'_>,
+    grant: &GrantForm<'_>,
     resource: &str,
+    proofs: &Proofs<'_>,
 ) -> Result<Request<Vec<u8>>, http::Error> {
     let mut form = Serializer::new(String::new());
     form.append_pair("grant_type", grant.grant_type().as_str());
+    let mut scope = None;
     match grant {
-        Grant::AuthorizationCode {
+        GrantForm::AuthorizationCode {
             code,
             redirect_uri,
             verifier,
@@ -67,11 +108,33 @@ pub(crate) fn token_request(
             form.append_pair("redirect_uri", redirect_uri);
             form.append_pair("code_verifier", verifier.expose());
         }
-        Grant::RefreshToken { refresh_token } => {
+        GrantForm::RefreshToken { refresh_token } => {
             form.append_pair("refresh_token", refresh_token.expose());
+        }
+        GrantForm::ClientCredentials { scope: asked } => scope = *asked,
+        GrantForm::JwtBearer {
+            assertion,
+            scope: asked,
+        } => {
+            form.append_pair("assertion", assertion.expose());
+            scope = *asked;
+        }
+        GrantForm::IdJagExchange {
+            id_token,
+            audience,
+            scope: asked,
+        } => {
+            form.append_pair("requested_token_type", ID_JAG);
+            form.append_pair("audience", audience);
+            form.append_pair("subject_token", id_token.expose());
+            form.append_pair("subject_token_type", ID_TOKEN);
+            scope = *asked;
         }
     }
     form.append_pair("resource", resource);
+    if let Some(scope) = scope {
+        form.append_pair("scope", scope);
+    }
     let mut basic = None;
     match (client.auth_method, &client.client_secret) {
         (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
@@ -85,6 +148,12 @@ pub(crate) fn token_request(
             form.append_pair("client_id", &client.client_id);
         }
     }
+    if let (TokenEndpointAuth::PrivateKeyJwt, Some(assertion)) =
+        (client.auth_method, proofs.client_assertion)
+    {
+        form.append_pair("client_assertion_type", JWT_ASSERTION_TYPE);
+        form.append_pair("client_assertion", assertion.expose());
+    }
     let mut builder = Request::builder()
         .method(Method::POST)
         .uri(endpoint.as_str())
@@ -93,7 +162,18 @@ pub(crate) fn token_request(
     if let Some(value) = basic {
         builder = builder.header(AUTHORIZATION, value);
     }
+    if let Some(proof) = proofs.dpop {
+        builder = builder.header(DPOP, sensitive(proof));
+    }
     builder.body(form.finish().into_bytes())
+}
+
+/// A header value marked sensitive (an empty one if `text` cannot be one: never the case for
+/// the base64url and visible ASCII this module builds).
+fn sensitive(text: &str) -> HeaderValue {
+    let mut value = HeaderValue::try_from(text).unwrap_or_else(|_| HeaderValue::from_static(""));
+    value.set_sensitive(true);
+    value
 }
 
 /// `Basic base64(urlencode(id) ":" urlencode(secret))`, marked sensitive (RFC 6749 2.3.1).
@@ -107,14 +187,24 @@ fn basic_credentials(client_id: &str, secret: &Secret) -> HeaderValue {
     value
 }
 
-/// A successful token answer (RFC 6749 5.1), read at `now`.
+/// How a token is presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenType {
+    Bearer,
+    /// Bound to the key whose proof the request carried (RFC 9449 5).
+    Dpop,
+}
+
+/// A successful token answer (RFC 6749 5.1), read at `now`. `token_type` must be `Bearer`
+/// (or absent), or `DPoP` when the request carried a proof (`dpop_sent`).
 pub(crate) fn read_token_answer(
     endpoint: &Url,
     body: &[u8],
     now: Instant,
     client_id: &str,
     requested_scope: Option<&str>,
-) -> Result<TokenSet, AuthError> {
+    dpop_sent: bool,
+) -> Result<(TokenSet, TokenType), AuthError> {
     const ENDPOINT: &str = "token endpoint";
     let object = json_object(ENDPOINT, endpoint, body)?;
     let access_token = match object.get("access_token").and_then(Value::as_str) {
@@ -128,16 +218,24 @@ pub(crate) fn read_token_answer(
         }
         None => return Err(malformed(ENDPOINT, endpoint, "no \"access_token\" string")),
     };
-    // A missing token_type is read as Bearer (lenient servers omit it); any other is refused.
-    if let Some(token_type) = object.get("token_type") {
-        let text = token_type.as_str().unwrap_or("");
-        if !text.eq_ignore_ascii_case("bearer") {
-            return Err(AuthError::UnsupportedTokenType {
-                endpoint: endpoint.to_string(),
-                token_type: quote(text),
-            });
+    // A missing token_type is read as Bearer (lenient servers omit it); DPoP only when a proof
+    // was sent; any other is refused.
+    let token_type = match object.get("token_type") {
+        None => TokenType::Bearer,
+        Some(token_type) => {
+            let text = token_type.as_str().unwrap_or("");
+            if text.eq_ignore_ascii_case("bearer") {
+                TokenType::Bearer
+            } else if dpop_sent && text.eq_ignore_ascii_case("dpop") {
+                TokenType::Dpop
+            } else {
+                return Err(AuthError::UnsupportedTokenType {
+                    endpoint: endpoint.to_string(),
+                    token_type: quote(text),
+                });
+            }
         }
-    }
+    };
     let expires_at = object
         .get("expires_in")
         .and_then(seconds)
@@ -148,13 +246,44 @@ pub(crate) fn read_token_answer(
         .and_then(Value::as_str)
         .map(str::to_owned)
         .or_else(|| requested_scope.map(str::to_owned));
-    Ok(TokenSet {
-        access_token: Secret::new(access_token),
-        expires_at,
-        refresh_token,
-        scope,
-        client_id: client_id.to_owned(),
-    })
+    Ok((
+        TokenSet {
+            access_token: Secret::new(access_token),
+            expires_at,
+            refresh_token,
+            scope,
+            client_id: client_id.to_owned(),
+        },
+        token_type,
+    ))
+}
+
+/// A token exchange's answer (RFC 8693 2.2.1) read for its ID-JAG: `access_token` holds it, and
+/// `issued_token_type`, when present, must say so.
+pub(crate) fn read_id_jag(endpoint: &Url, body: &[u8]) -> Result<Secret, AuthError> {
+    const ENDPOINT: &str = "identity provider token endpoint";
+    let object = json_object(ENDPOINT, endpoint, body)?;
+    if let Some(issued) = object.get("issued_token_type") {
+        let text = issued.as_str().unwrap_or("");
+        if text != ID_JAG {
+            return Err(malformed(
+                ENDPOINT,
+                endpoint,
+                &format!(
+                    "\"issued_token_type\" is \"{}\", not an ID-JAG",
+                    quote(text)
+                ),
+            ));
+        }
+    }
+    match object.get("access_token").and_then(Value::as_str) {
+        Some(token) if is_token_text(token) => Ok(Secret::new(token)),
+        _ => Err(malformed(
+            ENDPOINT,
+            endpoint,
+            "no \"access_token\" string holding the ID-JAG",
+        )),
+    }
 }
 
 /// Visible ASCII, no spaces: the token goes into a header as it is.
@@ -174,9 +303,10 @@ fn seconds(value: &Value) -> Option<u64> {
     }
 }
 
-/// An access token for one MCP server, ready to present.
+/// An access token for one MCP server, ready to present: a Bearer token, or a DPoP-bound one
+/// that keeps the key it is bound to.
 ///
-/// `Debug` shows everything but the token.
+/// `Debug` shows everything but the token and the key.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AccessToken {
     token: Secret,
@@ -184,27 +314,95 @@ pub struct AccessToken {
     scope: Option<String>,
     issuer: String,
     resource: String,
+    /// The key the token is bound to (RFC 9449), for a DPoP token.
+    dpop_key: Option<PrivateKey>,
 }
 
 impl AccessToken {
-    pub(crate) fn new(tokens: &TokenSet, issuer: &str, resource: &str) -> Self {
+    pub(crate) fn new(
+        tokens: &TokenSet,
+        issuer: &str,
+        resource: &str,
+        dpop_key: Option<PrivateKey>,
+    ) -> Self {
         Self {
             token: tokens.access_token.clone(),
             expires_at: tokens.expires_at,
             scope: tokens.scope.clone(),
             issuer: issuer.to_owned(),
             resource: resource.to_owned(),
+            dpop_key,
         }
     }
 
-    /// The `Authorization` header value to put on every request to the MCP server:
-    /// `Bearer <token>`, marked sensitive.
+    /// The `Authorization` header value: `Bearer <token>` (or `DPoP <token>` for a DPoP-bound
+    /// token, which also needs its proof: use
+    /// [`authorization_headers`](Self::authorization_headers)), marked sensitive.
     pub fn authorization_header(&self) -> HeaderValue {
+        let scheme = if self.dpop_key.is_some() {
+            "DPoP"
+        } else {
+            "Bearer"
+        };
         // `read_token_answer` admits only visible ASCII, which a header value always takes.
-        let mut header = HeaderValue::try_from(format!("Bearer {}", self.token.expose()))
+        let mut header = HeaderValue::try_from(format!("{scheme} {}", self.token.expose()))
             .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
         header.set_sensitive(true);
         header
+    }
+
+    /// The headers that present the token on one request to the MCP server, every value marked
+    /// sensitive:
+    ///
+    /// * a Bearer token: `Authorization: Bearer <token>` (the other inputs are unused);
+    /// * a DPoP-bound token (RFC 9449 7): `Authorization: DPoP <token>` and `DPoP: <proof>`, a
+    ///   fresh proof for this request: `htm` the method, `htu` the URL without query and
+    ///   fragment, `iat` from `wall`, `jti` from `entropy`, `ath` the token's SHA-256, and
+    ///   `nonce` when the server asked for one (`rs_nonce`, from [`Challenge::dpop_nonce`]
+    ///   after a [`ChallengeKind::UseDpopNonce`]; keep sending the last one).
+    ///
+    /// Call it for every request, retries included: a proof is never reused. Fails only for a
+    /// DPoP token when `url` is not an absolute URL ([`AuthError::InvalidConfig`]; the URL is
+    /// not quoted, it may hold credentials).
+    ///
+    /// [`Challenge::dpop_nonce`]: crate::Challenge::dpop_nonce
+    /// [`ChallengeKind::UseDpopNonce`]: crate::ChallengeKind::UseDpopNonce
+    pub fn authorization_headers(
+        &self,
+        method: &Method,
+        url: &str,
+        rs_nonce: Option<&str>,
+        wall: SystemTime,
+        entropy: &mut dyn Entropy,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, AuthError> {
+        let Some(key) = &self.dpop_key else {
+            return Ok(vec![(AUTHORIZATION, self.authorization_header())]);
+        };
+        let url = Url::parse(url).map_err(|_| AuthError::InvalidConfig {
+            what: "request URL for a DPoP proof",
+            detail: "not an absolute URL".into(),
+        })?;
+        let proof = dpop_proof(
+            key,
+            &ProofTarget {
+                method,
+                url: &url,
+                access_token: Some(&self.token),
+                nonce: rs_nonce,
+            },
+            wall,
+            entropy,
+        );
+        Ok(vec![
+            (AUTHORIZATION, self.authorization_header()),
+            (DPOP, sensitive(&proof)),
+        ])
+    }
+
+    /// Whether the token is DPoP-bound (presented with
+    /// [`authorization_headers`](Self::authorization_headers) and a proof per request).
+    pub fn is_dpop_bound(&self) -> bool {
+        self.dpop_key.is_some()
     }
 
     /// The token itself.
@@ -242,6 +440,14 @@ impl std::fmt::Debug for AccessToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AccessToken")
             .field("token", &"redacted")
+            .field(
+                "token_type",
+                &if self.dpop_key.is_some() {
+                    "DPoP"
+                } else {
+                    "Bearer"
+                },
+            )
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
             .field("issuer", &self.issuer)
@@ -282,12 +488,13 @@ mod tests {
         let request = token_request(
             &endpoint(),
             &client(TokenEndpointAuth::None, None),
-            &Grant::AuthorizationCode {
+            &GrantForm::AuthorizationCode {
                 code: &code,
                 redirect_uri: "http://localhost/cb",
                 verifier: &verifier,
             },
             "https://mcp.example/mcp",
+            &Proofs::default(),
         )
         .unwrap();
         assert_eq!(request.method(), Method::POST);
@@ -317,10 +524,11 @@ mod tests {
         let request = token_request(
             &endpoint(),
             &client(TokenEndpointAuth::ClientSecretBasic, Some("p@ss word+/")),
-            &Grant::RefreshToken {
+            &GrantForm::RefreshToken {
                 refresh_token: &refresh,
             },
             "r",
+            &Proofs::default(),
         )
         .unwrap();
         let header = &request.headers()[AUTHORIZATION];
@@ -344,10 +552,11 @@ mod tests {
         let request = token_request(
             &endpoint(),
             &client(TokenEndpointAuth::ClientSecretPost, Some("s")),
-            &Grant::RefreshToken {
+            &GrantForm::RefreshToken {
                 refresh_token: &refresh,
             },
             "r",
+            &Proofs::default(),
         )
         .unwrap();
         assert!(request.headers().get(AUTHORIZATION).is_none());
@@ -365,8 +574,10 @@ mod tests {
             now,
             "c",
             Some("a"),
+            false,
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(tokens.access_token.expose(), "at");
         assert_eq!(tokens.expires_at, Some(now + Duration::from_secs(3600)));
         assert_eq!(tokens.refresh_token.unwrap().expose(), "rt");
@@ -377,8 +588,10 @@ mod tests {
             now,
             "c",
             Some("a"),
+            false,
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(tokens.expires_at, Some(now + Duration::from_secs(60)));
         assert_eq!(tokens.scope.as_deref(), Some("a"));
         assert_eq!(tokens.refresh_token, None);
@@ -393,7 +606,8 @@ mod tests {
                 br#"{"access_token":"at","token_type":"DPoP"}"#,
                 now,
                 "c",
-                None
+                None,
+                false
             ),
             Err(AuthError::UnsupportedTokenType { .. })
         ));
@@ -406,10 +620,191 @@ mod tests {
             b"",
         ] {
             assert!(matches!(
-                read_token_answer(&endpoint(), bad, now, "c", None),
+                read_token_answer(&endpoint(), bad, now, "c", None, false),
                 Err(AuthError::Malformed { .. })
             ));
         }
+    }
+
+    #[test]
+    fn a_dpop_token_type_is_read_only_after_a_proof() {
+        let body = br#"{"access_token":"at","token_type":"DPoP","expires_in":60}"#;
+        let now = Instant::now();
+        let (_, token_type) = read_token_answer(&endpoint(), body, now, "c", None, true).unwrap();
+        assert_eq!(token_type, TokenType::Dpop);
+        assert!(matches!(
+            read_token_answer(&endpoint(), body, now, "c", None, false),
+            Err(AuthError::UnsupportedTokenType { .. })
+        ));
+        let bearer = br#"{"access_token":"at","token_type":"Bearer"}"#;
+        let (_, token_type) = read_token_answer(&endpoint(), bearer, now, "c", None, true).unwrap();
+        assert_eq!(token_type, TokenType::Bearer);
+    }
+
+    #[test]
+    fn grants_without_a_person_have_their_forms() {
+        let assertion = Secret::new("eyJ.assertion.sig");
+        let request = token_request(
+            &endpoint(),
+            &client(TokenEndpointAuth::PrivateKeyJwt, None),
+            &GrantForm::ClientCredentials { scope: Some("a b") },
+            "r",
+            &Proofs {
+                client_assertion: Some(&assertion),
+                dpop: Some("proof.jwt.sig"),
+            },
+        )
+        .unwrap();
+        let pairs = form(&request);
+        for pair in [
+            ("grant_type", "client_credentials"),
+            ("scope", "a b"),
+            ("resource", "r"),
+            (
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ),
+            ("client_assertion", "eyJ.assertion.sig"),
+        ] {
+            assert!(pairs.contains(&(pair.0.into(), pair.1.into())), "{pair:?}");
+        }
+        assert_eq!(request.headers()[DPOP], "proof.jwt.sig");
+        assert!(request.headers()[DPOP].is_sensitive());
+        let id_token = Secret::new("id.token.sig");
+        let request = token_request(
+            &endpoint(),
+            &client(TokenEndpointAuth::None, None),
+            &GrantForm::IdJagExchange {
+                id_token: &id_token,
+                audience: "https://as.example",
+                scope: None,
+            },
+            "https://mcp.example/mcp",
+            &Proofs::default(),
+        )
+        .unwrap();
+        let pairs = form(&request);
+        assert_eq!(
+            pairs
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+            [
+                "grant_type=urn:ietf:params:oauth:grant-type:token-exchange",
+                "requested_token_type=urn:ietf:params:oauth:token-type:id-jag",
+                "audience=https://as.example",
+                "subject_token=id.token.sig",
+                "subject_token_type=urn:ietf:params:oauth:token-type:id_token",
+                "resource=https://mcp.example/mcp",
+                "client_id=my client:1",
+            ]
+        );
+        assert!(request.headers().get(DPOP).is_none());
+    }
+
+    #[test]
+    fn an_id_jag_is_read_from_the_exchange_answer() {
+        let jag = read_id_jag(
+            &endpoint(),
+            br#"{"access_token":"jag","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag","token_type":"N_A"}"#,
+        )
+        .unwrap();
+        assert_eq!(jag.expose(), "jag");
+        for bad in [
+            &br#"{"access_token":"jag","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#[..],
+            br#"{"issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#,
+            b"[]",
+        ] {
+            let error = read_id_jag(&endpoint(), bad).unwrap_err();
+            assert!(matches!(error, AuthError::Malformed { .. }));
+            assert!(!error.to_string().contains("\"jag\""));
+        }
+    }
+
+    fn tokens(access_token: &str) -> TokenSet {
+        TokenSet {
+            access_token: Secret::new(access_token),
+            expires_at: None,
+            refresh_token: None,
+            scope: None,
+            client_id: "c".into(),
+        }
+    }
+
+    #[test]
+    fn authorization_headers_of_a_bearer_token_are_the_bearer_header() {
+        let token = AccessToken::new(&tokens("tok-1"), "https://as", "https://r", None);
+        let headers = token
+            .authorization_headers(
+                &Method::GET,
+                "not even a url",
+                Some("n"),
+                SystemTime::UNIX_EPOCH,
+                &mut crate::jwt::tests::Counting(0),
+            )
+            .unwrap();
+        assert_eq!(headers.len(), 1);
+        assert_eq!(headers[0].0, AUTHORIZATION);
+        assert_eq!(headers[0].1, "Bearer tok-1");
+        assert!(headers[0].1.is_sensitive());
+    }
+
+    #[test]
+    fn authorization_headers_of_a_dpop_token_carry_a_fresh_bound_proof() {
+        let key = PrivateKey::generate(&mut crate::jwt::tests::Counting(0)).unwrap();
+        let token = AccessToken::new(
+            &tokens("tok-2"),
+            "https://as",
+            "https://r",
+            Some(key.clone()),
+        );
+        assert!(token.is_dpop_bound());
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut entropy = crate::jwt::tests::Counting(50);
+        let mut jtis = Vec::new();
+        for nonce in [None, Some("rs-nonce")] {
+            let headers = token
+                .authorization_headers(
+                    &Method::POST,
+                    "https://r.example/mcp?session=1#x",
+                    nonce,
+                    wall,
+                    &mut entropy,
+                )
+                .unwrap();
+            assert_eq!(headers.len(), 2);
+            assert_eq!(
+                headers[0],
+                (AUTHORIZATION, HeaderValue::from_static("DPoP tok-2"))
+            );
+            assert_eq!(headers[1].0, DPOP);
+            assert!(headers.iter().all(|(_, v)| v.is_sensitive()));
+            let (header, claims) = crate::jwt::tests::verify(headers[1].1.to_str().unwrap(), None);
+            assert_eq!(header["jwk"], key.public_jwk());
+            assert_eq!(claims["htm"], "POST");
+            assert_eq!(claims["htu"], "https://r.example/mcp");
+            assert_eq!(claims["iat"], 1_800_000_000u64);
+            assert_eq!(claims["ath"], crate::jwt::ath(&Secret::new("tok-2")));
+            assert_eq!(claims.get("nonce").and_then(Value::as_str), nonce);
+            jtis.push(claims["jti"].clone());
+        }
+        assert_ne!(jtis[0], jtis[1]);
+        let error = token
+            .authorization_headers(
+                &Method::POST,
+                "/relative?token=tok-2",
+                None,
+                wall,
+                &mut entropy,
+            )
+            .unwrap_err();
+        assert!(matches!(error, AuthError::InvalidConfig { .. }));
+        assert!(!format!("{error} {error:?}").contains("tok-2"));
+        let text = format!("{token:?}");
+        assert!(
+            text.contains("\"DPoP\"") && !text.contains("tok-2"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -421,7 +816,7 @@ mod tests {
             scope: Some("a".into()),
             client_id: "c".into(),
         };
-        let token = AccessToken::new(&tokens, "https://as.example", "https://r.example");
+        let token = AccessToken::new(&tokens, "https://as.example", "https://r.example", None);
         assert_eq!(token.authorization_header(), "Bearer tok-123");
         assert!(token.authorization_header().is_sensitive());
         let text = format!("{token:?}");

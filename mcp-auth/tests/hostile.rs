@@ -354,3 +354,160 @@ fn an_insecure_server_url_or_challenge_is_refused() {
         AuthStep::Failed(AuthError::InsecureEndpoint { .. })
     ));
 }
+
+/// The credentials of the extension grants and DPoP: none may reach an error's `Display` or
+/// `Debug`, an `AuthRequest`'s or `AuthStep`'s `Debug`, the flow's, the token's or the
+/// configuration's.
+const EXTENSION_SECRETS: [&str; 7] = [
+    "cc-secret-7q",
+    "wif-assertion-7q",
+    "id-token-7q",
+    "idjag-7q",
+    "access-7q",
+    "refresh-7q",
+    "code-7q",
+];
+
+fn extension_configs() -> Vec<mcp_auth::ClientConfig> {
+    use mcp_auth::{ClientConfig, Dpop, Grant, PrivateKey};
+    let key = PrivateKey::from_pkcs8_pem(CLIENT_KEY_PEM).unwrap();
+    vec![
+        ClientConfig::headless(Grant::client_credentials("cc", "cc-secret-7q")).unwrap(),
+        ClientConfig::headless(Grant::client_credentials_jwt("cc", key))
+            .unwrap()
+            .with_dpop(Dpop::Always),
+        ClientConfig::headless(Grant::jwt_bearer("wif", "eyJ.wif-assertion-7q.sig")).unwrap(),
+        ClientConfig::headless(
+            Grant::enterprise_managed(
+                "xaa",
+                "cc-secret-7q",
+                "http://localhost:4500/token",
+                "idp",
+                "eyJ.id-token-7q.sig",
+            )
+            .unwrap(),
+        )
+        .unwrap()
+        .with_dpop(Dpop::WhenAdvertised),
+        ClientConfig::new(REDIRECT)
+            .unwrap()
+            .with_dpop(Dpop::WhenAdvertised),
+    ]
+}
+
+/// A valid answer to each request of any flow, with the secrets above in it.
+fn extension_answer(label: &str, dpop: bool) -> (u16, Vec<(&'static str, &'static str)>, String) {
+    let body = match label {
+        "oauth:resource-metadata" => {
+            format!(r#"{{"resource":"{SERVER_URL}","authorization_servers":["{AS}"]}}"#)
+        }
+        "oauth:server-metadata" => format!(
+            r#"{{"issuer":"{AS}","authorization_endpoint":"{AS}/authorize","token_endpoint":"{AS}/token","registration_endpoint":"{AS}/register","code_challenge_methods_supported":["S256"],"dpop_signing_alg_values_supported":["ES256"]}}"#
+        ),
+        "oauth:register" => r#"{"client_id":"c","client_secret":"cc-secret-7q"}"#.to_owned(),
+        "oauth:token-exchange" => r#"{"access_token":"idjag-7q","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#.to_owned(),
+        _ => format!(
+            r#"{{"access_token":"access-7q","token_type":"{}","refresh_token":"refresh-7q","expires_in":60}}"#,
+            if dpop { "DPoP" } else { "Bearer" }
+        ),
+    };
+    (
+        if label == "oauth:register" { 201 } else { 200 },
+        Vec::new(),
+        body,
+    )
+}
+
+/// Drives `config`'s flow, answering validly except at request `fail_at` (with `failure`), and
+/// returns every text the flow let out.
+fn extension_texts(
+    config: mcp_auth::ClientConfig,
+    fail_at: usize,
+    failure: &(u16, Vec<(&'static str, &'static str)>, String),
+) -> Vec<String> {
+    let world = World::new();
+    let mut texts = vec![format!("{config:?}")];
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    let mut entropy = Counter(0);
+    let mut sent = 0;
+    for _ in 0..64 {
+        let step = flow.poll(world.now, wall(), &mut entropy);
+        texts.push(format!("{step:?} {flow:?}"));
+        match step {
+            AuthStep::Send(request) => {
+                let dpop = request.request.headers().contains_key("dpop");
+                let (status, headers, body) = if sent == fail_at {
+                    failure.clone()
+                } else {
+                    extension_answer(request.kind.label(), dpop)
+                };
+                sent += 1;
+                let mut map = HeaderMap::new();
+                for (name, value) in headers {
+                    map.insert(name, http::HeaderValue::from_static(value));
+                }
+                let status = StatusCode::from_u16(status).unwrap();
+                flow.handle_response(status, &map, body.as_bytes());
+            }
+            AuthStep::Authorize { url } => {
+                let state = url
+                    .query_pairs()
+                    .find(|(k, _)| k == "state")
+                    .map(|(_, v)| v.into_owned())
+                    .unwrap_or_default();
+                flow.handle_redirect(&format!("{REDIRECT}?code=code-7q&state={state}&iss={AS}"));
+            }
+            AuthStep::Done(token) => {
+                texts.push(format!("{token:?}"));
+                return texts;
+            }
+            AuthStep::Failed(error) => {
+                texts.push(format!("{error} {error:?}"));
+                return texts;
+            }
+            AuthStep::Pending => panic!("pending with nothing owed"),
+        }
+    }
+    panic!("the flow did not end")
+}
+
+#[test]
+fn no_extension_credential_reaches_debug_or_display() {
+    let failures = [
+        (400, vec![], r#"{"error":"invalid_grant"}"#.to_owned()),
+        (401, vec![], r#"{"error":"invalid_client"}"#.to_owned()),
+        (
+            400,
+            vec![("dpop-nonce", "n-1")],
+            r#"{"error":"use_dpop_nonce"}"#.to_owned(),
+        ),
+        (200, vec![], "not json".to_owned()),
+        (200, vec![], r#"{"access_token":"x y"}"#.to_owned()),
+        (
+            200,
+            vec![],
+            r#"{"access_token":"t","token_type":"MAC"}"#.to_owned(),
+        ),
+        (500, vec![], String::new()),
+        (302, vec![], String::new()),
+    ];
+    let pem_body: Vec<&str> = CLIENT_KEY_PEM
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    let mut outcomes = 0;
+    for config in extension_configs() {
+        for fail_at in 0..6 {
+            for failure in &failures {
+                for text in extension_texts(config.clone(), fail_at, failure) {
+                    outcomes += 1;
+                    for secret in EXTENSION_SECRETS.iter().chain(&pem_body) {
+                        assert!(!text.contains(secret), "{secret} in {text}");
+                    }
+                    assert!(!text.contains("eyJ"), "a JWT in {text}");
+                }
+            }
+        }
+    }
+    assert!(outcomes > 500);
+}

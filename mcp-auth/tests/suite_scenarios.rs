@@ -6,6 +6,7 @@ mod world;
 
 use http::Method;
 use mcp_auth::{AuthError, PreRegisteredClient, TokenEndpointAuth};
+
 use world::*;
 
 /// The checks every full flow of the suite makes: PKCE S256 with a matching verifier, and the
@@ -1016,4 +1017,804 @@ fn tokens_are_stored_per_issuer_and_resource_with_their_lifetime() {
         TokenEndpointAuth::None,
         world.store.client(AS).unwrap().auth_method
     );
+}
+
+// ---- extensions: grants without a person ----------------------------------------------------
+
+const CC_CLIENT_ID: &str = "conformance-test-client";
+const CC_CLIENT_SECRET: &str = "conformance-test-secret";
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// The suite's authorization server for an extension scenario: its grant types and methods.
+fn extension_world(grant_types: Vec<&'static str>, auth_methods: Vec<&'static str>) -> World {
+    World::with_servers(&AsOpts {
+        grant_types,
+        auth_methods,
+        ..AsOpts::default()
+    })
+}
+
+fn headless_flow(world: &World, grant: mcp_auth::Grant) -> mcp_auth::AuthFlow {
+    world.flow(
+        unauthorized(Some(&prm_url()), None),
+        mcp_auth::ClientConfig::headless(grant).unwrap(),
+    )
+}
+
+/// What every grant without a person does: discovery, then straight to the token endpoint;
+/// no registration, no browser.
+fn assert_no_person(world: &World) {
+    assert!(world.authorize_urls.is_empty());
+    assert!(world.sent("oauth:register").is_empty());
+    assert!(world.sent("oauth:token").is_empty());
+}
+
+/// `Authorization: Basic` split as the suite splits it (`split(':')`, no decoding).
+fn basic_credentials(seen: &Seen) -> Option<(String, String)> {
+    use base64::Engine as _;
+    let header = seen.headers.get("authorization")?.to_str().ok()?;
+    let encoded = header.strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (id, secret) = text.split_once(':')?;
+    Some((id.to_owned(), secret.to_owned()))
+}
+
+#[test]
+fn client_credentials_basic_sends_the_grant_with_http_basic_and_no_person() {
+    let mut world = extension_world(vec!["client_credentials"], vec!["client_secret_basic"]);
+    world.server = Some(Box::new(|seen: &Seen| {
+        if seen.label != "oauth:client-credentials" {
+            return None;
+        }
+        let form = seen.form();
+        // client-credentials-grant-type, client-credentials-basic-auth
+        if form["grant_type"] != "client_credentials" {
+            return Some(Reply::json(
+                400,
+                serde_json::json!({"error": "unsupported_grant_type"}),
+            ));
+        }
+        if basic_credentials(seen) != Some((CC_CLIENT_ID.into(), CC_CLIENT_SECRET.into())) {
+            return Some(Reply::json(
+                401,
+                serde_json::json!({"error": "invalid_client"}),
+            ));
+        }
+        let scope = form.get("scope").cloned();
+        let mut answer = serde_json::json!({"access_token": "cc-token-1", "token_type": "Bearer", "expires_in": 3600});
+        if let Some(scope) = scope {
+            answer["scope"] = serde_json::json!(scope);
+        }
+        Some(Reply::json(200, answer))
+    }));
+    let mut flow = headless_flow(
+        &world,
+        mcp_auth::Grant::client_credentials(CC_CLIENT_ID, CC_CLIENT_SECRET),
+    );
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(
+        world.labels(),
+        [
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:client-credentials"
+        ]
+    );
+    assert_no_person(&world);
+    let request = world.sent("oauth:client-credentials")[0];
+    assert_eq!(request.url, format!("{AS}/token"));
+    assert!(request.headers["authorization"].is_sensitive());
+    let form = request.form();
+    assert_eq!(form["resource"], SERVER_URL);
+    assert!(!form.contains_key("client_secret"));
+    assert!(!form.contains_key("client_id"));
+    assert_eq!(token.authorization_header(), "Bearer cc-token-1");
+    assert!(!token.is_dpop_bound());
+}
+
+#[test]
+fn client_credentials_refused_ends_the_flow_with_the_oauth_error() {
+    let mut world = extension_world(vec!["client_credentials"], vec!["client_secret_basic"]);
+    world.route(
+        Method::POST,
+        &format!("{AS}/token"),
+        401,
+        r#"{"error":"invalid_client","error_description":"Invalid client credentials"}"#,
+    );
+    let mut flow = headless_flow(
+        &world,
+        mcp_auth::Grant::client_credentials(CC_CLIENT_ID, "wrong-secret"),
+    );
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(
+        &error,
+        AuthError::TokenRejected { status: 401, error: Some(e), .. } if e == "invalid_client"
+    ));
+    assert_eq!(world.sent("oauth:client-credentials").len(), 1);
+    assert!(!format!("{error} {error:?}").contains("wrong-secret"));
+}
+
+#[test]
+fn client_credentials_jwt_signs_an_es256_assertion_for_the_issuer() {
+    let mut world = extension_world(vec!["client_credentials"], vec!["private_key_jwt"]);
+    let public = client_public_key();
+    world.server = Some(Box::new(move |seen: &Seen| {
+        if seen.label != "oauth:client-credentials" {
+            return None;
+        }
+        let form = seen.form();
+        // client-credentials-assertion-type
+        assert_eq!(
+            form["client_assertion_type"],
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        );
+        // client-credentials-jwt-verified: signature, audience (issuer, with or without a
+        // slash), and time (iat, exp around now).
+        let (_, claims) = verify_es256(&form["client_assertion"], Some(&public));
+        let aud = claims["aud"].as_str().unwrap();
+        assert!(aud == AS || aud == format!("{AS}/"), "{aud}");
+        // client-credentials-jwt-iss, client-credentials-jwt-sub
+        assert_eq!(claims["iss"], CC_CLIENT_ID);
+        assert_eq!(claims["sub"], CC_CLIENT_ID);
+        let iat = claims["iat"].as_u64().unwrap();
+        let exp = claims["exp"].as_u64().unwrap();
+        assert!(iat.abs_diff(WALL_SECS) <= 30 && exp > WALL_SECS && exp <= iat + 600);
+        assert!(!claims["jti"].as_str().unwrap().is_empty());
+        assert_eq!(form["grant_type"], "client_credentials");
+        assert!(seen.headers.get("authorization").is_none());
+        Some(Reply::json(
+            200,
+            serde_json::json!({"access_token": "cc-token-2", "token_type": "Bearer", "expires_in": 3600}),
+        ))
+    }));
+    let key = mcp_auth::PrivateKey::from_pkcs8_pem(CLIENT_KEY_PEM).unwrap();
+    let grant = mcp_auth::Grant::client_credentials_jwt(CC_CLIENT_ID, key);
+    let mut flow = headless_flow(&world, grant.clone());
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(token.authorization_header(), "Bearer cc-token-2");
+    assert_no_person(&world);
+    // A later flow signs a new assertion: a fresh jti.
+    let mut flow = headless_flow(&world, grant);
+    world.run(&mut flow).unwrap();
+    let assertions: Vec<String> = world
+        .sent("oauth:client-credentials")
+        .iter()
+        .map(|seen| seen.form()["client_assertion"].clone())
+        .collect();
+    let jti = |jwt: &str| jwt_parts(jwt).1["jti"].clone();
+    assert_ne!(jti(&assertions[0]), jti(&assertions[1]));
+}
+
+// ---- auth/wif-jwt-bearer ----------------------------------------------------------------------
+
+const WIF_CLIENT_ID: &str = "conformance-wif-workload";
+
+fn workload_jwt(audience: &str, exp: u64) -> String {
+    jwt(
+        serde_json::json!({"alg": "ES256"}),
+        serde_json::json!({
+            "iss": "https://idp.conformance-test.local",
+            "sub": "conformance-workload",
+            "aud": audience,
+            "iat": WALL_SECS - 10,
+            "exp": exp,
+            "jti": "wif-1",
+        }),
+    )
+}
+
+/// The suite's WIF authorization server: jwt-bearer only, no registration; it decides on the
+/// assertion's audience and expiry, and records every token request after a failure (the
+/// `wif-no-retry` and `wif-grant-fallback` warnings).
+fn wif_world() -> World {
+    let mut world = World::with_servers(&AsOpts {
+        grant_types: vec![JWT_BEARER],
+        auth_methods: vec!["none"],
+        dcr: false,
+        ..AsOpts::default()
+    });
+    let mut failed_once = false;
+    world.server = Some(Box::new(move |seen: &Seen| {
+        if !seen.url.ends_with("/token") {
+            return None;
+        }
+        assert!(
+            !failed_once,
+            "wif-no-retry / wif-grant-fallback: a request after a failure"
+        );
+        let form = seen.form();
+        let refuse = |error: &str| Some(Reply::json(400, serde_json::json!({"error": error})));
+        failed_once = true;
+        if form["grant_type"] != JWT_BEARER {
+            return refuse("unsupported_grant_type"); // wif-grant-type
+        }
+        let Some(assertion) = form.get("assertion") else {
+            return refuse("invalid_request"); // wif-assertion-missing
+        };
+        let (_, claims) = jwt_parts(assertion);
+        if claims["exp"].as_u64().unwrap() + 5 < WALL_SECS {
+            return refuse("invalid_grant"); // wif-assertion-expired
+        }
+        let aud = claims["aud"].as_str().unwrap();
+        if aud != AS && aud != format!("{AS}/") {
+            return refuse("invalid_grant"); // wif-assertion-audience
+        }
+        let scope = form.get("scope").map(String::as_str).unwrap_or("");
+        if scope.split(' ').any(|s| s == "wif.trigger-unauthorized") {
+            return refuse("unauthorized_client");
+        }
+        if scope.split(' ').any(|s| s == "wif.rejected") {
+            return refuse("invalid_scope");
+        }
+        failed_once = false;
+        Some(Reply::json(
+            200,
+            serde_json::json!({"access_token": "wif-token", "token_type": "Bearer", "expires_in": 3600}),
+        ))
+    }));
+    world
+}
+
+#[test]
+fn wif_jwt_bearer_presents_the_workload_assertion_with_the_client_id() {
+    let mut world = wif_world();
+    let assertion = workload_jwt(AS, WALL_SECS + 300);
+    let mut flow = headless_flow(
+        &world,
+        mcp_auth::Grant::jwt_bearer(WIF_CLIENT_ID, assertion.clone()),
+    );
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(token.authorization_header(), "Bearer wif-token");
+    assert_eq!(
+        world.labels(),
+        [
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:jwt-bearer"
+        ]
+    );
+    assert_no_person(&world);
+    let request = world.sent("oauth:jwt-bearer")[0];
+    let form = request.form();
+    assert_eq!(form["grant_type"], JWT_BEARER);
+    assert_eq!(form["assertion"], assertion);
+    assert_eq!(form["client_id"], WIF_CLIENT_ID);
+    assert_eq!(form["resource"], SERVER_URL);
+    assert!(request.headers.get("authorization").is_none());
+}
+
+#[test]
+fn wif_refusals_are_surfaced_once_without_retry_or_another_grant() {
+    let cases: [(String, Option<&str>, &str); 4] = [
+        // wif-assertion-audience: the wrong_audience_jwt
+        (
+            workload_jwt("https://wrong.example", WALL_SECS + 300),
+            None,
+            "invalid_grant",
+        ),
+        // wif-assertion-expired: the expired_jwt
+        (workload_jwt(AS, WALL_SECS - 60), None, "invalid_grant"),
+        // the AS refuses the client for this grant, or the scope
+        (
+            workload_jwt(AS, WALL_SECS + 300),
+            Some("wif.trigger-unauthorized"),
+            "unauthorized_client",
+        ),
+        (
+            workload_jwt(AS, WALL_SECS + 300),
+            Some("wif.rejected"),
+            "invalid_scope",
+        ),
+    ];
+    for (assertion, scope, expected) in cases {
+        let mut world = wif_world();
+        let mut config = mcp_auth::ClientConfig::headless(mcp_auth::Grant::jwt_bearer(
+            WIF_CLIENT_ID,
+            assertion.clone(),
+        ))
+        .unwrap();
+        if let Some(scope) = scope {
+            config = config.with_scope(scope);
+        }
+        let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+        let error = world.run(&mut flow).unwrap_err();
+        assert!(
+            matches!(&error, AuthError::TokenRejected { status: 400, error: Some(e), .. } if e == expected),
+            "{error}"
+        );
+        // The wif-no-retry / wif-grant-fallback server asserts a single token request.
+        assert_eq!(world.sent("oauth:jwt-bearer").len(), 1);
+        assert_no_person(&world);
+        // Polling again repeats the failure: nothing more is sent.
+        let again = world.run(&mut flow).unwrap_err();
+        assert_eq!(again, error);
+        assert_eq!(world.seen.len(), 3);
+        assert!(!format!("{error} {error:?}").contains(&assertion));
+    }
+}
+
+// ---- auth/enterprise-managed-authorization ----------------------------------------------------
+
+const XAA_CLIENT_ID: &str = "conformance-test-xaa-client";
+const XAA_CLIENT_SECRET: &str = "conformance-test-xaa-secret";
+const IDP: &str = "http://localhost:4500";
+const IDP_CLIENT_ID: &str = "conformance-test-idp-client";
+
+fn idp_id_token() -> String {
+    jwt(
+        serde_json::json!({"alg": "ES256"}),
+        serde_json::json!({"iss": IDP, "sub": "demo-user@example.com", "aud": IDP_CLIENT_ID, "iat": WALL_SECS, "exp": WALL_SECS + 3600}),
+    )
+}
+
+fn enterprise_grant() -> mcp_auth::Grant {
+    mcp_auth::Grant::enterprise_managed(
+        XAA_CLIENT_ID,
+        XAA_CLIENT_SECRET,
+        &format!("{IDP}/token"),
+        IDP_CLIENT_ID,
+        idp_id_token(),
+    )
+    .unwrap()
+}
+
+/// The suite's IdP (token exchange → ID-JAG) and authorization server (jwt-bearer with
+/// client_secret_basic), each checking what the scenario checks.
+fn enterprise_world() -> World {
+    let mut world = extension_world(vec![JWT_BEARER], vec!["client_secret_basic"]);
+    world.server = Some(Box::new(|seen: &Seen| {
+        let form = seen.form();
+        if seen.url == format!("{IDP}/token") {
+            // complete-flow-token-exchange: every parameter SEP-990 requires.
+            assert_eq!(
+                form["grant_type"],
+                "urn:ietf:params:oauth:grant-type:token-exchange"
+            );
+            assert_eq!(form["subject_token"], idp_id_token());
+            assert_eq!(
+                form["subject_token_type"],
+                "urn:ietf:params:oauth:token-type:id_token"
+            );
+            assert_eq!(
+                form["requested_token_type"],
+                "urn:ietf:params:oauth:token-type:id-jag"
+            );
+            assert!(!form["audience"].is_empty() && !form["resource"].is_empty());
+            assert_eq!(form["client_id"], IDP_CLIENT_ID);
+            assert!(seen.headers.get("authorization").is_none());
+            assert!(!seen.body.contains(XAA_CLIENT_SECRET));
+            let id_jag = jwt(
+                serde_json::json!({"alg": "ES256", "typ": "oauth-id-jag+jwt"}),
+                serde_json::json!({
+                    "iss": IDP, "sub": "demo-user@example.com", "aud": form["audience"],
+                    "resource": form["resource"], "client_id": XAA_CLIENT_ID,
+                    "iat": WALL_SECS, "exp": WALL_SECS + 300, "jti": "jag-1",
+                }),
+            );
+            return Some(Reply::json(
+                200,
+                serde_json::json!({"access_token": id_jag, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}),
+            ));
+        }
+        if seen.url != format!("{AS}/token") {
+            return None;
+        }
+        // complete-flow-jwt-bearer: client_secret_basic, the assertion, its typ, audience,
+        // client_id and resource.
+        assert_eq!(form["grant_type"], JWT_BEARER);
+        let (id, secret) = basic_credentials(seen).expect("client_secret_basic");
+        assert_eq!(
+            (id.as_str(), secret.as_str()),
+            (XAA_CLIENT_ID, XAA_CLIENT_SECRET)
+        );
+        let (header, claims) = jwt_parts(&form["assertion"]);
+        assert_eq!(header["typ"], "oauth-id-jag+jwt");
+        assert!(claims["aud"] == AS || claims["aud"] == format!("{AS}/"));
+        assert_eq!(claims["client_id"], id);
+        assert_eq!(claims["resource"], SERVER_URL);
+        assert!(
+            !seen.body.contains(&idp_id_token()),
+            "the ID token stays at the IdP"
+        );
+        Some(Reply::json(
+            200,
+            serde_json::json!({"access_token": "xaa-token", "token_type": "Bearer", "expires_in": 3600}),
+        ))
+    }));
+    world
+}
+
+#[test]
+fn enterprise_managed_exchanges_the_id_token_then_presents_the_id_jag() {
+    let mut world = enterprise_world();
+    let mut flow = headless_flow(&world, enterprise_grant());
+    let token = world.run(&mut flow).unwrap();
+    assert_eq!(token.authorization_header(), "Bearer xaa-token");
+    assert_eq!(
+        world.labels(),
+        [
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:token-exchange",
+            "oauth:jwt-bearer"
+        ]
+    );
+    assert_no_person(&world);
+    let exchange = world.sent("oauth:token-exchange")[0].form();
+    assert_eq!(exchange["audience"], AS);
+    assert_eq!(exchange["resource"], SERVER_URL);
+    assert_eq!(
+        world.sent("oauth:jwt-bearer")[0].form()["resource"],
+        SERVER_URL
+    );
+}
+
+#[test]
+fn enterprise_managed_stops_at_a_refused_or_unusable_exchange() {
+    let mut world = enterprise_world();
+    world.server = None;
+    world.route(
+        Method::POST,
+        &format!("{IDP}/token"),
+        400,
+        r#"{"error":"invalid_grant","error_description":"Invalid ID token"}"#,
+    );
+    let mut flow = headless_flow(&world, enterprise_grant());
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(
+        &error,
+        AuthError::TokenRejected { endpoint, error: Some(e), .. }
+            if endpoint == &format!("{IDP}/token") && e == "invalid_grant"
+    ));
+    assert!(world.sent("oauth:jwt-bearer").is_empty());
+    assert!(!format!("{error} {error:?}").contains(&idp_id_token()));
+
+    let mut world = enterprise_world();
+    world.server = None;
+    world.route(
+        Method::POST,
+        &format!("{IDP}/token"),
+        200,
+        r#"{"access_token":"an-access-token","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#,
+    );
+    let mut flow = headless_flow(&world, enterprise_grant());
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(
+        error,
+        AuthError::Malformed {
+            endpoint: "identity provider token endpoint",
+            ..
+        }
+    ));
+    assert!(!error.to_string().contains("an-access-token"));
+    assert!(world.sent("oauth:jwt-bearer").is_empty());
+}
+
+// ---- auth/dpop, auth/dpop-nonce ---------------------------------------------------------------
+
+const AS_DPOP_NONCE: &str = "conformance-as-dpop-nonce";
+const RS_DPOP_NONCE: &str = "conformance-rs-dpop-nonce";
+
+/// The RFC 7638 thumbprint of a P-256 JWK (what the suite binds as `cnf.jkt`).
+fn thumbprint(jwk: &serde_json::Value) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let canonical = format!(
+        r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+        jwk["x"].as_str().unwrap(),
+        jwk["y"].as_str().unwrap()
+    );
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(canonical))
+}
+
+/// The suite's proof checks (`validateDpopProofAtTokenEndpoint`, `validateResourceProof`):
+/// `dpop+jwt`, ES256 verifying under the embedded public `jwk`, a `jti`, `htm`, an `htu`
+/// without query or fragment matching the target, `iat` within 300 s of now.
+fn check_proof(proof: &str, method: &str, target: &str) -> (serde_json::Value, serde_json::Value) {
+    assert!(!proof.contains(','), "one DPoP header");
+    let (header, claims) = verify_es256(proof, None);
+    assert_eq!(header["typ"], "dpop+jwt");
+    assert!(claims["jti"].is_string());
+    assert_eq!(claims["htm"], method);
+    let htu = claims["htu"].as_str().unwrap();
+    assert!(!htu.contains('?') && !htu.contains('#'), "{htu}");
+    assert_eq!(htu.trim_end_matches('/'), target.trim_end_matches('/'));
+    assert!(claims["iat"].as_u64().unwrap().abs_diff(WALL_SECS) <= 300);
+    (header, claims)
+}
+
+/// What the suite's authorization server observed at the token endpoint.
+#[derive(Default)]
+struct TokenEndpointObs {
+    valid_proofs: usize,
+    nonce_challenged: bool,
+    nonce_honored: bool,
+}
+
+/// The suite's DPoP-capable authorization server (`dpopSigningAlgValuesSupported: ['ES256']`):
+/// a request with a valid proof gets a DPoP-bound JWT access token (`cnf.jkt`), after a
+/// `use_dpop_nonce` challenge when `require_nonce`; one without a proof gets a Bearer token.
+fn dpop_world(require_nonce: bool) -> (World, std::rc::Rc<std::cell::RefCell<TokenEndpointObs>>) {
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["ES256"]),
+        ..AsOpts::default()
+    });
+    let obs = std::rc::Rc::new(std::cell::RefCell::new(TokenEndpointObs::default()));
+    let seen_obs = obs.clone();
+    world.server = Some(Box::new(move |seen: &Seen| {
+        if seen.url != format!("{AS}/token") {
+            return None;
+        }
+        let Some(proof) = seen.headers.get("dpop") else {
+            return Some(Reply::json(
+                200,
+                serde_json::json!({"access_token": "bearer-token", "token_type": "Bearer"}),
+            ));
+        };
+        assert!(proof.is_sensitive());
+        let (header, claims) = check_proof(proof.to_str().unwrap(), "POST", &format!("{AS}/token"));
+        let mut obs = seen_obs.borrow_mut();
+        obs.valid_proofs += 1;
+        if require_nonce {
+            if claims.get("nonce").and_then(|n| n.as_str()) != Some(AS_DPOP_NONCE) {
+                obs.nonce_challenged = true;
+                return Some(
+                    Reply::json(400, serde_json::json!({"error": "use_dpop_nonce", "error_description": "Authorization server requires a DPoP nonce"}))
+                        .with_header("dpop-nonce", AS_DPOP_NONCE),
+                );
+            }
+            obs.nonce_honored = true;
+        }
+        let token = jwt(
+            serde_json::json!({"alg": "ES256", "typ": "at+jwt"}),
+            serde_json::json!({"iss": AS, "aud": seen.form()["resource"], "cnf": {"jkt": thumbprint(&header["jwk"])}}),
+        );
+        Some(Reply::json(
+            200,
+            serde_json::json!({"access_token": token, "token_type": "DPoP", "expires_in": 3600}),
+        ))
+    }));
+    (world, obs)
+}
+
+/// What the suite's MCP server (`createDpopResourceAuth`) observed.
+#[derive(Default)]
+struct ResourceObs {
+    authenticated: usize,
+    schemes: Vec<String>,
+    jtis: Vec<String>,
+    replay: bool,
+    nonce_challenged: bool,
+    nonce_honored: bool,
+}
+
+/// The suite's MCP server judge: scheme, proof (htm/htu/ath, key bound to the token's
+/// `cnf.jkt`), fresh `jti`, and the nonce when `require_nonce`. Answers 200 or the 401 nonce
+/// challenge.
+fn judge(
+    obs: &mut ResourceObs,
+    headers: &[(http::HeaderName, http::HeaderValue)],
+    require_nonce: bool,
+) -> (http::StatusCode, http::HeaderMap) {
+    let get = |name: &str| {
+        let values: Vec<&http::HeaderValue> = headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v)
+            .collect();
+        assert!(values.len() <= 1, "one {name} header");
+        values.first().map(|v| v.to_str().unwrap().to_owned())
+    };
+    let authorization = get("authorization").expect("an access token");
+    obs.authenticated += 1;
+    let (scheme, token) = authorization.split_once(' ').unwrap();
+    obs.schemes.push(scheme.to_owned());
+    let proof = get("dpop").expect("a DPoP proof");
+    let (header, claims) = check_proof(&proof, "POST", SERVER_URL);
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    assert_eq!(
+        claims["ath"],
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(token))
+    );
+    assert_eq!(jwt_parts(token).1["cnf"]["jkt"], thumbprint(&header["jwk"]));
+    let jti = claims["jti"].as_str().unwrap().to_owned();
+    if obs.jtis.contains(&jti) {
+        obs.replay = true;
+    } else {
+        obs.jtis.push(jti);
+    }
+    let mut answer = http::HeaderMap::new();
+    if require_nonce && claims.get("nonce").and_then(|n| n.as_str()) != Some(RS_DPOP_NONCE) {
+        obs.nonce_challenged = true;
+        answer.insert(
+            "www-authenticate",
+            http::HeaderValue::from_str(&format!(
+                r#"DPoP error="use_dpop_nonce", resource_metadata="{}""#,
+                prm_url()
+            ))
+            .unwrap(),
+        );
+        answer.insert("dpop-nonce", http::HeaderValue::from_static(RS_DPOP_NONCE));
+        return (http::StatusCode::UNAUTHORIZED, answer);
+    }
+    if require_nonce {
+        obs.nonce_honored = true;
+    }
+    (http::StatusCode::OK, answer)
+}
+
+/// An MCP request as a driver makes it: present the token; on a nonce challenge, retry once
+/// with the nonce (and keep it).
+fn mcp_request(
+    token: &mcp_auth::AccessToken,
+    obs: &mut ResourceObs,
+    nonce: &mut Option<String>,
+    require_nonce: bool,
+    entropy: &mut Counter,
+) -> http::StatusCode {
+    let present = |nonce: Option<&str>, entropy: &mut Counter| {
+        token
+            .authorization_headers(&Method::POST, SERVER_URL, nonce, wall(), entropy)
+            .unwrap()
+    };
+    let (status, answer) = judge(obs, &present(nonce.as_deref(), entropy), require_nonce);
+    if status != http::StatusCode::UNAUTHORIZED {
+        return status;
+    }
+    let challenge = mcp_auth::Challenge::from_response(status, &answer).unwrap();
+    assert_eq!(challenge.kind, mcp_auth::ChallengeKind::UseDpopNonce);
+    *nonce = challenge.dpop_nonce().map(str::to_owned);
+    judge(obs, &present(nonce.as_deref(), entropy), require_nonce).0
+}
+
+fn dpop_config(world: &World) -> mcp_auth::ClientConfig {
+    world.config().with_dpop(mcp_auth::Dpop::WhenAdvertised)
+}
+
+#[test]
+fn dpop_binds_the_token_and_presents_it_with_a_fresh_proof_per_request() {
+    let (mut world, as_obs) = dpop_world(false);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let token = world.run(&mut flow).unwrap();
+    // sep-1932-client-token-request-proof: a valid proof at the authorization_code exchange.
+    assert_eq!(as_obs.borrow().valid_proofs, 1);
+    assert_eq!(
+        world.sent("oauth:token")[0].form()["grant_type"],
+        "authorization_code"
+    );
+    assert!(token.is_dpop_bound());
+    assert!(
+        token
+            .authorization_header()
+            .to_str()
+            .unwrap()
+            .starts_with("DPoP ")
+    );
+    let text = format!("{token:?}");
+    assert!(text.contains("DPoP") && !text.contains("eyJ"), "{text}");
+    // sep-1932-client-dpop-auth-scheme and sep-1932-client-fresh-proof over three requests.
+    let mut obs = ResourceObs::default();
+    let mut nonce = None;
+    let mut entropy = Counter(200);
+    for _ in 0..3 {
+        let status = mcp_request(&token, &mut obs, &mut nonce, false, &mut entropy);
+        assert_eq!(status, http::StatusCode::OK);
+    }
+    assert_eq!(obs.authenticated, 3);
+    assert!(obs.schemes.iter().all(|s| s == "DPoP"));
+    assert_eq!(obs.jtis.len(), 3);
+    assert!(!obs.replay);
+}
+
+#[test]
+fn dpop_nonce_challenges_from_the_as_and_the_mcp_server_are_answered_with_the_nonce() {
+    let (mut world, as_obs) = dpop_world(true);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let token = world.run(&mut flow).unwrap();
+    // sep-1932-client-as-nonce: challenged, then honored by the same request sent again.
+    assert!(as_obs.borrow().nonce_challenged && as_obs.borrow().nonce_honored);
+    let exchanges = world.sent("oauth:token");
+    assert_eq!(exchanges.len(), 2);
+    assert_eq!(exchanges[0].form(), exchanges[1].form());
+    let proof = |seen: &Seen| jwt_parts(seen.headers["dpop"].to_str().unwrap()).1;
+    assert_eq!(proof(exchanges[0]).get("nonce"), None);
+    assert_eq!(proof(exchanges[1])["nonce"], AS_DPOP_NONCE);
+    assert_ne!(proof(exchanges[0])["jti"], proof(exchanges[1])["jti"]);
+    assert!(token.is_dpop_bound());
+    // sep-1932-client-rs-nonce: the 401 use_dpop_nonce is retried with the nonce and a fresh
+    // proof (no replay); later requests carry the nonce from the start.
+    let mut obs = ResourceObs::default();
+    let mut nonce = None;
+    let mut entropy = Counter(200);
+    for _ in 0..2 {
+        let status = mcp_request(&token, &mut obs, &mut nonce, true, &mut entropy);
+        assert_eq!(status, http::StatusCode::OK);
+    }
+    assert!(obs.nonce_challenged && obs.nonce_honored);
+    assert_eq!(obs.authenticated, 3);
+    assert!(!obs.replay);
+    assert!(obs.schemes.iter().all(|s| s == "DPoP"));
+}
+
+#[test]
+fn a_second_use_dpop_nonce_for_the_same_request_is_a_refusal() {
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["ES256"]),
+        ..AsOpts::default()
+    });
+    world.server = Some(Box::new(|seen: &Seen| {
+        (seen.label == "oauth:token").then(|| {
+            Reply::json(400, serde_json::json!({"error": "use_dpop_nonce"}))
+                .with_header("dpop-nonce", "always-another")
+        })
+    }));
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let error = world.run(&mut flow).unwrap_err();
+    assert!(matches!(
+        &error,
+        AuthError::TokenRejected { status: 400, error: Some(e), .. } if e == "use_dpop_nonce"
+    ));
+    assert_eq!(world.sent("oauth:token").len(), 2);
+}
+
+#[test]
+fn dpop_is_asked_for_only_where_configured_and_advertised() {
+    // Off (the default): no proof even where advertised, and a Bearer token.
+    let (mut world, as_obs) = dpop_world(false);
+    let mut flow = world.standard_flow();
+    let token = world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:token")[0].headers.get("dpop").is_none());
+    assert_eq!(as_obs.borrow().valid_proofs, 0);
+    assert!(!token.is_dpop_bound());
+    // WhenAdvertised, at a server that does not advertise ES256: no proof.
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["RS256"]),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:token")[0].headers.get("dpop").is_none());
+    // A server that answers a proof with a Bearer token (`unbound-token`): a Bearer token.
+    let mut world = World::with_servers(&AsOpts {
+        dpop_algs: Some(vec!["ES256"]),
+        ..AsOpts::default()
+    });
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), dpop_config(&world));
+    let token = world.run(&mut flow).unwrap();
+    assert!(world.sent("oauth:token")[0].headers.get("dpop").is_some());
+    assert!(!token.is_dpop_bound());
+    assert_eq!(token.authorization_header(), "Bearer test-token-1");
+    // A DPoP token to a request without a proof is refused.
+    let mut world = World::with_servers(&AsOpts::default());
+    world.route(
+        Method::POST,
+        &format!("{AS}/token"),
+        200,
+        r#"{"access_token":"t","token_type":"DPoP"}"#,
+    );
+    let mut flow = world.standard_flow();
+    assert!(matches!(
+        world.run(&mut flow),
+        Err(AuthError::UnsupportedTokenType { .. })
+    ));
+}
+
+#[test]
+fn grants_without_a_person_bind_their_tokens_too() {
+    let (mut world, as_obs) = dpop_world(true);
+    let config = mcp_auth::ClientConfig::headless(mcp_auth::Grant::client_credentials(
+        CC_CLIENT_ID,
+        CC_CLIENT_SECRET,
+    ))
+    .unwrap()
+    .with_dpop(mcp_auth::Dpop::Always);
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), config);
+    let token = world.run(&mut flow).unwrap();
+    assert!(token.is_dpop_bound());
+    assert_eq!(world.sent("oauth:client-credentials").len(), 2);
+    assert_eq!(as_obs.borrow().valid_proofs, 2);
 }

@@ -69,8 +69,35 @@ pub enum Iss {
     Omit,
 }
 
+/// An answer a scripted server chose: status, headers, body.
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: Value) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: body.to_string(),
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, value.to_owned()));
+        self
+    }
+}
+
+/// A server played by code: it sees each request and answers, or leaves it to the routes.
+pub type Server = Box<dyn FnMut(&Seen) -> Option<Reply>>;
+
 pub struct World {
     pub routes: HashMap<(Method, String), (u16, String)>,
+    /// Consulted before the routes.
+    pub server: Option<Server>,
     pub seen: Vec<Seen>,
     pub authorize_urls: Vec<Url>,
     /// The issuer the browser names in `iss`, by authorization endpoint URL prefix.
@@ -87,6 +114,7 @@ impl Default for World {
     fn default() -> Self {
         Self {
             routes: HashMap::new(),
+            server: None,
             seen: Vec::new(),
             authorize_urls: Vec::new(),
             issuers: Vec::new(),
@@ -118,6 +146,9 @@ pub struct AsOpts {
     pub registered_method: Option<&'static str>,
     pub refresh_token: Option<&'static str>,
     pub access_token: String,
+    pub grant_types: Vec<&'static str>,
+    /// `dpop_signing_alg_values_supported`, when set.
+    pub dpop_algs: Option<Vec<&'static str>>,
 }
 
 impl Default for AsOpts {
@@ -138,6 +169,8 @@ impl Default for AsOpts {
             registered_method: None,
             refresh_token: None,
             access_token: "test-token-1".into(),
+            grant_types: vec!["authorization_code", "refresh_token"],
+            dpop_algs: None,
         }
     }
 }
@@ -168,7 +201,7 @@ impl World {
             "authorization_endpoint": endpoint("/authorize"),
             "token_endpoint": endpoint("/token"),
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "grant_types_supported": opts.grant_types,
             "token_endpoint_auth_methods_supported": opts.auth_methods,
         });
         if opts.dcr {
@@ -182,6 +215,9 @@ impl World {
         }
         if let Some(scopes) = &opts.scopes_supported {
             metadata["scopes_supported"] = json!(scopes);
+        }
+        if let Some(algs) = &opts.dpop_algs {
+            metadata["dpop_signing_alg_values_supported"] = json!(algs);
         }
         if let Some(cimd) = opts.cimd {
             metadata["client_id_metadata_document_supported"] = json!(cimd);
@@ -296,23 +332,36 @@ impl World {
                 AuthStep::Send(request) => {
                     let (head, body) = request.request.into_parts();
                     let url = head.uri.to_string();
-                    self.seen.push(Seen {
+                    let seen = Seen {
                         label: request.kind.label(),
                         method: head.method.clone(),
                         url: url.clone(),
                         headers: head.headers.clone(),
                         body: String::from_utf8(body).unwrap(),
+                    };
+                    let scripted = self.server.as_mut().and_then(|server| server(&seen));
+                    self.seen.push(seen);
+                    let reply = scripted.unwrap_or_else(|| {
+                        let (status, body) = self
+                            .routes
+                            .get(&(head.method, url))
+                            .cloned()
+                            .unwrap_or((404, "Not Found".into()));
+                        Reply {
+                            status,
+                            headers: Vec::new(),
+                            body,
+                        }
                     });
-                    let (status, body) = self
-                        .routes
-                        .get(&(head.method, url))
-                        .cloned()
-                        .unwrap_or((404, "Not Found".into()));
                     answered(self, request.kind.label());
+                    let mut headers = HeaderMap::new();
+                    for (name, value) in &reply.headers {
+                        headers.append(*name, HeaderValue::from_str(value).unwrap());
+                    }
                     flow.handle_response(
-                        StatusCode::from_u16(status).unwrap(),
-                        &HeaderMap::new(),
-                        body.as_bytes(),
+                        StatusCode::from_u16(reply.status).unwrap(),
+                        &headers,
+                        reply.body.as_bytes(),
                     );
                 }
                 AuthStep::Authorize { url } => {
@@ -439,4 +488,79 @@ pub fn prm_url() -> String {
 /// every run).
 pub fn wall() -> std::time::SystemTime {
     std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000)
+}
+
+/// Seconds since the epoch of [`wall`].
+pub const WALL_SECS: u64 = 1_800_000_000;
+
+/// A JWT as an identity provider would issue it, with a placeholder signature (the tests'
+/// servers decide on its claims, as the suite's do after checking the signature).
+pub fn jwt(header: Value, claims: Value) -> String {
+    use base64::Engine as _;
+    let encode =
+        |value: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string());
+    format!("{}.{}.c2lnbmF0dXJl", encode(&header), encode(&claims))
+}
+
+/// A JWT's header and claims, unverified.
+pub fn jwt_parts(jwt: &str) -> (Value, Value) {
+    use base64::Engine as _;
+    let parts: Vec<&str> = jwt.split('.').collect();
+    assert_eq!(parts.len(), 3, "a compact JWS");
+    let decode = |part: &str| -> Value {
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(part)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    (decode(parts[0]), decode(parts[1]))
+}
+
+/// Verifies an ES256 JWT with `key` (or, without one, with the public `jwk` in its header, as
+/// a DPoP proof is checked), and returns its header and claims.
+pub fn verify_es256(jwt: &str, key: Option<&p256::ecdsa::VerifyingKey>) -> (Value, Value) {
+    use base64::Engine as _;
+    use p256::ecdsa::signature::Verifier as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let (header, claims) = jwt_parts(jwt);
+    assert_eq!(header["alg"], "ES256");
+    let from_jwk;
+    let key = match key {
+        Some(key) => key,
+        None => {
+            let jwk = &header["jwk"];
+            assert_eq!(jwk["kty"], "EC");
+            assert_eq!(jwk["crv"], "P-256");
+            assert!(jwk.get("d").is_none(), "the jwk holds no private key");
+            let mut sec1 = vec![4u8];
+            sec1.extend(b64.decode(jwk["x"].as_str().unwrap()).unwrap());
+            sec1.extend(b64.decode(jwk["y"].as_str().unwrap()).unwrap());
+            from_jwk = p256::ecdsa::VerifyingKey::from_sec1_bytes(&sec1).unwrap();
+            &from_jwk
+        }
+    };
+    let (signed, signature) = jwt.rsplit_once('.').unwrap();
+    let signature = p256::ecdsa::Signature::from_slice(&b64.decode(signature).unwrap()).unwrap();
+    key.verify(signed.as_bytes(), &signature)
+        .expect("the ES256 signature verifies");
+    (header, claims)
+}
+
+/// A PKCS#8 P-256 key (`openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`), as
+/// the suite hands one to `auth/client-credentials-jwt`. Tests only.
+pub const CLIENT_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg5MXTXZNkXXpNYYjP
+LcNmirxC6hkRWUAPqzxO0+G+Lt2hRANCAARupOc0sqjDP9FYGsigT3zLKdr6BU7Q
+NzTDMZmzfZgeshigTVWYO9pq/7RN4OUjarfgZjycesei21hDS/FWuShq
+-----END PRIVATE KEY-----
+";
+
+/// The public half of [`CLIENT_KEY_PEM`], as the suite's server keeps it.
+pub fn client_public_key() -> p256::ecdsa::VerifyingKey {
+    use p256::pkcs8::DecodePrivateKey as _;
+    *p256::ecdsa::SigningKey::from_pkcs8_pem(CLIENT_KEY_PEM)
+        .unwrap()
+        .verifying_key()
 }
