@@ -34,6 +34,8 @@ pub struct Session {
     era: Option<Era>,
     /// The access token every MCP request carries, once an authorization obtained one.
     token: Option<AccessToken>,
+    /// The MCP server's last DPoP nonce (RFC 9449 9), for the proofs of a DPoP-bound token.
+    dpop_nonce: Option<String>,
     /// Where authorizations draw their randomness (PKCE, `state`, keys): the driver's.
     entropy: Option<EntropySource>,
     /// An instant and the time of day at it, given by the driver: the time of day at any
@@ -60,6 +62,7 @@ impl Session {
             tool_headers: HashMap::new(),
             era: None,
             token: None,
+            dpop_nonce: None,
             entropy: None,
             time_of_day: None,
         }
@@ -88,12 +91,30 @@ impl Session {
     /// kept from an earlier session).
     pub fn set_token(&mut self, token: AccessToken) {
         self.token = Some(token);
+        self.dpop_nonce = None;
     }
 
     /// Forgets the token: the next request goes without one (and a 401 starts an
     /// authorization).
     pub fn forget_token(&mut self) {
         self.token = None;
+        self.dpop_nonce = None;
+    }
+
+    pub(crate) fn set_dpop_nonce(&mut self, nonce: String) {
+        self.dpop_nonce = Some(nonce);
+    }
+
+    /// What presenting the token takes: the token, the server's DPoP nonce, the random source.
+    pub(crate) fn presenting(
+        &mut self,
+    ) -> Option<(&AccessToken, Option<&str>, Option<&mut dyn Entropy>)> {
+        let token = self.token.as_ref()?;
+        let entropy = match self.entropy.as_mut() {
+            Some(source) => Some(source.0.as_mut() as &mut dyn Entropy),
+            None => None,
+        };
+        Some((token, self.dpop_nonce.as_deref(), entropy))
     }
 
     pub(crate) fn entropy(&mut self) -> Option<&mut dyn Entropy> {

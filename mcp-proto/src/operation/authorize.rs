@@ -55,7 +55,13 @@ pub(super) struct Authorizing {
     answer: Option<AuthAnswer>,
     /// The browser step was handed out and its redirect is awaited.
     awaiting_person: bool,
+    /// Requests sent again with a resource server's fresh DPoP nonce in this operation.
+    nonce_retries: u32,
 }
+
+/// The most times one operation sends a request again because the MCP server asked for a
+/// fresh DPoP nonce (RFC 9449 9): a server that asks every time is refusing.
+const MAX_NONCE_RETRIES: u32 = 2;
 
 #[derive(Debug)]
 struct AuthAnswer {
@@ -85,6 +91,15 @@ impl Operation<'_> {
             .legs
             .get(Role::Work)
             .map_or(LegKind::Ping, |leg| leg.answers);
+        // A DPoP-bound token with a stale nonce: the same request again, with the fresh one.
+        if let (Some(nonce), true) = (challenge.dpop_nonce(), self.session.token().is_some()) {
+            if self.auth.nonce_retries < MAX_NONCE_RETRIES {
+                self.auth.nonce_retries += 1;
+                self.session.set_dpop_nonce(nonce.to_owned());
+                self.end_leg(Role::Work);
+                return true;
+            }
+        }
         self.end_leg(Role::Work);
         // The token presented (if any) is not good enough any more.
         self.session.forget_token();
@@ -276,12 +291,40 @@ impl Operation<'_> {
     }
 
     /// Puts the session's token on an MCP request (never on an auth leg: those go to other
-    /// endpoints, built by the flow).
-    pub(super) fn present_token(&self, request: &mut http::Request<Vec<u8>>) {
-        if let Some(token) = self.session.token() {
-            request
-                .headers_mut()
-                .insert(AUTHORIZATION, token.authorization_header());
+    /// endpoints, built by the flow): `Authorization`, and for a DPoP-bound token a fresh
+    /// proof of possession for this request (with the server's last nonce).
+    pub(super) fn present_token(&mut self, request: &mut http::Request<Vec<u8>>, now: Instant) {
+        let wall = self.session.time_of_day(now);
+        let Some((token, nonce, entropy)) = self.session.presenting() else {
+            return;
+        };
+        let method = request.method().clone();
+        let url = request.uri().to_string();
+        let headers = match entropy {
+            Some(entropy) => token.authorization_headers(&method, &url, nonce, wall, entropy),
+            // Without a random source no proof can be made; a bearer token needs none.
+            None if !token.is_dpop_bound() => {
+                Ok(vec![(AUTHORIZATION, token.authorization_header())])
+            }
+            None => return,
+        };
+        // A proof that cannot be made (an unusable URL) leaves the request without it: the
+        // server's refusal then says so.
+        for (name, value) in headers.unwrap_or_default() {
+            request.headers_mut().insert(name, value);
+        }
+    }
+
+    /// Remembers a fresh DPoP nonce a response of the MCP server carried.
+    pub(super) fn note_dpop_nonce(&mut self, headers: &HeaderMap) {
+        if let Some(nonce) = headers.get("dpop-nonce").and_then(|v| v.to_str().ok()) {
+            if self
+                .session
+                .token()
+                .is_some_and(mcp_auth::AccessToken::is_dpop_bound)
+            {
+                self.session.set_dpop_nonce(nonce.to_owned());
+            }
         }
     }
 }

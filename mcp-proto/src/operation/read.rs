@@ -113,6 +113,7 @@ impl Operation<'_> {
             }
             return LegStatus::Complete;
         }
+        self.note_dpop_nonce(headers);
         if self.meets_challenge(status, headers) {
             return LegStatus::Complete;
         }

@@ -107,7 +107,7 @@ impl Operation<'_> {
         (answers, request_id): (LegKind, Option<i64>),
     ) -> Leg {
         if !matches!(kind, LegKind::Auth(_)) {
-            self.present_token(&mut request);
+            self.present_token(&mut request, now);
         }
         let ends_at = now.checked_add(timeout).unwrap_or(now);
         let carried_session = request.headers().contains_key(SESSION_HEADER);
