@@ -319,6 +319,14 @@ pub struct AccessToken {
 }
 
 impl AccessToken {
+    /// A Bearer token kept from an earlier process (a [`CredentialStore`](crate::CredentialStore)
+    /// that outlives it), to present before the server asks: `issuer` issued `tokens` for
+    /// `resource`. A token that was DPoP-bound cannot be presented this way (its key did not
+    /// outlive its flow): the server refuses it, and the refusal starts an authorization.
+    pub fn from_store(tokens: &TokenSet, issuer: &str, resource: &str) -> Self {
+        Self::new(tokens, issuer, resource, None)
+    }
+
     pub(crate) fn new(
         tokens: &TokenSet,
         issuer: &str,

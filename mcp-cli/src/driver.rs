@@ -68,6 +68,30 @@ impl Client {
         })
     }
 
+    /// Lets the browser step of an authorization go through `loopback` (`login`).
+    pub(crate) fn set_authorizer(&mut self, loopback: crate::login::Loopback) {
+        match self {
+            Self::Blocking(client) => client.set_authorizer(loopback),
+            Self::Tokio(_, client) => client.set_authorizer(loopback),
+        }
+    }
+
+    /// Presents `token` from the first request on.
+    pub(crate) fn set_token(&mut self, token: mcp_proto::mcp_auth::AccessToken) {
+        match self {
+            Self::Blocking(client) => client.set_token(token),
+            Self::Tokio(_, client) => client.set_token(token),
+        }
+    }
+
+    /// Whether the session holds a token (an authorization happened, or one was presented).
+    pub(crate) fn has_token(&self) -> bool {
+        match self {
+            Self::Blocking(client) => client.session().token().is_some(),
+            Self::Tokio(_, client) => client.session().token().is_some(),
+        }
+    }
+
     pub(crate) fn cancel_handle(&self) -> Cancel {
         match self {
             Self::Blocking(client) => Cancel::Blocking(client.cancel_handle()),

@@ -6,7 +6,9 @@
 //! scripts rely on it.
 
 mod args;
+mod credentials;
 mod driver;
+mod login;
 mod report;
 mod servers;
 
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_proto::{
-    Action, Budget, Era, Error, Fault, ListKind, Outcome, ProtocolVersion, Resolution,
+    Action, Budget, Era, Error, Fault, ListKind, OAuth, Outcome, ProtocolVersion, Resolution,
     SessionConfig,
 };
 use serde_json::{Map, Value};
@@ -78,6 +80,33 @@ struct Cli {
     /// Print one line per leg on stderr.
     #[arg(long)]
     trace: bool,
+    /// OAuth: a client id issued for this server (instead of registering one), offered to the
+    /// authorization server the server names.
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// OAuth: the client's secret (a confidential client). Also MCP_CLIENT_SECRET.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "MCP_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    client_secret: Option<String>,
+    /// OAuth: a PKCS#8 PEM P-256 key; with --client-id, tokens come from the client
+    /// credentials grant signed with it (private_key_jwt, ES256): no browser.
+    #[arg(long, value_name = "FILE", requires = "client_id")]
+    client_key: Option<std::path::PathBuf>,
+    /// OAuth: how tokens are obtained: `code` (a person approves in a browser, at `login`) or
+    /// `client-credentials` (no person: --client-id with --client-secret or --client-key).
+    #[arg(long, value_enum, default_value_t = GrantKind::Code)]
+    grant: GrantKind,
+    /// OAuth: the scope to ask for (default: what the server's challenge or metadata names).
+    #[arg(long, value_name = "SCOPE")]
+    scope: Option<String>,
+    /// OAuth: where registrations and tokens are kept between runs (written 0600). Default:
+    /// $XDG_CONFIG_HOME/mcp-call/credentials.json.
+    #[arg(long, value_name = "FILE")]
+    credentials: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -121,6 +150,12 @@ enum Command {
     },
     /// Lists the entries of --config: name, transport (http or stdio) and URL or command.
     Servers,
+    /// Authorizes with the server's OAuth authorization server: prints `authorize: <URL>`
+    /// (and opens a browser on a terminal), receives the redirect on 127.0.0.1, keeps the
+    /// tokens in --credentials. --timeout defaults to 300 s here.
+    Login,
+    /// Forgets the tokens kept for the server (nothing is sent).
+    Logout,
     /// Prints a completion script for a shell (no server is asked).
     Completions {
         /// The shell.
@@ -128,6 +163,18 @@ enum Command {
         shell: clap_complete::Shell,
     },
 }
+
+/// How `mcp-call` obtains tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GrantKind {
+    /// The authorization code flow: a person approves in a browser (`login`).
+    Code,
+    /// The client credentials grant: no person.
+    ClientCredentials,
+}
+
+/// The default budget of `login`: a person has to read, click and perhaps sign in.
+const LOGIN_BUDGET: Duration = Duration::from_secs(300);
 
 /// What `--protocol` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +189,7 @@ impl Command {
     /// The operation the command runs (`None` for a command that asks no server).
     fn action(&self) -> Option<Action> {
         Some(match self {
-            Self::Ping => Action::Probe,
+            Self::Ping | Self::Login => Action::Probe,
             Self::Tools => Action::List(ListKind::Tools),
             Self::Call { tool, args, .. } => Action::CallTool {
                 name: tool.clone(),
@@ -156,7 +203,7 @@ impl Command {
                 name: name.clone(),
                 arguments: args.clone(),
             },
-            Self::Completions { .. } | Self::Servers => return None,
+            Self::Completions { .. } | Self::Servers | Self::Logout => return None,
         })
     }
 }
@@ -323,8 +370,10 @@ fn run(cli: Cli) -> u8 {
         (None, Some(server)) => server.url(),
         (None, None) => unreachable!("a demo server starts when no URL is given"),
     };
+    let login = matches!(cli.command, Command::Login);
     let budget = match cli.timeout.or(entry_timeout) {
         Some(total) => Budget::from_duration(total),
+        None if login => Budget::from_duration(LOGIN_BUDGET),
         None => std::env::var("MCP_OPERATION_TIMEOUT")
             .map(|raw| Budget::from_config_str(&raw))
             .unwrap_or_default(),
@@ -342,6 +391,36 @@ fn run(cli: Cli) -> u8 {
         }
     };
     let label = config.label().to_owned();
+    // Authorization: the credentials file, and for `login` the listener the browser comes
+    // back to (bound first: its port is in the redirect URI).
+    let store = match open_store(&cli) {
+        Ok(store) => store,
+        Err(message) => return usage(cli.json, Some(&label), &message),
+    };
+    if let Command::Logout = cli.command {
+        let dropped = store.forget_server(&url);
+        eprintln!("logged out of {label} ({dropped} token set(s) forgotten)");
+        return code::OK;
+    }
+    let loopback = if login {
+        match login::Loopback::bind(std::io::stderr().is_terminal()) {
+            Ok(loopback) => Some(loopback),
+            Err(err) => {
+                let message = format!("no listener for the redirect on 127.0.0.1: {err}");
+                return usage(cli.json, Some(&label), &message);
+            }
+        }
+    } else {
+        None
+    };
+    let port = loopback
+        .as_ref()
+        .map_or(login::PREFERRED_PORT, login::Loopback::port);
+    let oauth = match oauth(&cli, &login::redirect_uri(port), store.clone()) {
+        Ok(oauth) => oauth,
+        Err(message) => return usage(cli.json, Some(&label), &message),
+    };
+    let config = config.with_oauth(oauth);
     let interactive =
         std::io::stderr().is_terminal() && matches!(cli.command, Command::Call { .. });
     // The spinner shows the server's progress, and --trace prints it: ask for it then (a
@@ -357,6 +436,13 @@ fn run(cli: Cli) -> u8 {
             return code::USAGE;
         }
     };
+    if let Some(loopback) = loopback {
+        client.set_authorizer(loopback);
+    } else if let Some(token) = store.token_for(&url) {
+        // A token from an earlier run goes out with the first request: no authorization leg
+        // unless the server refuses it.
+        client.set_token(token);
+    }
     let cancel = client.cancel_handle();
     // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.
     let _ = ctrlc::set_handler(move || cancel.cancel());
@@ -436,6 +522,12 @@ fn run(cli: Cli) -> u8 {
     if runs > 1 {
         eprintln!("{}", summary(&latencies, failed, started.elapsed()));
     }
+    if login && failure.is_none() {
+        match client.has_token() {
+            true => eprintln!("logged in to {label}"),
+            false => eprintln!("{label} asked for no authorization"),
+        }
+    }
     // A tidy exit: the session ends on the server now rather than at its idle timeout (after a
     // failure and a Ctrl-C too). Best effort, under the close's own small grant; traced.
     reporter.start_operation();
@@ -443,6 +535,66 @@ fn run(cli: Cli) -> u8 {
     reporter.end_operation();
     // A failed run outweighs every success: the exit code is the last failure's.
     failure.unwrap_or(status)
+}
+
+fn open_store(cli: &Cli) -> Result<std::sync::Arc<credentials::FileStore>, String> {
+    let path = cli
+        .credentials
+        .clone()
+        .or_else(credentials::default_path)
+        .ok_or("no place for the credentials file: set --credentials or XDG_CONFIG_HOME")?;
+    credentials::FileStore::open(&path).map(std::sync::Arc::new)
+}
+
+/// How this run authorizes when the server asks: the flags' client identity and grant, the
+/// redirect URI, the credentials file.
+fn oauth(
+    cli: &Cli,
+    redirect_uri: &str,
+    store: std::sync::Arc<credentials::FileStore>,
+) -> Result<OAuth, String> {
+    use mcp_proto::mcp_auth::{ClientConfig, Grant, PreRegisteredClient, PrivateKey};
+    let unusable = |e: mcp_proto::mcp_auth::AuthError| e.to_string();
+    let grant = match (&cli.client_key, cli.grant) {
+        (Some(path), _) => {
+            let pem = std::fs::read_to_string(path)
+                .map_err(|e| format!("--client-key {}: {e}", path.display()))?;
+            let key = PrivateKey::from_pkcs8_pem(&pem)
+                .map_err(|e| format!("--client-key {}: {}", path.display(), unusable(e)))?;
+            let id = cli.client_id.clone().unwrap_or_default();
+            Some(Grant::client_credentials_jwt(id, key))
+        }
+        (None, GrantKind::ClientCredentials) => {
+            let (Some(id), Some(secret)) = (&cli.client_id, &cli.client_secret) else {
+                return Err(
+                    "--grant client-credentials needs --client-id with --client-secret or --client-key"
+                        .to_owned(),
+                );
+            };
+            Some(Grant::client_credentials(id.clone(), secret.clone()))
+        }
+        (None, GrantKind::Code) => None,
+    };
+    let mut client = match grant {
+        Some(grant) => ClientConfig::headless(grant).map_err(unusable)?,
+        None => {
+            let mut client = ClientConfig::new(redirect_uri)
+                .map_err(unusable)?
+                .with_client_name("mcp-call");
+            if let Some(id) = &cli.client_id {
+                let mut pre = PreRegisteredClient::for_any_issuer(id.clone());
+                if let Some(secret) = &cli.client_secret {
+                    pre = pre.with_secret(secret.clone());
+                }
+                client = client.with_pre_registered(pre);
+            }
+            client
+        }
+    };
+    if let Some(scope) = &cli.scope {
+        client = client.with_scope(scope.clone());
+    }
+    Ok(OAuth::new(client).with_store(store))
 }
 
 fn configure(
@@ -535,9 +687,13 @@ fn summary(latencies: &[Duration], errors: usize, total: Duration) -> String {
 
 /// One sentence naming the server (every error does; caller errors get the label added).
 fn sentence(err: &Error, label: &str) -> String {
-    match err.server() {
+    let text = match err.server() {
         Some(_) => err.to_string(),
         None => format!("{err} (MCP server \"{label}\")"),
+    };
+    match err {
+        Error::AuthorizationRequired { .. } => format!("{text}; run `mcp-call login` first"),
+        _ => text,
     }
 }
 

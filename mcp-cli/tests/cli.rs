@@ -7,11 +7,36 @@ use std::time::{Duration, Instant};
 use mcp_testkit::{Hostile, Script, ServerEra, TestServer};
 
 fn mcp_call(args: &[&str]) -> Output {
+    // The credentials file goes to a directory of the test run's own, never the user's.
+    let config_home = std::env::temp_dir().join(format!("mcp-call-tests-{}", std::process::id()));
     Command::new(env!("CARGO_BIN_EXE_mcp-call"))
         .args(args)
         .env_remove("MCP_OPERATION_TIMEOUT")
+        .env_remove("MCP_CLIENT_SECRET")
+        .env("XDG_CONFIG_HOME", config_home)
         .output()
         .expect("mcp-call runs")
+}
+
+#[test]
+fn a_401_from_a_server_without_authorization_metadata_names_the_missing_endpoint() {
+    // No resource metadata, no authorization server metadata: the 2025-03-26 default
+    // endpoints are tried, inside the budget, and the one that is missing is named.
+    let server = TestServer::start(Script::default().hostile("tools/call", Hostile::Status(401)));
+    let out = mcp_call(&["--url", &server.url(), "--trace", "call", "echo"]);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("oauth:resource-metadata"), "{err}");
+    assert!(err.contains("/register") && err.contains("404"), "{err}");
+}
+
+#[test]
+fn logout_forgets_without_asking_the_server() {
+    let server = TestServer::start(Script::default());
+    let out = mcp_call(&["--url", &server.url(), "logout"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("logged out of"), "{}", stderr(&out));
+    assert!(server.requests().is_empty());
 }
 
 fn stdout(out: &Output) -> String {

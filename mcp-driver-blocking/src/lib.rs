@@ -174,6 +174,12 @@ impl Client {
         &self.session
     }
 
+    /// Presents `token` on every request from now on (one kept from an earlier run, say):
+    /// no authorization is needed until the server refuses it.
+    pub fn set_token(&mut self, token: mcp_proto::mcp_auth::AccessToken) {
+        self.session.set_token(token);
+    }
+
     /// Reports every leg (its grant, the time it took as this driver measured it, how it
     /// ended) and every event the server sends while answering, to `observer`, replacing any
     /// previous observer. The observer runs on the operation's thread, between reads: keep it

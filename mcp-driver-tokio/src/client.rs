@@ -81,6 +81,12 @@ impl Client {
         &self.session
     }
 
+    /// Presents `token` on every request from now on (one kept from an earlier run, say):
+    /// no authorization is needed until the server refuses it.
+    pub fn set_token(&mut self, token: mcp_proto::mcp_auth::AccessToken) {
+        self.session.set_token(token);
+    }
+
     /// Receives a [`LegReport`](mcp_proto::LegReport) for every leg (its grant, how long it
     /// took by tokio's clock, and how it ended) and every event the server sends while
     /// answering. Replaces the previous observer; the default ignores everything.

@@ -1,0 +1,412 @@
+//! `mcp-call`'s credentials file: registrations and tokens kept between runs, keyed by issuer
+//! (and tokens by resource), as `mcp_auth` keeps them in memory.
+//!
+//! One JSON file, written whole on every change through a temporary file renamed over it,
+//! mode 0600 in a directory of mode 0700 (on Unix). Token lifetimes are kept as Unix times
+//! (an `Instant` does not outlive its process). Nothing here prints a credential: a file that
+//! cannot be read or written is reported by path and reason only.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use mcp_proto::mcp_auth::{
+    AccessToken, ClientCredentials, ClientSource, CredentialStore, Secret, TokenEndpointAuth,
+    TokenSet,
+};
+use serde::{Deserialize, Serialize};
+
+/// The file's format.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    #[serde(default)]
+    issuers: BTreeMap<String, Issuer>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Issuer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client: Option<Client>,
+    #[serde(default)]
+    tokens: BTreeMap<String, Tokens>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Client {
+    client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+    auth_method: String,
+    redirect_uri: String,
+    source: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Tokens {
+    access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+    /// Seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
+    client_id: String,
+}
+
+/// The default file: `$XDG_CONFIG_HOME/mcp-call/credentials.json`, else
+/// `~/.config/mcp-call/credentials.json`.
+pub(crate) fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")))?;
+    Some(base.join("mcp-call").join("credentials.json"))
+}
+
+/// A [`CredentialStore`] in a file.
+#[derive(Debug)]
+pub(crate) struct FileStore {
+    path: PathBuf,
+    file: Mutex<File>,
+    /// An instant and the time of day at it, to turn lifetimes into Unix times and back.
+    anchor: (Instant, SystemTime),
+}
+
+impl FileStore {
+    /// The store in `path` (an absent file is an empty store).
+    pub(crate) fn open(path: &Path) -> Result<Self, String> {
+        let file = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|err| {
+                format!(
+                    "the credentials file {} is not usable: {}",
+                    path.display(),
+                    // The parser's position, never the content.
+                    format_args!("line {}, column {}", err.line(), err.column())
+                )
+            })?,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => File::default(),
+            Err(err) => {
+                return Err(format!(
+                    "the credentials file {} cannot be read: {err}",
+                    path.display()
+                ));
+            }
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            file: Mutex::new(file),
+            anchor: (Instant::now(), SystemTime::now()),
+        })
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut File) -> T) -> T {
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut file)
+    }
+
+    /// Writes the file (0600, atomically). A failure is reported on stderr: the credentials
+    /// still serve this run.
+    fn persist(&self) {
+        if let Err(err) = self.with(|file| write(&self.path, file)) {
+            eprintln!(
+                "mcp-call: the credentials file {} could not be written: {err}",
+                self.path.display()
+            );
+        }
+    }
+
+    fn unix(&self, at: Instant) -> u64 {
+        let (then, wall) = self.anchor;
+        let wall_at = match at.checked_duration_since(then) {
+            Some(later) => wall + later,
+            None => wall - then.duration_since(at),
+        };
+        wall_at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+
+    fn instant(&self, unix: u64) -> Instant {
+        let (then, wall) = self.anchor;
+        let at = UNIX_EPOCH + Duration::from_secs(unix);
+        match at.duration_since(wall) {
+            Ok(later) => then + later,
+            Err(earlier) => then.checked_sub(earlier.duration()).unwrap_or(then),
+        }
+    }
+
+    /// The stored token for the server at `url` that has not expired: one whose resource is
+    /// the URL or a parent of it. For presenting before the server asks.
+    pub(crate) fn token_for(&self, url: &str) -> Option<AccessToken> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.with(|file| {
+            file.issuers.iter().find_map(|(issuer, entry)| {
+                entry.tokens.iter().find_map(|(resource, tokens)| {
+                    let live = tokens.expires_at.is_none_or(|at| at > now + 5);
+                    (live && covers(resource, url)).then(|| (issuer.clone(), resource.clone()))
+                })
+            })
+        })
+        .and_then(|(issuer, resource)| {
+            let tokens = self.tokens(&issuer, &resource)?;
+            Some(AccessToken::from_store(&tokens, &issuer, &resource))
+        })
+    }
+
+    /// Forgets every token for the server at `url`; answers how many sets were dropped.
+    pub(crate) fn forget_server(&self, url: &str) -> usize {
+        let dropped = self.with(|file| {
+            let mut dropped = 0;
+            for entry in file.issuers.values_mut() {
+                let before = entry.tokens.len();
+                entry.tokens.retain(|resource, _| !covers(resource, url));
+                dropped += before - entry.tokens.len();
+            }
+            dropped
+        });
+        if dropped > 0 {
+            self.persist();
+        }
+        dropped
+    }
+}
+
+/// Whether tokens for `resource` serve the server at `url`: the same URL, or a parent of it
+/// (the resource rule of RFC 9728 as MCP applies it).
+fn covers(resource: &str, url: &str) -> bool {
+    let resource = resource.trim_end_matches('/');
+    url == resource
+        || url
+            .strip_prefix(resource)
+            .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('?'))
+}
+
+fn write(path: &Path, file: &File) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
+    }
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    write_private(&temporary, &bytes)?;
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
+}
+
+fn method_word(method: TokenEndpointAuth) -> String {
+    method.as_str().to_owned()
+}
+
+fn source_word(source: ClientSource) -> &'static str {
+    match source {
+        ClientSource::PreRegistered => "pre-registered",
+        ClientSource::MetadataDocument => "metadata-document",
+        _ => "registered",
+    }
+}
+
+impl CredentialStore for FileStore {
+    fn client(&self, issuer: &str) -> Option<ClientCredentials> {
+        self.with(|file| {
+            let client = file.issuers.get(issuer)?.client.as_ref()?;
+            Some(ClientCredentials {
+                client_id: client.client_id.clone(),
+                client_secret: client.client_secret.clone().map(Secret::new),
+                auth_method: TokenEndpointAuth::from_wire(&client.auth_method)?,
+                redirect_uri: client.redirect_uri.clone(),
+                source: match client.source.as_str() {
+                    "pre-registered" => ClientSource::PreRegistered,
+                    "metadata-document" => ClientSource::MetadataDocument,
+                    _ => ClientSource::Registered,
+                },
+            })
+        })
+    }
+
+    fn save_client(&self, issuer: &str, client: ClientCredentials) {
+        self.with(|file| {
+            file.issuers.entry(issuer.to_owned()).or_default().client = Some(Client {
+                client_id: client.client_id,
+                client_secret: client.client_secret.map(|s| s.expose().to_owned()),
+                auth_method: method_word(client.auth_method),
+                redirect_uri: client.redirect_uri,
+                source: source_word(client.source).to_owned(),
+            });
+        });
+        self.persist();
+    }
+
+    fn tokens(&self, issuer: &str, resource: &str) -> Option<TokenSet> {
+        let stored = self.with(|file| {
+            let tokens = file.issuers.get(issuer)?.tokens.get(resource)?;
+            Some((
+                tokens.access_token.clone(),
+                tokens.refresh_token.clone(),
+                tokens.expires_at,
+                tokens.scope.clone(),
+                tokens.client_id.clone(),
+            ))
+        })?;
+        let (access_token, refresh_token, expires_at, scope, client_id) = stored;
+        Some(TokenSet {
+            access_token: Secret::new(access_token),
+            expires_at: expires_at.map(|unix| self.instant(unix)),
+            refresh_token: refresh_token.map(Secret::new),
+            scope,
+            client_id,
+        })
+    }
+
+    fn save_tokens(&self, issuer: &str, resource: &str, tokens: TokenSet) {
+        let expires_at = tokens.expires_at.map(|at| self.unix(at));
+        self.with(|file| {
+            file.issuers
+                .entry(issuer.to_owned())
+                .or_default()
+                .tokens
+                .insert(
+                    resource.to_owned(),
+                    Tokens {
+                        access_token: tokens.access_token.expose().to_owned(),
+                        refresh_token: tokens.refresh_token.map(|s| s.expose().to_owned()),
+                        expires_at,
+                        scope: tokens.scope,
+                        client_id: tokens.client_id,
+                    },
+                );
+        });
+        self.persist();
+    }
+
+    fn forget_tokens(&self, issuer: &str, resource: &str) {
+        let dropped = self.with(|file| {
+            file.issuers
+                .get_mut(issuer)
+                .and_then(|entry| entry.tokens.remove(resource))
+                .is_some()
+        });
+        if dropped {
+            self.persist();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(expires_in: Option<u64>) -> TokenSet {
+        TokenSet {
+            access_token: Secret::new("at-1"),
+            expires_at: expires_in.map(|s| Instant::now() + Duration::from_secs(s)),
+            refresh_token: Some(Secret::new("rt-1")),
+            scope: Some("files:read".into()),
+            client_id: "client-1".into(),
+        }
+    }
+
+    #[test]
+    fn tokens_survive_a_new_process_and_are_written_private() {
+        let dir = std::env::temp_dir().join(format!("mcp-call-store-{}", std::process::id()));
+        let path = dir.join("nested").join("credentials.json");
+        let store = FileStore::open(&path).unwrap();
+        store.save_tokens(
+            "https://as.example",
+            "https://mcp.example/mcp",
+            tokens(Some(3600)),
+        );
+        let again = FileStore::open(&path).unwrap();
+        let kept = again
+            .tokens("https://as.example", "https://mcp.example/mcp")
+            .unwrap();
+        assert_eq!(kept.access_token.expose(), "at-1");
+        let left = kept.expires_at.unwrap() - Instant::now();
+        assert!(left > Duration::from_secs(3500) && left <= Duration::from_secs(3600));
+        assert!(again.token_for("https://mcp.example/mcp").is_some());
+        assert!(again.token_for("https://mcp.example/mcp/sub").is_some());
+        assert!(again.token_for("https://mcp.example/mcpx").is_none());
+        assert!(again.token_for("https://other.example/mcp").is_none());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+            let dir_mode = std::fs::metadata(path.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(dir_mode & 0o777, 0o700);
+        }
+        assert_eq!(again.forget_server("https://mcp.example/mcp"), 1);
+        let last = FileStore::open(&path).unwrap();
+        assert!(
+            last.tokens("https://as.example", "https://mcp.example/mcp")
+                .is_none()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_expired_token_is_not_presented_and_a_broken_file_names_no_content() {
+        let dir = std::env::temp_dir().join(format!("mcp-call-store2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("credentials.json");
+        let store = FileStore::open(&path).unwrap();
+        store.save_tokens(
+            "https://as.example",
+            "https://mcp.example/mcp",
+            tokens(Some(0)),
+        );
+        assert!(store.token_for("https://mcp.example/mcp").is_none());
+        std::fs::write(&path, br#"{"issuers": {"x": "secret-value"#).unwrap();
+        let err = FileStore::open(&path).unwrap_err();
+        assert!(
+            err.contains("line 1") && !err.contains("secret-value"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
