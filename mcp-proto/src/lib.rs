@@ -19,6 +19,10 @@
 //!   stream, answering the server's requests, the standalone stream, the cancel notice, how
 //!   long a driver may drain a body after its answer ([`DRAIN_WAIT`], [`DRAIN_BYTES`]).
 //!
+//! * Authorization ([`OAuth`], run by `mcp-auth`, re-exported as [`mcp_auth`]): a 401 starts an
+//!   OAuth flow whose every request is a leg of the same operation, under the same budget; the
+//!   step that needs a person is [`Output::Authorize`]; the token goes on every later request.
+//!
 //! # Out of scope
 //! * Sockets, TLS, threads, timers, async runtimes: the drivers (`mcp-driver-blocking`,
 //!   `mcp-driver-tokio`) do the I/O. This crate never reads a clock: time is an argument.
@@ -30,6 +34,7 @@
 //! |---------------|-----------------------------------------------------------------------|
 //! | `clock`       | the [`Clock`] seam                                                    |
 //! | `deadline`    | [`Budget`], [`Resolution`], [`OperationDeadline`]: the arithmetic     |
+//! | `auth`        | [`OAuth`]: how a session authorizes when its server asks              |
 //! | `config`      | [`SessionConfig`]: what a session knows before it talks               |
 //! | `session`     | [`Session`]: what a handshake established, kept between operations    |
 //! | [`operation`] | [`Operation`]: the state machine, split by concern in its own folder  |

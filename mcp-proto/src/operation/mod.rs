@@ -18,6 +18,7 @@
 //! | `read`     | each leg's reading (head, JSON, SSE)      | heads, bodies, the messages in them      |
 //! | `answer`   | the listing's pages (`Paging`)            | what an answer means; handshake, paging  |
 //! | `era`      | none (the era lives on the operation)     | era detection: fallback, switch forward  |
+//! | `authorize`| the flow, the auth leg's answer           | a 401 or 403: OAuth legs, the person     |
 //! | `replies`  | answers owed to the server                | server requests and their answers        |
 //! | `resume`   | the last event id, the pending resumption | streams closed before their answer       |
 //! | `listen`   | the standalone stream                     | server messages outside any answer       |
