@@ -53,6 +53,11 @@ pub enum AuthHostile {
     /// `/authorize` redirects to `<this base URL>/callback?code=...&state=...&iss=...` (e.g.
     /// another [`TestServer`](crate::TestServer)'s base URL) instead of the redirect URI.
     AuthorizeRedirectTo(String),
+    /// `/authorize` reads the request and never answers (a person who never comes back).
+    AuthorizeStall,
+    /// `/authorize` answers this status with a short text page instead of a redirect (the
+    /// headless authorizer then fails).
+    AuthorizeStatus(u16),
     /// `/authorize` redirects with a `state` the client did not send.
     WrongState,
     /// `/authorize` redirects with an `iss` that is not the issuer.
@@ -66,6 +71,9 @@ pub enum AuthHostile {
     /// `/token` answers `200` with a JSON body of this many bytes (streamed, never built in
     /// memory, with a `Content-Length`).
     TokenOversize(usize),
+    /// Like [`AuthHostile::TokenOversize`], chunked (no `Content-Length` to refuse up
+    /// front).
+    TokenOversizeChunked(usize),
     /// `/token` answers `302 Found` with this `Location`.
     TokenRedirectTo(String),
     /// `/token` issues tokens as usual, but `/mcp` accepts none of them.
@@ -223,6 +231,11 @@ impl OAuthState {
         self.access.clear();
     }
 
+    /// Forgets every refresh token (a refresh is refused with `invalid_grant`).
+    pub(crate) fn expire_refresh_tokens(&mut self) {
+        self.refresh.clear();
+    }
+
     /// Every secret issued so far.
     pub(crate) fn issued(&self) -> Vec<String> {
         self.issued.clone()
@@ -235,8 +248,11 @@ pub(crate) enum Reply {
     Respond(Response),
     /// Never answer.
     Stall,
-    /// `200`, `application/json`, a body of this many bytes.
-    Oversize(usize),
+    /// `200`, `application/json`, a body of this many bytes (chunked when `chunked`).
+    Oversize {
+        size: usize,
+        chunked: bool,
+    },
 }
 
 /// The MCP URL of the server at `base`.
@@ -322,11 +338,25 @@ pub(crate) fn endpoint(
     } else if path == "/register" {
         Reply::Respond(register(state, script, req))
     } else if path == "/authorize" {
+        match &script.hostile {
+            Some(AuthHostile::AuthorizeStall) => return Some(Reply::Stall),
+            Some(AuthHostile::AuthorizeStatus(status)) => {
+                return Some(Reply::Respond(Response::text(*status, "sign-in is down")));
+            }
+            _ => {}
+        }
         Reply::Respond(authorize(state, script, base, req))
     } else if path == "/token" {
         match &script.hostile {
             Some(AuthHostile::TokenStall) => Reply::Stall,
-            Some(AuthHostile::TokenOversize(size)) => Reply::Oversize(*size),
+            Some(AuthHostile::TokenOversize(size)) => Reply::Oversize {
+                size: *size,
+                chunked: false,
+            },
+            Some(AuthHostile::TokenOversizeChunked(size)) => Reply::Oversize {
+                size: *size,
+                chunked: true,
+            },
             Some(AuthHostile::TokenRedirectTo(location)) => {
                 Reply::Respond(Response::new(302).header("Location", location.as_bytes().to_vec()))
             }

@@ -708,7 +708,7 @@ impl Conn {
                 self.stall();
                 Ok(Flow::Close)
             }
-            Reply::Oversize(size) => {
+            Reply::Oversize { size, chunked } => {
                 let prefix = br#"{"access_token":""#.to_vec();
                 let suffix = br#"","token_type":"Bearer","expires_in":3600}"#.to_vec();
                 let pad = size.saturating_sub(prefix.len() + suffix.len());
@@ -718,7 +718,14 @@ impl Conn {
                     Piece::Bytes(suffix),
                 ]);
                 let headers = vec![("Content-Type".to_owned(), b"application/json".to_vec())];
-                self.write_payload(200, &headers, &payload, close)?;
+                if chunked {
+                    let mut body =
+                        BodyWriter::start(&mut self.writer, 200, &headers, false, close)?;
+                    payload.for_each_chunk(&mut |c| body.send(c))?;
+                    body.finish()?;
+                } else {
+                    self.write_payload(200, &headers, &payload, close)?;
+                }
                 Ok(Flow::KeepAlive)
             }
         }
@@ -1433,6 +1440,12 @@ impl TestServer {
     /// carrying one gets `401`. Refresh tokens stay good.
     pub fn expire_tokens(&self) {
         lock(&self.shared.oauth).expire_tokens();
+    }
+
+    /// Forgets every refresh token the OAuth mode issued: the next refresh is refused with
+    /// `invalid_grant` (a client then authorizes anew).
+    pub fn expire_refresh_tokens(&self) {
+        lock(&self.shared.oauth).expire_refresh_tokens();
     }
 
     /// Every secret the OAuth mode issued so far: client secrets, authorization codes, access
