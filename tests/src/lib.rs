@@ -8,7 +8,7 @@
 //!
 //! This is a **test server, not a production server**: it listens on
 //! `127.0.0.1` only, speaks plain HTTP/1.1 written by hand (no TLS, no
-//! authentication, a thread per connection) and trusts nobody but also
+//! authentication unless its OAuth mode is on, a thread per connection) and trusts nobody but also
 //! protects nothing. It never panics on malformed input: bad requests get a
 //! `400` (or `413`) and the connection is closed.
 //!
@@ -30,6 +30,12 @@
 //!   [`ServerRequest`] a request the server sends on a `tools/call` answer
 //!   stream (answered by the client before the call's result); the script can
 //!   be swapped while the server runs ([`TestServer::set_script`]).
+//! * [`OAuthScript`] (`oauth.rs`, through [`Script::oauth`]) guards `/mcp`
+//!   with Bearer tokens and serves, on the same port, the Protected Resource
+//!   Metadata and an authorization server that approves at once (discovery,
+//!   registration, `/authorize`, `/token` with PKCE and refresh);
+//!   [`AuthHostile`] breaks one of its rules; [`TestServer::trail`] names
+//!   each recorded request as the client's leg (`oauth:token`...).
 //! * [`Recorder`] ([`record`]) is an observer that collects a driver's legs
 //!   and events.
 //! * [`client`] is a tiny blocking HTTP client to poke the server at the
@@ -77,11 +83,13 @@ pub use record::Recorder;
 mod http;
 mod mcp;
 mod modern;
+mod oauth;
 mod script;
 mod server;
 
 pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
 pub use modern::{MODERN_VERSIONS, ServerEra};
+pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
 

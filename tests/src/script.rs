@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::modern::ServerEra;
+use crate::oauth::OAuthScript;
 
 /// How a JSON-RPC request is answered on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -226,6 +227,7 @@ pub struct Script {
     pub(crate) era: ServerEra,
     pub(crate) modern_versions: Vec<String>,
     pub(crate) server_version: String,
+    pub(crate) oauth: Option<OAuthScript>,
 }
 
 impl Default for Script {
@@ -252,6 +254,7 @@ impl Default for Script {
             era: ServerEra::Legacy,
             modern_versions: crate::MODERN_VERSIONS.map(str::to_owned).to_vec(),
             server_version: "0.1.0".to_owned(),
+            oauth: None,
         }
     }
 }
@@ -451,6 +454,38 @@ impl Script {
     /// The `serverInfo.version` the legacy handshake reports (default `0.1.0`).
     pub fn server_version(mut self, version: impl Into<String>) -> Self {
         self.server_version = version.into();
+        self
+    }
+
+    /// Guards `/mcp` with OAuth and serves, on the same port, the resource metadata and an
+    /// authorization server that approves at once (see [`OAuthScript`] and
+    /// [`TestServer::trail`](crate::TestServer::trail)).
+    ///
+    /// ```
+    /// use mcp_testkit::{OAuthScript, Script, TestServer};
+    /// use mcp_testkit::client::RawClient;
+    ///
+    /// let server = TestServer::start(Script::new().oauth(OAuthScript::new()));
+    /// let mut client = RawClient::connect(server.addr()).unwrap();
+    /// let call = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    /// let refused = client.post_json(call, &[]).unwrap();
+    /// assert_eq!(refused.status, 401);
+    /// assert!(refused.header("www-authenticate").unwrap().contains("resource_metadata="));
+    /// ```
+    pub fn oauth(mut self, oauth: OAuthScript) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// Changes the OAuth mode in force (a default [`OAuthScript`] if there was none).
+    pub fn update_oauth(mut self, f: impl FnOnce(OAuthScript) -> OAuthScript) -> Self {
+        self.oauth = Some(f(self.oauth.take().unwrap_or_default()));
+        self
+    }
+
+    /// Turns the OAuth mode off (the default): `/mcp` serves everyone again.
+    pub fn clear_oauth(mut self) -> Self {
+        self.oauth = None;
         self
     }
 

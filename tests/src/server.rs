@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::http::{self, BodyWriter, Framing, ReadError, Request, Response};
 use crate::mcp::{self, Env, Message, RpcKind};
 use crate::modern::{self, ServerEra, Verdict};
+use crate::oauth::{self, OAuthState, Reply};
 use crate::script::{AnswerMode, Hostile, NotificationReply, Script};
 
 /// How often blocked socket operations wake up to look for shutdown.
@@ -123,6 +124,7 @@ struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
     accepted: AtomicUsize,
     port: u16,
+    oauth: Mutex<OAuthState>,
 }
 
 impl Shared {
@@ -654,6 +656,20 @@ impl Conn {
         let msg = parsed.as_ref().and_then(|p| p.as_ref().ok());
         self.shared.record(req, msg);
 
+        if let Some(oauth) = &script.oauth {
+            let base = format!("http://127.0.0.1:{}", self.shared.port);
+            if req.path() == "/mcp" {
+                let refusal = oauth::gate(&lock(&self.shared.oauth), oauth, &base, req, msg);
+                if let Some(refusal) = refusal {
+                    return self.respond(&refusal, close);
+                }
+            } else {
+                let reply = oauth::endpoint(&mut lock(&self.shared.oauth), oauth, &base, req);
+                if let Some(reply) = reply {
+                    return self.oauth_reply(reply, close);
+                }
+            }
+        }
         if req.path() != "/mcp" {
             return self.respond(&Response::text(404, "not found"), close);
         }
@@ -681,6 +697,37 @@ impl Conn {
                 &Response::text(405, "method not allowed").header("Allow", "GET, POST, DELETE"),
                 close,
             ),
+        }
+    }
+
+    /// Sends an OAuth endpoint's answer.
+    fn oauth_reply(&mut self, reply: Reply, close: bool) -> io::Result<Flow> {
+        match reply {
+            Reply::Respond(response) => self.respond(&response, close),
+            Reply::Stall => {
+                self.stall();
+                Ok(Flow::Close)
+            }
+            Reply::Oversize { size, chunked } => {
+                let prefix = br#"{"access_token":""#.to_vec();
+                let suffix = br#"","token_type":"Bearer","expires_in":3600}"#.to_vec();
+                let pad = size.saturating_sub(prefix.len() + suffix.len());
+                let payload = Payload(vec![
+                    Piece::Bytes(prefix),
+                    Piece::Repeat(b'x', pad),
+                    Piece::Bytes(suffix),
+                ]);
+                let headers = vec![("Content-Type".to_owned(), b"application/json".to_vec())];
+                if chunked {
+                    let mut body =
+                        BodyWriter::start(&mut self.writer, 200, &headers, false, close)?;
+                    payload.for_each_chunk(&mut |c| body.send(c))?;
+                    body.finish()?;
+                } else {
+                    self.write_payload(200, &headers, &payload, close)?;
+                }
+                Ok(Flow::KeepAlive)
+            }
         }
     }
 
@@ -1314,6 +1361,7 @@ impl TestServer {
             threads: Mutex::new(Vec::new()),
             accepted: AtomicUsize::new(0),
             port: addr.port(),
+            oauth: Mutex::new(OAuthState::default()),
         });
         let accept_shared = Arc::clone(&shared);
         let accept_thread = thread::Builder::new()
@@ -1386,6 +1434,35 @@ impl TestServer {
         let mut ids: Vec<String> = lock(&self.shared.sessions).iter().cloned().collect();
         ids.sort();
         ids
+    }
+
+    /// Forgets every access token the OAuth mode issued (they expired): the next request
+    /// carrying one gets `401`. Refresh tokens stay good.
+    pub fn expire_tokens(&self) {
+        lock(&self.shared.oauth).expire_tokens();
+    }
+
+    /// Forgets every refresh token the OAuth mode issued: the next refresh is refused with
+    /// `invalid_grant` (a client then authorizes anew).
+    pub fn expire_refresh_tokens(&self) {
+        lock(&self.shared.oauth).expire_refresh_tokens();
+    }
+
+    /// Every secret the OAuth mode issued so far: client secrets, authorization codes, access
+    /// and refresh tokens (to check none of them leaks into an error or a log).
+    pub fn issued_secrets(&self) -> Vec<String> {
+        lock(&self.shared.oauth).issued()
+    }
+
+    /// Every request received so far, named as the client's leg it was:
+    /// `oauth:resource-metadata`, `oauth:server-metadata`, `oauth:register`,
+    /// `oauth:authorize` (the browser's GET), `oauth:token`, `oauth:refresh`, the JSON-RPC
+    /// label for `/mcp` (as [`TestServer::rpc_methods`]), else `"<METHOD> <target>"`.
+    pub fn trail(&self) -> Vec<String> {
+        lock(&self.shared.requests)
+            .iter()
+            .map(oauth::leg_label)
+            .collect()
     }
 
     /// Every request received so far (well-formed enough to be parsed), in

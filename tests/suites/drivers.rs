@@ -7,6 +7,9 @@
 //! * `tokio_current_thread::<test>`: the same on a current-thread runtime (what
 //!   `#[tokio::test]` gives), where the connection tasks only progress inside `block_on`.
 //!
+//! The authorization suite (`drivers/auth.rs`, every test name holds `auth`) runs against the
+//! test server's OAuth mode: `cargo test -p mcp-testkit --test drivers auth`.
+//!
 //! So a failure names the driver. What the shared [`Driver`](support::Driver) API cannot
 //! reach stays in each driver's own tests: the blocking driver's cancel in each blocking state,
 //! connection reuse and TLS failures; the tokio driver's `Send` futures, dropped futures,
@@ -29,6 +32,10 @@ use eras::*;
 #[path = "drivers/spans.rs"]
 mod spans;
 use spans::*;
+
+#[path = "drivers/auth.rs"]
+mod auth;
+use auth::*;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
@@ -75,6 +82,19 @@ for_each_driver!(
     // The drivers' tracing spans.
     a_tool_call_is_one_operation_span_with_a_span_per_leg,
     a_refusal_is_an_event_on_its_operation_span,
+    // Authorization inside the operation (the test server's OAuth mode).
+    a_cold_call_authorizes_headlessly_and_the_next_call_sends_no_auth_leg,
+    without_an_authorizer_the_call_ends_at_once_naming_server_and_issuer,
+    every_hostile_authorization_server_ends_in_its_own_typed_error,
+    a_stalled_token_endpoint_ends_the_authorization_at_the_budget,
+    oauth_credentials_never_reach_an_error_a_log_or_another_host,
+    an_oauth_redirect_is_not_followed_and_leaks_nothing,
+    an_expired_oauth_token_is_refreshed_inside_the_next_operation,
+    a_step_up_is_authorized_inside_the_call_that_needed_it,
+    a_spent_refresh_token_leads_to_a_new_authorization_inside_the_operation,
+    an_authorization_endpoint_that_never_answers_ends_at_the_budget,
+    #[ignore = "proto/driver bug: a configured authorizer that fails (both drivers) or runs out of the step's time (blocking) ends in AuthorizationRequired saying \"no authorizer is configured\": Operation::decline_authorization cannot tell a failure from a missing authorizer and ignores the Person timer; see the report"]
+    an_authorizer_that_runs_out_of_time_or_fails_is_not_reported_as_missing,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,

@@ -1236,3 +1236,252 @@ fn shutdown_ends_a_wait_for_a_server_request_answer() {
     assert!(c.wait_closed(Duration::from_secs(5)).unwrap());
     assert_eq!(server.open_connections(), 0);
 }
+
+// ---------------------------------------------------------------------------------------
+// The OAuth mode, at the wire level.
+// ---------------------------------------------------------------------------------------
+
+/// A query or form value of `text` (`a=1&b=2`).
+fn form_value(text: &str, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(text.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn form(pairs: &[(&str, &str)]) -> String {
+    let mut out = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        out.append_pair(k, v);
+    }
+    out.finish()
+}
+
+fn post_form(c: &mut RawClient, path: &str, body: &str) -> RawResponse {
+    c.request(
+        "POST",
+        path,
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        body.as_bytes(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn oauth_mode_serves_discovery_and_checks_every_rule_of_the_code_flow() {
+    use base64::Engine as _;
+    use mcp_testkit::OAuthScript;
+    use sha2::Digest as _;
+
+    let server = TestServer::start(
+        Script::new().oauth(
+            OAuthScript::new()
+                .challenge_scope("files:read")
+                .call_scope("files:write"),
+        ),
+    );
+    let base = server.base_url();
+    let mut c = connect(&server);
+
+    // The MCP endpoint refuses without a token, naming its resource metadata.
+    let refused = c.post_json(&rpc(1, "initialize", json!({})), &[]).unwrap();
+    assert_eq!(refused.status, 401);
+    assert_eq!(
+        refused.header("www-authenticate"),
+        Some(
+            format!(
+                "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\", scope=\"files:read\""
+            )
+            .as_str()
+        )
+    );
+    let prm = c
+        .request("GET", mcp_testkit::RESOURCE_METADATA_PATH, &[], b"")
+        .unwrap();
+    let prm = prm.json().unwrap();
+    assert_eq!(prm["resource"], server.url());
+    assert_eq!(prm["authorization_servers"], json!([base]));
+    let metadata = c
+        .request("GET", mcp_testkit::SERVER_METADATA_PATH, &[], b"")
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(metadata["issuer"], base);
+    assert_eq!(metadata["token_endpoint"], format!("{base}/token"));
+    assert_eq!(
+        metadata["code_challenge_methods_supported"],
+        json!(["S256"])
+    );
+
+    // Registration.
+    let redirect = "http://127.0.0.1:9/cb";
+    let registered = c
+        .request(
+            "POST",
+            "/register",
+            &[("Content-Type", "application/json")],
+            json!({"redirect_uris": [redirect], "client_name": "raw"})
+                .to_string()
+                .as_bytes(),
+        )
+        .unwrap();
+    assert_eq!(registered.status, 201);
+    let client_id = registered.json().unwrap()["client_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Authorization: PKCE S256 and the resource are required.
+    let verifier = "v".repeat(43);
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()));
+    let authorize = |c: &mut RawClient, method: &str| {
+        let query = form(&[
+            ("response_type", "code"),
+            ("client_id", &client_id),
+            ("redirect_uri", redirect),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", method),
+            ("state", "st-1"),
+            ("resource", &server.url()),
+            ("scope", "files:read"),
+        ]);
+        let answer = c
+            .request("GET", &format!("/authorize?{query}"), &[], b"")
+            .unwrap();
+        assert_eq!(answer.status, 302);
+        let location = answer.header("location").unwrap().to_owned();
+        assert!(location.starts_with(&format!("{redirect}?")), "{location}");
+        location.split_once('?').unwrap().1.to_owned()
+    };
+    let plain = authorize(&mut c, "plain");
+    assert_eq!(
+        form_value(&plain, "error").as_deref(),
+        Some("invalid_request")
+    );
+    let good = authorize(&mut c, "S256");
+    assert_eq!(form_value(&good, "state").as_deref(), Some("st-1"));
+    assert_eq!(form_value(&good, "iss").as_deref(), Some(base.as_str()));
+    let code = form_value(&good, "code").unwrap();
+
+    // The token endpoint checks the verifier, and a code is good once.
+    let exchange = |c: &mut RawClient, verifier: &str| {
+        post_form(
+            c,
+            "/token",
+            &form(&[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", redirect),
+                ("code_verifier", verifier),
+                ("client_id", &client_id),
+                ("resource", &server.url()),
+            ]),
+        )
+    };
+    let wrong = exchange(&mut c, &"w".repeat(43));
+    assert_eq!(wrong.status, 400);
+    assert_eq!(wrong.json().unwrap()["error"], "invalid_grant");
+    // The failed attempt spent the code.
+    assert_eq!(exchange(&mut c, &verifier).status, 400);
+    let code = form_value(&authorize(&mut c, "S256"), "code").unwrap();
+    let tokens = post_form(
+        &mut c,
+        "/token",
+        &form(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", redirect),
+            ("code_verifier", &verifier),
+            ("client_id", &client_id),
+            ("resource", &server.url()),
+        ]),
+    );
+    assert_eq!(tokens.status, 200, "{}", tokens.text());
+    let tokens = tokens.json().unwrap();
+    assert_eq!(tokens["scope"], "files:read");
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let bearer = format!("Bearer {access}");
+
+    // The token opens /mcp; a call needs files:write.
+    let session = {
+        let answer = c
+            .post_json(
+                &rpc(
+                    2,
+                    "initialize",
+                    json!({"protocolVersion": "2025-11-25",
+                "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+                ),
+                &[("Authorization", &bearer)],
+            )
+            .unwrap();
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        answer.header("mcp-session-id").unwrap().to_owned()
+    };
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", &session),
+    ];
+    let listed = c
+        .post_json(&rpc(3, "tools/list", json!({})), &headers)
+        .unwrap();
+    assert_eq!(listed.status, 200);
+    let call = rpc(
+        4,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    );
+    let step_up = c.post_json(&call, &headers).unwrap();
+    assert_eq!(step_up.status, 403);
+    let challenge = step_up.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"")
+            && challenge.contains("scope=\"files:write\""),
+        "{challenge}"
+    );
+
+    // Refresh: a new token; the refresh token rotates.
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let refresh_form = form(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", &refresh),
+        ("client_id", &client_id),
+    ]);
+    let refreshed = post_form(&mut c, "/token", &refresh_form);
+    assert_eq!(refreshed.status, 200);
+    assert_ne!(refreshed.json().unwrap()["access_token"], access.as_str());
+    assert_eq!(post_form(&mut c, "/token", &refresh_form).status, 400);
+
+    // Expired tokens are refused again.
+    server.expire_tokens();
+    assert_eq!(
+        c.post_json(&rpc(5, "tools/list", json!({})), &headers)
+            .unwrap()
+            .status,
+        401
+    );
+
+    assert!(server.issued_secrets().contains(&access));
+    let trail = server.trail();
+    assert_eq!(
+        trail,
+        [
+            "initialize",
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:register",
+            "oauth:authorize",
+            "oauth:authorize",
+            "oauth:token",
+            "oauth:token",
+            "oauth:authorize",
+            "oauth:token",
+            "initialize",
+            "tools/list",
+            "tools/call",
+            "oauth:refresh",
+            "oauth:refresh",
+            "tools/list",
+        ]
+    );
+}

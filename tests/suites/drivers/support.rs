@@ -40,6 +40,9 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     fn session(&self) -> &Session;
     /// Installs a fresh recorder as the client's observer and returns it.
     fn observe(&mut self) -> Recorder;
+    /// Lets the browser step of an authorization go through the driver's
+    /// `HeadlessAuthorizer` (a GET of the authorization URL, its redirect not followed).
+    fn authorize_headlessly(&mut self);
     /// Cancels this client's operation in flight, from any thread.
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync>;
     /// Polls `condition` every 10 ms until it holds or `within` is over, letting the client's
@@ -117,6 +120,11 @@ impl Driver for Blocking {
         let recorder = Recorder::default();
         self.0.set_observer(recorder.clone());
         recorder
+    }
+
+    fn authorize_headlessly(&mut self) {
+        self.0
+            .set_authorizer(mcp_driver_blocking::HeadlessAuthorizer::new());
     }
 
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
@@ -225,6 +233,11 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
         let recorder = Recorder::default();
         self.client.set_observer(recorder.clone());
         recorder
+    }
+
+    fn authorize_headlessly(&mut self) {
+        self.client
+            .set_authorizer(mcp_driver_tokio::HeadlessAuthorizer::new());
     }
 
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
