@@ -526,7 +526,8 @@ impl AuthFlow {
         self.stage = Stage::Failed(AuthError::Misuse { detail });
     }
 
-    fn issuer(&self) -> Option<&str> {
+    /// The authorization server's issuer, once its metadata was read.
+    pub fn issuer(&self) -> Option<&str> {
         self.found.metadata.as_ref().map(|m| m.issuer.as_str())
     }
 

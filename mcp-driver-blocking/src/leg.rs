@@ -85,7 +85,8 @@ impl<'a> Driver<'a> {
         trace::authorized(&self.span, redirect.as_ref().map(Result::is_ok));
         match redirect {
             Some(Ok(url)) => op.handle_redirect(&url, self.clock.now()),
-            Some(Err(_)) | None => op.decline_authorization(),
+            Some(Err(detail)) => op.handle_authorizer_failure(&detail, self.clock.now()),
+            None => op.decline_authorization(),
         }
     }
 

@@ -288,6 +288,7 @@ impl Client {
                     }
                     Output::Wait(until) => break until,
                     Output::Authorize(step) => {
+                        // `None`: cancelled meanwhile (the loop's next turn cancels the operation).
                         let redirect = match authorizer.as_deref() {
                             // The person's time ends with the step; a cancel ends it sooner.
                             Some(authorizer) => tokio::select! {
@@ -296,7 +297,9 @@ impl Client {
                                 redirect = tokio::time::timeout_at(
                                     TokioInstant::from_std(step.ends_at),
                                     authorizer.authorize(&step),
-                                ) => Some(redirect.ok()),
+                                ) => Some(Some(redirect.unwrap_or_else(|_| {
+                                    Err("no redirect before the budget ran out".to_owned())
+                                }))),
                             },
                             None => Some(None),
                         };
@@ -304,16 +307,14 @@ impl Client {
                             &span,
                             redirect
                                 .as_ref()
-                                .map(|r| r.as_ref().is_some_and(Result::is_ok)),
+                                .and_then(|r| r.as_ref().map(Result::is_ok)),
                         );
                         now = clock.now();
                         match redirect {
                             Some(Some(Ok(url))) => op.handle_redirect(&url, now),
-                            // Cancelled: the loop's next turn cancels the operation.
+                            Some(Some(Err(detail))) => op.handle_authorizer_failure(&detail, now),
+                            Some(None) => op.decline_authorization(),
                             None => {}
-                            // The step's time ran out: so did the operation's.
-                            Some(None) if authorizer.is_some() => op.handle_timeout(now),
-                            Some(_) => op.decline_authorization(),
                         }
                     }
                     Output::Done(result) => {

@@ -202,8 +202,9 @@ pub enum Error {
         method: &'static str,
         /// The authorization server the person would approve at, once it is known.
         issuer: Option<String>,
-        /// What is missing: no OAuth configured, or no authorizer for the browser step.
-        reason: &'static str,
+        /// What is missing: no OAuth configured, no authorizer for the browser step, an
+        /// authorizer that failed (its own words, clipped), or the budget ran out waiting.
+        reason: String,
     },
     /// The authorization the server asked for did not end with a token: discovery,
     /// registration, the authorization itself or the token endpoint failed. The error names

@@ -93,7 +93,6 @@ for_each_driver!(
     a_step_up_is_authorized_inside_the_call_that_needed_it,
     a_spent_refresh_token_leads_to_a_new_authorization_inside_the_operation,
     an_authorization_endpoint_that_never_answers_ends_at_the_budget,
-    #[ignore = "proto/driver bug: a configured authorizer that fails (both drivers) or runs out of the step's time (blocking) ends in AuthorizationRequired saying \"no authorizer is configured\": Operation::decline_authorization cannot tell a failure from a missing authorizer and ignores the Person timer; see the report"]
     an_authorizer_that_runs_out_of_time_or_fails_is_not_reported_as_missing,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,

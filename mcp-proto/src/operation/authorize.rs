@@ -110,7 +110,7 @@ impl Operation<'_> {
                 server,
                 method,
                 issuer: None,
-                reason: "no OAuth client is configured for it",
+                reason: "no OAuth client is configured for it".to_owned(),
             });
             return true;
         };
@@ -185,7 +185,9 @@ impl Operation<'_> {
                             server,
                             method,
                             issuer: Some(issuer),
-                            reason: "a person must approve in a browser and no authorizer is configured",
+                            reason:
+                                "a person must approve in a browser and no authorizer is configured"
+                                    .to_owned(),
                         });
                     }
                     error => self.fail(|server| Error::Authorization { server, error }),
@@ -279,14 +281,41 @@ impl Operation<'_> {
 
     /// The budget ran out while the person had the authorization URL.
     pub(super) fn person_timed_out(&mut self) {
+        self.person_failed("the authorization was not approved within the operation's budget");
+    }
+
+    /// The caller's authorizer could not get the redirect (`detail`, its words), or the budget
+    /// ran out meanwhile (at or after the step's end).
+    pub(super) fn authorizer_failed(&mut self, detail: &str, now: Instant) {
+        if !self.auth.awaiting_person {
+            return;
+        }
+        if self.timers.is_due(Timer::Person, now) {
+            self.person_timed_out();
+            return;
+        }
+        let detail = crate::error::clip(detail, crate::error::QUOTE_LIMIT);
+        self.person_failed(&format!("the authorizer failed: {detail}"));
+    }
+
+    /// The browser step ended without a redirect, for `reason`.
+    fn person_failed(&mut self, reason: &str) {
         self.auth.awaiting_person = false;
         self.auth.running = false;
+        self.timers.stop(Timer::Person);
         let method = self.refused_request();
+        let issuer = self
+            .auth
+            .flow
+            .as_ref()
+            .and_then(AuthFlow::issuer)
+            .map(str::to_owned);
+        let reason = reason.to_owned();
         self.fail(|server| Error::AuthorizationRequired {
             server,
             method,
-            issuer: None,
-            reason: "the authorization was not approved within the operation's budget",
+            issuer,
+            reason,
         });
     }
 

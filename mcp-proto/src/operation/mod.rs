@@ -471,10 +471,18 @@ impl<'s> Operation<'s> {
         self.person_answered(Some(redirect_url));
     }
 
-    /// There is no one to authorize (no authorizer, or it could not run) after
-    /// [`Output::Authorize`]: the operation ends with [`Error::AuthorizationRequired`].
+    /// There is no authorizer for [`Output::Authorize`]: the operation ends at once with
+    /// [`Error::AuthorizationRequired`].
     pub fn decline_authorization(&mut self) {
         self.person_answered(None);
+    }
+
+    /// The caller's authorizer did not get the redirect after [`Output::Authorize`] (`detail`
+    /// says why, in its words: it is quoted, clipped, in the error): the operation ends with
+    /// [`Error::AuthorizationRequired`]. At or after the step's end, that is the budget running
+    /// out, and the error says so.
+    pub fn handle_authorizer_failure(&mut self, detail: &str, now: Instant) {
+        self.authorizer_failed(detail, now);
     }
 
     /// Tells the operation a timer fired: every timer due by `now` expires. A leg whose

@@ -612,7 +612,10 @@ pub(super) fn an_authorizer_that_runs_out_of_time_or_fails_is_not_reported_as_mi
         );
         eprintln!("{label}: {:?} after {:?}", call.result, call.elapsed);
         match &call.result {
-            Err(err @ Error::AuthorizationRequired { reason, .. }) => {
+            Err(err @ Error::AuthorizationRequired { reason, issuer, .. }) => {
+                if issuer.is_none() {
+                    failures.push(format!("{label}: the issuer is known but not named: {err}"));
+                }
                 if reason.contains("no authorizer") {
                     failures.push(format!("{label}: reported as missing: {err}"));
                 }
