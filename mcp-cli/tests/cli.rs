@@ -733,3 +733,130 @@ fn a_server_config_names_the_server_and_flags_win() {
     assert!(stderr(&out).contains("line 3"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A GET on loopback that follows nothing: the response's `Location`, if any.
+fn location_of(url: &str) -> Option<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let rest = url.strip_prefix("http://")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut stream = std::net::TcpStream::connect(authority).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    BufReader::new(stream)
+        .lines()
+        .map_while(Result::ok)
+        .take_while(|line| !line.is_empty())
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("location")
+                .then(|| value.trim().to_owned())
+        })
+}
+
+#[test]
+fn login_keeps_a_token_that_later_commands_present_and_logout_forgets_it() {
+    use mcp_testkit::OAuthScript;
+    use std::io::{BufRead, BufReader};
+    let server = TestServer::start(Script::new().oauth(OAuthScript::new()));
+    let home = std::env::temp_dir().join(format!("mcp-call-login-{}", std::process::id()));
+    let credentials = home.join("credentials.json");
+    let credentials = credentials.to_str().unwrap();
+    // login: the URL comes on stderr; the "person" (this test) follows it to the listener.
+    let mut login = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+        .args([
+            "--url",
+            &server.url(),
+            "--credentials",
+            credentials,
+            "--trace",
+            "--timeout",
+            "20",
+        ])
+        .arg("login")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-call runs");
+    let mut stderr_lines = BufReader::new(login.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let url = loop {
+        let line = stderr_lines.next().expect("an authorize line").unwrap();
+        seen.push(line.clone());
+        if let Some(url) = line.strip_prefix("authorize: ") {
+            break url.to_owned();
+        }
+    };
+    let redirect = location_of(&url).expect("the authorization server redirects");
+    assert!(redirect.starts_with("http://127.0.0.1:"), "{redirect}");
+    location_of(&redirect);
+    seen.extend(stderr_lines.map_while(Result::ok));
+    let status = login.wait().unwrap();
+    let trace = seen.join("\n");
+    assert!(status.success(), "{trace}");
+    for label in [
+        "oauth:resource-metadata",
+        "oauth:server-metadata",
+        "oauth:register",
+        "oauth:token",
+    ] {
+        assert!(
+            trace.contains(&format!("method={label} ")),
+            "{label} in:\n{trace}"
+        );
+    }
+    assert!(trace.contains("logged in to"), "{trace}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(credentials).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // A later command presents the kept token from its first request: no auth leg.
+    server.clear_requests();
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--credentials",
+        credentials,
+        "--trace",
+        "call",
+        "echo",
+        r#"{"text":"hi"}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "hi");
+    assert!(!stderr(&out).contains("oauth:"), "{}", stderr(&out));
+    // No secret in what the operator sees.
+    for secret in server.issued_secrets() {
+        assert!(
+            !trace.contains(&secret) && !stderr(&out).contains(&secret),
+            "{secret} in:\n{trace}\n{}",
+            stderr(&out)
+        );
+    }
+    // logout: nothing sent; the next command needs a login again (exit 7, said at once).
+    server.clear_requests();
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--credentials",
+        credentials,
+        "logout",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(server.requests().is_empty());
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--credentials",
+        credentials,
+        "call",
+        "echo",
+    ]);
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(stderr(&out).contains("mcp-call login"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -429,7 +429,9 @@ fn register(state: &mut OAuthState, script: &OAuthScript, req: &Request) -> Resp
     if redirect_uris.is_empty() {
         return oauth_error(400, "invalid_redirect_uri", "no redirect_uris");
     }
+    // A client id is public (it is in every authorization URL): not one of the secrets.
     let client_id = state.mint("client");
+    state.issued.retain(|value| *value != client_id);
     let secret = script.client_secrets.then(|| state.mint("cs"));
     let mut answer = json!({
         "client_id": client_id,
