@@ -15,6 +15,7 @@ use crate::deadline::{Budget, Resolution};
 use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::RpcError;
 use crate::model::{ClientInfo, ProtocolVersion};
+use crate::transport::{StdioCommand, Transport};
 use crate::wire::{Endpoint, RESERVED_HEADERS};
 
 /// Everything a session needs to know before it talks to a server.
@@ -32,6 +33,7 @@ use crate::wire::{Endpoint, RESERVED_HEADERS};
 /// ```
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
+    transport: Transport,
     endpoint: Uri,
     label: String,
     headers: HeaderMap,
@@ -81,7 +83,33 @@ impl SessionConfig {
             .filter(|h| !h.is_empty())
             .ok_or_else(|| invalid("it has no host"))?;
         let label = format!("{host}:{}", endpoint.port_u16().unwrap_or(default_port));
-        Ok(Self {
+        Ok(Self::with_transport(
+            Transport::StreamableHttp,
+            endpoint,
+            label,
+            url.to_owned(),
+        ))
+    }
+
+    /// A configuration for a local server the driver runs as a child process and speaks to
+    /// over its stdin and stdout (the stdio transport). The label is `stdio:<program>`.
+    ///
+    /// ```
+    /// use mcp_proto::{SessionConfig, StdioCommand};
+    /// let config = SessionConfig::stdio(StdioCommand::new("/usr/local/bin/mcp-time").arg("--utc"));
+    /// assert_eq!(config.label(), "stdio:mcp-time");
+    /// ```
+    pub fn stdio(command: StdioCommand) -> Self {
+        let label = command.label();
+        let url = label.clone();
+        // Never sent: stdio legs carry only their message.
+        let endpoint = Uri::from_static("http://stdio.invalid/");
+        Self::with_transport(Transport::Stdio(command), endpoint, label, url)
+    }
+
+    fn with_transport(transport: Transport, endpoint: Uri, label: String, url: String) -> Self {
+        Self {
+            transport,
             endpoint,
             label,
             headers: HeaderMap::new(),
@@ -96,9 +124,9 @@ impl SessionConfig {
             cancel_notice: false,
             trace_context: Map::new(),
             protocol_version: None,
-            url: url.to_owned(),
+            url,
             oauth: None,
-        })
+        }
     }
 
     /// Names the server in every error message (default: host and port).
@@ -288,7 +316,17 @@ impl SessionConfig {
         &self.url
     }
 
-    /// The endpoint.
+    /// How the session reaches its server.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Whether the server is a local process spoken to over stdio.
+    pub fn is_stdio(&self) -> bool {
+        matches!(self.transport, Transport::Stdio(_))
+    }
+
+    /// The endpoint (Streamable HTTP; a placeholder, never used, over stdio).
     pub fn endpoint(&self) -> &Uri {
         &self.endpoint
     }

@@ -217,6 +217,32 @@ pub enum Error {
         /// What the authorization flow reports.
         error: mcp_auth::AuthError,
     },
+    /// The local server (stdio) could not be started: the program is missing, not
+    /// executable, or the working directory does not exist.
+    #[error("the local MCP server \"{server}\" could not be started: {reason}")]
+    SpawnFailed {
+        /// The server's label (`stdio:<program>`).
+        server: String,
+        /// Why, as the operating system said it (clipped).
+        reason: String,
+    },
+    /// The local server (stdio) exited, or closed its stdout, while a request awaited its
+    /// answer. The next operation starts it again.
+    #[error(
+        "the local MCP server \"{server}\" exited while {method} awaited its answer ({}){}",
+        status.map_or_else(|| "no exit status".to_owned(), |s| format!("exit status {s}")),
+        if stderr.is_empty() { String::new() } else { format!("; its last words on stderr: {stderr}") }
+    )]
+    ServerExited {
+        /// The server's label.
+        server: String,
+        /// The request that awaited its answer.
+        method: &'static str,
+        /// The exit status, when the process exited normally.
+        status: Option<i32>,
+        /// The last lines the server wrote on stderr (clipped, controls folded).
+        stderr: String,
+    },
     /// The caller cancelled the operation.
     #[error("the {method} request to MCP server \"{server}\" was cancelled by the caller")]
     Cancelled {
@@ -302,6 +328,8 @@ impl Error {
             Self::TooManyPages { .. } => "too_many_pages",
             Self::RepeatedCursor { .. } => "repeated_cursor",
             Self::SkillRejected { .. } => "skill_rejected",
+            Self::SpawnFailed { .. } => "spawn_failed",
+            Self::ServerExited { .. } => "server_exited",
             Self::AuthorizationRequired { .. } => "authorization_required",
             Self::Authorization { .. } => "authorization",
             Self::Cancelled { .. } => "cancelled",
@@ -332,6 +360,8 @@ impl Error {
             | Self::TooManyPages { .. }
             | Self::RepeatedCursor { .. }
             | Self::SkillRejected { .. } => Fault::Server,
+            Self::ServerExited { .. } => Fault::Server,
+            Self::SpawnFailed { .. } => Fault::Caller,
             Self::AuthorizationRequired { .. } => Fault::Authorization,
             Self::Authorization { error, .. } => match error.fault() {
                 mcp_auth::Fault::Caller => Fault::Caller,
@@ -364,6 +394,8 @@ impl Error {
             | Self::RepeatedCursor { server, .. }
             | Self::SkillRejected { server, .. }
             | Self::AuthorizationRequired { server, .. }
+            | Self::SpawnFailed { server, .. }
+            | Self::ServerExited { server, .. }
             | Self::Authorization { server, .. }
             | Self::Cancelled { server, .. } => Some(server),
             Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => None,

@@ -77,6 +77,7 @@ pub mod operation;
 mod session;
 mod skills;
 pub mod sse;
+mod transport;
 mod wire;
 
 pub use auth::OAuth;
@@ -100,10 +101,11 @@ pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,
     LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation,
-    Outcome, Output, TransportError, TransportErrorKind,
+    Outcome, Output, ProcessExit, TransportError, TransportErrorKind,
 };
 pub use session::Session;
 pub use skills::{LoadedSkill, Skill, SkillFile};
+pub use transport::{StdioCommand, Transport};
 pub use wire::{
     LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
     SESSION_HEADER,

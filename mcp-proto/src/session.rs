@@ -16,6 +16,7 @@ use crate::config::SessionConfig;
 use crate::deadline::OperationDeadline;
 use crate::headers::ParamHeader;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
+use crate::transport::LineFramer;
 
 /// A session with one server.
 ///
@@ -41,6 +42,9 @@ pub struct Session {
     /// An instant and the time of day at it, given by the driver: the time of day at any
     /// later instant is reckoned from it (signed assertions carry one).
     time_of_day: Option<(Instant, SystemTime)>,
+    /// Over stdio: whether the server process runs, and its stdout cut into lines.
+    process_running: bool,
+    framer: LineFramer,
 }
 
 /// The driver's random source, boxed; `Debug` shows nothing of it.
@@ -55,7 +59,10 @@ impl std::fmt::Debug for EntropySource {
 impl Session {
     /// A session that has not talked to the server yet.
     pub fn new(config: SessionConfig) -> Self {
+        let framer = LineFramer::new(config.body_cap());
         Self {
+            process_running: false,
+            framer,
             config,
             established: None,
             next_request_id: 1,
@@ -80,6 +87,30 @@ impl Session {
     /// is reckoned from the last reading; without one, from the Unix epoch.
     pub fn set_time_of_day(&mut self, now: Instant, wall: SystemTime) {
         self.time_of_day = Some((now, wall));
+    }
+
+    /// Over stdio: whether the server process is running (started by an operation and not
+    /// seen to exit since). The next operation starts one when it is not.
+    pub fn process_running(&self) -> bool {
+        self.process_running
+    }
+
+    /// The server process started: a fresh process has no session and no partial line.
+    pub(crate) fn process_started(&mut self) {
+        self.process_running = true;
+        self.framer.reset();
+        self.established = None;
+    }
+
+    /// The server process is gone: so are its session and its partial line.
+    pub(crate) fn process_exited(&mut self) {
+        self.process_running = false;
+        self.framer.reset();
+        self.established = None;
+    }
+
+    pub(crate) fn framer(&mut self) -> &mut LineFramer {
+        &mut self.framer
     }
 
     /// The access token the session's requests carry, if an authorization obtained one.

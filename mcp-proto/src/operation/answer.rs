@@ -185,6 +185,10 @@ impl Operation<'_> {
         }
         match leg.answers {
             LegKind::Initialize => self.read_initialize(&result, leg.session_id),
+            LegKind::Discover if self.probe_first => {
+                // The stdio probe before the work: the server is modern; the work goes out.
+                self.probe_first = false;
+            }
             LegKind::Discover => {
                 let info = self.read_discover(&result);
                 self.finish(Ok(Outcome::Probe(info)));

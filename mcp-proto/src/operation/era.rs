@@ -114,6 +114,12 @@ impl Operation<'_> {
             self.fall_back_to_legacy();
             return true;
         }
+        if answers == LegKind::Discover && self.era_open && self.session.config().is_stdio() {
+            // Over stdio, any error to the probe that is not a modern one means legacy (a
+            // legacy server refuses anything before `initialize`).
+            self.fall_back_to_legacy();
+            return true;
+        }
         // A JSON-RPC error under 404 or 405 is a server that speaks JSON-RPC there and refused
         // the request on its merits (a modern "not found"); only a 400 (what legacy servers
         // answer a request without a session) explained by a non-modern error means legacy.
@@ -146,6 +152,7 @@ impl Operation<'_> {
     /// (or straight to the work on a live session), inside the same budget.
     fn fall_back_to_legacy(&mut self) {
         self.modern = None;
+        self.probe_first = false;
         self.era_confirmed();
         let next = if self.session.info().is_some() {
             Step::Work

@@ -36,7 +36,12 @@ impl Listen {
     /// only a call opens the stream, so a listing before it does not leave a dropped stream the
     /// server still counts as open. The modern era has no standalone stream.
     pub(super) fn for_operation(config: &SessionConfig, action: &Action, modern: bool) -> Self {
-        if config.listen() && !modern && matches!(action, Action::CallTool { .. }) {
+        // Over stdio the server's messages all come on stdout: there is no stream to open.
+        if config.listen()
+            && !modern
+            && !config.is_stdio()
+            && matches!(action, Action::CallTool { .. })
+        {
             Self::Due
         } else {
             Self::Off

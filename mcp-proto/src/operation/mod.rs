@@ -98,6 +98,7 @@ mod listen;
 mod read;
 mod replies;
 mod resume;
+mod stdio;
 mod timers;
 mod transmit;
 mod types;
@@ -127,8 +128,8 @@ use timers::{Timer, TimerTable};
 pub use authorize::Authorize;
 pub use types::{
     Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
-    Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, Output, TransportError,
-    TransportErrorKind,
+    Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, Output, ProcessExit,
+    TransportError, TransportErrorKind,
 };
 
 /// A tool call's refresh of the listing after a header mismatch: at most once per operation.
@@ -145,6 +146,8 @@ enum Relist {
 /// The next leg to build when nothing is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
+    /// Over stdio: start the server process.
+    Spawn,
     Initialize,
     Initialized,
     Work,
@@ -179,6 +182,9 @@ pub struct Operation<'s> {
     /// Whether the operation may still change era (the configuration pins no version and no
     /// change happened yet; see `era`).
     era_open: bool,
+    /// Over stdio, an era not known yet is found with `server/discover` before the work (the
+    /// stdio transport's probe): this is set until it was answered.
+    probe_first: bool,
     /// How many times a broken modern answer stream sent its request again.
     reissues: u32,
     /// Where a tool call is in refreshing the tools' header annotations after a `-32020`.
@@ -283,16 +289,29 @@ impl Session {
 impl<'s> Operation<'s> {
     fn new(session: &'s mut Session, action: Action, deadline: OperationDeadline) -> Self {
         let (modern, era_open) = era::starting_era(session);
-        // The modern era has no handshake: the work goes out first.
-        let next = if modern.is_some() || session.info().is_some() {
+        let stdio = session.config().is_stdio();
+        // The modern era has no handshake: the work goes out first. Over stdio a process
+        // comes first, when none runs.
+        let next = if stdio && !session.process_running() && action != Action::Close {
+            Step::Spawn
+        } else if modern.is_some() || session.info().is_some() {
             Step::Work
         } else {
             Step::Initialize
         };
+        let probe_first = stdio
+            && era_open
+            && modern.is_some()
+            && session.era().is_none()
+            && action != Action::Probe;
         // Closing a session that has no id on the server (or no session at all, as in the
-        // modern era) sends nothing.
-        let nothing_to_close =
-            action == Action::Close && session.info().and_then(|i| i.session_id.as_ref()).is_none();
+        // modern era) sends nothing; over stdio, closing no process does nothing.
+        let nothing_to_close = action == Action::Close
+            && if stdio {
+                !session.process_running()
+            } else {
+                session.info().and_then(|i| i.session_id.as_ref()).is_none()
+            };
         if nothing_to_close {
             session.reset();
         }
@@ -317,6 +336,7 @@ impl<'s> Operation<'s> {
             modern,
             version_retried: false,
             era_open,
+            probe_first,
             reissues: 0,
             relist: Relist::Never,
             loading,
@@ -520,9 +540,11 @@ impl<'s> Operation<'s> {
         let (interrupted, request_id, _) = self.awaited();
         // Only a call that was sent is announced: the server never works on anything else.
         // In the modern era closing the call's stream is the cancellation: nothing is sent.
-        if self.session.config().cancel_notice()
+        // Over stdio there is no stream to close: the notice is the only way to say it.
+        let stdio = self.session.config().is_stdio();
+        if (self.session.config().cancel_notice() || stdio)
             && interrupted == LegKind::CallTool
-            && self.modern.is_none()
+            && (self.modern.is_none() || stdio)
         {
             self.notice = request_id;
         }
@@ -577,6 +599,19 @@ impl<'s> Operation<'s> {
                     && self.awaited().0 == LegKind::Subscribe =>
             {
                 self.subscription_ended(false);
+            }
+            // A server process that did not start.
+            Role::Work
+                if self
+                    .legs
+                    .get(Role::Work)
+                    .is_some_and(|l| l.kind == LegKind::Spawn) =>
+            {
+                let reason = error.map_or_else(
+                    || "it did not start within its grant".to_owned(),
+                    |e| clip(&e.detail, QUOTE_LIMIT),
+                );
+                self.fail(|server| Error::SpawnFailed { server, reason });
             }
             // A modern answer stream that broke mid-way lost its request: it is sent again.
             Role::Work
@@ -679,6 +714,8 @@ impl<'s> Operation<'s> {
 
     fn next_leg_kind(&self) -> LegKind {
         match self.next {
+            Step::Spawn => LegKind::Spawn,
+            Step::Work if self.probe_first => LegKind::Discover,
             Step::Initialize => LegKind::Initialize,
             Step::Initialized => LegKind::Initialized,
             Step::Work => match self.action {
@@ -696,6 +733,7 @@ impl<'s> Operation<'s> {
                 Action::ReadResource { .. } | Action::LoadSkill(_) => LegKind::ReadResource,
                 Action::GetPrompt { .. } => LegKind::GetPrompt,
                 Action::Subscribe(_) => LegKind::Subscribe,
+                Action::Close if self.session.config().is_stdio() => LegKind::Shutdown,
                 Action::Close => LegKind::Close,
             },
         }

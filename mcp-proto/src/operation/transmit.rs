@@ -144,6 +144,10 @@ impl Operation<'_> {
     }
 
     fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+        if matches!(kind, LegKind::Spawn | LegKind::Shutdown) {
+            // No message: the driver starts or ends the process.
+            return (http::Request::new(Vec::new()), None);
+        }
         if let Some(version) = self.modern {
             return self.build_modern(kind, version);
         }

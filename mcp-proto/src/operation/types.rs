@@ -131,6 +131,13 @@ pub enum LegKind {
     /// A GET opening the session's standalone stream, read beside the other legs (see
     /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
     Listen,
+    /// Over stdio: start the server process (the session's [`StdioCommand`]); no message.
+    ///
+    /// [`StdioCommand`]: crate::StdioCommand
+    Spawn,
+    /// Over stdio: end the server process (close its stdin, wait, then terminate it); no
+    /// message. The close of a stdio session.
+    Shutdown,
     /// A request of an authorization the server asked for (resource metadata, server
     /// metadata, registration, token, refresh), to the endpoint the flow chose. Its label is
     /// the flow's (`oauth:token`, ...).
@@ -152,7 +159,13 @@ impl LegKind {
             Self::GetPrompt => Some("prompts/get"),
             Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
-            Self::Respond | Self::Resume | Self::Close | Self::Listen | Self::Auth(_) => None,
+            Self::Respond
+            | Self::Resume
+            | Self::Close
+            | Self::Listen
+            | Self::Spawn
+            | Self::Shutdown
+            | Self::Auth(_) => None,
         }
     }
 
@@ -164,6 +177,8 @@ impl LegKind {
             Self::Resume => "resume",
             Self::Close => "close",
             Self::Listen => "listen",
+            Self::Spawn => "spawn",
+            Self::Shutdown => "shutdown",
             Self::Auth(kind) => kind.label(),
             other => match other.method() {
                 Some(method) => method,
@@ -179,6 +194,8 @@ impl LegKind {
             Self::Close => "DELETE",
             Self::Resume | Self::Listen => "GET",
             Self::Respond => "POST",
+            Self::Spawn => "spawn",
+            Self::Shutdown => "shutdown",
             Self::Auth(kind) => kind.label(),
             other => match other.method() {
                 Some(method) => method,
@@ -238,6 +255,13 @@ pub enum Event {
         method: String,
         /// The params, verbatim.
         params: Value,
+    },
+    /// Over stdio: a line on the server's stdout that is not a JSON-RPC message (a banner, a
+    /// log line written to the wrong stream). The spec forbids them; real servers print them,
+    /// so they are skipped, and each is reported here (clipped).
+    StdoutNoise {
+        /// The line, clipped, control characters folded.
+        line: String,
     },
     /// A tool the listing leaves out because its `x-mcp-header` annotations break the
     /// protocol's rules (modern era): the other tools stay usable.
@@ -394,6 +418,16 @@ pub enum LegStatus {
     /// Stop reading: the leg is over (its answer is in, it failed, or it is no longer wanted).
     /// Drop the response, after at most [`DRAIN_WAIT`] and [`DRAIN_BYTES`] more of its body.
     Complete,
+}
+
+/// How a stdio server process ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcessExit {
+    /// The exit status, if it exited normally (`None` when a signal ended it, or unknown).
+    pub status: Option<i32>,
+    /// The last lines it wrote on stderr (the driver keeps a bounded tail); quoted, clipped,
+    /// in the error.
+    pub stderr: String,
 }
 
 /// How a leg's transport failed, as the driver saw it.

@@ -1,0 +1,256 @@
+//! Which transport a session speaks ([`Transport`]), what it takes to start a local server
+//! ([`StdioCommand`]), and how stdio's one stream of bytes becomes messages ([`LineFramer`]).
+//!
+//! Over Streamable HTTP each leg is its own HTTP exchange. Over stdio every message goes down
+//! the child's stdin as one line and every answer comes back on one shared stdout, one line
+//! each; the operation matches answers to requests by id. The framer only splits and bounds
+//! lines: it never decodes them (that is the operation's) and never reads a pipe (the driver's).
+
+use std::path::PathBuf;
+
+/// How a session reaches its server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Streamable HTTP: each leg is an HTTP request to the configured endpoint.
+    StreamableHttp,
+    /// stdio: the server is a child process the driver starts; each leg is one line written
+    /// to its stdin, answers are lines read from its stdout.
+    Stdio(StdioCommand),
+}
+
+/// A local MCP server to run: a program, its arguments, extra environment, working
+/// directory. No shell is involved: the program is started directly with exactly these
+/// arguments.
+///
+/// ```
+/// use mcp_proto::StdioCommand;
+/// let command = StdioCommand::new("uvx")
+///     .arg("mcp-server-time")
+///     .env("TZ", "UTC");
+/// assert_eq!(command.program(), "uvx");
+/// assert_eq!(command.arguments(), ["mcp-server-time"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioCommand {
+    program: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    current_dir: Option<PathBuf>,
+}
+
+impl StdioCommand {
+    /// A command running `program` (looked up in `PATH` when it has no slash).
+    pub fn new(program: impl Into<String>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            current_dir: None,
+        }
+    }
+
+    /// Adds one argument, passed as it is.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments, passed as they are.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the server (on top of this process's environment).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Runs the server in `dir`.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+
+    /// The program.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The arguments.
+    pub fn arguments(&self) -> &[String] {
+        &self.args
+    }
+
+    /// The extra environment.
+    pub fn environment(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// The working directory, if set.
+    pub fn working_dir(&self) -> Option<&std::path::Path> {
+        self.current_dir.as_deref()
+    }
+
+    /// The name errors call the server by: the program's file name.
+    pub(crate) fn label(&self) -> String {
+        let name = self
+            .program
+            .rsplit(['/', '\\'])
+            .next()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&self.program);
+        format!("stdio:{name}")
+    }
+}
+
+/// What the framer found in a chunk of stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Framed {
+    /// One complete line (without its line ending; `\r\n` is accepted).
+    Line(Vec<u8>),
+    /// A line grew past the cap: it is dropped, up to its newline, without being kept.
+    TooLong,
+}
+
+/// Splits stdout into lines, each at most `cap` bytes. A line past the cap is reported once
+/// and skipped to its end with bounded memory; blank lines are skipped.
+#[derive(Debug)]
+pub(crate) struct LineFramer {
+    cap: usize,
+    partial: Vec<u8>,
+    skipping: bool,
+}
+
+impl LineFramer {
+    pub(crate) fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            partial: Vec::new(),
+            skipping: false,
+        }
+    }
+
+    /// Feeds `chunk`; complete lines (and overlong ones) go to `out` in order.
+    pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Framed>) {
+        while !chunk.is_empty() {
+            let newline = chunk.iter().position(|&b| b == b'\n');
+            let (piece, rest, ended) = match newline {
+                Some(at) => (&chunk[..at], &chunk[at + 1..], true),
+                None => (chunk, &[][..], false),
+            };
+            chunk = rest;
+            if self.skipping {
+                if ended {
+                    self.skipping = false;
+                }
+                continue;
+            }
+            if self.partial.len().saturating_add(piece.len()) > self.cap.saturating_add(1) {
+                // One byte of slack for the `\r` of a `\r\n` ending.
+                self.partial.clear();
+                self.skipping = !ended;
+                out.push(Framed::TooLong);
+                continue;
+            }
+            self.partial.extend_from_slice(piece);
+            if ended {
+                let mut line = std::mem::take(&mut self.partial);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if line.len() > self.cap {
+                    out.push(Framed::TooLong);
+                } else if !line.iter().all(u8::is_ascii_whitespace) {
+                    out.push(Framed::Line(line));
+                }
+            }
+        }
+    }
+
+    /// Forgets a partial line (the process that was writing it is gone).
+    pub(crate) fn reset(&mut self) {
+        self.partial.clear();
+        self.skipping = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn frame(cap: usize, chunks: &[&[u8]]) -> Vec<Framed> {
+        let mut framer = LineFramer::new(cap);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            framer.feed(chunk, &mut out);
+        }
+        out
+    }
+
+    fn line(text: &str) -> Framed {
+        Framed::Line(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn lines_are_split_across_chunks_and_crlf_and_blank_lines_are_tolerated() {
+        let out = frame(100, &[b"{\"a\"", b":1}\r\n\n  \n{\"b\":2}\n{\"c\""]);
+        assert_eq!(out, [line(r#"{"a":1}"#), line(r#"{"b":2}"#)]);
+    }
+
+    #[test]
+    fn an_overlong_line_is_reported_once_and_skipped_to_its_end() {
+        let long = vec![b'x'; 50];
+        let out = frame(10, &[&long, &long, b"tail\nok\n"]);
+        assert_eq!(out, [Framed::TooLong, line("ok")]);
+        let out = frame(3, &[b"abcd\nabc\n"]);
+        assert_eq!(out, [Framed::TooLong, line("abc")]);
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_of_the_stream_gives_the_same_lines(
+            lines in proptest::collection::vec("[a-z{}:\"]{0,20}", 0..8),
+            cuts in proptest::collection::vec(0usize..200, 0..6),
+        ) {
+            let mut stream = Vec::new();
+            for l in &lines {
+                stream.extend_from_slice(l.as_bytes());
+                stream.push(b'\n');
+            }
+            let whole = frame(16, &[&stream]);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(stream.len())).collect();
+            cuts.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            for cut in cuts {
+                pieces.push(&stream[start..cut]);
+                start = cut;
+            }
+            pieces.push(&stream[start..]);
+            prop_assert_eq!(frame(16, &pieces), whole);
+        }
+
+        #[test]
+        fn memory_stays_within_the_cap(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..32)) {
+            let mut framer = LineFramer::new(20);
+            let mut out = Vec::new();
+            for chunk in &chunks {
+                framer.feed(chunk, &mut out);
+                prop_assert!(framer.partial.len() <= 21);
+            }
+            for framed in out {
+                if let Framed::Line(l) = framed {
+                    prop_assert!(l.len() <= 20);
+                }
+            }
+        }
+    }
+}

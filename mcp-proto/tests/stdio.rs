@@ -1,0 +1,437 @@
+//! The stdio transport on a manual clock: the process as a leg, lines matched to requests by
+//! id, the era probe, noise, overlong lines, a process that exits, cancel and close.
+
+use std::time::Duration;
+
+use mcp_proto::{
+    Budget, Clock, Era, Error, Event, LegKind, ManualClock, Output, ProcessExit, ProtocolVersion,
+    Session, SessionConfig, StdioCommand,
+};
+use serde_json::{Map, Value, json};
+
+/// What the fake process does with one message written to its stdin.
+type Server = Box<dyn FnMut(&Value) -> Reply>;
+
+/// The fake process's reaction to a message.
+#[derive(Default)]
+struct Reply {
+    /// How long it takes before writing.
+    after: Duration,
+    /// Bytes it writes on stdout (each chunk fed as it is).
+    stdout: Vec<Vec<u8>>,
+    /// It exits after writing, with this.
+    exits: Option<ProcessExit>,
+}
+
+fn lines(values: &[Value]) -> Reply {
+    Reply {
+        stdout: values
+            .iter()
+            .map(|v| format!("{v}\n").into_bytes())
+            .collect(),
+        ..Reply::default()
+    }
+}
+
+struct Run {
+    /// Every leg: its label and grant in whole seconds.
+    legs: Vec<(String, u64)>,
+    events: Vec<Event>,
+    result: Result<mcp_proto::Outcome, Error>,
+}
+
+/// Drives one operation against the fake process: spawn succeeds at once; every written
+/// message goes to `server`; a shutdown exits at once.
+fn drive(op: mcp_proto::Operation<'_>, clock: &ManualClock, server: &mut Server) -> Run {
+    let mut op = op;
+    let mut legs = Vec::new();
+    let mut events = Vec::new();
+    for _ in 0..200 {
+        match op.poll_output(clock.now()) {
+            Output::Transmit(leg) => {
+                legs.push((leg.kind.label().to_owned(), leg.timeout.as_secs()));
+                match leg.kind {
+                    LegKind::Spawn => op.handle_sent(leg.id, clock.now()),
+                    LegKind::Shutdown => op.handle_exit(&ProcessExit::default(), clock.now()),
+                    _ => {
+                        let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                        op.handle_sent(leg.id, clock.now());
+                        let reply = server(&message);
+                        clock.advance(reply.after);
+                        for chunk in &reply.stdout {
+                            op.handle_stdout(chunk, clock.now());
+                        }
+                        if let Some(exit) = &reply.exits {
+                            op.handle_exit(exit, clock.now());
+                        }
+                    }
+                }
+            }
+            Output::Wait(until) => {
+                clock.set(until.max(clock.now()));
+                op.handle_timeout(clock.now());
+            }
+            Output::Event(event) => events.push(event),
+            Output::Authorize(_) => op.decline_authorization(),
+            Output::Done(result) => {
+                return Run {
+                    legs,
+                    events,
+                    result,
+                };
+            }
+        }
+    }
+    panic!("the operation did not end");
+}
+
+fn labels(run: &Run) -> Vec<&str> {
+    run.legs.iter().map(|(l, _)| l.as_str()).collect()
+}
+
+fn grants(run: &Run) -> Vec<u64> {
+    run.legs.iter().map(|(_, g)| *g).collect()
+}
+
+fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A legacy stdio server: it refuses anything before `initialize` with -32600 (as the SDKs
+/// do), and answers `tools/call` with `text`.
+fn legacy(text: &'static str, call_takes: Duration) -> Server {
+    Box::new(move |message| {
+        let id = &message["id"];
+        match message["method"].as_str().unwrap_or_default() {
+            "server/discover" => lines(&[json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32600, "message": "not initialized"}})]),
+            "initialize" => lines(&[result(
+                id,
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                    "serverInfo": {"name": "legacy", "version": "1"}}),
+            )]),
+            "tools/call" => Reply {
+                after: call_takes,
+                ..lines(&[result(
+                    id,
+                    json!({"content": [{"type": "text", "text": text}]}),
+                )])
+            },
+            _ => Reply::default(),
+        }
+    })
+}
+
+/// A modern stdio server.
+fn modern() -> Server {
+    Box::new(|message| {
+        let id = &message["id"];
+        match message["method"].as_str().unwrap_or_default() {
+            "server/discover" => lines(&[result(
+                id,
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
+            )]),
+            "tools/call" => lines(&[result(
+                id,
+                json!({"content": [{"type": "text", "text": "m"}]}),
+            )]),
+            _ => Reply::default(),
+        }
+    })
+}
+
+fn config() -> SessionConfig {
+    SessionConfig::stdio(StdioCommand::new("/opt/bin/fake-server").arg("--stdio"))
+}
+
+fn call(session: &mut Session, clock: &ManualClock, server: &mut Server) -> Run {
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    drive(op, clock, server)
+}
+
+#[test]
+fn a_cold_call_starts_the_process_probes_its_era_and_falls_back_inside_one_budget() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config());
+    let mut server = legacy("hi", Duration::from_secs(3));
+    let run = call(&mut session, &clock, &mut server);
+    assert_eq!(
+        labels(&run),
+        [
+            "spawn",
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    assert_eq!(run.result.unwrap().into_call().unwrap().text(), "hi");
+    assert!(session.process_running());
+    assert_eq!(session.era(), Some(Era::Legacy));
+    // The next call: the process and the session are kept; one leg.
+    let run = call(&mut session, &clock, &mut server);
+    assert_eq!(labels(&run), ["tools/call"]);
+    assert_eq!(grants(&run), [20]);
+}
+
+#[test]
+fn the_seed_sequence_holds_over_stdio() {
+    // Legs of 4 s (initialize) and 2 s (initialized): the grants are the seed's 20, 16, 14
+    // after the process started (under its own grant of 20).
+    let clock = ManualClock::new();
+    let mut session = Session::new(config_with_budget(20));
+    let mut inner = legacy("hi", Duration::ZERO);
+    let mut server: Server = Box::new(move |message| {
+        let mut reply = inner(message);
+        match message["method"].as_str() {
+            Some("initialize") => reply.after = Duration::from_secs(4),
+            Some("notifications/initialized") => reply.after = Duration::from_secs(2),
+            _ => {}
+        }
+        reply
+    });
+    let run = call(&mut session, &clock, &mut server);
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(grants(&run), [20, 20, 16, 14]);
+}
+
+fn config_with_budget(seconds: u64) -> SessionConfig {
+    config()
+        .with_protocol_version(ProtocolVersion::V2025_11_25)
+        .with_budget(Budget::from_secs(seconds))
+}
+
+#[test]
+fn a_modern_server_answers_the_probe_and_the_call_is_one_leg_after() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config());
+    let mut server = modern();
+    let run = call(&mut session, &clock, &mut server);
+    assert_eq!(labels(&run), ["spawn", "server/discover", "tools/call"]);
+    assert_eq!(run.result.unwrap().into_call().unwrap().text(), "m");
+    assert_eq!(session.era(), Some(Era::Modern));
+    let run = call(&mut session, &clock, &mut server);
+    assert_eq!(labels(&run), ["tools/call"]);
+}
+
+#[test]
+fn a_late_answer_is_dropped_by_its_id_and_noise_is_skipped_and_reported() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config_with_budget(5));
+    // The first call's answer comes after its budget; it arrives during the second call.
+    let mut late: Option<Value> = None;
+    let mut calls = 0;
+    let mut server: Server = Box::new(move |message| {
+        let id = &message["id"];
+        match message["method"].as_str().unwrap_or_default() {
+            "initialize" => lines(&[result(
+                id,
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                    "serverInfo": {"name": "s", "version": "1"}}),
+            )]),
+            "tools/call" => {
+                calls += 1;
+                let mine = result(
+                    id,
+                    json!({"content": [{"type": "text", "text": format!("call {calls}")}]}),
+                );
+                if calls == 1 {
+                    late = Some(mine);
+                    Reply::default()
+                } else {
+                    let mut out = vec![b"Server listening on stdio\n".to_vec()];
+                    out.push(format!("{}\n", late.take().unwrap()).into_bytes());
+                    out.push(
+                        format!(
+                            "{}\n",
+                            json!({"jsonrpc": "2.0", "method": "notifications/message",
+                                "params": {"level": "info", "data": "working"}})
+                        )
+                        .into_bytes(),
+                    );
+                    out.push(format!("{mine}\n").into_bytes());
+                    Reply {
+                        stdout: out,
+                        ..Reply::default()
+                    }
+                }
+            }
+            _ => Reply::default(),
+        }
+    });
+    let first = call(&mut session, &clock, &mut server);
+    assert!(
+        matches!(
+            first.result,
+            Err(Error::LegTimedOut {
+                method: "tools/call",
+                ..
+            })
+        ),
+        "{:?}",
+        first.result
+    );
+    let second = call(&mut session, &clock, &mut server);
+    assert_eq!(second.result.unwrap().into_call().unwrap().text(), "call 2");
+    assert!(second.events.iter().any(|e| matches!(e,
+        Event::StdoutNoise { line } if line == "Server listening on stdio")));
+    assert!(
+        second
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Notification(n) if n.method == "notifications/message"))
+    );
+}
+
+#[test]
+fn an_overlong_line_ends_the_request_with_its_own_error_and_the_next_line_is_read() {
+    let clock = ManualClock::new();
+    let config = config_with_budget(20).with_body_cap(1024);
+    let mut session = Session::new(config);
+    let mut server = legacy("ok", Duration::ZERO);
+    let mut huge_once = true;
+    let mut server: Server = Box::new(move |message| {
+        if message["method"] == "tools/call" && huge_once {
+            huge_once = false;
+            let mut chunk = vec![b'x'; 4096];
+            chunk.push(b'\n');
+            return Reply {
+                stdout: vec![vec![b'{'; 600], chunk],
+                ..Reply::default()
+            };
+        }
+        server(message)
+    });
+    let run = call(&mut session, &clock, &mut server);
+    assert!(
+        matches!(run.result, Err(Error::AnswerTooLarge { limit: 1024, .. })),
+        "{:?}",
+        run.result
+    );
+    let run = call(&mut session, &clock, &mut server);
+    assert_eq!(run.result.unwrap().into_call().unwrap().text(), "ok");
+}
+
+#[test]
+fn a_server_that_exits_mid_call_is_named_with_its_last_words_and_restarted_next_time() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config_with_budget(20));
+    let mut inner = legacy("back", Duration::ZERO);
+    let mut exits_once = true;
+    let mut server: Server = Box::new(move |message| {
+        if message["method"] == "tools/call" && exits_once {
+            exits_once = false;
+            return Reply {
+                exits: Some(ProcessExit {
+                    status: Some(3),
+                    stderr: "panic: out of cheese\n".to_owned(),
+                }),
+                ..Reply::default()
+            };
+        }
+        inner(message)
+    });
+    let run = call(&mut session, &clock, &mut server);
+    match &run.result {
+        Err(
+            err @ Error::ServerExited {
+                method,
+                status,
+                stderr,
+                ..
+            },
+        ) => {
+            assert_eq!((*method, *status), ("tools/call", Some(3)));
+            assert_eq!(stderr, "panic: out of cheese");
+            assert!(err.to_string().contains("stdio:fake-server"), "{err}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!session.process_running());
+    let run = call(&mut session, &clock, &mut server);
+    assert_eq!(labels(&run)[..2], ["spawn", "initialize"]);
+    assert_eq!(run.result.unwrap().into_call().unwrap().text(), "back");
+}
+
+#[test]
+fn a_cancelled_call_over_stdio_is_announced_in_both_eras() {
+    for pinned in [ProtocolVersion::V2025_11_25, ProtocolVersion::MODERN] {
+        let clock = ManualClock::new();
+        let mut session = Session::new(config().with_protocol_version(pinned));
+        let mut op = session.call_tool("slow", Map::new(), clock.now());
+        let mut written = Vec::new();
+        let mut server = legacy("never", Duration::ZERO);
+        let result = loop {
+            match op.poll_output(clock.now()) {
+                Output::Transmit(leg) => {
+                    written.push(leg.kind);
+                    op.handle_sent(leg.id, clock.now());
+                    if leg.kind == LegKind::CallTool {
+                        op.cancel();
+                    } else if leg.kind != LegKind::Spawn && leg.kind != LegKind::CancelNotice {
+                        let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                        for chunk in server(&message).stdout {
+                            op.handle_stdout(&chunk, clock.now());
+                        }
+                    }
+                }
+                Output::Done(result) => break result,
+                Output::Wait(until) => {
+                    clock.set(until);
+                    op.handle_timeout(clock.now());
+                }
+                _ => {}
+            }
+        };
+        assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+        assert_eq!(written.last(), Some(&LegKind::CancelNotice), "{pinned:?}");
+    }
+}
+
+#[test]
+fn closing_ends_the_process_and_closing_none_sends_nothing() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config_with_budget(20));
+    let mut server = legacy("x", Duration::ZERO);
+    let op = session.close(clock.now());
+    let run = drive(op, &clock, &mut server);
+    assert!(run.legs.is_empty());
+    assert!(run.result.is_ok());
+    let _ = call(&mut session, &clock, &mut server);
+    let op = session.close(clock.now());
+    let run = drive(op, &clock, &mut server);
+    assert_eq!(labels(&run), ["shutdown"]);
+    assert_eq!(grants(&run), [2]);
+    assert!(!session.process_running());
+}
+
+#[test]
+fn a_program_that_cannot_start_is_the_callers_error() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config());
+    let mut op = session.call_tool("echo", Map::new(), clock.now());
+    let result = loop {
+        match op.poll_output(clock.now()) {
+            Output::Transmit(leg) => {
+                assert_eq!(leg.kind, LegKind::Spawn);
+                op.handle_transport_error(
+                    leg.id,
+                    mcp_proto::TransportError::new(
+                        mcp_proto::TransportErrorKind::Connect,
+                        "No such file or directory (os error 2)",
+                    ),
+                    clock.now(),
+                );
+            }
+            Output::Done(result) => break result,
+            _ => {}
+        }
+    };
+    match result {
+        Err(err @ Error::SpawnFailed { .. }) => {
+            assert_eq!(err.fault(), mcp_proto::Fault::Caller);
+            assert!(err.to_string().contains("No such file"), "{err}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
