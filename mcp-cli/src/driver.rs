@@ -23,6 +23,8 @@ impl DriverKind {
     }
 }
 
+// One per process: the difference in size between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Client {
     Blocking(mcp_driver_blocking::Client),
     Tokio(tokio::runtime::Runtime, mcp_driver_tokio::Client),

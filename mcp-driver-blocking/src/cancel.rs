@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     drain_until: Mutex<Option<Instant>>,
     /// Wakes a driver waiting (to resume a stream) when the operation is cancelled.
     woken: Condvar,
+    /// Over stdio: the mailbox the operation's thread waits on, woken by a cancel.
+    waker: Mutex<Option<Arc<crate::stdio::Mailbox>>>,
 }
 
 #[derive(Default)]
@@ -88,6 +90,11 @@ impl Shared {
     }
 
     /// Forgets the previous leg's connect failure.
+    /// Over stdio: a cancel wakes the thread waiting on `mailbox`.
+    pub(crate) fn set_waker(&self, mailbox: Arc<crate::stdio::Mailbox>) {
+        *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(mailbox);
+    }
+
     pub(crate) fn begin_leg(&self) {
         self.connect_failed.store(false, Ordering::SeqCst);
     }
@@ -109,6 +116,14 @@ impl Shared {
         }
         self.cancelled.store(true, Ordering::SeqCst);
         self.woken.notify_all();
+        if let Some(mailbox) = self
+            .waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            mailbox.wake();
+        }
         inner.sockets.retain(|socket| match socket.upgrade() {
             Some(socket) => {
                 socket.shutdown();

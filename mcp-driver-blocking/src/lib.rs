@@ -86,6 +86,7 @@ mod authorize;
 mod cancel;
 mod connector;
 mod leg;
+mod stdio;
 mod trace;
 
 use std::fmt;
@@ -126,6 +127,9 @@ pub struct Client {
     observer: Box<dyn Observer + Send>,
     authorizer: Option<Box<dyn Authorizer>>,
     buf: Vec<u8>,
+    /// Over stdio: the server process, kept between operations (ended on close, or when the
+    /// client is dropped).
+    child: Option<stdio::Child>,
 }
 
 impl Client {
@@ -159,6 +163,7 @@ impl Client {
             observer: Box::new(NoObserver),
             authorizer: None,
             buf: Vec::new(),
+            child: None,
         }
     }
 
@@ -306,6 +311,18 @@ impl Client {
             .set_time_of_day(now, std::time::SystemTime::now());
         let mut op = start(&mut self.session, now);
         let span = trace::operation(&op, &server);
+        if let mcp_proto::Transport::Stdio(command) = op.session_config().transport().clone() {
+            let mut driver = stdio::StdioDriver {
+                child: &mut self.child,
+                command: &command,
+                shared: &self.shared,
+                observer: self.observer.as_mut(),
+                span: span.clone(),
+            };
+            let result = driver.drive(&mut op);
+            trace::ended(&span, &result);
+            return result;
+        }
         let mut driver = Driver::new(
             &self.agent,
             &self.shared,

@@ -42,6 +42,9 @@ pub struct Client {
     observer: Box<dyn Observer + Send>,
     authorizer: Option<Arc<dyn Authorizer>>,
     cancel: Arc<CancelShared>,
+    /// Over stdio: the server process, kept between operations (ended on close; killed when
+    /// the client is dropped).
+    child: Option<crate::stdio::Child>,
 }
 
 impl fmt::Debug for Client {
@@ -63,6 +66,7 @@ impl Client {
             http: leg::http_client(),
             observer: Box::new(NoObserver),
             authorizer: None,
+            child: None,
             cancel: Arc::new(CancelShared::default()),
         }
     }
@@ -255,8 +259,25 @@ impl Client {
             observer,
             authorizer,
             cancel,
+            child,
         } = self;
         let observer: &mut (dyn Observer + Send) = observer.as_mut();
+        if let mcp_proto::Transport::Stdio(command) = session.config().transport().clone() {
+            let now = clock.now();
+            session.set_time_of_day(now, std::time::SystemTime::now());
+            let mut op = start(session, now);
+            let span = trace::operation(&op, &server);
+            let run = crate::stdio::StdioRun {
+                child,
+                command,
+                observer,
+                cancel,
+                span: span.clone(),
+            };
+            let result = run.drive(&mut op).await;
+            trace::ended(&span, &result);
+            return result;
+        }
         let armed = cancel.arm();
         let cancelled = cancel.waiter();
         tokio::pin!(cancelled);

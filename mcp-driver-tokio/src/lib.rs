@@ -88,6 +88,7 @@ mod cancel;
 mod client;
 mod clock;
 mod leg;
+mod stdio;
 mod trace;
 
 pub use authorize::{Authorize, AuthorizeFuture, Authorizer, HeadlessAuthorizer};

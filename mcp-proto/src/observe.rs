@@ -63,6 +63,11 @@ pub enum LegEnd {
     Transport(TransportErrorKind),
     /// The caller cancelled the operation while the leg was in flight.
     Cancelled,
+    /// Over stdio: the leg is over as it should be (its line was written, and a request's
+    /// answer came; a process started or ended).
+    Done,
+    /// Over stdio: the server process exited while the leg was in flight.
+    Exited,
 }
 
 impl LegEnd {
@@ -78,7 +83,7 @@ impl LegEnd {
     }
 
     /// One word for traces: the status code, or `timeout`, `connect`, `protocol`, `io`,
-    /// `declined`, `cancelled`.
+    /// `declined`, `cancelled`; over stdio `ok` or `exited`.
     pub fn word(&self) -> String {
         match self {
             Self::Status(code) => code.to_string(),
@@ -88,6 +93,8 @@ impl LegEnd {
             Self::Transport(TransportErrorKind::Declined) => "declined".to_owned(),
             Self::Transport(_) => "io".to_owned(),
             Self::Cancelled => "cancelled".to_owned(),
+            Self::Done => "ok".to_owned(),
+            Self::Exited => "exited".to_owned(),
         }
     }
 }

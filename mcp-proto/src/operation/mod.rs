@@ -350,6 +350,11 @@ impl<'s> Operation<'s> {
         }
     }
 
+    /// The configuration of the session the operation runs on (its transport, its label).
+    pub fn session_config(&self) -> &crate::SessionConfig {
+        self.session.config()
+    }
+
     /// The operation's deadline.
     pub fn deadline(&self) -> &OperationDeadline {
         &self.deadline

@@ -1,0 +1,435 @@
+//! The stdio transport's I/O: the server as a child process, its stdout fed to the operation
+//! as it comes, its stderr's last lines kept for the error, and its end.
+//!
+//! The state machine decides everything (when to start the process, what each line means,
+//! when a leg is late, how long a shutdown may take); this module starts processes, writes
+//! lines, reads each pipe on a thread of its own, and waits. It holds no policy.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use mcp_proto::{
+    Clock, Error, Leg, LegEnd, LegId, LegKind, LegReport, MonotonicClock, Observer, Operation,
+    Outcome, Output, ProcessExit, StdioCommand, TransportError, TransportErrorKind,
+};
+
+use crate::cancel::Shared;
+use crate::trace;
+
+/// The most stdout bytes waiting to be fed: past it the reader stops reading (the server then
+/// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
+/// server writes.
+const QUEUE_BYTES: usize = 4 * 1024 * 1024;
+/// How much of stderr is kept (its tail) for the error of a server that exits.
+const STDERR_TAIL: usize = 4 * 1024;
+/// The lines of stderr's tail quoted in an error.
+const STDERR_LINES: usize = 5;
+/// How long the exit status of a process whose stdout closed is waited for.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
+/// The grant of the shutdown of a process whose client is dropped.
+const DROP_SHUTDOWN: Duration = Duration::from_secs(2);
+
+/// What the reader thread hands over, and whether a cancel wants the waiter up.
+#[derive(Default)]
+struct MailboxState {
+    chunks: VecDeque<Vec<u8>>,
+    queued: usize,
+    closed: bool,
+    woken: bool,
+}
+
+/// The meeting point of the stdout reader, the operation's thread and a cancel.
+#[derive(Default)]
+pub(crate) struct Mailbox {
+    state: Mutex<MailboxState>,
+    changed: Condvar,
+}
+
+impl Mailbox {
+    fn lock(&self) -> MutexGuard<'_, MailboxState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the operation's thread (a cancel).
+    pub(crate) fn wake(&self) {
+        self.lock().woken = true;
+        self.changed.notify_all();
+    }
+
+    fn push(&self, chunk: Vec<u8>) {
+        let mut state = self.lock();
+        while state.queued >= QUEUE_BYTES {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.queued += chunk.len();
+        state.chunks.push_back(chunk);
+        self.changed.notify_all();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+}
+
+/// What a wait brought.
+enum Delivery {
+    Chunk(Vec<u8>),
+    Closed,
+    /// The instant came, or a cancel woke the waiter.
+    Timeout,
+}
+
+/// A running server process, kept by the client between operations.
+pub(crate) struct Child {
+    process: Option<std::process::Child>,
+    stdin: Option<ChildStdin>,
+    pub(crate) mailbox: Arc<Mailbox>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+}
+
+impl Child {
+    fn spawn(command: &StdioCommand) -> std::io::Result<Self> {
+        let mut builder = Command::new(command.program());
+        builder
+            .args(command.arguments())
+            .envs(command.environment().iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(dir) = command.working_dir() {
+            builder.current_dir(dir);
+        }
+        let mut process = builder.spawn()?;
+        let mailbox = Arc::new(Mailbox::default());
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(mut out) = process.stdout.take() {
+            let mailbox = Arc::clone(&mailbox);
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = out.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    mailbox.push(buf[..n].to_vec());
+                }
+                mailbox.close();
+            });
+        }
+        if let Some(mut err) = process.stderr.take() {
+            let tail = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = err.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                    tail.extend(&buf[..n]);
+                    let excess = tail.len().saturating_sub(STDERR_TAIL);
+                    tail.drain(..excess);
+                }
+            });
+        }
+        Ok(Self {
+            stdin: process.stdin.take(),
+            process: Some(process),
+            mailbox,
+            stderr,
+        })
+    }
+
+    /// Waits for stdout until `until` (or a cancel).
+    fn wait(&self, until: Instant, shared: &Shared) -> Delivery {
+        let mut state = self.mailbox.lock();
+        loop {
+            if let Some(chunk) = state.chunks.pop_front() {
+                state.queued -= chunk.len();
+                self.mailbox.changed.notify_all();
+                return Delivery::Chunk(chunk);
+            }
+            if state.closed {
+                return Delivery::Closed;
+            }
+            let now = Instant::now();
+            if state.woken || shared.is_cancelled() || now >= until {
+                state.woken = false;
+                return Delivery::Timeout;
+            }
+            state = self
+                .mailbox
+                .changed
+                .wait_timeout(state, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn write_line(&mut self, message: &[u8]) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the server's stdin is closed"))?;
+        let mut line = Vec::with_capacity(message.len() + 1);
+        line.extend_from_slice(message);
+        line.push(b'\n');
+        stdin.write_all(&line)?;
+        stdin.flush()
+    }
+
+    /// How the process ended: its status (waited for briefly; a process that closed its
+    /// stdout but runs on is ended) and stderr's last lines.
+    fn exit(mut self) -> ProcessExit {
+        let started = Instant::now();
+        let status = loop {
+            let Some(process) = self.process.as_mut() else {
+                break None;
+            };
+            match process.try_wait() {
+                Ok(Some(status)) => {
+                    self.process = None;
+                    break status.code();
+                }
+                Ok(None) if started.elapsed() < EXIT_STATUS_WAIT => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                _ => break None,
+            }
+        };
+        ProcessExit {
+            status,
+            stderr: self.stderr_tail(),
+        }
+        // Drop ends a process still running (it closed its stdout: it cannot answer).
+    }
+
+    fn stderr_tail(&self) -> String {
+        let bytes: Vec<u8> = {
+            let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+            tail.iter().copied().collect()
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n")
+    }
+
+    /// Ends the process within `grant`: stdin closed, half the grant to exit on its own, then
+    /// SIGTERM and the rest of it, then SIGKILL. Always reaped: no zombie is left.
+    pub(crate) fn shut_down(mut self, grant: Duration) -> ProcessExit {
+        let status = self
+            .process
+            .take()
+            .and_then(|process| end_process(process, self.stdin.take(), grant));
+        ProcessExit {
+            status,
+            stderr: self.stderr_tail(),
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // A process left running is shut down on a thread of its own (the dropping thread
+        // does not wait) and reaped there.
+        if let Some(process) = self.process.take() {
+            let stdin = self.stdin.take();
+            std::thread::spawn(move || end_process(process, stdin, DROP_SHUTDOWN));
+        }
+    }
+}
+
+/// The shutdown sequence: close stdin, wait half of `grant`, SIGTERM, wait the rest, SIGKILL,
+/// reap. Returns the exit status when the process exited on its own terms.
+fn end_process(
+    mut process: std::process::Child,
+    stdin: Option<ChildStdin>,
+    grant: Duration,
+) -> Option<i32> {
+    drop(stdin);
+    let started = Instant::now();
+    let (polite, end) = (started + grant / 2, started + grant);
+    let mut terminated = false;
+    loop {
+        match process.try_wait() {
+            Ok(Some(status)) => return status.code(),
+            Ok(None) => {}
+            Err(_) => break,
+        }
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        if now >= polite && !terminated {
+            terminate(&process);
+            terminated = true;
+        }
+        std::thread::sleep(Duration::from_millis(5).min(end - now));
+    }
+    let _ = process.kill();
+    process.wait().ok().and_then(|status| status.code())
+}
+
+/// Asks the process to terminate (SIGTERM on Unix; elsewhere the kill that follows does).
+#[cfg(unix)]
+fn terminate(process: &std::process::Child) {
+    let pid = i32::try_from(process.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+}
+
+#[cfg(not(unix))]
+fn terminate(_: &std::process::Child) {}
+
+/// A leg handed out and not reported yet.
+struct Sent {
+    id: LegId,
+    kind: LegKind,
+    grant: Duration,
+    ends_at: Instant,
+    at: Instant,
+    span: trace::Span,
+}
+
+/// Runs one operation over stdio: the loop of the proto's module docs with a process for a
+/// transport.
+pub(crate) struct StdioDriver<'a> {
+    pub(crate) child: &'a mut Option<Child>,
+    pub(crate) command: &'a StdioCommand,
+    pub(crate) shared: &'a Shared,
+    pub(crate) observer: &'a mut dyn Observer,
+    pub(crate) span: trace::Span,
+}
+
+impl StdioDriver<'_> {
+    pub(crate) fn drive(&mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
+        let clock = MonotonicClock;
+        let mut sent: Vec<Sent> = Vec::new();
+        let mut exited = false;
+        if let Some(child) = self.child.as_ref() {
+            self.shared.set_waker(Arc::clone(&child.mailbox));
+        }
+        loop {
+            if self.shared.is_cancelled() && !op.is_finished() {
+                op.cancel();
+                self.shared.settle();
+            }
+            let now = clock.now();
+            match op.poll_output(now) {
+                Output::Transmit(leg) => {
+                    sent.push(Sent {
+                        id: leg.id,
+                        kind: leg.kind,
+                        grant: leg.timeout,
+                        ends_at: leg.ends_at,
+                        at: now,
+                        span: trace::leg(&self.span, leg.id.number(), leg.kind, leg.timeout),
+                    });
+                    exited |= self.transmit(op, &leg);
+                }
+                Output::Event(event) => self.observer.event(&event),
+                Output::Authorize(_) => op.decline_authorization(),
+                Output::Wait(until) => match self.child.as_ref() {
+                    None => {
+                        self.shared.sleep_until(until);
+                        op.handle_timeout(clock.now());
+                    }
+                    Some(child) => match child.wait(until, self.shared) {
+                        Delivery::Chunk(chunk) => op.handle_stdout(&chunk, clock.now()),
+                        Delivery::Closed => {
+                            exited = true;
+                            if let Some(child) = self.child.take() {
+                                let exit = child.exit();
+                                op.handle_exit(&exit, clock.now());
+                            }
+                        }
+                        Delivery::Timeout => op.handle_timeout(clock.now()),
+                    },
+                },
+                Output::Done(result) => {
+                    let cancelled = matches!(result, Err(Error::Cancelled { .. }));
+                    self.report(op, &mut sent, exited, cancelled);
+                    return result;
+                }
+            }
+            self.report(op, &mut sent, exited, false);
+        }
+    }
+
+    /// Reports every leg the operation no longer has.
+    fn report(&mut self, op: &Operation<'_>, sent: &mut Vec<Sent>, exited: bool, all: bool) {
+        let now = MonotonicClock.now();
+        sent.retain(|leg| {
+            if !all && op.is_in_flight(leg.id) {
+                return true;
+            }
+            let end = if all {
+                LegEnd::Cancelled
+            } else if exited && leg.kind != LegKind::Shutdown {
+                LegEnd::Exited
+            } else {
+                LegEnd::Done.as_of(now, leg.ends_at)
+            };
+            let report = LegReport {
+                number: leg.id.number(),
+                kind: leg.kind,
+                grant: leg.grant,
+                elapsed: now.saturating_duration_since(leg.at),
+                end,
+            };
+            trace::leg_ended(&leg.span, &report);
+            self.observer.leg_finished(&report);
+            false
+        });
+    }
+
+    /// Carries out `leg`. Returns true when the process turned out to be gone.
+    fn transmit(&mut self, op: &mut Operation<'_>, leg: &Leg) -> bool {
+        let clock = MonotonicClock;
+        match leg.kind {
+            LegKind::Spawn => match Child::spawn(self.command) {
+                Ok(child) => {
+                    self.shared.set_waker(Arc::clone(&child.mailbox));
+                    *self.child = Some(child);
+                    op.handle_sent(leg.id, clock.now());
+                    false
+                }
+                Err(err) => {
+                    let error = TransportError::new(TransportErrorKind::Connect, err.to_string());
+                    op.handle_transport_error(leg.id, error, clock.now());
+                    false
+                }
+            },
+            LegKind::Shutdown => {
+                let exit = match self.child.take() {
+                    Some(child) => child.shut_down(leg.timeout),
+                    None => ProcessExit::default(),
+                };
+                op.handle_exit(&exit, clock.now());
+                false
+            }
+            _ => {
+                let written = match self.child.as_mut() {
+                    Some(child) => child.write_line(leg.request.body()).is_ok(),
+                    None => false,
+                };
+                if written {
+                    op.handle_sent(leg.id, clock.now());
+                    return false;
+                }
+                // The process stopped reading: it is gone, or going.
+                let exit = self.child.take().map(Child::exit).unwrap_or_default();
+                op.handle_exit(&exit, clock.now());
+                true
+            }
+        }
+    }
+}

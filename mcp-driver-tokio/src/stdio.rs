@@ -1,0 +1,354 @@
+//! The stdio transport's I/O on tokio: the server as a child process (`tokio::process`), its
+//! stdout fed to the operation as it comes, its stderr's last lines kept for the error, and
+//! its end.
+//!
+//! The state machine decides everything (when to start the process, what each line means,
+//! when a leg is late, how long a shutdown may take); this module starts processes, writes
+//! lines, reads pipes and waits. It holds no policy.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use mcp_proto::{
+    Clock, Error, LegEnd, LegId, LegKind, LegReport, Observer, Operation, Outcome, Output,
+    ProcessExit, StdioCommand, TransportError, TransportErrorKind,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::time::Instant as TokioInstant;
+
+use crate::cancel::CancelShared;
+use crate::clock::TokioClock;
+use crate::trace;
+
+/// How much of stderr is kept (its tail) for the error of a server that exits.
+const STDERR_TAIL: usize = 4 * 1024;
+/// The lines of stderr's tail quoted in an error.
+const STDERR_LINES: usize = 5;
+/// How long the exit status of a process whose stdout closed is waited for.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
+/// One read of stdout.
+const CHUNK: usize = 64 * 1024;
+
+/// A running server process, kept by the client between operations. Dropped, it is killed
+/// (and reaped by tokio in the background); [`Client::close`](crate::Client::close) ends it
+/// politely.
+pub(crate) struct Child {
+    process: tokio::process::Child,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for Child {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Child")
+            .field("pid", &self.process.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Child {
+    fn spawn(command: &StdioCommand) -> std::io::Result<Self> {
+        let mut builder = Command::new(command.program());
+        builder
+            .args(command.arguments())
+            .envs(command.environment().iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(dir) = command.working_dir() {
+            builder.current_dir(dir);
+        }
+        let mut process = builder.spawn()?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(mut err) = process.stderr.take() {
+            let tail = Arc::clone(&stderr);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = err.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                    tail.extend(&buf[..n]);
+                    let excess = tail.len().saturating_sub(STDERR_TAIL);
+                    tail.drain(..excess);
+                }
+            });
+        }
+        Ok(Self {
+            stdin: process.stdin.take(),
+            stdout: process.stdout.take(),
+            process,
+            stderr,
+            buf: vec![0u8; CHUNK],
+        })
+    }
+
+    async fn write_line(&mut self, message: &[u8]) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the server's stdin is closed"))?;
+        let mut line = Vec::with_capacity(message.len() + 1);
+        line.extend_from_slice(message);
+        line.push(b'\n');
+        stdin.write_all(&line).await?;
+        stdin.flush().await
+    }
+
+    /// The next stdout bytes; `None` once stdout ended.
+    async fn read(&mut self) -> Option<Vec<u8>> {
+        let stdout = self.stdout.as_mut()?;
+        match stdout.read(&mut self.buf).await {
+            Ok(0) | Err(_) => {
+                self.stdout = None;
+                None
+            }
+            Ok(n) => Some(self.buf[..n].to_vec()),
+        }
+    }
+
+    fn stderr_tail(&self) -> String {
+        let bytes: Vec<u8> = {
+            let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+            tail.iter().copied().collect()
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n")
+    }
+
+    /// How the process ended (its stdout closed): its status, waited for briefly (a process
+    /// that runs on is killed when dropped), and stderr's last lines.
+    async fn exit(mut self) -> ProcessExit {
+        let status = tokio::time::timeout(EXIT_STATUS_WAIT, self.process.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|status| status.code());
+        // Let stderr's reader catch up with what was written before the exit.
+        tokio::task::yield_now().await;
+        ProcessExit {
+            status,
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    /// Ends the process within `grant`: stdin closed, half the grant to exit on its own, then
+    /// SIGTERM and the rest of it, then SIGKILL. Always reaped.
+    async fn shut_down(mut self, grant: Duration) -> ProcessExit {
+        drop(self.stdin.take());
+        let status = match tokio::time::timeout(grant / 2, self.process.wait()).await {
+            Ok(status) => status.ok().and_then(|s| s.code()),
+            Err(_) => {
+                terminate(&self.process);
+                match tokio::time::timeout(grant - grant / 2, self.process.wait()).await {
+                    Ok(status) => status.ok().and_then(|s| s.code()),
+                    Err(_) => {
+                        let _ = self.process.kill().await;
+                        None
+                    }
+                }
+            }
+        };
+        ProcessExit {
+            status,
+            stderr: self.stderr_tail(),
+        }
+    }
+}
+
+/// Asks the process to terminate (SIGTERM on Unix; elsewhere the kill that follows does).
+#[cfg(unix)]
+fn terminate(process: &tokio::process::Child) {
+    let pid = process
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+}
+
+#[cfg(not(unix))]
+fn terminate(_: &tokio::process::Child) {}
+
+/// A leg handed out and not reported yet.
+struct Sent {
+    id: LegId,
+    kind: LegKind,
+    grant: Duration,
+    ends_at: Instant,
+    at: Instant,
+    span: trace::Span,
+}
+
+/// Everything one stdio operation borrows from its client.
+pub(crate) struct StdioRun<'a> {
+    pub(crate) child: &'a mut Option<Child>,
+    pub(crate) command: StdioCommand,
+    pub(crate) observer: &'a mut (dyn Observer + Send),
+    pub(crate) cancel: &'a CancelShared,
+    pub(crate) span: trace::Span,
+}
+
+impl StdioRun<'_> {
+    /// Drives `op` to its end over stdio.
+    pub(crate) async fn drive(mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
+        let clock = TokioClock;
+        let armed = self.cancel.arm();
+        let cancelled = self.cancel.waiter();
+        tokio::pin!(cancelled);
+        cancelled.as_mut().enable();
+        let mut sent: Vec<Sent> = Vec::new();
+        let mut exited = false;
+        loop {
+            if self.cancel.is_fired(armed) && !op.is_finished() {
+                op.cancel();
+            }
+            let now = clock.now();
+            match op.poll_output(now) {
+                Output::Transmit(leg) => {
+                    sent.push(Sent {
+                        id: leg.id,
+                        kind: leg.kind,
+                        grant: leg.timeout,
+                        ends_at: leg.ends_at,
+                        at: now,
+                        span: trace::leg(&self.span, leg.id.number(), leg.kind, leg.timeout),
+                    });
+                    exited |= self.transmit(op, &leg).await;
+                }
+                Output::Event(event) => self.observer.event(&event),
+                Output::Authorize(_) => op.decline_authorization(),
+                Output::Wait(until) => {
+                    let until = TokioInstant::from_std(until);
+                    let cancellable = !op.is_finished();
+                    match self.child.as_mut() {
+                        None => tokio::select! {
+                            biased;
+                            () = &mut cancelled, if cancellable => {}
+                            () = tokio::time::sleep_until(until) => op.handle_timeout(clock.now()),
+                        },
+                        Some(child) => {
+                            let read = tokio::select! {
+                                biased;
+                                () = &mut cancelled, if cancellable => continue,
+                                read = child.read() => read,
+                                () = tokio::time::sleep_until(until) => {
+                                    op.handle_timeout(clock.now());
+                                    continue;
+                                }
+                            };
+                            match read {
+                                Some(chunk) => op.handle_stdout(&chunk, clock.now()),
+                                None => {
+                                    exited = true;
+                                    if let Some(child) = self.child.take() {
+                                        let exit = child.exit().await;
+                                        op.handle_exit(&exit, clock.now());
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                Output::Done(result) => {
+                    let cancelled = matches!(result, Err(Error::Cancelled { .. }));
+                    self.report(op, &mut sent, exited, cancelled);
+                    return result;
+                }
+            }
+            self.report(op, &mut sent, exited, false);
+        }
+    }
+
+    /// Reports every leg the operation no longer has.
+    fn report(&mut self, op: &Operation<'_>, sent: &mut Vec<Sent>, exited: bool, all: bool) {
+        let now = TokioClock.now();
+        sent.retain(|leg| {
+            if !all && op.is_in_flight(leg.id) {
+                return true;
+            }
+            let end = if all {
+                LegEnd::Cancelled
+            } else if exited && leg.kind != LegKind::Shutdown {
+                LegEnd::Exited
+            } else {
+                LegEnd::Done.as_of(now, leg.ends_at)
+            };
+            let report = LegReport {
+                number: leg.id.number(),
+                kind: leg.kind,
+                grant: leg.grant,
+                elapsed: now.saturating_duration_since(leg.at),
+                end,
+            };
+            trace::leg_ended(&leg.span, &report);
+            self.observer.leg_finished(&report);
+            false
+        });
+    }
+
+    /// Carries out `leg`. Returns true when the process turned out to be gone.
+    async fn transmit(&mut self, op: &mut Operation<'_>, leg: &mcp_proto::Leg) -> bool {
+        let clock = TokioClock;
+        match leg.kind {
+            LegKind::Spawn => {
+                match Child::spawn(&self.command) {
+                    Ok(child) => {
+                        *self.child = Some(child);
+                        op.handle_sent(leg.id, clock.now());
+                    }
+                    Err(err) => {
+                        let error =
+                            TransportError::new(TransportErrorKind::Connect, err.to_string());
+                        op.handle_transport_error(leg.id, error, clock.now());
+                    }
+                }
+                false
+            }
+            LegKind::Shutdown => {
+                let exit = match self.child.take() {
+                    Some(child) => child.shut_down(leg.timeout).await,
+                    None => ProcessExit::default(),
+                };
+                op.handle_exit(&exit, clock.now());
+                false
+            }
+            _ => {
+                let until = TokioInstant::from_std(leg.ends_at);
+                let written = match self.child.as_mut() {
+                    Some(child) => {
+                        // A server that stops reading must not hold the write past the grant.
+                        match tokio::time::timeout_at(until, child.write_line(leg.request.body()))
+                            .await
+                        {
+                            Ok(result) => result.is_ok(),
+                            Err(_) => {
+                                op.handle_timeout(clock.now());
+                                return false;
+                            }
+                        }
+                    }
+                    None => false,
+                };
+                if written {
+                    op.handle_sent(leg.id, clock.now());
+                    return false;
+                }
+                let exit = match self.child.take() {
+                    Some(child) => child.exit().await,
+                    None => ProcessExit::default(),
+                };
+                op.handle_exit(&exit, clock.now());
+                true
+            }
+        }
+    }
+}
