@@ -42,10 +42,18 @@ mod code {
 #[derive(Debug, Parser)]
 #[command(name = "mcp-call", version, about, after_help = EXIT_CODES)]
 struct Cli {
-    /// The server's endpoint. Without it (and without --server), an embedded demo server is
-    /// started on 127.0.0.1.
-    #[arg(long, value_name = "URL")]
+    /// The server's endpoint. Without it (and without --stdio or --server), an embedded demo
+    /// server is started on 127.0.0.1.
+    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     url: Option<String>,
+    /// A local server to run and speak to over its stdin and stdout: the command line, split
+    /// as a POSIX shell would (quotes, backslashes) but run without any shell.
+    #[arg(long, value_name = "'COMMAND [ARGS...]'")]
+    stdio: Option<String>,
+    /// An environment variable for the local server, repeatable (on top of this process's
+    /// environment and the --server entry's `env`).
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    env: Vec<(String, String)>,
     /// A server configuration file as MCP hosts write them (`mcpServers`, or VS Code's
     /// `servers`): see `servers` and --server.
     #[arg(long, value_name = "FILE")]
@@ -235,6 +243,13 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text} seconds is too long"))
 }
 
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("\"{text}\" is not NAME=VALUE")),
+    }
+}
+
 fn parse_header(text: &str) -> Result<(String, String), String> {
     let (name, value) = text
         .split_once(':')
@@ -300,7 +315,7 @@ fn list_servers(cli: &Cli) -> u8 {
     };
     let described = entries.iter().map(|entry| match &entry.transport {
         servers::Transport::Http(remote) => (entry.name.as_str(), "http", remote.url.clone()),
-        servers::Transport::Command { command, args } => {
+        servers::Transport::Command { command, args, .. } => {
             let mut line = command.clone();
             for arg in args {
                 line.push(' ');
@@ -324,9 +339,8 @@ fn list_servers(cli: &Cli) -> u8 {
     code::OK
 }
 
-/// The --server entry, when one is named (a remote one: local ones are refused for now), and
-/// its timeout.
-fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Remote, Option<Duration>)>, String> {
+/// The --server entry, when one is named, and its timeout.
+fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Transport, Option<Duration>)>, String> {
     let (Some(path), Some(name)) = (&cli.config, &cli.server) else {
         return Ok(None);
     };
@@ -339,11 +353,81 @@ fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Remote, Option<Duration>)>
             known.join(", ")
         ));
     };
-    match &entry.transport {
-        servers::Transport::Http(remote) => Ok(Some((remote.clone(), entry.timeout))),
-        servers::Transport::Command { .. } => Err(format!(
-            "server \"{name}\" is a local command (stdio), which mcp-call does not run yet; only url entries"
-        )),
+    Ok(Some((entry.transport.clone(), entry.timeout)))
+}
+
+/// Where this run's server is: an endpoint (with its headers), or a program to run.
+enum Target {
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    Stdio(mcp_proto::StdioCommand),
+}
+
+/// The target the flags and the --server entry name (flags win), or a usage error. `None`:
+/// the embedded demo server.
+fn target(cli: &Cli, entry: Option<servers::Transport>) -> Result<Option<Target>, String> {
+    let local =
+        |command: &str, args: Vec<String>, env: Vec<(String, String)>, cwd: Option<String>| {
+            let mut stdio = mcp_proto::StdioCommand::new(command).args(args);
+            for (name, value) in env.into_iter().chain(cli.env.iter().cloned()) {
+                stdio = stdio.env(name, value);
+            }
+            if let Some(cwd) = cwd {
+                stdio = stdio.current_dir(cwd);
+            }
+            stdio
+        };
+    if let Some(line) = &cli.stdio {
+        let words = shlex::split(line)
+            .filter(|w| !w.is_empty())
+            .ok_or_else(|| {
+                format!("--stdio \"{line}\" is not a command line (unbalanced quotes?)")
+            })?;
+        let (program, args) = words.split_first().ok_or("--stdio needs a command")?;
+        let target = Target::Stdio(local(program, args.to_vec(), Vec::new(), None));
+        return checked(cli, Some(target));
+    }
+    let remote = |url: String, mut headers: Vec<(String, String)>| {
+        // Flags win over the entry: a flag's header of the same name replaces the entry's.
+        for (name, value) in &cli.headers {
+            headers.retain(|(known, _)| !known.eq_ignore_ascii_case(name));
+            headers.push((name.clone(), value.clone()));
+        }
+        Target::Http { url, headers }
+    };
+    let target = match (cli.url.clone(), entry) {
+        (Some(url), Some(servers::Transport::Http(entry))) => Some(remote(url, entry.headers)),
+        (Some(url), _) => Some(remote(url, Vec::new())),
+        (None, Some(servers::Transport::Http(entry))) => Some(remote(entry.url, entry.headers)),
+        (
+            None,
+            Some(servers::Transport::Command {
+                command,
+                args,
+                env,
+                cwd,
+            }),
+        ) => Some(Target::Stdio(local(&command, args, env, cwd))),
+        (None, None) => None,
+    };
+    checked(cli, target)
+}
+
+/// The flags that apply to one transport only, refused with the other.
+fn checked(cli: &Cli, target: Option<Target>) -> Result<Option<Target>, String> {
+    match &target {
+        Some(Target::Stdio(_)) if !cli.headers.is_empty() => {
+            Err("--header applies to HTTP servers, not to a local (stdio) one".to_owned())
+        }
+        Some(Target::Stdio(_)) if matches!(cli.command, Command::Login | Command::Logout) => {
+            Err("login and logout apply to HTTP servers: a local (stdio) server takes its credentials from its environment (--env)".to_owned())
+        }
+        Some(Target::Http { .. }) | None if !cli.env.is_empty() => {
+            Err("--env applies to a local (stdio) server".to_owned())
+        }
+        _ => Ok(target),
     }
 }
 
@@ -354,21 +438,25 @@ fn run(cli: Cli) -> u8 {
             return usage(cli.json, None, &message);
         }
     };
-    // Flags win over the entry: its headers first, a flag's header of the same name replaces.
-    let (remote, entry_timeout) = entry.unzip();
-    let (entry_url, mut headers) = remote.map(|r| (Some(r.url), r.headers)).unwrap_or_default();
-    for (name, value) in &cli.headers {
-        headers.retain(|(known, _)| !known.eq_ignore_ascii_case(name));
-        headers.push((name.clone(), value.clone()));
-    }
-    let url = cli.url.clone().or(entry_url);
+    let (entry_transport, entry_timeout) = entry.unzip();
     let entry_timeout = entry_timeout.flatten();
+    let target = match target(&cli, entry_transport) {
+        Ok(target) => target,
+        Err(message) => return usage(cli.json, None, &message),
+    };
     // The demo server lives as long as this function: it stops when the command ends.
-    let demo = url.is_none().then(mcp_testkit::TestServer::demo);
-    let url = match (url, &demo) {
-        (Some(url), _) => url,
-        (None, Some(server)) => server.url(),
+    let demo = target.is_none().then(mcp_testkit::TestServer::demo);
+    let target = match (target, &demo) {
+        (Some(target), _) => target,
+        (None, Some(server)) => Target::Http {
+            url: server.url(),
+            headers: cli.headers.clone(),
+        },
         (None, None) => unreachable!("a demo server starts when no URL is given"),
+    };
+    let url = match &target {
+        Target::Http { url, .. } => url.clone(),
+        Target::Stdio(_) => String::new(),
     };
     let login = matches!(cli.command, Command::Login);
     let budget = match cli.timeout.or(entry_timeout) {
@@ -382,7 +470,7 @@ fn run(cli: Cli) -> u8 {
         Unit::S => Resolution::SECOND,
         Unit::Ms => Resolution::MILLISECOND,
     };
-    let config = match configure(&url, budget, resolution, &headers, cli.protocol) {
+    let config = match configure(&target, budget, resolution, cli.protocol) {
         Ok(config) => config,
         Err(err) => {
             let what = (err.kind(), err.fault());
@@ -391,8 +479,9 @@ fn run(cli: Cli) -> u8 {
         }
     };
     let label = config.label().to_owned();
-    // Authorization: the credentials file, and for `login` the listener the browser comes
-    // back to (bound first: its port is in the redirect URI).
+    let stdio = matches!(target, Target::Stdio(_));
+    // Authorization (HTTP only): the credentials file, and for `login` the listener the
+    // browser comes back to (bound first: its port is in the redirect URI).
     let store = match open_store(&cli) {
         Ok(store) => store,
         Err(message) => return usage(cli.json, Some(&label), &message),
@@ -420,7 +509,11 @@ fn run(cli: Cli) -> u8 {
         Ok(oauth) => oauth,
         Err(message) => return usage(cli.json, Some(&label), &message),
     };
-    let config = config.with_oauth(oauth);
+    let config = if stdio {
+        config
+    } else {
+        config.with_oauth(oauth)
+    };
     let interactive =
         std::io::stderr().is_terminal() && matches!(cli.command, Command::Call { .. });
     // The spinner shows the server's progress, and --trace prints it: ask for it then (a
@@ -438,7 +531,7 @@ fn run(cli: Cli) -> u8 {
     };
     if let Some(loopback) = loopback {
         client.set_authorizer(loopback);
-    } else if let Some(token) = store.token_for(&url) {
+    } else if let Some(token) = store.token_for(&url).filter(|_| !stdio) {
         // A token from an earlier run goes out with the first request: no authorization leg
         // unless the server refuses it.
         client.set_token(token);
@@ -598,13 +691,16 @@ fn oauth(
 }
 
 fn configure(
-    url: &str,
+    target: &Target,
     budget: Budget,
     resolution: Resolution,
-    headers: &[(String, String)],
     protocol: Protocol,
 ) -> Result<SessionConfig, Error> {
-    let mut config = SessionConfig::new(url)?
+    let (config, headers) = match target {
+        Target::Http { url, headers } => (SessionConfig::new(url)?, headers.as_slice()),
+        Target::Stdio(command) => (SessionConfig::stdio(command.clone()), &[][..]),
+    };
+    let mut config = config
         .with_budget(budget)
         .with_resolution(resolution)
         .with_client_info("mcp-call", env!("CARGO_PKG_VERSION"));

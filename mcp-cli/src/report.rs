@@ -139,6 +139,14 @@ impl Observer for Reporter {
     }
 
     fn event(&mut self, event: &Event) {
+        if let Event::StdoutNoise { line } = event {
+            // A local server's stdout line that is not MCP: skipped, shown with --trace.
+            let state = self.state();
+            if state.trace {
+                eprintln!("stdout noise: {line}");
+            }
+            return;
+        }
         let Event::Notification(notification) = event else {
             return;
         };

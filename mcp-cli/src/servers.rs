@@ -30,7 +30,12 @@ pub(crate) enum Transport {
     /// Streamable HTTP.
     Http(Remote),
     /// A local process over stdio.
-    Command { command: String, args: Vec<String> },
+    Command {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+    },
 }
 
 /// Reads every entry of the file at `path`, by name. `Err` is a usage error naming
@@ -86,6 +91,8 @@ fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
                     .collect::<Result<_, _>>()?,
                 Some(_) => return Err("\"args\" is not an array".to_owned()),
             },
+            env: strings(entry.get("env"), "env")?,
+            cwd: text("cwd"),
         },
         (None, None) => return Err("neither \"url\" nor \"command\"".to_owned()),
     };
@@ -145,7 +152,8 @@ mod tests {
         );
         assert_eq!(entries[1].timeout, Some(Duration::from_secs(5)));
         assert!(
-            matches!(&entries[0].transport, Transport::Command { command, args } if command == "npx" && args.len() == 2)
+            matches!(&entries[0].transport, Transport::Command { command, args, env, .. }
+                if command == "npx" && args.len() == 2 && env == &[("K".to_owned(), "v".to_owned())])
         );
         let vscode =
             load_text(r#"{"servers": {"v": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#)

@@ -666,7 +666,7 @@ fn a_server_config_names_the_server_and_flags_win() {
     let path = dir.join("servers.json");
     let config = serde_json::json!({"mcpServers": {
         "remote": {"url": server.url(), "headers": {"X-Team": "blue", "X-Env": "test"}, "timeout": 3},
-        "local": {"command": "npx", "args": ["-y", "some-server"], "env": {"K": "v"}}
+        "local": {"command": "mcp-call-test-no-such-program", "args": ["-y", "some-server"], "env": {"K": "v"}}
     }});
     std::fs::write(&path, config.to_string()).unwrap();
     let file = path.to_str().unwrap();
@@ -676,7 +676,7 @@ fn a_server_config_names_the_server_and_flags_win() {
     assert_eq!(
         stdout(&out),
         format!(
-            "local\tstdio\tnpx -y some-server\nremote\thttp\t{}\n",
+            "local\tstdio\tmcp-call-test-no-such-program -y some-server\nremote\thttp\t{}\n",
             server.url()
         ),
         "one line per entry, by name"
@@ -720,10 +720,16 @@ fn a_server_config_names_the_server_and_flags_win() {
     ]);
     assert!(stderr(&out).contains("granted_ms=7000"), "{}", stderr(&out));
 
-    // A local entry, an unknown name, a broken file: usage errors that say which.
+    // A local entry is run (here a program that is not there: the caller's error, exit 2),
+    // an unknown name, a broken file: usage errors that say which.
     let out = mcp_call(&["--config", file, "--server", "local", "ping"]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("stdio"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stdio:mcp-call-test-no-such-program")
+            && stderr(&out).contains("could not be started"),
+        "{}",
+        stderr(&out)
+    );
     let out = mcp_call(&["--config", file, "--server", "nope", "ping"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("local, remote"), "{}", stderr(&out));
