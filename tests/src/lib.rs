@@ -84,6 +84,7 @@ mod http;
 mod mcp;
 mod modern;
 mod oauth;
+mod payload;
 mod script;
 mod server;
 
