@@ -568,3 +568,249 @@ fn the_helper_finds_the_binary_and_builds_its_command() {
     server.handshake();
     assert_eq!(server.request(2, "tools/call", echo("h"))["id"], 1002);
 }
+
+/// The core's stdio operation against the real binary, through a minimal blocking driver
+/// written here (the real drivers are not this suite's business): every leg written as one
+/// line, every stdout line fed back, the process's end reported with its status and stderr.
+mod core {
+    use super::*;
+    use mcp_proto::{
+        Budget, Era, Error, Event, LegKind, Operation, Outcome, Output, ProcessExit, Session,
+        SessionConfig, StdioCommand,
+    };
+    use serde_json::Map;
+
+    struct Run {
+        legs: Vec<&'static str>,
+        events: Vec<Event>,
+        result: Result<Outcome, Error>,
+    }
+
+    /// A session with the stdio server, and the process it runs.
+    struct Client {
+        command: StdioCommand,
+        session: Session,
+        process: Option<Server>,
+    }
+
+    impl Client {
+        fn new(script: &StdioScript, seconds: u64) -> Self {
+            Self::with(script, |config| {
+                config.with_budget(Budget::from_secs(seconds))
+            })
+        }
+
+        fn with(script: &StdioScript, f: impl FnOnce(SessionConfig) -> SessionConfig) -> Self {
+            let command = stdio_server_command(script);
+            let config = f(SessionConfig::stdio(command.clone()));
+            Self {
+                command,
+                session: Session::new(config),
+                process: None,
+            }
+        }
+
+        fn call(&mut self, text: &str) -> Run {
+            let mut args = Map::new();
+            args.insert("text".into(), text.into());
+            let op = self.session.call_tool("echo", args, Instant::now());
+            drive(op, &self.command, &mut self.process)
+        }
+
+        fn close(&mut self) -> Run {
+            let op = self.session.close(Instant::now());
+            drive(op, &self.command, &mut self.process)
+        }
+    }
+
+    fn ended(server: &mut Server) -> ProcessExit {
+        let (status, stderr) = server.exit();
+        ProcessExit {
+            status: status.code(),
+            stderr,
+        }
+    }
+
+    fn drive(mut op: Operation<'_>, command: &StdioCommand, process: &mut Option<Server>) -> Run {
+        let (mut legs, mut events) = (Vec::new(), Vec::new());
+        loop {
+            let now = Instant::now();
+            match op.poll_output(now) {
+                Output::Transmit(leg) => {
+                    legs.push(leg.kind.label());
+                    match leg.kind {
+                        LegKind::Spawn => {
+                            let mut child = Command::new(command.program());
+                            child.args(command.arguments());
+                            *process = Some(Server::spawn(child));
+                            op.handle_sent(leg.id, Instant::now());
+                        }
+                        LegKind::Shutdown => {
+                            let server = process.as_mut().expect("a process to shut down");
+                            server.close_stdin();
+                            let exit = ended(server);
+                            *process = None;
+                            op.handle_exit(&exit, Instant::now());
+                        }
+                        _ => {
+                            let server = process.as_mut().expect("a running process");
+                            let mut line = leg.request.body().clone();
+                            line.push(b'\n');
+                            server.send_raw(&line);
+                            op.handle_sent(leg.id, Instant::now());
+                        }
+                    }
+                }
+                Output::Wait(until) => {
+                    let left = until.saturating_duration_since(now);
+                    let Some(server) = process.as_mut() else {
+                        thread::sleep(left);
+                        op.handle_timeout(Instant::now());
+                        continue;
+                    };
+                    match server.next(left) {
+                        Some(Out::Line(mut line)) => {
+                            line.push(b'\n');
+                            op.handle_stdout(&line, Instant::now());
+                        }
+                        Some(Out::Eof) => {
+                            let exit = ended(server);
+                            *process = None;
+                            op.handle_exit(&exit, Instant::now());
+                        }
+                        Some(Out::Partial(_) | Out::Long { .. }) => {}
+                        None => op.handle_timeout(Instant::now()),
+                    }
+                }
+                Output::Event(event) => events.push(event),
+                Output::Authorize(_) => op.decline_authorization(),
+                Output::Done(result) => {
+                    return Run {
+                        legs,
+                        events,
+                        result,
+                    };
+                }
+            }
+        }
+    }
+
+    fn text(run: Run) -> String {
+        match run.result {
+            Ok(outcome) => outcome.into_call().expect("a call's outcome").text(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_legacy_server_refuses_the_probe_and_the_core_falls_back_to_the_handshake() {
+        let mut client = Client::new(&StdioScript::new(), 10);
+        let run = client.call("hi");
+        assert_eq!(
+            run.legs,
+            [
+                "spawn",
+                "server/discover",
+                "initialize",
+                "notifications/initialized",
+                "tools/call"
+            ]
+        );
+        assert_eq!(text(run), "hi");
+        assert_eq!(client.session.era(), Some(Era::Legacy));
+        let run = client.call("again");
+        assert_eq!(run.legs, ["tools/call"]);
+        assert_eq!(text(run), "again");
+        let run = client.close();
+        assert_eq!(run.legs, ["shutdown"]);
+        assert!(run.result.is_ok(), "{:?}", run.result.err());
+        assert!(client.process.is_none());
+    }
+
+    #[test]
+    fn a_modern_server_answers_the_probe_and_the_call_follows() {
+        let mut client = Client::new(&StdioScript::new().era(ServerEra::Modern), 10);
+        let run = client.call("m");
+        assert_eq!(run.legs, ["spawn", "server/discover", "tools/call"]);
+        assert_eq!(text(run), "m");
+        assert_eq!(client.session.era(), Some(Era::Modern));
+    }
+
+    #[test]
+    fn a_banner_is_noise_and_notifications_are_events() {
+        let script = StdioScript::new()
+            .hostile("tools/call", StdioHostile::Garbage(1))
+            .notifications_before_answer(1);
+        let mut client = Client::new(&script, 10);
+        let run = client.call("n");
+        assert!(
+            run.events
+                .iter()
+                .any(|e| matches!(e, Event::StdoutNoise { line } if line.contains("banner"))),
+            "{:?}",
+            run.events
+        );
+        assert!(
+            run.events.iter().any(
+                |e| matches!(e, Event::Notification(n) if n.method == "notifications/message")
+            )
+        );
+        assert_eq!(text(run), "n");
+    }
+
+    #[test]
+    fn a_server_that_exits_mid_call_is_named_with_its_status_and_last_words() {
+        let script = StdioScript::new().hostile("tools/call", StdioHostile::Exit(3));
+        let mut client = Client::new(&script, 10);
+        let run = client.call("x");
+        match run.result {
+            Err(Error::ServerExited {
+                method,
+                status,
+                stderr,
+                ..
+            }) => {
+                assert_eq!((method, status), ("tools/call", Some(3)));
+                assert!(stderr.contains("hostile exit"), "{stderr}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!client.session.process_running());
+    }
+
+    #[test]
+    fn a_stalled_call_times_out_at_the_budget() {
+        let script = StdioScript::new().hostile("tools/call", StdioHostile::Stall);
+        let mut client = Client::new(&script, 2);
+        let started = Instant::now();
+        let run = client.call("x");
+        assert!(
+            matches!(
+                run.result,
+                Err(Error::LegTimedOut {
+                    method: "tools/call",
+                    ..
+                })
+            ),
+            "{:?}",
+            run.result
+        );
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn a_line_past_the_cap_ends_the_call_with_its_own_error() {
+        let script = StdioScript::new().hostile("tools/call", StdioHostile::HugeLine(4096));
+        let mut client = Client::with(&script, |config| {
+            config
+                .with_budget(Budget::from_secs(10))
+                .with_body_cap(1024)
+        });
+        let run = client.call("x");
+        assert!(
+            matches!(run.result, Err(Error::AnswerTooLarge { limit: 1024, .. })),
+            "{:?}",
+            run.result
+        );
+    }
+}
