@@ -45,7 +45,8 @@
 //!   JSON-RPC message per line on stdin and stdout, logs on stderr. A
 //!   [`StdioScript`] says what it does (era, delays, a [`StdioHostile`] mode per
 //!   method: `stall`, `trickle`, `huge-line`, `garbage`, `exit`,
-//!   `notifications-first`, `server-request`, `wrong-id`, `slow`; `ignore-eof`)
+//!   `notifications-first`, `server-request`, `wrong-id`, `slow`,
+//!   `stderr-flood`; `ignore-eof`)
 //!   and reaches the child as `--script <json>` or in [`STDIO_SCRIPT_ENV`]
 //!   (flags such as `--era` and `--hostile METHOD=MODE` too: [`STDIO_USAGE`]).
 //!   [`stdio_server_command`] gives the [`mcp_proto::StdioCommand`] that runs it,

@@ -62,6 +62,8 @@ the flags apply in order:
                                                   a request line first; the client answers
                            wrong-id               the answer's id is the request's + 1000
                            slow:MS                answer after MS milliseconds
+                           stderr-flood:BYTES     BYTES of log lines on stderr, then the answer
+                         METHOD * applies to every method without a mode of its own
   --delay METHOD=MS      sleep MS milliseconds before handling METHOD (repeatable)
   --notifications N      N notifications/message lines before every answer
   --tool-pages N         split tools/list into N pages
@@ -119,6 +121,9 @@ pub enum StdioHostile {
     WrongId,
     /// The normal answer after this many milliseconds (messages arriving meanwhile wait).
     Slow(u64),
+    /// This many bytes of log lines on stderr, then the normal answer: a client that does not
+    /// drain the child's stderr sees the child block once the pipe is full (64 KiB on Linux).
+    StderrFlood(usize),
 }
 
 impl fmt::Display for StdioHostile {
@@ -136,6 +141,7 @@ impl fmt::Display for StdioHostile {
             }
             Self::WrongId => f.write_str("wrong-id"),
             Self::Slow(ms) => write!(f, "slow:{ms}"),
+            Self::StderrFlood(n) => write!(f, "stderr-flood:{n}"),
         }
     }
 }
@@ -172,6 +178,7 @@ impl FromStr for StdioHostile {
             "exit" => number(mode, arg).map(Self::Exit),
             "notifications-first" => number(mode, arg).map(Self::NotificationsFirst),
             "slow" => number(mode, arg).map(Self::Slow),
+            "stderr-flood" => number(mode, arg).map(Self::StderrFlood),
             "server-request" => match arg.map(str::trim) {
                 None | Some("ping") => Ok(Self::ServerRequest(ServerAsk::Ping)),
                 Some("elicitation") => Ok(Self::ServerRequest(ServerAsk::Elicitation)),
@@ -317,9 +324,10 @@ impl StdioScript {
         self
     }
 
-    /// Misbehaves this way for every message with this JSON-RPC method. A notification has no
-    /// answer to spoil: only `stall` (nothing), `trickle`, `huge-line`, `garbage`, `exit` and
-    /// `slow` do anything there.
+    /// Misbehaves this way for every message with this JSON-RPC method (`"*"`: every method
+    /// without a mode of its own). A notification has no answer to spoil: only `stall`
+    /// (nothing), `trickle`, `huge-line`, `garbage`, `exit`, `slow` and `stderr-flood` do
+    /// anything there.
     pub fn hostile(mut self, method: impl Into<String>, mode: StdioHostile) -> Self {
         self.hostile.insert(method.into(), mode);
         self
@@ -341,7 +349,10 @@ impl StdioScript {
 
     /// The hostile mode for `method`, if any.
     pub fn hostile_for(&self, method: &str) -> Option<StdioHostile> {
-        self.hostile.get(method).copied()
+        self.hostile
+            .get(method)
+            .or_else(|| self.hostile.get("*"))
+            .copied()
     }
 
     /// Whether the server keeps running after stdin closes.
@@ -783,6 +794,7 @@ impl<W: Write, L: Write> StdioServer<'_, W, L> {
                 return Ok(Control::Continue);
             }
             Some(StdioHostile::Slow(ms)) => thread::sleep(Duration::from_millis(ms)),
+            Some(StdioHostile::StderrFlood(bytes)) => self.flood(bytes),
             Some(StdioHostile::Garbage(lines)) => {
                 for i in 1..=lines {
                     let text =
@@ -893,6 +905,19 @@ impl<W: Write, L: Write> StdioServer<'_, W, L> {
         }
     }
 
+    /// At least `bytes` bytes of log lines on stderr.
+    fn flood(&mut self, bytes: usize) {
+        let line = format!("{STDIO_SERVER_BIN}: stderr flood {}\n", "~".repeat(100));
+        let mut written = 0;
+        while written < bytes {
+            if self.log.write_all(line.as_bytes()).is_err() {
+                return;
+            }
+            written += line.len();
+        }
+        let _ = self.log.flush();
+    }
+
     /// One line of exactly `size` bytes (and its newline), in blocks.
     fn huge_line(&mut self, id: &Value, size: usize) -> io::Result<()> {
         let json = payload::oversize_payload(id, 0).len();
@@ -958,6 +983,7 @@ mod tests {
             StdioHostile::ServerRequest(ServerAsk::Elicitation),
             StdioHostile::WrongId,
             StdioHostile::Slow(5),
+            StdioHostile::StderrFlood(1024),
         ];
         for mode in modes {
             assert_eq!(mode.to_string().parse::<StdioHostile>(), Ok(mode));

@@ -501,6 +501,30 @@ fn slow_answers_after_its_delay_and_keeps_the_order() {
 }
 
 #[test]
+fn stderr_flood_writes_past_a_pipe_buffer_before_the_answer() {
+    // 1 MiB: far past a pipe's buffer, so the answer comes only because stderr is drained.
+    let mut server = legacy_with("tools/call", StdioHostile::StderrFlood(1 << 20));
+    assert_eq!(text(&server.request(2, "tools/call", echo("f"))), "f");
+    server.close_stdin();
+    let (status, stderr) = server.exit();
+    assert!(status.success());
+    assert!(stderr.len() >= 1 << 20, "{} bytes", stderr.len());
+}
+
+#[test]
+fn a_mode_for_every_method_yields_to_a_method_of_its_own() {
+    let script = StdioScript::new()
+        .hostile("*", StdioHostile::WrongId)
+        .hostile("tools/call", StdioHostile::Garbage(1));
+    let mut server = Server::start(&script);
+    assert_eq!(server.handshake()["id"], 1001);
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo("own")}));
+    assert!(serde_json::from_slice::<Value>(&server.line()).is_err());
+    let answer = server.message();
+    assert_eq!((answer["id"].clone(), text(&answer)), (json!(2), "own"));
+}
+
+#[test]
 fn ignore_eof_keeps_running_after_stdin_closes_until_killed() {
     let mut server = Server::start(&StdioScript::new().ignore_eof(true));
     assert_eq!(server.request(1, "ping", json!({}))["id"], 1);

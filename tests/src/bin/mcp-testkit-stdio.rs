@@ -11,7 +11,8 @@
 //! * `--preset default|demo`, `--era legacy|modern|dual`;
 //! * `--hostile METHOD=MODE` (repeatable), MODE one of `stall`, `trickle`, `huge-line:BYTES`,
 //!   `garbage[:LINES]`, `exit:CODE`, `notifications-first:N`,
-//!   `server-request[:ping|elicitation]`, `wrong-id`, `slow:MS`;
+//!   `server-request[:ping|elicitation]`, `wrong-id`, `slow:MS`, `stderr-flood:BYTES`
+//!   (METHOD `*`: every method without a mode of its own);
 //! * `--delay METHOD=MS`, `--notifications N`, `--tool-pages N`, `--protocol-version V`,
 //!   `--no-progress`, `--ignore-eof`, `--verbose`, `--help`.
 //!
