@@ -40,6 +40,24 @@
 //!   and events.
 //! * [`client`] is a tiny blocking HTTP client to poke the server at the
 //!   wire level.
+//! * The **stdio server** (`stdio.rs`, run by the binary `mcp-testkit-stdio`,
+//!   `src/bin/`): the same answers (dispatch, tools, eras) over stdio, one
+//!   JSON-RPC message per line on stdin and stdout, logs on stderr. A
+//!   [`StdioScript`] says what it does (era, delays, a [`StdioHostile`] mode per
+//!   method: `stall`, `trickle`, `huge-line`, `garbage`, `exit`,
+//!   `notifications-first`, `server-request`, `wrong-id`, `slow`,
+//!   `stderr-flood`; `ignore-eof`)
+//!   and reaches the child as `--script <json>` or in [`STDIO_SCRIPT_ENV`]
+//!   (flags such as `--era` and `--hostile METHOD=MODE` too: [`STDIO_USAGE`]).
+//!   [`stdio_server_command`] gives the [`mcp_proto::StdioCommand`] that runs it,
+//!   for tests in any crate of the workspace: it finds the binary next to the
+//!   running test binary (`target/<profile>/`), or at [`STDIO_SERVER_PATH_ENV`].
+//!   **It must be built first**: `cargo test` (or `cargo build`) at the workspace
+//!   root builds it, since the testkit is a default member with integration
+//!   tests; `cargo test -p <another crate>` does not, so run
+//!   `cargo build -p mcp-testkit --bin mcp-testkit-stdio` before it. Nothing is
+//!   built on demand; a missing binary panics saying so. The testkit's own
+//!   suites use `env!("CARGO_BIN_EXE_mcp-testkit-stdio")`.
 //! * `fuzzing` (`fuzzing.rs`, only with the cargo feature `fuzzing`) holds
 //!   the fuzz targets' functions, shared by the cargo-fuzz crate in `fuzz/`
 //!   and the corpus replay; `mcp-call`, which embeds the demo server, does not
@@ -47,7 +65,8 @@
 //!
 //! Its suites are in `tests/suites/`, declared as `[[test]]` entries in
 //! `tests/Cargo.toml`: `drivers.rs` (with `drivers/support.rs`; every test
-//! against both drivers), `server.rs` (the server at the wire level) and
+//! against both drivers), `server.rs` (the server at the wire level),
+//! `stdio_server.rs` (the stdio server as a child process) and
 //! `corpus_replay.rs` (the fuzz corpus, on stable; needs `fuzzing`).
 //!
 //! ```
@@ -84,14 +103,21 @@ mod http;
 mod mcp;
 mod modern;
 mod oauth;
+mod payload;
 mod script;
 mod server;
+mod stdio;
 
 pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
 pub use modern::{MODERN_VERSIONS, ServerEra};
 pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
+pub use stdio::{
+    MAX_INPUT_LINE, STDIO_SCRIPT_ENV, STDIO_SERVER_BIN, STDIO_SERVER_PATH_ENV, STDIO_USAGE,
+    ServerAsk, StdioHostile, StdioScript, TRICKLE_INTERVAL, serve_stdio, stdio_server_command,
+    stdio_server_path,
+};
 
 /// Maximum accepted request head size (64 KiB); larger heads get `400`.
 pub const MAX_REQUEST_HEAD: usize = http::MAX_HEAD_BYTES;

@@ -227,6 +227,14 @@ pub(crate) fn dispatch(
     Ok(outcome)
 }
 
+/// Runs a request and gives its whole JSON-RPC answer, carrying `id`, as bytes: the part of
+/// answering that the HTTP server (JSON or SSE) and the stdio server (one line) share.
+pub(crate) fn answer(msg: &Message, id: &Value, env: &mut Env<'_>) -> io::Result<Vec<u8>> {
+    let method = msg.method.as_deref().unwrap_or("");
+    let outcome = dispatch(method, msg.params.as_ref(), env)?;
+    Ok(envelope(id, &outcome))
+}
+
 /// The resources every server serves: URI, name, media type, text.
 const RESOURCES: [(&str, &str, &str, &str); 2] = [
     (

@@ -86,12 +86,13 @@ fn header_text(value: &str) -> Option<String> {
     }
 }
 
-/// Applies the era rules to a POST.
-pub(crate) fn judge(script: &Script, req: &Request, msg: &Message) -> Verdict {
+/// Applies the era rules to one message: a POST over HTTP (`headers` is its request, whose
+/// modern headers are compared with the body), or a line over stdio (`headers` is `None`: there
+/// are none, so only the body's `_meta` counts).
+pub(crate) fn judge(script: &Script, headers: Option<&Request>, msg: &Message) -> Verdict {
+    let header = |name: &str| headers.and_then(|req| req.header(name));
     let claims_modern = meta_version(msg).is_some()
-        || req
-            .header("mcp-protocol-version")
-            .is_some_and(|v| MODERN_VERSIONS.contains(&v));
+        || header("mcp-protocol-version").is_some_and(|v| MODERN_VERSIONS.contains(&v));
     match script.era {
         ServerEra::Legacy => return Verdict::Legacy,
         ServerEra::Dual if !claims_modern => return Verdict::Legacy,
@@ -122,10 +123,13 @@ pub(crate) fn judge(script: &Script, req: &Request, msg: &Message) -> Verdict {
     if !script.modern_versions.iter().any(|v| v == version) {
         return unsupported(script, msg, version);
     }
-    if req.header("mcp-protocol-version") != Some(version) {
+    if headers.is_none() {
+        return Verdict::Modern;
+    }
+    if header("mcp-protocol-version") != Some(version) {
         return refuse(msg, -32020, "Header mismatch: MCP-Protocol-Version", None);
     }
-    if req.header("mcp-method") != Some(method) {
+    if header("mcp-method") != Some(method) {
         return refuse(msg, -32020, "Header mismatch: Mcp-Method", None);
     }
     let named = match method {
@@ -139,7 +143,7 @@ pub(crate) fn judge(script: &Script, req: &Request, msg: &Message) -> Verdict {
             .as_ref()
             .and_then(|p| p.get(field))
             .and_then(Value::as_str);
-        let header = req.header("mcp-name").and_then(header_text);
+        let header = header("mcp-name").and_then(header_text);
         if body.is_none() || header.as_deref() != body {
             return refuse(msg, -32020, "Header mismatch: Mcp-Name", None);
         }

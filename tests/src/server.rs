@@ -17,6 +17,9 @@ use crate::http::{self, BodyWriter, Framing, ReadError, Request, Response};
 use crate::mcp::{self, Env, Message, RpcKind};
 use crate::modern::{self, ServerEra, Verdict};
 use crate::oauth::{self, OAuthState, Reply};
+use crate::payload::{
+    Payload, Piece, id_json, invalid_utf8_payload, nesting_payload, oversize_payload,
+};
 use crate::script::{AnswerMode, Hostile, NotificationReply, Script};
 
 /// How often blocked socket operations wake up to look for shutdown.
@@ -332,102 +335,6 @@ impl Write for ConnWriter {
     fn flush(&mut self) -> io::Result<()> {
         self.stream.flush()
     }
-}
-
-/// A body made of literal bytes and long runs of one byte, so that huge
-/// hostile answers are streamed without being built in memory.
-#[derive(Debug, Clone)]
-enum Piece {
-    Bytes(Vec<u8>),
-    Repeat(u8, usize),
-}
-
-#[derive(Debug, Clone)]
-struct Payload(Vec<Piece>);
-
-impl From<Vec<u8>> for Payload {
-    fn from(bytes: Vec<u8>) -> Self {
-        Self(vec![Piece::Bytes(bytes)])
-    }
-}
-
-impl Payload {
-    fn len(&self) -> u64 {
-        self.0
-            .iter()
-            .map(|p| match p {
-                Piece::Bytes(b) => b.len() as u64,
-                Piece::Repeat(_, n) => *n as u64,
-            })
-            .fold(0u64, u64::saturating_add)
-    }
-
-    fn for_each_chunk(&self, f: &mut dyn FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
-        for piece in &self.0 {
-            match piece {
-                Piece::Bytes(b) => f(b)?,
-                Piece::Repeat(byte, n) => {
-                    let block = vec![*byte; (*n).min(SMALL as usize)];
-                    let mut left = *n;
-                    while left > 0 {
-                        let k = left.min(block.len());
-                        f(&block[..k])?;
-                        left -= k;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        let _ = self.for_each_chunk(&mut |c| {
-            out.extend_from_slice(c);
-            Ok(())
-        });
-        out
-    }
-}
-
-fn id_json(id: &Value) -> String {
-    serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned())
-}
-
-fn text_answer_prefix(id: &Value) -> Vec<u8> {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":""#,
-        id_json(id)
-    )
-    .into_bytes()
-}
-
-const TEXT_ANSWER_SUFFIX: &[u8] = br#""}],"isError":false}}"#;
-
-fn oversize_payload(id: &Value, size: usize) -> Payload {
-    let prefix = text_answer_prefix(id);
-    let pad = size.saturating_sub(prefix.len() + TEXT_ANSWER_SUFFIX.len());
-    Payload(vec![
-        Piece::Bytes(prefix),
-        Piece::Repeat(b'x', pad),
-        Piece::Bytes(TEXT_ANSWER_SUFFIX.to_vec()),
-    ])
-}
-
-fn invalid_utf8_payload(id: &Value) -> Payload {
-    let mut body = text_answer_prefix(id);
-    body.extend_from_slice(b"bad bytes: \xff\xfe\xc3\x28 end");
-    body.extend_from_slice(TEXT_ANSWER_SUFFIX);
-    Payload::from(body)
-}
-
-fn nesting_payload(id: &Value, depth: usize) -> Payload {
-    Payload(vec![
-        Piece::Bytes(format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id_json(id)).into_bytes()),
-        Piece::Repeat(b'[', depth),
-        Piece::Repeat(b']', depth),
-        Piece::Bytes(b"}".to_vec()),
-    ])
 }
 
 fn sse_headers() -> Vec<(String, Vec<u8>)> {
@@ -758,7 +665,7 @@ impl Conn {
         if let Some(mode) = script.hostile_for(&label) {
             return self.hostile(mode.clone(), req, msg, script, close);
         }
-        let modern = match modern::judge(script, req, msg) {
+        let modern = match modern::judge(script, Some(req), msg) {
             Verdict::Refuse(status, body) => {
                 return self.respond(&json_response(status, body), close);
             }
@@ -845,8 +752,7 @@ impl Conn {
                         progress: None,
                         modern: tweak.modern,
                     };
-                    let outcome = mcp::dispatch(method, msg.params.as_ref(), &mut env)?;
-                    Payload::from(mcp::envelope(&id, &outcome))
+                    Payload::from(mcp::answer(msg, &id, &mut env)?)
                 }
             };
             headers.push(("Content-Type".to_owned(), b"application/json".to_vec()));
@@ -902,8 +808,7 @@ impl Conn {
                     progress: Some(&mut progress),
                     modern: tweak.modern,
                 };
-                let outcome = mcp::dispatch(method, msg.params.as_ref(), &mut env)?;
-                Payload::from(mcp::envelope(&id, &outcome))
+                Payload::from(mcp::answer(msg, &id, &mut env)?)
             }
         };
         sse.event(&payload)?;
