@@ -866,3 +866,115 @@ fn login_keeps_a_token_that_later_commands_present_and_logout_forgets_it() {
     assert!(stderr(&out).contains("mcp-call login"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The `--stdio` command line of the testkit's stdio server with `script`.
+fn stdio_line(script: &mcp_testkit::StdioScript) -> String {
+    let command = mcp_testkit::stdio_server_command(script);
+    let mut words = vec![command.program().to_owned()];
+    words.extend(command.arguments().iter().cloned());
+    shlex::try_join(words.iter().map(String::as_str)).expect("no NUL in the command line")
+}
+
+#[test]
+fn stdio_runs_a_local_server_on_both_drivers() {
+    let line = stdio_line(&mcp_testkit::StdioScript::new());
+    for driver in ["blocking", "tokio"] {
+        let out = mcp_call(&[
+            "--stdio",
+            &line,
+            "--driver",
+            driver,
+            "--trace",
+            "call",
+            "echo",
+            r#"{"text":"x"}"#,
+        ]);
+        assert_eq!(code(&out), 0, "{driver}: {}", stderr(&out));
+        assert_eq!(stdout(&out).trim(), "x");
+        let err = stderr(&out);
+        assert!(
+            err.contains("method=spawn") && err.contains("method=shutdown"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_stalled_local_server_ends_at_the_budget_with_exit_4_and_is_gone() {
+    use mcp_testkit::{StdioHostile, StdioScript};
+    let line = stdio_line(&StdioScript::new().hostile("tools/call", StdioHostile::Stall));
+    for driver in ["blocking", "tokio"] {
+        let started = Instant::now();
+        let out = mcp_call(&[
+            "--stdio",
+            &line,
+            "--driver",
+            driver,
+            "--timeout",
+            "2",
+            "--resolution",
+            "ms",
+            "call",
+            "echo",
+        ]);
+        let elapsed = started.elapsed();
+        assert_eq!(code(&out), 4, "{driver}: {}", stderr(&out));
+        // The budget, the close's small grant, and a generous margin for a slow machine.
+        assert!(elapsed < Duration::from_secs(6), "{driver}: {elapsed:?}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_100_mib_line_from_a_local_server_exits_5_with_bounded_memory() {
+    use mcp_testkit::{StdioHostile, StdioScript};
+    let line = stdio_line(
+        &StdioScript::new().hostile("tools/call", StdioHostile::HugeLine(100 * 1024 * 1024)),
+    );
+    for driver in ["blocking", "tokio"] {
+        let config_home =
+            std::env::temp_dir().join(format!("mcp-call-tests-{}", std::process::id()));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+            .args([
+                "--stdio",
+                &line,
+                "--driver",
+                driver,
+                "--timeout",
+                "30",
+                "call",
+                "echo",
+            ])
+            .env("XDG_CONFIG_HOME", config_home)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The peak resident size, read while it runs (VmHWM only grows).
+        let status_path = format!("/proc/{}/status", child.id());
+        let mut peak_kib = 0u64;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if let Ok(text) = std::fs::read_to_string(&status_path) {
+                if let Some(kib) = text
+                    .lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
+                    peak_kib = peak_kib.max(kib);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert_eq!(status.code(), Some(5), "{driver}");
+        let cap_kib = 2 * 1024;
+        eprintln!("{driver}: peak {peak_kib} KiB");
+        assert!(
+            peak_kib < cap_kib + 16 * 1024,
+            "{driver}: peak {peak_kib} KiB"
+        );
+    }
+}

@@ -19,10 +19,10 @@ use mcp_proto::{
 use crate::cancel::Shared;
 use crate::trace;
 
-/// The most stdout bytes waiting to be fed: past it the reader stops reading (the server then
+/// The most stdout bytes waiting to be fed (1 MiB): past it the reader stops reading (the server then
 /// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
 /// server writes.
-const QUEUE_BYTES: usize = 4 * 1024 * 1024;
+const QUEUE_BYTES: usize = 1024 * 1024;
 /// How much of stderr is kept (its tail) for the error of a server that exits.
 const STDERR_TAIL: usize = 4 * 1024;
 /// The lines of stderr's tail quoted in an error.

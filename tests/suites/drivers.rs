@@ -37,6 +37,10 @@ use spans::*;
 mod auth;
 use auth::*;
 
+#[path = "drivers/stdio.rs"]
+mod stdio;
+use stdio::*;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
 use std::thread;
@@ -94,6 +98,17 @@ for_each_driver!(
     a_spent_refresh_token_leads_to_a_new_authorization_inside_the_operation,
     an_authorization_endpoint_that_never_answers_ends_at_the_budget,
     an_authorizer_that_runs_out_of_time_or_fails_is_not_reported_as_missing,
+    // Local servers over stdio (the testkit's stdio server).
+    a_local_server_is_started_by_the_first_operation_and_kept_for_the_next,
+    a_modern_local_server_answers_its_probe_then_each_call_in_one_leg,
+    every_hostile_local_server_ends_in_its_own_typed_error_inside_the_budget,
+    a_stalled_local_server_is_cut_at_the_budget_and_no_process_is_left,
+    a_local_server_that_ignores_eof_is_terminated_on_close,
+    a_dropped_client_leaves_no_process_behind,
+    a_local_server_that_died_is_started_again_by_the_next_operation,
+    a_program_that_is_not_there_is_the_callers_error,
+    the_seed_sequence_holds_over_stdio_in_real_time,
+    a_cancel_ends_a_local_call_at_once,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,

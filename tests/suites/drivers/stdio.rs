@@ -1,0 +1,356 @@
+//! Local servers over stdio, on every driver: the process as the operation's first leg and
+//! kept across operations, the era probe, every hostile mode of the testkit's stdio server
+//! ending in its own typed error inside the budget, the seed's sequence in real time, cancel,
+//! and no process left behind.
+
+use std::time::{Duration, Instant};
+
+use mcp_proto::{
+    Action, Budget, Error, Event, LegKind, ListKind, Outcome, ProtocolVersion, Resolution,
+    SessionConfig,
+};
+use mcp_testkit::{ServerEra, StdioHostile, StdioScript, stdio_server_command};
+
+use super::support::{Driver, assert_within_budget, echo};
+
+/// A configuration for the testkit's stdio server with `script`, under `budget` at
+/// millisecond resolution, tagged (in the child's environment) with `tag`.
+fn stdio_config(script: &StdioScript, budget: Duration, tag: &str) -> SessionConfig {
+    let command = stdio_server_command(script).env("MCP_TESTKIT_TAG", tag);
+    SessionConfig::stdio(command)
+        .with_budget(Budget::from_duration(budget))
+        .with_resolution(Resolution::MILLISECOND)
+}
+
+/// A tag no other test uses.
+fn tag(what: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!(
+        "{what}-{}-{n}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    )
+}
+
+/// How many live processes carry `tag` in their environment (Linux; elsewhere 0).
+fn processes_tagged(tag: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let needle = format!("MCP_TESTKIT_TAG={tag}");
+    entries
+        .flatten()
+        .filter(|entry| {
+            let path = entry.path();
+            let environ = std::fs::read(path.join("environ")).unwrap_or_default();
+            let tagged = environ
+                .split(|b| *b == 0)
+                .any(|var| var == needle.as_bytes());
+            // A zombie keeps its /proc entry (state Z) but is not running.
+            let running = std::fs::read_to_string(path.join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    stat.rsplit(')')
+                        .next()
+                        .map(|s| !s.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false);
+            tagged && running
+        })
+        .count()
+}
+
+fn labels(recorder: &mcp_testkit::Recorder) -> Vec<&'static str> {
+    recorder.legs().iter().map(|leg| leg.kind.label()).collect()
+}
+
+pub(super) fn a_local_server_is_started_by_the_first_operation_and_kept_for_the_next<D: Driver>() {
+    let tag = tag("kept");
+    let script = StdioScript::new().era(ServerEra::Legacy);
+    let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
+    let recorder = client.observe();
+    let result = client.call_tool("echo", echo("over stdio")).unwrap();
+    assert_eq!(result.text(), "over stdio");
+    assert_eq!(
+        labels(&recorder),
+        [
+            "spawn",
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    assert_eq!(processes_tagged(&tag), 1);
+    recorder.clear();
+    let tools = client.list_tools().unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    assert_eq!(labels(&recorder), ["tools/list"]);
+    recorder.clear();
+    client.close().unwrap();
+    assert_eq!(labels(&recorder), ["shutdown"]);
+    assert_eq!(processes_tagged(&tag), 0, "the server is gone after close");
+}
+
+pub(super) fn a_modern_local_server_answers_its_probe_then_each_call_in_one_leg<D: Driver>() {
+    let tag = tag("modern");
+    let script = StdioScript::new().era(ServerEra::Modern);
+    let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
+    let recorder = client.observe();
+    assert_eq!(client.call_tool("echo", echo("m")).unwrap().text(), "m");
+    assert_eq!(
+        labels(&recorder),
+        ["spawn", "server/discover", "tools/call"]
+    );
+    recorder.clear();
+    assert_eq!(client.call_tool("echo", echo("n")).unwrap().text(), "n");
+    assert_eq!(labels(&recorder), ["tools/call"]);
+    drop(client);
+}
+
+pub(super) fn every_hostile_local_server_ends_in_its_own_typed_error_inside_the_budget<
+    D: Driver,
+>() {
+    let budget = Duration::from_secs(1);
+    type Check = fn(&Result<mcp_proto::CallToolResult, Error>, &[Event]) -> bool;
+    let rows: Vec<(StdioHostile, Check)> = vec![
+        (StdioHostile::Stall, |r, _| {
+            matches!(
+                r,
+                Err(Error::LegTimedOut {
+                    method: "tools/call",
+                    ..
+                })
+            )
+        }),
+        (StdioHostile::Trickle, |r, _| {
+            matches!(
+                r,
+                Err(Error::LegTimedOut {
+                    method: "tools/call",
+                    ..
+                })
+            )
+        }),
+        (StdioHostile::HugeLine(8 * 1024 * 1024), |r, _| {
+            matches!(
+                r,
+                Err(Error::AnswerTooLarge {
+                    method: "tools/call",
+                    ..
+                })
+            )
+        }),
+        (
+            StdioHostile::Exit(3),
+            |r, _| matches!(r, Err(Error::ServerExited { method: "tools/call", status: Some(3), stderr, .. }) if !stderr.is_empty()),
+        ),
+        (StdioHostile::WrongId, |r, _| {
+            // An answer for another id is a late answer to someone else: not this call's.
+            matches!(
+                r,
+                Err(Error::LegTimedOut {
+                    method: "tools/call",
+                    ..
+                })
+            )
+        }),
+        (StdioHostile::Garbage(3), |r, events| {
+            r.is_ok()
+                && events
+                    .iter()
+                    .filter(|e| matches!(e, Event::StdoutNoise { .. }))
+                    .count()
+                    == 3
+        }),
+        (StdioHostile::NotificationsFirst(200), |r, events| {
+            r.is_ok()
+                && events
+                    .iter()
+                    .filter(|e| matches!(e, Event::Notification(_)))
+                    .count()
+                    >= 200
+        }),
+        (
+            StdioHostile::ServerRequest(mcp_testkit::ServerAsk::Ping),
+            |r, _| r.is_ok(),
+        ),
+        (StdioHostile::StderrFlood(1024 * 1024), |r, _| r.is_ok()),
+        (StdioHostile::Slow(100), |r, _| r.is_ok()),
+    ];
+    let mut failures = Vec::new();
+    for (mode, check) in rows {
+        let tag = tag("hostile");
+        let script = StdioScript::new()
+            .era(ServerEra::Legacy)
+            .hostile("tools/call", mode);
+        let mut client = D::new(
+            stdio_config(&script, budget, &tag).with_protocol_version(ProtocolVersion::LATEST),
+        );
+        let recorder = client.observe();
+        let started = Instant::now();
+        let result = client.call_tool("echo", echo("x"));
+        let elapsed = started.elapsed();
+        eprintln!("{mode}: {result:?} after {elapsed:?}");
+        if !check(&result, &recorder.events()) {
+            failures.push(format!("{mode}: {result:?}"));
+        }
+        assert_within_budget(&mode.to_string(), elapsed, budget, Duration::from_millis(1));
+        drop(client);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+pub(super) fn a_stalled_local_server_is_cut_at_the_budget_and_no_process_is_left<D: Driver>() {
+    let tag = tag("stall");
+    let budget = Duration::from_secs(2);
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("tools/call", StdioHostile::Stall);
+    let mut client = D::new(stdio_config(&script, budget, &tag));
+    let started = Instant::now();
+    let result = client.call_tool("echo", echo("x"));
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(
+            result,
+            Err(Error::LegTimedOut {
+                method: "tools/call",
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    assert!(elapsed >= budget - Duration::from_millis(50), "{elapsed:?}");
+    assert_within_budget("stall", elapsed, budget, Duration::from_millis(1));
+    assert_eq!(
+        processes_tagged(&tag),
+        1,
+        "the process is kept for the next call"
+    );
+    client.close().unwrap();
+    assert_eq!(processes_tagged(&tag), 0, "closed: no process left");
+}
+
+pub(super) fn a_local_server_that_ignores_eof_is_terminated_on_close<D: Driver>() {
+    let tag = tag("eof");
+    let script = StdioScript::new().era(ServerEra::Legacy).ignore_eof(true);
+    let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
+    client.call_tool("echo", echo("x")).unwrap();
+    let started = Instant::now();
+    client.close().unwrap();
+    // The close's grant (2 s at most) bounds it: stdin closed, then SIGTERM, then SIGKILL.
+    assert!(started.elapsed() < Duration::from_secs(2) + super::support::MARGIN);
+    assert_eq!(processes_tagged(&tag), 0);
+}
+
+pub(super) fn a_dropped_client_leaves_no_process_behind<D: Driver>() {
+    let tag = tag("drop");
+    let script = StdioScript::new().era(ServerEra::Legacy);
+    let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
+    client.call_tool("echo", echo("x")).unwrap();
+    assert_eq!(processes_tagged(&tag), 1);
+    drop(client);
+    let gone =
+        super::support::eventually(Duration::from_secs(5), &mut || processes_tagged(&tag) == 0);
+    assert!(gone, "the server outlived its client");
+}
+
+pub(super) fn a_local_server_that_died_is_started_again_by_the_next_operation<D: Driver>() {
+    let tag = tag("restart");
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("tools/call", StdioHostile::Exit(7));
+    let mut client = D::new(
+        stdio_config(&script, Duration::from_secs(5), &tag)
+            .with_protocol_version(ProtocolVersion::LATEST),
+    );
+    let recorder = client.observe();
+    let err = client.call_tool("echo", echo("x")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ServerExited {
+                status: Some(7),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    recorder.clear();
+    // The next operation starts a new process (which lists its tools fine).
+    let tools = client.list_tools().unwrap();
+    assert!(!tools.is_empty());
+    assert_eq!(
+        labels(&recorder),
+        [
+            "spawn",
+            "initialize",
+            "notifications/initialized",
+            "tools/list"
+        ]
+    );
+}
+
+pub(super) fn a_program_that_is_not_there_is_the_callers_error<D: Driver>() {
+    let config = SessionConfig::stdio(mcp_proto::StdioCommand::new(
+        "/nonexistent/mcp-server-that-is-not-there",
+    ));
+    let mut client = D::new(config);
+    let err = client.call_tool("echo", echo("x")).unwrap_err();
+    assert!(matches!(err, Error::SpawnFailed { .. }), "{err:?}");
+    assert_eq!(err.fault(), mcp_proto::Fault::Caller);
+}
+
+pub(super) fn the_seed_sequence_holds_over_stdio_in_real_time<D: Driver>() {
+    // A probe of 4 s and a first page of 2 s (the second page answers at once): after the
+    // process started, the grants are the seed's 20, 16, 14 (whole seconds).
+    let tag = tag("seed");
+    let script = StdioScript::new()
+        .era(ServerEra::Modern)
+        .tool_pages(2)
+        .delay("server/discover", Duration::from_secs(4))
+        .delay("tools/list", Duration::from_secs(2));
+    let config = stdio_config(&script, Duration::from_secs(20), &tag)
+        .with_resolution(Resolution::SECOND)
+        .with_max_pages(3);
+    let mut client = D::new(config);
+    let recorder = client.observe();
+    let outcome = client.run(Action::List(ListKind::Tools), Budget::from_secs(20));
+    assert!(matches!(outcome, Ok(Outcome::Tools(_))), "{outcome:?}");
+    let grants: Vec<u128> = recorder.grants_ms();
+    let kinds: Vec<LegKind> = recorder.legs().iter().map(|l| l.kind).collect();
+    assert_eq!(kinds[0], LegKind::Spawn);
+    assert_eq!(grants[1..4], [20_000, 16_000, 14_000], "{kinds:?}");
+}
+
+pub(super) fn a_cancel_ends_a_local_call_at_once<D: Driver>() {
+    let tag = tag("cancel");
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("tools/call", StdioHostile::Stall);
+    let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
+    client.probe().unwrap();
+    let cancel = client.cancel_handle();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = std::sync::Arc::clone(&done);
+    // A cancel between operations does nothing: it is repeated until the call has it.
+    let canceller = std::thread::spawn(move || {
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            cancel();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let started = Instant::now();
+    let err = client.call_tool("echo", echo("x")).unwrap_err();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    canceller.join().unwrap();
+    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
+    // The budget is 10 s: a cancel that had to wait for it would show.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
