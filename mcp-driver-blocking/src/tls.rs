@@ -122,6 +122,21 @@ fn verifier(
     provider: &Arc<CryptoProvider>,
     added: Vec<CertificateDer<'static>>,
 ) -> Arc<dyn ServerCertVerifier> {
+    // The system's store alone is read once per process (every client without added CAs
+    // shares it): loading it parses the whole bundle.
+    #[cfg(feature = "platform-verifier")]
+    if added.is_empty() {
+        static SYSTEM: std::sync::OnceLock<Option<Arc<rustls_platform_verifier::Verifier>>> =
+            std::sync::OnceLock::new();
+        let system = SYSTEM.get_or_init(|| {
+            rustls_platform_verifier::Verifier::new(Arc::clone(provider))
+                .ok()
+                .map(Arc::new)
+        });
+        if let Some(system) = system {
+            return Arc::clone(system) as Arc<dyn ServerCertVerifier>;
+        }
+    }
     #[cfg(feature = "platform-verifier")]
     if let Ok(platform) = rustls_platform_verifier::Verifier::new_with_extra_roots(
         added.clone(),

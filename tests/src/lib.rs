@@ -84,12 +84,17 @@ mod http;
 mod mcp;
 mod modern;
 mod oauth;
+mod proxy;
 mod script;
 mod server;
+/// HTTPS for the test server: a CA made at run time and a TLS front (feature `tls`).
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
 pub use modern::{MODERN_VERSIONS, ServerEra};
 pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};
+pub use proxy::{ConnectProxy, Tunnel};
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
 
