@@ -50,11 +50,14 @@ impl Client {
     pub(crate) fn new(
         kind: DriverKind,
         config: SessionConfig,
+        network: &mcp_proto::Network,
         reporter: Reporter,
     ) -> std::io::Result<Self> {
+        let unusable = |err: mcp_proto::Error| std::io::Error::other(err.to_string());
         Ok(match kind {
             DriverKind::Blocking => {
-                let mut client = mcp_driver_blocking::Client::new(config);
+                let mut client =
+                    mcp_driver_blocking::Client::with_network(config, network).map_err(unusable)?;
                 client.set_observer(reporter);
                 Self::Blocking(client)
             }
@@ -63,7 +66,9 @@ impl Client {
                     .enable_all()
                     .build()?;
                 // The hyper client needs a runtime context when it is built.
-                let mut client = runtime.block_on(async { mcp_driver_tokio::Client::new(config) });
+                let mut client = runtime
+                    .block_on(async { mcp_driver_tokio::Client::with_network(config, network) })
+                    .map_err(unusable)?;
                 client.set_observer(reporter);
                 Self::Tokio(runtime, client)
             }

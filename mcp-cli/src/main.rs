@@ -71,6 +71,16 @@ struct Cli {
     /// Which driver runs the operation.
     #[arg(long, value_enum, default_value_t = DriverKind::Blocking)]
     driver: DriverKind,
+    /// Also trust the CA certificates in this PEM file (besides the system's store).
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
+    /// Send every request through this http:// proxy (HTTP CONNECT), whatever HTTPS_PROXY says;
+    /// credentials in it are sent to the proxy and never printed.
+    #[arg(long, value_name = "URL")]
+    proxy: Option<String>,
+    /// Hosts reached without a proxy, as NO_PROXY is written (added to NO_PROXY).
+    #[arg(long, value_name = "LIST")]
+    noproxy: Option<String>,
     /// An extra request header, repeatable (e.g. 'Authorization: Bearer ...').
     #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header)]
     headers: Vec<(String, String)>,
@@ -520,7 +530,20 @@ fn run(cli: Cli) -> u8 {
     // progress notification never extends the budget).
     let config = config.with_progress(interactive || cli.trace);
     let reporter = Reporter::new(cli.trace, interactive, budget);
-    let mut client = match Client::new(cli.driver, config, reporter.clone()) {
+    let mut network = mcp_proto::Network::new();
+    if let Some(file) = &cli.cacert {
+        network = network.with_root_pem_file(file);
+    }
+    if let Some(proxy) = &cli.proxy {
+        network = match network.with_proxy(proxy) {
+            Ok(network) => network,
+            Err(err) => return usage(cli.json, Some(&label), &err.to_string()),
+        };
+    }
+    if let Some(list) = &cli.noproxy {
+        network = network.with_no_proxy(list);
+    }
+    let mut client = match Client::new(cli.driver, config, &network, reporter.clone()) {
         Ok(client) => client,
         Err(err) => {
             let message = format!("could not start the {} driver: {err}", cli.driver.name());

@@ -1,9 +1,17 @@
 //! The client's connector chain: ureq's own steps, plus socket registration for cancelling
 //! and precise read timeouts; and a resolver that skips the lookup for an address.
 //!
-//! The chain is ureq's default one for this feature set (HTTP `CONNECT` proxy, TCP, rustls),
-//! with two additions:
+//! The chain is ureq's (TCP and its socket registry) with our own proxy tunnel and TLS steps
+//! (so that both drivers trust, tunnel and fail alike: see [`crate::tls`] and
+//! [`mcp_proto::network`]), and two additions:
 //!
+//! * **Tunnel.** [`Tunnel`] picks the proxy for each request's target (the [`Proxies`] of the
+//!   client's [`mcp_proto::Network`]), connects to it and opens an HTTP `CONNECT` tunnel,
+//!   all inside the leg's grant; its failures are `ConnectProxyFailed` with the proto's
+//!   sentence (no credentials).
+//! * **TLS.** [`Tls`] runs the handshake with the client's rustls configuration; a certificate
+//!   refused is `ureq::Error::Rustls`, a handshake that ran out of the grant
+//!   [`HANDSHAKE_TIMED_OUT`].
 //! * **Registration.** [`Connector`] hands the chain a `register_shutdown` callback of its own,
 //!   so every socket ureq's `TcpConnector` opens is recorded for [`CancelHandle`]
 //!   (see [`crate::cancel`]); ureq's own registry is still called.
@@ -20,19 +28,25 @@
 //! [`CancelHandle`]: crate::CancelHandle
 
 use std::fmt;
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use mcp_proto::network::parse_connect_response;
+use mcp_proto::{Proxies, ProxyFailure};
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver as UreqResolver};
-use ureq::unversioned::transport::time::Duration as UreqDuration;
+use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
 use ureq::unversioned::transport::{
-    Buffers, ConnectProxyConnector, ConnectionDetails, Connector as UreqConnector, NextTimeout,
-    RustlsConnector, ShutdownHandle, TcpConnector, Transport,
+    Buffers, ConnectionDetails, Connector as UreqConnector, Either, LazyBuffers, NextTimeout,
+    ShutdownHandle, TcpConnector, Transport, TransportAdapter,
 };
 
 use crate::cancel::Shared;
+
+/// The `ureq::Error::Tls` text of a TLS handshake that did not finish within the grant.
+pub(crate) const HANDSHAKE_TIMED_OUT: &str = "the TLS handshake did not finish within the grant";
 
 /// The longest single blocking wait for input. Short enough to stay in the timer wheel's
 /// finest level at any kernel tick rate (64 ticks: 64 ms at 1000 Hz), so each wait ends
@@ -48,12 +62,22 @@ pub(crate) struct Connector {
 }
 
 impl Connector {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        tls: Arc<ClientConfig>,
+        proxies: Proxies,
+        user_agent: &'static str,
+    ) -> Self {
+        let tunnel = Tunnel {
+            proxies,
+            user_agent,
+            shared: Arc::clone(&shared),
+        };
         let chain =
-            ().chain(ConnectProxyConnector::default())
+            ().chain(tunnel)
                 .chain(TcpConnector::default())
                 .chain(Slice(Arc::clone(&shared)))
-                .chain(RustlsConnector::default())
+                .chain(Tls(tls))
                 .chain(Boxed);
         Self {
             chain: Box::new(chain),
@@ -113,6 +137,231 @@ impl UreqConnector<()> for Connector {
                 Err(err)
             }
         }
+    }
+}
+
+/// What is left of the connection's time (`details.timeout` counts from `details.now`).
+fn left(details: &ConnectionDetails) -> NextTimeout {
+    let elapsed = match ((details.current_time)(), details.now) {
+        (UreqInstant::Exact(now), UreqInstant::Exact(then)) => {
+            Some(now.saturating_duration_since(then))
+        }
+        _ => None,
+    };
+    let after = match (details.timeout.after, elapsed) {
+        (UreqDuration::Exact(limit), Some(elapsed)) => {
+            UreqDuration::Exact(limit.saturating_sub(elapsed))
+        }
+        (after, _) => after,
+    };
+    NextTimeout {
+        after,
+        ..details.timeout
+    }
+}
+
+/// The first chain step: the tunnel through the target's proxy, when it has one.
+struct Tunnel {
+    proxies: Proxies,
+    user_agent: &'static str,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Tunnel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Tunnel")
+    }
+}
+
+impl<In: Transport> UreqConnector<In> for Tunnel {
+    type Out = Either<In, Box<dyn Transport>>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if let Some(transport) = chained {
+            return Ok(Some(Either::A(transport)));
+        }
+        let target = details.uri;
+        let (scheme, host) = (
+            target.scheme_str().unwrap_or("http"),
+            target.host().unwrap_or(""),
+        );
+        let proxy = match self.proxies.for_target(scheme, host) {
+            Ok(None) => return Ok(None),
+            Ok(Some(proxy)) => proxy,
+            Err(unusable) => return Err(ureq::Error::ConnectProxyFailed(unusable)),
+        };
+        let port = target
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let authority = format!("{host}:{port}");
+        let failed =
+            |what: ProxyFailure| ureq::Error::ConnectProxyFailed(proxy.failure(&authority, &what));
+        // The proxy's own failures (resolve, connect) are the proxy's; running out of time is
+        // the leg's.
+        let unreachable = |err: ureq::Error| match err {
+            ureq::Error::Timeout(_) => err,
+            ureq::Error::Io(io) if io.kind() == io::ErrorKind::TimedOut => ureq::Error::Io(io),
+            other => failed(ProxyFailure::Unreachable(other.to_string())),
+        };
+        let proxy_uri: http::Uri = proxy.uri().parse().map_err(|_| {
+            failed(ProxyFailure::Unusable(format!(
+                "the proxy {proxy} is not a valid URI"
+            )))
+        })?;
+        let addrs = details
+            .resolver
+            .resolve(&proxy_uri, details.config, left(details))
+            .map_err(unreachable)?;
+        let proxy_details = ConnectionDetails {
+            uri: &proxy_uri,
+            addrs,
+            config: details.config,
+            request_level: details.request_level,
+            resolver: details.resolver,
+            now: details.now,
+            timeout: details.timeout,
+            current_time: Arc::clone(&details.current_time),
+            run_connector: Arc::clone(&details.run_connector),
+            register_shutdown: Arc::clone(&details.register_shutdown),
+        };
+        let tcp = UreqConnector::<()>::connect(&TcpConnector::default(), &proxy_details, None)
+            .map_err(unreachable)?
+            .ok_or_else(|| failed(ProxyFailure::Unreachable("no address".to_owned())))?;
+        let tcp = Sliced(tcp, Arc::clone(&self.shared));
+        let request = proxy.connect_request(host, port, self.user_agent);
+        let mut writer = TransportAdapter::new(
+            Box::new(tcp) as Box<dyn Transport>,
+            Arc::clone(&details.current_time),
+        );
+        writer.set_timeout(left(details));
+        writer.write_all(&request).map_err(ureq::Error::from)?;
+        let mut tunnel = writer.into_inner();
+        loop {
+            let progress = tunnel.await_input(left(details))?;
+            match parse_connect_response(tunnel.buffers().input()) {
+                Ok(Some((used, status))) => {
+                    tunnel.buffers().input_consume(used);
+                    if !(200..300).contains(&status) {
+                        return Err(failed(ProxyFailure::Refused(status)));
+                    }
+                    return Ok(Some(Either::B(tunnel)));
+                }
+                Ok(None) if progress => {}
+                Ok(None) => return Err(failed(ProxyFailure::Closed)),
+                Err(what) => return Err(failed(what)),
+            }
+        }
+    }
+}
+
+/// The chain step that runs the TLS handshake for `https` targets.
+struct Tls(Arc<ClientConfig>);
+
+impl fmt::Debug for Tls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Tls")
+    }
+}
+
+impl<In: Transport> UreqConnector<In> for Tls {
+    type Out = Either<In, TlsTransport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        let Some(transport) = chained else {
+            return Ok(None);
+        };
+        if !details.needs_tls() || transport.is_tls() {
+            return Ok(Some(Either::A(transport)));
+        }
+        let host = details.uri.host().unwrap_or("");
+        let name = crate::tls::server_name(host)
+            .ok_or(ureq::Error::Tls("the host is not a valid TLS server name"))?;
+        let mut conn = ClientConnection::new(Arc::clone(&self.0), name)?;
+        let mut sock = TransportAdapter::new(transport.boxed(), Arc::clone(&details.current_time));
+        sock.set_timeout(left(details));
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).map_err(handshake_error)?;
+        }
+        let buffers = LazyBuffers::new(
+            details.config.input_buffer_size(),
+            details.config.output_buffer_size(),
+        );
+        Ok(Some(Either::B(TlsTransport {
+            buffers,
+            stream: StreamOwned { conn, sock },
+        })))
+    }
+}
+
+/// A failed handshake: the certificate or the handshake refused (a rustls error), or the
+/// grant ran out ([`HANDSHAKE_TIMED_OUT`]).
+fn handshake_error(err: io::Error) -> ureq::Error {
+    if err.get_ref().is_some_and(|e| e.is::<rustls::Error>()) {
+        if let Some(Ok(tls)) = err.into_inner().map(|e| e.downcast::<rustls::Error>()) {
+            return ureq::Error::Rustls(*tls);
+        }
+        return ureq::Error::Tls("the TLS handshake failed");
+    }
+    match ureq::Error::from(err) {
+        ureq::Error::Timeout(_) => ureq::Error::Tls(HANDSHAKE_TIMED_OUT),
+        ureq::Error::Io(io)
+            if matches!(
+                io.kind(),
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+            ) =>
+        {
+            ureq::Error::Tls(HANDSHAKE_TIMED_OUT)
+        }
+        other => other,
+    }
+}
+
+/// A TLS connection over the chained transport.
+pub(crate) struct TlsTransport {
+    buffers: LazyBuffers,
+    stream: StreamOwned<ClientConnection, TransportAdapter<Box<dyn Transport>>>,
+}
+
+impl fmt::Debug for TlsTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsTransport").finish_non_exhaustive()
+    }
+}
+
+impl Transport for TlsTransport {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let output = &self.buffers.output()[..amount];
+        self.stream.write_all(output)?;
+        Ok(())
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let input = self.buffers.input_append_buf();
+        let amount = self.stream.read(input)?;
+        self.buffers.input_appended(amount);
+        Ok(amount > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.stream.get_mut().get_mut().is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        true
     }
 }
 

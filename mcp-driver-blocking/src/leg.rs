@@ -283,16 +283,27 @@ fn send(
 fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
     use ureq::Error as E;
     let kind = match &err {
+        E::Rustls(tls) => {
+            return TransportError::new(
+                TransportErrorKind::Tls(crate::tls::problem_of(tls)),
+                tls.to_string(),
+            );
+        }
+        E::Tls(crate::connector::HANDSHAKE_TIMED_OUT) => {
+            return TransportError::new(
+                TransportErrorKind::Tls(mcp_proto::TlsProblem::TimedOut),
+                crate::connector::HANDSHAKE_TIMED_OUT,
+            );
+        }
+        E::ConnectProxyFailed(reason) => {
+            return TransportError::new(TransportErrorKind::Proxy, reason.clone());
+        }
         E::Timeout(_) => TransportErrorKind::TimedOut,
         E::Io(io) if is_timeout(io) => TransportErrorKind::TimedOut,
-        E::HostNotFound
-        | E::ConnectionFailed
-        | E::Tls(_)
-        | E::Rustls(_)
-        | E::Pem(_)
-        | E::TlsRequired
-        | E::ConnectProxyFailed(_)
-        | E::InvalidProxyUrl => TransportErrorKind::Connect,
+        E::HostNotFound | E::ConnectionFailed | E::Pem(_) | E::TlsRequired | E::InvalidProxyUrl => {
+            TransportErrorKind::Connect
+        }
+        E::Tls(_) => TransportErrorKind::Tls(mcp_proto::TlsProblem::Handshake),
         E::Io(io) if is_connect(io) => TransportErrorKind::Connect,
         _ if connect_failed => TransportErrorKind::Connect,
         // The server answered, but not in HTTP (e.g. a header value with CR or LF in it).

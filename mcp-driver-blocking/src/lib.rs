@@ -14,7 +14,8 @@
 //!   [`list_tools`](Client::list_tools), [`call_tool`](Client::call_tool),
 //!   [`close`](Client::close) and the general [`run`](Client::run). Each call is **one**
 //!   operation under **one** budget.
-//! * HTTP and HTTPS (rustls with ring, webpki roots), answers as JSON or as an event stream.
+//! * HTTP and HTTPS (rustls with ring; the operating system's trust store, CAs added with
+//!   [`Client::with_network`], HTTP `CONNECT` proxies), answers as JSON or as an event stream.
 //!   An event stream the server keeps open after the answer is dropped the moment the answer
 //!   is in; a stream closed before it is resumed (a `GET` with `Last-Event-ID`), and a request
 //!   the server sends on a stream is answered (a nested `POST`), both as the state machine
@@ -87,6 +88,7 @@ mod cancel;
 mod connector;
 mod leg;
 mod stdio;
+mod tls;
 mod trace;
 
 use std::fmt;
@@ -95,7 +97,7 @@ use std::time::Instant;
 
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing,
-    MonotonicClock, NoObserver, Observer, Operation, OperationDeadline, Outcome, Prompt,
+    MonotonicClock, Network, NoObserver, Observer, Operation, OperationDeadline, Outcome, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
@@ -104,6 +106,9 @@ pub use authorize::{Authorize, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 
 use cancel::Shared;
+
+/// The `User-Agent` of every request (and of a proxy's `CONNECT`).
+const USER_AGENT: &str = concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION"));
 use leg::Driver;
 
 /// A blocking MCP client for one server: a [`Session`] plus the HTTP agent that carries it.
@@ -138,24 +143,43 @@ impl Client {
     /// The agent answers every status to the state machine (404 re-initializes, 202 accepts a
     /// notification, 401 and 500 are typed errors), follows no redirect (a 3xx is reported,
     /// not followed), adds no `Accept` of its own and caps no body (the state machine caps
-    /// what it reads). An HTTP `CONNECT` proxy is taken from the environment (`HTTPS_PROXY`,
-    /// `ALL_PROXY`, `NO_PROXY`...); SOCKS proxies are not supported.
+    /// what it reads). It trusts the operating system's store (and `SSL_CERT_FILE`,
+    /// `SSL_CERT_DIR`) and takes an HTTP `CONNECT` proxy from the environment (`HTTPS_PROXY`,
+    /// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`): [`Network::default`]. SOCKS proxies are not
+    /// supported. To add a CA or set a proxy, use [`with_network`](Self::with_network).
     pub fn new(config: SessionConfig) -> Self {
+        // The default network adds no CA of the caller's, so it cannot fail (unreadable
+        // `SSL_CERT_FILE`/`SSL_CERT_DIR` entries are skipped).
+        Self::with_network(config, &Network::default())
+            .unwrap_or_else(|_| unreachable!("the default network adds no CA of the caller's"))
+    }
+
+    /// A client for the server `config` describes, whose connections trust and tunnel as
+    /// `network` says: the system's store plus the CAs it adds, its proxy (or the
+    /// environment's). The same [`Network`] gives the same behaviour, and the same errors
+    /// ([`Error::Tls`], [`Error::Proxy`]), on the tokio driver.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCertificates`] when a CA it adds cannot be read or holds no certificate.
+    pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
+        let tls = tls::client_config(network)?;
         let shared = Arc::new(Shared::default());
         let agent_config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .accept("")
-            .user_agent(concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION")))
+            .user_agent(USER_AGENT)
+            // The connector's own tunnel carries proxied requests (see `connector`).
+            .proxy(None)
             .build();
         let agent = ureq::Agent::with_parts(
             agent_config,
-            connector::Connector::new(Arc::clone(&shared)),
+            connector::Connector::new(Arc::clone(&shared), tls, network.proxies(), USER_AGENT),
             connector::Resolver::default(),
         );
         let mut session = Session::new(config);
         session.set_entropy(Box::new(authorize::OsEntropy));
-        Self {
+        Ok(Self {
             session,
             agent,
             shared,
@@ -164,7 +188,7 @@ impl Client {
             authorizer: None,
             buf: Vec::new(),
             child: None,
-        }
+        })
     }
 
     /// A client for `url` with the default configuration (20 s budget, whole-second grants).

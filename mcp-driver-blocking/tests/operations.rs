@@ -37,7 +37,7 @@ fn the_pool_carries_every_leg_of_every_operation_on_one_connection() {
 
 #[test]
 fn an_https_url_speaking_to_a_plain_http_server_fails_in_tls() {
-    // The TLS handshake meets an HTTP server: a connect-phase failure, not a panic.
+    // The TLS handshake meets an HTTP server: a typed TLS failure, not a panic.
     let server = TestServer::start(Script::new());
     let url = format!("https://127.0.0.1:{}/mcp", server.port());
     let mut client = Client::new(
@@ -49,9 +49,17 @@ fn an_https_url_speaking_to_a_plain_http_server_fails_in_tls() {
     let recorder = common::Recorder::default();
     client.set_observer(recorder.clone());
     let err = client.probe().unwrap_err();
-    assert!(matches!(err, Error::Unreachable { .. }), "{err:?}");
+    let handshake = mcp_proto::TlsProblem::Handshake;
+    assert!(
+        matches!(err, Error::Tls { problem, .. } if problem == handshake),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("check that the URL's port serves HTTPS")
+    );
     assert_eq!(
         recorder.ends(),
-        [LegEnd::Transport(TransportErrorKind::Connect)]
+        [LegEnd::Transport(TransportErrorKind::Tls(handshake))]
     );
 }

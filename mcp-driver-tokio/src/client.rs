@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_proto::{
-    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, NoObserver,
-    Observer, Operation, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
+    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Network,
+    NoObserver, Observer, Operation, OperationDeadline, Outcome, Output, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 use tokio::time::Instant as TokioInstant;
@@ -15,7 +15,7 @@ use tokio::time::Instant as TokioInstant;
 use crate::authorize::{Authorizer, OsEntropy};
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
-use crate::leg::{self, Http, InFlight};
+use crate::leg::{self, Handshakes, Http, InFlight};
 use crate::trace;
 
 /// A session with one MCP server, driven on tokio.
@@ -39,6 +39,7 @@ use crate::trace;
 pub struct Client {
     session: Session,
     http: Http,
+    handshakes: Handshakes,
     observer: Box<dyn Observer + Send>,
     authorizer: Option<Arc<dyn Authorizer>>,
     cancel: Arc<CancelShared>,
@@ -57,18 +58,36 @@ impl fmt::Debug for Client {
 
 impl Client {
     /// A client for the server `config` describes. Nothing is sent until the first operation;
-    /// building it needs no runtime (the operations do).
+    /// building it needs no runtime (the operations do). It trusts the operating system's
+    /// store (and `SSL_CERT_FILE`, `SSL_CERT_DIR`) and takes an HTTP `CONNECT` proxy from the
+    /// environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`):
+    /// [`Network::default`]. To add a CA or set a proxy, use [`with_network`](Self::with_network).
     pub fn new(config: SessionConfig) -> Self {
+        // The default network adds no CA of the caller's, so it cannot fail.
+        Self::with_network(config, &Network::default())
+            .unwrap_or_else(|_| unreachable!("the default network adds no CA of the caller's"))
+    }
+
+    /// A client for the server `config` describes, whose connections trust and tunnel as
+    /// `network` says: the system's store plus the CAs it adds, its proxy (or the
+    /// environment's). The same [`Network`] gives the same behaviour, and the same errors
+    /// ([`Error::Tls`], [`Error::Proxy`]), on the blocking driver.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCertificates`] when a CA it adds cannot be read or holds no certificate.
+    pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
+        let (http, handshakes) = leg::http_client_for(network)?;
         let mut session = Session::new(config);
         session.set_entropy(Box::new(OsEntropy));
-        Self {
+        Ok(Self {
             session,
-            http: leg::http_client(),
+            http,
+            handshakes,
             observer: Box::new(NoObserver),
             authorizer: None,
             child: None,
             cancel: Arc::new(CancelShared::default()),
-        }
+        })
     }
 
     /// A client for the endpoint at `url` with the default configuration (a 20 s budget per
@@ -256,6 +275,7 @@ impl Client {
         let Self {
             session,
             http,
+            handshakes,
             observer,
             authorizer,
             cancel,
@@ -359,6 +379,7 @@ impl Client {
                 }
                 () = &mut timer => {
                     now = clock.now();
+                    leg::handshake_timeouts(&mut op, &mut legs, handshakes, observer, now);
                     op.handle_timeout(now);
                 }
                 (index, delivery) = leg::next(&mut legs) => {

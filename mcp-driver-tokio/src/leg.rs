@@ -12,43 +12,314 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use bytes::Bytes;
+use http::Uri;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as _, Frame, Incoming};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use mcp_proto::network::parse_connect_response;
 use mcp_proto::{
-    Clock, DRAIN_BYTES, DRAIN_WAIT, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Observer,
-    Operation, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, DRAIN_WAIT, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Network,
+    Observer, Operation, Proxies, ProxyFailure, ProxyUrl, TlsProblem, TransportError,
+    TransportErrorKind,
 };
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tower_service::Service as _;
 
 use crate::clock::TokioClock;
 use crate::trace;
 
 /// The HTTP client every leg goes through.
-pub(crate) type Http = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type Http = HyperClient<Connector, Full<Bytes>>;
 
 type HeadResult = Result<http::Response<Incoming>, hyper_util::client::legacy::Error>;
 
-/// An HTTP/1.1 client: plain HTTP, or HTTPS through rustls with the ring provider and
-/// Mozilla's roots. Redirects are not followed (hyper never does).
+/// The `User-Agent` of a proxy's `CONNECT`.
+const USER_AGENT: &str = concat!("mcp-driver-tokio/", env!("CARGO_PKG_VERSION"));
+
+/// An HTTP/1.1 client for the default [`Network`] (the system's trust store, proxies from the
+/// environment). Redirects are not followed (hyper never does).
 pub(crate) fn http_client() -> Http {
+    // The default network adds no CA of the caller's, so it cannot fail.
+    http_client_for(&Network::default())
+        .map(|(http, _)| http)
+        .unwrap_or_else(|_| unreachable!("the default network adds no CA of the caller's"))
+}
+
+/// An HTTP/1.1 client whose connections trust and tunnel as `network` says: plain HTTP, or
+/// HTTPS through rustls with the ring provider ([`crate::tls`]), each through the target's
+/// proxy when it has one (an HTTP `CONNECT` tunnel). Also returns the count of TLS handshakes
+/// in progress, which tells a leg that ran out of time in one ([`handshake_timeouts`]).
+pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Handshakes), mcp_proto::Error> {
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
     tcp.set_nodelay(true);
-    let provider = rustls::crypto::ring::default_provider();
-    let connector = HttpsConnectorBuilder::new()
-        .with_provider_and_webpki_roots(provider)
-        // The ring provider supports TLS 1.2 and 1.3, the safe defaults: this cannot fail.
-        .expect("the ring provider supports rustls' default protocol versions")
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(tcp);
-    HyperClient::builder(TokioExecutor::new())
+    let handshakes = Handshakes::default();
+    let connector = Connector {
+        tcp,
+        tls: tokio_rustls::TlsConnector::from(crate::tls::client_config(network)?),
+        proxies: Arc::new(network.proxies()),
+        handshakes: handshakes.clone(),
+    };
+    let http = HyperClient::builder(TokioExecutor::new())
         .pool_timer(TokioTimer::new())
-        .build(connector)
+        .build(connector);
+    Ok((http, handshakes))
+}
+
+/// The number of TLS handshakes in progress on a client's connections.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Handshakes(Arc<AtomicUsize>);
+
+impl Handshakes {
+    /// Whether a handshake is in progress.
+    pub(crate) fn any(&self) -> bool {
+        self.0.load(Ordering::SeqCst) > 0
+    }
+
+    fn begin(&self) -> HandshakeGuard {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        HandshakeGuard(self.clone())
+    }
+}
+
+/// Counts one handshake until it ends or is dropped.
+struct HandshakeGuard(Handshakes);
+
+impl Drop for HandshakeGuard {
+    fn drop(&mut self) {
+        self.0.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The connector: TCP (hyper-util's), the proxy tunnel, TLS (tokio-rustls).
+#[derive(Clone)]
+pub(crate) struct Connector {
+    tcp: HttpConnector,
+    tls: tokio_rustls::TlsConnector,
+    proxies: Arc<Proxies>,
+    handshakes: Handshakes,
+}
+
+type Stream = MaybeHttpsStream<TokioIo<TcpStream>>;
+
+impl tower_service::Service<Uri> for Connector {
+    type Response = Stream;
+    type Error = ConnectFailure;
+    type Future = Pin<Box<dyn Future<Output = Result<Stream, ConnectFailure>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // hyper-util's HTTP connector is always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        Box::pin(self.clone().open(uri))
+    }
+}
+
+impl Connector {
+    async fn open(mut self, uri: Uri) -> Result<Stream, ConnectFailure> {
+        let scheme = uri.scheme_str().unwrap_or("http").to_owned();
+        let host = uri.host().unwrap_or("").to_owned();
+        let https = scheme.eq_ignore_ascii_case("https");
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let tcp = match self.proxies.for_target(&scheme, &host) {
+            Err(unusable) => return Err(ConnectFailure::new(TransportErrorKind::Proxy, unusable)),
+            Ok(None) => self.tcp.call(uri).await.map_err(ConnectFailure::connect)?,
+            Ok(Some(proxy)) => {
+                let proxy = proxy.clone();
+                self.tunnel(&proxy, &host, port).await?
+            }
+        };
+        if !https {
+            return Ok(MaybeHttpsStream::Http(tcp));
+        }
+        let name = crate::tls::server_name(&host).ok_or_else(|| {
+            ConnectFailure::new(
+                TransportErrorKind::Tls(TlsProblem::Handshake),
+                "the host is not a valid TLS server name",
+            )
+        })?;
+        let _handshake = self.handshakes.begin();
+        match self.tls.connect(name, TokioIo::new(tcp)).await {
+            Ok(tls) => Ok(MaybeHttpsStream::Https(TokioIo::new(tls))),
+            Err(err) => Err(handshake_failure(err)),
+        }
+    }
+
+    /// Connects to `proxy` and opens a `CONNECT` tunnel to `host:port` through it.
+    async fn tunnel(
+        &mut self,
+        proxy: &ProxyUrl,
+        host: &str,
+        port: u16,
+    ) -> Result<TokioIo<TcpStream>, ConnectFailure> {
+        let authority = format!("{host}:{port}");
+        let failed = |what: ProxyFailure| {
+            ConnectFailure::new(TransportErrorKind::Proxy, proxy.failure(&authority, &what))
+        };
+        let proxy_uri: Uri = proxy.uri().parse().map_err(|_| {
+            failed(ProxyFailure::Unusable(format!(
+                "the proxy {proxy} is not a valid URI"
+            )))
+        })?;
+        let stream = self
+            .tcp
+            .call(proxy_uri)
+            .await
+            .map_err(|e| failed(ProxyFailure::Unreachable(io_words(&e))))?;
+        let mut tcp = stream.into_inner();
+        tcp.write_all(&proxy.connect_request(host, port, USER_AGENT))
+            .await
+            .map_err(|e| failed(ProxyFailure::Unreachable(e.to_string())))?;
+        // Read the answer's head a byte at a time: what follows it is the tunnel's.
+        let mut head = Vec::with_capacity(128);
+        loop {
+            let mut byte = [0u8; 1];
+            let read = tcp
+                .read(&mut byte)
+                .await
+                .map_err(|e| failed(ProxyFailure::Unreachable(e.to_string())))?;
+            if read == 0 {
+                return Err(failed(ProxyFailure::Closed));
+            }
+            head.push(byte[0]);
+            match parse_connect_response(&head) {
+                Ok(None) => {}
+                Ok(Some((_, status))) if (200..300).contains(&status) => {
+                    return Ok(TokioIo::new(tcp));
+                }
+                Ok(Some((_, status))) => return Err(failed(ProxyFailure::Refused(status))),
+                Err(what) => return Err(failed(what)),
+            }
+        }
+    }
+}
+
+/// A failed handshake: a rustls error is the certificate's or the handshake's.
+fn handshake_failure(err: std::io::Error) -> ConnectFailure {
+    match err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => ConnectFailure::new(
+            TransportErrorKind::Tls(crate::tls::problem_of(tls)),
+            tls.to_string(),
+        ),
+        None => ConnectFailure::new(TransportErrorKind::Connect, err.to_string()),
+    }
+}
+
+/// The words of the innermost I/O error in `err`'s chain, else the whole chain.
+fn io_words(err: &(dyn StdError + 'static)) -> String {
+    let mut source = Some(err);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return io.to_string();
+        }
+        source = cause.source();
+    }
+    chain(err)
+}
+
+/// Why a connection could not be made, with the kind the operation is told.
+#[derive(Debug)]
+pub(crate) struct ConnectFailure {
+    kind: TransportErrorKind,
+    detail: String,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl ConnectFailure {
+    fn new(kind: TransportErrorKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            detail: detail.into(),
+            source: None,
+        }
+    }
+
+    /// A TCP connect failure: the connector's own error, kept as the source.
+    fn connect(err: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        let err = err.into();
+        Self {
+            kind: TransportErrorKind::Connect,
+            detail: err.to_string(),
+            source: Some(err),
+        }
+    }
+}
+
+impl std::fmt::Display for ConnectFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl StdError for ConnectFailure {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+/// What a failed request tells the operation: a TLS or proxy failure in the connector's own
+/// words (the same as the blocking driver's), any other failure with its whole chain.
+pub(crate) fn transport_error(err: &hyper_util::client::legacy::Error) -> TransportError {
+    let kind = kind_of(err);
+    let mut source = err.source();
+    while let Some(cause) = source {
+        if let Some(failure) = cause.downcast_ref::<ConnectFailure>() {
+            if matches!(
+                failure.kind,
+                TransportErrorKind::Tls(_) | TransportErrorKind::Proxy
+            ) {
+                return TransportError::new(failure.kind, failure.detail.clone());
+            }
+        }
+        source = cause.source();
+    }
+    TransportError::new(kind, chain(err))
+}
+
+/// At a timer: the legs whose grant ended while a TLS handshake was in progress (their head
+/// not in) fail as a handshake that timed out, reported at once; the operation's own timers
+/// then expire as usual.
+pub(crate) fn handshake_timeouts(
+    op: &mut Operation<'_>,
+    legs: &mut Vec<InFlight>,
+    handshakes: &Handshakes,
+    observer: &mut (dyn Observer + Send),
+    now: Instant,
+) {
+    if !handshakes.any() {
+        return;
+    }
+    let mut index = 0;
+    while index < legs.len() {
+        let leg = &legs[index];
+        if leg.status.is_some() || now < leg.ends_at || !matches!(leg.state, State::Head(_)) {
+            index += 1;
+            continue;
+        }
+        let kind = TransportErrorKind::Tls(TlsProblem::TimedOut);
+        op.handle_transport_error(
+            leg.id,
+            TransportError::new(kind, "the TLS handshake did not finish within the grant"),
+            now,
+        );
+        let leg = legs.swap_remove(index);
+        leg.report(LegEnd::Transport(kind), now, observer);
+    }
 }
 
 /// One leg in flight.
@@ -155,8 +426,9 @@ pub(crate) async fn feed(
             LegEnd::Status(head.status.as_u16())
         }
         Delivery::Head(Err(err)) => {
-            let kind = kind_of(&err);
-            op.handle_transport_error(id, TransportError::new(kind, chain(&err)), now);
+            let error = transport_error(&err);
+            let kind = error.kind;
+            op.handle_transport_error(id, error, now);
             LegEnd::Transport(kind)
         }
         Delivery::Frame(None) => {

@@ -4,8 +4,10 @@
 //! [`mcp_proto`] is a sans-IO state machine: it decides which request comes next, grants it
 //! what is left of the operation's budget and reads the answers. This crate does the I/O for it
 //! on tokio, and nothing else: it sends each leg with [hyper] 1 over HTTP/1.1 (rustls with the
-//! *ring* provider for HTTPS, Mozilla's roots from `webpki-roots`), bounds the **whole** leg
-//! (connect, send, response head and every body frame) by the leg's grant, and feeds what came
+//! *ring* provider for HTTPS, verified with the operating system's trust store plus the CAs
+//! [`Client::with_network`] adds; an HTTP `CONNECT` proxy from the environment or set there),
+//! bounds the **whole** leg (connect, proxy tunnel, TLS, send, response head and every body
+//! frame) by the leg's grant, and feeds what came
 //! back into the state machine. Every decision (which error, re-initialising after a 404,
 //! refusing a leg when the budget is spent) is `mcp-proto`'s.
 //!
@@ -89,6 +91,7 @@ mod client;
 mod clock;
 mod leg;
 mod stdio;
+mod tls;
 mod trace;
 
 pub use authorize::{Authorize, AuthorizeFuture, Authorizer, HeadlessAuthorizer};

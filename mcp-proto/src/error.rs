@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::deadline::{Budget, format_seconds};
 use crate::model::ProtocolVersion;
+use crate::network::{TlsProblem, tls_message};
 
 /// The most characters of server-sent text quoted in an error message.
 pub const QUOTE_LIMIT: usize = 200;
@@ -67,6 +68,43 @@ pub enum Error {
         /// (`DELETE` for a close).
         method: &'static str,
         /// The transport's reason, clipped.
+        reason: String,
+    },
+    /// The TLS handshake with the server failed: its certificate is not trusted here (unknown
+    /// issuer, expired, another name, revoked), the handshake broke, or it did not finish
+    /// within the leg's grant. The message says what to do about it, in the same words from
+    /// both drivers.
+    #[error("{}", tls_message(server, method, *problem, detail))]
+    Tls {
+        /// The server's label.
+        server: String,
+        /// The request the failure is about.
+        method: &'static str,
+        /// What was wrong.
+        problem: TlsProblem,
+        /// The TLS library's words (clipped; for a timeout, the grant).
+        detail: String,
+    },
+    /// The proxy that carries requests to the server could not be reached, or refused or
+    /// broke the tunnel. The reason names the proxy without its credentials.
+    #[error(
+        "MCP server \"{server}\" could not be reached through a proxy: {reason}; check the proxy settings (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY, or the driver's Network)"
+    )]
+    Proxy {
+        /// The server's label.
+        server: String,
+        /// The request the failure is about.
+        method: &'static str,
+        /// What the proxy did, clipped.
+        reason: String,
+    },
+    /// The CAs the caller added cannot be used: a file that cannot be read, or PEM text with
+    /// no certificate in it.
+    #[error("the CA certificates in {source_name} cannot be used: {reason}")]
+    InvalidCertificates {
+        /// The file, or `added PEM`.
+        source_name: String,
+        /// Why.
         reason: String,
     },
     /// The server answered with a status outside 2xx. Redirects are not followed.
@@ -318,6 +356,9 @@ impl Error {
             Self::BudgetExhausted { .. } => "budget_exhausted",
             Self::LegTimedOut { .. } => "leg_timed_out",
             Self::Unreachable { .. } => "unreachable",
+            Self::Tls { .. } => "tls",
+            Self::Proxy { .. } => "proxy",
+            Self::InvalidCertificates { .. } => "invalid_certificates",
             Self::HttpStatus { .. } => "http_status",
             Self::UnsupportedContentType { .. } => "unsupported_content_type",
             Self::Malformed { .. } => "malformed",
@@ -349,7 +390,10 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Self::BudgetExhausted { .. } => Fault::Budget,
-            Self::LegTimedOut { .. } | Self::Unreachable { .. } => Fault::Network,
+            Self::LegTimedOut { .. }
+            | Self::Unreachable { .. }
+            | Self::Tls { .. }
+            | Self::Proxy { .. } => Fault::Network,
             Self::HttpStatus { .. }
             | Self::UnsupportedContentType { .. }
             | Self::Malformed { .. }
@@ -371,9 +415,10 @@ impl Error {
                 _ => Fault::Authorization,
             },
             Self::Cancelled { .. } => Fault::Cancelled,
-            Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => {
-                Fault::Caller
-            }
+            Self::InvalidUrl { .. }
+            | Self::InvalidHeader { .. }
+            | Self::InvalidCertificates { .. }
+            | Self::AlreadyFinished => Fault::Caller,
         }
     }
 
@@ -383,6 +428,8 @@ impl Error {
             Self::BudgetExhausted { server, .. }
             | Self::LegTimedOut { server, .. }
             | Self::Unreachable { server, .. }
+            | Self::Tls { server, .. }
+            | Self::Proxy { server, .. }
             | Self::HttpStatus { server, .. }
             | Self::UnsupportedContentType { server, .. }
             | Self::Malformed { server, .. }
@@ -398,7 +445,10 @@ impl Error {
             | Self::ServerExited { server, .. }
             | Self::Authorization { server, .. }
             | Self::Cancelled { server, .. } => Some(server),
-            Self::InvalidUrl { .. } | Self::InvalidHeader { .. } | Self::AlreadyFinished => None,
+            Self::InvalidUrl { .. }
+            | Self::InvalidHeader { .. }
+            | Self::InvalidCertificates { .. }
+            | Self::AlreadyFinished => None,
         }
     }
 }

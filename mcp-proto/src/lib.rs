@@ -72,6 +72,7 @@ mod error;
 mod headers;
 mod jsonrpc;
 mod model;
+pub mod network;
 mod observe;
 pub mod operation;
 mod session;
@@ -97,6 +98,7 @@ pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
     ServerInfo, SessionInfo, Subscription, SubscriptionEnd, accept_elicitation_with_defaults,
 };
+pub use network::{AddedRoots, Network, Proxies, ProxyFailure, ProxyUrl, TlsProblem};
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,

@@ -83,7 +83,7 @@ impl LegEnd {
     }
 
     /// One word for traces: the status code, or `timeout`, `connect`, `protocol`, `io`,
-    /// `declined`, `cancelled`; over stdio `ok` or `exited`.
+    /// `declined`, `tls`, `proxy`, `cancelled`; over stdio `ok` or `exited`.
     pub fn word(&self) -> String {
         match self {
             Self::Status(code) => code.to_string(),
@@ -91,6 +91,8 @@ impl LegEnd {
             Self::Transport(TransportErrorKind::Connect) => "connect".to_owned(),
             Self::Transport(TransportErrorKind::Protocol) => "protocol".to_owned(),
             Self::Transport(TransportErrorKind::Declined) => "declined".to_owned(),
+            Self::Transport(TransportErrorKind::Tls(_)) => "tls".to_owned(),
+            Self::Transport(TransportErrorKind::Proxy) => "proxy".to_owned(),
             Self::Transport(_) => "io".to_owned(),
             Self::Cancelled => "cancelled".to_owned(),
             Self::Done => "ok".to_owned(),

@@ -104,13 +104,18 @@ mod mcp;
 mod modern;
 mod oauth;
 mod payload;
+mod proxy;
 mod script;
 mod server;
 mod stdio;
+/// HTTPS for the test server: a CA made at run time and a TLS front (feature `tls`).
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
 pub use modern::{MODERN_VERSIONS, ServerEra};
 pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};
+pub use proxy::{ConnectProxy, Tunnel};
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
 pub use stdio::{

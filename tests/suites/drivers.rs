@@ -40,6 +40,9 @@ use auth::*;
 #[path = "drivers/stdio.rs"]
 mod stdio;
 use stdio::*;
+#[path = "drivers/network.rs"]
+mod network;
+use network::*;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
@@ -109,6 +112,16 @@ for_each_driver!(
     a_program_that_is_not_there_is_the_callers_error,
     the_seed_sequence_holds_over_stdio_in_real_time,
     a_cancel_ends_a_local_call_at_once,
+    // Company networks: CAs, TLS errors, proxies.
+    an_internal_ca_added_as_an_option_is_trusted,
+    an_internal_ca_named_by_ssl_cert_file_is_trusted,
+    an_unknown_issuer_is_refused_with_a_sentence_to_act_on,
+    an_expired_or_misnamed_certificate_is_named_as_such,
+    a_tls_handshake_that_never_ends_times_out_inside_the_grant,
+    both_schemes_go_through_the_proxy,
+    no_proxy_and_loopback_skip_the_proxy,
+    a_refusing_proxy_is_typed_and_its_credentials_never_shown,
+    a_silent_proxy_is_bounded_by_the_leg_s_grant,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,

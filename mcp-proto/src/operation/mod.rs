@@ -478,7 +478,18 @@ impl<'s> Operation<'s> {
 
     /// Tells the operation leg `id` failed in the transport (or was declined by the driver).
     /// A failure reported at or after the leg's end is its timeout.
+    /// Except a TLS handshake that ran out of the grant ([`TlsProblem::TimedOut`]): that is
+    /// what the driver saw at the leg's end, and the error says so.
+    ///
+    /// [`TlsProblem::TimedOut`]: crate::TlsProblem::TimedOut
     pub fn handle_transport_error(&mut self, id: LegId, error: TransportError, now: Instant) {
+        if error.kind == TransportErrorKind::Tls(crate::network::TlsProblem::TimedOut) {
+            if let Some(role) = self.legs.find(id) {
+                self.timers.stop(Timer::LegEnd(role));
+                self.leg_failed(role, Some(&error));
+            }
+            return;
+        }
         let Some(role) = self.in_time(id, now) else {
             return;
         };
@@ -670,6 +681,27 @@ impl<'s> Operation<'s> {
                     server,
                     method,
                     detail,
+                });
+            }
+            TransportErrorKind::Tls(problem) => {
+                let detail = if problem == crate::network::TlsProblem::TimedOut {
+                    format!("the {} s", crate::deadline::format_seconds(grant))
+                } else {
+                    clip(&error.detail, QUOTE_LIMIT)
+                };
+                self.fail(|server| Error::Tls {
+                    server,
+                    method,
+                    problem,
+                    detail,
+                });
+            }
+            TransportErrorKind::Proxy => {
+                let reason = clip(&error.detail, QUOTE_LIMIT);
+                self.fail(|server| Error::Proxy {
+                    server,
+                    method,
+                    reason,
                 });
             }
             TransportErrorKind::TimedOut

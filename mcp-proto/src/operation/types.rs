@@ -15,6 +15,7 @@ use crate::catalog::{
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
+use crate::network::TlsProblem;
 use crate::skills::{LoadedSkill, Skill};
 
 /// How long to wait before resuming a closed stream when the server named no `retry`.
@@ -446,8 +447,18 @@ pub enum TransportErrorKind {
     /// The leg's grant ran out in the transport (a driver whose own timer fired calls
     /// [`handle_timeout`](crate::Operation::handle_timeout) instead).
     TimedOut,
-    /// No connection could be made (refused, DNS, TLS handshake).
+    /// No connection could be made (refused, DNS).
     Connect,
+    /// The TLS handshake failed, or did not finish within the grant: the server's certificate
+    /// is not trusted, or the handshake itself broke ([`Error::Tls`](crate::Error::Tls)).
+    /// A [`TlsProblem::TimedOut`] is honoured even when reported at the leg's end.
+    Tls(TlsProblem),
+    /// The proxy could not be reached, or refused or broke the tunnel
+    /// ([`Error::Proxy`](crate::Error::Proxy)); the detail is [`ProxyUrl::failure`]'s
+    /// sentence (no credentials).
+    ///
+    /// [`ProxyUrl::failure`]: crate::ProxyUrl::failure
+    Proxy,
     /// The connection broke while sending or reading.
     Io,
     /// The server answered with something that is not HTTP (a head that does not parse, e.g.

@@ -75,16 +75,62 @@ where
     }
 }
 
+thread_local! {
+    /// The capture of the test running on this thread, if it captures.
+    static CURRENT: std::cell::RefCell<Option<Capture>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The one subscriber of the test binary, global, routing to the capture of the thread that
+/// emitted. A global subscriber is interested in every callsite from the first time any thread
+/// reaches it; a scoped one (`with_default`) is not, when a test on another thread registered
+/// the callsite first (tracing caches a callsite's interest), and its events were then lost.
+struct Router;
+
+impl<S> Layer<S> for Router
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if let Some(capture) = CURRENT.with(|c| c.borrow().clone()) {
+            capture.on_new_span(attrs, id, ctx);
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(capture) = CURRENT.with(|c| c.borrow().clone()) {
+            capture.on_record(id, values, ctx);
+        }
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
+        if let Some(capture) = CURRENT.with(|c| c.borrow().clone()) {
+            capture.on_event(event, ctx);
+        }
+    }
+}
+
+/// Runs `f` with what this thread emits going to `capture`.
+fn capturing<R>(capture: &Capture, f: impl FnOnce() -> R) -> R {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ =
+            tracing::subscriber::set_global_default(tracing_subscriber::registry().with(Router));
+    });
+    CURRENT.with(|c| *c.borrow_mut() = Some(capture.clone()));
+    let result = f();
+    CURRENT.with(|c| *c.borrow_mut() = None);
+    result
+}
+
 const SECRET: &str = "Bearer secret-token-4711";
 
 pub(super) fn a_tool_call_is_one_operation_span_with_a_span_per_leg<D: Driver>() {
     let server = TestServer::start(Script::new());
     let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
     let config = config(&server, Duration::from_secs(10))
         .with_header("Authorization", SECRET)
         .unwrap();
-    tracing::subscriber::with_default(subscriber, || {
+    capturing(&capture, || {
         let mut client = D::new(config);
         client.call_tool("echo", echo("hi")).unwrap();
     });
@@ -140,10 +186,9 @@ pub(super) fn a_refusal_is_an_event_on_its_operation_span<D: Driver>() {
             .delay("notifications/initialized", Duration::from_millis(500)),
     );
     let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
     let config =
         config(&server, Duration::from_secs(1)).with_resolution(mcp_proto::Resolution::SECOND);
-    tracing::subscriber::with_default(subscriber, || {
+    capturing(&capture, || {
         let mut client = D::new(config);
         let err = client.call_tool("echo", echo("hi")).unwrap_err();
         assert!(

@@ -19,6 +19,7 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     const MODULE: &'static str;
 
     fn new(config: SessionConfig) -> Self;
+    fn with_network(config: SessionConfig, network: &mcp_proto::Network) -> Result<Self, Error>;
     fn connect(url: &str) -> Result<Self, Error>;
     fn probe(&mut self) -> Result<SessionInfo, Error>;
     fn list_tools(&mut self) -> Result<Listing<Tool>, Error>;
@@ -66,6 +67,10 @@ impl Driver for Blocking {
 
     fn connect(url: &str) -> Result<Self, Error> {
         mcp_driver_blocking::Client::connect(url).map(Self)
+    }
+
+    fn with_network(config: SessionConfig, network: &mcp_proto::Network) -> Result<Self, Error> {
+        mcp_driver_blocking::Client::with_network(config, network).map(Self)
     }
 
     fn probe(&mut self) -> Result<SessionInfo, Error> {
@@ -177,6 +182,10 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
 
     fn connect(url: &str) -> Result<Self, Error> {
         mcp_driver_tokio::Client::connect(url).map(Self::with_client)
+    }
+
+    fn with_network(config: SessionConfig, network: &mcp_proto::Network) -> Result<Self, Error> {
+        mcp_driver_tokio::Client::with_network(config, network).map(Self::with_client)
     }
 
     fn probe(&mut self) -> Result<SessionInfo, Error> {

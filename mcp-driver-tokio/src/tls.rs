@@ -1,0 +1,263 @@
+//! What the client trusts: the rustls configuration built from a [`Network`], and the typed
+//! reading of a TLS failure. (The blocking driver has the same module: both verify alike.)
+//!
+//! * **The operating system's trust store** (feature `platform-verifier`, on by default):
+//!   `rustls-platform-verifier`, which asks the platform's own verifier on macOS, Windows,
+//!   iOS and Android, and on Linux and the BSDs verifies with webpki against the system's CA
+//!   bundle (`rustls-native-certs`, which itself honours `SSL_CERT_FILE` and `SSL_CERT_DIR`).
+//! * **Added CAs**: [`Network::with_root_pem`], [`Network::with_root_pem_file`], and the
+//!   certificates in the files `SSL_CERT_FILE` and `SSL_CERT_DIR` name (read through the
+//!   network's lookup, on every platform: where the platform verifier does not read them,
+//!   they are honoured here).
+//! * **Fallback** (feature `webpki-roots`): Mozilla's roots compiled in, used when the
+//!   platform verifier is off or this machine has no trust store. With neither, only the
+//!   added CAs are trusted (and, with none, every certificate is refused as from an unknown
+//!   issuer).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use mcp_proto::{AddedRoots, Error, Network, TlsProblem};
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+
+/// The rustls configuration for `network`: TLS 1.2 and 1.3 with the ring provider, verified
+/// as the [module docs](self) say.
+///
+/// # Errors
+/// [`Error::InvalidCertificates`] when a CA the caller added cannot be read or holds no
+/// certificate (CAs named by `SSL_CERT_FILE`/`SSL_CERT_DIR` that cannot be read are skipped).
+pub(crate) fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut added = Vec::new();
+    for roots in network.added_roots() {
+        added.extend(caller_roots(roots)?);
+    }
+    if let Some(file) = network.cert_file() {
+        added.extend(read_pem_file(&file).unwrap_or_default());
+    }
+    for dir in network.cert_dirs() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            added.extend(read_pem_file(&entry.path()).unwrap_or_default());
+        }
+    }
+    let verifier = verifier(&provider, added);
+    let config = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        // The ring provider supports TLS 1.2 and 1.3, the safe defaults: this cannot fail.
+        .expect("the ring provider supports rustls' default protocol versions")
+        .dangerous()
+        // Not dangerous: a verifier that verifies (the platform's, or webpki's).
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// How a rustls error reads to a person: which certificate problem, or a failed handshake.
+pub(crate) fn problem_of(err: &rustls::Error) -> TlsProblem {
+    use CertificateError as C;
+    match err {
+        rustls::Error::InvalidCertificate(cert) => match cert {
+            C::UnknownIssuer => TlsProblem::UnknownIssuer,
+            C::Expired
+            | C::ExpiredContext { .. }
+            | C::NotValidYet
+            | C::NotValidYetContext { .. } => TlsProblem::Expired,
+            C::NotValidForName | C::NotValidForNameContext { .. } => TlsProblem::WrongName,
+            C::Revoked => TlsProblem::Revoked,
+            _ => TlsProblem::BadCertificate,
+        },
+        _ => TlsProblem::Handshake,
+    }
+}
+
+/// The host of a URI as a TLS server name (brackets off an IPv6 address).
+pub(crate) fn server_name(host: &str) -> Option<ServerName<'static>> {
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    ServerName::try_from(host.to_owned()).ok()
+}
+
+fn caller_roots(roots: &AddedRoots) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let (name, parsed) = match roots {
+        AddedRoots::Pem { label, pem } => (label.clone(), parse_pem(pem)),
+        AddedRoots::File(path) => (path.display().to_string(), read_pem_file(path)),
+    };
+    match parsed {
+        Ok(certs) if !certs.is_empty() => Ok(certs),
+        Ok(_) => Err(Error::InvalidCertificates {
+            source_name: name,
+            reason: "no PEM CERTIFICATE block in it".to_owned(),
+        }),
+        Err(reason) => Err(Error::InvalidCertificates {
+            source_name: name,
+            reason,
+        }),
+    }
+}
+
+fn read_pem_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("it cannot be read ({e})"))?;
+    parse_pem(&bytes)
+}
+
+fn parse_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("it is not PEM ({e})"))
+}
+
+fn verifier(
+    provider: &Arc<CryptoProvider>,
+    added: Vec<CertificateDer<'static>>,
+) -> Arc<dyn ServerCertVerifier> {
+    // The system's store alone is read once per process (every client without added CAs
+    // shares it): loading it parses the whole bundle.
+    #[cfg(feature = "platform-verifier")]
+    if added.is_empty() {
+        static SYSTEM: std::sync::OnceLock<Option<Arc<rustls_platform_verifier::Verifier>>> =
+            std::sync::OnceLock::new();
+        let system = SYSTEM.get_or_init(|| {
+            rustls_platform_verifier::Verifier::new(Arc::clone(provider))
+                .ok()
+                .map(Arc::new)
+        });
+        if let Some(system) = system {
+            return Arc::clone(system) as Arc<dyn ServerCertVerifier>;
+        }
+    }
+    #[cfg(feature = "platform-verifier")]
+    if let Ok(platform) = rustls_platform_verifier::Verifier::new_with_extra_roots(
+        added.clone(),
+        Arc::clone(provider),
+    ) {
+        return Arc::new(platform);
+    }
+    let mut roots = RootCertStore::empty();
+    #[cfg(feature = "webpki-roots")]
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    roots.add_parsable_certificates(added);
+    if roots.is_empty() {
+        return Arc::new(TrustNothing(Arc::clone(provider)));
+    }
+    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider))
+        .build()
+        .map_or_else(
+            |_| Arc::new(TrustNothing(Arc::clone(provider))) as Arc<dyn ServerCertVerifier>,
+            |v| v as Arc<dyn ServerCertVerifier>,
+        )
+}
+
+/// No CA at all: every certificate is from an unknown issuer.
+#[derive(Debug)]
+struct TrustNothing(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for TrustNothing {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Err(rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_problems_read_as_a_person_would_act_on_them() {
+        let cert = |c| rustls::Error::InvalidCertificate(c);
+        assert_eq!(
+            problem_of(&cert(CertificateError::UnknownIssuer)),
+            TlsProblem::UnknownIssuer
+        );
+        assert_eq!(
+            problem_of(&cert(CertificateError::Expired)),
+            TlsProblem::Expired
+        );
+        assert_eq!(
+            problem_of(&cert(CertificateError::NotValidYet)),
+            TlsProblem::Expired
+        );
+        assert_eq!(
+            problem_of(&cert(CertificateError::NotValidForName)),
+            TlsProblem::WrongName
+        );
+        assert_eq!(
+            problem_of(&cert(CertificateError::Revoked)),
+            TlsProblem::Revoked
+        );
+        assert_eq!(
+            problem_of(&cert(CertificateError::BadSignature)),
+            TlsProblem::BadCertificate
+        );
+        assert_eq!(
+            problem_of(&rustls::Error::AlertReceived(
+                rustls::AlertDescription::HandshakeFailure
+            )),
+            TlsProblem::Handshake
+        );
+    }
+
+    #[test]
+    fn added_roots_that_hold_nothing_are_the_callers_error() {
+        let err = client_config(&Network::new().with_root_pem("not a certificate")).unwrap_err();
+        assert_eq!(err.kind(), "invalid_certificates");
+        let err =
+            client_config(&Network::new().with_root_pem_file("/nonexistent/ca.pem")).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
+        let quiet = Network::new()
+            .with_env(|name| (name == "SSL_CERT_FILE").then(|| "/nonexistent".to_owned()));
+        assert!(client_config(&quiet).is_ok());
+    }
+}

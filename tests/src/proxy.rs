@@ -1,0 +1,151 @@
+//! A loopback HTTP `CONNECT` proxy: it opens tunnels to loopback targets only, records every
+//! `CONNECT` it was asked for (target and `Proxy-Authorization`), and can refuse them all with
+//! a status (`407` to ask for credentials).
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+/// One `CONNECT` the proxy received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tunnel {
+    /// The request target (`host:port`).
+    pub target: String,
+    /// The `Proxy-Authorization` header, if any.
+    pub authorization: Option<String>,
+}
+
+/// The proxy; see the [module docs](self).
+#[derive(Debug)]
+pub struct ConnectProxy {
+    addr: SocketAddr,
+    tunnels: Arc<Mutex<Vec<Tunnel>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl ConnectProxy {
+    /// A proxy that opens every tunnel to a loopback target.
+    pub fn start() -> Self {
+        Self::serve(None)
+    }
+
+    /// A proxy that answers every `CONNECT` with `status` (and opens nothing).
+    pub fn refusing(status: u16) -> Self {
+        Self::serve(Some(status))
+    }
+
+    fn serve(refuse: Option<u16>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+        let addr = listener.local_addr().expect("its address");
+        let tunnels = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (accept_tunnels, accept_stop) = (Arc::clone(&tunnels), Arc::clone(&stop));
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                if accept_stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let tunnels = Arc::clone(&accept_tunnels);
+                thread::spawn(move || {
+                    let _ = tunnel(conn, refuse, &tunnels);
+                });
+            }
+        });
+        Self {
+            addr,
+            tunnels,
+            stop,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The proxy's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every `CONNECT` received so far.
+    pub fn tunnels(&self) -> Vec<Tunnel> {
+        self.tunnels.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for ConnectProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn tunnel(
+    mut client: TcpStream,
+    refuse: Option<u16>,
+    tunnels: &Mutex<Vec<Tunnel>>,
+) -> io::Result<()> {
+    // The head, a byte at a time: what follows it is the tunnel's.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if client.read(&mut byte)? == 0 || head.len() > 16 * 1024 {
+            return Ok(());
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut words = request_line.split(' ');
+    let (method, target) = (
+        words.next().unwrap_or_default(),
+        words.next().unwrap_or_default(),
+    );
+    let authorization = lines
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("proxy-authorization"))
+        .map(|(_, value)| value.trim().to_owned());
+    if let Ok(mut tunnels) = tunnels.lock() {
+        tunnels.push(Tunnel {
+            target: target.to_owned(),
+            authorization,
+        });
+    }
+    if let Some(status) = refuse {
+        write!(
+            client,
+            "HTTP/1.1 {status} Refused\r\nContent-Length: 0\r\n\r\n"
+        )?;
+        return Ok(());
+    }
+    let loopback = target
+        .rsplit_once(':')
+        .is_some_and(|(host, _)| matches!(host, "127.0.0.1" | "localhost" | "[::1]"));
+    if method != "CONNECT" || !loopback {
+        client.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")?;
+        return Ok(());
+    }
+    let upstream = match TcpStream::connect(target) {
+        Ok(upstream) => upstream,
+        Err(_) => {
+            client.write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")?;
+            return Ok(());
+        }
+    };
+    client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
+    let (mut client_read, mut upstream_write) = (client.try_clone()?, upstream.try_clone()?);
+    let up = thread::spawn(move || {
+        let _ = io::copy(&mut client_read, &mut upstream_write);
+        let _ = upstream_write.shutdown(Shutdown::Write);
+    });
+    let (mut upstream_read, mut client_write) = (upstream, client);
+    let _ = io::copy(&mut upstream_read, &mut client_write);
+    let _ = client_write.shutdown(Shutdown::Write);
+    let _ = up.join();
+    Ok(())
+}

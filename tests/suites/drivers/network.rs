@@ -1,0 +1,244 @@
+//! Company networks, for every driver: a loopback HTTPS server whose certificate comes from a
+//! CA made at test time, trusted through the driver option or `SSL_CERT_FILE` (read through the
+//! network's lookup, so no test changes the process's environment), refused otherwise with the
+//! same typed error and the same words from every driver; a loopback `CONNECT` proxy that
+//! carries plain and TLS requests, whose refusals are typed, whose credentials are sent and
+//! never shown, and that `NO_PROXY` skips.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use mcp_proto::{Budget, Error, Network, Resolution, SessionConfig, TlsProblem};
+use mcp_testkit::tls::{TestCa, TlsFront};
+use mcp_testkit::{ConnectProxy, Script, TestServer};
+
+use super::BUDGET;
+use super::support::{Driver, echo};
+
+/// A network that reads no real environment variable: only `vars`.
+fn env(vars: &[(&str, &str)]) -> Network {
+    let vars: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    Network::new().with_env(move |name| vars.get(name).cloned())
+}
+
+fn client<D: Driver>(url: &str, network: &Network, budget: Duration) -> D {
+    let config = SessionConfig::new(url)
+        .expect("a valid URL")
+        .with_budget(Budget::from_duration(budget))
+        .with_resolution(Resolution::MILLISECOND);
+    D::with_network(config, network).expect("the network is usable")
+}
+
+fn call<D: Driver>(url: &str, network: &Network) -> Result<String, Error> {
+    client::<D>(url, network, BUDGET)
+        .call_tool("echo", echo("through"))
+        .map(|r| r.text())
+}
+
+/// A test server behind TLS with a certificate of `ca`'s for `localhost` (and 127.0.0.1).
+fn https(ca: &TestCa) -> (TestServer, TlsFront) {
+    let server = TestServer::start(Script::new());
+    let front = TlsFront::start(server.addr(), &ca.server_cert(&["localhost", "127.0.0.1"]));
+    (server, front)
+}
+
+#[track_caller]
+fn tls_problem(err: &Error) -> (TlsProblem, String) {
+    match err {
+        Error::Tls {
+            problem, detail, ..
+        } => (*problem, detail.clone()),
+        other => panic!("expected Error::Tls, got {other:?}: {other}"),
+    }
+}
+
+pub(super) fn an_internal_ca_added_as_an_option_is_trusted<D: Driver>() {
+    let ca = TestCa::new("mcp-testkit internal CA");
+    let (server, front) = https(&ca);
+    let network = env(&[]).with_root_pem(ca.pem());
+    assert_eq!(call::<D>(&front.url(), &network).unwrap(), "through");
+    assert!(front.handshakes() >= 1);
+    assert!(server.rpc_methods().contains(&"tools/call".to_owned()));
+    // The same CA as a file.
+    let dir = tempdir();
+    let network = env(&[]).with_root_pem_file(ca.write_pem(&dir));
+    assert_eq!(call::<D>(&front.url(), &network).unwrap(), "through");
+}
+
+pub(super) fn an_internal_ca_named_by_ssl_cert_file_is_trusted<D: Driver>() {
+    let ca = TestCa::new("mcp-testkit internal CA");
+    let (_server, front) = https(&ca);
+    let dir = tempdir();
+    let file = ca.write_pem(&dir);
+    let network = env(&[("SSL_CERT_FILE", file.to_str().unwrap())]);
+    assert_eq!(call::<D>(&front.url(), &network).unwrap(), "through");
+    let network = env(&[("SSL_CERT_DIR", dir.to_str().unwrap())]);
+    assert_eq!(call::<D>(&front.url(), &network).unwrap(), "through");
+}
+
+pub(super) fn an_unknown_issuer_is_refused_with_a_sentence_to_act_on<D: Driver>() {
+    let ca = TestCa::new("mcp-testkit internal CA");
+    let (server, front) = https(&ca);
+    let err = call::<D>(&front.url(), &env(&[])).unwrap_err();
+    let (problem, detail) = tls_problem(&err);
+    assert_eq!(problem, TlsProblem::UnknownIssuer);
+    assert_eq!(detail, "invalid peer certificate: UnknownIssuer");
+    let port = front.addr().port();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "MCP server \"localhost:{port}\" presented a TLS certificate whose issuer is not trusted here (unknown issuer: not in the system's trust store nor among the added CAs); if the server's certificate comes from an internal CA, add that CA (PEM): SSL_CERT_FILE=ca.pem, `mcp-call --cacert ca.pem`, or the driver's Network::with_root_pem_file"
+        )
+    );
+    assert_eq!(err.kind(), "tls");
+    assert_eq!(err.fault(), mcp_proto::Fault::Network);
+    assert!(server.requests().is_empty(), "nothing reached the server");
+    // Another CA does not help.
+    let other = TestCa::new("another CA");
+    let err = call::<D>(&front.url(), &env(&[]).with_root_pem(other.pem())).unwrap_err();
+    assert_eq!(tls_problem(&err).0, TlsProblem::UnknownIssuer);
+}
+
+pub(super) fn an_expired_or_misnamed_certificate_is_named_as_such<D: Driver>() {
+    let ca = TestCa::new("mcp-testkit internal CA");
+    let server = TestServer::start(Script::new());
+    let network = env(&[]).with_root_pem(ca.pem());
+    let expired = TlsFront::start(server.addr(), &ca.expired_server_cert(&["localhost"]));
+    let err = call::<D>(&expired.url(), &network).unwrap_err();
+    assert_eq!(tls_problem(&err).0, TlsProblem::Expired, "{err}");
+    assert!(
+        err.to_string().contains("has expired or is not valid yet"),
+        "{err}"
+    );
+    let misnamed = TlsFront::start(server.addr(), &ca.server_cert(&["mcp.example"]));
+    let err = call::<D>(&misnamed.url(), &network).unwrap_err();
+    assert_eq!(tls_problem(&err).0, TlsProblem::WrongName, "{err}");
+    assert!(err.to_string().contains("not valid for that name"), "{err}");
+}
+
+pub(super) fn a_tls_handshake_that_never_ends_times_out_inside_the_grant<D: Driver>() {
+    // Accepts the connection and never says a word.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "https://localhost:{}/mcp",
+        silent.local_addr().unwrap().port()
+    );
+    let budget = Duration::from_millis(600);
+    let mut client = client::<D>(&url, &env(&[]), budget);
+    let started = Instant::now();
+    let err = client.call_tool("echo", echo("x")).unwrap_err();
+    let elapsed = started.elapsed();
+    let (problem, _) = tls_problem(&err);
+    assert_eq!(problem, TlsProblem::TimedOut);
+    assert!(
+        err.to_string().contains("did not finish within the 0.6 s"),
+        "{err}"
+    );
+    assert!(elapsed < budget + Duration::from_millis(500), "{elapsed:?}");
+    drop(silent);
+}
+
+pub(super) fn both_schemes_go_through_the_proxy<D: Driver>() {
+    let proxy = ConnectProxy::start();
+    let plain = TestServer::start(Script::new());
+    let network = env(&[]).with_proxy(&proxy.url()).unwrap();
+    assert_eq!(call::<D>(&plain.url(), &network).unwrap(), "through");
+    let tunnels = proxy.tunnels();
+    assert!(!tunnels.is_empty());
+    assert!(
+        tunnels.iter().all(|t| t.target == plain.addr().to_string()),
+        "{tunnels:?}"
+    );
+    let ca = TestCa::new("mcp-testkit internal CA");
+    let (_server, front) = https(&ca);
+    let network = network.with_root_pem(ca.pem());
+    assert_eq!(call::<D>(&front.url(), &network).unwrap(), "through");
+    let target = format!("localhost:{}", front.addr().port());
+    assert!(proxy.tunnels().iter().any(|t| t.target == target));
+}
+
+pub(super) fn no_proxy_and_loopback_skip_the_proxy<D: Driver>() {
+    let proxy = ConnectProxy::start();
+    let server = TestServer::start(Script::new());
+    let network = env(&[("NO_PROXY", "example.org,127.0.0.1")])
+        .with_proxy(&proxy.url())
+        .unwrap();
+    assert_eq!(call::<D>(&server.url(), &network).unwrap(), "through");
+    let network = env(&[])
+        .with_proxy(&proxy.url())
+        .unwrap()
+        .with_no_proxy("127.0.0.0/8");
+    assert_eq!(call::<D>(&server.url(), &network).unwrap(), "through");
+    // An environment proxy is never used for loopback.
+    let network = env(&[("HTTP_PROXY", &proxy.url()), ("ALL_PROXY", &proxy.url())]);
+    assert_eq!(call::<D>(&server.url(), &network).unwrap(), "through");
+    assert_eq!(proxy.tunnels(), []);
+}
+
+pub(super) fn a_refusing_proxy_is_typed_and_its_credentials_never_shown<D: Driver>() {
+    let proxy = ConnectProxy::refusing(407);
+    let server = TestServer::start(Script::new());
+    let url = proxy.url().replace("http://", "http://alice:s3cret@");
+    let network = env(&[]).with_proxy(&url).unwrap();
+    let err = call::<D>(&server.url(), &network).unwrap_err();
+    let Error::Proxy { reason, .. } = &err else {
+        panic!("expected Error::Proxy, got {err:?}");
+    };
+    assert_eq!(
+        reason,
+        &format!(
+            "the proxy {} refused the tunnel to {} with HTTP status 407 (it wants credentials: put them in the proxy URL, http://user:password@host:port)",
+            proxy.url(),
+            server.addr()
+        )
+    );
+    let text = format!("{err} {err:?} {network:?}");
+    assert!(
+        !text.contains("s3cret") && !text.contains("alice"),
+        "{text}"
+    );
+    let tunnels = proxy.tunnels();
+    assert_eq!(
+        tunnels[0].authorization.as_deref(),
+        Some("Basic YWxpY2U6czNjcmV0")
+    );
+    assert!(server.requests().is_empty());
+    // A proxy that is not there.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let err = call::<D>(&server.url(), &env(&[]).with_proxy(&gone).unwrap()).unwrap_err();
+    assert_eq!(err.kind(), "proxy", "{err}");
+    assert!(err.to_string().contains("could not be reached"), "{err}");
+}
+
+pub(super) fn a_silent_proxy_is_bounded_by_the_leg_s_grant<D: Driver>() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let network = env(&[])
+        .with_proxy(&format!("http://{}", silent.local_addr().unwrap()))
+        .unwrap();
+    let budget = Duration::from_millis(500);
+    let mut client = client::<D>("http://127.0.0.1:9/mcp", &network, budget);
+    let started = Instant::now();
+    let err = client.call_tool("echo", echo("x")).unwrap_err();
+    assert!(matches!(err, Error::LegTimedOut { .. }), "{err:?}");
+    assert!(started.elapsed() < budget + Duration::from_millis(500));
+    drop(silent);
+}
+
+/// A fresh directory under the target's temporary directory.
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "mcp-testkit-network-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
