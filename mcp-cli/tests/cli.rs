@@ -995,3 +995,41 @@ fn a_100_mib_line_from_a_local_server_exits_5_with_bounded_memory() {
         assert!(grown < (2 + 16) * 1024, "{driver}: grew {grown} KiB");
     }
 }
+
+#[test]
+fn cacert_trusts_an_internal_ca_that_is_refused_without_it() {
+    use mcp_testkit::tls::{TestCa, TlsFront};
+    let ca = TestCa::new("mcp-call test internal CA");
+    let server = TestServer::start(Script::new());
+    let front = TlsFront::start(server.addr(), &ca.server_cert(&["localhost", "127.0.0.1"]));
+    let dir = std::env::temp_dir().join(format!("mcp-call-ca-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem = ca.write_pem(&dir);
+    let pem = pem.to_str().unwrap();
+    for driver in ["blocking", "tokio"] {
+        let without = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+            .args(["--url", &front.url(), "--driver", driver, "ping"])
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
+            .env("XDG_CONFIG_HOME", &dir)
+            .output()
+            .unwrap();
+        assert_eq!(code(&without), 4, "{driver}: {}", stderr(&without));
+        assert!(
+            stderr(&without).contains("--cacert"),
+            "{}",
+            stderr(&without)
+        );
+        let with = mcp_call(&[
+            "--url",
+            &front.url(),
+            "--driver",
+            driver,
+            "--cacert",
+            pem,
+            "ping",
+        ]);
+        assert_eq!(code(&with), 0, "{driver}: {}", stderr(&with));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
