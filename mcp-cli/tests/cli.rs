@@ -482,6 +482,55 @@ fn json_errors_are_one_object_per_exit_code() {
     let error = json_error(&out);
     assert_eq!(error["kind"], "http_status");
     assert_eq!(error["fault"], "server");
+
+    // 7: authorization required (an OAuth server, no login).
+    let guarded = TestServer::start(Script::new().oauth(mcp_testkit::OAuthScript::new()));
+    let out = mcp_call(&["--json", "--url", &guarded.url(), "call", "echo"]);
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    let error = json_error(&out);
+    assert_eq!(error["kind"], "authorization_required");
+    assert_eq!(error["fault"], "authorization");
+    assert_eq!(error["exit"], 7);
+}
+
+#[test]
+fn a_config_with_an_http_and_a_stdio_entry_runs_both_on_both_drivers() {
+    let server = TestServer::start(Script::new());
+    let local = mcp_testkit::stdio_server_command(&mcp_testkit::StdioScript::new());
+    let dir = std::env::temp_dir().join(format!("mcp-call-both-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("servers.json");
+    let config = serde_json::json!({"mcpServers": {
+        "remote": {"url": server.url()},
+        "local": {"command": local.program(), "args": local.arguments(), "env": {"K": "v"}, "timeout": 5},
+    }});
+    std::fs::write(&path, config.to_string()).unwrap();
+    let file = path.to_str().unwrap();
+    for driver in ["blocking", "tokio"] {
+        for entry in ["remote", "local"] {
+            let out = mcp_call(&[
+                "--config",
+                file,
+                "--server",
+                entry,
+                "--driver",
+                driver,
+                "--trace",
+                "call",
+                "echo",
+                r#"{"text":"from the config"}"#,
+            ]);
+            assert_eq!(code(&out), 0, "{entry} on {driver}: {}", stderr(&out));
+            assert_eq!(stdout(&out).trim(), "from the config");
+            let spawned = stderr(&out).contains("method=spawn");
+            assert_eq!(spawned, entry == "local", "{}", stderr(&out));
+            if entry == "local" {
+                // The entry's timeout is the budget.
+                assert!(stderr(&out).contains("granted_ms=5000"), "{}", stderr(&out));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
