@@ -88,8 +88,8 @@ mod cancel;
 mod connector;
 mod leg;
 mod stdio;
-mod tls;
-mod trace;
+
+use mcp_driver_common::{tls, trace};
 
 use std::fmt;
 use std::sync::Arc;

@@ -18,15 +18,12 @@ use mcp_proto::{
 
 use crate::cancel::Shared;
 use crate::trace;
+use mcp_driver_common::StderrTail;
 
 /// The most stdout bytes waiting to be fed (1 MiB): past it the reader stops reading (the server then
 /// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
 /// server writes.
 const QUEUE_BYTES: usize = 1024 * 1024;
-/// How much of stderr is kept (its tail) for the error of a server that exits.
-const STDERR_TAIL: usize = 4 * 1024;
-/// The lines of stderr's tail quoted in an error.
-const STDERR_LINES: usize = 5;
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
 /// The grant of the shutdown of a process whose client is dropped.
@@ -91,7 +88,7 @@ pub(crate) struct Child {
     process: Option<std::process::Child>,
     stdin: Option<ChildStdin>,
     pub(crate) mailbox: Arc<Mailbox>,
-    stderr: Arc<Mutex<VecDeque<u8>>>,
+    stderr: StderrTail,
 }
 
 impl Child {
@@ -108,7 +105,7 @@ impl Child {
         }
         let mut process = builder.spawn()?;
         let mailbox = Arc::new(Mailbox::default());
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr = StderrTail::default();
         if let Some(mut out) = process.stdout.take() {
             let mailbox = Arc::clone(&mailbox);
             std::thread::spawn(move || {
@@ -123,17 +120,14 @@ impl Child {
             });
         }
         if let Some(mut err) = process.stderr.take() {
-            let tail = Arc::clone(&stderr);
+            let tail = stderr.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
                 while let Ok(n) = err.read(&mut buf) {
                     if n == 0 {
                         break;
                     }
-                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-                    tail.extend(&buf[..n]);
-                    let excess = tail.len().saturating_sub(STDERR_TAIL);
-                    tail.drain(..excess);
+                    tail.push(&buf[..n]);
                 }
             });
         }
@@ -210,13 +204,7 @@ impl Child {
     }
 
     fn stderr_tail(&self) -> String {
-        let bytes: Vec<u8> = {
-            let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
-            tail.iter().copied().collect()
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n")
+        self.stderr.last_lines()
     }
 
     /// Ends the process within `grant`: stdin closed, half the grant to exit on its own, then

@@ -89,16 +89,4 @@ impl Authorizer for HeadlessAuthorizer {
     }
 }
 
-/// Random bytes from the operating system (`getrandom`), for PKCE verifiers, `state` and
-/// keys.
-pub(crate) struct OsEntropy;
-
-impl mcp_proto::mcp_auth::Entropy for OsEntropy {
-    fn fill(&mut self, buf: &mut [u8]) {
-        // Without an OS random source nothing secret can be made: better to stop than to
-        // hand out guessable values.
-        if let Err(err) = getrandom::fill(buf) {
-            panic!("the operating system's random source failed: {err}");
-        }
-    }
-}
+pub(crate) use mcp_driver_common::OsEntropy;

@@ -91,8 +91,8 @@ mod client;
 mod clock;
 mod leg;
 mod stdio;
-mod tls;
-mod trace;
+
+use mcp_driver_common::{tls, trace};
 
 pub use authorize::{Authorize, AuthorizeFuture, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;

@@ -6,8 +6,6 @@
 //! when a leg is late, how long a shutdown may take); this module starts processes, writes
 //! lines, reads pipes and waits. It holds no policy.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
@@ -21,11 +19,8 @@ use tokio::time::Instant as TokioInstant;
 use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
 use crate::trace;
+use mcp_driver_common::StderrTail;
 
-/// How much of stderr is kept (its tail) for the error of a server that exits.
-const STDERR_TAIL: usize = 4 * 1024;
-/// The lines of stderr's tail quoted in an error.
-const STDERR_LINES: usize = 5;
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
 /// One read of stdout.
@@ -38,7 +33,7 @@ pub(crate) struct Child {
     process: tokio::process::Child,
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
-    stderr: Arc<Mutex<VecDeque<u8>>>,
+    stderr: StderrTail,
     buf: Vec<u8>,
 }
 
@@ -64,19 +59,16 @@ impl Child {
             builder.current_dir(dir);
         }
         let mut process = builder.spawn()?;
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr = StderrTail::default();
         if let Some(mut err) = process.stderr.take() {
-            let tail = Arc::clone(&stderr);
+            let tail = stderr.clone();
             tokio::spawn(async move {
                 let mut buf = [0u8; 4096];
                 while let Ok(n) = err.read(&mut buf).await {
                     if n == 0 {
                         break;
                     }
-                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-                    tail.extend(&buf[..n]);
-                    let excess = tail.len().saturating_sub(STDERR_TAIL);
-                    tail.drain(..excess);
+                    tail.push(&buf[..n]);
                 }
             });
         }
@@ -114,13 +106,7 @@ impl Child {
     }
 
     fn stderr_tail(&self) -> String {
-        let bytes: Vec<u8> = {
-            let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
-            tail.iter().copied().collect()
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n")
+        self.stderr.last_lines()
     }
 
     /// How the process ended (its stdout closed): its status, waited for briefly (a process

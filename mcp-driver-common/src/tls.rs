@@ -1,5 +1,5 @@
 //! What the client trusts: the rustls configuration built from a [`Network`], and the typed
-//! reading of a TLS failure. (The tokio driver has the same module: both verify alike.)
+//! reading of a TLS failure. Both drivers use it: they verify alike and say the same words.
 //!
 //! * **The operating system's trust store** (feature `platform-verifier`, on by default):
 //!   `rustls-platform-verifier`, which asks the platform's own verifier on macOS, Windows,
@@ -33,7 +33,7 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 /// # Errors
 /// [`Error::InvalidCertificates`] when a CA the caller added cannot be read or holds no
 /// certificate (CAs named by `SSL_CERT_FILE`/`SSL_CERT_DIR` that cannot be read are skipped).
-pub(crate) fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Error> {
+pub fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut added = Vec::new();
     for roots in network.added_roots() {
@@ -63,7 +63,7 @@ pub(crate) fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Erro
 }
 
 /// How a rustls error reads to a person: which certificate problem, or a failed handshake.
-pub(crate) fn problem_of(err: &rustls::Error) -> TlsProblem {
+pub fn problem_of(err: &rustls::Error) -> TlsProblem {
     use CertificateError as C;
     match err {
         rustls::Error::InvalidCertificate(cert) => match cert {
@@ -81,7 +81,7 @@ pub(crate) fn problem_of(err: &rustls::Error) -> TlsProblem {
 }
 
 /// The host of a URI as a TLS server name (brackets off an IPv6 address).
-pub(crate) fn server_name(host: &str) -> Option<ServerName<'static>> {
+pub fn server_name(host: &str) -> Option<ServerName<'static>> {
     let host = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))

@@ -17,10 +17,10 @@ mod on {
     use mcp_proto::{Error, Fault, LegKind, LegReport, Operation, Outcome};
     use tracing::field::Empty;
 
-    pub(crate) use tracing::Span;
+    pub use tracing::Span;
 
     /// The span of an operation that has just started.
-    pub(crate) fn operation(op: &Operation<'_>, server: &str) -> Span {
+    pub fn operation(op: &Operation<'_>, server: &str) -> Span {
         let deadline = op.deadline();
         tracing::info_span!(
             "mcp.operation",
@@ -33,7 +33,7 @@ mod on {
     }
 
     /// Records how the operation ended, with an event for a refusal or a cancel.
-    pub(crate) fn ended(span: &Span, result: &Result<Outcome, Error>) {
+    pub fn ended(span: &Span, result: &Result<Outcome, Error>) {
         let word = match result {
             Ok(_) => "ok",
             Err(err) => {
@@ -49,12 +49,7 @@ mod on {
     }
 
     /// The span of a leg being sent, inside its operation's.
-    pub(crate) fn leg(
-        operation: &Span,
-        number: u32,
-        kind: LegKind,
-        grant: std::time::Duration,
-    ) -> Span {
+    pub fn leg(operation: &Span, number: u32, kind: LegKind, grant: std::time::Duration) -> Span {
         tracing::info_span!(
             parent: operation,
             "mcp.leg",
@@ -67,14 +62,14 @@ mod on {
     }
 
     /// Records how a leg ended.
-    pub(crate) fn leg_ended(span: &Span, report: &LegReport) {
+    pub fn leg_ended(span: &Span, report: &LegReport) {
         span.record("end", report.end.word().as_str());
         span.record("elapsed_ms", report.elapsed.as_millis() as u64);
     }
 
     /// An event for the person's step of an authorization: `approved` is `None` without an
     /// authorizer. The URL is not recorded (it is the person's to open, not the log's).
-    pub(crate) fn authorized(operation: &Span, approved: Option<bool>) {
+    pub fn authorized(operation: &Span, approved: Option<bool>) {
         let outcome = match approved {
             Some(true) => "redirected",
             Some(false) => "failed",
@@ -90,21 +85,26 @@ mod on {
 
     /// Stands for a span when the `tracing` feature is off: does nothing.
     #[derive(Debug, Clone)]
-    pub(crate) struct Span;
+    pub struct Span;
 
-    pub(crate) fn operation(_: &Operation<'_>, _: &str) -> Span {
+    /// No span (feature `tracing` off).
+    pub fn operation(_: &Operation<'_>, _: &str) -> Span {
         Span
     }
 
-    pub(crate) fn ended(_: &Span, _: &Result<Outcome, Error>) {}
+    /// Nothing to record (feature `tracing` off).
+    pub fn ended(_: &Span, _: &Result<Outcome, Error>) {}
 
-    pub(crate) fn leg(_: &Span, _: u32, _: LegKind, _: std::time::Duration) -> Span {
+    /// No span (feature `tracing` off).
+    pub fn leg(_: &Span, _: u32, _: LegKind, _: std::time::Duration) -> Span {
         Span
     }
 
-    pub(crate) fn leg_ended(_: &Span, _: &LegReport) {}
+    /// Nothing to record (feature `tracing` off).
+    pub fn leg_ended(_: &Span, _: &LegReport) {}
 
-    pub(crate) fn authorized(_: &Span, _: Option<bool>) {}
+    /// Nothing to record (feature `tracing` off).
+    pub fn authorized(_: &Span, _: Option<bool>) {}
 }
 
-pub(crate) use on::*;
+pub use on::*;

@@ -1,0 +1,84 @@
+//! What `mcp-driver-blocking` and `mcp-driver-tokio` share, so that both verify, trace and
+//! report alike: written once here rather than twice there.
+//!
+//! * [`tls`]: the rustls configuration a [`Network`](mcp_proto::Network) asks for (the
+//!   system's trust store, added CAs, the fallback roots) and the typed reading of a TLS
+//!   failure.
+//! * [`trace`]: the `tracing` spans of an operation and its legs (feature `tracing`).
+//! * [`OsEntropy`]: the operating system's random source, for authorizations.
+//! * [`StderrTail`]: the last lines a local (stdio) server wrote on stderr, for its error.
+//!
+//! This crate holds no policy (that is `mcp-proto`'s) and does no I/O on a transport (that is
+//! each driver's, blocking or async). It is not meant to be used directly.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod tls;
+pub mod trace;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Random bytes from the operating system (`getrandom`), for PKCE verifiers, `state`, DPoP
+/// keys and `jti`s. The state machines never read a random source themselves.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OsEntropy;
+
+impl mcp_proto::mcp_auth::Entropy for OsEntropy {
+    fn fill(&mut self, buf: &mut [u8]) {
+        // Without an OS random source nothing secret can be made: better to stop than to
+        // hand out guessable values.
+        if let Err(err) = getrandom::fill(buf) {
+            panic!("the operating system's random source failed: {err}");
+        }
+    }
+}
+
+/// The tail of a local server's stderr: the last [`StderrTail::BYTES`] bytes it wrote, shared
+/// between the thread (or task) that reads the pipe and the driver that quotes it.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
+
+impl StderrTail {
+    /// How much of stderr is kept.
+    pub const BYTES: usize = 4 * 1024;
+    /// How many of its last lines an error quotes.
+    pub const LINES: usize = 5;
+
+    /// Keeps `bytes` the server wrote, dropping the oldest past [`BYTES`](Self::BYTES).
+    pub fn push(&self, bytes: &[u8]) {
+        let mut tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        tail.extend(bytes);
+        let excess = tail.len().saturating_sub(Self::BYTES);
+        tail.drain(..excess);
+    }
+
+    /// The last [`LINES`](Self::LINES) non-blank lines, joined by newlines.
+    pub fn last_lines(&self) -> String {
+        let bytes: Vec<u8> = {
+            let tail = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            tail.iter().copied().collect()
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(Self::LINES)..].join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_lines_within_its_bytes() {
+        let tail = StderrTail::default();
+        for i in 0..2000 {
+            tail.push(format!("line {i}\n\n").as_bytes());
+        }
+        assert_eq!(
+            tail.last_lines(),
+            "line 1995\nline 1996\nline 1997\nline 1998\nline 1999"
+        );
+        assert!(tail.0.lock().unwrap().len() <= StderrTail::BYTES);
+    }
+}
