@@ -69,18 +69,7 @@ impl Authorizer for HeadlessAuthorizer {
             .build()
             .call()
             .map_err(|e| format!("the authorization endpoint could not be reached: {e}"))?;
-        if !response.status().is_redirection() {
-            return Err(format!(
-                "the authorization endpoint answered {} instead of a redirect",
-                response.status().as_u16()
-            ));
-        }
-        response
-            .headers()
-            .get(http::header::LOCATION)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned)
-            .ok_or_else(|| "the authorization endpoint's redirect has no Location".to_owned())
+        mcp_driver_common::redirect_location(response.status(), response.headers())
     }
 }
 

@@ -12,13 +12,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, Error, Leg, LegEnd, LegId, LegKind, LegReport, MonotonicClock, Observer, Operation,
-    Outcome, Output, ProcessExit, StdioCommand, TransportError, TransportErrorKind,
+    Clock, Error, Leg, LegKind, MonotonicClock, Observer, Operation, Outcome, Output, ProcessExit,
+    StdioCommand, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
 use crate::trace;
-use mcp_driver_common::StderrTail;
+use mcp_driver_common::{StderrTail, StdioLegs};
 
 /// The most stdout bytes waiting to be fed (1 MiB): past it the reader stops reading (the server then
 /// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
@@ -277,16 +277,6 @@ fn terminate(process: &std::process::Child) {
 #[cfg(not(unix))]
 fn terminate(_: &std::process::Child) {}
 
-/// A leg handed out and not reported yet.
-struct Sent {
-    id: LegId,
-    kind: LegKind,
-    grant: Duration,
-    ends_at: Instant,
-    at: Instant,
-    span: trace::Span,
-}
-
 /// Runs one operation over stdio: the loop of the proto's module docs with a process for a
 /// transport.
 pub(crate) struct StdioDriver<'a> {
@@ -300,8 +290,7 @@ pub(crate) struct StdioDriver<'a> {
 impl StdioDriver<'_> {
     pub(crate) fn drive(&mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
         let clock = MonotonicClock;
-        let mut sent: Vec<Sent> = Vec::new();
-        let mut exited = false;
+        let mut legs = StdioLegs::default();
         if let Some(child) = self.child.as_ref() {
             self.shared.set_waker(Arc::clone(&child.mailbox));
         }
@@ -313,15 +302,10 @@ impl StdioDriver<'_> {
             let now = clock.now();
             match op.poll_output(now) {
                 Output::Transmit(leg) => {
-                    sent.push(Sent {
-                        id: leg.id,
-                        kind: leg.kind,
-                        grant: leg.timeout,
-                        ends_at: leg.ends_at,
-                        at: now,
-                        span: trace::leg(&self.span, leg.id.number(), leg.kind, leg.timeout),
-                    });
-                    exited |= self.transmit(op, &leg);
+                    legs.sent(&leg, now, &self.span);
+                    if self.transmit(op, &leg) {
+                        legs.process_exited();
+                    }
                 }
                 Output::Event(event) => self.observer.event(&event),
                 Output::Authorize(_) => op.decline_authorization(),
@@ -333,7 +317,7 @@ impl StdioDriver<'_> {
                     Some(child) => match child.wait(until, self.shared) {
                         Delivery::Chunk(chunk) => op.handle_stdout(&chunk, clock.now()),
                         Delivery::Closed => {
-                            exited = true;
+                            legs.process_exited();
                             if let Some(child) = self.child.take() {
                                 let exit = child.exit();
                                 op.handle_exit(&exit, clock.now());
@@ -344,39 +328,12 @@ impl StdioDriver<'_> {
                 },
                 Output::Done(result) => {
                     let cancelled = matches!(result, Err(Error::Cancelled { .. }));
-                    self.report(op, &mut sent, exited, cancelled);
+                    legs.report(op, self.observer, MonotonicClock.now(), cancelled);
                     return result;
                 }
             }
-            self.report(op, &mut sent, exited, false);
+            legs.report(op, self.observer, MonotonicClock.now(), false);
         }
-    }
-
-    /// Reports every leg the operation no longer has.
-    fn report(&mut self, op: &Operation<'_>, sent: &mut Vec<Sent>, exited: bool, all: bool) {
-        let now = MonotonicClock.now();
-        sent.retain(|leg| {
-            if !all && op.is_in_flight(leg.id) {
-                return true;
-            }
-            let end = if all {
-                LegEnd::Cancelled
-            } else if exited && leg.kind != LegKind::Shutdown {
-                LegEnd::Exited
-            } else {
-                LegEnd::Done.as_of(now, leg.ends_at)
-            };
-            let report = LegReport {
-                number: leg.id.number(),
-                kind: leg.kind,
-                grant: leg.grant,
-                elapsed: now.saturating_duration_since(leg.at),
-                end,
-            };
-            trace::leg_ended(&leg.span, &report);
-            self.observer.leg_finished(&report);
-            false
-        });
     }
 
     /// Carries out `leg`. Returns true when the process turned out to be gone.

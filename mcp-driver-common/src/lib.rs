@@ -34,6 +34,25 @@ impl mcp_proto::mcp_auth::Entropy for OsEntropy {
     }
 }
 
+/// What a headless authorizer reads off the authorization endpoint's answer: the redirect's
+/// `Location`, or why there is none (the words are the authorizer's, for the caller's log).
+pub fn redirect_location(
+    status: http::StatusCode,
+    headers: &http::HeaderMap,
+) -> Result<String, String> {
+    if !status.is_redirection() {
+        return Err(format!(
+            "the authorization endpoint answered {} instead of a redirect",
+            status.as_u16()
+        ));
+    }
+    headers
+        .get(http::header::LOCATION)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .ok_or_else(|| "the authorization endpoint's redirect has no Location".to_owned())
+}
+
 /// The tail of a local server's stderr: the last [`StderrTail::BYTES`] bytes it wrote, shared
 /// between the thread (or task) that reads the pipe and the driver that quotes it.
 #[derive(Debug, Clone, Default)]
@@ -80,5 +99,78 @@ mod tests {
             "line 1995\nline 1996\nline 1997\nline 1998\nline 1999"
         );
         assert!(tail.0.lock().unwrap().len() <= StderrTail::BYTES);
+    }
+}
+
+/// Over stdio, the legs handed out and not reported yet: a leg is over when the operation no
+/// longer has it (its line written, its answer in, its grant spent), which the driver learns
+/// only after an input; each is then reported once, to the trace and the observer.
+#[derive(Debug, Default)]
+pub struct StdioLegs {
+    sent: Vec<SentLeg>,
+    /// The server process was seen to exit during this operation.
+    exited: bool,
+}
+
+#[derive(Debug)]
+struct SentLeg {
+    id: mcp_proto::LegId,
+    kind: mcp_proto::LegKind,
+    grant: std::time::Duration,
+    ends_at: std::time::Instant,
+    at: std::time::Instant,
+    span: trace::Span,
+}
+
+impl StdioLegs {
+    /// `leg` was handed out at `now`, inside the operation's span.
+    pub fn sent(&mut self, leg: &mcp_proto::Leg, now: std::time::Instant, operation: &trace::Span) {
+        self.sent.push(SentLeg {
+            id: leg.id,
+            kind: leg.kind,
+            grant: leg.timeout,
+            ends_at: leg.ends_at,
+            at: now,
+            span: trace::leg(operation, leg.id.number(), leg.kind, leg.timeout),
+        });
+    }
+
+    /// The server process exited: legs ending from now on report `exited`.
+    pub fn process_exited(&mut self) {
+        self.exited = true;
+    }
+
+    /// Reports every leg `op` no longer has (with `cancelled`, every leg, as cancelled).
+    pub fn report(
+        &mut self,
+        op: &mcp_proto::Operation<'_>,
+        observer: &mut dyn mcp_proto::Observer,
+        now: std::time::Instant,
+        cancelled: bool,
+    ) {
+        use mcp_proto::{LegEnd, LegKind, LegReport};
+        let exited = self.exited;
+        self.sent.retain(|leg| {
+            if !cancelled && op.is_in_flight(leg.id) {
+                return true;
+            }
+            let end = if cancelled {
+                LegEnd::Cancelled
+            } else if exited && leg.kind != LegKind::Shutdown {
+                LegEnd::Exited
+            } else {
+                LegEnd::Done.as_of(now, leg.ends_at)
+            };
+            let report = LegReport {
+                number: leg.id.number(),
+                kind: leg.kind,
+                grant: leg.grant,
+                elapsed: now.saturating_duration_since(leg.at),
+                end,
+            };
+            trace::leg_ended(&leg.span, &report);
+            observer.leg_finished(&report);
+            false
+        });
     }
 }

@@ -6,11 +6,11 @@
 //! when a leg is late, how long a shutdown may take); this module starts processes, writes
 //! lines, reads pipes and waits. It holds no policy.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_proto::{
-    Clock, Error, LegEnd, LegId, LegKind, LegReport, Observer, Operation, Outcome, Output,
-    ProcessExit, StdioCommand, TransportError, TransportErrorKind,
+    Clock, Error, LegKind, Observer, Operation, Outcome, Output, ProcessExit, StdioCommand,
+    TransportError, TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout, Command};
@@ -19,7 +19,7 @@ use tokio::time::Instant as TokioInstant;
 use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
 use crate::trace;
-use mcp_driver_common::StderrTail;
+use mcp_driver_common::{StderrTail, StdioLegs};
 
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
@@ -164,16 +164,6 @@ fn terminate(process: &tokio::process::Child) {
 #[cfg(not(unix))]
 fn terminate(_: &tokio::process::Child) {}
 
-/// A leg handed out and not reported yet.
-struct Sent {
-    id: LegId,
-    kind: LegKind,
-    grant: Duration,
-    ends_at: Instant,
-    at: Instant,
-    span: trace::Span,
-}
-
 /// Everything one stdio operation borrows from its client.
 pub(crate) struct StdioRun<'a> {
     pub(crate) child: &'a mut Option<Child>,
@@ -191,8 +181,7 @@ impl StdioRun<'_> {
         let cancelled = self.cancel.waiter();
         tokio::pin!(cancelled);
         cancelled.as_mut().enable();
-        let mut sent: Vec<Sent> = Vec::new();
-        let mut exited = false;
+        let mut legs = StdioLegs::default();
         loop {
             if self.cancel.is_fired(armed) && !op.is_finished() {
                 op.cancel();
@@ -200,15 +189,10 @@ impl StdioRun<'_> {
             let now = clock.now();
             match op.poll_output(now) {
                 Output::Transmit(leg) => {
-                    sent.push(Sent {
-                        id: leg.id,
-                        kind: leg.kind,
-                        grant: leg.timeout,
-                        ends_at: leg.ends_at,
-                        at: now,
-                        span: trace::leg(&self.span, leg.id.number(), leg.kind, leg.timeout),
-                    });
-                    exited |= self.transmit(op, &leg).await;
+                    legs.sent(&leg, now, &self.span);
+                    if self.transmit(op, &leg).await {
+                        legs.process_exited();
+                    }
                 }
                 Output::Event(event) => self.observer.event(&event),
                 Output::Authorize(_) => op.decline_authorization(),
@@ -234,7 +218,7 @@ impl StdioRun<'_> {
                             match read {
                                 Some(chunk) => op.handle_stdout(&chunk, clock.now()),
                                 None => {
-                                    exited = true;
+                                    legs.process_exited();
                                     if let Some(child) = self.child.take() {
                                         let exit = child.exit().await;
                                         op.handle_exit(&exit, clock.now());
@@ -246,39 +230,12 @@ impl StdioRun<'_> {
                 }
                 Output::Done(result) => {
                     let cancelled = matches!(result, Err(Error::Cancelled { .. }));
-                    self.report(op, &mut sent, exited, cancelled);
+                    legs.report(op, self.observer, TokioClock.now(), cancelled);
                     return result;
                 }
             }
-            self.report(op, &mut sent, exited, false);
+            legs.report(op, self.observer, TokioClock.now(), false);
         }
-    }
-
-    /// Reports every leg the operation no longer has.
-    fn report(&mut self, op: &Operation<'_>, sent: &mut Vec<Sent>, exited: bool, all: bool) {
-        let now = TokioClock.now();
-        sent.retain(|leg| {
-            if !all && op.is_in_flight(leg.id) {
-                return true;
-            }
-            let end = if all {
-                LegEnd::Cancelled
-            } else if exited && leg.kind != LegKind::Shutdown {
-                LegEnd::Exited
-            } else {
-                LegEnd::Done.as_of(now, leg.ends_at)
-            };
-            let report = LegReport {
-                number: leg.id.number(),
-                kind: leg.kind,
-                grant: leg.grant,
-                elapsed: now.saturating_duration_since(leg.at),
-                end,
-            };
-            trace::leg_ended(&leg.span, &report);
-            self.observer.leg_finished(&report);
-            false
-        });
     }
 
     /// Carries out `leg`. Returns true when the process turned out to be gone.
