@@ -435,3 +435,53 @@ fn a_program_that_cannot_start_is_the_callers_error() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_stdio_call_that_ran_out_of_time_is_announced_as_cancelled() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config_with_budget(3));
+    let mut server = legacy("never", Duration::ZERO);
+    let mut stalls: Server = Box::new(move |message| {
+        if message["method"] == "tools/call" {
+            return Reply::default();
+        }
+        server(message)
+    });
+    let mut op = session.call_tool("slow", Map::new(), clock.now());
+    let mut written = Vec::new();
+    let result = loop {
+        match op.poll_output(clock.now()) {
+            Output::Transmit(leg) => {
+                written.push((leg.kind, leg.timeout.as_secs()));
+                op.handle_sent(leg.id, clock.now());
+                if !matches!(leg.kind, LegKind::Spawn | LegKind::CancelNotice) {
+                    let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                    for chunk in stalls(&message).stdout {
+                        op.handle_stdout(&chunk, clock.now());
+                    }
+                }
+                if leg.kind == LegKind::CancelNotice {
+                    let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                    assert_eq!(message["method"], "notifications/cancelled");
+                }
+            }
+            Output::Wait(until) => {
+                clock.set(until);
+                op.handle_timeout(clock.now());
+            }
+            Output::Done(result) => break result,
+            _ => {}
+        }
+    };
+    assert!(
+        matches!(
+            result,
+            Err(Error::LegTimedOut {
+                method: "tools/call",
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    assert_eq!(written.last(), Some(&(LegKind::CancelNotice, 1)));
+}

@@ -604,6 +604,15 @@ impl<'s> Operation<'s> {
     /// The standalone stream and the cancel notice are dropped quietly; any other leg's
     /// failure ends the operation.
     fn leg_failed(&mut self, role: Role, error: Option<&TransportError>) {
+        // Over stdio a tool call that ran out of time keeps the server working unless it is
+        // told: the notice goes out (a line, under its own grant) once the operation ended.
+        if role == Role::Work && error.is_none() && self.session.config().is_stdio() {
+            if let Some(leg) = self.legs.get(Role::Work) {
+                if leg.answers == LegKind::CallTool {
+                    self.notice = leg.request_id;
+                }
+            }
+        }
         match role {
             Role::Listen => self.listen_off(),
             Role::Notice => {
