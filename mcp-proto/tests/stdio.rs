@@ -485,3 +485,37 @@ fn a_stdio_call_that_ran_out_of_time_is_announced_as_cancelled() {
     );
     assert_eq!(written.last(), Some(&(LegKind::CancelNotice, 1)));
 }
+
+#[test]
+fn a_restarted_local_server_has_its_era_found_again() {
+    // First a legacy build; after it exits, a modern build of the same command answers.
+    let clock = ManualClock::new();
+    let mut session = Session::new(config());
+    let mut legacy_build = legacy("old", Duration::ZERO);
+    let mut modern_build = modern();
+    let mut upgraded = false;
+    let mut server: Server = Box::new(move |message| {
+        if upgraded {
+            return modern_build(message);
+        }
+        if message["method"] == "tools/call" {
+            upgraded = true;
+            return Reply {
+                exits: Some(ProcessExit::default()),
+                ..Reply::default()
+            };
+        }
+        legacy_build(message)
+    });
+    let first = call(&mut session, &clock, &mut server);
+    assert!(
+        matches!(first.result, Err(Error::ServerExited { .. })),
+        "{:?}",
+        first.result
+    );
+    assert_eq!(session.era(), Some(Era::Legacy));
+    let second = call(&mut session, &clock, &mut server);
+    assert_eq!(labels(&second), ["spawn", "server/discover", "tools/call"]);
+    assert_eq!(second.result.unwrap().into_call().unwrap().text(), "m");
+    assert_eq!(session.era(), Some(Era::Modern));
+}

@@ -288,8 +288,15 @@ impl Session {
 
 impl<'s> Operation<'s> {
     fn new(session: &'s mut Session, action: Action, deadline: OperationDeadline) -> Self {
-        let (modern, era_open) = era::starting_era(session);
         let stdio = session.config().is_stdio();
+        // A local server started anew may be another build of it (upgraded, or another
+        // program on the PATH): its era is found again, not remembered.
+        let restarting = stdio && !session.process_running() && action != Action::Close;
+        let (modern, era_open) = if restarting && session.config().protocol_version().is_none() {
+            (Some(ProtocolVersion::MODERN), true)
+        } else {
+            era::starting_era(session)
+        };
         // The modern era has no handshake: the work goes out first. Over stdio a process
         // comes first, when none runs.
         let next = if stdio && !session.process_running() && action != Action::Close {
@@ -302,7 +309,7 @@ impl<'s> Operation<'s> {
         let probe_first = stdio
             && era_open
             && modern.is_some()
-            && session.era().is_none()
+            && (session.era().is_none() || restarting)
             && action != Action::Probe;
         // Closing a session that has no id on the server (or no session at all, as in the
         // modern era) sends nothing; over stdio, closing no process does nothing.
