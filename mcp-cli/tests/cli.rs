@@ -6,16 +6,21 @@ use std::time::{Duration, Instant};
 
 use mcp_testkit::{Hostile, Script, ServerEra, TestServer};
 
-fn mcp_call(args: &[&str]) -> Output {
-    // The credentials file goes to a directory of the test run's own, never the user's.
+/// `mcp-call` with `args`, isolated from this machine's settings: no budget or secret from
+/// the environment, and its credentials file in a directory of the test run's own.
+fn mcp_call_command(args: &[&str]) -> Command {
     let config_home = std::env::temp_dir().join(format!("mcp-call-tests-{}", std::process::id()));
-    Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-call"));
+    command
         .args(args)
         .env_remove("MCP_OPERATION_TIMEOUT")
         .env_remove("MCP_CLIENT_SECRET")
-        .env("XDG_CONFIG_HOME", config_home)
-        .output()
-        .expect("mcp-call runs")
+        .env("XDG_CONFIG_HOME", config_home);
+    command
+}
+
+fn mcp_call(args: &[&str]) -> Output {
+    mcp_call_command(args).output().expect("mcp-call runs")
 }
 
 #[test]
@@ -820,21 +825,20 @@ fn login_keeps_a_token_that_later_commands_present_and_logout_forgets_it() {
     let credentials = home.join("credentials.json");
     let credentials = credentials.to_str().unwrap();
     // login: the URL comes on stderr; the "person" (this test) follows it to the listener.
-    let mut login = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
-        .args([
-            "--url",
-            &server.url(),
-            "--credentials",
-            credentials,
-            "--trace",
-            "--timeout",
-            "20",
-        ])
-        .arg("login")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mcp-call runs");
+    let mut login = mcp_call_command(&[
+        "--url",
+        &server.url(),
+        "--credentials",
+        credentials,
+        "--trace",
+        "--timeout",
+        "20",
+        "login",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("mcp-call runs");
     let mut stderr_lines = BufReader::new(login.stderr.take().unwrap()).lines();
     let mut seen = Vec::new();
     let url = loop {
@@ -953,10 +957,14 @@ fn a_stalled_local_server_ends_at_the_budget_with_exit_4_and_is_gone() {
     use mcp_testkit::{StdioHostile, StdioScript};
     let line = stdio_line(&StdioScript::new().hostile("tools/call", StdioHostile::Stall));
     for driver in ["blocking", "tokio"] {
+        let tag = format!("cli-stall-{driver}-{}", std::process::id());
+        let env = format!("{}={tag}", mcp_testkit::PROCESS_TAG_ENV);
         let started = Instant::now();
         let out = mcp_call(&[
             "--stdio",
             &line,
+            "--env",
+            &env,
             "--driver",
             driver,
             "--timeout",
@@ -970,6 +978,12 @@ fn a_stalled_local_server_ends_at_the_budget_with_exit_4_and_is_gone() {
         assert_eq!(code(&out), 4, "{driver}: {}", stderr(&out));
         // The budget, the close's small grant, and a generous margin for a slow machine.
         assert!(elapsed < Duration::from_secs(6), "{driver}: {elapsed:?}");
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            mcp_testkit::running_processes_tagged(&tag),
+            0,
+            "{driver}: the server outlived mcp-call"
+        );
     }
 }
 
@@ -977,10 +991,7 @@ fn a_stalled_local_server_ends_at_the_budget_with_exit_4_and_is_gone() {
 /// it runs: its exit code and the peak in KiB.
 #[cfg(target_os = "linux")]
 fn run_with_peak(args: &[&str]) -> (Option<i32>, u64) {
-    let config_home = std::env::temp_dir().join(format!("mcp-call-tests-{}", std::process::id()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
-        .args(args)
-        .env("XDG_CONFIG_HOME", config_home)
+    let mut child = mcp_call_command(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -1056,11 +1067,9 @@ fn cacert_trusts_an_internal_ca_that_is_refused_without_it() {
     let pem = ca.write_pem(&dir);
     let pem = pem.to_str().unwrap();
     for driver in ["blocking", "tokio"] {
-        let without = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
-            .args(["--url", &front.url(), "--driver", driver, "ping"])
+        let without = mcp_call_command(&["--url", &front.url(), "--driver", driver, "ping"])
             .env_remove("SSL_CERT_FILE")
             .env_remove("SSL_CERT_DIR")
-            .env("XDG_CONFIG_HOME", &dir)
             .output()
             .unwrap();
         assert_eq!(code(&without), 4, "{driver}: {}", stderr(&without));

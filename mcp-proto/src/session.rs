@@ -50,6 +50,12 @@ pub struct Session {
 /// The driver's random source, boxed; `Debug` shows nothing of it.
 struct EntropySource(Box<dyn Entropy + Send>);
 
+impl EntropySource {
+    fn get(&mut self) -> &mut dyn Entropy {
+        self.0.as_mut()
+    }
+}
+
 impl std::fmt::Debug for EntropySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("EntropySource")
@@ -141,18 +147,12 @@ impl Session {
         &mut self,
     ) -> Option<(&AccessToken, Option<&str>, Option<&mut dyn Entropy>)> {
         let token = self.token.as_ref()?;
-        let entropy = match self.entropy.as_mut() {
-            Some(source) => Some(source.0.as_mut() as &mut dyn Entropy),
-            None => None,
-        };
+        let entropy = self.entropy.as_mut().map(EntropySource::get);
         Some((token, self.dpop_nonce.as_deref(), entropy))
     }
 
     pub(crate) fn entropy(&mut self) -> Option<&mut dyn Entropy> {
-        match self.entropy.as_mut() {
-            Some(source) => Some(source.0.as_mut()),
-            None => None,
-        }
+        self.entropy.as_mut().map(EntropySource::get)
     }
 
     /// The time of day at `now`, reckoned from the driver's last reading.

@@ -119,9 +119,9 @@ pub use proxy::{ConnectProxy, Tunnel};
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{RecordedRequest, ScriptHandle, TestServer};
 pub use stdio::{
-    MAX_INPUT_LINE, STDIO_SCRIPT_ENV, STDIO_SERVER_BIN, STDIO_SERVER_PATH_ENV, STDIO_USAGE,
-    ServerAsk, StdioHostile, StdioScript, TRICKLE_INTERVAL, serve_stdio, stdio_server_command,
-    stdio_server_path,
+    MAX_INPUT_LINE, PROCESS_TAG_ENV, STDIO_SCRIPT_ENV, STDIO_SERVER_BIN, STDIO_SERVER_PATH_ENV,
+    STDIO_USAGE, ServerAsk, StdioHostile, StdioScript, TRICKLE_INTERVAL, running_processes_tagged,
+    serve_stdio, stdio_server_command, stdio_server_path,
 };
 
 /// Maximum accepted request head size (64 KiB); larger heads get `400`.

@@ -966,6 +966,40 @@ impl<W: Write, L: Write> StdioServer<'_, W, L> {
     }
 }
 
+/// The environment variable [`running_processes_tagged`] looks for: give a test's child
+/// processes `MCP_TESTKIT_TAG=<tag>` (e.g. with `StdioCommand::env`, or `mcp-call --env`).
+pub const PROCESS_TAG_ENV: &str = "MCP_TESTKIT_TAG";
+
+/// How many running processes (zombies excluded) carry [`PROCESS_TAG_ENV`]`=tag` in their
+/// environment: a test's check that no server it started is left behind. Linux only (it
+/// reads `/proc`); elsewhere 0.
+pub fn running_processes_tagged(tag: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let needle = format!("{PROCESS_TAG_ENV}={tag}");
+    entries
+        .flatten()
+        .filter(|entry| {
+            let path = entry.path();
+            let environ = std::fs::read(path.join("environ")).unwrap_or_default();
+            let tagged = environ
+                .split(|b| *b == 0)
+                .any(|var| var == needle.as_bytes());
+            // A zombie keeps its /proc entry (state Z) but is not running.
+            let running = std::fs::read_to_string(path.join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    stat.rsplit(')')
+                        .next()
+                        .map(|s| !s.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false);
+            tagged && running
+        })
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,6 +40,16 @@ pub struct Authorize {
     pub ends_at: Instant,
 }
 
+/// What came back from the browser step.
+pub(super) enum PersonAnswer<'a> {
+    /// The URL the browser was redirected to.
+    Redirect(&'a str),
+    /// The caller's authorizer could not get one (its words).
+    Failed(&'a str),
+    /// There is no authorizer.
+    NoAuthorizer,
+}
+
 /// The request the trace and errors name for the browser step.
 pub(super) const AUTHORIZE_LABEL: &str = "oauth:authorize";
 
@@ -53,8 +63,6 @@ pub(super) struct Authorizing {
     running: bool,
     /// The answer to the auth leg in flight, collected until its end.
     answer: Option<AuthAnswer>,
-    /// The browser step was handed out and its redirect is awaited.
-    awaiting_person: bool,
     /// Requests sent again with a resource server's fresh DPoP nonce in this operation.
     nonce_retries: u32,
 }
@@ -136,7 +144,8 @@ impl Operation<'_> {
     /// The next step of a running authorization: a leg, the browser step, a wait, or (once it
     /// ended) whatever comes after it.
     pub(super) fn poll_authorization(&mut self, now: Instant) -> Output {
-        if self.auth.awaiting_person {
+        // The browser step was handed out (its timer runs): its redirect is awaited.
+        if self.timers.is_armed(Timer::Person) {
             return self.wait(now);
         }
         let wall = self.session.time_of_day(now);
@@ -163,7 +172,6 @@ impl Operation<'_> {
                 };
                 let ends_at = now.checked_add(timeout).unwrap_or(now);
                 self.timers.set(Timer::Person, ends_at);
-                self.auth.awaiting_person = true;
                 Output::Authorize(Authorize {
                     url: url.into(),
                     timeout,
@@ -263,19 +271,28 @@ impl Operation<'_> {
         flow.handle_response(answer.status, &answer.headers, &answer.body);
     }
 
-    /// The redirect the person's browser was sent to, after [`Output::Authorize`].
-    pub(super) fn person_answered(&mut self, redirect: Option<&str>) {
-        if !self.auth.awaiting_person {
+    /// What came back from the browser step, after [`Output::Authorize`]; `now` is when (none
+    /// for an answer given at once). Ignored when no step is awaited; at or after the step's
+    /// end, whatever came back, the budget ran out.
+    pub(super) fn person_answered(&mut self, answer: PersonAnswer<'_>, now: Option<Instant>) {
+        if !self.timers.is_armed(Timer::Person) {
             return;
         }
-        self.auth.awaiting_person = false;
+        if now.is_some_and(|now| self.timers.is_due(Timer::Person, now)) {
+            self.expire(Timer::Person);
+            return;
+        }
         self.timers.stop(Timer::Person);
         let Some(flow) = self.auth.flow.as_mut() else {
             return;
         };
-        match redirect {
-            Some(url) => flow.handle_redirect(url),
-            None => flow.handle_no_authorizer(),
+        match answer {
+            PersonAnswer::Redirect(url) => flow.handle_redirect(url),
+            PersonAnswer::NoAuthorizer => flow.handle_no_authorizer(),
+            PersonAnswer::Failed(detail) => {
+                let detail = crate::error::clip(detail, crate::error::QUOTE_LIMIT);
+                self.person_failed(&format!("the authorizer failed: {detail}"));
+            }
         }
     }
 
@@ -284,25 +301,9 @@ impl Operation<'_> {
         self.person_failed("the authorization was not approved within the operation's budget");
     }
 
-    /// The caller's authorizer could not get the redirect (`detail`, its words), or the budget
-    /// ran out meanwhile (at or after the step's end).
-    pub(super) fn authorizer_failed(&mut self, detail: &str, now: Instant) {
-        if !self.auth.awaiting_person {
-            return;
-        }
-        if self.timers.is_due(Timer::Person, now) {
-            self.person_timed_out();
-            return;
-        }
-        let detail = crate::error::clip(detail, crate::error::QUOTE_LIMIT);
-        self.person_failed(&format!("the authorizer failed: {detail}"));
-    }
-
     /// The browser step ended without a redirect, for `reason`.
     fn person_failed(&mut self, reason: &str) {
-        self.auth.awaiting_person = false;
         self.auth.running = false;
-        self.timers.stop(Timer::Person);
         let method = self.refused_request();
         let issuer = self
             .auth

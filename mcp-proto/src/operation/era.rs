@@ -154,12 +154,7 @@ impl Operation<'_> {
         self.modern = None;
         self.probe_first = false;
         self.era_confirmed();
-        let next = if self.session.info().is_some() {
-            Step::Work
-        } else {
-            Step::Initialize
-        };
-        self.start_over(next);
+        self.start_over(super::work_or_handshake(None, self.session));
     }
 
     /// The server speaks the modern era (`version`): the legacy session, if any, is gone; the

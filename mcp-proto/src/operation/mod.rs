@@ -118,7 +118,7 @@ use crate::sse::SseEvent;
 use crate::wire;
 
 use answer::{Loading, Paging};
-use authorize::Authorizing;
+use authorize::{Authorizing, PersonAnswer};
 use legs::{InFlight, LegTable, Role};
 use listen::Listen;
 use replies::Replies;
@@ -151,6 +151,16 @@ enum Step {
     Initialize,
     Initialized,
     Work,
+}
+
+/// Where the work starts on `session` in the era `modern` says: the modern era has no
+/// handshake, a live legacy session needs none, anything else begins with `initialize`.
+fn work_or_handshake(modern: Option<ProtocolVersion>, session: &Session) -> Step {
+    if modern.is_some() || session.info().is_some() {
+        Step::Work
+    } else {
+        Step::Initialize
+    }
 }
 
 /// One MCP operation under one deadline. See the [module docs](self) for the driver loop.
@@ -299,12 +309,10 @@ impl<'s> Operation<'s> {
         };
         // The modern era has no handshake: the work goes out first. Over stdio a process
         // comes first, when none runs.
-        let next = if stdio && !session.process_running() && action != Action::Close {
+        let next = if restarting {
             Step::Spawn
-        } else if modern.is_some() || session.info().is_some() {
-            Step::Work
         } else {
-            Step::Initialize
+            work_or_handshake(modern, session)
         };
         let probe_first = stdio
             && era_open
@@ -507,17 +515,13 @@ impl<'s> Operation<'s> {
     /// sent the browser to), after [`Output::Authorize`]. Ignored when no authorization is
     /// awaited; at or after the step's end, the operation has already failed.
     pub fn handle_redirect(&mut self, redirect_url: &str, now: Instant) {
-        if self.timers.is_due(Timer::Person, now) {
-            self.expire(Timer::Person);
-            return;
-        }
-        self.person_answered(Some(redirect_url));
+        self.person_answered(PersonAnswer::Redirect(redirect_url), Some(now));
     }
 
     /// There is no authorizer for [`Output::Authorize`]: the operation ends at once with
     /// [`Error::AuthorizationRequired`].
     pub fn decline_authorization(&mut self) {
-        self.person_answered(None);
+        self.person_answered(PersonAnswer::NoAuthorizer, None);
     }
 
     /// The caller's authorizer did not get the redirect after [`Output::Authorize`] (`detail`
@@ -525,7 +529,7 @@ impl<'s> Operation<'s> {
     /// [`Error::AuthorizationRequired`]. At or after the step's end, that is the budget running
     /// out, and the error says so.
     pub fn handle_authorizer_failure(&mut self, detail: &str, now: Instant) {
-        self.authorizer_failed(detail, now);
+        self.person_answered(PersonAnswer::Failed(detail), Some(now));
     }
 
     /// Tells the operation a timer fired: every timer due by `now` expires. A leg whose
@@ -560,20 +564,28 @@ impl<'s> Operation<'s> {
         if self.is_finished() {
             return;
         }
-        let (interrupted, request_id, _) = self.awaited();
-        // Only a call that was sent is announced: the server never works on anything else.
-        // In the modern era closing the call's stream is the cancellation: nothing is sent.
-        // Over stdio there is no stream to close: the notice is the only way to say it.
-        let stdio = self.session.config().is_stdio();
-        if (self.session.config().cancel_notice() || stdio)
-            && interrupted == LegKind::CallTool
-            && (self.modern.is_none() || stdio)
-        {
-            self.notice = request_id;
-        }
+        let interrupted = self.awaited().0;
+        self.give_up_call(true);
         self.events.clear();
         let method = interrupted.request_name();
         self.fail(|server| Error::Cancelled { server, method });
+    }
+
+    /// The `tools/call` awaited is given up on (`cancelled` by the caller, else its grant ran
+    /// out): `notifications/cancelled` follows, under its own grant, where the transport needs
+    /// one. Over stdio, always: there is no stream to close, and the server would work on.
+    /// Over HTTP, after a cancel in the legacy era when configured
+    /// ([`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)); in
+    /// the modern era closing the call's stream is the cancellation. Only a call that was sent
+    /// is announced: the server never works on anything else.
+    fn give_up_call(&mut self, cancelled: bool) {
+        let (kind, request_id, _) = self.awaited();
+        let config = self.session.config();
+        let announced =
+            config.is_stdio() || (cancelled && config.cancel_notice() && self.modern.is_none());
+        if kind == LegKind::CallTool && announced {
+            self.notice = request_id;
+        }
     }
 
     fn poll_finished(&mut self, now: Instant) -> Output {
@@ -611,14 +623,8 @@ impl<'s> Operation<'s> {
     /// The standalone stream and the cancel notice are dropped quietly; any other leg's
     /// failure ends the operation.
     fn leg_failed(&mut self, role: Role, error: Option<&TransportError>) {
-        // Over stdio a tool call that ran out of time keeps the server working unless it is
-        // told: the notice goes out (a line, under its own grant) once the operation ended.
-        if role == Role::Work && error.is_none() && self.session.config().is_stdio() {
-            if let Some(leg) = self.legs.get(Role::Work) {
-                if leg.answers == LegKind::CallTool {
-                    self.notice = leg.request_id;
-                }
-            }
+        if role == Role::Work && error.is_none() {
+            self.give_up_call(false);
         }
         match role {
             Role::Listen => self.listen_off(),

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use super::legs::Role;
 use super::read::decode;
-use super::{Event, LegId, LegKind, Operation, ProcessExit, Step};
+use super::{Event, LegId, LegKind, Operation, ProcessExit};
 use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::transport::Framed;
@@ -41,7 +41,7 @@ impl Operation<'_> {
             LegKind::Spawn => {
                 self.end_leg(role);
                 self.session.process_started();
-                self.next = self.after_spawn();
+                self.next = super::work_or_handshake(self.modern, self.session);
             }
             LegKind::Initialized => {
                 self.end_leg(role);
@@ -97,29 +97,14 @@ impl Operation<'_> {
         });
     }
 
-    /// The step after a new process started: the probe that finds its era, the handshake, or
-    /// the work.
-    fn after_spawn(&self) -> Step {
-        if self.modern.is_some() {
-            Step::Work
-        } else {
-            Step::Initialize
-        }
-    }
-
     fn stdio_line(&mut self, line: &[u8]) {
-        let message = match decode(line) {
-            Ok(message) => message,
-            Err(_) => {
+        let message = match decode(line).map(jsonrpc::classify) {
+            Ok(Incoming::Neither) | Err(_) => {
                 self.noise(line);
                 return;
             }
+            Ok(message) => message,
         };
-        let message = jsonrpc::classify(message);
-        if matches!(message, Incoming::Neither) {
-            self.noise(line);
-            return;
-        }
         if self.is_finished() {
             return;
         }
@@ -127,11 +112,7 @@ impl Operation<'_> {
             return;
         };
         // A response: the awaited request's, or one that came too late for its own.
-        let awaited = self
-            .legs
-            .get(Role::Work)
-            .filter(|leg| leg.request_id.is_some())
-            .and_then(|leg| leg.request_id);
+        let awaited = self.legs.get(Role::Work).and_then(|leg| leg.request_id);
         let Some(awaited) = awaited else {
             return;
         };
