@@ -464,10 +464,6 @@ fn run(cli: Cli) -> u8 {
         },
         (None, None) => unreachable!("a demo server starts when no URL is given"),
     };
-    let url = match &target {
-        Target::Http { url, .. } => url.clone(),
-        Target::Stdio(_) => String::new(),
-    };
     let login = matches!(cli.command, Command::Login);
     let budget = match cli.timeout.or(entry_timeout) {
         Some(total) => Budget::from_duration(total),
@@ -489,40 +485,23 @@ fn run(cli: Cli) -> u8 {
         }
     };
     let label = config.label().to_owned();
-    let stdio = matches!(target, Target::Stdio(_));
-    // Authorization (HTTP only): the credentials file, and for `login` the listener the
-    // browser comes back to (bound first: its port is in the redirect URI).
-    let store = match open_store(&cli) {
-        Ok(store) => store,
-        Err(message) => return usage(cli.json, Some(&label), &message),
+    // Authorization is HTTP's: a local server takes its credentials from its environment and
+    // never touches the credentials file.
+    let auth = match &target {
+        Target::Stdio(_) => None,
+        Target::Http { url, .. } => match authorization(&cli, url, login) {
+            Ok(auth) => Some(auth),
+            Err(message) => return usage(cli.json, Some(&label), &message),
+        },
     };
-    if let Command::Logout = cli.command {
-        let dropped = store.forget_server(&url);
+    if let (Command::Logout, Some(auth)) = (&cli.command, &auth) {
+        let dropped = auth.store.forget_server(&auth.url);
         eprintln!("logged out of {label} ({dropped} token set(s) forgotten)");
         return code::OK;
     }
-    let loopback = if login {
-        match login::Loopback::bind(std::io::stderr().is_terminal()) {
-            Ok(loopback) => Some(loopback),
-            Err(err) => {
-                let message = format!("no listener for the redirect on 127.0.0.1: {err}");
-                return usage(cli.json, Some(&label), &message);
-            }
-        }
-    } else {
-        None
-    };
-    let port = loopback
-        .as_ref()
-        .map_or(login::PREFERRED_PORT, login::Loopback::port);
-    let oauth = match oauth(&cli, &login::redirect_uri(port), store.clone()) {
-        Ok(oauth) => oauth,
-        Err(message) => return usage(cli.json, Some(&label), &message),
-    };
-    let config = if stdio {
-        config
-    } else {
-        config.with_oauth(oauth)
+    let config = match &auth {
+        Some(auth) => config.with_oauth(auth.oauth.clone()),
+        None => config,
     };
     let interactive =
         std::io::stderr().is_terminal() && matches!(cli.command, Command::Call { .. });
@@ -552,12 +531,14 @@ fn run(cli: Cli) -> u8 {
             return code::USAGE;
         }
     };
-    if let Some(loopback) = loopback {
-        client.set_authorizer(loopback);
-    } else if let Some(token) = store.token_for(&url).filter(|_| !stdio) {
-        // A token from an earlier run goes out with the first request: no authorization leg
-        // unless the server refuses it.
-        client.set_token(token);
+    if let Some(auth) = auth {
+        if let Some(loopback) = auth.loopback {
+            client.set_authorizer(loopback);
+        } else if let Some(token) = auth.store.token_for(&auth.url) {
+            // A token from an earlier run goes out with the first request: no authorization
+            // leg unless the server refuses it.
+            client.set_token(token);
+        }
     }
     let cancel = client.cancel_handle();
     // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.
@@ -651,6 +632,33 @@ fn run(cli: Cli) -> u8 {
     reporter.end_operation();
     // A failed run outweighs every success: the exit code is the last failure's.
     failure.unwrap_or(status)
+}
+
+/// How an HTTP run authorizes: the credentials file, the OAuth settings, and for `login` the
+/// listener the browser comes back to (bound first: its port is in the redirect URI).
+struct Authorization {
+    url: String,
+    store: std::sync::Arc<credentials::FileStore>,
+    oauth: OAuth,
+    loopback: Option<login::Loopback>,
+}
+
+fn authorization(cli: &Cli, url: &str, login: bool) -> Result<Authorization, String> {
+    let store = open_store(cli)?;
+    let loopback = login
+        .then(|| login::Loopback::bind(std::io::stderr().is_terminal()))
+        .transpose()
+        .map_err(|err| format!("no listener for the redirect on 127.0.0.1: {err}"))?;
+    let port = loopback
+        .as_ref()
+        .map_or(login::PREFERRED_PORT, login::Loopback::port);
+    let oauth = oauth(cli, &login::redirect_uri(port), store.clone())?;
+    Ok(Authorization {
+        url: url.to_owned(),
+        store,
+        oauth,
+        loopback,
+    })
 }
 
 fn open_store(cli: &Cli) -> Result<std::sync::Arc<credentials::FileStore>, String> {

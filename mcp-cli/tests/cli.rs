@@ -950,6 +950,20 @@ fn stdio_runs_a_local_server_on_both_drivers() {
             "{err}"
         );
     }
+    // A local server never touches the credentials file: a broken one is not its concern.
+    let broken = std::env::temp_dir().join(format!("mcp-call-broken-{}.json", std::process::id()));
+    std::fs::write(&broken, "{not json").unwrap();
+    let out = mcp_call(&[
+        "--stdio",
+        &line,
+        "--credentials",
+        broken.to_str().unwrap(),
+        "call",
+        "echo",
+        r#"{"text":"x"}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let _ = std::fs::remove_file(&broken);
 }
 
 #[test]
