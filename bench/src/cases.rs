@@ -350,7 +350,7 @@ fn ureq_call(agent: &ureq::Agent, call: &Captured) -> Result<(), String> {
 fn sequential_sync(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
     match client {
         ClientKind::Blocking => {
-            let mut client = mcp_driver_blocking::Client::new(config(url)?);
+            let client = mcp_driver_blocking::Client::new(config(url)?);
             let first = client
                 .call_tool(TOOL, arguments())
                 .map_err(|e| e.to_string())?;
@@ -375,7 +375,7 @@ fn cold_sync(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, Strin
         ClientKind::Blocking => {
             let config = config(url)?;
             measure_sync(cfg, || {
-                let mut client = mcp_driver_blocking::Client::new(config.clone());
+                let client = mcp_driver_blocking::Client::new(config.clone());
                 client
                     .call_tool(TOOL, arguments())
                     .map(drop)
@@ -485,7 +485,7 @@ impl Live {
     async fn open(kind: ClientKind, url: &str) -> Result<Self, String> {
         match kind {
             ClientKind::Tokio => {
-                let mut client = mcp_driver_tokio::Client::new(config(url)?);
+                let client = mcp_driver_tokio::Client::new(config(url)?);
                 let first = client
                     .call_tool(TOOL, arguments())
                     .await
@@ -539,7 +539,7 @@ async fn cold_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample
     let legs = capture_call(url);
     measure_async(cfg, async || match client {
         ClientKind::Tokio => {
-            let mut client = mcp_driver_tokio::Client::new(config.clone());
+            let client = mcp_driver_tokio::Client::new(config.clone());
             client
                 .call_tool(TOOL, arguments())
                 .await

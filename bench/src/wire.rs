@@ -110,6 +110,8 @@ pub fn capture_call(url: &str) -> CallLegs {
                 };
                 feed(&mut op, &clock, leg_id, kind, id, answer);
             }
+            Output::Update(update) => session.apply(update),
+            Output::Authorize(_) => op.decline_authorization(),
             Output::Event(_) => {}
             Output::Wait(_) => op.handle_timeout(clock.now()),
             Output::Done(result) => {
@@ -145,7 +147,7 @@ fn initialize_result() -> Value {
 
 /// Answers the leg in flight: `Some(result)` as a JSON-RPC result for `id`, `None` as a 202.
 fn feed(
-    op: &mut Operation<'_>,
+    op: &mut Operation,
     clock: &ManualClock,
     leg: LegId,
     kind: LegKind,
@@ -305,6 +307,8 @@ impl ListDriver {
                         let answer = (leg.kind == LegKind::Initialize).then(initialize_result);
                         feed(&mut op, &clock, leg.id, leg.kind, id, answer);
                     }
+                    Output::Update(update) => session.apply(update),
+                    Output::Authorize(_) => op.decline_authorization(),
                     Output::Event(_) => {}
                     Output::Wait(_) => op.handle_timeout(clock.now()),
                     Output::Done(result) => {

@@ -56,7 +56,7 @@ impl Client {
         let unusable = |err: mcp_proto::Error| std::io::Error::other(err.to_string());
         Ok(match kind {
             DriverKind::Blocking => {
-                let mut client =
+                let client =
                     mcp_driver_blocking::Client::with_network(config, network).map_err(unusable)?;
                 client.set_observer(reporter);
                 Self::Blocking(client)
@@ -66,7 +66,7 @@ impl Client {
                     .enable_all()
                     .build()?;
                 // The hyper client needs a runtime context when it is built.
-                let mut client = runtime
+                let client = runtime
                     .block_on(async { mcp_driver_tokio::Client::with_network(config, network) })
                     .map_err(unusable)?;
                 client.set_observer(reporter);

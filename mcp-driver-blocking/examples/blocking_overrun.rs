@@ -28,7 +28,7 @@ fn main() {
             .with_budget(Budget::from_duration(budget))
             .with_resolution(Resolution::MILLISECOND)
             .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
-        let mut client = Client::new(config);
+        let client = Client::new(config);
         let started = Instant::now();
         let result = client.call_tool("echo", serde_json::Map::new());
         let elapsed = started.elapsed();

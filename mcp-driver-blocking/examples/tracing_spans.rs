@@ -20,7 +20,7 @@ fn main() -> Result<(), mcp_proto::Error> {
     let config = SessionConfig::new(&server.url())?
         .with_resolution(Resolution::MILLISECOND)
         .with_protocol_version(ProtocolVersion::LATEST);
-    let mut client = Client::new(config);
+    let client = Client::new(config);
     let mut arguments = serde_json::Map::new();
     arguments.insert("text".into(), "hello".into());
     let result = client.call_tool("echo", arguments)?;

@@ -176,21 +176,143 @@ impl Drop for OperationGuard {
     }
 }
 
-/// Cancels the operation a [`Client`](crate::Client) is running, from any thread.
+/// One operation's way to the server: an agent (and the connections it pools), the cancel
+/// state of the operation it runs, and the body buffer. A client value runs each operation in
+/// flight on a lane of its own, and keeps the idle ones for the next operations.
+pub(crate) struct Lane {
+    agent: ureq::Agent,
+    shared: Arc<Shared>,
+    buf: Vec<u8>,
+}
+
+impl Lane {
+    pub(crate) fn new(agent: ureq::Agent, shared: Arc<Shared>) -> Self {
+        Self {
+            agent,
+            shared,
+            buf: Vec::new(),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    pub(crate) fn parts(&mut self) -> (&ureq::Agent, &Shared, &mut Vec<u8>) {
+        (&self.agent, &self.shared, &mut self.buf)
+    }
+}
+
+/// A client value's lanes: the idle ones, and the cancel state of every one (for its
+/// [`CancelHandle`]).
+pub(crate) struct Lanes {
+    idle: Mutex<Vec<Lane>>,
+    every: Mutex<Vec<Arc<Shared>>>,
+    /// The client's shared state: a cancel also wakes an operation waiting for the session.
+    client: Arc<crate::ClientShared>,
+}
+
+impl Lanes {
+    pub(crate) fn new(client: Arc<crate::ClientShared>) -> Self {
+        Self {
+            idle: Mutex::new(Vec::new()),
+            every: Mutex::new(Vec::new()),
+            client,
+        }
+    }
+
+    /// An idle lane, or a new one from `new_lane`; it comes back when the guard drops.
+    pub(crate) fn take(&self, new_lane: impl FnOnce() -> Lane) -> LaneGuard<'_> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let lane = idle.unwrap_or_else(|| {
+            let lane = new_lane();
+            self.every
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Arc::clone(&lane.shared));
+            lane
+        });
+        LaneGuard {
+            lanes: self,
+            lane: Some(lane),
+        }
+    }
+
+    fn cancel(&self) {
+        let every = self
+            .every
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for shared in every {
+            shared.cancel();
+        }
+        // Under the session's lock, so an operation between its check and its wait cannot
+        // miss it; likewise an operation waiting for its turn on a stdio server.
+        let session = self.client.session();
+        self.client.changed.notify_all();
+        drop(session);
+        self.client.stdio.wake();
+    }
+}
+
+/// A lane in use; back to the idle ones when dropped.
+pub(crate) struct LaneGuard<'a> {
+    lanes: &'a Lanes,
+    lane: Option<Lane>,
+}
+
+impl std::ops::Deref for LaneGuard<'_> {
+    type Target = Lane;
+
+    fn deref(&self) -> &Lane {
+        self.lane
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("taken only on drop"))
+    }
+}
+
+impl std::ops::DerefMut for LaneGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Lane {
+        self.lane
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("taken only on drop"))
+    }
+}
+
+impl Drop for LaneGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(lane) = self.lane.take() {
+            self.lanes
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(lane);
+        }
+    }
+}
+
+/// Cancels the operations a [`Client`](crate::Client) is running, from any thread.
 ///
-/// Get one with [`Client::cancel_handle`](crate::Client::cancel_handle); clones share the
-/// client. [`cancel`](Self::cancel) ends the operation in flight with
-/// [`Error::Cancelled`](mcp_proto::Error::Cancelled) by shutting down the client's sockets,
-/// so a leg blocked on the network returns at once. A cancel while no operation runs does
-/// nothing, and never reaches a later operation.
+/// Get one with [`Client::cancel_handle`](crate::Client::cancel_handle); clones of the handle
+/// cancel the same client value (a clone of the client has a handle of its own).
+/// [`cancel`](Self::cancel) ends the operations in flight on that client value with
+/// [`Error::Cancelled`](mcp_proto::Error::Cancelled) by shutting down their sockets, so a leg
+/// blocked on the network returns at once. A cancel while no operation runs does nothing,
+/// and never reaches a later operation.
 ///
-/// The shutdown reaches every socket the client holds, idle pooled ones included (they are
-/// closed; the next operation connects again). By default nothing more is sent; see
-/// [`SessionConfig::with_cancel_notice`](mcp_proto::SessionConfig::with_cancel_notice) to tell the server.
+/// The shutdown reaches every socket of those operations' lanes, idle pooled ones included
+/// (they are closed; the next operation connects again). By default nothing more is sent;
+/// see [`SessionConfig::with_cancel_notice`](mcp_proto::SessionConfig::with_cancel_notice) to
+/// tell the server.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), mcp_proto::Error> {
-/// let mut client = mcp_driver_blocking::Client::connect("http://127.0.0.1:8080/mcp")?;
+/// let client = mcp_driver_blocking::Client::connect("http://127.0.0.1:8080/mcp")?;
 /// let cancel = client.cancel_handle();
 /// std::thread::spawn(move || {
 ///     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -205,25 +327,23 @@ impl Drop for OperationGuard {
 /// ```
 #[derive(Clone)]
 pub struct CancelHandle {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) lanes: Arc<Lanes>,
 }
 
 impl CancelHandle {
-    /// Cancels the operation in flight, if any.
+    /// Cancels the operations in flight, if any.
     ///
-    /// Returns immediately; the operation's thread sees the cancel as soon as its blocking
+    /// Returns immediately; each operation's thread sees the cancel as soon as its blocking
     /// call returns, which the socket shutdown makes immediate. One limit: name resolution
     /// and a TCP connect in progress cannot be interrupted (they are bounded by the leg's
     /// grant); the socket is shut down the moment the connect completes.
     pub fn cancel(&self) {
-        self.shared.cancel();
+        self.lanes.cancel();
     }
 }
 
 impl fmt::Debug for CancelHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CancelHandle")
-            .field("cancelled", &self.shared.is_cancelled())
-            .finish_non_exhaustive()
+        f.debug_struct("CancelHandle").finish_non_exhaustive()
     }
 }

@@ -2,6 +2,7 @@
 //! fed back, nested legs run while a stream is read, waits for resumption.
 
 use std::io::{self, Read};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
@@ -20,10 +21,12 @@ const CHUNK: usize = 16 * 1024;
 pub(crate) struct Driver<'a> {
     agent: &'a ureq::Agent,
     shared: &'a Shared,
+    /// The session, and its other operations' news.
+    client: &'a crate::ClientShared,
     clock: MonotonicClock,
     observer: &'a mut dyn Observer,
     /// The caller's authorizer, for the step of an authorization that needs a person.
-    authorizer: Option<&'a mut Box<dyn crate::Authorizer>>,
+    authorizer: &'a Mutex<Option<Box<dyn crate::Authorizer>>>,
     /// The body read buffer, kept by the client between legs and operations.
     buf: &'a mut Vec<u8>,
     /// The result, when the operation ended while a stream was being read.
@@ -36,14 +39,16 @@ impl<'a> Driver<'a> {
     pub(crate) fn new(
         agent: &'a ureq::Agent,
         shared: &'a Shared,
+        client: &'a crate::ClientShared,
         observer: &'a mut dyn Observer,
-        authorizer: Option<&'a mut Box<dyn crate::Authorizer>>,
+        authorizer: &'a Mutex<Option<Box<dyn crate::Authorizer>>>,
         buf: &'a mut Vec<u8>,
         span: trace::Span,
     ) -> Self {
         Self {
             agent,
             shared,
+            client,
             clock: MonotonicClock,
             observer,
             authorizer,
@@ -56,15 +61,17 @@ impl<'a> Driver<'a> {
     /// Drives `op` to its end and returns its result: the loop of the proto's module docs,
     /// one leg at a time. A leg handed out while another is read (the answer to a server's
     /// request) runs to its end in between two reads of the outer one.
-    pub(crate) fn drive(&mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
+    pub(crate) fn drive(&mut self, op: &mut Operation) -> Result<Outcome, Error> {
         loop {
             if let Some(result) = self.done.take() {
                 return result;
             }
             self.cancelled(op);
             match op.poll_output(self.clock.now()) {
+                Output::Update(update) => self.client.apply(update),
                 Output::Transmit(leg) => self.run_leg(op, leg),
                 Output::Event(event) => self.observer.event(&event),
+                Output::Wait(until) if op.awaits_session() => self.await_session(op, until),
                 Output::Wait(until) => {
                     // Nothing is read at this level (every leg is fed to its end before the
                     // loop polls again): this is a pause the proto asked for (before resuming
@@ -78,10 +85,40 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Waits for the session another operation establishes: hands `op` the session, and
+    /// while it still awaits it, waits (under the session's lock, so no change is missed)
+    /// until the session changes, the operation is cancelled, or `until` (its budget's end).
+    fn await_session(&mut self, op: &mut Operation, until: Instant) {
+        let mut session = self.client.session();
+        loop {
+            op.handle_session(&mut session);
+            let now = self.clock.now();
+            if !op.awaits_session() || self.shared.is_cancelled() {
+                return;
+            }
+            if now >= until {
+                drop(session);
+                op.handle_timeout(now);
+                return;
+            }
+            session = self
+                .client
+                .changed
+                .wait_timeout(session, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
     /// Hands the person's step to the caller's authorizer and feeds back its redirect; without
     /// an authorizer (or when it fails) the operation is told at once.
-    fn authorize(&mut self, op: &mut Operation<'_>, step: &mcp_proto::Authorize) {
-        let redirect = self.authorizer.as_mut().map(|a| a.authorize(step));
+    fn authorize(&mut self, op: &mut Operation, step: &mcp_proto::Authorize) {
+        let redirect = self
+            .authorizer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+            .map(|a| a.authorize(step));
         trace::authorized(&self.span, redirect.as_ref().map(Result::is_ok));
         match redirect {
             Some(Ok(url)) => op.handle_redirect(&url, self.clock.now()),
@@ -93,7 +130,7 @@ impl<'a> Driver<'a> {
     /// Applies a cancel from the handle, once: true when the operation was cancelled (the
     /// leg in flight must be dropped). After that, the legs the operation still hands out
     /// (its cancel notice) are not cancelled again.
-    fn cancelled(&mut self, op: &mut Operation<'_>) -> bool {
+    fn cancelled(&mut self, op: &mut Operation) -> bool {
         if !self.shared.is_cancelled() || op.is_finished() {
             return false;
         }
@@ -103,7 +140,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Sends `leg`, feeds its response into `op` and reports it to the observer.
-    fn run_leg(&mut self, op: &mut Operation<'_>, leg: Leg) {
+    fn run_leg(&mut self, op: &mut Operation, leg: Leg) {
         if leg.kind == LegKind::Listen {
             // The standalone stream must be read beside the other legs, which this driver
             // cannot do: it is declined, and the operation goes on without it.
@@ -129,7 +166,7 @@ impl<'a> Driver<'a> {
         self.observer.leg_finished(&report);
     }
 
-    fn exchange(&mut self, op: &mut Operation<'_>, leg: Leg) -> LegEnd {
+    fn exchange(&mut self, op: &mut Operation, leg: Leg) -> LegEnd {
         let (id, ends_at) = (leg.id, leg.ends_at);
         if self.cancelled(op) {
             return LegEnd::Cancelled;
@@ -166,7 +203,7 @@ impl<'a> Driver<'a> {
 
     fn read_body(
         &mut self,
-        op: &mut Operation<'_>,
+        op: &mut Operation,
         id: LegId,
         reader: &mut ureq::BodyReader<'static>,
         buf: &mut [u8],
@@ -237,9 +274,10 @@ impl<'a> Driver<'a> {
     /// Drains `op` while a stream is being read: events go to the observer, a leg it hands
     /// out meanwhile (the answer to a request the server sent on the stream) runs to its end.
     /// Returns true when the operation ended meanwhile, so the stream must be dropped.
-    fn between_chunks(&mut self, op: &mut Operation<'_>) -> bool {
+    fn between_chunks(&mut self, op: &mut Operation) -> bool {
         loop {
             match op.poll_output(self.clock.now()) {
+                Output::Update(update) => self.client.apply(update),
                 Output::Event(event) => self.observer.event(&event),
                 Output::Transmit(nested) => self.run_leg(op, nested),
                 Output::Authorize(step) => self.authorize(op, &step),

@@ -92,13 +92,15 @@ mod stdio;
 use mcp_driver_common::{tls, trace};
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
+
+use mcp_driver_common::SharedObserver;
 
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing,
-    MonotonicClock, Network, NoObserver, Observer, Operation, OperationDeadline, Outcome, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
+    MonotonicClock, Network, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 
@@ -111,7 +113,7 @@ use cancel::Shared;
 const USER_AGENT: &str = concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION"));
 use leg::Driver;
 
-/// A blocking MCP client for one server: a [`Session`] plus the HTTP agent that carries it.
+/// A blocking MCP client for one server: a [`Session`] plus the HTTP agents that carry it.
 ///
 /// Every method that talks to the server is **one operation** with **one deadline**, opened
 /// when the method is called: [`probe`](Self::probe), [`list_tools`](Self::list_tools) and
@@ -120,21 +122,114 @@ use leg::Driver;
 /// version) outlives operations, so only the first operation pays for the handshake; a
 /// session the server forgot (404) is re-established inside the operation that found out.
 ///
-/// The methods block the calling thread until the operation ends; they take `&mut self`, so
-/// one client runs one operation at a time. Use a [`CancelHandle`] to end one early from
-/// another thread. Connections are pooled by the agent and reused between legs and
-/// operations.
+/// The methods block the calling thread until the operation ends, and take `&self`: threads
+/// can share one client (or clones of it, which share its session) and each thread's
+/// operation blocks only that thread. On a new legacy session one operation runs the
+/// handshake and the others wait for it inside their own budgets, so N threads calling at
+/// once send **one** `initialize`. Each operation runs on a lane of its own (an agent whose
+/// pooled connections are reused by the next operation on that lane); over stdio the
+/// operations take turns (one server process), each under its own budget from its call.
+///
+/// Use a [`CancelHandle`] to end operations early from another thread: it cancels the
+/// operations of the client value it came from, so give each thread that must be cancelled
+/// on its own a clone.
 pub struct Client {
-    session: Session,
-    agent: ureq::Agent,
-    shared: Arc<Shared>,
-    clock: MonotonicClock,
-    observer: Box<dyn Observer + Send>,
-    authorizer: Option<Box<dyn Authorizer>>,
-    buf: Vec<u8>,
-    /// Over stdio: the server process, kept between operations (ended on close, or when the
-    /// client is dropped).
-    child: Option<stdio::Child>,
+    shared: Arc<ClientShared>,
+    /// This client value's lanes: a clone gets its own (and so its own cancel handle).
+    lanes: Arc<cancel::Lanes>,
+}
+
+/// What every clone of a client shares: the session and what its operations go through.
+pub(crate) struct ClientShared {
+    /// The session, locked only to start an operation, apply what one learned, or hand it the
+    /// session it waits for.
+    pub(crate) session: Mutex<Session>,
+    /// Signalled when the session changed (an update applied, an operation ended) or an
+    /// operation waiting for it was cancelled.
+    pub(crate) changed: Condvar,
+    observer: SharedObserver,
+    authorizer: Mutex<Option<Box<dyn Authorizer>>>,
+    /// Over stdio: the server process, and whose turn it is.
+    stdio: stdio::Turns,
+    tls: Arc<rustls::ClientConfig>,
+    proxies: mcp_proto::Proxies,
+}
+
+impl ClientShared {
+    pub(crate) fn session(&self) -> MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Applies what an operation learned, and wakes the operations waiting for the session.
+    pub(crate) fn apply(&self, update: mcp_proto::SessionUpdate) {
+        self.session().apply(update);
+        self.changed.notify_all();
+    }
+
+    /// A lane for one more operation at once: its own agent and cancel state.
+    fn new_lane(&self) -> cancel::Lane {
+        let shared = Arc::new(Shared::default());
+        let agent_config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .accept("")
+            .user_agent(USER_AGENT)
+            // The connector's own tunnel carries proxied requests (see `connector`).
+            .proxy(None)
+            .build();
+        let agent = ureq::Agent::with_parts(
+            agent_config,
+            connector::Connector::new(
+                Arc::clone(&shared),
+                Arc::clone(&self.tls),
+                self.proxies.clone(),
+                USER_AGENT,
+            ),
+            connector::Resolver::default(),
+        );
+        cancel::Lane::new(agent, shared)
+    }
+}
+
+/// The client's session, locked while this guard lives (see [`Client::session`]).
+pub struct SessionGuard<'a>(MutexGuard<'a, Session>);
+
+impl std::ops::Deref for SessionGuard<'_> {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SessionGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Clone for Client {
+    /// Another handle on the same session (no second handshake), with lanes and a cancel
+    /// handle of its own: [`cancel_handle`](Client::cancel_handle) on the clone cancels only
+    /// the operations run through the clone.
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            lanes: Arc::new(cancel::Lanes::new(Arc::clone(&self.shared))),
+        }
+    }
+}
+
+/// Wakes the operations waiting for the session when an operation ends, whichever way (its
+/// claim on the handshake ends with it). Declared before the operation, so it runs after the
+/// operation is dropped.
+struct Ended<'a>(&'a ClientShared);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        let _session = self.0.session();
+        self.0.changed.notify_all();
+    }
 }
 
 impl Client {
@@ -163,31 +258,20 @@ impl Client {
     /// [`Error::InvalidCertificates`] when a CA it adds cannot be read or holds no certificate.
     pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
         let tls = tls::client_config(network)?;
-        let shared = Arc::new(Shared::default());
-        let agent_config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .accept("")
-            .user_agent(USER_AGENT)
-            // The connector's own tunnel carries proxied requests (see `connector`).
-            .proxy(None)
-            .build();
-        let agent = ureq::Agent::with_parts(
-            agent_config,
-            connector::Connector::new(Arc::clone(&shared), tls, network.proxies(), USER_AGENT),
-            connector::Resolver::default(),
-        );
         let mut session = Session::new(config);
         session.set_entropy(Box::new(authorize::OsEntropy));
+        let shared = Arc::new(ClientShared {
+            session: Mutex::new(session),
+            changed: Condvar::new(),
+            observer: SharedObserver::default(),
+            authorizer: Mutex::new(None),
+            stdio: stdio::Turns::default(),
+            tls,
+            proxies: network.proxies(),
+        });
         Ok(Self {
-            session,
-            agent,
+            lanes: Arc::new(cancel::Lanes::new(Arc::clone(&shared))),
             shared,
-            clock: MonotonicClock,
-            observer: Box::new(NoObserver),
-            authorizer: None,
-            buf: Vec::new(),
-            child: None,
         })
     }
 
@@ -199,80 +283,96 @@ impl Client {
     }
 
     /// The session: its configuration and, while it lives, what the handshake established.
-    pub fn session(&self) -> &Session {
-        &self.session
+    ///
+    /// The guard holds the session's lock, which every operation on this client (and its
+    /// clones) takes briefly at its start and as it learns: read what you need and drop it.
+    pub fn session(&self) -> SessionGuard<'_> {
+        SessionGuard(self.shared.session())
     }
 
     /// Presents `token` on every request from now on (one kept from an earlier run, say):
     /// no authorization is needed until the server refuses it.
-    pub fn set_token(&mut self, token: mcp_proto::mcp_auth::AccessToken) {
-        self.session.set_token(token);
+    pub fn set_token(&self, token: mcp_proto::mcp_auth::AccessToken) {
+        self.shared.session().set_token(token);
     }
 
     /// Reports every leg (its grant, the time it took as this driver measured it, how it
     /// ended) and every event the server sends while answering, to `observer`, replacing any
-    /// previous observer. The observer runs on the operation's thread, between reads: keep it
-    /// quick, its time is spent from the budget.
-    pub fn set_observer(&mut self, observer: impl Observer + Send + 'static) {
-        self.observer = Box::new(observer);
+    /// previous observer, for every operation on the session (one report at a time). The
+    /// observer runs on the operation's thread, between reads: keep it quick, its time is
+    /// spent from the budget.
+    pub fn set_observer(&self, observer: impl Observer + Send + 'static) {
+        self.shared.observer.set(Box::new(observer));
     }
 
     /// Lets authorizations that need a person go through `authorizer` (see
     /// [`SessionConfig::with_oauth`]). Without one, an operation whose authorization reaches
-    /// the browser step ends at once with [`Error::AuthorizationRequired`].
-    pub fn set_authorizer(&mut self, authorizer: impl Authorizer + 'static) {
-        self.authorizer = Some(Box::new(authorizer));
+    /// the browser step ends at once with [`Error::AuthorizationRequired`]. One person's step
+    /// at a time: an operation whose authorization reaches it while another's is with the
+    /// authorizer waits for that one.
+    pub fn set_authorizer(&self, authorizer: impl Authorizer + 'static) {
+        *self
+            .shared
+            .authorizer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(authorizer));
     }
 
-    /// A handle that cancels this client's operation in flight from another thread.
+    /// A handle that cancels, from another thread, the operations this client value has in
+    /// flight (a clone has a handle of its own).
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle {
-            shared: Arc::clone(&self.shared),
+            lanes: Arc::clone(&self.lanes),
         }
     }
 
     /// Checks the server answers, under the configured budget: on a new session the
     /// handshake, on a live one a `ping`. Returns what the handshake established.
-    pub fn probe(&mut self) -> Result<SessionInfo, Error> {
-        let outcome = self.operate(Session::probe)?;
+    pub fn probe(&self) -> Result<SessionInfo, Error> {
+        let outcome = self.operate(Action::Probe, None)?;
         Ok(outcome.into_probe().unwrap_or_else(|| unexpected("probe")))
     }
 
     /// Lists every tool, following `nextCursor` page by page, all under the configured budget.
-    pub fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
-        let outcome = self.operate(Session::list_tools)?;
+    pub fn list_tools(&self) -> Result<Listing<Tool>, Error> {
+        let outcome = self.operate(Action::List(ListKind::Tools), None)?;
         Ok(outcome
             .into_tools()
             .unwrap_or_else(|| unexpected("listing")))
     }
 
     /// Lists every resource, page by page, all under the configured budget.
-    pub fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
-        let outcome = self.operate(|s, now| s.list(ListKind::Resources, now))?;
+    pub fn list_resources(&self) -> Result<Listing<Resource>, Error> {
+        let outcome = self.operate(Action::List(ListKind::Resources), None)?;
         Ok(outcome
             .into_resources()
             .unwrap_or_else(|| unexpected("listing")))
     }
 
     /// Lists every resource template, page by page, all under the configured budget.
-    pub fn list_resource_templates(&mut self) -> Result<Listing<ResourceTemplate>, Error> {
-        let outcome = self.operate(|s, now| s.list(ListKind::ResourceTemplates, now))?;
+    pub fn list_resource_templates(&self) -> Result<Listing<ResourceTemplate>, Error> {
+        let outcome = self.operate(Action::List(ListKind::ResourceTemplates), None)?;
         Ok(outcome
             .into_resource_templates()
             .unwrap_or_else(|| unexpected("listing")))
     }
 
     /// Lists every prompt, page by page, all under the configured budget.
-    pub fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
-        let outcome = self.operate(|s, now| s.list(ListKind::Prompts, now))?;
+    pub fn list_prompts(&self) -> Result<Listing<Prompt>, Error> {
+        let outcome = self.operate(Action::List(ListKind::Prompts), None)?;
         Ok(outcome
             .into_prompts()
             .unwrap_or_else(|| unexpected("listing")))
     }
 
     /// Reads the resource at `uri` under the configured budget.
-    pub fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
-        let outcome = self.operate(|s, now| s.read_resource(uri, now))?;
+    pub fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        let outcome = self.operate(
+            Action::ReadResource {
+                uri: uri.to_owned(),
+            },
+            None,
+        )?;
         Ok(outcome
             .into_resource()
             .unwrap_or_else(|| unexpected("read")))
@@ -280,11 +380,17 @@ impl Client {
 
     /// Gets the prompt `name` with `arguments` under the configured budget.
     pub fn get_prompt(
-        &mut self,
+        &self,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<GetPromptResult, Error> {
-        let outcome = self.operate(|s, now| s.get_prompt(name, arguments, now))?;
+        let outcome = self.operate(
+            Action::GetPrompt {
+                name: name.to_owned(),
+                arguments,
+            },
+            None,
+        )?;
         Ok(outcome
             .into_prompt()
             .unwrap_or_else(|| unexpected("prompt")))
@@ -296,11 +402,17 @@ impl Client {
     /// A tool that fails answers `Ok` with [`CallToolResult::is_error`] set; `Err` means the
     /// call itself did not complete.
     pub fn call_tool(
-        &mut self,
+        &self,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult, Error> {
-        let outcome = self.operate(|session, now| session.call_tool(name, arguments, now))?;
+        let outcome = self.operate(
+            Action::CallTool {
+                name: name.to_owned(),
+                arguments,
+            },
+            None,
+        )?;
         Ok(outcome.into_call().unwrap_or_else(|| unexpected("call")))
     }
 
@@ -309,50 +421,78 @@ impl Client {
     /// [`CLOSE_BUDGET_CAP`](SessionConfig::CLOSE_BUDGET_CAP)) and forgets it; the next operation starts a new one.
     /// Nothing is sent when there is no live session id. A server that does not allow it
     /// (405) or already forgot the session (404) counts as closed.
-    pub fn close(&mut self) -> Result<(), Error> {
-        self.operate(Session::close).map(|_| ())
+    pub fn close(&self) -> Result<(), Error> {
+        self.operate(Action::Close, None).map(|_| ())
     }
 
     /// Runs `action` as one operation under `budget` (instead of the configured one), with
     /// grants rounded to the configured resolution. The deadline opens now.
-    pub fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
-        let resolution = self.session.config().resolution();
-        self.operate(|session, now| {
-            session.start(action, OperationDeadline::start(now, budget, resolution))
-        })
+    pub fn run(&self, action: Action, budget: Budget) -> Result<Outcome, Error> {
+        self.operate(action, Some(budget))
     }
 
-    /// Starts an operation with `start` and drives it to its end.
-    fn operate(
-        &mut self,
-        start: impl for<'s> FnOnce(&'s mut Session, Instant) -> Operation<'s>,
-    ) -> Result<Outcome, Error> {
-        let server = self.session.config().label().to_owned();
+    /// Runs `action` as one operation under `budget` (the configured one when `None`) and
+    /// drives it to its end, on a lane of its own.
+    fn operate(&self, action: Action, budget: Option<Budget>) -> Result<Outcome, Error> {
+        let clock = MonotonicClock;
+        let mut lane = self.lanes.take(|| self.shared.new_lane());
         // From here until the guard drops, a cancel reaches this operation.
-        let _running = self.shared.begin_operation();
-        let now = self.clock.now();
-        self.session
-            .set_time_of_day(now, std::time::SystemTime::now());
-        let mut op = start(&mut self.session, now);
-        let span = trace::operation(&op, &server);
-        if let mcp_proto::Transport::Stdio(command) = op.session_config().transport().clone() {
-            let mut driver = stdio::StdioDriver {
-                child: &mut self.child,
-                command: &command,
-                shared: &self.shared,
-                observer: self.observer.as_mut(),
-                span: span.clone(),
+        let _running = lane.shared().begin_operation();
+        // The deadline opens at the call, whatever the operation waits for first.
+        let opened = clock.now();
+        let (server, stdio, deadline) = {
+            let session = self.shared.session();
+            let config = session.config();
+            let stdio = match config.transport() {
+                mcp_proto::Transport::Stdio(command) => Some(command.clone()),
+                _ => None,
             };
-            let result = driver.drive(&mut op);
-            trace::ended(&span, &result);
+            let deadline = match budget {
+                Some(budget) => OperationDeadline::start(opened, budget, config.resolution()),
+                None => session.deadline_for(&action, opened),
+            };
+            (config.label().to_owned(), stdio, deadline)
+        };
+        // Declared before the operation: it wakes the waiting ones after the operation is gone.
+        let _ended = Ended(&self.shared);
+        let start = |now: Instant| {
+            let mut session = self.shared.session();
+            session.set_time_of_day(now, std::time::SystemTime::now());
+            session.start(action, deadline)
+        };
+        let mut reporter = self.shared.observer.reporter();
+        if let Some(command) = stdio {
+            let lane_shared = lane.shared();
+            let result = self
+                .shared
+                .stdio
+                .take_turn(deadline.end(), lane_shared, |child| {
+                    let mut op = start(clock.now());
+                    let span = trace::operation(&op, &server);
+                    let mut driver = stdio::StdioDriver {
+                        child,
+                        command: &command,
+                        shared: lane_shared,
+                        client: &self.shared,
+                        observer: &mut reporter,
+                        span: span.clone(),
+                    };
+                    let result = driver.drive(&mut op);
+                    trace::ended(&span, &result);
+                    result
+                });
             return result;
         }
+        let mut op = start(clock.now());
+        let span = trace::operation(&op, &server);
+        let (agent, shared, buf) = lane.parts();
         let mut driver = Driver::new(
-            &self.agent,
+            agent,
+            shared,
             &self.shared,
-            self.observer.as_mut(),
-            self.authorizer.as_mut(),
-            &mut self.buf,
+            &mut reporter,
+            &self.shared.authorizer,
+            buf,
             span.clone(),
         );
         let result = driver.drive(&mut op);
@@ -370,7 +510,7 @@ fn unexpected(what: &str) -> ! {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("session", &self.session)
+            .field("session", &*self.shared.session())
             .finish_non_exhaustive()
     }
 }
@@ -394,7 +534,7 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().port()
         };
-        let mut client = Client::connect(&format!("https://127.0.0.1:{port}/mcp")).unwrap();
+        let client = Client::connect(&format!("https://127.0.0.1:{port}/mcp")).unwrap();
         #[derive(Default)]
         struct Ends(std::sync::Arc<std::sync::Mutex<Vec<mcp_proto::LegEnd>>>);
         impl Observer for Ends {

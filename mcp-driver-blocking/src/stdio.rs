@@ -277,18 +277,102 @@ fn terminate(process: &std::process::Child) {
 #[cfg(not(unix))]
 fn terminate(_: &std::process::Child) {}
 
+/// The server process of a client, and whose turn it is: stdio operations take turns (one
+/// process, one stdout), each waiting for its turn inside its own budget.
+#[derive(Default)]
+pub(crate) struct Turns {
+    slot: Mutex<Slot>,
+    /// Signalled when a turn ends.
+    ended: Condvar,
+}
+
+#[derive(Default)]
+struct Slot {
+    busy: bool,
+    /// The process, kept between operations (ended on close, or when the client is dropped).
+    child: Option<Child>,
+}
+
+impl Turns {
+    /// Runs `run` with the process once it is this operation's turn (waiting at most until
+    /// `until`, the operation's budget's end). An operation whose turn does not come in time,
+    /// or that is cancelled while it waits, runs without the process: it ends at once, having
+    /// sent nothing, with its own error.
+    pub(crate) fn take_turn<R>(
+        &self,
+        until: Option<Instant>,
+        shared: &Shared,
+        run: impl FnOnce(&mut Option<Child>) -> R,
+    ) -> R {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        while slot.busy {
+            let now = Instant::now();
+            let left = until.map(|end| end.saturating_duration_since(now));
+            if left.is_some_and(|left| left.is_zero()) || shared.is_cancelled() {
+                drop(slot);
+                return run(&mut None);
+            }
+            slot = match left {
+                Some(left) => {
+                    self.ended
+                        .wait_timeout(slot, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+                None => self
+                    .ended
+                    .wait(slot)
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
+        }
+        slot.busy = true;
+        let child = slot.child.take();
+        drop(slot);
+        let mut turn = Turn { turns: self, child };
+        run(&mut turn.child)
+    }
+
+    /// Wakes the operations waiting for their turn (one of them was cancelled).
+    pub(crate) fn wake(&self) {
+        let _slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        self.ended.notify_all();
+    }
+}
+
+/// A turn in progress: it ends (the process back in its slot, the next waiter woken) however
+/// the operation ends, a panic included.
+struct Turn<'a> {
+    turns: &'a Turns,
+    child: Option<Child>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut slot = self
+            .turns
+            .slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.busy = false;
+        slot.child = self.child.take();
+        self.turns.ended.notify_one();
+    }
+}
+
 /// Runs one operation over stdio: the loop of the proto's module docs with a process for a
 /// transport.
 pub(crate) struct StdioDriver<'a> {
     pub(crate) child: &'a mut Option<Child>,
     pub(crate) command: &'a StdioCommand,
     pub(crate) shared: &'a Shared,
+    /// The session, which learns what the operation learns.
+    pub(crate) client: &'a crate::ClientShared,
     pub(crate) observer: &'a mut dyn Observer,
     pub(crate) span: trace::Span,
 }
 
 impl StdioDriver<'_> {
-    pub(crate) fn drive(&mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
+    pub(crate) fn drive(&mut self, op: &mut Operation) -> Result<Outcome, Error> {
         let clock = MonotonicClock;
         let mut legs = StdioLegs::default();
         if let Some(child) = self.child.as_ref() {
@@ -301,6 +385,7 @@ impl StdioDriver<'_> {
             }
             let now = clock.now();
             match op.poll_output(now) {
+                Output::Update(update) => self.client.apply(update),
                 Output::Transmit(leg) => {
                     legs.sent(&leg, now, &self.span);
                     if self.transmit(op, &leg) {
@@ -337,7 +422,7 @@ impl StdioDriver<'_> {
     }
 
     /// Carries out `leg`. Returns true when the process turned out to be gone.
-    fn transmit(&mut self, op: &mut Operation<'_>, leg: &Leg) -> bool {
+    fn transmit(&mut self, op: &mut Operation, leg: &Leg) -> bool {
         let clock = MonotonicClock;
         match leg.kind {
             LegKind::Spawn => match Child::spawn(self.command) {

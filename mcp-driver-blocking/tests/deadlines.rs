@@ -27,7 +27,7 @@ fn cancel_latency(
     args: serde_json::Map<String, serde_json::Value>,
 ) -> Duration {
     let server = TestServer::start(script);
-    let mut client = Client::new(config(&server, Duration::from_secs(30)).with_progress(progress));
+    let client = Client::new(config(&server, Duration::from_secs(30)).with_progress(progress));
     let recorder = common::Recorder::default();
     client.set_observer(recorder.clone());
     client.probe().unwrap();
@@ -113,7 +113,7 @@ fn cancel_ends_a_slow_tool_streaming_progress() {
 fn a_cancel_between_operations_leaves_the_pooled_connection_open() {
     // A cancel shuts down every socket of the client, but only while an operation runs.
     let server = TestServer::start(Script::new());
-    let (mut client, _) = client(&server, Duration::from_secs(5));
+    let (client, _) = client(&server, Duration::from_secs(5));
     let handle = client.cancel_handle();
     handle.cancel();
     assert_eq!(

@@ -16,7 +16,7 @@ use mcp_testkit::{Script, TestServer};
 #[test]
 fn the_pool_carries_every_leg_of_every_operation_on_one_connection() {
     let server = TestServer::start(Script::new());
-    let (mut client, _) = client(&server, Duration::from_secs(10));
+    let (client, _) = client(&server, Duration::from_secs(10));
     client.call_tool("echo", text_args("one")).unwrap();
     assert!(!client.list_tools().unwrap().is_empty());
     let sum = client
@@ -40,7 +40,7 @@ fn an_https_url_speaking_to_a_plain_http_server_fails_in_tls() {
     // The TLS handshake meets an HTTP server: a typed TLS failure, not a panic.
     let server = TestServer::start(Script::new());
     let url = format!("https://127.0.0.1:{}/mcp", server.port());
-    let mut client = Client::new(
+    let client = Client::new(
         SessionConfig::new(&url)
             .unwrap()
             .with_budget(Budget::from_secs(5))

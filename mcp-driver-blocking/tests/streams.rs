@@ -32,7 +32,7 @@ fn a_request_from_the_server_is_answered_while_its_stream_is_read() {
         .respond_to("elicitation/create", |params| {
             Ok(accept_elicitation_with_defaults(params))
         });
-    let mut client = Client::new(config);
+    let client = Client::new(config);
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
     let result = client.call_tool("echo", text_args("hello")).unwrap();
@@ -76,7 +76,7 @@ fn a_cancel_during_the_pause_before_resuming_ends_at_once() {
         "tools/call",
         Hostile::CloseAfterPriming { retry_ms: 10_000 },
     ));
-    let (mut client, _) = client(&server, Duration::from_secs(30));
+    let (client, _) = client(&server, Duration::from_secs(30));
     let handle = client.cancel_handle();
     let canceller = thread::spawn(move || {
         thread::sleep(Duration::from_millis(500));
@@ -95,7 +95,7 @@ fn a_cancel_during_the_pause_before_resuming_ends_at_once() {
 #[test]
 fn a_cancelled_call_can_be_followed_by_a_cancel_notice() {
     let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
-    let mut client = Client::new(config(&server, Duration::from_secs(30)).with_cancel_notice(true));
+    let client = Client::new(config(&server, Duration::from_secs(30)).with_cancel_notice(true));
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
     client.probe().unwrap();

@@ -7,6 +7,7 @@
 //! * [`trace`]: the `tracing` spans of an operation and its legs (feature `tracing`).
 //! * [`OsEntropy`]: the operating system's random source, for authorizations.
 //! * [`StderrTail`]: the last lines a local (stdio) server wrote on stderr, for its error.
+//! * [`SharedObserver`]: a client's observer, reached by every operation in flight on it.
 //!
 //! This crate holds no policy (that is `mcp-proto`'s) and does no I/O on a transport (that is
 //! each driver's, blocking or async). It is not meant to be used directly.
@@ -31,6 +32,51 @@ impl mcp_proto::mcp_auth::Entropy for OsEntropy {
         if let Err(err) = getrandom::fill(buf) {
             panic!("the operating system's random source failed: {err}");
         }
+    }
+}
+
+/// A client's observer, shared by the operations in flight on its session: each report goes
+/// to it alone (under a lock held for that report only), whichever operation makes it.
+pub struct SharedObserver(Mutex<Box<dyn mcp_proto::Observer + Send>>);
+
+impl Default for SharedObserver {
+    /// One that ignores everything.
+    fn default() -> Self {
+        Self(Mutex::new(Box::new(mcp_proto::NoObserver)))
+    }
+}
+
+impl std::fmt::Debug for SharedObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedObserver")
+    }
+}
+
+impl SharedObserver {
+    /// Replaces the observer.
+    pub fn set(&self, observer: Box<dyn mcp_proto::Observer + Send>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = observer;
+    }
+
+    /// What an operation reports through.
+    pub fn reporter(&self) -> Reporter<'_> {
+        Reporter(self)
+    }
+}
+
+/// An operation's way to the client's [`SharedObserver`].
+#[derive(Debug)]
+pub struct Reporter<'a>(&'a SharedObserver);
+
+impl mcp_proto::Observer for Reporter<'_> {
+    fn leg_finished(&mut self, report: &mcp_proto::LegReport) {
+        let mut observer = self.0.0.lock().unwrap_or_else(PoisonError::into_inner);
+        observer.leg_finished(report);
+    }
+
+    fn event(&mut self, event: &mcp_proto::Event) {
+        let mut observer = self.0.0.lock().unwrap_or_else(PoisonError::into_inner);
+        observer.event(event);
     }
 }
 
@@ -143,7 +189,7 @@ impl StdioLegs {
     /// Reports every leg `op` no longer has (with `cancelled`, every leg, as cancelled).
     pub fn report(
         &mut self,
-        op: &mcp_proto::Operation<'_>,
+        op: &mcp_proto::Operation,
         observer: &mut dyn mcp_proto::Observer,
         now: std::time::Instant,
         cancelled: bool,

@@ -20,7 +20,7 @@ mod on {
     pub use tracing::Span;
 
     /// The span of an operation that has just started.
-    pub fn operation(op: &Operation<'_>, server: &str) -> Span {
+    pub fn operation(op: &Operation, server: &str) -> Span {
         let deadline = op.deadline();
         tracing::info_span!(
             "mcp.operation",
@@ -88,7 +88,7 @@ mod on {
     pub struct Span;
 
     /// No span (feature `tracing` off).
-    pub fn operation(_: &Operation<'_>, _: &str) -> Span {
+    pub fn operation(_: &Operation, _: &str) -> Span {
         Span
     }
 

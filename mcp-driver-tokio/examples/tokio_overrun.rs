@@ -46,7 +46,7 @@ async fn main() -> Result<(), Error> {
     let mut overruns = Vec::with_capacity(RUNS);
     let mut lateness = Vec::with_capacity(RUNS);
     for run in 1..=RUNS {
-        let mut client = Client::new(config.clone());
+        let client = Client::new(config.clone());
         let last = LastLeg::default();
         client.set_observer(last.clone());
         let started = Instant::now();

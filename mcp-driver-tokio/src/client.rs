@@ -1,15 +1,18 @@
 //! The client: a session with one server and the loop that drives its operations.
 
 use std::fmt;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Network,
-    NoObserver, Observer, Operation, OperationDeadline, Outcome, Output, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
+    Observer, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
+use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 use tokio::time::Instant as TokioInstant;
 
 use crate::authorize::{Authorizer, OsEntropy};
@@ -17,6 +20,7 @@ use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
 use crate::leg::{self, Handshakes, Http, InFlight};
 use crate::trace;
+use mcp_driver_common::SharedObserver;
 
 /// A session with one MCP server, driven on tokio.
 ///
@@ -26,6 +30,14 @@ use crate::trace;
 /// session sends no second handshake; a session the server has forgotten (404) is
 /// re-established inside the operation that found out, by `mcp-proto`.
 ///
+/// The methods take `&self`, and the client is `Clone + Send + Sync`: any number of
+/// operations can be in flight on one session at once, from one task (`join!`) or from many
+/// (each with a clone). They share the session: on a new legacy session one of them runs the
+/// handshake and the others wait for it inside their own budgets, so N concurrent calls send
+/// **one** `initialize`; a session lost under a burst is re-established once. Every operation
+/// keeps its own budget. Over stdio the operations take turns (one server process, one
+/// stdout), each still under its own budget from the moment it was first polled.
+///
 /// Every leg `mcp-proto` hands out is sent as it says and read beside the others in flight:
 /// answers to requests the server sends on a stream, the standalone stream
 /// ([`SessionConfig::with_listen`]), a stream resumed with a `GET` at the moment the state
@@ -33,26 +45,83 @@ use crate::trace;
 ///
 /// Dropping an operation's future cancels it: the requests in flight are dropped and their
 /// connections closed. The session stays usable (a handshake interrupted this way is not
-/// committed, and the next operation starts it again).
+/// committed, and an operation waiting for it starts it again).
 ///
 /// See the [crate docs](crate) for an example.
 pub struct Client {
-    session: Session,
+    shared: Arc<Shared>,
+    /// This client value's cancel handle: a clone gets its own.
+    cancel: Arc<CancelShared>,
+}
+
+/// What every clone of a client shares: the session and what its operations go through.
+struct Shared {
+    /// The session, locked only to start an operation, apply what one learned, or hand it the
+    /// session it waits for: never across an await.
+    session: Mutex<Session>,
+    /// Wakes the operations that wait for the session when it changed (an update applied, an
+    /// operation ended).
+    changed: Notify,
     http: Http,
     handshakes: Handshakes,
-    observer: Box<dyn Observer + Send>,
-    authorizer: Option<Arc<dyn Authorizer>>,
-    cancel: Arc<CancelShared>,
+    observer: SharedObserver,
+    authorizer: Mutex<Option<Arc<dyn Authorizer>>>,
     /// Over stdio: the server process, kept between operations (ended on close; killed when
-    /// the client is dropped).
-    child: Option<crate::stdio::Child>,
+    /// the last clone is dropped). Locked for a whole operation: stdio operations take turns.
+    child: tokio::sync::Mutex<Option<crate::stdio::Child>>,
+}
+
+impl Shared {
+    fn session(&self) -> MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The client's session, locked while this guard lives (see [`Client::session`]).
+pub struct SessionGuard<'a>(MutexGuard<'a, Session>);
+
+impl Deref for SessionGuard<'_> {
+    type Target = Session;
+
+    fn deref(&self) -> &Session {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SessionGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("session", &self.session)
+            .field("session", &*self.shared.session())
             .finish_non_exhaustive()
+    }
+}
+
+impl Clone for Client {
+    /// Another handle on the same session (no second handshake), with a cancel handle of its
+    /// own: [`cancel_handle`](Client::cancel_handle) on the clone cancels only the operations
+    /// run through the clone.
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            cancel: Arc::new(CancelShared::default()),
+        }
+    }
+}
+
+/// Wakes the operations waiting for the session when an operation ends, whichever way (its
+/// claim on the handshake ends with it). Declared before the operation, so it runs after the
+/// operation is dropped.
+struct Ended<'a>(&'a Shared);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.0.changed.notify_waiters();
     }
 }
 
@@ -79,13 +148,17 @@ impl Client {
         let (http, handshakes) = leg::http_client_for(network)?;
         let mut session = Session::new(config);
         session.set_entropy(Box::new(OsEntropy));
-        Ok(Self {
-            session,
+        let shared = Shared {
+            session: Mutex::new(session),
+            changed: Notify::new(),
             http,
             handshakes,
-            observer: Box::new(NoObserver),
-            authorizer: None,
-            child: None,
+            observer: SharedObserver::default(),
+            authorizer: Mutex::new(None),
+            child: tokio::sync::Mutex::new(None),
+        };
+        Ok(Self {
+            shared: Arc::new(shared),
             cancel: Arc::new(CancelShared::default()),
         })
     }
@@ -100,31 +173,42 @@ impl Client {
     }
 
     /// The session: its configuration and, while it is live, what the handshake established.
-    pub fn session(&self) -> &Session {
-        &self.session
+    ///
+    /// The guard holds the session's lock, which every operation on this client (and its
+    /// clones) takes briefly at its start and as it learns: read what you need and drop it;
+    /// never hold it across an `.await`.
+    pub fn session(&self) -> SessionGuard<'_> {
+        SessionGuard(self.shared.session())
     }
 
     /// Presents `token` on every request from now on (one kept from an earlier run, say):
     /// no authorization is needed until the server refuses it.
-    pub fn set_token(&mut self, token: mcp_proto::mcp_auth::AccessToken) {
-        self.session.set_token(token);
+    pub fn set_token(&self, token: mcp_proto::mcp_auth::AccessToken) {
+        self.shared.session().set_token(token);
     }
 
     /// Receives a [`LegReport`](mcp_proto::LegReport) for every leg (its grant, how long it
     /// took by tokio's clock, and how it ended) and every event the server sends while
-    /// answering. Replaces the previous observer; the default ignores everything.
-    pub fn set_observer(&mut self, observer: impl Observer + Send + 'static) {
-        self.observer = Box::new(observer);
+    /// answering, from every operation on the session (one report at a time). Replaces the
+    /// previous observer; the default ignores everything.
+    pub fn set_observer(&self, observer: impl Observer + Send + 'static) {
+        self.shared.observer.set(Box::new(observer));
     }
 
     /// Lets authorizations that need a person go through `authorizer` (see
     /// [`SessionConfig::with_oauth`]). Without one, an operation whose authorization reaches
     /// the browser step ends at once with [`Error::AuthorizationRequired`].
-    pub fn set_authorizer(&mut self, authorizer: impl Authorizer + 'static) {
-        self.authorizer = Some(Arc::new(authorizer));
+    pub fn set_authorizer(&self, authorizer: impl Authorizer + 'static) {
+        *self
+            .shared
+            .authorizer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(authorizer));
     }
 
-    /// A handle that cancels this client's operation in flight from another task.
+    /// A handle that cancels, from another task, the operations this client value has in
+    /// flight (a clone has a handle of its own: give each operation that must be cancelled on
+    /// its own a clone).
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle::new(Arc::clone(&self.cancel))
     }
@@ -134,8 +218,8 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn probe(&mut self) -> Result<SessionInfo, Error> {
-        match self.operate(Session::probe).await? {
+    pub async fn probe(&self) -> Result<SessionInfo, Error> {
+        match self.operate(Action::Probe, None).await? {
             Outcome::Probe(info) => Ok(info),
             other => unreachable!("mcp-proto answered a probe with {other:?}"),
         }
@@ -145,8 +229,8 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn list_tools(&mut self) -> Result<Listing<Tool>, Error> {
-        match self.operate(Session::list_tools).await? {
+    pub async fn list_tools(&self) -> Result<Listing<Tool>, Error> {
+        match self.operate(Action::List(ListKind::Tools), None).await? {
             Outcome::Tools(tools) => Ok(tools),
             other => unreachable!("mcp-proto answered a listing with {other:?}"),
         }
@@ -156,9 +240,9 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
+    pub async fn list_resources(&self) -> Result<Listing<Resource>, Error> {
         match self
-            .operate(|s, now| s.list(ListKind::Resources, now))
+            .operate(Action::List(ListKind::Resources), None)
             .await?
         {
             Outcome::Resources(resources) => Ok(resources),
@@ -170,9 +254,9 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn list_resource_templates(&mut self) -> Result<Listing<ResourceTemplate>, Error> {
+    pub async fn list_resource_templates(&self) -> Result<Listing<ResourceTemplate>, Error> {
         match self
-            .operate(|s, now| s.list(ListKind::ResourceTemplates, now))
+            .operate(Action::List(ListKind::ResourceTemplates), None)
             .await?
         {
             Outcome::ResourceTemplates(templates) => Ok(templates),
@@ -184,11 +268,8 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
-        match self
-            .operate(|s, now| s.list(ListKind::Prompts, now))
-            .await?
-        {
+    pub async fn list_prompts(&self) -> Result<Listing<Prompt>, Error> {
+        match self.operate(Action::List(ListKind::Prompts), None).await? {
             Outcome::Prompts(prompts) => Ok(prompts),
             other => unreachable!("mcp-proto answered a listing with {other:?}"),
         }
@@ -198,8 +279,16 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
-        match self.operate(|s, now| s.read_resource(uri, now)).await? {
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        match self
+            .operate(
+                Action::ReadResource {
+                    uri: uri.to_owned(),
+                },
+                None,
+            )
+            .await?
+        {
             Outcome::Resource(result) => Ok(result),
             other => unreachable!("mcp-proto answered a read with {other:?}"),
         }
@@ -210,11 +299,17 @@ impl Client {
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
     pub async fn get_prompt(
-        &mut self,
+        &self,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<GetPromptResult, Error> {
-        let get = self.operate(move |s, now| s.get_prompt(name, arguments, now));
+        let get = self.operate(
+            Action::GetPrompt {
+                name: name.to_owned(),
+                arguments,
+            },
+            None,
+        );
         match get.await? {
             Outcome::Prompt(result) => Ok(result),
             other => unreachable!("mcp-proto answered a prompt with {other:?}"),
@@ -227,11 +322,17 @@ impl Client {
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
     pub async fn call_tool(
-        &mut self,
+        &self,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult, Error> {
-        let call = self.operate(move |session, now| session.call_tool(name, arguments, now));
+        let call = self.operate(
+            Action::CallTool {
+                name: name.to_owned(),
+                arguments,
+            },
+            None,
+        );
         match call.await? {
             Outcome::Call(result) => Ok(result),
             other => unreachable!("mcp-proto answered a tool call with {other:?}"),
@@ -246,8 +347,8 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn close(&mut self) -> Result<(), Error> {
-        self.operate(Session::close).await.map(|_| ())
+    pub async fn close(&self) -> Result<(), Error> {
+        self.operate(Action::Close, None).await.map(|_| ())
     }
 
     /// Runs `action` as one operation under `budget` (instead of the configured one), with
@@ -255,63 +356,98 @@ impl Client {
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
-    pub async fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
-        let resolution = self.session.config().resolution();
-        self.operate(|session, now| {
-            session.start(action, OperationDeadline::start(now, budget, resolution))
-        })
-        .await
+    pub async fn run(&self, action: Action, budget: Budget) -> Result<Outcome, Error> {
+        self.operate(action, Some(budget)).await
     }
 
-    /// Starts an operation with `start` and drives it to its end: the loop of the proto's
+    /// Runs `action` as one operation under `budget` (the configured one when `None`) and
+    /// drives it to its end: the loop of the proto's
     /// module docs. Every leg in flight is read in one `select!`, beside the proto's next
-    /// timer and the cancel handle.
-    async fn operate(
-        &mut self,
-        start: impl for<'s> FnOnce(&'s mut Session, Instant) -> Operation<'s>,
-    ) -> Result<Outcome, Error> {
+    /// timer, the cancel handle and, while the operation waits for its session, the session's
+    /// changes.
+    async fn operate(&self, action: Action, budget: Option<Budget>) -> Result<Outcome, Error> {
         let clock = TokioClock;
-        let server = self.session.config().label().to_owned();
-        let Self {
-            session,
-            http,
-            handshakes,
-            observer,
-            authorizer,
-            cancel,
-            child,
-        } = self;
-        let observer: &mut (dyn Observer + Send) = observer.as_mut();
-        if let mcp_proto::Transport::Stdio(command) = session.config().transport().clone() {
-            let now = clock.now();
+        let shared = &*self.shared;
+        let cancel = &*self.cancel;
+        let armed = cancel.arm();
+        let cancelled = cancel.waiter();
+        tokio::pin!(cancelled);
+        cancelled.as_mut().enable();
+        let mut reporting = shared.observer.reporter();
+        let observer: &mut (dyn Observer + Send) = &mut reporting;
+        let authorizer = shared
+            .authorizer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // The deadline opens at the first poll, whatever the operation waits for first.
+        let opened = clock.now();
+        let (server, stdio, deadline) = {
+            let session = shared.session();
+            let config = session.config();
+            let stdio = match config.transport() {
+                mcp_proto::Transport::Stdio(command) => Some(command.clone()),
+                _ => None,
+            };
+            let deadline = match budget {
+                Some(budget) => OperationDeadline::start(opened, budget, config.resolution()),
+                None => session.deadline_for(&action, opened),
+            };
+            (config.label().to_owned(), stdio, deadline)
+        };
+        // Declared before the operation: it wakes the waiting ones after the operation is gone.
+        let _ended = Ended(shared);
+        let start = |now: Instant| {
+            let mut session = shared.session();
             session.set_time_of_day(now, std::time::SystemTime::now());
-            let mut op = start(session, now);
+            session.start(action, deadline)
+        };
+        if let Some(command) = stdio {
+            // One server process, one stdout: stdio operations take turns, each waiting for
+            // its turn inside its budget. One whose turn never came (its budget ran out, or it
+            // was cancelled) runs without the process: it ends at once, having sent nothing.
+            let turn = tokio::select! {
+                biased;
+                () = &mut cancelled => None,
+                turn = async {
+                    match deadline.end() {
+                        Some(end) => tokio::time::timeout_at(TokioInstant::from_std(end), shared.child.lock()).await.ok(),
+                        None => Some(shared.child.lock().await),
+                    }
+                } => turn,
+            };
+            let mut no_process = None;
+            let mut turn = turn;
+            let child = match turn.as_deref_mut() {
+                Some(child) => child,
+                None => &mut no_process,
+            };
+            let mut op = start(clock.now());
             let span = trace::operation(&op, &server);
             let run = crate::stdio::StdioRun {
                 child,
+                session: &shared.session,
                 command,
                 observer,
                 cancel,
+                armed,
                 span: span.clone(),
             };
             let result = run.drive(&mut op).await;
             trace::ended(&span, &result);
             return result;
         }
-        let armed = cancel.arm();
-        let cancelled = cancel.waiter();
-        tokio::pin!(cancelled);
-        cancelled.as_mut().enable();
         // One clock reading per wake-up: the inputs it brought, the legs pruned after them and
         // the outputs drained before the next wait all happen "now".
         let mut now = clock.now();
-        session.set_time_of_day(now, std::time::SystemTime::now());
-        let mut op = start(session, now);
+        let mut op = start(now);
         let span = trace::operation(&op, &server);
         let mut legs: Vec<InFlight> = Vec::new();
         // One timer for the whole operation, moved to the proto's next instant each time.
         let timer = tokio::time::sleep_until(TokioInstant::from_std(now));
         tokio::pin!(timer);
+        // While the operation waits for its session: the session's next change.
+        let mut changed = std::pin::pin!(None::<Notified<'_>>);
         loop {
             // Mutate, then drain until the operation must wait.
             let until = loop {
@@ -321,11 +457,30 @@ impl Client {
                     leg::cancel_all(&mut legs, observer, now);
                 }
                 match op.poll_output(now) {
-                    Output::Transmit(leg) => legs.push(InFlight::start(http, leg, now, &span)),
+                    Output::Update(update) => {
+                        shared.session().apply(update);
+                        shared.changed.notify_waiters();
+                    }
+                    Output::Transmit(leg) => {
+                        legs.push(InFlight::start(&shared.http, leg, now, &span))
+                    }
                     Output::Event(event) => {
                         observer.event(&event);
                         // The observer's time is not the operation's: read the clock again.
                         now = clock.now();
+                    }
+                    Output::Wait(until) if op.awaits_session() => {
+                        // Under the session's lock: take the session, or register for its next
+                        // change before letting go, so no change is missed.
+                        let mut session = shared.session();
+                        op.handle_session(&mut session);
+                        if op.awaits_session() {
+                            changed.set(Some(shared.changed.notified()));
+                            if let Some(notified) = changed.as_mut().as_pin_mut() {
+                                notified.enable();
+                            }
+                            break until;
+                        }
                     }
                     Output::Wait(until) => break until,
                     Output::Authorize(step) => {
@@ -366,6 +521,7 @@ impl Client {
                 }
             };
             let cancellable = !op.is_finished();
+            let waits_for_session = op.awaits_session();
             let until = TokioInstant::from_std(until);
             if timer.deadline() != until {
                 timer.as_mut().reset(until);
@@ -379,8 +535,12 @@ impl Client {
                 }
                 () = &mut timer => {
                     now = clock.now();
-                    leg::handshake_timeouts(&mut op, &mut legs, handshakes, observer, now);
+                    leg::handshake_timeouts(&mut op, &mut legs, &shared.handshakes, observer, now);
                     op.handle_timeout(now);
+                }
+                () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
+                    changed.set(None);
+                    now = clock.now();
                 }
                 (index, delivery) = leg::next(&mut legs) => {
                     now = leg::feed(&mut op, &mut legs, index, delivery, observer).await;

@@ -295,7 +295,7 @@ pub(crate) fn transport_error(err: &hyper_util::client::legacy::Error) -> Transp
 /// not in) fail as a handshake that timed out, reported at once; the operation's own timers
 /// then expire as usual.
 pub(crate) fn handshake_timeouts(
-    op: &mut Operation<'_>,
+    op: &mut Operation,
     legs: &mut Vec<InFlight>,
     handshakes: &Handshakes,
     observer: &mut (dyn Observer + Send),
@@ -404,7 +404,7 @@ pub(crate) async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
 /// Feeds what leg `index` delivered to the operation; a leg that is over is reported and
 /// dropped. Returns the instant the delivery was fed at (after a drain, the drain's end).
 pub(crate) async fn feed(
-    op: &mut Operation<'_>,
+    op: &mut Operation,
     legs: &mut Vec<InFlight>,
     index: usize,
     delivery: Delivery,
@@ -465,7 +465,7 @@ pub(crate) async fn feed(
 /// Drops the legs the operation no longer has in flight (their grant expired, or the
 /// operation let them go), reporting each.
 pub(crate) fn prune(
-    op: &Operation<'_>,
+    op: &Operation,
     legs: &mut Vec<InFlight>,
     observer: &mut (dyn Observer + Send),
     now: Instant,

@@ -96,7 +96,7 @@ use mcp_driver_common::{tls, trace};
 
 pub use authorize::{Authorize, AuthorizeFuture, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
-pub use client::Client;
+pub use client::{Client, SessionGuard};
 pub use clock::TokioClock;
 
 #[doc(no_inline)]

@@ -167,17 +167,21 @@ fn terminate(_: &tokio::process::Child) {}
 /// Everything one stdio operation borrows from its client.
 pub(crate) struct StdioRun<'a> {
     pub(crate) child: &'a mut Option<Child>,
+    /// The session: what the operation learns is applied to it as it comes.
+    pub(crate) session: &'a std::sync::Mutex<mcp_proto::Session>,
     pub(crate) command: StdioCommand,
     pub(crate) observer: &'a mut (dyn Observer + Send),
     pub(crate) cancel: &'a CancelShared,
+    /// The cancel count the operation armed itself with when it was called.
+    pub(crate) armed: u64,
     pub(crate) span: trace::Span,
 }
 
 impl StdioRun<'_> {
     /// Drives `op` to its end over stdio.
-    pub(crate) async fn drive(mut self, op: &mut Operation<'_>) -> Result<Outcome, Error> {
+    pub(crate) async fn drive(mut self, op: &mut Operation) -> Result<Outcome, Error> {
         let clock = TokioClock;
-        let armed = self.cancel.arm();
+        let armed = self.armed;
         let cancelled = self.cancel.waiter();
         tokio::pin!(cancelled);
         cancelled.as_mut().enable();
@@ -188,6 +192,11 @@ impl StdioRun<'_> {
             }
             let now = clock.now();
             match op.poll_output(now) {
+                Output::Update(update) => self
+                    .session
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .apply(update),
                 Output::Transmit(leg) => {
                     legs.sent(&leg, now, &self.span);
                     if self.transmit(op, &leg).await {
@@ -239,7 +248,7 @@ impl StdioRun<'_> {
     }
 
     /// Carries out `leg`. Returns true when the process turned out to be gone.
-    async fn transmit(&mut self, op: &mut Operation<'_>, leg: &mcp_proto::Leg) -> bool {
+    async fn transmit(&mut self, op: &mut Operation, leg: &mcp_proto::Leg) -> bool {
         let clock = TokioClock;
         match leg.kind {
             LegKind::Spawn => {

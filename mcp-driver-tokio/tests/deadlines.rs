@@ -96,7 +96,7 @@ async fn cancelling_a_handshake_leg_sends_no_announcement() {
 #[tokio::test]
 async fn dropping_the_future_closes_the_request_in_flight() {
     let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
-    let mut client = client(&server);
+    let client = client(&server);
     let open_before = {
         let call = client.call_tool("echo", echo("x"));
         tokio::pin!(call);
@@ -158,7 +158,7 @@ async fn paused_tokio_time_drives_the_grants() {
     // stalled initialize times out at exactly its 20 s grant by tokio's clock, in real
     // milliseconds: the proto's instants and tokio's timers are one clock.
     let server = TestServer::start(Script::new().hostile_all(Hostile::Stall));
-    let mut client = Client::new(config(&server).with_budget(Budget::from_secs(20)));
+    let client = Client::new(config(&server).with_budget(Budget::from_secs(20)));
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
     let real = Instant::now();
@@ -192,7 +192,7 @@ async fn a_cancel_while_waiting_to_resume_ends_at_once_and_announces() {
     let server = Arc::new(TestServer::start(
         Script::new().hostile("tools/call", Hostile::CloseAfterPriming { retry_ms: 5_000 }),
     ));
-    let mut client = Client::new(config(&server).with_cancel_notice(true));
+    let client = Client::new(config(&server).with_cancel_notice(true));
     let canceller = tokio::spawn(cancel_once_seen(
         Arc::clone(&server),
         client.cancel_handle(),

@@ -18,7 +18,7 @@ async fn a_server_without_a_standalone_stream_still_answers_the_call() {
         .with_resolution(Resolution::MILLISECOND)
         .with_listen(true)
         .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
-    let mut client = Client::new(config);
+    let client = Client::new(config);
     let mut args = Map::new();
     args.insert("text".into(), "hi".into());
     let result = tokio::time::timeout(Duration::from_secs(10), client.call_tool("echo", args))

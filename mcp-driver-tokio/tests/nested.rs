@@ -26,7 +26,7 @@ fn start(request: ServerRequest) -> TestServer {
 #[tokio::test]
 async fn a_server_ping_on_the_stream_is_answered_with_a_nested_leg() {
     let server = start(ServerRequest::ping("srv-1"));
-    let mut client = Client::new(config(&server));
+    let client = Client::new(config(&server));
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
     let result = tokio::time::timeout(Duration::from_secs(10), client.call_tool("echo", echo("x")))
@@ -88,7 +88,7 @@ async fn an_elicitation_is_answered_by_the_registered_responder() {
     let config = config(&server).respond_to("elicitation/create", |params| {
         Ok(mcp_proto::accept_elicitation_with_defaults(params))
     });
-    let mut client = Client::new(config);
+    let client = Client::new(config);
     let result = tokio::time::timeout(Duration::from_secs(10), client.call_tool("echo", echo("x")))
         .await
         .expect("within 10 s")

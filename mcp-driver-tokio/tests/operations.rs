@@ -16,7 +16,7 @@ fn assert_send<T: Send>(_: &T) {}
 fn operation_futures_and_handles_are_send() {
     fn assert_send_sync_clone<T: Send + Sync + Clone + 'static>() {}
     assert_send_sync_clone::<CancelHandle>();
-    let mut client = Client::connect("http://127.0.0.1:9/mcp").expect("valid URL");
+    let client = Client::connect("http://127.0.0.1:9/mcp").expect("valid URL");
     assert_send(&client);
     {
         let probe = client.probe();

@@ -22,6 +22,7 @@ fn tool_call(title: &str, durations: &[f64]) {
     let mut durations = durations.iter().copied();
     loop {
         match op.poll_output(clock.now()) {
+            Output::Update(update) => session.apply(update),
             Output::Authorize(_) => op.decline_authorization(),
             Output::Transmit(leg) => {
                 let spent = Duration::from_secs_f64(durations.next().unwrap_or(0.0));

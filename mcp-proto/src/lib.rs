@@ -105,7 +105,7 @@ pub use operation::{
     LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation,
     Outcome, Output, ProcessExit, TransportError, TransportErrorKind,
 };
-pub use session::Session;
+pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};
 pub use transport::{StdioCommand, Transport};
 pub use wire::{

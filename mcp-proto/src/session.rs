@@ -1,13 +1,28 @@
-//! A session with one MCP server: what the handshake established, kept between operations.
+//! A session with one MCP server: what operations established, kept between them and shared
+//! by every operation in flight on it.
 //!
 //! A [`Session`] outlives operations. It remembers the session id, the negotiated protocol
-//! version and the server's info so a later operation can skip the handshake, and it hands out
-//! request ids that are unique for its lifetime. It is state, not behaviour: operations
-//! (started with [`Session::call_tool`] and its siblings, see [`Operation`](crate::Operation))
-//! borrow it mutably while they run and commit a handshake only once it has fully succeeded.
-//! This module must never depend on the operation's internals.
+//! version and the server's info so a later operation can skip the handshake, the server's
+//! era, the access token, and it hands out request ids unique for its lifetime.
+//!
+//! It is state, not behaviour, and it is never borrowed by an operation: an
+//! [`Operation`](crate::Operation) starts from a copy of what the session knows (and a share of
+//! its request-id counter), and reports what it learns (a committed handshake, a session the
+//! server forgot, the era, a token) as [`SessionUpdate`]s, which the driver hands to
+//! [`Session::apply`]. So any number of operations can be in flight on one session, each
+//! under its own budget: the driver keeps the session where every operation's task can reach
+//! it (behind a lock when they run in parallel) and applies updates in the order they come.
+//!
+//! One handshake at a time: an operation that needs a session while another is establishing
+//! one waits for it ([`Operation::awaits_session`](crate::Operation::awaits_session)), inside
+//! its own budget, and takes it with
+//! [`Operation::handle_session`](crate::Operation::handle_session). This module must never
+//! depend on the operation's internals.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Instant, SystemTime};
 
 use mcp_auth::{AccessToken, Entropy};
@@ -18,19 +33,22 @@ use crate::headers::ParamHeader;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
 use crate::transport::LineFramer;
 
+/// The `x-mcp-header` annotations of each tool of the last modern listing.
+pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
+
 /// A session with one server.
 ///
 /// It outlives operations: it remembers the session id, the negotiated protocol version and
 /// the server's info so a later operation can skip the handshake, and it hands out request
-/// ids unique for its lifetime. Operations ([`Session::call_tool`] and its siblings) borrow it
-/// mutably while they run and commit a handshake only once it has fully succeeded.
+/// ids unique for its lifetime. Operations ([`Session::call_tool`] and its siblings) start
+/// from a copy of it and report what they learn as [`SessionUpdate`]s for
+/// [`apply`](Self::apply); see the [module docs](self).
 #[derive(Debug)]
 pub struct Session {
-    config: SessionConfig,
-    established: Option<SessionInfo>,
-    next_request_id: i64,
-    /// The `x-mcp-header` annotations of each tool of the last modern listing.
-    tool_headers: HashMap<String, Vec<ParamHeader>>,
+    config: Arc<SessionConfig>,
+    established: Option<Arc<SessionInfo>>,
+    ids: RequestIds,
+    tool_headers: Arc<ToolHeaders>,
     /// The server's era, once an operation found it out.
     era: Option<Era>,
     /// The access token every MCP request carries, once an authorization obtained one.
@@ -38,28 +56,129 @@ pub struct Session {
     /// The MCP server's last DPoP nonce (RFC 9449 9), for the proofs of a DPoP-bound token.
     dpop_nonce: Option<String>,
     /// Where authorizations draw their randomness (PKCE, `state`, keys): the driver's.
-    entropy: Option<EntropySource>,
+    entropy: Option<SharedEntropy>,
     /// An instant and the time of day at it, given by the driver: the time of day at any
     /// later instant is reckoned from it (signed assertions carry one).
     time_of_day: Option<(Instant, SystemTime)>,
-    /// Over stdio: whether the server process runs, and its stdout cut into lines.
+    /// Over stdio: whether the server process runs, and its stdout cut into lines (lent to
+    /// the operation that runs; stdio operations take turns). `None` while lent.
     process_running: bool,
-    framer: LineFramer,
+    framer: Option<LineFramer>,
+    /// The operation establishing the session, while it does: it holds the claim, and the
+    /// claim ends when that operation commits, gives up or is dropped.
+    handshake: Weak<HandshakeClaim>,
 }
 
-/// The driver's random source, boxed; `Debug` shows nothing of it.
-struct EntropySource(Box<dyn Entropy + Send>);
+/// What an operation learned about its session, for [`Session::apply`]: a handshake it
+/// committed, a session the server forgot, the server's era, a token it obtained or saw
+/// refused, a server process that started or ended.
+///
+/// Opaque: a driver applies every update to the session the operation runs on, in the order
+/// the operation handed them out, before it polls that operation again. `Debug` shows what
+/// was learned, never a token.
+#[must_use = "an update the session never sees leaves the next operations in the dark"]
+pub struct SessionUpdate(pub(crate) Learned);
 
-impl EntropySource {
-    fn get(&mut self) -> &mut dyn Entropy {
-        self.0.as_mut()
+/// What an operation can learn.
+pub(crate) enum Learned {
+    /// A handshake was committed: the session is live with this info.
+    Established(Arc<SessionInfo>),
+    /// The session the operation used (its id, when it had one) is gone: the server forgot
+    /// it, it was closed, or the server turned out to speak the modern era.
+    Lost(Option<String>),
+    /// The server speaks this era.
+    Era(Era),
+    /// The header annotations of the tools of a modern listing.
+    ToolHeaders(Arc<ToolHeaders>),
+    /// An authorization obtained this token.
+    Token(AccessToken),
+    /// The server refused this token.
+    TokenRefused(AccessToken),
+    /// The MCP server's DPoP nonce.
+    DpopNonce(String),
+    /// Over stdio: the server process started.
+    ProcessStarted,
+    /// Over stdio: the server process ended.
+    ProcessExited,
+    /// Over stdio: the stdout framer, handed back when the operation ends.
+    Stdout(LineFramer),
+}
+
+impl fmt::Debug for SessionUpdate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.0 {
+            Learned::Established(info) => {
+                return f
+                    .debug_tuple("Established")
+                    .field(&info.protocol_version)
+                    .finish();
+            }
+            Learned::Lost(_) => "Lost",
+            Learned::Era(Era::Modern) => "Era(Modern)",
+            Learned::Era(Era::Legacy) => "Era(Legacy)",
+            Learned::ToolHeaders(_) => "ToolHeaders",
+            Learned::Token(_) => "Token",
+            Learned::TokenRefused(_) => "TokenRefused",
+            Learned::DpopNonce(_) => "DpopNonce",
+            Learned::ProcessStarted => "ProcessStarted",
+            Learned::ProcessExited => "ProcessExited",
+            Learned::Stdout(_) => "Stdout",
+        };
+        f.write_str(what)
     }
 }
 
-impl std::fmt::Debug for EntropySource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("EntropySource")
+/// The claim of the operation that establishes the session (see [`Session`]'s `handshake`).
+#[derive(Debug)]
+pub(crate) struct HandshakeClaim;
+
+/// The request-id counter, shared by the session and its operations: ids are unique for the
+/// session's lifetime whichever operation takes them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequestIds(Arc<AtomicI64>);
+
+impl RequestIds {
+    /// The next id (the first is 1).
+    pub(crate) fn take(&self) -> i64 {
+        self.0.fetch_add(1, Ordering::Relaxed).saturating_add(1)
     }
+}
+
+/// The driver's random source, shared by the operations that draw from it; `Debug` shows
+/// nothing of it.
+#[derive(Clone)]
+pub(crate) struct SharedEntropy(Arc<Mutex<Box<dyn Entropy + Send>>>);
+
+impl Entropy for SharedEntropy {
+    fn fill(&mut self, buf: &mut [u8]) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .fill(buf);
+    }
+}
+
+impl fmt::Debug for SharedEntropy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedEntropy")
+    }
+}
+
+/// What an operation starts from: a copy of what the session knows when it starts (see
+/// `operation::view`).
+pub(crate) struct Snapshot {
+    pub(crate) config: Arc<SessionConfig>,
+    pub(crate) established: Option<Arc<SessionInfo>>,
+    pub(crate) ids: RequestIds,
+    pub(crate) tool_headers: Arc<ToolHeaders>,
+    pub(crate) era: Option<Era>,
+    pub(crate) token: Option<AccessToken>,
+    pub(crate) dpop_nonce: Option<String>,
+    pub(crate) entropy: Option<SharedEntropy>,
+    pub(crate) time_of_day: Option<(Instant, SystemTime)>,
+    pub(crate) process_running: bool,
+    /// Over stdio, the session's framer (`None` when another operation has it, or over HTTP).
+    pub(crate) framer: Option<LineFramer>,
 }
 
 impl Session {
@@ -68,16 +187,58 @@ impl Session {
         let framer = LineFramer::new(config.body_cap());
         Self {
             process_running: false,
-            framer,
-            config,
+            framer: Some(framer),
+            config: Arc::new(config),
             established: None,
-            next_request_id: 1,
-            tool_headers: HashMap::new(),
+            ids: RequestIds::default(),
+            tool_headers: Arc::default(),
             era: None,
             token: None,
             dpop_nonce: None,
             entropy: None,
             time_of_day: None,
+            handshake: Weak::new(),
+        }
+    }
+
+    /// Applies what an operation learned ([`Output::Update`](crate::Output::Update)). Apply
+    /// every update of every operation on this session, in the order each operation hands them
+    /// out; then hand the session to the operations that await it
+    /// ([`Operation::handle_session`](crate::Operation::handle_session)).
+    ///
+    /// An update about a session that is no longer the current one changes nothing: when two
+    /// operations find the same session gone, the second finds the first's new session, not a
+    /// reason to forget it; a refused token is forgotten only while it is still the session's.
+    pub fn apply(&mut self, update: SessionUpdate) {
+        match update.0 {
+            Learned::Established(info) => self.established = Some(info),
+            Learned::Lost(id) => {
+                if self
+                    .established
+                    .as_ref()
+                    .is_some_and(|i| i.session_id == id)
+                {
+                    self.established = None;
+                }
+            }
+            Learned::Era(era) => self.era = Some(era),
+            Learned::ToolHeaders(headers) => self.tool_headers = headers,
+            Learned::Token(token) => self.set_token(token),
+            Learned::TokenRefused(token) => {
+                if self.token.as_ref() == Some(&token) {
+                    self.forget_token();
+                }
+            }
+            Learned::DpopNonce(nonce) => self.dpop_nonce = Some(nonce),
+            Learned::ProcessStarted => {
+                self.process_running = true;
+                self.established = None;
+            }
+            Learned::ProcessExited => {
+                self.process_running = false;
+                self.established = None;
+            }
+            Learned::Stdout(framer) => self.framer = Some(framer),
         }
     }
 
@@ -85,7 +246,7 @@ impl Session {
     /// fill it from the operating system's CSPRNG when they create the session; an
     /// authorization without one ends with an error rather than guessable values.
     pub fn set_entropy(&mut self, entropy: Box<dyn Entropy + Send>) {
-        self.entropy = Some(EntropySource(entropy));
+        self.entropy = Some(SharedEntropy(Arc::new(Mutex::new(entropy))));
     }
 
     /// Tells the session the time of day at `now` (drivers call it when an operation
@@ -99,24 +260,6 @@ impl Session {
     /// seen to exit since). The next operation starts one when it is not.
     pub fn process_running(&self) -> bool {
         self.process_running
-    }
-
-    /// The server process started: a fresh process has no session and no partial line.
-    pub(crate) fn process_started(&mut self) {
-        self.process_running = true;
-        self.framer.reset();
-        self.established = None;
-    }
-
-    /// The server process is gone: so are its session and its partial line.
-    pub(crate) fn process_exited(&mut self) {
-        self.process_running = false;
-        self.framer.reset();
-        self.established = None;
-    }
-
-    pub(crate) fn framer(&mut self) -> &mut LineFramer {
-        &mut self.framer
     }
 
     /// The access token the session's requests carry, if an authorization obtained one.
@@ -138,34 +281,6 @@ impl Session {
         self.dpop_nonce = None;
     }
 
-    pub(crate) fn set_dpop_nonce(&mut self, nonce: String) {
-        self.dpop_nonce = Some(nonce);
-    }
-
-    /// What presenting the token takes: the token, the server's DPoP nonce, the random source.
-    pub(crate) fn presenting(
-        &mut self,
-    ) -> Option<(&AccessToken, Option<&str>, Option<&mut dyn Entropy>)> {
-        let token = self.token.as_ref()?;
-        let entropy = self.entropy.as_mut().map(EntropySource::get);
-        Some((token, self.dpop_nonce.as_deref(), entropy))
-    }
-
-    pub(crate) fn entropy(&mut self) -> Option<&mut dyn Entropy> {
-        self.entropy.as_mut().map(EntropySource::get)
-    }
-
-    /// The time of day at `now`, reckoned from the driver's last reading.
-    pub(crate) fn time_of_day(&self, now: Instant) -> SystemTime {
-        let Some((at, wall)) = self.time_of_day else {
-            return SystemTime::UNIX_EPOCH;
-        };
-        match now.checked_duration_since(at) {
-            Some(later) => wall.checked_add(later).unwrap_or(wall),
-            None => wall.checked_sub(at.duration_since(now)).unwrap_or(wall),
-        }
-    }
-
     /// The configuration.
     pub fn config(&self) -> &SessionConfig {
         &self.config
@@ -173,7 +288,13 @@ impl Session {
 
     /// What the last successful handshake established, while the session is live.
     pub fn info(&self) -> Option<&SessionInfo> {
-        self.established.as_ref()
+        self.established.as_deref()
+    }
+
+    /// Whether an operation is establishing the session right now (the others that need it
+    /// wait for that one).
+    pub fn is_establishing(&self) -> bool {
+        self.handshake.strong_count() > 0
     }
 
     /// The era the server speaks, as the last operation found it (`None` before any answer,
@@ -181,10 +302,6 @@ impl Session {
     /// property of the server, not of the session.
     pub fn era(&self) -> Option<Era> {
         self.era
-    }
-
-    pub(crate) fn set_era(&mut self, era: Era) {
-        self.era = Some(era);
     }
 
     /// Forgets the session: the next operation starts with a fresh handshake.
@@ -199,30 +316,49 @@ impl Session {
         OperationDeadline::start(now, self.config.budget(), self.config.resolution())
     }
 
-    pub(crate) fn take_request_id(&mut self) -> i64 {
-        let id = self.next_request_id;
-        self.next_request_id = self.next_request_id.saturating_add(1);
-        id
+    /// The live session, if there is one.
+    pub(crate) fn established(&self) -> Option<&Arc<SessionInfo>> {
+        self.established.as_ref()
     }
 
-    /// Remembers the header annotations of a listing's tools, for the calls that follow.
-    pub(crate) fn remember_tool_headers(&mut self, headers: HashMap<String, Vec<ParamHeader>>) {
-        self.tool_headers = headers;
+    /// Claims the handshake for an operation, unless another holds the claim.
+    pub(crate) fn claim_handshake(&mut self) -> Option<Arc<HandshakeClaim>> {
+        if self.is_establishing() {
+            return None;
+        }
+        let claim = Arc::new(HandshakeClaim);
+        self.handshake = Arc::downgrade(&claim);
+        Some(claim)
     }
 
-    /// The header annotations of tool `name`, as the last listing gave them.
-    pub(crate) fn tool_headers(&self, name: &str) -> &[ParamHeader] {
-        self.tool_headers.get(name).map_or(&[], Vec::as_slice)
-    }
-
-    pub(crate) fn establish(&mut self, info: SessionInfo) {
-        self.established = Some(info);
+    /// What an operation starting now starts from. Over stdio the stdout framer (with any
+    /// partial line the last operation left) is lent to it, unless another operation has it
+    /// (one whose turn never came, say), and comes back as an update when it ends.
+    pub(crate) fn snapshot(&mut self) -> Snapshot {
+        let framer = if self.config.is_stdio() {
+            self.framer.take()
+        } else {
+            None
+        };
+        Snapshot {
+            config: Arc::clone(&self.config),
+            established: self.established.clone(),
+            ids: self.ids.clone(),
+            tool_headers: Arc::clone(&self.tool_headers),
+            era: self.era,
+            token: self.token.clone(),
+            dpop_nonce: self.dpop_nonce.clone(),
+            entropy: self.entropy.clone(),
+            time_of_day: self.time_of_day,
+            process_running: self.process_running,
+            framer,
+        }
     }
 
     /// The version offered in `initialize`: the pinned one when it is legacy, else the newest
     /// legacy one.
-    pub(crate) fn offered_version(&self) -> ProtocolVersion {
-        match self.config.protocol_version() {
+    pub(crate) fn offered_version(config: &SessionConfig) -> ProtocolVersion {
+        match config.protocol_version() {
             Some(version) if !version.is_modern() => version,
             _ => ProtocolVersion::LATEST,
         }

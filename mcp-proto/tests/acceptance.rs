@@ -35,7 +35,7 @@ fn tool_call(durations: &[f64]) -> support::Run {
     let clock = ManualClock::new();
     let mut session = session();
     let op = session.call_tool("echo", Map::new(), clock.now());
-    drive(op, &clock, durations, |kind, _| healthy(kind))
+    drive(&mut session, op, &clock, durations, |kind, _| healthy(kind))
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn pages_of_a_catalogue_walk_share_the_budget() {
     let clock = ManualClock::new();
     let mut session = session();
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[1.0, 0.0, 5.0, 3.0], two_pages);
+    let run = drive(&mut session, op, &clock, &[1.0, 0.0, 5.0, 3.0], two_pages);
     assert_eq!(run.grant_secs(), [20, 19, 19, 14]);
     let tools = run.result.unwrap().into_tools().unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -101,7 +101,7 @@ fn each_operation_opens_its_own_budget() {
     for durations in [&[8.0, 0.0, 9.0][..], &[]] {
         let mut session = session();
         let op = session.call_tool("echo", Map::new(), clock.now());
-        grants.extend(drive(op, &clock, durations, |k, _| healthy(k)).grant_secs());
+        grants.extend(drive(&mut session, op, &clock, durations, |k, _| healthy(k)).grant_secs());
     }
     assert_eq!(grants, [20, 12, 12, 20, 20, 20]);
 }
@@ -112,11 +112,14 @@ fn a_reused_session_skips_the_handshake_and_still_opens_a_full_budget() {
     let mut session = session();
     let first = session.call_tool("echo", Map::new(), clock.now());
     assert_eq!(
-        drive(first, &clock, &[8.0, 0.0, 9.0], |k, _| healthy(k)).grant_secs(),
+        drive(&mut session, first, &clock, &[8.0, 0.0, 9.0], |k, _| {
+            healthy(k)
+        })
+        .grant_secs(),
         [20, 12, 12]
     );
     let second = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(second, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, second, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.grant_secs(), [20]);
     assert_eq!(run.methods(), ["tools/call"]);
 }
@@ -141,7 +144,7 @@ fn a_remainder_is_rounded_up_not_truncated() {
             .with_budget(Budget::from_secs(10)),
     );
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[7.4], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[7.4], |k, _| healthy(k));
     assert_eq!(run.grant_secs(), [10, 3, 3]);
 }
 
@@ -160,7 +163,7 @@ fn a_zero_budget_is_raised_to_the_floor_and_not_exhausted_at_once() {
 
     let mut session = session();
     let op = session.start(Action::Probe, deadline);
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.grant_secs(), [1, 1]);
     assert!(run.result.is_ok());
 }
@@ -188,7 +191,7 @@ fn millisecond_resolution_shrinks_the_overrun() {
             .with_resolution(Resolution::MILLISECOND),
     );
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[0.4, 0.2], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[0.4, 0.2], |k, _| healthy(k));
     assert_eq!(
         run.grants(),
         [

@@ -157,6 +157,7 @@ impl World {
         let mut op = session.call_tool("echo", Map::new(), self.clock.now());
         for _ in 0..100 {
             match op.poll_output(self.clock.now()) {
+                Output::Update(update) => session.apply(update),
                 Output::Transmit(leg) => {
                     let label = leg.kind.label();
                     self.seen.push(Seen {
@@ -418,6 +419,7 @@ fn an_auth_answer_past_its_cap_is_refused_without_reading_on() {
     );
     let result = loop {
         match op.poll_output(clock.now()) {
+            Output::Update(update) => session.apply(update),
             Output::Done(result) => break result,
             Output::Transmit(leg) => panic!("sent {:?} after a refused answer", leg.kind),
             _ => {}

@@ -32,7 +32,7 @@ fn a_modern_server_answers_the_first_request_in_one_leg() {
     let mut session = detecting();
     assert_eq!(session.era(), None);
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, _| healthy(kind));
+    let run = drive(&mut session, op, &clock, &[], |kind, _| healthy(kind));
     assert!(run.result.is_ok(), "{:?}", run.result);
     assert_eq!(run.methods(), ["tools/call"]);
     assert!(is_modern(&run, 0));
@@ -57,6 +57,7 @@ fn a_legacy_server_gets_the_handshake_inside_the_same_budget() {
         let op = session.call_tool("echo", Map::new(), clock.now());
         // 20 s: the refused modern attempt takes 2.5 s, the handshake 4 s, the call the rest.
         let run = drive(
+            &mut session,
             op,
             &clock,
             &[2.5, 3.0, 1.0],
@@ -84,7 +85,7 @@ fn a_legacy_server_gets_the_handshake_inside_the_same_budget() {
 
         // The era is remembered: the next operation reuses the live legacy session.
         let op = session.call_tool("echo", Map::new(), clock.now());
-        let run = drive(op, &clock, &[], |kind, _| healthy(kind));
+        let run = drive(&mut session, op, &clock, &[], |kind, _| healthy(kind));
         assert!(run.result.is_ok());
         assert_eq!(run.methods(), ["tools/call"]);
         assert!(!is_modern(&run, 0));
@@ -97,7 +98,7 @@ fn a_fallback_the_budget_cannot_pay_for_is_refused_before_it_is_sent() {
     let clock = ManualClock::new();
     let mut session = detecting();
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[20.0], |_, _| no_session());
+    let run = drive(&mut session, op, &clock, &[20.0], |_, _| no_session());
     let Err(Error::BudgetExhausted { method, leg, .. }) = run.result else {
         panic!("{:?}", run.result)
     };
@@ -116,7 +117,9 @@ fn a_modern_error_is_not_a_legacy_server() {
     let mut session = detecting();
     let op = session.call_tool("echo", Map::new(), clock.now());
     let missing = json!({"requiredCapabilities": {"sampling": {}}});
-    let run = drive(op, &clock, &[], |_, _| error_400(-32021, missing.clone()));
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        error_400(-32021, missing.clone())
+    });
     let Err(Error::JsonRpc { code, .. }) = run.result else {
         panic!("{:?}", run.result)
     };
@@ -131,6 +134,7 @@ fn a_version_error_naming_only_legacy_versions_leads_to_the_handshake() {
     let op = session.call_tool("echo", Map::new(), clock.now());
     let legacy_only = json!({"supported": ["2025-11-25"], "requested": "2026-07-28"});
     let run = drive(
+        &mut session,
         op,
         &clock,
         &[],
@@ -156,7 +160,7 @@ fn a_probe_answered_method_not_found_falls_back_to_the_handshake() {
     let op = session.probe(clock.now());
     let not_found = Answer::Json(json!({"jsonrpc": "2.0", "id": 1,
         "error": {"code": -32601, "message": "Method not found"}}));
-    let run = drive(op, &clock, &[], first_then_healthy(not_found));
+    let run = drive(&mut session, op, &clock, &[], first_then_healthy(not_found));
     let info = run.result.clone().unwrap().into_probe().unwrap();
     assert_eq!(info.protocol_version, ProtocolVersion::V2025_06_18);
     assert_eq!(
@@ -171,14 +175,20 @@ fn a_legacy_server_that_became_modern_is_detected_again() {
     let mut session = detecting();
     // First learnt as legacy.
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], first_then_healthy(no_session()));
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[],
+        first_then_healthy(no_session()),
+    );
     assert!(run.result.is_ok());
     assert_eq!(session.era(), Some(Era::Legacy));
 
     // The server is upgraded: the legacy request is refused the modern way.
     let op = session.call_tool("echo", Map::new(), clock.now());
     let mismatch = refused(-32020, "Header mismatch: Mcp-Method missing", None);
-    let run = drive(op, &clock, &[], first_then_healthy(mismatch));
+    let run = drive(&mut session, op, &clock, &[], first_then_healthy(mismatch));
     assert!(run.result.is_ok(), "{:?}", run.result);
     assert_eq!(run.methods(), ["tools/call", "tools/call"]);
     assert!(!is_modern(&run, 0) && is_modern(&run, 1));
@@ -193,7 +203,7 @@ fn an_era_changes_at_most_once_per_operation() {
     // A server that refuses everything: the modern request without a modern error, then the
     // handshake with a modern error. The operation ends instead of going round.
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::Initialize => error_400(
             -32022,
             json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}),
@@ -212,7 +222,7 @@ fn a_pinned_modern_version_never_falls_back() {
         .with_protocol_version(ProtocolVersion::MODERN);
     let mut session = Session::new(config);
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Raw(400, Some("text/plain"), b"Bad Request".to_vec())
     });
     assert!(
@@ -231,7 +241,7 @@ fn a_pinned_legacy_version_never_tries_the_modern_request() {
         .with_protocol_version(ProtocolVersion::V2025_06_18);
     let mut session = Session::new(config);
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, _| healthy(kind));
+    let run = drive(&mut session, op, &clock, &[], |kind, _| healthy(kind));
     assert!(run.result.is_ok());
     assert_eq!(
         run.methods(),
@@ -247,7 +257,7 @@ fn a_json_rpc_error_under_404_is_a_modern_refusal_not_a_legacy_server() {
     let op = session.read_resource("file:///nowhere", clock.now());
     let body = json!({"jsonrpc": "2.0", "id": 1,
         "error": {"code": -32602, "message": "Resource not found"}});
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Raw(404, Some("application/json"), body.to_string().into_bytes())
     });
     assert!(

@@ -244,7 +244,9 @@ impl Model {
 
 /// The real operation, its clock, and what the driver needs to answer its legs.
 struct Real<'s> {
-    op: Operation<'s>,
+    op: Operation,
+    /// The session the operation runs on (its updates applied as a driver would).
+    session: &'s mut Session,
     clock: ManualClock,
     /// The instant the model's zero stands for (the deadline's start).
     started: Instant,
@@ -328,7 +330,21 @@ impl Real<'_> {
 /// Checks one real output against the model's prediction, and moves the model on.
 fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseError> {
     let now = real.clock.now();
-    let output = real.op.poll_output(now);
+    // What the operation learns about its session is the driver's to apply, not a step of
+    // the model.
+    let output = loop {
+        match real.op.poll_output(now) {
+            Output::Update(update) => real.session.apply(update),
+            Output::Wait(_) if real.op.awaits_session() => {
+                real.op.handle_session(real.session);
+                prop_assert!(
+                    !real.op.awaits_session(),
+                    "a lone operation awaits its session"
+                );
+            }
+            output => break output,
+        }
+    };
     if model.events > 0 {
         prop_assert!(
             matches!(output, Output::Event(Event::Notification(_))),
@@ -605,8 +621,10 @@ fn run(
     );
     if warm {
         // A healthy probe first: the operation under test starts on a live session.
+        let op = session.probe(clock.now());
         let mut probe = Real {
-            op: session.probe(clock.now()),
+            op,
+            session: &mut session,
             clock: clock.clone(),
             started: clock.now(),
             id: None,
@@ -614,6 +632,7 @@ fn run(
         };
         loop {
             match probe.op.poll_output(clock.now()) {
+                Output::Update(update) => probe.session.apply(update),
                 Output::Transmit(leg) => {
                     let body: Value =
                         serde_json::from_slice(leg.request.body()).unwrap_or(Value::Null);
@@ -652,8 +671,10 @@ fn run(
         legs_sent: 0,
         events: 0,
     };
+    let op = session.start(action, deadline);
     let mut real = Real {
-        op: session.start(action, deadline),
+        op,
+        session: &mut session,
         clock,
         started,
         id: None,

@@ -38,7 +38,7 @@ fn a_tool_call_is_one_leg_that_says_everything_about_itself() {
     let mut arguments = Map::new();
     arguments.insert("text".into(), json!("hi"));
     let op = session.call_tool("echo", arguments, clock.now());
-    let run = drive(op, &clock, &[0.5], |_, _| called());
+    let run = drive(&mut session, op, &clock, &[0.5], |_, _| called());
     assert_eq!(
         run.result.clone().unwrap().into_call().unwrap().text(),
         "hi"
@@ -68,7 +68,7 @@ fn names_a_header_cannot_carry_go_out_in_base64() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
     let op = session.call_tool("grüßen", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| called());
+    let run = drive(&mut session, op, &clock, &[], |_, _| called());
     assert!(run.result.is_ok());
     assert_eq!(
         run.legs[0].request.headers()["mcp-name"],
@@ -81,7 +81,7 @@ fn an_unsupported_version_is_retried_once_with_one_both_speak_inside_the_budget(
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[3.0, 1.0], |_, leg| {
+    let run = drive(&mut session, op, &clock, &[3.0, 1.0], |_, leg| {
         if leg == 1 {
             unsupported(&["2026-07-28", "2025-11-25"])
         } else {
@@ -103,7 +103,9 @@ fn an_unsupported_version_is_retried_once_with_one_both_speak_inside_the_budget(
 
     // Refused again: the server's error, not a loop.
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| unsupported(&["2026-07-28"]));
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        unsupported(&["2026-07-28"])
+    });
     assert!(
         matches!(run.result, Err(Error::JsonRpc { code: -32022, .. })),
         "{:?}",
@@ -113,7 +115,7 @@ fn an_unsupported_version_is_retried_once_with_one_both_speak_inside_the_budget(
 
     // Nothing modern in common: no retry.
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         unsupported(&["2025-11-25", "1999-01-01"])
     });
     assert!(matches!(
@@ -133,7 +135,7 @@ fn a_refusal_without_a_json_rpc_error_is_reported_by_its_status() {
         Answer::Raw(404, Some("application/json"), b"not json".to_vec()),
     ] {
         let op = session.call_tool("echo", Map::new(), clock.now());
-        let run = drive(op, &clock, &[], move |_, _| answer.clone());
+        let run = drive(&mut session, op, &clock, &[], move |_, _| answer.clone());
         assert!(
             matches!(
                 run.result,
@@ -149,7 +151,7 @@ fn a_refusal_without_a_json_rpc_error_is_reported_by_its_status() {
     // A modern 404 with a JSON-RPC error says what it is.
     let body = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}});
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], move |_, _| {
+    let run = drive(&mut session, op, &clock, &[], move |_, _| {
         Answer::Raw(404, Some("application/json"), body.to_string().into_bytes())
     });
     assert!(matches!(
@@ -167,7 +169,7 @@ fn a_probe_is_server_discover_and_a_close_sends_nothing() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
     let op = session.probe(clock.now());
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Result(json!({
             "supportedVersions": ["2026-07-28"],
             "capabilities": {"tools": {}},
@@ -190,7 +192,9 @@ fn a_probe_is_server_discover_and_a_close_sends_nothing() {
     assert_eq!(info.session_id, None);
 
     let op = session.close(clock.now());
-    let run = drive(op, &clock, &[], |_, _| unreachable!("nothing is sent"));
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        unreachable!("nothing is sent")
+    });
     assert!(run.legs.is_empty());
     assert!(run.result.is_ok());
 }
@@ -200,15 +204,21 @@ fn a_listing_pages_with_its_metadata_on_every_page() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[1.0, 1.0], |kind, _| match kind {
-        LegKind::List {
-            of: mcp_proto::ListKind::Tools,
-            page: 1,
-        } => Answer::Result(
-            json!({"resultType": "complete", "tools": [{"name": "a"}], "nextCursor": "c2", "ttlMs": 1000, "cacheScope": "public"}),
-        ),
-        _ => Answer::Result(json!({"tools": [{"name": "b"}]})),
-    });
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[1.0, 1.0],
+        |kind, _| match kind {
+            LegKind::List {
+                of: mcp_proto::ListKind::Tools,
+                page: 1,
+            } => Answer::Result(
+                json!({"resultType": "complete", "tools": [{"name": "a"}], "nextCursor": "c2", "ttlMs": 1000, "cacheScope": "public"}),
+            ),
+            _ => Answer::Result(json!({"tools": [{"name": "b"}]})),
+        },
+    );
     let tools = run.result.clone().unwrap().into_tools().unwrap();
     assert_eq!(tools.len(), 2);
     assert_eq!(run.grant_secs(), [20, 19]);
@@ -242,10 +252,16 @@ fn a_request_for_more_input_is_answered_and_the_request_retried_in_the_same_budg
     let mut session = Session::new(config);
     let state = "opaque \u{2603} state, \"quoted\" / not to be touched";
     let op = session.call_tool("ask", Map::new(), clock.now());
-    let run = drive(op, &clock, &[2.0, 1.0], move |_, leg| match leg {
-        1 => input_required(Some(state)),
-        _ => called(),
-    });
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[2.0, 1.0],
+        move |_, leg| match leg {
+            1 => input_required(Some(state)),
+            _ => called(),
+        },
+    );
     assert!(run.result.is_ok(), "{:?}", run.result);
     assert_eq!(run.methods(), ["tools/call", "tools/call"]);
     assert_eq!(
@@ -274,7 +290,7 @@ fn a_request_for_more_input_is_answered_and_the_request_retried_in_the_same_budg
 
     // No state from the server: none in the retry.
     let op = session.call_tool("ask", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, leg| match leg {
+    let run = drive(&mut session, op, &clock, &[], |_, leg| match leg {
         1 => input_required(None),
         _ => called(),
     });
@@ -284,7 +300,9 @@ fn a_request_for_more_input_is_answered_and_the_request_retried_in_the_same_budg
 
     // A server that never stops asking is asked a bounded number of times.
     let op = session.call_tool("ask", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| input_required(Some("again")));
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        input_required(Some("again"))
+    });
     let Err(Error::Malformed { detail, .. }) = run.result else {
         panic!("{:?}", run.result)
     };
@@ -301,7 +319,9 @@ fn a_round_that_spends_the_budget_leaves_the_next_one_refused_unsent() {
     let mut session = Session::new(config);
     let op = session.call_tool("ask", Map::new(), clock.now());
     // The question comes back at the end of the 20 s budget.
-    let run = drive(op, &clock, &[20.0], |_, _| input_required(Some("s")));
+    let run = drive(&mut session, op, &clock, &[20.0], |_, _| {
+        input_required(Some("s"))
+    });
     let Err(Error::BudgetExhausted { method, leg, .. }) = run.result else {
         panic!("{:?}", run.result)
     };
@@ -315,7 +335,7 @@ fn a_request_for_input_nobody_answers_is_declined_or_ends_the_operation_saying_w
     let mut session = Session::new(modern());
     // An elicitation without a responder: the spec's refusal, `decline`, and the retry.
     let op = session.call_tool("ask", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, n| match n {
+    let run = drive(&mut session, op, &clock, &[], |_, n| match n {
         1 => input_required(None),
         _ => called(),
     });
@@ -329,7 +349,7 @@ fn a_request_for_input_nobody_answers_is_declined_or_ends_the_operation_saying_w
     let op = session.call_tool("ask", Map::new(), clock.now());
     let sampling = Answer::Result(json!({"resultType": "input_required", "inputRequests": {
         "draft": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 10}}}}));
-    let run = drive(op, &clock, &[], move |_, _| sampling.clone());
+    let run = drive(&mut session, op, &clock, &[], move |_, _| sampling.clone());
     let Err(Error::Malformed { detail, .. }) = run.result else {
         panic!("{:?}", run.result)
     };
@@ -345,7 +365,7 @@ fn an_initialize_answer_naming_a_modern_version_is_not_spoken() {
         .with_protocol_version(ProtocolVersion::LATEST);
     let mut session = Session::new(config);
     let op = session.probe(clock.now());
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Result(json!({"protocolVersion": "2026-07-28", "capabilities": {},
             "serverInfo": {"name": "s", "version": "1"}}))
     });
@@ -361,7 +381,7 @@ fn annotated_arguments_are_mirrored_in_headers_and_invalid_tools_left_out() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Result(json!({"tools": [
             {"name": "sql", "inputSchema": {"type": "object", "properties": {
                 "region": {"type": "string", "x-mcp-header": "Region"},
@@ -387,7 +407,7 @@ fn annotated_arguments_are_mirrored_in_headers_and_invalid_tools_left_out() {
     arguments.insert("priority".into(), json!(7));
     arguments.insert("query".into(), json!("SELECT 1"));
     let op = session.call_tool("sql", arguments, clock.now());
-    let run = drive(op, &clock, &[], |_, _| called());
+    let run = drive(&mut session, op, &clock, &[], |_, _| called());
     assert!(run.result.is_ok());
     let headers = run.legs[0].request.headers();
     assert_eq!(headers["mcp-param-region"], "=?base64?WsO8cmljaA==?=");
@@ -402,7 +422,7 @@ fn a_broken_answer_stream_is_sent_again_as_a_new_request() {
     let op = session.call_tool("echo", Map::new(), clock.now());
     // The first stream carries a notification and an event id, then ends without the answer.
     let broken = "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
-    let run = drive(op, &clock, &[1.0], |_, n| {
+    let run = drive(&mut session, op, &clock, &[1.0], |_, n| {
         if n == 1 {
             Answer::Sse(broken.to_owned())
         } else {
@@ -425,7 +445,7 @@ fn a_request_whose_streams_keep_breaking_is_sent_again_at_most_twice() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern());
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Sse(": nothing\n\n".to_owned())
     });
     assert!(
@@ -446,7 +466,7 @@ fn a_header_mismatch_refreshes_the_listing_and_calls_once_more() {
     let mismatch = refused(-32020, "Header mismatch: Mcp-Param-Region missing", None);
     let listing = json!({"tools": [{"name": "deploy", "inputSchema": {"type": "object",
         "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}]});
-    let run = drive(op, &clock, &[], |kind, n| match (kind, n) {
+    let run = drive(&mut session, op, &clock, &[], |kind, n| match (kind, n) {
         (LegKind::CallTool, 1) => mismatch.clone(),
         (LegKind::List { .. }, _) => Answer::Result(listing.clone()),
         _ => called(),
@@ -464,7 +484,7 @@ fn a_header_mismatch_refreshes_the_listing_and_calls_once_more() {
 
     // A second mismatch in one operation is the server's answer.
     let op = session.call_tool("deploy", arguments, clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::CallTool => mismatch.clone(),
         _ => Answer::Result(listing.clone()),
     });

@@ -93,6 +93,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
     let mut furthest = t0;
     let result = loop {
         match op.poll_output(clock.now()) {
+            Output::Update(update) => session.apply(update),
             Output::Authorize(_) => op.decline_authorization(),
             Output::Event(_) => {}
             Output::Wait(until) => {

@@ -28,7 +28,7 @@ fn call_with_config(config: SessionConfig, work: Answer) -> support::Run {
     let clock = ManualClock::new();
     let mut session = Session::new(config);
     let op = session.call_tool("echo", Map::new(), clock.now());
-    drive(op, &clock, &[], move |kind, _| match kind {
+    drive(&mut session, op, &clock, &[], move |kind, _| match kind {
         LegKind::CallTool => work.clone(),
         other => healthy(other),
     })
@@ -281,7 +281,11 @@ fn reading_stops_as_soon_as_the_answer_is_in() {
     let mut session = Session::new(config());
     // Establish the session first.
     let op = session.probe(clock.now());
-    assert!(drive(op, &clock, &[], |k, _| healthy(k)).result.is_ok());
+    assert!(
+        drive(&mut session, op, &clock, &[], |k, _| healthy(k))
+            .result
+            .is_ok()
+    );
     let mut op = session.call_tool("echo", Map::new(), clock.now());
     let Output::Transmit(leg) = op.poll_output(clock.now()) else {
         panic!()
@@ -377,7 +381,7 @@ fn every_leg_carries_the_transport_headers() {
     let clock = ManualClock::new();
     let mut session = Session::new(config().with_header("Authorization", "Bearer t").unwrap());
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     for leg in &run.legs {
         let h = leg.request.headers();
         assert_eq!(leg.request.method(), http::Method::POST);
@@ -444,7 +448,7 @@ fn request_ids_are_unique_across_operations() {
     let mut ids = Vec::new();
     for _ in 0..3 {
         let op = session.call_tool("echo", Map::new(), clock.now());
-        let run = drive(op, &clock, &[], |k, _| healthy(k));
+        let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
         ids.extend(
             run.legs
                 .iter()
@@ -459,15 +463,23 @@ fn an_expired_session_is_reinitialized_inside_the_same_budget() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.probe(clock.now());
-    assert!(drive(op, &clock, &[], |k, _| healthy(k)).result.is_ok());
+    assert!(
+        drive(&mut session, op, &clock, &[], |k, _| healthy(k))
+            .result
+            .is_ok()
+    );
 
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[3.0, 2.0, 1.0, 1.0], |kind, leg| {
-        match (kind, leg) {
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[3.0, 2.0, 1.0, 1.0],
+        |kind, leg| match (kind, leg) {
             (LegKind::CallTool, 1) => Answer::Raw(404, None, Vec::new()),
             (other, _) => healthy(other),
-        }
-    });
+        },
+    );
     assert_eq!(
         run.methods(),
         [
@@ -493,9 +505,13 @@ fn a_session_lost_twice_in_one_operation_is_given_up() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.probe(clock.now());
-    assert!(drive(op, &clock, &[], |k, _| healthy(k)).result.is_ok());
+    assert!(
+        drive(&mut session, op, &clock, &[], |k, _| healthy(k))
+            .result
+            .is_ok()
+    );
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::CallTool => Answer::Raw(404, None, Vec::new()),
         other => healthy(other),
     });
@@ -504,7 +520,9 @@ fn a_session_lost_twice_in_one_operation_is_given_up() {
     // A 404 on initialize itself (no session id sent) is just a status.
     let mut fresh = Session::new(config());
     let op = fresh.probe(clock.now());
-    let run = drive(op, &clock, &[], |_, _| Answer::Raw(404, None, Vec::new()));
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        Answer::Raw(404, None, Vec::new())
+    });
     assert!(matches!(
         run.result,
         Err(Error::HttpStatus { status: 404, .. })
@@ -543,7 +561,7 @@ fn an_unsupported_protocol_version_ends_the_operation() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.probe(clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::Initialize => {
             Answer::Result(json!({"protocolVersion": "2024-11-05", "serverInfo": {"name": "old"}}))
         }
@@ -565,7 +583,7 @@ fn a_probe_reports_the_version_and_the_server() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.probe(clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::Initialize => Answer::Result(json!({
             "protocolVersion": "2025-03-26",
             "serverInfo": {"name": format!("n{}", "a".repeat(300)), "version": "9"}
@@ -582,7 +600,7 @@ fn a_probe_reports_the_version_and_the_server() {
     assert_eq!(info.session_id.as_deref(), Some("session-1"));
     // On a live session a probe is one ping.
     let op = session.probe(clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.methods(), ["ping"]);
     assert!(run.result.is_ok());
 }
@@ -592,7 +610,7 @@ fn the_listing_sends_cursors_and_ends_at_fifty_pages() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::List {
             of: mcp_proto::ListKind::Tools,
             page,
@@ -623,7 +641,7 @@ fn a_repeated_cursor_ends_the_walk() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::List { .. } => Answer::Result(json!({"tools": [], "nextCursor": "same"})),
         other => healthy(other),
     });
@@ -642,13 +660,15 @@ fn an_empty_cursor_or_missing_tools_array() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::List { .. } => Answer::Result(json!({"tools": [{"name": "a"}], "nextCursor": ""})),
         other => healthy(other),
     });
     assert_eq!(run.result.unwrap().into_tools().unwrap().len(), 1);
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[], |_, _| Answer::Result(json!({"items": []})));
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        Answer::Result(json!({"items": []}))
+    });
     assert_eq!(malformed_detail(&run), "the result has no \"tools\" array");
 }
 
@@ -738,7 +758,7 @@ fn the_budget_error_names_the_budget_and_the_server() {
             Resolution::MILLISECOND,
         ),
     );
-    let run = drive(op, &clock, &[2.6], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[2.6], |k, _| healthy(k));
     assert_eq!(run.legs.len(), 1);
     assert_eq!(
         run.result.unwrap_err().to_string(),

@@ -47,7 +47,7 @@ fn read(uri: &str, text: &str) -> Answer {
 /// The listed skill, through a `skills/list` operation.
 fn listed(session: &mut Session, clock: &ManualClock) -> mcp_proto::Skill {
     let op = session.list(ListKind::Skills, clock.now());
-    let run = drive(op, clock, &[], |_, _| {
+    let run = drive(session, op, clock, &[], |_, _| {
         Answer::Result(json!({"skills": [entry()], "ttlMs": 0, "cacheScope": "private"}))
     });
     assert_eq!(run.methods(), ["skills/list"]);
@@ -65,7 +65,7 @@ fn listing_reads_no_file_and_loading_reads_each_verified_in_one_budget() {
         Action::LoadSkill(skill),
         session.default_deadline(clock.now()),
     );
-    let run = drive(op, &clock, &[3.0, 1.0], |_, n| match n {
+    let run = drive(&mut session, op, &clock, &[3.0, 1.0], |_, n| match n {
         1 => read(SKILL, SKILL_MD),
         _ => read(FORMS, FORMS_MD),
     });
@@ -110,7 +110,7 @@ fn a_file_that_fails_verification_stops_the_load_before_the_next_read() {
             entry["resources"][0]["size"] = json!(text.len());
         }
         let op = session.list(ListKind::Skills, clock.now());
-        let run = drive(op, &clock, &[], |_, _| {
+        let run = drive(&mut session, op, &clock, &[], |_, _| {
             Answer::Result(json!({"skills": [entry.clone()]}))
         });
         let skill = run
@@ -124,7 +124,7 @@ fn a_file_that_fails_verification_stops_the_load_before_the_next_read() {
             Action::LoadSkill(skill),
             session.default_deadline(clock.now()),
         );
-        let run = drive(op, &clock, &[], |_, _| read(SKILL, &served));
+        let run = drive(&mut session, op, &clock, &[], |_, _| read(SKILL, &served));
         let Err(Error::SkillRejected { uri, reason, .. }) = &run.result else {
             panic!("{says}: {:?}", run.result)
         };

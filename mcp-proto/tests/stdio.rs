@@ -42,12 +42,18 @@ struct Run {
 
 /// Drives one operation against the fake process: spawn succeeds at once; every written
 /// message goes to `server`; a shutdown exits at once.
-fn drive(op: mcp_proto::Operation<'_>, clock: &ManualClock, server: &mut Server) -> Run {
+fn drive(
+    session: &mut Session,
+    op: mcp_proto::Operation,
+    clock: &ManualClock,
+    server: &mut Server,
+) -> Run {
     let mut op = op;
     let mut legs = Vec::new();
     let mut events = Vec::new();
     for _ in 0..200 {
         match op.poll_output(clock.now()) {
+            Output::Update(update) => session.apply(update),
             Output::Transmit(leg) => {
                 legs.push((leg.kind.label().to_owned(), leg.timeout.as_secs()));
                 match leg.kind {
@@ -146,7 +152,7 @@ fn config() -> SessionConfig {
 
 fn call(session: &mut Session, clock: &ManualClock, server: &mut Server) -> Run {
     let op = session.call_tool("echo", Map::new(), clock.now());
-    drive(op, clock, server)
+    drive(session, op, clock, server)
 }
 
 #[test]
@@ -394,12 +400,12 @@ fn closing_ends_the_process_and_closing_none_sends_nothing() {
     let mut session = Session::new(config_with_budget(20));
     let mut server = legacy("x", Duration::ZERO);
     let op = session.close(clock.now());
-    let run = drive(op, &clock, &mut server);
+    let run = drive(&mut session, op, &clock, &mut server);
     assert!(run.legs.is_empty());
     assert!(run.result.is_ok());
     let _ = call(&mut session, &clock, &mut server);
     let op = session.close(clock.now());
-    let run = drive(op, &clock, &mut server);
+    let run = drive(&mut session, op, &clock, &mut server);
     assert_eq!(labels(&run), ["shutdown"]);
     assert_eq!(grants(&run), [2]);
     assert!(!session.process_running());

@@ -31,6 +31,7 @@ fn a_server_request_on_the_stream_is_answered_inside_the_budget() {
     let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "thanks Ada"}]}});
     let stream = format!("{}{}", event(elicitation), event(answer));
     let run = drive(
+        &mut session,
         op,
         &clock,
         &[1.0, 1.0, 3.0, 2.0],
@@ -83,7 +84,7 @@ fn ping_is_answered_and_unknown_requests_get_method_not_found() {
         event(json!({"jsonrpc": "2.0", "id": 8, "method": "sampling/createMessage", "params": {}})),
         event(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}})),
     );
-    let run = drive(op, &clock, &[], move |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], move |kind, _| match kind {
         LegKind::CallTool => Answer::Sse(stream.clone()),
         other => healthy(other),
     });
@@ -97,7 +98,7 @@ fn ping_is_answered_and_unknown_requests_get_method_not_found() {
     // Without responders, no capability is declared.
     let mut fresh = Session::new(config());
     let op = fresh.probe(clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.legs[0].body["params"]["capabilities"], json!({}));
 }
 
@@ -107,7 +108,7 @@ fn a_failed_answer_to_a_server_request_ends_the_operation() {
     let mut session = live_session(config(), &clock);
     let op = session.call_tool("x", Map::new(), clock.now());
     let stream = event(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
-    let run = drive(op, &clock, &[], move |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], move |kind, _| match kind {
         LegKind::CallTool => Answer::Sse(stream.clone()),
         LegKind::Respond => Answer::Raw(500, None, Vec::new()),
         other => healthy(other),
@@ -134,11 +135,17 @@ fn a_stream_closed_after_an_event_id_is_resumed_with_last_event_id() {
     let answer = event(
         json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "late"}]}}),
     );
-    let run = drive(op, &clock, &[2.0, 1.0], move |kind, _| match kind {
-        LegKind::CallTool => Answer::Sse("id: ev-1\nretry: 500\ndata:\n\n".into()),
-        LegKind::Resume => Answer::Sse(format!("id: ev-2\n{answer}")),
-        other => healthy(other),
-    });
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[2.0, 1.0],
+        move |kind, _| match kind {
+            LegKind::CallTool => Answer::Sse("id: ev-1\nretry: 500\ndata:\n\n".into()),
+            LegKind::Resume => Answer::Sse(format!("id: ev-2\n{answer}")),
+            other => healthy(other),
+        },
+    );
     assert_eq!(
         run.result.clone().unwrap().into_call().unwrap().text(),
         "late"
@@ -190,7 +197,7 @@ fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
         },
         deadline,
     );
-    let run = drive(op, &clock, &[1.7], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[1.7], |kind, _| match kind {
         LegKind::CallTool => Answer::Sse("id: 1\nretry: 5000\ndata:\n\n".into()),
         other => healthy(other),
     });
@@ -215,7 +222,7 @@ fn a_new_request_never_resumes_with_an_earlier_streams_event_id() {
     let mut session = live_session(config(), &clock);
     // The first page's stream carries ids; the second page's closes with none and no answer.
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::List {
             of: mcp_proto::ListKind::Tools,
             page: 1,
@@ -245,7 +252,7 @@ fn a_stream_closed_without_an_event_id_is_not_resumed() {
     let clock = ManualClock::new();
     let mut session = live_session(config(), &clock);
     let op = session.call_tool("x", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::CallTool => Answer::Sse(event(
             json!({"jsonrpc": "2.0", "method": "notifications/message"}),
         )),
@@ -261,7 +268,7 @@ fn a_counter_offered_version_is_accepted_and_sent() {
         let clock = ManualClock::new();
         let mut session = Session::new(config());
         let op = session.call_tool("x", Map::new(), clock.now());
-        let run = drive(op, &clock, &[], move |kind, _| match kind {
+        let run = drive(&mut session, op, &clock, &[], move |kind, _| match kind {
             LegKind::Initialize => Answer::Result(
                 json!({"protocolVersion": version, "serverInfo": {"name": "s", "version": "1"}}),
             ),
@@ -280,7 +287,7 @@ fn a_notification_answered_200_with_a_body_is_fine() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let op = session.call_tool("x", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
         LegKind::Initialized => Answer::Json(json!({"jsonrpc": "2.0", "result": {}})),
         other => healthy(other),
     });
@@ -293,7 +300,7 @@ fn close_sends_a_delete_and_forgets_the_session() {
     for status in [200, 204, 404, 405] {
         let mut session = live_session(config(), &clock);
         let op = session.close(clock.now());
-        let run = drive(op, &clock, &[], move |_, _| {
+        let run = drive(&mut session, op, &clock, &[], move |_, _| {
             Answer::Raw(status, None, Vec::new())
         });
         assert!(
@@ -309,7 +316,7 @@ fn close_sends_a_delete_and_forgets_the_session() {
     // Nothing to close: nothing is sent.
     let mut session = Session::new(config());
     let op = session.close(clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert!(run.legs.is_empty());
     assert!(run.result.is_ok());
 }
@@ -325,7 +332,7 @@ fn progress_is_asked_for_only_when_opted_in_and_never_extends_the_budget() {
         )
     };
     let stream = format!("{}{}{}", progress(1), progress(2), progress(3));
-    let run = drive(op, &clock, &[], move |kind, _| match kind {
+    let run = drive(&mut session, op, &clock, &[], move |kind, _| match kind {
         LegKind::CallTool => Answer::Sse(stream.clone()),
         other => healthy(other),
     });
@@ -341,7 +348,7 @@ fn progress_is_asked_for_only_when_opted_in_and_never_extends_the_budget() {
 
     let mut plain = live_session(config(), &clock);
     let op = plain.call_tool("x", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert!(run.legs[0].body["params"].get("_meta").is_none());
 }
 
@@ -581,11 +588,11 @@ fn a_server_without_a_standalone_stream_is_fine() {
     // Without listen(true), or for anything but a call, no GET is ever sent.
     let mut session = live_session(config().with_listen(true), &clock);
     let op = session.list_tools(clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.methods(), ["tools/list"]);
     let mut session = live_session(config(), &clock);
     let op = session.call_tool("x", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.methods(), ["tools/call"]);
 }
 
@@ -599,7 +606,7 @@ fn a_configured_trace_context_rides_in_every_request_s_meta() {
         .unwrap();
     let mut session = mcp_proto::Session::new(traced.clone());
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert!(run.result.is_ok());
     for leg in &run.legs {
         if leg.kind == LegKind::Initialized {
@@ -616,7 +623,7 @@ fn a_configured_trace_context_rides_in_every_request_s_meta() {
     let modern = traced.with_protocol_version(mcp_proto::ProtocolVersion::MODERN);
     let mut session = mcp_proto::Session::new(modern);
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     let meta = &run.legs[0].body["params"]["_meta"];
     assert_eq!(meta["traceparent"], traceparent);
     assert_eq!(
@@ -627,7 +634,7 @@ fn a_configured_trace_context_rides_in_every_request_s_meta() {
     // Not configured: nothing.
     let mut session = mcp_proto::Session::new(config());
     let op = session.call_tool("echo", Map::new(), clock.now());
-    let run = drive(op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
     assert!(run.legs[2].body["params"].get("_meta").is_none());
 
     for bad in [

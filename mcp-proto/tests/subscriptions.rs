@@ -66,6 +66,7 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
     let mut events = Vec::new();
     let result = loop {
         match op.poll_output(clock.now()) {
+            Output::Update(update) => session.apply(update),
             Output::Authorize(_) => op.decline_authorization(),
             Output::Event(event) => events.push(event),
             Output::Wait(until) => {
@@ -104,7 +105,7 @@ fn the_server_may_end_a_subscription_with_its_result() {
     let mut session = modern();
     let op = session.subscribe(tools_changed(), clock.now());
     let done = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resultType\":\"complete\"}}\n\n";
-    let run = drive(op, &clock, &[], |_, _| {
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Sse(format!("{ACKNOWLEDGED}{CHANGED}{done}"))
     });
     let Ok(Outcome::Subscription(end)) = &run.result else {
@@ -120,7 +121,9 @@ fn a_legacy_subscription_is_the_session_s_stream() {
     let clock = ManualClock::new();
     let mut session = live_session(config(), &clock);
     let op = session.subscribe(Subscription::default(), clock.now());
-    let run = drive(op, &clock, &[], |_, _| Answer::Sse(CHANGED.to_owned()));
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        Answer::Sse(CHANGED.to_owned())
+    });
     let Ok(Outcome::Subscription(end)) = &run.result else {
         panic!("{:?}", run.result)
     };

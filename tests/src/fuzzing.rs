@@ -731,7 +731,7 @@ fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
 }
 
 /// After `Done`, polling only ever says the operation already finished.
-fn check_finished(op: &mut Operation<'_>, now: Instant) {
+fn check_finished(op: &mut Operation, now: Instant) {
     for _ in 0..3 {
         match op.poll_output(now) {
             Output::Done(Err(Error::AlreadyFinished)) => {}
@@ -759,7 +759,9 @@ struct Fuzzed<'a> {
 /// modern request with a plain `400`, as a legacy server without a session does.
 #[derive(Debug)]
 struct Driver<'s, 'a> {
-    op: Operation<'s>,
+    op: Operation,
+    /// The session the operation runs on: what it learns is applied as a driver would.
+    session: &'s mut Session,
     clock: ManualClock,
     mode: Mode,
     eras: Eras,
@@ -779,12 +781,13 @@ impl Driver<'_, '_> {
             self.outputs <= limit,
             "the operation did not end within {limit} outputs"
         );
-        self.op.poll_output(self.clock.now())
+        next_output(&mut self.op, self.session, self.clock.now())
     }
 
     fn run(&mut self) -> Result<Outcome, Error> {
         loop {
             match self.poll() {
+                Output::Update(_) => unreachable!("next_output applies updates"),
                 Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
                 Output::Event(_) => {}
                 Output::Wait(until) => {
@@ -870,6 +873,7 @@ impl Driver<'_, '_> {
             // Between chunks: notifications out, nested legs run, until told to wait.
             loop {
                 match self.poll() {
+                    Output::Update(_) => unreachable!("next_output applies updates"),
                     Output::Authorize(_) => {
                         panic!("no OAuth is configured, so no authorization step")
                     }
@@ -889,13 +893,30 @@ impl Driver<'_, '_> {
     }
 }
 
+/// The next output of `op` that is not about its session: what it learns is applied to
+/// `session`, and, alone on its session, an operation that awaits the session gets it at once.
+fn next_output(op: &mut Operation, session: &mut Session, now: Instant) -> Output {
+    loop {
+        match op.poll_output(now) {
+            Output::Update(update) => session.apply(update),
+            Output::Wait(_) if op.awaits_session() => {
+                op.handle_session(session);
+                assert!(!op.awaits_session(), "a lone operation awaits its session");
+            }
+            output => return output,
+        }
+    }
+}
+
 /// Establishes `session` with a healthy probe, so the next operation starts on a live session
 /// (in the modern era: one whose era is known). In [`Mode::DetectingFromLegacy`] the server is
 /// a legacy one: the modern probe is refused and the handshake establishes a legacy session.
 fn establish(session: &mut Session, clock: &ManualClock, mode: Mode) {
     let legacy_server = mode == Mode::DetectingFromLegacy;
+    let op = session.probe(clock.now());
     let mut driver = Driver {
-        op: session.probe(clock.now()),
+        op,
+        session,
         clock: clock.clone(),
         mode: if legacy_server { Mode::Detecting } else { mode },
         eras: Eras::default(),
@@ -1093,8 +1114,10 @@ fn answer_one(
     }
     let action = target.action();
     let deadline = OperationDeadline::start(clock.now(), Budget::DEFAULT, Resolution::SECOND);
+    let op = session.start(action.clone(), deadline);
     let mut driver = Driver {
-        op: session.start(action.clone(), deadline),
+        op,
+        session: &mut session,
         clock: clock.clone(),
         mode,
         eras: Eras::default(),
@@ -1323,7 +1346,9 @@ enum Fate {
 
 /// The state of one [`operation`] run: the operation, its clock and what the checks track.
 struct Harness<'s> {
-    op: Operation<'s>,
+    op: Operation,
+    /// The session the operation runs on: what it learns is applied as a driver would.
+    session: &'s mut Session,
     clock: ManualClock,
     started: Instant,
     total: Duration,
@@ -1434,7 +1459,7 @@ impl Harness<'_> {
     /// One `poll_output`, checked.
     fn poll(&mut self) -> Output {
         let now = self.now();
-        let output = self.op.poll_output(now);
+        let output = next_output(&mut self.op, self.session, now);
         if self.done {
             assert!(
                 matches!(output, Output::Done(Err(Error::AlreadyFinished))),
@@ -1443,6 +1468,7 @@ impl Harness<'_> {
             return output;
         }
         match &output {
+            Output::Update(_) => unreachable!("next_output applies updates"),
             Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Transmit(leg) => self.transmitted(leg, now),
             Output::Wait(until) => {
@@ -2276,8 +2302,10 @@ pub fn operation(data: &[u8]) {
     let started = clock.now();
     let deadline = OperationDeadline::start(started, budget, resolution);
     let unit = resolution.unit();
+    let op = session.start(action, deadline);
     let mut h = Harness {
-        op: session.start(action, deadline),
+        op,
+        session: &mut session,
         clock: clock.clone(),
         started,
         total: budget.as_duration().max(unit),
@@ -2415,6 +2443,7 @@ fn finish(h: &mut Harness<'_>) {
     let mut rounds = 0;
     loop {
         match h.poll() {
+            Output::Update(_) => unreachable!("next_output applies updates"),
             Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Done(_) => break,
             Output::Event(_) => continue,

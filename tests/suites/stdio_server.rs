@@ -638,12 +638,12 @@ mod core {
             let mut args = Map::new();
             args.insert("text".into(), text.into());
             let op = self.session.call_tool("echo", args, Instant::now());
-            drive(op, &self.command, &mut self.process)
+            drive(&mut self.session, op, &self.command, &mut self.process)
         }
 
         fn close(&mut self) -> Run {
             let op = self.session.close(Instant::now());
-            drive(op, &self.command, &mut self.process)
+            drive(&mut self.session, op, &self.command, &mut self.process)
         }
     }
 
@@ -655,11 +655,17 @@ mod core {
         }
     }
 
-    fn drive(mut op: Operation<'_>, command: &StdioCommand, process: &mut Option<Server>) -> Run {
+    fn drive(
+        session: &mut Session,
+        mut op: Operation,
+        command: &StdioCommand,
+        process: &mut Option<Server>,
+    ) -> Run {
         let (mut legs, mut events) = (Vec::new(), Vec::new());
         loop {
             let now = Instant::now();
             match op.poll_output(now) {
+                Output::Update(update) => session.apply(update),
                 Output::Transmit(leg) => {
                     legs.push(leg.kind.label());
                     match leg.kind {

@@ -78,7 +78,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
     if auth {
         config = config.with_oauth(oauth(scenario, &context())?);
     }
-    let mut client = Client::new(config);
+    let client = Client::new(config);
     client.set_observer(Trace);
     if auth {
         // The suite's authorization endpoint approves at once with a redirect.

@@ -22,7 +22,7 @@ pub(crate) fn config(server: &TestServer, budget: Duration) -> SessionConfig {
 
 /// A client for `server` with `budget` at millisecond resolution, reporting to a recorder.
 pub(crate) fn client(server: &TestServer, budget: Duration) -> (Client, Recorder) {
-    let mut client = Client::new(config(server, budget));
+    let client = Client::new(config(server, budget));
     let recorder = Recorder::default();
     client.set_observer(recorder.clone());
     (client, recorder)

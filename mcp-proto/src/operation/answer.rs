@@ -118,7 +118,7 @@ impl Paging {
     }
 }
 
-impl Operation<'_> {
+impl Operation {
     /// A response arrived for the work leg: check it and move on.
     pub(super) fn read_answer(&mut self, answer: Incoming) {
         let Some(leg) = self.end_leg(Role::Work) else {

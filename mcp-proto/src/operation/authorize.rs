@@ -85,7 +85,7 @@ impl Authorizing {
     }
 }
 
-impl Operation<'_> {
+impl Operation {
     /// A refusal that asks for authorization: a 401, or a 403 `insufficient_scope`. Starts (or
     /// continues) the flow and answers `true`; the leg is over.
     pub(super) fn meets_challenge(&mut self, status: StatusCode, headers: &HeaderMap) -> bool {

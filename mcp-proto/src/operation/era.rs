@@ -68,7 +68,7 @@ pub(super) fn supported_version(data: Option<&Value>) -> Option<ProtocolVersion>
     })
 }
 
-impl Operation<'_> {
+impl Operation {
     /// The answer to a request was the JSON-RPC error `code` (with `data`), under HTTP
     /// `status`. Returns true when that moved the operation (another version, or the other
     /// era) and the request goes out again; false when the error is the operation's result.
@@ -154,7 +154,7 @@ impl Operation<'_> {
         self.modern = None;
         self.probe_first = false;
         self.era_confirmed();
-        self.start_over(super::work_or_handshake(None, self.session));
+        self.start_over(super::work_or_handshake(None, &self.session));
     }
 
     /// The server speaks the modern era (`version`): the legacy session, if any, is gone; the
@@ -163,6 +163,7 @@ impl Operation<'_> {
         self.modern = Some(version);
         self.era_confirmed();
         self.session.reset();
+        self.session.release_claim();
         self.start_over(Step::Work);
     }
 }

@@ -49,7 +49,7 @@ impl Listen {
     }
 }
 
-impl Operation<'_> {
+impl Operation {
     /// Grants and builds the standalone stream's GET when it is due; `None` otherwise, or
     /// when the budget has nothing left (the operation's own next leg then reports that).
     pub(super) fn transmit_listen(&mut self, now: Instant) -> Option<Leg> {

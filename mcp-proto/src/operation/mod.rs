@@ -30,8 +30,9 @@
 //!
 //! Mutate once, then drain outputs until you must wait:
 //!
-//! * [`poll_output`](Operation::poll_output) returns, in this order of priority: a queued
-//!   [`Event`]; a leg to send ([`Output::Transmit`]), whose grant was read at the `now` you
+//! * [`poll_output`](Operation::poll_output) returns, in this order of priority: what the
+//!   operation learned about its session ([`Output::Update`]: apply it to the
+//!   [`Session`](crate::Session)); a queued [`Event`]; a leg to send ([`Output::Transmit`]), whose grant was read at the `now` you
 //!   passed; the final result ([`Output::Done`]); or [`Output::Wait`] with the instant at which
 //!   to call [`handle_timeout`](Operation::handle_timeout).
 //! * For a transmitted leg, send `leg.request` under `leg.timeout` for the **whole** leg
@@ -51,6 +52,13 @@
 //!   whose grant has ended times out there. A driver never decides that a leg was late: an
 //!   input that arrives at or after the leg's end ends it as timed out.
 //! * On `Done`, drop everything still in flight.
+//! * Operations own their state, so several can be in flight on one session (a task or a
+//!   thread each). The driver keeps the session behind a lock, applies each operation's
+//!   updates under it, and wakes the operations that
+//!   [await the session](Operation::awaits_session) whenever it applied one or an operation
+//!   ended; those take it with [`handle_session`](Operation::handle_session) under the same
+//!   lock. So one operation establishes a session and the others that need it wait for it,
+//!   each inside its own budget: N tool calls on a new legacy session send one handshake.
 //!
 //! ```
 //! use mcp_proto::{LegStatus, ManualClock, Clock, Output, ProtocolVersion, Session, SessionConfig};
@@ -80,13 +88,17 @@
 //!                 op.handle_body_end(leg.id, now);
 //!             }
 //!         }
+//!         Output::Update(update) => session.apply(update), // the session learns as it goes
 //!         Output::Event(_) => {}
 //!         Output::Authorize(_) => op.decline_authorization(), // no OAuth configured here
+//!         // Alone on its session, an operation that needs the session gets it at once.
+//!         Output::Wait(_) if op.awaits_session() => op.handle_session(&mut session),
 //!         Output::Wait(_) => op.handle_timeout(clock.now()),
 //!         Output::Done(result) => break result,
 //!     }
 //! };
 //! assert_eq!(result?.into_call().unwrap().text(), "hi");
+//! assert!(session.info().is_some(), "the next operation skips the handshake");
 //! # Ok::<(), mcp_proto::Error>(())
 //! ```
 
@@ -102,6 +114,7 @@ mod stdio;
 mod timers;
 mod transmit;
 mod types;
+mod view;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -124,6 +137,7 @@ use listen::Listen;
 use replies::Replies;
 use resume::Resumption;
 use timers::{Timer, TimerTable};
+use view::View;
 
 pub use authorize::Authorize;
 pub use types::{
@@ -148,25 +162,38 @@ enum Relist {
 enum Step {
     /// Over stdio: start the server process.
     Spawn,
+    /// Over HTTP: the session is needed and this operation has not got it yet: another
+    /// operation is establishing it, or the session has not said yet which one will
+    /// ([`Operation::handle_session`]).
+    AwaitSession,
     Initialize,
     Initialized,
     Work,
 }
 
-/// Where the work starts on `session` in the era `modern` says: the modern era has no
-/// handshake, a live legacy session needs none, anything else begins with `initialize`.
-fn work_or_handshake(modern: Option<ProtocolVersion>, session: &Session) -> Step {
+/// Where the work starts, in the era `modern` says, knowing what `session` knows: the modern
+/// era has no handshake, a live legacy session needs none; anything else needs the session's
+/// handshake (over stdio, where operations run one at a time, it begins at once).
+fn work_or_handshake(modern: Option<ProtocolVersion>, session: &View) -> Step {
     if modern.is_some() || session.info().is_some() {
         Step::Work
-    } else {
+    } else if session.config().is_stdio() {
         Step::Initialize
+    } else {
+        Step::AwaitSession
     }
 }
 
 /// One MCP operation under one deadline. See the [module docs](self) for the driver loop.
+///
+/// It owns its state: it started from a copy of its [`Session`] and borrows nothing, so any
+/// number of operations can be in flight on one session (each in its own task or thread);
+/// what it learns about the session comes out as [`Output::Update`].
 #[derive(Debug)]
-pub struct Operation<'s> {
-    session: &'s mut Session,
+pub struct Operation {
+    /// What the operation knows of its session, and what it learned that the session has not
+    /// seen yet.
+    session: View,
     action: Action,
     deadline: OperationDeadline,
     next: Step,
@@ -218,23 +245,23 @@ pub struct Operation<'s> {
 impl Session {
     /// Starts a probe under the configured budget: a handshake that reports the negotiated
     /// version and server info (on a live session, a `ping` that proves the session answers).
-    pub fn probe(&mut self, now: Instant) -> Operation<'_> {
+    pub fn probe(&mut self, now: Instant) -> Operation {
         self.start(Action::Probe, self.default_deadline(now))
     }
 
     /// Starts a walk of every page of `tools/list` under the configured budget.
-    pub fn list_tools(&mut self, now: Instant) -> Operation<'_> {
+    pub fn list_tools(&mut self, now: Instant) -> Operation {
         self.list(ListKind::Tools, now)
     }
 
     /// Starts a walk of every page of the listing `of` (tools, resources, resource templates
     /// or prompts) under the configured budget: one operation, however many pages.
-    pub fn list(&mut self, of: ListKind, now: Instant) -> Operation<'_> {
+    pub fn list(&mut self, of: ListKind, now: Instant) -> Operation {
         self.start(Action::List(of), self.default_deadline(now))
     }
 
     /// Starts a `resources/read` of `uri` under the configured budget.
-    pub fn read_resource(&mut self, uri: impl Into<String>, now: Instant) -> Operation<'_> {
+    pub fn read_resource(&mut self, uri: impl Into<String>, now: Instant) -> Operation {
         self.start(
             Action::ReadResource { uri: uri.into() },
             self.default_deadline(now),
@@ -243,7 +270,7 @@ impl Session {
 
     /// Starts a subscription that lasts the configured budget (see [`Action::Subscribe`]): its
     /// notifications come as events, and the budget running out ends it normally.
-    pub fn subscribe(&mut self, subscription: Subscription, now: Instant) -> Operation<'_> {
+    pub fn subscribe(&mut self, subscription: Subscription, now: Instant) -> Operation {
         self.start(Action::Subscribe(subscription), self.default_deadline(now))
     }
 
@@ -254,7 +281,7 @@ impl Session {
         name: impl Into<String>,
         arguments: Map<String, Value>,
         now: Instant,
-    ) -> Operation<'_> {
+    ) -> Operation {
         let action = Action::GetPrompt {
             name: name.into(),
             arguments,
@@ -269,7 +296,7 @@ impl Session {
         name: impl Into<String>,
         arguments: Map<String, Value>,
         now: Instant,
-    ) -> Operation<'_> {
+    ) -> Operation {
         let action = Action::CallTool {
             name: name.into(),
             arguments,
@@ -282,22 +309,34 @@ impl Session {
     /// [`CLOSE_BUDGET_CAP`](crate::SessionConfig::CLOSE_BUDGET_CAP)). A 405 (the server does
     /// not allow it) or a 404 (already gone) counts as closed. The session is forgotten
     /// either way. Without a live session id nothing is sent.
-    pub fn close(&mut self, now: Instant) -> Operation<'_> {
-        let config = self.config();
-        let budget = config.budget().min(crate::SessionConfig::CLOSE_BUDGET_CAP);
-        let deadline = OperationDeadline::start(now, budget, config.resolution());
+    pub fn close(&mut self, now: Instant) -> Operation {
+        let deadline = self.deadline_for(&Action::Close, now);
         self.start(Action::Close, deadline)
+    }
+
+    /// The deadline an operation for `action` opens at `now` under the configuration: the
+    /// configured budget, or for [`Action::Close`] the close budget (the configured budget, at
+    /// most [`CLOSE_BUDGET_CAP`](crate::SessionConfig::CLOSE_BUDGET_CAP)). A driver that must
+    /// wait before it may start an operation (its turn on a stdio server) opens it at the
+    /// call and starts the operation with it once its turn has come.
+    pub fn deadline_for(&self, action: &Action, now: Instant) -> OperationDeadline {
+        let config = self.config();
+        let budget = match action {
+            Action::Close => config.budget().min(crate::SessionConfig::CLOSE_BUDGET_CAP),
+            _ => config.budget(),
+        };
+        OperationDeadline::start(now, budget, config.resolution())
     }
 
     /// Starts `action` under a deadline the caller opened (for a budget other than the
     /// configured one, or a deadline opened earlier than the operation).
-    pub fn start(&mut self, action: Action, deadline: OperationDeadline) -> Operation<'_> {
+    pub fn start(&mut self, action: Action, deadline: OperationDeadline) -> Operation {
         Operation::new(self, action, deadline)
     }
 }
 
-impl<'s> Operation<'s> {
-    fn new(session: &'s mut Session, action: Action, deadline: OperationDeadline) -> Self {
+impl Operation {
+    fn new(session: &mut Session, action: Action, deadline: OperationDeadline) -> Self {
         let stdio = session.config().is_stdio();
         // A local server started anew may be another build of it (upgraded, or another
         // program on the PATH): its era is found again, not remembered.
@@ -306,13 +345,6 @@ impl<'s> Operation<'s> {
             (Some(ProtocolVersion::MODERN), true)
         } else {
             era::starting_era(session)
-        };
-        // The modern era has no handshake: the work goes out first. Over stdio a process
-        // comes first, when none runs.
-        let next = if restarting {
-            Step::Spawn
-        } else {
-            work_or_handshake(modern, session)
         };
         let probe_first = stdio
             && era_open
@@ -330,10 +362,18 @@ impl<'s> Operation<'s> {
         if nothing_to_close {
             session.reset();
         }
+        let view = View::of(session);
+        // The modern era has no handshake: the work goes out first. Over stdio a process
+        // comes first, when none runs.
+        let next = if restarting {
+            Step::Spawn
+        } else {
+            work_or_handshake(modern, &view)
+        };
         let listen = Listen::for_operation(session.config(), &action, modern.is_some());
         let loading = Loading::for_action(&action);
-        Self {
-            session,
+        let mut op = Self {
+            session: view,
             action,
             deadline,
             next,
@@ -362,7 +402,38 @@ impl<'s> Operation<'s> {
             finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
             returned: false,
             scratch: Vec::new(),
+        };
+        op.handle_session(session);
+        op
+    }
+
+    /// Whether the operation waits for its session: it needs one and has not got it. When
+    /// [`poll_output`](Self::poll_output) says [`Output::Wait`] and this is true, hand the
+    /// operation its session ([`handle_session`](Self::handle_session)) and poll again; if it
+    /// still awaits it (another operation is establishing the session), wait for the instant
+    /// `Wait` named (the end of the budget, which ends the operation having sent nothing more)
+    /// or for the session to change (another operation's update applied, or another operation
+    /// ended), whichever comes first, and hand it the session again.
+    pub fn awaits_session(&self) -> bool {
+        self.next == Step::AwaitSession && !self.is_finished()
+    }
+
+    /// Gives an operation that [`awaits_session`](Self::awaits_session) what `session` holds
+    /// now: the live session another operation established (the work goes out on it), or,
+    /// when none is live and no other operation is establishing one, the claim to establish it
+    /// (the handshake goes out). Otherwise it waits on. Does nothing for an operation that
+    /// does not await its session. Call it with the session every update of this operation
+    /// has been applied to (under the same lock, when operations run in parallel).
+    pub fn handle_session(&mut self, session: &mut Session) {
+        if !self.awaits_session() || !self.session.take_session(session) {
+            return;
         }
+        self.timers.stop(Timer::SessionWait);
+        self.next = if self.session.info().is_some() {
+            Step::Work
+        } else {
+            Step::Initialize
+        };
     }
 
     /// The configuration of the session the operation runs on (its transport, its label).
@@ -400,6 +471,9 @@ impl<'s> Operation<'s> {
 
     /// The next thing the driver must do. See the [module docs](self).
     pub fn poll_output(&mut self, now: Instant) -> Output {
+        if let Some(update) = self.session.next_update() {
+            return Output::Update(update);
+        }
         if let Some(event) = self.events.pop_front() {
             return Output::Event(event);
         }
@@ -428,6 +502,12 @@ impl<'s> Operation<'s> {
                 return self.wait(now);
             }
             return self.transmit(LegKind::Resume, now);
+        }
+        if self.next == Step::AwaitSession {
+            // Inside the budget: at its end, the handshake it waited for is refused unsent.
+            let end = self.deadline.end().unwrap_or(now);
+            self.timers.set(Timer::SessionWait, end);
+            return self.wait(now);
         }
         let kind = self.next_leg_kind();
         self.transmit(kind, now)
@@ -551,6 +631,9 @@ impl<'s> Operation<'s> {
         match timer {
             Timer::LegEnd(role) => self.leg_failed(role, None),
             Timer::Person => self.person_timed_out(),
+            // The budget ended while another operation established the session: the
+            // handshake is next, and the budget check refuses it.
+            Timer::SessionWait => self.next = Step::Initialize,
             Timer::ResumePause | Timer::ListenHead => {}
         }
     }
@@ -747,6 +830,9 @@ impl<'s> Operation<'s> {
     }
 
     fn finish(&mut self, result: Result<Outcome, Error>) {
+        if self.finished.is_none() && !self.returned {
+            self.session.hand_back();
+        }
         self.legs.clear();
         self.timers.clear();
         self.resume.abandon();
@@ -774,6 +860,7 @@ impl<'s> Operation<'s> {
     fn next_leg_kind(&self) -> LegKind {
         match self.next {
             Step::Spawn => LegKind::Spawn,
+            Step::AwaitSession => LegKind::Initialize,
             Step::Work if self.probe_first => LegKind::Discover,
             Step::Initialize => LegKind::Initialize,
             Step::Initialized => LegKind::Initialized,
@@ -810,7 +897,8 @@ impl<'s> Operation<'s> {
         }
         self.reinitialized = true;
         self.session.reset();
-        self.start_over(Step::Initialize);
+        let next = work_or_handshake(None, &self.session);
+        self.start_over(next);
     }
 
     /// Abandons the attempt in flight (a lost session, another era) and starts again at

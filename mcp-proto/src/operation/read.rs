@@ -82,7 +82,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Map<String, Value>, BadMessage> {
     }
 }
 
-impl Operation<'_> {
+impl Operation {
     /// The work leg's head: its status, its session id, and how to read its body.
     pub(super) fn work_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
         let cap = self.session.config().body_cap();

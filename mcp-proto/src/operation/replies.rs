@@ -30,7 +30,7 @@ impl Replies {
     }
 }
 
-impl Operation<'_> {
+impl Operation {
     /// Queues the answer to a request the server sent, and reports the request.
     pub(super) fn server_request(&mut self, id: RequestId, method: String, params: Value) {
         let reply = self

@@ -75,7 +75,7 @@ impl Resumption {
     }
 }
 
-impl Operation<'_> {
+impl Operation {
     /// The work stream ended without the answer. If it carried an event id, the server may
     /// have closed it on purpose (protocol 2025-11-25) and will answer on a resumed stream:
     /// waits the server's `retry` (never past the deadline), then resumes with a GET. False

@@ -26,7 +26,7 @@ use crate::error::{Error, QUOTE_LIMIT, clip};
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::transport::Framed;
 
-impl Operation<'_> {
+impl Operation {
     /// Over stdio: the message of leg `id` was written to the server's stdin (for a
     /// [`LegKind::Spawn`] leg: the process started). A notification or an answer is over
     /// then; a request now awaits its answer on stdout.
@@ -41,7 +41,7 @@ impl Operation<'_> {
             LegKind::Spawn => {
                 self.end_leg(role);
                 self.session.process_started();
-                self.next = super::work_or_handshake(self.modern, self.session);
+                self.next = super::work_or_handshake(self.modern, &self.session);
             }
             LegKind::Initialized => {
                 self.end_leg(role);

@@ -21,10 +21,12 @@ pub(super) enum Timer {
     ListenHead,
     /// The end of the wait for a person's authorization (the rest of the budget).
     Person,
+    /// The end of the wait for the session another operation establishes (the budget's end).
+    SessionWait,
 }
 
 impl Timer {
-    const COUNT: usize = Role::COUNT + 3;
+    const COUNT: usize = Role::COUNT + 4;
 
     /// Every timer, in the order they are expired when several are due at once: leg ends
     /// first (a leg that ran out fails before anything it gates proceeds).
@@ -36,6 +38,7 @@ impl Timer {
         Self::ResumePause,
         Self::ListenHead,
         Self::Person,
+        Self::SessionWait,
     ];
 
     const fn index(self) -> usize {
@@ -44,6 +47,7 @@ impl Timer {
             Self::ResumePause => Role::COUNT,
             Self::ListenHead => Role::COUNT + 1,
             Self::Person => Role::COUNT + 2,
+            Self::SessionWait => Role::COUNT + 3,
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::jsonrpc;
 use crate::model::{ProtocolVersion, SessionInfo};
 use crate::wire::{self, SESSION_HEADER};
 
-impl Operation<'_> {
+impl Operation {
     /// The cancel notice, under a grant of its own: the budget is over.
     pub(super) fn transmit_notice(&mut self, request_id: i64, now: Instant) -> Leg {
         let body = wire::cancelled(request_id);

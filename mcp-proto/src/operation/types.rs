@@ -390,12 +390,20 @@ impl Outcome {
 #[derive(Debug)]
 #[must_use]
 pub enum Output {
+    /// The operation learned something about its session: apply it
+    /// ([`Session::apply`](crate::Session::apply)) before polling this operation again, and
+    /// wake the other operations on the session that
+    /// [await it](crate::Operation::awaits_session). Updates come before anything else the
+    /// operation hands out.
+    Update(crate::session::SessionUpdate),
     /// Send this leg (beside any other leg in flight), and feed what comes back under its id.
     Transmit(Leg),
     /// Nothing to send: feed the legs in flight, and call
     /// [`handle_timeout`](crate::Operation::handle_timeout) once this instant has come (the
     /// earliest of the operation's timers: a leg's end, a pause before a resumption, the wait
-    /// for the standalone stream's head).
+    /// for the standalone stream's head, the end of the budget for an operation that
+    /// [awaits its session](crate::Operation::awaits_session), which also wakes when the
+    /// session changes).
     Wait(Instant),
     /// Hand this to the caller, then poll again.
     Event(Event),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Event, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output,
-    TransportError,
+    Clock, Event, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
+    SessionUpdate, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -107,12 +107,14 @@ impl Run {
 /// every initialize answer. Between body chunks the stand-in drains `poll_output` as a driver
 /// must, running nested legs (answers to server requests) to completion.
 pub fn drive(
-    op: Operation<'_>,
+    session: &mut Session,
+    op: Operation,
     clock: &ManualClock,
     durations: &[f64],
     answer: impl FnMut(LegKind, u32) -> Answer,
 ) -> Run {
     let mut stand_in = StandIn {
+        session,
         clock,
         durations: durations.iter().map(|&s| secs(s)).collect(),
         answer: Box::new(answer),
@@ -126,7 +128,16 @@ pub fn drive(
         steps += 1;
         assert!(steps < 10_000, "the operation did not end");
         match op.poll_output(clock.now()) {
+            Output::Update(update) => stand_in.apply(&mut op, update),
             Output::Event(event) => stand_in.events.push(event),
+            Output::Wait(_) if op.awaits_session() => {
+                // Alone on its session: the session is its at once.
+                op.handle_session(stand_in.session);
+                assert!(
+                    !op.awaits_session(),
+                    "a lone operation waits for its session"
+                );
+            }
             Output::Wait(until) => {
                 clock.set(until.max(clock.now()));
                 op.handle_timeout(clock.now());
@@ -150,6 +161,7 @@ pub fn drive(
 }
 
 struct StandIn<'a> {
+    session: &'a mut Session,
     clock: &'a ManualClock,
     durations: VecDeque<Duration>,
     answer: Box<dyn FnMut(LegKind, u32) -> Answer + 'a>,
@@ -158,10 +170,15 @@ struct StandIn<'a> {
 }
 
 impl StandIn<'_> {
+    /// Applies what `op` learned to the session.
+    fn apply(&mut self, _op: &mut Operation, update: SessionUpdate) {
+        self.session.apply(update);
+    }
+
     /// Runs one leg; `Some(result)` when the operation ended while a nested leg ran.
     fn run_leg(
         &mut self,
-        op: &mut Operation<'_>,
+        op: &mut Operation,
         leg: mcp_proto::Leg,
     ) -> Option<Result<Outcome, mcp_proto::Error>> {
         assert!(!leg.timeout.is_zero(), "a leg was granted zero");
@@ -191,7 +208,7 @@ impl StandIn<'_> {
 
     fn feed(
         &mut self,
-        op: &mut Operation<'_>,
+        op: &mut Operation,
         leg: LegId,
         kind: LegKind,
         id: Option<Value>,
@@ -237,6 +254,7 @@ impl StandIn<'_> {
             }
             loop {
                 match op.poll_output(self.clock.now()) {
+                    Output::Update(update) => self.apply(op, update),
                     Output::Event(event) => self.events.push(event),
                     Output::Wait(_) => break,
                     Output::Authorize(_) => op.decline_authorization(),
@@ -266,7 +284,11 @@ pub fn config() -> mcp_proto::SessionConfig {
 pub fn live_session(config: mcp_proto::SessionConfig, clock: &ManualClock) -> mcp_proto::Session {
     let mut session = mcp_proto::Session::new(config);
     let op = session.probe(clock.now());
-    assert!(drive(op, clock, &[], |k, _| healthy(k)).result.is_ok());
+    assert!(
+        drive(&mut session, op, clock, &[], |k, _| healthy(k))
+            .result
+            .is_ok()
+    );
     session
 }
 

@@ -418,7 +418,7 @@ pub(super) fn oauth_credentials_never_reach_an_error_a_log_or_another_host<D: Dr
     // No secret in any error, the session's Debug, or what the observer was told.
     let shown = format!(
         "{refused} {refused:?} {elsewhere} {elsewhere:?} {:?} {:?} {:?}",
-        client.session(),
+        &*client.session(),
         recorder.legs(),
         recorder.events()
     );

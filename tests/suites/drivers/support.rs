@@ -38,7 +38,7 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     ) -> Result<CallToolResult, Error>;
     fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error>;
     fn close(&mut self) -> Result<(), Error>;
-    fn session(&self) -> &Session;
+    fn session(&self) -> impl std::ops::Deref<Target = Session> + '_;
     /// Installs a fresh recorder as the client's observer and returns it.
     fn observe(&mut self) -> Recorder;
     /// Lets the browser step of an authorization go through the driver's
@@ -117,7 +117,7 @@ impl Driver for Blocking {
         self.0.close()
     }
 
-    fn session(&self) -> &Session {
+    fn session(&self) -> impl std::ops::Deref<Target = Session> + '_ {
         self.0.session()
     }
 
@@ -234,7 +234,7 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
         self.runtime.block_on(self.client.close())
     }
 
-    fn session(&self) -> &Session {
+    fn session(&self) -> impl std::ops::Deref<Target = Session> + '_ {
         self.client.session()
     }
 

@@ -1,0 +1,239 @@
+//! What an operation knows of its session: a copy taken when it started, kept current by the
+//! operation itself, and every change it makes queued for the session as a
+//! [`SessionUpdate`].
+//!
+//! The operation reads and writes this copy as if it were the session; the session is never
+//! borrowed. Updates go out first from [`poll_output`](super::Operation::poll_output), so the
+//! driver applies them before anything else the operation does. This module decides nothing:
+//! it records and reports.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use mcp_auth::{AccessToken, Entropy};
+
+use crate::config::SessionConfig;
+use crate::model::{Era, ProtocolVersion, SessionInfo};
+use crate::session::{
+    HandshakeClaim, Learned, RequestIds, Session, SessionUpdate, SharedEntropy, Snapshot,
+    ToolHeaders,
+};
+use crate::transport::LineFramer;
+
+/// The operation's copy of its session, and what it learned that the session has not seen.
+#[derive(Debug)]
+pub(super) struct View {
+    config: Arc<SessionConfig>,
+    established: Option<Arc<SessionInfo>>,
+    ids: RequestIds,
+    tool_headers: Arc<ToolHeaders>,
+    era: Option<Era>,
+    token: Option<AccessToken>,
+    dpop_nonce: Option<String>,
+    entropy: Option<SharedEntropy>,
+    time_of_day: Option<(Instant, SystemTime)>,
+    process_running: bool,
+    framer: LineFramer,
+    /// Whether `framer` is the session's, lent to this operation (handed back at its end).
+    lent: bool,
+    /// Held while this operation establishes the session (see [`Session::is_establishing`]).
+    claim: Option<Arc<HandshakeClaim>>,
+    updates: VecDeque<SessionUpdate>,
+}
+
+impl View {
+    pub(super) fn of(session: &mut Session) -> Self {
+        let Snapshot {
+            config,
+            established,
+            ids,
+            tool_headers,
+            era,
+            token,
+            dpop_nonce,
+            entropy,
+            time_of_day,
+            process_running,
+            framer,
+        } = session.snapshot();
+        let cap = config.body_cap();
+        Self {
+            config,
+            established,
+            ids,
+            tool_headers,
+            era,
+            token,
+            dpop_nonce,
+            entropy,
+            time_of_day,
+            process_running,
+            lent: framer.is_some(),
+            framer: framer.unwrap_or_else(|| LineFramer::new(cap)),
+            claim: None,
+            updates: VecDeque::new(),
+        }
+    }
+
+    fn learned(&mut self, learned: Learned) {
+        self.updates.push_back(SessionUpdate(learned));
+    }
+
+    /// The next update for the session.
+    pub(super) fn next_update(&mut self) -> Option<SessionUpdate> {
+        self.updates.pop_front()
+    }
+
+    pub(super) fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    pub(super) fn info(&self) -> Option<&SessionInfo> {
+        self.established.as_deref()
+    }
+
+    pub(super) fn set_era(&mut self, era: Era) {
+        if self.era != Some(era) {
+            self.era = Some(era);
+            self.learned(Learned::Era(era));
+        }
+    }
+
+    /// The session this operation used is gone (the server forgot it, it was closed, or the
+    /// server is a modern one): forget it, and tell the session which one it was.
+    pub(super) fn reset(&mut self) {
+        if let Some(info) = self.established.take() {
+            self.learned(Learned::Lost(info.session_id.clone()));
+        }
+    }
+
+    /// A handshake this operation ran is committed: the session is live, and the claim over.
+    pub(super) fn establish(&mut self, info: SessionInfo) {
+        let info = Arc::new(info);
+        self.established = Some(Arc::clone(&info));
+        self.claim = None;
+        self.learned(Learned::Established(info));
+    }
+
+    /// Takes the session's current state after waiting for it: its live session, else the
+    /// claim to establish one. Returns false while another operation holds the claim.
+    pub(super) fn take_session(&mut self, session: &mut Session) -> bool {
+        if self.claim.is_some() {
+            // This operation is the one establishing it (its handshake met a lost session).
+            self.established = None;
+            return true;
+        }
+        if let Some(info) = session.established() {
+            self.established = Some(Arc::clone(info));
+            return true;
+        }
+        self.established = None;
+        match session.claim_handshake() {
+            Some(claim) => {
+                self.claim = Some(claim);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The operation no longer establishes the session (it ended, or moved to the modern era).
+    pub(super) fn release_claim(&mut self) {
+        self.claim = None;
+    }
+
+    pub(super) fn remember_tool_headers(&mut self, headers: ToolHeaders) {
+        let headers = Arc::new(headers);
+        self.tool_headers = Arc::clone(&headers);
+        self.learned(Learned::ToolHeaders(headers));
+    }
+
+    pub(super) fn tool_headers(&self, name: &str) -> &[crate::headers::ParamHeader] {
+        self.tool_headers.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    pub(super) fn token(&self) -> Option<&AccessToken> {
+        self.token.as_ref()
+    }
+
+    pub(super) fn set_token(&mut self, token: AccessToken) {
+        self.token = Some(token.clone());
+        self.dpop_nonce = None;
+        self.learned(Learned::Token(token));
+    }
+
+    pub(super) fn forget_token(&mut self) {
+        self.dpop_nonce = None;
+        if let Some(token) = self.token.take() {
+            self.learned(Learned::TokenRefused(token));
+        }
+    }
+
+    pub(super) fn set_dpop_nonce(&mut self, nonce: String) {
+        self.dpop_nonce = Some(nonce.clone());
+        self.learned(Learned::DpopNonce(nonce));
+    }
+
+    /// What presenting the token takes: the token, the server's DPoP nonce, the random source.
+    pub(super) fn presenting(
+        &mut self,
+    ) -> Option<(&AccessToken, Option<&str>, Option<&mut dyn Entropy>)> {
+        let token = self.token.as_ref()?;
+        let entropy = self.entropy.as_mut().map(|e| e as &mut dyn Entropy);
+        Some((token, self.dpop_nonce.as_deref(), entropy))
+    }
+
+    pub(super) fn entropy(&mut self) -> Option<&mut dyn Entropy> {
+        self.entropy.as_mut().map(|e| e as &mut dyn Entropy)
+    }
+
+    /// The time of day at `now`, reckoned from the driver's last reading.
+    pub(super) fn time_of_day(&self, now: Instant) -> SystemTime {
+        let Some((at, wall)) = self.time_of_day else {
+            return SystemTime::UNIX_EPOCH;
+        };
+        match now.checked_duration_since(at) {
+            Some(later) => wall.checked_add(later).unwrap_or(wall),
+            None => wall.checked_sub(at.duration_since(now)).unwrap_or(wall),
+        }
+    }
+
+    /// The server process started: a fresh process has no session and no partial line.
+    pub(super) fn process_started(&mut self) {
+        self.process_running = true;
+        self.framer.reset();
+        self.established = None;
+        self.learned(Learned::ProcessStarted);
+    }
+
+    /// The server process is gone: so are its session and its partial line.
+    pub(super) fn process_exited(&mut self) {
+        self.process_running = false;
+        self.framer.reset();
+        self.established = None;
+        self.learned(Learned::ProcessExited);
+    }
+
+    pub(super) fn framer(&mut self) -> &mut LineFramer {
+        &mut self.framer
+    }
+
+    /// The operation ended: over stdio, the framer (and any partial line in it) goes back to
+    /// the session for the next operation.
+    pub(super) fn hand_back(&mut self) {
+        self.claim = None;
+        if std::mem::take(&mut self.lent) {
+            let framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
+            self.learned(Learned::Stdout(framer));
+        }
+    }
+
+    pub(super) fn take_request_id(&self) -> i64 {
+        self.ids.take()
+    }
+
+    pub(super) fn offered_version(&self) -> ProtocolVersion {
+        Session::offered_version(&self.config)
+    }
+}
