@@ -44,6 +44,10 @@ use stdio::*;
 mod network;
 use network::*;
 
+#[path = "drivers/parallel.rs"]
+mod parallel;
+use parallel::*;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
 use std::thread;
@@ -76,6 +80,11 @@ macro_rules! for_each_driver {
 }
 
 for_each_driver!(
+    // Parallel operations on one client.
+    sixty_four_calls_on_a_new_legacy_session_send_one_handshake,
+    sixty_four_calls_on_a_modern_server_send_no_handshake,
+    a_session_lost_under_a_burst_is_re_established_once,
+    a_cancelled_call_leaves_the_others_running,
     // The era: detected, remembered, modern in one leg.
     a_modern_server_answers_a_tool_call_in_one_leg,
     a_legacy_server_gets_the_handshake_inside_one_budget,

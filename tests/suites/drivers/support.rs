@@ -46,6 +46,15 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     fn authorize_headlessly(&mut self);
     /// Cancels this client's operation in flight, from any thread.
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync>;
+    /// Runs `calls` at once on this one client (the blocking driver: a thread each, sharing
+    /// the client by reference; tokio: a task each, on a clone), and returns their results in
+    /// order. The call `cancel.0` runs through a clone of its own, whose cancel handle fires
+    /// once `cancel.1` returns (on a thread of its own).
+    fn call_tools_at_once(
+        &self,
+        calls: Vec<Call>,
+        cancel: Option<(usize, Trigger<'_>)>,
+    ) -> Vec<Called>;
     /// Polls `condition` every 10 ms until it holds or `within` is over, letting the client's
     /// background work (a runtime's connection tasks) go on meanwhile, as it would between
     /// operations in a real program.
@@ -53,6 +62,13 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
         eventually(within, condition)
     }
 }
+
+/// A tool call: the tool's name and its arguments.
+pub(crate) type Call = (&'static str, Map<String, Value>);
+/// What a tool call returned.
+pub(crate) type Called = Result<CallToolResult, Error>;
+/// Returns when it is time to cancel.
+pub(crate) type Trigger<'a> = Box<dyn FnOnce() + Send + 'a>;
 
 /// The blocking client, called directly.
 #[derive(Debug)]
@@ -135,6 +151,36 @@ impl Driver for Blocking {
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
         let handle = self.0.cancel_handle();
         Box::new(move || handle.cancel())
+    }
+
+    fn call_tools_at_once(
+        &self,
+        calls: Vec<Call>,
+        cancel: Option<(usize, Trigger<'_>)>,
+    ) -> Vec<Called> {
+        let (cancelled, trigger) = cancel.map_or((None, None), |(i, t)| (Some(i), Some(t)));
+        let own = self.0.clone();
+        let handle = own.cancel_handle();
+        std::thread::scope(|scope| {
+            if let Some(trigger) = trigger {
+                scope.spawn(move || {
+                    trigger();
+                    handle.cancel();
+                });
+            }
+            let threads: Vec<_> = calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, (name, arguments))| {
+                    let client = if Some(i) == cancelled { &own } else { &self.0 };
+                    scope.spawn(move || client.call_tool(name, arguments))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().expect("a call's thread panicked"))
+                .collect()
+        })
     }
 }
 
@@ -252,6 +298,44 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
         let handle = self.client.cancel_handle();
         Box::new(move || handle.cancel())
+    }
+
+    fn call_tools_at_once(
+        &self,
+        calls: Vec<Call>,
+        cancel: Option<(usize, Trigger<'_>)>,
+    ) -> Vec<Called> {
+        let (cancelled, trigger) = cancel.map_or((None, None), |(i, t)| (Some(i), Some(t)));
+        // The cancelled call's clone, shared (not cloned again: a clone has its own handle).
+        let own = std::sync::Arc::new(self.client.clone());
+        let handle = own.cancel_handle();
+        std::thread::scope(|scope| {
+            if let Some(trigger) = trigger {
+                scope.spawn(move || {
+                    trigger();
+                    handle.cancel();
+                });
+            }
+            self.runtime.block_on(async {
+                let tasks: Vec<_> = calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (name, arguments))| {
+                        let client = if Some(i) == cancelled {
+                            std::sync::Arc::clone(&own)
+                        } else {
+                            std::sync::Arc::new(self.client.clone())
+                        };
+                        tokio::spawn(async move { client.call_tool(name, arguments).await })
+                    })
+                    .collect();
+                let mut called = Vec::new();
+                for task in tasks {
+                    called.push(task.await.expect("a call's task panicked"));
+                }
+                called
+            })
+        })
     }
 
     fn wait_until(&mut self, within: Duration, condition: &mut dyn FnMut() -> bool) -> bool {

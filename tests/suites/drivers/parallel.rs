@@ -1,0 +1,126 @@
+//! Parallel operations on one client, for every driver: N tool calls at once share one
+//! session (one handshake in the legacy era, none in the modern one), a session lost under a
+//! burst is re-established once, and a cancelled call leaves the others running.
+
+use std::time::Duration;
+
+use mcp_proto::{Budget, Error, ProtocolVersion, Resolution, SessionConfig};
+use mcp_testkit::{Script, ServerEra, TestServer};
+use serde_json::Value;
+
+use super::support::{Call, Driver, args, eventually};
+
+/// A client for `server` with a 20 s budget at millisecond resolution, its era pinned to
+/// `version` (or detected when `None`).
+fn client<D: Driver>(server: &TestServer, version: Option<ProtocolVersion>) -> D {
+    let config = SessionConfig::new(&server.url())
+        .expect("the test server's URL is valid")
+        .with_budget(Budget::from_secs(20))
+        .with_resolution(Resolution::MILLISECOND);
+    D::new(match version {
+        Some(version) => config.with_protocol_version(version),
+        None => config,
+    })
+}
+
+fn echoes(n: usize) -> Vec<Call> {
+    (0..n)
+        .map(|i| ("echo", args(&[("text", Value::from(format!("call {i}")))])))
+        .collect()
+}
+
+/// How many requests of `method` the server has seen.
+fn count(server: &TestServer, method: &str) -> usize {
+    server
+        .rpc_methods()
+        .iter()
+        .filter(|m| m.as_str() == method)
+        .count()
+}
+
+#[track_caller]
+fn assert_echoed(called: &[Result<mcp_proto::CallToolResult, Error>]) {
+    for (i, result) in called.iter().enumerate() {
+        match result {
+            Ok(result) => assert_eq!(result.text(), format!("call {i}"), "call {i}"),
+            Err(err) => panic!("call {i} failed: {err}"),
+        }
+    }
+}
+
+pub(crate) fn sixty_four_calls_on_a_new_legacy_session_send_one_handshake<D: Driver>() {
+    let server = TestServer::start(Script::new().delay("initialize", Duration::from_millis(50)));
+    let client: D = client(&server, Some(ProtocolVersion::LATEST));
+    let called = client.call_tools_at_once(echoes(64), None);
+    assert_echoed(&called);
+    assert_eq!(
+        count(&server, "initialize"),
+        1,
+        "{:?}",
+        server.rpc_methods()
+    );
+    assert_eq!(count(&server, "notifications/initialized"), 1);
+    assert_eq!(count(&server, "tools/call"), 64);
+    assert_eq!(server.sessions().len(), 1, "one session on the server");
+}
+
+pub(crate) fn sixty_four_calls_on_a_modern_server_send_no_handshake<D: Driver>() {
+    let server = TestServer::start(Script::new().era(ServerEra::Modern));
+    let client: D = client(&server, None);
+    let called = client.call_tools_at_once(echoes(64), None);
+    assert_echoed(&called);
+    assert_eq!(count(&server, "initialize"), 0);
+    assert_eq!(count(&server, "tools/call"), 64);
+}
+
+pub(crate) fn a_session_lost_under_a_burst_is_re_established_once<D: Driver>() {
+    let server = TestServer::start(Script::new());
+    let mut client: D = client(&server, Some(ProtocolVersion::LATEST));
+    client.probe().expect("the session is established");
+    let before = server.sessions();
+    server.expire_sessions();
+    server.clear_requests();
+    let called = client.call_tools_at_once(echoes(32), None);
+    assert_echoed(&called);
+    assert_eq!(
+        count(&server, "initialize"),
+        1,
+        "{:?}",
+        server.rpc_methods()
+    );
+    let after = server.sessions();
+    assert_eq!(after.len(), 1);
+    assert_ne!(after, before, "a new session");
+}
+
+pub(crate) fn a_cancelled_call_leaves_the_others_running<D: Driver>() {
+    let server = TestServer::start(Script::new());
+    let mut client: D = client(&server, Some(ProtocolVersion::LATEST));
+    client.probe().expect("the session is established");
+    server.clear_requests();
+    // Seven short sleeps and a long one; the long one is cancelled once all eight are in.
+    let mut calls: Vec<Call> = (0..7)
+        .map(|_| ("sleep", args(&[("ms", Value::from(300))])))
+        .collect();
+    calls.push(("sleep", args(&[("ms", Value::from(30_000))])));
+    let trigger = Box::new(|| {
+        let all_in = eventually(Duration::from_secs(10), &mut || {
+            count(&server, "tools/call") == 8
+        });
+        assert!(all_in, "the eight calls reached the server");
+    });
+    let started = std::time::Instant::now();
+    let called = client.call_tools_at_once(calls, Some((7, trigger)));
+    for (i, result) in called[..7].iter().enumerate() {
+        assert!(result.is_ok(), "call {i}: {result:?}");
+    }
+    assert!(
+        matches!(called[7], Err(Error::Cancelled { .. })),
+        "{:?}",
+        called[7]
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the cancel ended it early"
+    );
+}
