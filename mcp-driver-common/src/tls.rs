@@ -35,6 +35,80 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 /// certificate (CAs named by `SSL_CERT_FILE`/`SSL_CERT_DIR` that cannot be read are skipped).
 pub fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = verifier_for(network, &provider)?;
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        // The ring provider supports TLS 1.2 and 1.3, the safe defaults: this cannot fail.
+        .expect("the ring provider supports rustls' default protocol versions")
+        .dangerous()
+        // Not dangerous: a verifier that verifies (the platform's, or webpki's).
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// What a verifier was built from: the caller's CAs and the files the environment names,
+/// each file as it was (its size and modification time), each directory by its own
+/// modification time (adding or removing a file changes it).
+#[derive(Debug, PartialEq, Eq)]
+enum Source {
+    Pem(Vec<u8>),
+    File(std::path::PathBuf, Option<(u64, std::time::SystemTime)>),
+    Dir(std::path::PathBuf, Option<std::time::SystemTime>),
+}
+
+fn stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+fn sources(network: &Network) -> Vec<Source> {
+    let mut sources = Vec::new();
+    for roots in network.added_roots() {
+        sources.push(match roots {
+            AddedRoots::Pem { pem, .. } => Source::Pem(pem.clone()),
+            AddedRoots::File(path) => Source::File(path.clone(), stamp(path)),
+        });
+    }
+    if let Some(file) = network.cert_file() {
+        let stamp = stamp(&file);
+        sources.push(Source::File(file, stamp));
+    }
+    for dir in network.cert_dirs() {
+        let modified = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
+        sources.push(Source::Dir(dir, modified));
+    }
+    sources
+}
+
+/// Verifiers already built in this process, by what they were built from (at most
+/// [`CACHED_VERIFIERS`], the oldest dropped first).
+type Cache = Vec<(Vec<Source>, Arc<dyn ServerCertVerifier>)>;
+
+/// How many verifiers are kept.
+const CACHED_VERIFIERS: usize = 8;
+
+/// The verifier `network` asks for. Building one parses every CA it trusts (a system bundle
+/// and a certificate directory take milliseconds), so it is built once per process for the
+/// same sources, unchanged on disk, and shared by every client that asks for it.
+fn verifier_for(
+    network: &Network,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ServerCertVerifier>, Error> {
+    static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(Vec::new());
+    let cache = || {
+        CACHE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let key = sources(network);
+    let hit = cache()
+        .iter()
+        .find(|(sources, _)| *sources == key)
+        .map(|(_, verifier)| Arc::clone(verifier));
+    if let Some(verifier) = hit {
+        return Ok(verifier);
+    }
     let mut added = Vec::new();
     for roots in network.added_roots() {
         added.extend(caller_roots(roots)?);
@@ -50,16 +124,13 @@ pub fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Error> {
             added.extend(read_pem_file(&entry.path()).unwrap_or_default());
         }
     }
-    let verifier = verifier(&provider, added);
-    let config = ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
-        // The ring provider supports TLS 1.2 and 1.3, the safe defaults: this cannot fail.
-        .expect("the ring provider supports rustls' default protocol versions")
-        .dangerous()
-        // Not dangerous: a verifier that verifies (the platform's, or webpki's).
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
+    let built = verifier(provider, added);
+    let mut entries = cache();
+    if entries.len() == CACHED_VERIFIERS {
+        entries.remove(0);
+    }
+    entries.push((key, Arc::clone(&built)));
+    Ok(built)
 }
 
 /// How a rustls error reads to a person: which certificate problem, or a failed handshake.
@@ -213,6 +284,33 @@ impl ServerCertVerifier for TrustNothing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A network whose `SSL_CERT_FILE` is `file` (and no `SSL_CERT_DIR`).
+    fn cert_file_network(file: &Path) -> Network {
+        let file = file.display().to_string();
+        Network::new().with_env(move |name| (name == "SSL_CERT_FILE").then(|| file.clone()))
+    }
+
+    #[test]
+    fn clients_of_the_same_network_share_one_verifier_until_its_files_change() {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let dir = std::env::temp_dir().join(format!("mcp-tls-cache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("ca.pem");
+        // Not PEM: the file is skipped, but it is still what the verifier was built from.
+        std::fs::write(&file, "no certificate here").unwrap();
+        let network = cert_file_network(&file);
+        let first = verifier_for(&network, &provider).unwrap();
+        let again = verifier_for(&cert_file_network(&file), &provider).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "built once, shared");
+        std::fs::write(&file, "still no certificate, but longer").unwrap();
+        let changed = verifier_for(&network, &provider).unwrap();
+        assert!(
+            !Arc::ptr_eq(&first, &changed),
+            "a changed file is read again"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn certificate_problems_read_as_a_person_would_act_on_them() {
