@@ -8,6 +8,13 @@
 //!   session `DELETE`).
 //! * **In flight** ([`Group::InFlight`]): `n` tasks on a 2-worker tokio runtime, each with its
 //!   own client and session, each calling in a loop.
+//! * **Shared** ([`Group::Shared`]): `n` tasks on a 2-worker tokio runtime sharing **one**
+//!   client and session, opened (one call made and checked) before the tasks start, each task
+//!   calling in a loop on it: a clone of the `mcp_driver_tokio::Client` (clones share one
+//!   session), rmcp's one `RunningService` behind an `Arc` (its calls take `&self`), one
+//!   hyper-util client and one handshake for the floor. The server counts the `initialize`
+//!   requests of every case ([`Measurement::initialize`]), which shows that the tasks shared
+//!   one handshake.
 //!
 //! Each operation is timed on its own (p50, p99); calls/s is operations over the wall time of
 //! the measured window, after a warm-up. The clients ([`ClientKind`]):
@@ -103,6 +110,8 @@ pub enum Group {
     Cold,
     /// `n` operations in flight at once, each task with its own client.
     InFlight(usize),
+    /// `n` operations in flight at once, the `n` tasks sharing one client and session.
+    Shared(usize),
 }
 
 /// The answer format of the server a case runs against.
@@ -149,6 +158,11 @@ pub struct Measurement {
     pub cpu: CpuUse,
     /// TCP connections the server accepted during the case (warm-up and set-up included).
     pub connections: Option<u64>,
+    /// `initialize` requests (handshakes) the server received during the case (warm-up and
+    /// set-up included).
+    pub initialize: Option<u64>,
+    /// Measured windows merged into this one (each opens its clients anew).
+    pub windows: u32,
 }
 
 impl Measurement {
@@ -169,6 +183,15 @@ impl Measurement {
         self.stats = self.sample.stats();
         self.cpu.merge(&other.cpu);
         self.connections = self.connections.zip(other.connections).map(|(a, b)| a + b);
+        self.initialize = self.initialize.zip(other.initialize).map(|(a, b)| a + b);
+        self.windows += other.windows;
+    }
+
+    /// `initialize` requests per measured window: the handshakes one run of the case made
+    /// (1 when every task shared one session).
+    pub fn initialize_per_window(&self) -> Option<f64> {
+        (self.windows > 0).then_some(())?;
+        Some(self.initialize? as f64 / f64::from(self.windows))
     }
 
     /// New TCP connections per operation (0 when every call reused one).
@@ -194,7 +217,8 @@ pub fn run_case(
     let url = server.url(mode.role()).to_owned();
     let url = url.as_str();
     let server_pid = Some(server.pid());
-    let connections_before = server.connections(mode.role());
+    // Read between cases, when no client runs: the server's counts are exact then.
+    let counters_before = server.counters(mode.role());
     let before = CpuSnapshot::take(server_pid);
     let sample = match (group, client) {
         (Group::Sequential, ClientKind::Blocking | ClientKind::UreqFloor) => {
@@ -204,12 +228,14 @@ pub fn run_case(
         (Group::Cold, ClientKind::Blocking | ClientKind::UreqFloor) => cold_sync(client, url, cfg),
         (Group::Cold, _) => current_thread()?.block_on(cold_async(client, url, cfg)),
         (Group::InFlight(n), _) => two_workers()?.block_on(in_flight(client, url, n, cfg)),
+        (Group::Shared(n), _) => two_workers()?.block_on(shared(client, url, n, cfg)),
     }?;
     let cpu = before.until(&CpuSnapshot::take(server_pid));
-    let connections = server
-        .connections(mode.role())
-        .zip(connections_before)
-        .map(|(after, before)| after.saturating_sub(before));
+    let counted = server.counters(mode.role()).zip(counters_before);
+    let connections =
+        counted.map(|(after, before)| after.connections.saturating_sub(before.connections));
+    let initialize =
+        counted.map(|(after, before)| after.initialize.saturating_sub(before.initialize));
     Ok(Measurement {
         group,
         mode,
@@ -218,6 +244,8 @@ pub fn run_case(
         sample,
         cpu,
         connections,
+        initialize,
+        windows: 1,
     })
 }
 
@@ -469,14 +497,15 @@ async fn rmcp_call(client: &RmcpClient) -> Result<String, String> {
     Ok(text)
 }
 
-/// An async client with a live session.
+/// An async client with a live session, or another task's handle on one ([`Live::share`]).
 #[expect(
     clippy::large_enum_variant,
     reason = "one per task, built once and never moved in the measured loop"
 )]
 enum Live {
     Tokio(mcp_driver_tokio::Client),
-    Rmcp(RmcpClient),
+    /// rmcp's service: its calls take `&self`, so the tasks sharing it hold an `Arc` each.
+    Rmcp(Arc<RmcpClient>),
     Hyper(Hyper, Captured),
 }
 
@@ -496,7 +525,7 @@ impl Live {
             ClientKind::Rmcp | ClientKind::RmcpPooled => {
                 let client = rmcp_connect(url, kind == ClientKind::RmcpPooled).await?;
                 check_text(&rmcp_call(&client).await?)?;
-                Ok(Self::Rmcp(client))
+                Ok(Self::Rmcp(Arc::new(client)))
             }
             ClientKind::HyperFloor => {
                 let client = hyper_client();
@@ -508,7 +537,18 @@ impl Live {
         }
     }
 
-    async fn call(&mut self) -> Result<(), String> {
+    /// Another handle on this client and its session, for another task: no new client, no
+    /// new handshake (a clone of the tokio `Client`, of rmcp's `Arc`, of the hyper-util
+    /// client and its session's request). Close every handle ([`Live::close`]).
+    fn share(&self) -> Self {
+        match self {
+            Self::Tokio(client) => Self::Tokio(client.clone()),
+            Self::Rmcp(client) => Self::Rmcp(Arc::clone(client)),
+            Self::Hyper(client, call) => Self::Hyper(client.clone(), call.clone()),
+        }
+    }
+
+    async fn call(&self) -> Result<(), String> {
         match self {
             Self::Tokio(client) => client
                 .call_tool(TOOL, arguments())
@@ -520,15 +560,19 @@ impl Live {
         }
     }
 
+    /// Lets the handle go; the last handle on an rmcp service ends it (`cancel().await`, which
+    /// sends the session `DELETE`), so close the shared handles before their origin.
     async fn close(self) {
-        if let Self::Rmcp(client) = self {
+        if let Self::Rmcp(client) = self
+            && let Some(client) = Arc::into_inner(client)
+        {
             let _ = client.cancel().await;
         }
     }
 }
 
 async fn sequential_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
-    let mut live = Live::open(client, url).await?;
+    let live = Live::open(client, url).await?;
     let sample = measure_async(cfg, async || live.call().await).await;
     live.close().await;
     sample
@@ -568,17 +612,41 @@ struct TaskRun {
     last_done: Instant,
 }
 
+/// `n` tasks, each with its own client and session ([`Group::InFlight`]).
 async fn in_flight(kind: ClientKind, url: &str, n: usize, cfg: RunCfg) -> Result<Sample, String> {
+    run_tasks(n, cfg, || {
+        let url = url.to_owned();
+        async move { Live::open(kind, &url).await }
+    })
+    .await
+}
+
+/// `n` tasks sharing one client and session, opened before they start ([`Group::Shared`]).
+async fn shared(kind: ClientKind, url: &str, n: usize, cfg: RunCfg) -> Result<Sample, String> {
+    let live = Live::open(kind, url).await?;
+    let sample = run_tasks(n, cfg, || std::future::ready(Ok(live.share()))).await;
+    live.close().await;
+    sample
+}
+
+/// Runs `n` tasks on the current runtime, each calling in a loop on the client its `open`
+/// future gives it: every task waits for the others to have their client, then warms up for
+/// `cfg.warmup` and measures for `cfg.duration`. The sample's wall time runs from the first
+/// task's end of warm-up to the last task's last call.
+async fn run_tasks<F>(n: usize, cfg: RunCfg, mut open: impl FnMut() -> F) -> Result<Sample, String>
+where
+    F: Future<Output = Result<Live, String>> + Send + 'static,
+{
     let barrier = Arc::new(tokio::sync::Barrier::new(n + 1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..n {
         let barrier = Arc::clone(&barrier);
-        let url = url.to_owned();
+        let opening = open();
         tasks.spawn(async move {
-            let opened = Live::open(kind, &url).await;
+            let opened = opening.await;
             // Every task reaches the barrier, even a failed one, or the others wait forever.
             barrier.wait().await;
-            let mut live = opened?;
+            let live = opened?;
             let warm_end = Instant::now() + cfg.warmup;
             let end = warm_end + cfg.duration;
             let mut latencies = Vec::with_capacity(4096);

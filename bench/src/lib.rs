@@ -6,12 +6,14 @@
 //! `BENCHMARKS.md`. The pieces:
 //!
 //! * [`server`]: the loopback MCP server every client talks to (`mcp-testkit`'s, run in a
-//!   **separate process** so that its CPU time is accounted apart from the clients'), and the
-//!   measurement of its own calls/s ceiling with raw keep-alive clients (and `wrk` when present).
+//!   **separate process** so that its CPU time is accounted apart from the clients'), the
+//!   connections and `initialize` requests it counts for each case, and the measurement of
+//!   its own calls/s ceiling with raw keep-alive clients (and `wrk` when present).
 //! * [`wire`]: the exact requests `mcp-proto` sends (so the floors post the same bytes), and the
 //!   canned `tools/list` answers and the sans-IO driving used by the parsing benchmarks.
 //! * [`cases`]: the network cases (sequential calls on a reused session, cold operations,
-//!   operations in flight at once), each client measured the same way.
+//!   operations in flight at once with a client per task, and operations in flight at once on
+//!   one client and session shared by the tasks), each client measured the same way.
 //! * [`memory`]: peak RSS of one blocking call facing a 100 MiB answer, in a child process.
 //! * [`stats`]: latency percentiles, CPU accounting from `/proc`, machine load.
 //! * [`report`]: the Markdown tables (and reading criterion's estimates).

@@ -11,7 +11,8 @@
 //! Each network case is measured for `S` seconds (default 2) in `N` windows (default 4): the
 //! cases take turns window by window, each window after its own warm-up (default 300 ms).
 //! `--only TEXT` keeps the network cases whose name (`sequential JSON mcp-driver-tokio`,
-//! `in-flight-16 SSE rmcp (default client)`...) contains `TEXT`: handy under `perf`.
+//! `in-flight-16 SSE rmcp (default client)`, `shared-256 JSON floor: bare hyper-util POST`...)
+//! contains `TEXT`: handy under `perf`, or to run one group (`--only shared-`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,10 +111,12 @@ fn network_cases() -> Vec<(Group, Mode, ClientKind)> {
             }
         }
     }
-    for n in [1, 16, 256] {
+    let in_flight = [1, 16, 256].map(Group::InFlight);
+    let shared = [16, 256].map(Group::Shared);
+    for group in in_flight.into_iter().chain(shared) {
         for mode in [Mode::Json, Mode::Sse] {
             for client in [Tokio, HyperFloor, Rmcp, RmcpPooled] {
-                cases.push((Group::InFlight(n), mode, client));
+                cases.push((group, mode, client));
             }
         }
     }
@@ -125,6 +128,7 @@ fn case_name(group: Group, mode: Mode, client: ClientKind) -> String {
         Group::Sequential => "sequential".to_owned(),
         Group::Cold => "cold".to_owned(),
         Group::InFlight(n) => format!("in-flight-{n}"),
+        Group::Shared(n) => format!("shared-{n}"),
     };
     format!("{group} {} {}", mode.label(), client.label())
 }
@@ -175,12 +179,14 @@ fn run(options: &Options) -> Result<(), String> {
         }
         for m in &measured {
             eprintln!(
-                "{:<55}{:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs  conns/call {:.3}  other load {:.2}",
+                "{:<55}{:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs  conns/call {:.3}  \
+                 initialize/window {:.1}  other load {:.2}",
                 case_name(m.group, m.mode, m.client),
                 m.stats.per_sec(),
                 m.stats.p50.as_secs_f64() * 1e6,
                 m.stats.p99.as_secs_f64() * 1e6,
                 m.connections_per_op().unwrap_or(f64::NAN),
+                m.initialize_per_window().unwrap_or(f64::NAN),
                 m.cpu.other_cores().unwrap_or(0.0),
             );
         }

@@ -49,10 +49,15 @@ pub fn group_title(group: Group) -> String {
         Group::InFlight(n) => {
             format!("{n} operations in flight ({n} tasks, a client and session each)")
         }
+        Group::Shared(n) => {
+            format!("{n} operations in flight on one session ({n} tasks, one client)")
+        }
     }
 }
 
-/// One table per group, in the order the groups first appear.
+/// One table per group, in the order the groups first appear. The tables of the shared groups
+/// ([`Group::Shared`]) have one column more: the `initialize` requests per window, the
+/// handshakes the tasks sharing one client made between them.
 pub fn network_tables(all: &[Measurement]) -> String {
     let mut groups: Vec<Group> = Vec::new();
     for m in all {
@@ -62,12 +67,19 @@ pub fn network_tables(all: &[Measurement]) -> String {
     }
     let mut out = String::new();
     for group in groups {
+        let shared = matches!(group, Group::Shared(_));
         let _ = writeln!(out, "#### {}\n", group_title(group));
         out.push_str(
             "| mode | client | calls/s | p50 µs | p99 µs | × floor | × rmcp | × rmcp pooled \
-             | client CPU µs/call | server CPU µs/call | new conns/call | other load (cores) |\n\
-             |---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+             | client CPU µs/call | server CPU µs/call | new conns/call | other load (cores) |",
         );
+        out.push_str(if shared {
+            " initialize requests / window |\n"
+        } else {
+            "\n"
+        });
+        out.push_str("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        out.push_str(if shared { "--:|\n" } else { "\n" });
         for m in all.iter().filter(|m| m.group == group) {
             let rate = m.stats.per_sec();
             let floor = if m.client.is_floor() {
@@ -77,7 +89,7 @@ pub fn network_tables(all: &[Measurement]) -> String {
             };
             let rmcp = ratio(rate, rate_of(all, m, ClientKind::Rmcp));
             let pooled = ratio(rate, rate_of(all, m, ClientKind::RmcpPooled));
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 m.mode.label(),
@@ -93,6 +105,12 @@ pub fn network_tables(all: &[Measurement]) -> String {
                 opt(m.connections_per_op(), 2),
                 opt(m.cpu.other_cores(), 2),
             );
+            if shared {
+                let per_window = m.initialize_per_window();
+                let whole = per_window.is_some_and(|v| v.fract() == 0.0);
+                let _ = write!(out, " {} |", opt(per_window, if whole { 0 } else { 2 }));
+            }
+            out.push('\n');
         }
         out.push('\n');
     }
@@ -364,4 +382,58 @@ pub fn memory_checks(runs: &[MemoryRun], cap_kib: u64) -> Vec<Check> {
             met: r.peak_kib <= limit,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::stats::{CpuUse, Sample};
+
+    fn measured(group: Group, client: ClientKind, initialize: u64, windows: u32) -> Measurement {
+        let sample = Sample::new(
+            vec![Duration::from_micros(100); 10],
+            Duration::from_secs(1),
+            0,
+        );
+        Measurement {
+            group,
+            mode: Mode::Json,
+            client,
+            stats: sample.stats(),
+            sample,
+            cpu: CpuUse::default(),
+            connections: Some(1),
+            initialize: Some(initialize),
+            windows,
+        }
+    }
+
+    #[test]
+    fn shared_tables_say_how_many_handshakes_a_window_made() {
+        let all = [
+            measured(Group::InFlight(16), ClientKind::Tokio, 64, 4),
+            measured(Group::Shared(16), ClientKind::Tokio, 4, 4),
+            measured(Group::Shared(16), ClientKind::Rmcp, 6, 4),
+        ];
+        let tables = network_tables(&all);
+        let (per_task, shared) = tables
+            .split_once("#### 16 operations in flight on one")
+            .unwrap();
+        assert!(per_task.contains("(16 tasks, a client and session each)"));
+        assert!(
+            !per_task.contains("initialize"),
+            "the per-task table is unchanged"
+        );
+        assert!(shared.starts_with(" session (16 tasks, one client)"));
+        assert!(shared.contains("| other load (cores) | initialize requests / window |\n"));
+        assert!(shared.contains("|--:|--:|\n"));
+        let rows: Vec<&str> = shared.lines().filter(|l| l.starts_with("| JSON")).collect();
+        assert!(rows[0].ends_with(" | 1 |"), "{}", rows[0]);
+        assert!(rows[1].ends_with(" | 1.50 |"), "{}", rows[1]);
+        for line in shared.lines().filter(|l| l.starts_with('|')) {
+            assert_eq!(line.matches('|').count(), 14, "13 columns: {line}");
+        }
+    }
 }

@@ -8,6 +8,10 @@
 //!   how much of a call the server spent;
 //! * its memory (and the requests it records) never count against a client.
 //!
+//! [`ServerProcess::counters`] reads, per server, the TCP connections it has accepted and the
+//! `initialize` requests (handshakes) it has received, so that each case can say how many of
+//! each it cost.
+//!
 //! [`raw_ceiling`] measures the server alone: several raw keep-alive clients post prebuilt
 //! `tools/call` bytes as fast as the server answers; [`wrk_ceiling`] does the same with `wrk`
 //! when it is installed.
@@ -15,8 +19,8 @@
 use std::io::{self, BufRead, BufReader, Lines, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -50,20 +54,57 @@ fn script(role: &str) -> Script {
     }
 }
 
+/// Recorded requests a server may hold before the helper thread of `mcp-bench serve` counts
+/// and forgets them in the middle of a case (about a second of the fastest load).
+const RECORDED_CAP: usize = 50_000;
+
+/// One server of `mcp-bench serve` and the `initialize` requests it has received so far.
+struct Served {
+    role: &'static str,
+    server: TestServer,
+    /// `initialize` requests among the requests already forgotten.
+    initialize: Mutex<u64>,
+}
+
+impl Served {
+    /// Counts the `initialize` requests among the recorded ones and forgets them all; returns
+    /// the total so far. A request recorded between the count and the forgetting is lost to
+    /// the count: the query between two cases, when no client is running, loses none.
+    fn count_initialize(&self) -> u64 {
+        let mut total = self
+            .initialize
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let methods = self.server.rpc_methods();
+        *total += methods.iter().filter(|m| *m == "initialize").count() as u64;
+        self.server.clear_requests();
+        *total
+    }
+}
+
 /// The body of `mcp-bench serve`: starts one server per role, prints `role url` lines and an
 /// empty line, then serves until standard input closes. Each line it reads on standard input
-/// is answered with one line: `role connections-accepted` pairs.
+/// is answered with one line of `role connections-accepted initialize-requests` triples
+/// (totals since the start; see [`ServerProcess::counters`]).
 ///
-/// The servers record every request; a helper thread forgets them every 200 ms so that a long
-/// run does not grow the server's memory.
+/// The servers record every request. The `initialize` requests among them are counted, and
+/// the records forgotten, when a query comes (between cases, when no client is running, so
+/// the count is exact), and by a helper thread when more than [`RECORDED_CAP`] pile up, so
+/// that a long case does not grow the server's memory without bound.
 pub fn serve_main() -> io::Result<()> {
-    let servers: Vec<(&str, TestServer)> = ROLES
+    let servers: Vec<Served> = ROLES
         .iter()
-        .map(|role| Ok((*role, TestServer::try_start(script(role))?)))
+        .map(|role| {
+            Ok(Served {
+                role,
+                server: TestServer::try_start(script(role))?,
+                initialize: Mutex::new(0),
+            })
+        })
         .collect::<io::Result<_>>()?;
     let mut out = io::stdout().lock();
-    for (role, server) in &servers {
-        writeln!(out, "{role} {}", server.url())?;
+    for served in &servers {
+        writeln!(out, "{} {}", served.role, served.server.url())?;
     }
     writeln!(out)?;
     out.flush()?;
@@ -73,29 +114,45 @@ pub fn serve_main() -> io::Result<()> {
         scope.spawn(|| {
             while !stop.load(Ordering::SeqCst) {
                 thread::sleep(Duration::from_millis(200));
-                for (_, server) in &servers {
-                    server.clear_requests();
+                for served in &servers {
+                    if served
+                        .server
+                        .wait_for_requests(RECORDED_CAP, Duration::ZERO)
+                    {
+                        served.count_initialize();
+                    }
                 }
             }
         });
-        // Each line on stdin asks for the connections accepted so far, by role; EOF stops.
+        // Each line on stdin asks for the counters, by role; EOF stops.
         for line in io::stdin().lock().lines() {
             if line.is_err() {
                 break;
             }
             let mut out = io::stdout().lock();
-            for (role, server) in &servers {
-                let _ = write!(out, "{role} {} ", server.connections_accepted());
+            for served in &servers {
+                let initialize = served.count_initialize();
+                let accepted = served.server.connections_accepted();
+                let _ = write!(out, "{} {accepted} {initialize} ", served.role);
             }
             let _ = writeln!(out);
             let _ = out.flush();
         }
         stop.store(true, Ordering::SeqCst);
     });
-    for (_, server) in &servers {
-        server.shutdown();
+    for served in &servers {
+        served.server.shutdown();
     }
     Ok(())
+}
+
+/// What one server of the child process has received since it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    /// TCP connections accepted.
+    pub connections: u64,
+    /// `initialize` requests: handshakes begun.
+    pub initialize: u64,
 }
 
 /// The server child process. Dropping it closes its standard input, which stops it.
@@ -161,20 +218,37 @@ impl ServerProcess {
         self.child.id()
     }
 
-    /// TCP connections the server playing `role` has accepted so far.
-    pub fn connections(&mut self, role: &str) -> Option<u64> {
+    /// What the server playing `role` has received so far; `None` when the server process
+    /// did not answer. Read it when no client is running (between cases): the `initialize`
+    /// count is then exact.
+    pub fn counters(&mut self, role: &str) -> Option<Counters> {
         let stdin = self.stdin.as_mut()?;
         writeln!(stdin).ok()?;
         stdin.flush().ok()?;
         let line = self.lines.next()?.ok()?;
         let mut words = line.split_whitespace();
         while let Some(word) = words.next() {
-            let count = words.next()?;
+            let connections = words.next()?;
+            let initialize = words.next()?;
             if word == role {
-                return count.parse().ok();
+                return Some(Counters {
+                    connections: connections.parse().ok()?,
+                    initialize: initialize.parse().ok()?,
+                });
             }
         }
         None
+    }
+
+    /// TCP connections the server playing `role` has accepted so far.
+    pub fn connections(&mut self, role: &str) -> Option<u64> {
+        self.counters(role).map(|c| c.connections)
+    }
+
+    /// `initialize` requests (handshakes) the server playing `role` has received so far
+    /// (as [`Self::counters`]).
+    pub fn initialize_requests(&mut self, role: &str) -> Option<u64> {
+        self.counters(role).map(|c| c.initialize)
     }
 }
 
@@ -426,4 +500,32 @@ fn lua_string(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_requests_are_counted_across_forgetting() {
+        let served = Served {
+            role: "json",
+            server: TestServer::try_start(script("json")).unwrap(),
+            initialize: Mutex::new(0),
+        };
+        let url = served.server.url();
+        let legs = capture_call(&url);
+        let mut conn = RawConn::connect(addr_of(&url)).unwrap();
+        let call = raw_session(&mut conn, &url, &legs).unwrap();
+        assert_eq!(conn.exchange(&call).unwrap().status, 200);
+        assert_eq!(served.count_initialize(), 1);
+        assert!(
+            served.server.requests().is_empty(),
+            "the records are forgotten"
+        );
+        assert_eq!(served.count_initialize(), 1, "the count is kept");
+        raw_session(&mut conn, &url, &legs).unwrap();
+        assert_eq!(served.count_initialize(), 2);
+        served.server.shutdown();
+    }
 }
