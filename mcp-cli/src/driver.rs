@@ -1,5 +1,10 @@
 //! Either driver behind one face, so every command runs the same way on both.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
 use clap::ValueEnum;
 use mcp_proto::{Action, Error, Outcome, SessionConfig};
 
@@ -127,5 +132,78 @@ impl Client {
                 runtime.block_on(client.run(action, budget))
             }
         }
+    }
+
+    /// Runs `action` `runs` times with `parallel` operations in flight at once on the one
+    /// session (a thread each on the blocking driver, a future each on tokio), each under the
+    /// configured budget. `report` gets each run's time and result as it ends, on this
+    /// thread; once it answers false no more runs start.
+    pub(crate) fn run_parallel(
+        &self,
+        action: &Action,
+        runs: u32,
+        parallel: u32,
+        report: &mut dyn FnMut(Duration, Result<Outcome, Error>) -> bool,
+    ) {
+        let left = AtomicU32::new(runs);
+        let stop = AtomicBool::new(false);
+        // Takes the next run, unless they are all taken or the series stopped.
+        let next = || {
+            !stop.load(Ordering::SeqCst)
+                && left
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok()
+        };
+        let (done, results) = mpsc::channel();
+        std::thread::scope(|scope| {
+            match self {
+                Self::Blocking(client) => {
+                    let budget = client.session().config().budget();
+                    for _ in 0..parallel {
+                        let done = done.clone();
+                        scope.spawn(move || {
+                            while next() {
+                                let began = Instant::now();
+                                let outcome = client.run(action.clone(), budget);
+                                if done.send((began.elapsed(), outcome)).is_err() {
+                                    return;
+                                }
+                            }
+                        });
+                    }
+                }
+                Self::Tokio(runtime, client) => {
+                    let budget = client.session().config().budget();
+                    let done = done.clone();
+                    scope.spawn(move || {
+                        let worker = || async {
+                            while next() {
+                                let began = Instant::now();
+                                let outcome = client.run(action.clone(), budget).await;
+                                if done.send((began.elapsed(), outcome)).is_err() {
+                                    return;
+                                }
+                            }
+                        };
+                        let mut workers: Vec<_> =
+                            (0..parallel).map(|_| Box::pin(worker())).collect();
+                        runtime.block_on(std::future::poll_fn(|cx| {
+                            workers.retain_mut(|w| w.as_mut().poll(cx).is_pending());
+                            if workers.is_empty() {
+                                std::task::Poll::Ready(())
+                            } else {
+                                std::task::Poll::Pending
+                            }
+                        }));
+                    });
+                }
+            }
+            drop(done);
+            for (latency, outcome) in results {
+                if !report(latency, outcome) {
+                    stop.store(true, Ordering::SeqCst);
+                }
+            }
+        });
     }
 }

@@ -92,6 +92,10 @@ struct Cli {
     /// Run the operation N times on one session.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
+    /// With --repeat: keep N operations in flight at once on the one session (one handshake
+    /// for all of them), each under its own budget.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    parallel: u32,
     /// Print JSON on stdout: the tools array, or the whole call result.
     #[arg(long)]
     json: bool,
@@ -587,16 +591,13 @@ fn run(cli: Cli) -> u8 {
             }
         }
     }
-    for _ in 0..runs {
-        reporter.start_operation();
-        let began = Instant::now();
-        let outcome = client
-            .run(action.clone())
-            .map(|outcome| print_outcome(outcome, cli.json));
-        latencies.push(began.elapsed());
-        reporter.end_operation();
-        match outcome {
-            Ok(code) => status = status.max(code),
+    let mut outcome_of = |latency: Duration, outcome: Result<Outcome, mcp_proto::Error>| {
+        latencies.push(latency);
+        match outcome.map(|outcome| print_outcome(outcome, cli.json)) {
+            Ok(code) => {
+                status = status.max(code);
+                true
+            }
             Err(err) => {
                 reporter.refused(&err);
                 let exit = exit_code(&err);
@@ -610,9 +611,21 @@ fn run(cli: Cli) -> u8 {
                 failure = Some(exit);
                 failed += 1;
                 // One run stops at its error; a measured series (--repeat) goes on.
-                if cli.repeat == 1 || err.fault() == mcp_proto::Fault::Cancelled {
-                    break;
-                }
+                cli.repeat > 1 && err.fault() != mcp_proto::Fault::Cancelled
+            }
+        }
+    };
+    if cli.parallel > 1 && runs > 1 {
+        // N in flight on the one session; the results are reported as they come.
+        client.run_parallel(&action, runs, cli.parallel, &mut outcome_of);
+    } else {
+        for _ in 0..runs {
+            reporter.start_operation();
+            let began = Instant::now();
+            let outcome = client.run(action.clone());
+            reporter.end_operation();
+            if !outcome_of(began.elapsed(), outcome) {
+                break;
             }
         }
     }

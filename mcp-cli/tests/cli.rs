@@ -365,6 +365,51 @@ fn repeat_reuses_the_session_and_both_drivers_agree() {
 }
 
 #[test]
+fn parallel_runs_share_one_session_and_one_handshake_on_both_drivers() {
+    for driver in ["blocking", "tokio"] {
+        // Each call takes 100 ms: one after another, 40 would take 4 s.
+        let server =
+            TestServer::start(Script::new().delay("tools/call", Duration::from_millis(100)));
+        let started = Instant::now();
+        let out = mcp_call(&[
+            "--url",
+            &server.url(),
+            "--driver",
+            driver,
+            "--protocol",
+            "2025-11-25",
+            "--repeat",
+            "40",
+            "--parallel",
+            "8",
+            "call",
+            "echo",
+            r#"{"text":"x"}"#,
+        ]);
+        let took = started.elapsed();
+        assert_eq!(code(&out), 0, "{driver}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "x\n".repeat(40), "{driver}");
+        assert!(
+            took < Duration::from_secs(3),
+            "{driver}: 8 in flight, yet {took:?}"
+        );
+        let methods = server.rpc_methods();
+        let count = |m: &str| methods.iter().filter(|x| x.as_str() == m).count();
+        assert_eq!(count("initialize"), 1, "{driver}: {methods:?}");
+        assert_eq!(count("tools/call"), 40, "{driver}");
+        assert_eq!(server.sessions().len(), 0, "{driver}: closed at the end");
+        let err = stderr(&out);
+        assert!(
+            err.lines()
+                .last()
+                .unwrap()
+                .starts_with("summary: runs=40 errors=0 "),
+            "{driver}: {err}"
+        );
+    }
+}
+
+#[test]
 fn the_environment_budget_is_read_leniently() {
     for (raw, granted) in [
         ("3", "granted_ms=3000"),

@@ -13,7 +13,8 @@
 //!   handshake while the session lives), with [`probe`](Client::probe),
 //!   [`list_tools`](Client::list_tools), [`call_tool`](Client::call_tool),
 //!   [`close`](Client::close) and the general [`run`](Client::run). Each call is **one**
-//!   operation under **one** budget.
+//!   operation under **one** budget. The methods take `&self`: threads share one client (or
+//!   its clones) and its session, each thread's operation blocking only that thread.
 //! * HTTP and HTTPS (rustls with ring; the operating system's trust store, CAs added with
 //!   [`Client::with_network`], HTTP `CONNECT` proxies), answers as JSON or as an event stream.
 //!   An event stream the server keeps open after the answer is dropped the moment the answer
@@ -65,7 +66,7 @@
 //!     .with_header("Authorization", "Bearer s3cret")?
 //!     .with_budget(Budget::from_secs(20))
 //!     .with_resolution(Resolution::MILLISECOND);
-//! let mut client = Client::new(config);
+//! let client = Client::new(config);
 //!
 //! // Three legs (initialize, notifications/initialized, tools/call) under one 20 s budget.
 //! let mut arguments = serde_json::Map::new();

@@ -47,7 +47,25 @@ use mcp_driver_common::SharedObserver;
 /// connections closed. The session stays usable (a handshake interrupted this way is not
 /// committed, and an operation waiting for it starts it again).
 ///
-/// See the [crate docs](crate) for an example.
+/// Three calls at once on one session:
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), mcp_proto::Error> {
+/// let client = mcp_driver_tokio::Client::connect("https://tools.example.org/mcp")?;
+/// let calls = ["a", "b", "c"].map(|text| {
+///     let client = client.clone(); // the same session, a cancel handle of its own
+///     let mut args = serde_json::Map::new();
+///     args.insert("text".into(), text.into());
+///     tokio::spawn(async move { client.call_tool("echo", args).await })
+/// });
+/// for call in calls {
+///     println!("{}", call.await.expect("the task ran")?.text());
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// See the [crate docs](crate) for more.
 pub struct Client {
     shared: Arc<Shared>,
     /// This client value's cancel handle: a clone gets its own.

@@ -15,7 +15,8 @@
 //! * [`Client`]: a session with one server, reused between operations, and its async methods
 //!   ([`probe`](Client::probe), [`list_tools`](Client::list_tools),
 //!   [`call_tool`](Client::call_tool), [`run`](Client::run)), each **one** `Send` future with its
-//!   own deadline.
+//!   own deadline. The methods take `&self` and the client is `Clone + Send + Sync`: any
+//!   number of operations in flight on one session, one handshake for all of them.
 //! * Cancellation: dropping the future drops the request in flight (its connection is closed);
 //!   a [`CancelHandle`] ends the operation in flight from another task with
 //!   [`Error::Cancelled`].
@@ -67,7 +68,7 @@
 //!     .with_header("Authorization", "Bearer s3cret")?
 //!     .with_budget(Budget::from_secs(20))
 //!     .with_resolution(Resolution::MILLISECOND);
-//! let mut client = Client::new(config);
+//! let client = Client::new(config);
 //!
 //! // Handshake and tools/call: one operation, one 20 s budget across its three legs.
 //! let mut arguments = serde_json::Map::new();
