@@ -291,19 +291,22 @@ mod tests {
         Network::new().with_env(move |name| (name == "SSL_CERT_FILE").then(|| file.clone()))
     }
 
+    /// A self-signed CA certificate (P-256), for the cache test: a file that trusts nothing
+    /// would get the system's verifier, shared whatever the file says.
+    const TEST_CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBjzCCATWgAwIBAgIUMG3fxr/I5vytS/F3WKQ2jOpjvfQwCgYIKoZIzj0EAwIw\nHDEaMBgGA1UEAwwRbWNwIHRlc3QgY2FjaGUgQ0EwIBcNMjYxMjAxMTMwMDAxWhgP\nMjEyNjExMDcxMzAwMDFaMBwxGjAYBgNVBAMMEW1jcCB0ZXN0IGNhY2hlIENBMFkw\nEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEpHEB6m2PYLYqkIODfX8IuPIo0XK1t09J\n7amN5nhOEPZLENUNvyPd2bLtDTidGrgLtza7Q1WXC0daTvnVY2xDaqNTMFEwHQYD\nVR0OBBYEFBdiD5rjLDqjQ7X28RYNwH2GWXRXMB8GA1UdIwQYMBaAFBdiD5rjLDqj\nQ7X28RYNwH2GWXRXMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIg\ndrcMACrgoblvdaygYVmXydz3CJV2jIsXCs4mOWASW/UCIQDXiY1zQU3N7ioVZ85h\nEE09pUUwG6wkR8hoUs82A1rTCg==\n-----END CERTIFICATE-----\n";
+
     #[test]
     fn clients_of_the_same_network_share_one_verifier_until_its_files_change() {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let dir = std::env::temp_dir().join(format!("mcp-tls-cache-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("ca.pem");
-        // Not PEM: the file is skipped, but it is still what the verifier was built from.
-        std::fs::write(&file, "no certificate here").unwrap();
+        std::fs::write(&file, TEST_CA).unwrap();
         let network = cert_file_network(&file);
         let first = verifier_for(&network, &provider).unwrap();
         let again = verifier_for(&cert_file_network(&file), &provider).unwrap();
         assert!(Arc::ptr_eq(&first, &again), "built once, shared");
-        std::fs::write(&file, "still no certificate, but longer").unwrap();
+        std::fs::write(&file, format!("{TEST_CA}{TEST_CA}")).unwrap();
         let changed = verifier_for(&network, &provider).unwrap();
         assert!(
             !Arc::ptr_eq(&first, &changed),
