@@ -36,7 +36,7 @@
 //! | `deadline`    | [`Budget`], [`Resolution`], [`OperationDeadline`]: the arithmetic     |
 //! | `auth`        | [`OAuth`]: how a session authorizes when its server asks              |
 //! | `config`      | [`SessionConfig`]: what a session knows before it talks               |
-//! | `session`     | [`Session`]: what a handshake established, kept between operations    |
+//! | `session`     | [`Session`]: what operations established, shared by those in flight   |
 //! | [`operation`] | [`Operation`]: the state machine, split by concern in its own folder  |
 //! | `wire`        | request bytes and headers, session-id checks                          |
 //! | `headers`     | `x-mcp-header` annotations mirrored as `Mcp-Param-*` headers          |
@@ -55,9 +55,14 @@
 //!        │                                   │ handle_body_chunk(leg.id, ..)* ──► Complete? stop reading
 //!        │                                   │ handle_body_end(leg.id) | handle_transport_error(leg.id, ..)
 //!        ├──────────── Event(ev) ◄───────────┘
-//!        ├──────────── Wait(until) ──► handle_timeout(now)
+//!        ├──────────── Update(u) ──► session.apply(u)   (what the operation learned)
+//!        ├──────────── Wait(until) ──► handle_timeout(now)   (awaits_session? handle_session)
 //!        └──────────── Done(result)
 //! ```
+//!
+//! An [`Operation`] borrows nothing: it starts from a copy of its [`Session`] and hands what it
+//! learns back as [`SessionUpdate`]s, so any number of operations can be in flight on one
+//! session (one handshake for all of them, each under its own budget).
 //!
 //! See [`operation`] for a complete driver loop as a doc test.
 #![forbid(unsafe_code)]

@@ -22,9 +22,10 @@
 //! | `replies`  | answers owed to the server                | server requests and their answers        |
 //! | `resume`   | the last event id, the pending resumption | streams closed before their answer       |
 //! | `listen`   | the standalone stream                     | server messages outside any answer       |
+//! | `view`     | its copy of the session, what it learned  | the session, without borrowing it        |
 //!
 //! Request bytes come from the crate's `wire` module; what the session keeps between
-//! operations from [`Session`].
+//! operations from [`Session`], copied into the operation when it starts (`view`).
 //!
 //! # Driving it
 //!
