@@ -42,7 +42,9 @@ pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
 /// the server's info so a later operation can skip the handshake, and it hands out request
 /// ids unique for its lifetime. Operations ([`Session::call_tool`] and its siblings) start
 /// from a copy of it and report what they learn as [`SessionUpdate`]s for
-/// [`apply`](Self::apply); see the [module docs](self).
+/// [`apply`](Self::apply): any number of operations can be in flight on one session, one
+/// of them establishing it while the others that need it wait (see
+/// [`Operation::awaits_session`](crate::Operation::awaits_session)).
 #[derive(Debug)]
 pub struct Session {
     config: Arc<SessionConfig>,

@@ -33,7 +33,7 @@
 //!
 //! * [`poll_output`](Operation::poll_output) returns, in this order of priority: what the
 //!   operation learned about its session ([`Output::Update`]: apply it to the
-//!   [`Session`](crate::Session)); a queued [`Event`]; a leg to send ([`Output::Transmit`]), whose grant was read at the `now` you
+//!   [`Session`]); a queued [`Event`]; a leg to send ([`Output::Transmit`]), whose grant was read at the `now` you
 //!   passed; the final result ([`Output::Done`]); or [`Output::Wait`] with the instant at which
 //!   to call [`handle_timeout`](Operation::handle_timeout).
 //! * For a transmitted leg, send `leg.request` under `leg.timeout` for the **whole** leg
