@@ -68,7 +68,10 @@ pub struct Session {
     framer: Option<LineFramer>,
     /// The operation establishing the session, while it does: it holds the claim, and the
     /// claim ends when that operation commits, gives up or is dropped.
-    handshake: Weak<HandshakeClaim>,
+    handshake: Weak<Claim>,
+    /// The operation running an authorization, while it does (the same kind of claim): the
+    /// others the server refused wait for its token.
+    authorizing: Weak<Claim>,
 }
 
 /// What an operation learned about its session, for [`Session::apply`]: a handshake it
@@ -83,8 +86,10 @@ pub struct SessionUpdate(pub(crate) Learned);
 
 /// What an operation can learn.
 pub(crate) enum Learned {
-    /// A handshake was committed: the session is live with this info.
-    Established(Arc<SessionInfo>),
+    /// A handshake was committed: the session is live with this info. The claim of the
+    /// operation that ran it rides along and ends once the session has the info, so no other
+    /// operation finds neither a live session nor a claim in between.
+    Established(Arc<SessionInfo>, Option<Arc<Claim>>),
     /// The session the operation used (its id, when it had one) is gone: the server forgot
     /// it, it was closed, or the server turned out to speak the modern era.
     Lost(Option<String>),
@@ -92,8 +97,8 @@ pub(crate) enum Learned {
     Era(Era),
     /// The header annotations of the tools of a modern listing.
     ToolHeaders(Arc<ToolHeaders>),
-    /// An authorization obtained this token.
-    Token(AccessToken),
+    /// An authorization obtained this token (its claim rides along, as with `Established`).
+    Token(AccessToken, Option<Arc<Claim>>),
     /// The server refused this token.
     TokenRefused(AccessToken),
     /// The MCP server's DPoP nonce.
@@ -109,7 +114,7 @@ pub(crate) enum Learned {
 impl fmt::Debug for SessionUpdate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match &self.0 {
-            Learned::Established(info) => {
+            Learned::Established(info, _) => {
                 return f
                     .debug_tuple("Established")
                     .field(&info.protocol_version)
@@ -119,7 +124,7 @@ impl fmt::Debug for SessionUpdate {
             Learned::Era(Era::Modern) => "Era(Modern)",
             Learned::Era(Era::Legacy) => "Era(Legacy)",
             Learned::ToolHeaders(_) => "ToolHeaders",
-            Learned::Token(_) => "Token",
+            Learned::Token(..) => "Token",
             Learned::TokenRefused(_) => "TokenRefused",
             Learned::DpopNonce(_) => "DpopNonce",
             Learned::ProcessStarted => "ProcessStarted",
@@ -130,9 +135,11 @@ impl fmt::Debug for SessionUpdate {
     }
 }
 
-/// The claim of the operation that establishes the session (see [`Session`]'s `handshake`).
+/// The claim of the operation that establishes the session, or that authorizes for it (see
+/// [`Session`]'s `handshake` and `authorizing`): it ends when that operation lets it go or is
+/// dropped.
 #[derive(Debug)]
-pub(crate) struct HandshakeClaim;
+pub(crate) struct Claim;
 
 /// The request-id counter, shared by the session and its operations: ids are unique for the
 /// session's lifetime whichever operation takes them.
@@ -200,6 +207,7 @@ impl Session {
             entropy: None,
             time_of_day: None,
             handshake: Weak::new(),
+            authorizing: Weak::new(),
         }
     }
 
@@ -213,7 +221,8 @@ impl Session {
     /// reason to forget it; a refused token is forgotten only while it is still the session's.
     pub fn apply(&mut self, update: SessionUpdate) {
         match update.0 {
-            Learned::Established(info) => self.established = Some(info),
+            // The claim is let go only now, with the session live.
+            Learned::Established(info, _claim) => self.established = Some(info),
             Learned::Lost(id) => {
                 if self
                     .established
@@ -225,7 +234,7 @@ impl Session {
             }
             Learned::Era(era) => self.era = Some(era),
             Learned::ToolHeaders(headers) => self.tool_headers = headers,
-            Learned::Token(token) => self.set_token(token),
+            Learned::Token(token, _claim) => self.set_token(token),
             Learned::TokenRefused(token) => {
                 if self.token.as_ref() == Some(&token) {
                     self.forget_token();
@@ -324,13 +333,19 @@ impl Session {
     }
 
     /// Claims the handshake for an operation, unless another holds the claim.
-    pub(crate) fn claim_handshake(&mut self) -> Option<Arc<HandshakeClaim>> {
-        if self.is_establishing() {
-            return None;
-        }
-        let claim = Arc::new(HandshakeClaim);
-        self.handshake = Arc::downgrade(&claim);
-        Some(claim)
+    pub(crate) fn claim_handshake(&mut self) -> Option<Arc<Claim>> {
+        claim(&mut self.handshake)
+    }
+
+    /// Claims the authorization for an operation the server refused, unless another
+    /// operation is authorizing.
+    pub(crate) fn claim_authorization(&mut self) -> Option<Arc<Claim>> {
+        claim(&mut self.authorizing)
+    }
+
+    /// The MCP server's last DPoP nonce, for a token an operation takes from the session.
+    pub(crate) fn dpop_nonce(&self) -> Option<&String> {
+        self.dpop_nonce.as_ref()
     }
 
     /// What an operation starting now starts from. Over stdio the stdout framer (with any
@@ -365,4 +380,14 @@ impl Session {
             _ => ProtocolVersion::LATEST,
         }
     }
+}
+
+/// A new claim in `slot`, unless a live one is there.
+fn claim(slot: &mut Weak<Claim>) -> Option<Arc<Claim>> {
+    if slot.strong_count() > 0 {
+        return None;
+    }
+    let claim = Arc::new(Claim);
+    *slot = Arc::downgrade(&claim);
+    Some(claim)
 }

@@ -224,6 +224,11 @@ impl World {
                         Person::Gone => {}
                     }
                 }
+                // Alone on its session, an operation that awaits it gets it at once.
+                Output::Wait(_) if op.awaits_session() => {
+                    op.handle_session(session);
+                    assert!(!op.awaits_session(), "a lone operation awaits its session");
+                }
                 Output::Wait(until) => {
                     self.clock.set(until.max(self.clock.now()));
                     op.handle_timeout(self.clock.now());
@@ -403,6 +408,11 @@ fn an_auth_answer_past_its_cap_is_refused_without_reading_on() {
         &World::challenge(401, ""),
         clock.now(),
     );
+    // The refusal waits for the session (no other operation is authorizing): it claims the
+    // authorization, and the flow's first leg goes out.
+    assert!(matches!(op.poll_output(clock.now()), Output::Wait(_)));
+    assert!(op.awaits_session());
+    op.handle_session(&mut session);
     let Output::Transmit(prm) = op.poll_output(clock.now()) else {
         panic!()
     };

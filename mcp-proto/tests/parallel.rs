@@ -323,3 +323,30 @@ fn operations_keep_their_own_budgets_and_a_cancel_stays_with_its_operation() {
         Err(Error::LegTimedOut { .. })
     ));
 }
+
+#[test]
+fn the_handshake_claim_ends_only_once_the_session_is_live() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config());
+    let mut first = session.call_tool("echo", Map::new(), clock.now());
+    let mut second = session.call_tool("echo", Map::new(), clock.now());
+    let init = leg(settle(&mut first, &mut session, &clock));
+    assert!(matches!(
+        settle(&mut second, &mut session, &clock),
+        Output::Wait(_)
+    ));
+    answer(&mut first, &init, initialize_result(), "s-1", &clock);
+    let initialized = leg(settle(&mut first, &mut session, &clock));
+    accept(&mut first, &initialized, &clock);
+    // The handshake is committed in the first operation, but its update has not reached the
+    // session yet: the second must not take the claim and send a second `initialize`.
+    second.handle_session(&mut session);
+    assert!(second.awaits_session());
+    assert!(session.is_establishing());
+    // Once the update is applied, the session is live and the second sends its call on it.
+    let call = leg(settle(&mut first, &mut session, &clock));
+    assert_eq!(call.kind, LegKind::CallTool);
+    let second_call = leg(settle(&mut second, &mut session, &clock));
+    assert_eq!(second_call.kind, LegKind::CallTool);
+    assert_eq!(session_header(&second_call), Some("s-1"));
+}

@@ -85,6 +85,8 @@ for_each_driver!(
     sixty_four_calls_on_a_modern_server_send_no_handshake,
     a_session_lost_under_a_burst_is_re_established_once,
     a_cancelled_call_leaves_the_others_running,
+    sixteen_calls_on_a_cold_oauth_server_authorize_once,
+    sixteen_calls_refused_at_once_refresh_the_token_once,
     // The era: detected, remembered, modern in one leg.
     a_modern_server_answers_a_tool_call_in_one_leg,
     a_legacy_server_gets_the_handshake_inside_one_budget,

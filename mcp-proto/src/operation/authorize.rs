@@ -65,6 +65,16 @@ pub(super) struct Authorizing {
     answer: Option<AuthAnswer>,
     /// Requests sent again with a resource server's fresh DPoP nonce in this operation.
     nonce_retries: u32,
+    /// The server's refusal this operation has not acted on yet: it waits for the session
+    /// (another operation may be authorizing, or have a newer token) before it authorizes.
+    waiting: Option<Refusal>,
+}
+
+/// A refusal that asks for authorization, and the token it refused (if any).
+#[derive(Debug)]
+struct Refusal {
+    challenge: Challenge,
+    presented: Option<mcp_auth::AccessToken>,
 }
 
 /// The most times one operation sends a request again because the MCP server asked for a
@@ -82,6 +92,17 @@ impl Authorizing {
     /// Whether an authorization is running (its legs, or the person, come before the work).
     pub(super) fn is_running(&self) -> bool {
         self.running
+    }
+
+    /// Whether a refusal waits for the session: for a newer token another operation obtained,
+    /// or for the claim to authorize.
+    pub(super) fn is_waiting(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// The wait for the session is over (the budget ended): the refused request is next.
+    pub(super) fn stop_waiting(&mut self) {
+        self.waiting = None;
     }
 }
 
@@ -110,9 +131,9 @@ impl Operation {
         }
         self.end_leg(Role::Work);
         // The token presented (if any) is not good enough any more.
+        let presented = self.session.token().cloned();
         self.session.forget_token();
-        let config = self.session.config();
-        let Some(oauth) = config.oauth() else {
+        if self.session.config().oauth().is_none() {
             let method = refused.request_name();
             self.fail(|server| Error::AuthorizationRequired {
                 server,
@@ -121,6 +142,46 @@ impl Operation {
                 reason: "no OAuth client is configured for it".to_owned(),
             });
             return true;
+        }
+        // One authorization for the session at a time: what to do is decided with the session
+        // in hand (`take_authorization`), since another operation may be authorizing already.
+        self.auth.waiting = Some(Refusal {
+            challenge,
+            presented,
+        });
+        true
+    }
+
+    /// Acts on the refusal that waits for the session: takes the session's token when it is
+    /// newer than the one refused (another operation authorized meanwhile: the request goes
+    /// out again with it), else claims the authorization and starts the flow; while another
+    /// operation is authorizing, it waits on.
+    pub(super) fn take_authorization(&mut self, session: &mut crate::Session) {
+        let Some(refusal) = self.auth.waiting.as_ref() else {
+            return;
+        };
+        let newer = session
+            .token()
+            .is_some_and(|token| Some(token) != refusal.presented.as_ref());
+        if newer {
+            self.session.take_token(session);
+        } else if !self.session.claim_authorization(session) {
+            return;
+        }
+        self.timers.stop(Timer::SessionWait);
+        let Some(Refusal { challenge, .. }) = self.auth.waiting.take() else {
+            return;
+        };
+        if !newer {
+            self.start_flow(challenge);
+        }
+    }
+
+    /// Starts (or continues) this operation's flow on the server's `challenge`.
+    fn start_flow(&mut self, challenge: Challenge) {
+        let config = self.session.config();
+        let Some(oauth) = config.oauth() else {
+            return;
         };
         let flow = match self.auth.flow.take() {
             Some(earlier) => Ok(earlier.rechallenge(challenge)),
@@ -138,7 +199,6 @@ impl Operation {
             }
             Err(error) => self.fail(|server| Error::Authorization { server, error }),
         }
-        true
     }
 
     /// The next step of a running authorization: a leg, the browser step, a wait, or (once it

@@ -408,7 +408,8 @@ impl Operation {
         op
     }
 
-    /// Whether the operation waits for its session: it needs one and has not got it. When
+    /// Whether the operation waits for its session: it needs one and has not got it (or the
+    /// server refused it and another operation may be authorizing for the session). When
     /// [`poll_output`](Self::poll_output) says [`Output::Wait`] and this is true, hand the
     /// operation its session ([`handle_session`](Self::handle_session)) and poll again; if it
     /// still awaits it (another operation is establishing the session), wait for the instant
@@ -416,17 +417,26 @@ impl Operation {
     /// or for the session to change (another operation's update applied, or another operation
     /// ended), whichever comes first, and hand it the session again.
     pub fn awaits_session(&self) -> bool {
-        self.next == Step::AwaitSession && !self.is_finished()
+        (self.next == Step::AwaitSession || self.auth.is_waiting()) && !self.is_finished()
     }
 
     /// Gives an operation that [`awaits_session`](Self::awaits_session) what `session` holds
     /// now: the live session another operation established (the work goes out on it), or,
     /// when none is live and no other operation is establishing one, the claim to establish it
-    /// (the handshake goes out). Otherwise it waits on. Does nothing for an operation that
+    /// (the handshake goes out). An operation the server refused takes a newer token another
+    /// operation obtained (the refused request goes out again with it), or the claim to
+    /// authorize, when no other operation is authorizing. Otherwise it waits on. Does nothing for an operation that
     /// does not await its session. Call it with the session every update of this operation
     /// has been applied to (under the same lock, when operations run in parallel).
     pub fn handle_session(&mut self, session: &mut Session) {
-        if !self.awaits_session() || !self.session.take_session(session) {
+        if !self.awaits_session() {
+            return;
+        }
+        if self.auth.is_waiting() {
+            self.take_authorization(session);
+            return;
+        }
+        if !self.session.take_session(session) {
             return;
         }
         self.timers.stop(Timer::SessionWait);
@@ -485,6 +495,12 @@ impl Operation {
             return output;
         }
         if self.legs.is_busy(Role::Work) {
+            return self.wait(now);
+        }
+        if self.auth.is_waiting() {
+            // Inside the budget: at its end, the refused request is refused unsent.
+            let end = self.deadline.end().unwrap_or(now);
+            self.timers.set(Timer::SessionWait, end);
             return self.wait(now);
         }
         if self.auth.is_running() {
@@ -632,8 +648,10 @@ impl Operation {
         match timer {
             Timer::LegEnd(role) => self.leg_failed(role, None),
             Timer::Person => self.person_timed_out(),
-            // The budget ended while another operation established the session: the
-            // handshake is next, and the budget check refuses it.
+            // The budget ended while another operation established the session (the
+            // handshake is next) or authorized for it (the refused request is): the budget
+            // check refuses it.
+            Timer::SessionWait if self.auth.is_waiting() => self.auth.stop_waiting(),
             Timer::SessionWait => self.next = Step::Initialize,
             Timer::ResumePause | Timer::ListenHead => {}
         }

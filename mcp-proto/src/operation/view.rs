@@ -16,8 +16,7 @@ use mcp_auth::{AccessToken, Entropy};
 use crate::config::SessionConfig;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
 use crate::session::{
-    HandshakeClaim, Learned, RequestIds, Session, SessionUpdate, SharedEntropy, Snapshot,
-    ToolHeaders,
+    Claim, Learned, RequestIds, Session, SessionUpdate, SharedEntropy, Snapshot, ToolHeaders,
 };
 use crate::transport::LineFramer;
 
@@ -38,7 +37,9 @@ pub(super) struct View {
     /// Whether `framer` is the session's, lent to this operation (handed back at its end).
     lent: bool,
     /// Held while this operation establishes the session (see [`Session::is_establishing`]).
-    claim: Option<Arc<HandshakeClaim>>,
+    claim: Option<Arc<Claim>>,
+    /// Held while this operation authorizes for the session.
+    auth_claim: Option<Arc<Claim>>,
     updates: VecDeque<SessionUpdate>,
 }
 
@@ -72,6 +73,7 @@ impl View {
             lent: framer.is_some(),
             framer: framer.unwrap_or_else(|| LineFramer::new(cap)),
             claim: None,
+            auth_claim: None,
             updates: VecDeque::new(),
         }
     }
@@ -112,8 +114,9 @@ impl View {
     pub(super) fn establish(&mut self, info: SessionInfo) {
         let info = Arc::new(info);
         self.established = Some(Arc::clone(&info));
-        self.claim = None;
-        self.learned(Learned::Established(info));
+        // The claim ends when the session has applied this, not before.
+        let claim = self.claim.take();
+        self.learned(Learned::Established(info, claim));
     }
 
     /// Takes the session's current state after waiting for it: its live session, else the
@@ -124,6 +127,8 @@ impl View {
             self.established = None;
             return true;
         }
+        // Whoever established the session may have authorized for it too.
+        self.take_token(session);
         if let Some(info) = session.established() {
             self.established = Some(Arc::clone(info));
             return true;
@@ -136,6 +141,28 @@ impl View {
             }
             None => false,
         }
+    }
+
+    /// Takes the session's token (and its DPoP nonce) when it is another than this
+    /// operation's: one another operation obtained meanwhile. Returns whether it did.
+    pub(super) fn take_token(&mut self, session: &Session) -> bool {
+        let Some(token) = session.token() else {
+            return false;
+        };
+        if self.token.as_ref() == Some(token) {
+            return false;
+        }
+        self.token = Some(token.clone());
+        self.dpop_nonce = session.dpop_nonce().cloned();
+        true
+    }
+
+    /// Claims the authorization for this operation, unless another operation is running one.
+    pub(super) fn claim_authorization(&mut self, session: &mut Session) -> bool {
+        if self.auth_claim.is_none() {
+            self.auth_claim = session.claim_authorization();
+        }
+        self.auth_claim.is_some()
     }
 
     /// The operation no longer establishes the session (it ended, or moved to the modern era).
@@ -157,10 +184,14 @@ impl View {
         self.token.as_ref()
     }
 
+    /// An authorization this operation ran obtained `token`: the session gets it, and the
+    /// operations waiting for it are let go.
     pub(super) fn set_token(&mut self, token: AccessToken) {
         self.token = Some(token.clone());
         self.dpop_nonce = None;
-        self.learned(Learned::Token(token));
+        // The claim ends when the session has the token, not before.
+        let claim = self.auth_claim.take();
+        self.learned(Learned::Token(token, claim));
     }
 
     pub(super) fn forget_token(&mut self) {
@@ -223,6 +254,7 @@ impl View {
     /// the session for the next operation.
     pub(super) fn hand_back(&mut self) {
         self.claim = None;
+        self.auth_claim = None;
         if std::mem::take(&mut self.lent) {
             let framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
             self.learned(Learned::Stdout(framer));

@@ -39,7 +39,11 @@ fn oauth_config(server: &TestServer, budget: Duration) -> SessionConfig {
 
 /// An OAuth client for `server` (with the headless authorizer when `headless`), reporting to
 /// a recorder.
-fn oauth_client<D: Driver>(server: &TestServer, budget: Duration, headless: bool) -> (D, Recorder) {
+pub(super) fn oauth_client<D: Driver>(
+    server: &TestServer,
+    budget: Duration,
+    headless: bool,
+) -> (D, Recorder) {
     let mut client = D::new(oauth_config(server, budget));
     if headless {
         client.authorize_headlessly();

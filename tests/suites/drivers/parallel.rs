@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mcp_proto::{Budget, Error, ProtocolVersion, Resolution, SessionConfig};
-use mcp_testkit::{Script, ServerEra, TestServer};
+use mcp_testkit::{OAuthScript, Script, ServerEra, TestServer};
 use serde_json::Value;
 
 use super::support::{Call, Driver, args, eventually};
@@ -123,4 +123,36 @@ pub(crate) fn a_cancelled_call_leaves_the_others_running<D: Driver>() {
         started.elapsed() < Duration::from_secs(20),
         "the cancel ended it early"
     );
+}
+
+pub(crate) fn sixteen_calls_on_a_cold_oauth_server_authorize_once<D: Driver>() {
+    let server = TestServer::start(Script::new().oauth(OAuthScript::new()));
+    let (client, _recorder) =
+        super::auth::oauth_client::<D>(&server, Duration::from_secs(20), true);
+    let called = client.call_tools_at_once(echoes(16), None);
+    assert_echoed(&called);
+    let trail = server.trail();
+    let count = |label: &str| trail.iter().filter(|t| t.as_str() == label).count();
+    // One authorization for all sixteen: one registration, one person's step, one token.
+    assert_eq!(count("oauth:register"), 1, "{trail:?}");
+    assert_eq!(count("oauth:authorize"), 1, "{trail:?}");
+    assert_eq!(count("oauth:token"), 1, "{trail:?}");
+    assert_eq!(count("tools/call"), 16, "{trail:?}");
+}
+
+pub(crate) fn sixteen_calls_refused_at_once_refresh_the_token_once<D: Driver>() {
+    let server = TestServer::start(Script::new().oauth(OAuthScript::new()));
+    let (mut client, _recorder) =
+        super::auth::oauth_client::<D>(&server, Duration::from_secs(20), true);
+    client.probe().expect("authorized and established");
+    // Every call of the burst presents a token the server no longer takes.
+    server.expire_tokens();
+    let before = server.trail().len();
+    let called = client.call_tools_at_once(echoes(16), None);
+    assert_echoed(&called);
+    let trail = server.trail().split_off(before);
+    let count = |label: &str| trail.iter().filter(|t| t.as_str() == label).count();
+    assert_eq!(count("oauth:refresh"), 1, "one refresh for all: {trail:?}");
+    assert_eq!(count("oauth:authorize"), 0, "{trail:?}");
+    assert_eq!(count("oauth:token"), 0, "{trail:?}");
 }
