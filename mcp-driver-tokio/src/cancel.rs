@@ -37,14 +37,17 @@ impl CancelShared {
     }
 }
 
-/// Cancels the operation a [`Client`](crate::Client) has in flight, from any task or thread.
+/// Cancels the operations a [`Client`](crate::Client) value has in flight, from any task or
+/// thread.
 ///
-/// [`cancel`](Self::cancel) ends the operation in flight promptly with
-/// [`Error::Cancelled`](mcp_proto::Error::Cancelled): the request in flight is dropped (its
-/// connection closed) and nothing more is sent (except the optional `notifications/cancelled`,
+/// [`cancel`](Self::cancel) ends them promptly with
+/// [`Error::Cancelled`](mcp_proto::Error::Cancelled): the requests in flight are dropped (their
+/// connections closed) and nothing more is sent (except the optional `notifications/cancelled`,
 /// see [`SessionConfig::with_cancel_notice`](mcp_proto::SessionConfig::with_cancel_notice)).
 /// Fired while no operation is in flight, it does nothing, to that client's later operations
-/// either. Clones cancel the same client.
+/// either. Clones of the handle cancel the same client value; a clone of the **client** has a
+/// handle of its own, so an operation run through its own clone can be cancelled alone while
+/// the others on the session go on.
 ///
 /// ```no_run
 /// # async fn demo(mut client: mcp_driver_tokio::Client) {
@@ -67,7 +70,7 @@ impl CancelHandle {
         Self { shared }
     }
 
-    /// Cancels the operation in flight, if there is one.
+    /// Cancels the operations in flight on this client value, if there are any.
     pub fn cancel(&self) {
         self.shared.fired.fetch_add(1, Ordering::SeqCst);
         self.shared.notify.notify_waiters();
