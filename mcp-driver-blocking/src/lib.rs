@@ -107,6 +107,7 @@ use serde_json::{Map, Value};
 
 pub use authorize::{Authorize, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
+pub use mcp_driver_common::SessionGuard;
 
 use cancel::Shared;
 
@@ -192,23 +193,6 @@ impl ClientShared {
     }
 }
 
-/// The client's session, locked while this guard lives (see [`Client::session`]).
-pub struct SessionGuard<'a>(MutexGuard<'a, Session>);
-
-impl std::ops::Deref for SessionGuard<'_> {
-    type Target = Session;
-
-    fn deref(&self) -> &Session {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SessionGuard<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
 impl Clone for Client {
     /// Another handle on the same session (no second handshake), with lanes and a cancel
     /// handle of its own: [`cancel_handle`](Client::cancel_handle) on the clone cancels only
@@ -288,7 +272,7 @@ impl Client {
     /// The guard holds the session's lock, which every operation on this client (and its
     /// clones) takes briefly at its start and as it learns: read what you need and drop it.
     pub fn session(&self) -> SessionGuard<'_> {
-        SessionGuard(self.shared.session())
+        SessionGuard::new(self.shared.session())
     }
 
     /// Presents `token` on every request from now on (one kept from an earlier run, say):

@@ -8,6 +8,7 @@
 //! * [`OsEntropy`]: the operating system's random source, for authorizations.
 //! * [`StderrTail`]: the last lines a local (stdio) server wrote on stderr, for its error.
 //! * [`SharedObserver`]: a client's observer, reached by every operation in flight on it.
+//! * [`SessionGuard`]: a client's session, lent to its caller under the session's lock.
 //!
 //! This crate holds no policy (that is `mcp-proto`'s) and does no I/O on a transport (that is
 //! each driver's, blocking or async). It is not meant to be used directly.
@@ -32,6 +33,32 @@ impl mcp_proto::mcp_auth::Entropy for OsEntropy {
         if let Err(err) = getrandom::fill(buf) {
             panic!("the operating system's random source failed: {err}");
         }
+    }
+}
+
+/// A client's session, locked while this guard lives (what `Client::session` returns on both
+/// drivers). Every operation on the client takes the same lock briefly at its start and as it
+/// learns: read what you need and drop the guard (never hold it across an `.await`).
+pub struct SessionGuard<'a>(std::sync::MutexGuard<'a, mcp_proto::Session>);
+
+impl<'a> SessionGuard<'a> {
+    /// Lends the session `guard` holds.
+    pub fn new(guard: std::sync::MutexGuard<'a, mcp_proto::Session>) -> Self {
+        Self(guard)
+    }
+}
+
+impl std::ops::Deref for SessionGuard<'_> {
+    type Target = mcp_proto::Session;
+
+    fn deref(&self) -> &mcp_proto::Session {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SessionGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }
 

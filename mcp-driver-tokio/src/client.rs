@@ -1,7 +1,6 @@
 //! The client: a session with one server and the loop that drives its operations.
 
 use std::fmt;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -20,7 +19,7 @@ use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
 use crate::leg::{self, Handshakes, Http, InFlight};
 use crate::trace;
-use mcp_driver_common::SharedObserver;
+use mcp_driver_common::{SessionGuard, SharedObserver};
 
 /// A session with one MCP server, driven on tokio.
 ///
@@ -92,23 +91,6 @@ struct Shared {
 impl Shared {
     fn session(&self) -> MutexGuard<'_, Session> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The client's session, locked while this guard lives (see [`Client::session`]).
-pub struct SessionGuard<'a>(MutexGuard<'a, Session>);
-
-impl Deref for SessionGuard<'_> {
-    type Target = Session;
-
-    fn deref(&self) -> &Session {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SessionGuard<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
     }
 }
 
@@ -196,7 +178,7 @@ impl Client {
     /// clones) takes briefly at its start and as it learns: read what you need and drop it;
     /// never hold it across an `.await`.
     pub fn session(&self) -> SessionGuard<'_> {
-        SessionGuard(self.shared.session())
+        SessionGuard::new(self.shared.session())
     }
 
     /// Presents `token` on every request from now on (one kept from an earlier run, say):

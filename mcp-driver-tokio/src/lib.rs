@@ -97,8 +97,9 @@ use mcp_driver_common::{tls, trace};
 
 pub use authorize::{Authorize, AuthorizeFuture, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
-pub use client::{Client, SessionGuard};
+pub use client::Client;
 pub use clock::TokioClock;
+pub use mcp_driver_common::SessionGuard;
 
 #[doc(no_inline)]
 pub use mcp_proto::{
