@@ -292,9 +292,9 @@ impl Client {
 
     /// Lets authorizations that need a person go through `authorizer` (see
     /// [`SessionConfig::with_oauth`]). Without one, an operation whose authorization reaches
-    /// the browser step ends at once with [`Error::AuthorizationRequired`]. One person's step
-    /// at a time: an operation whose authorization reaches it while another's is with the
-    /// authorizer waits for that one.
+    /// the browser step ends at once with [`Error::AuthorizationRequired`]. One authorization
+    /// at a time per session: the other operations the server refused meanwhile wait for its
+    /// token, each inside its own budget, rather than asking a person again.
     pub fn set_authorizer(&self, authorizer: impl Authorizer + 'static) {
         *self
             .shared
