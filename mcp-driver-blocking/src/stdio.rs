@@ -165,15 +165,12 @@ impl Child {
         }
     }
 
-    fn write_line(&mut self, message: &[u8]) -> std::io::Result<()> {
+    fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
         let stdin = self
             .stdin
             .as_mut()
             .ok_or_else(|| std::io::Error::other("the server's stdin is closed"))?;
-        let mut line = Vec::with_capacity(message.len() + 1);
-        line.extend_from_slice(message);
-        line.push(b'\n');
-        stdin.write_all(&line)?;
+        stdin.write_all(line)?;
         stdin.flush()
     }
 

@@ -60,7 +60,11 @@ fn drive(
                     LegKind::Spawn => op.handle_sent(leg.id, clock.now()),
                     LegKind::Shutdown => op.handle_exit(&ProcessExit::default(), clock.now()),
                     _ => {
-                        let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                        let line = leg.request.body();
+                        // One message is one line: written as it is, its newline included.
+                        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+                        assert_eq!(line.last(), Some(&b'\n'));
+                        let message: Value = serde_json::from_slice(line).unwrap();
                         op.handle_sent(leg.id, clock.now());
                         let reply = server(&message);
                         clock.advance(reply.after);

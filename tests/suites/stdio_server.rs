@@ -684,9 +684,8 @@ mod core {
                         }
                         _ => {
                             let server = process.as_mut().expect("a running process");
-                            let mut line = leg.request.body().clone();
-                            line.push(b'\n');
-                            server.send_raw(&line);
+                            // The body is the line, newline included.
+                            server.send_raw(leg.request.body());
                             op.handle_sent(leg.id, Instant::now());
                         }
                     }

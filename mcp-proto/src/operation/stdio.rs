@@ -1,7 +1,8 @@
 //! The stdio transport's side of an operation: the process as a leg, one shared stdout cut
 //! into lines and matched to requests by id, and the process's end.
 //!
-//! Over stdio a leg is one line written to the server's stdin. A notification, an answer to a
+//! Over stdio a leg is one line written to the server's stdin: the leg's request body, its
+//! newline included (write it as it is). A notification, an answer to a
 //! server request or a cancel notice is over once written ([`Operation::handle_sent`]); a
 //! request waits for the line on stdout whose id is its own, under its grant. Lines arrive on
 //! one stream for everything ([`Operation::handle_stdout`]): an answer to a request that

@@ -109,6 +109,10 @@ impl Operation {
         if !matches!(kind, LegKind::Auth(_)) {
             self.present_token(&mut request, now);
         }
+        // Over stdio a message is a line: the transport's framing is decided here, once.
+        if self.session.config().is_stdio() && !request.body().is_empty() {
+            request.body_mut().push(b'\n');
+        }
         let ends_at = now.checked_add(timeout).unwrap_or(now);
         let carried_session = request.headers().contains_key(SESSION_HEADER);
         self.legs_sent += 1;

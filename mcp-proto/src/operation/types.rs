@@ -233,7 +233,8 @@ pub struct Leg {
     pub id: LegId,
     /// Which request it carries.
     pub kind: LegKind,
-    /// The request, ready to send.
+    /// The request, ready to send. Over stdio its body is the line to write, newline
+    /// included (a spawn or a shutdown has none).
     pub request: http::Request<Vec<u8>>,
     /// The leg's grant: bound the **whole** leg by it. Never zero.
     pub timeout: Duration,
