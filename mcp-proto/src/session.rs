@@ -47,24 +47,9 @@ pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
 /// [`Operation::awaits_session`](crate::Operation::awaits_session)).
 #[derive(Debug)]
 pub struct Session {
-    config: Arc<SessionConfig>,
-    established: Option<Arc<SessionInfo>>,
-    ids: RequestIds,
-    tool_headers: Arc<ToolHeaders>,
-    /// The server's era, once an operation found it out.
-    era: Option<Era>,
-    /// The access token every MCP request carries, once an authorization obtained one.
-    token: Option<AccessToken>,
-    /// The MCP server's last DPoP nonce (RFC 9449 9), for the proofs of a DPoP-bound token.
-    dpop_nonce: Option<String>,
-    /// Where authorizations draw their randomness (PKCE, `state`, keys): the driver's.
-    entropy: Option<SharedEntropy>,
-    /// An instant and the time of day at it, given by the driver: the time of day at any
-    /// later instant is reckoned from it (signed assertions carry one).
-    time_of_day: Option<(Instant, SystemTime)>,
-    /// Over stdio: whether the server process runs, and its stdout cut into lines (lent to
-    /// the operation that runs; stdio operations take turns). `None` while lent.
-    process_running: bool,
+    known: Known,
+    /// Over stdio: the server's stdout cut into lines, lent to the operation that runs
+    /// (stdio operations take turns); `None` while lent.
     framer: Option<LineFramer>,
     /// The operation establishing the session, while it does: it holds the claim, and the
     /// claim ends when that operation commits, gives up or is dropped.
@@ -72,6 +57,55 @@ pub struct Session {
     /// The operation running an authorization, while it does (the same kind of claim): the
     /// others the server refused wait for its token.
     authorizing: Weak<Claim>,
+}
+
+/// What a session knows, and what an operation starts from: a copy of it, cheap to take
+/// (what may be large is shared behind an `Arc`).
+#[derive(Debug, Clone)]
+pub(crate) struct Known {
+    pub(crate) config: Arc<SessionConfig>,
+    /// What the last committed handshake established, while the session is live.
+    pub(crate) established: Option<Arc<SessionInfo>>,
+    pub(crate) ids: RequestIds,
+    pub(crate) tool_headers: Arc<ToolHeaders>,
+    /// The server's era, once an operation found it out.
+    pub(crate) era: Option<Era>,
+    /// The access token every MCP request carries, once an authorization obtained one.
+    pub(crate) token: Option<AccessToken>,
+    /// The MCP server's last DPoP nonce (RFC 9449 9), for the proofs of a DPoP-bound token.
+    pub(crate) dpop_nonce: Option<String>,
+    /// Where authorizations draw their randomness (PKCE, `state`, keys): the driver's.
+    pub(crate) entropy: Option<SharedEntropy>,
+    /// An instant and the time of day at it, given by the driver: the time of day at any
+    /// later instant is reckoned from it (signed assertions carry one).
+    pub(crate) time_of_day: Option<(Instant, SystemTime)>,
+    /// Over stdio: whether the server process runs.
+    pub(crate) process_running: bool,
+}
+
+impl Known {
+    /// Presents `token` from now on; a nonce of the last token's server does not carry over.
+    pub(crate) fn set_token(&mut self, token: AccessToken) {
+        self.token = Some(token);
+        self.dpop_nonce = None;
+    }
+
+    /// Presents no token from now on.
+    pub(crate) fn forget_token(&mut self) {
+        self.token = None;
+        self.dpop_nonce = None;
+    }
+
+    /// The time of day at `now`, reckoned from the driver's last reading.
+    pub(crate) fn time_of_day(&self, now: Instant) -> SystemTime {
+        let Some((at, wall)) = self.time_of_day else {
+            return SystemTime::UNIX_EPOCH;
+        };
+        match now.checked_duration_since(at) {
+            Some(later) => wall.checked_add(later).unwrap_or(wall),
+            None => wall.checked_sub(at.duration_since(now)).unwrap_or(wall),
+        }
+    }
 }
 
 /// What an operation learned about its session, for [`Session::apply`]: a handshake it
@@ -173,39 +207,24 @@ impl fmt::Debug for SharedEntropy {
     }
 }
 
-/// What an operation starts from: a copy of what the session knows when it starts (see
-/// `operation::view`).
-pub(crate) struct Snapshot {
-    pub(crate) config: Arc<SessionConfig>,
-    pub(crate) established: Option<Arc<SessionInfo>>,
-    pub(crate) ids: RequestIds,
-    pub(crate) tool_headers: Arc<ToolHeaders>,
-    pub(crate) era: Option<Era>,
-    pub(crate) token: Option<AccessToken>,
-    pub(crate) dpop_nonce: Option<String>,
-    pub(crate) entropy: Option<SharedEntropy>,
-    pub(crate) time_of_day: Option<(Instant, SystemTime)>,
-    pub(crate) process_running: bool,
-    /// Over stdio, the session's framer (`None` when another operation has it, or over HTTP).
-    pub(crate) framer: Option<LineFramer>,
-}
-
 impl Session {
     /// A session that has not talked to the server yet.
     pub fn new(config: SessionConfig) -> Self {
         let framer = LineFramer::new(config.body_cap());
         Self {
-            process_running: false,
+            known: Known {
+                config: Arc::new(config),
+                established: None,
+                ids: RequestIds::default(),
+                tool_headers: Arc::default(),
+                era: None,
+                token: None,
+                dpop_nonce: None,
+                entropy: None,
+                time_of_day: None,
+                process_running: false,
+            },
             framer: Some(framer),
-            config: Arc::new(config),
-            established: None,
-            ids: RequestIds::default(),
-            tool_headers: Arc::default(),
-            era: None,
-            token: None,
-            dpop_nonce: None,
-            entropy: None,
-            time_of_day: None,
             handshake: Weak::new(),
             authorizing: Weak::new(),
         }
@@ -222,32 +241,33 @@ impl Session {
     pub fn apply(&mut self, update: SessionUpdate) {
         match update.0 {
             // The claim is let go only now, with the session live.
-            Learned::Established(info, _claim) => self.established = Some(info),
+            Learned::Established(info, _claim) => self.known.established = Some(info),
             Learned::Lost(id) => {
                 if self
+                    .known
                     .established
                     .as_ref()
                     .is_some_and(|i| i.session_id == id)
                 {
-                    self.established = None;
+                    self.known.established = None;
                 }
             }
-            Learned::Era(era) => self.era = Some(era),
-            Learned::ToolHeaders(headers) => self.tool_headers = headers,
+            Learned::Era(era) => self.known.era = Some(era),
+            Learned::ToolHeaders(headers) => self.known.tool_headers = headers,
             Learned::Token(token, _claim) => self.set_token(token),
             Learned::TokenRefused(token) => {
-                if self.token.as_ref() == Some(&token) {
+                if self.known.token.as_ref() == Some(&token) {
                     self.forget_token();
                 }
             }
-            Learned::DpopNonce(nonce) => self.dpop_nonce = Some(nonce),
+            Learned::DpopNonce(nonce) => self.known.dpop_nonce = Some(nonce),
             Learned::ProcessStarted => {
-                self.process_running = true;
-                self.established = None;
+                self.known.process_running = true;
+                self.known.established = None;
             }
             Learned::ProcessExited => {
-                self.process_running = false;
-                self.established = None;
+                self.known.process_running = false;
+                self.known.established = None;
             }
             Learned::Stdout(framer) => self.framer = Some(framer),
         }
@@ -257,49 +277,47 @@ impl Session {
     /// fill it from the operating system's CSPRNG when they create the session; an
     /// authorization without one ends with an error rather than guessable values.
     pub fn set_entropy(&mut self, entropy: Box<dyn Entropy + Send>) {
-        self.entropy = Some(SharedEntropy(Arc::new(Mutex::new(entropy))));
+        self.known.entropy = Some(SharedEntropy(Arc::new(Mutex::new(entropy))));
     }
 
     /// Tells the session the time of day at `now` (drivers call it when an operation
     /// starts). What goes on the wire with a time of day (the `iat` of a signed assertion)
     /// is reckoned from the last reading; without one, from the Unix epoch.
     pub fn set_time_of_day(&mut self, now: Instant, wall: SystemTime) {
-        self.time_of_day = Some((now, wall));
+        self.known.time_of_day = Some((now, wall));
     }
 
     /// Over stdio: whether the server process is running (started by an operation and not
     /// seen to exit since). The next operation starts one when it is not.
     pub fn process_running(&self) -> bool {
-        self.process_running
+        self.known.process_running
     }
 
     /// The access token the session's requests carry, if an authorization obtained one.
     pub fn token(&self) -> Option<&AccessToken> {
-        self.token.as_ref()
+        self.known.token.as_ref()
     }
 
     /// Sets the token the session's requests carry (one the caller obtained elsewhere, or
     /// kept from an earlier session).
     pub fn set_token(&mut self, token: AccessToken) {
-        self.token = Some(token);
-        self.dpop_nonce = None;
+        self.known.set_token(token);
     }
 
     /// Forgets the token: the next request goes without one (and a 401 starts an
     /// authorization).
     pub fn forget_token(&mut self) {
-        self.token = None;
-        self.dpop_nonce = None;
+        self.known.forget_token();
     }
 
     /// The configuration.
     pub fn config(&self) -> &SessionConfig {
-        &self.config
+        &self.known.config
     }
 
     /// What the last successful handshake established, while the session is live.
     pub fn info(&self) -> Option<&SessionInfo> {
-        self.established.as_deref()
+        self.known.established.as_deref()
     }
 
     /// Whether an operation is establishing the session right now (the others that need it
@@ -312,24 +330,28 @@ impl Session {
     /// when the configuration detects it). Kept across [`reset`](Self::reset): it is a
     /// property of the server, not of the session.
     pub fn era(&self) -> Option<Era> {
-        self.era
+        self.known.era
     }
 
     /// Forgets the session: the next operation starts with a fresh handshake.
     ///
     /// This does not tell the server; to end the session there, run [`Session::close`].
     pub fn reset(&mut self) {
-        self.established = None;
+        self.known.established = None;
     }
 
     /// A deadline of the configured budget, opened at `now`.
     pub fn default_deadline(&self, now: std::time::Instant) -> OperationDeadline {
-        OperationDeadline::start(now, self.config.budget(), self.config.resolution())
+        OperationDeadline::start(
+            now,
+            self.known.config.budget(),
+            self.known.config.resolution(),
+        )
     }
 
     /// The live session, if there is one.
     pub(crate) fn established(&self) -> Option<&Arc<SessionInfo>> {
-        self.established.as_ref()
+        self.known.established.as_ref()
     }
 
     /// Claims the handshake for an operation, unless another holds the claim.
@@ -345,31 +367,20 @@ impl Session {
 
     /// The MCP server's last DPoP nonce, for a token an operation takes from the session.
     pub(crate) fn dpop_nonce(&self) -> Option<&String> {
-        self.dpop_nonce.as_ref()
+        self.known.dpop_nonce.as_ref()
     }
 
-    /// What an operation starting now starts from. Over stdio the stdout framer (with any
-    /// partial line the last operation left) is lent to it, unless another operation has it
-    /// (one whose turn never came, say), and comes back as an update when it ends.
-    pub(crate) fn snapshot(&mut self) -> Snapshot {
-        let framer = if self.config.is_stdio() {
+    /// What an operation starting now starts from: a copy of what the session knows and,
+    /// over stdio, the stdout framer (with any partial line the last operation left), lent
+    /// unless another operation has it (one whose turn never came, say) and handed back as an
+    /// update when the operation ends.
+    pub(crate) fn lend(&mut self) -> (Known, Option<LineFramer>) {
+        let framer = if self.known.config.is_stdio() {
             self.framer.take()
         } else {
             None
         };
-        Snapshot {
-            config: Arc::clone(&self.config),
-            established: self.established.clone(),
-            ids: self.ids.clone(),
-            tool_headers: Arc::clone(&self.tool_headers),
-            era: self.era,
-            token: self.token.clone(),
-            dpop_nonce: self.dpop_nonce.clone(),
-            entropy: self.entropy.clone(),
-            time_of_day: self.time_of_day,
-            process_running: self.process_running,
-            framer,
-        }
+        (self.known.clone(), framer)
     }
 
     /// The version offered in `initialize`: the pinned one when it is legacy, else the newest

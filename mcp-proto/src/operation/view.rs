@@ -15,26 +15,15 @@ use mcp_auth::{AccessToken, Entropy};
 
 use crate::config::SessionConfig;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
-use crate::session::{
-    Claim, Learned, RequestIds, Session, SessionUpdate, SharedEntropy, Snapshot, ToolHeaders,
-};
+use crate::session::{Claim, Known, Learned, Session, SessionUpdate, ToolHeaders};
 use crate::transport::LineFramer;
 
 /// The operation's copy of its session, and what it learned that the session has not seen.
 #[derive(Debug)]
 pub(super) struct View {
-    config: Arc<SessionConfig>,
-    established: Option<Arc<SessionInfo>>,
-    ids: RequestIds,
-    tool_headers: Arc<ToolHeaders>,
-    era: Option<Era>,
-    token: Option<AccessToken>,
-    dpop_nonce: Option<String>,
-    entropy: Option<SharedEntropy>,
-    time_of_day: Option<(Instant, SystemTime)>,
-    process_running: bool,
+    known: Known,
+    /// Over stdio: the stdout framer, the session's when `lent` (handed back at the end).
     framer: LineFramer,
-    /// Whether `framer` is the session's, lent to this operation (handed back at its end).
     lent: bool,
     /// Held while this operation establishes the session (see [`Session::is_establishing`]).
     claim: Option<Arc<Claim>>,
@@ -45,33 +34,12 @@ pub(super) struct View {
 
 impl View {
     pub(super) fn of(session: &mut Session) -> Self {
-        let Snapshot {
-            config,
-            established,
-            ids,
-            tool_headers,
-            era,
-            token,
-            dpop_nonce,
-            entropy,
-            time_of_day,
-            process_running,
-            framer,
-        } = session.snapshot();
-        let cap = config.body_cap();
+        let (known, framer) = session.lend();
+        let cap = known.config.body_cap();
         Self {
-            config,
-            established,
-            ids,
-            tool_headers,
-            era,
-            token,
-            dpop_nonce,
-            entropy,
-            time_of_day,
-            process_running,
             lent: framer.is_some(),
             framer: framer.unwrap_or_else(|| LineFramer::new(cap)),
+            known,
             claim: None,
             auth_claim: None,
             updates: VecDeque::new(),
@@ -88,16 +56,16 @@ impl View {
     }
 
     pub(super) fn config(&self) -> &SessionConfig {
-        &self.config
+        &self.known.config
     }
 
     pub(super) fn info(&self) -> Option<&SessionInfo> {
-        self.established.as_deref()
+        self.known.established.as_deref()
     }
 
     pub(super) fn set_era(&mut self, era: Era) {
-        if self.era != Some(era) {
-            self.era = Some(era);
+        if self.known.era != Some(era) {
+            self.known.era = Some(era);
             self.learned(Learned::Era(era));
         }
     }
@@ -105,7 +73,7 @@ impl View {
     /// The session this operation used is gone (the server forgot it, it was closed, or the
     /// server is a modern one): forget it, and tell the session which one it was.
     pub(super) fn reset(&mut self) {
-        if let Some(info) = self.established.take() {
+        if let Some(info) = self.known.established.take() {
             self.learned(Learned::Lost(info.session_id.clone()));
         }
     }
@@ -113,7 +81,7 @@ impl View {
     /// A handshake this operation ran is committed: the session is live, and the claim over.
     pub(super) fn establish(&mut self, info: SessionInfo) {
         let info = Arc::new(info);
-        self.established = Some(Arc::clone(&info));
+        self.known.established = Some(Arc::clone(&info));
         // The claim ends when the session has applied this, not before.
         let claim = self.claim.take();
         self.learned(Learned::Established(info, claim));
@@ -124,16 +92,16 @@ impl View {
     pub(super) fn take_session(&mut self, session: &mut Session) -> bool {
         if self.claim.is_some() {
             // This operation is the one establishing it (its handshake met a lost session).
-            self.established = None;
+            self.known.established = None;
             return true;
         }
         // Whoever established the session may have authorized for it too.
         self.take_token(session);
         if let Some(info) = session.established() {
-            self.established = Some(Arc::clone(info));
+            self.known.established = Some(Arc::clone(info));
             return true;
         }
-        self.established = None;
+        self.known.established = None;
         match session.claim_handshake() {
             Some(claim) => {
                 self.claim = Some(claim);
@@ -149,11 +117,11 @@ impl View {
         let Some(token) = session.token() else {
             return false;
         };
-        if self.token.as_ref() == Some(token) {
+        if self.known.token.as_ref() == Some(token) {
             return false;
         }
-        self.token = Some(token.clone());
-        self.dpop_nonce = session.dpop_nonce().cloned();
+        self.known.token = Some(token.clone());
+        self.known.dpop_nonce = session.dpop_nonce().cloned();
         true
     }
 
@@ -172,37 +140,36 @@ impl View {
 
     pub(super) fn remember_tool_headers(&mut self, headers: ToolHeaders) {
         let headers = Arc::new(headers);
-        self.tool_headers = Arc::clone(&headers);
+        self.known.tool_headers = Arc::clone(&headers);
         self.learned(Learned::ToolHeaders(headers));
     }
 
     pub(super) fn tool_headers(&self, name: &str) -> &[crate::headers::ParamHeader] {
-        self.tool_headers.get(name).map_or(&[], Vec::as_slice)
+        self.known.tool_headers.get(name).map_or(&[], Vec::as_slice)
     }
 
     pub(super) fn token(&self) -> Option<&AccessToken> {
-        self.token.as_ref()
+        self.known.token.as_ref()
     }
 
     /// An authorization this operation ran obtained `token`: the session gets it, and the
     /// operations waiting for it are let go.
     pub(super) fn set_token(&mut self, token: AccessToken) {
-        self.token = Some(token.clone());
-        self.dpop_nonce = None;
+        self.known.set_token(token.clone());
         // The claim ends when the session has the token, not before.
         let claim = self.auth_claim.take();
         self.learned(Learned::Token(token, claim));
     }
 
     pub(super) fn forget_token(&mut self) {
-        self.dpop_nonce = None;
-        if let Some(token) = self.token.take() {
+        self.known.dpop_nonce = None;
+        if let Some(token) = self.known.token.take() {
             self.learned(Learned::TokenRefused(token));
         }
     }
 
     pub(super) fn set_dpop_nonce(&mut self, nonce: String) {
-        self.dpop_nonce = Some(nonce.clone());
+        self.known.dpop_nonce = Some(nonce.clone());
         self.learned(Learned::DpopNonce(nonce));
     }
 
@@ -210,39 +177,33 @@ impl View {
     pub(super) fn presenting(
         &mut self,
     ) -> Option<(&AccessToken, Option<&str>, Option<&mut dyn Entropy>)> {
-        let token = self.token.as_ref()?;
-        let entropy = self.entropy.as_mut().map(|e| e as &mut dyn Entropy);
-        Some((token, self.dpop_nonce.as_deref(), entropy))
+        let token = self.known.token.as_ref()?;
+        let entropy = self.known.entropy.as_mut().map(|e| e as &mut dyn Entropy);
+        Some((token, self.known.dpop_nonce.as_deref(), entropy))
     }
 
     pub(super) fn entropy(&mut self) -> Option<&mut dyn Entropy> {
-        self.entropy.as_mut().map(|e| e as &mut dyn Entropy)
+        self.known.entropy.as_mut().map(|e| e as &mut dyn Entropy)
     }
 
     /// The time of day at `now`, reckoned from the driver's last reading.
     pub(super) fn time_of_day(&self, now: Instant) -> SystemTime {
-        let Some((at, wall)) = self.time_of_day else {
-            return SystemTime::UNIX_EPOCH;
-        };
-        match now.checked_duration_since(at) {
-            Some(later) => wall.checked_add(later).unwrap_or(wall),
-            None => wall.checked_sub(at.duration_since(now)).unwrap_or(wall),
-        }
+        self.known.time_of_day(now)
     }
 
     /// The server process started: a fresh process has no session and no partial line.
     pub(super) fn process_started(&mut self) {
-        self.process_running = true;
+        self.known.process_running = true;
         self.framer.reset();
-        self.established = None;
+        self.known.established = None;
         self.learned(Learned::ProcessStarted);
     }
 
     /// The server process is gone: so are its session and its partial line.
     pub(super) fn process_exited(&mut self) {
-        self.process_running = false;
+        self.known.process_running = false;
         self.framer.reset();
-        self.established = None;
+        self.known.established = None;
         self.learned(Learned::ProcessExited);
     }
 
@@ -262,10 +223,10 @@ impl View {
     }
 
     pub(super) fn take_request_id(&self) -> i64 {
-        self.ids.take()
+        self.known.ids.take()
     }
 
     pub(super) fn offered_version(&self) -> ProtocolVersion {
-        Session::offered_version(&self.config)
+        Session::offered_version(&self.known.config)
     }
 }
