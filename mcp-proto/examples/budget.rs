@@ -21,8 +21,9 @@ fn tool_call(title: &str, durations: &[f64]) {
     let mut op = session.call_tool("echo", args, clock.now());
     let mut durations = durations.iter().copied();
     loop {
-        match op.poll_output(clock.now()) {
-            Output::Update(update) => session.apply(update),
+        // Alone on its session: poll_on applies what the operation learns to the session.
+        match op.poll_on(&mut session, clock.now()) {
+            Output::Update(_) => {}
             Output::Authorize(_) => op.decline_authorization(),
             Output::Transmit(leg) => {
                 let spent = Duration::from_secs_f64(durations.next().unwrap_or(0.0));

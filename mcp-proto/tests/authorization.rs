@@ -156,8 +156,7 @@ impl World {
     fn call(&mut self, session: &mut Session) -> Result<String, Error> {
         let mut op = session.call_tool("echo", Map::new(), self.clock.now());
         for _ in 0..100 {
-            match op.poll_output(self.clock.now()) {
-                Output::Update(update) => session.apply(update),
+            match op.poll_on(session, self.clock.now()) {
                 Output::Transmit(leg) => {
                     let label = leg.kind.label();
                     self.seen.push(Seen {
@@ -224,16 +223,12 @@ impl World {
                         Person::Gone => {}
                     }
                 }
-                // Alone on its session, an operation that awaits it gets it at once.
-                Output::Wait(_) if op.awaits_session() => {
-                    op.handle_session(session);
-                    assert!(!op.awaits_session(), "a lone operation awaits its session");
-                }
                 Output::Wait(until) => {
+                    assert!(!op.awaits_session(), "a lone operation awaits its session");
                     self.clock.set(until.max(self.clock.now()));
                     op.handle_timeout(self.clock.now());
                 }
-                Output::Event(_) => {}
+                Output::Event(_) | Output::Update(_) => {}
                 Output::Done(result) => {
                     return result.map(|outcome| outcome.into_call().unwrap().text());
                 }

@@ -332,19 +332,11 @@ fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseEr
     let now = real.clock.now();
     // What the operation learns about its session is the driver's to apply, not a step of
     // the model.
-    let output = loop {
-        match real.op.poll_output(now) {
-            Output::Update(update) => real.session.apply(update),
-            Output::Wait(_) if real.op.awaits_session() => {
-                real.op.handle_session(real.session);
-                prop_assert!(
-                    !real.op.awaits_session(),
-                    "a lone operation awaits its session"
-                );
-            }
-            output => break output,
-        }
-    };
+    let output = real.op.poll_on(real.session, now);
+    prop_assert!(
+        !real.op.awaits_session(),
+        "a lone operation awaits its session"
+    );
     if model.events > 0 {
         prop_assert!(
             matches!(output, Output::Event(Event::Notification(_))),

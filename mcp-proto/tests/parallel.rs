@@ -21,15 +21,8 @@ use support::{config, json_head, live_session, secs};
 /// an operation that awaits the session is handed it once before it waits.
 fn settle(op: &mut Operation, session: &mut Session, clock: &ManualClock) -> Output {
     loop {
-        match op.poll_output(clock.now()) {
-            Output::Update(update) => session.apply(update),
+        match op.poll_on(session, clock.now()) {
             Output::Event(_) => {}
-            Output::Wait(until) if op.awaits_session() => {
-                op.handle_session(session);
-                if op.awaits_session() {
-                    return Output::Wait(until);
-                }
-            }
             other => return other,
         }
     }

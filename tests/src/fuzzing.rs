@@ -896,16 +896,9 @@ impl Driver<'_, '_> {
 /// The next output of `op` that is not about its session: what it learns is applied to
 /// `session`, and, alone on its session, an operation that awaits the session gets it at once.
 fn next_output(op: &mut Operation, session: &mut Session, now: Instant) -> Output {
-    loop {
-        match op.poll_output(now) {
-            Output::Update(update) => session.apply(update),
-            Output::Wait(_) if op.awaits_session() => {
-                op.handle_session(session);
-                assert!(!op.awaits_session(), "a lone operation awaits its session");
-            }
-            output => return output,
-        }
-    }
+    let output = op.poll_on(session, now);
+    assert!(!op.awaits_session(), "a lone operation awaits its session");
+    output
 }
 
 /// Establishes `session` with a healthy probe, so the next operation starts on a live session

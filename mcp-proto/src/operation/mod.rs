@@ -78,7 +78,8 @@
 //! ];
 //! let mut answers = answers.iter();
 //! let result = loop {
-//!     match op.poll_output(clock.now()) {
+//!     // Alone on its session: what the operation learns goes to the session as it comes.
+//!     match op.poll_on(&mut session, clock.now()) {
 //!         Output::Transmit(leg) => {
 //!             let body = answers.next().unwrap();
 //!             let status = if body.is_empty() { StatusCode::ACCEPTED } else { StatusCode::OK };
@@ -89,11 +90,8 @@
 //!                 op.handle_body_end(leg.id, now);
 //!             }
 //!         }
-//!         Output::Update(update) => session.apply(update), // the session learns as it goes
-//!         Output::Event(_) => {}
+//!         Output::Event(_) | Output::Update(_) => {}
 //!         Output::Authorize(_) => op.decline_authorization(), // no OAuth configured here
-//!         // Alone on its session, an operation that needs the session gets it at once.
-//!         Output::Wait(_) if op.awaits_session() => op.handle_session(&mut session),
 //!         Output::Wait(_) => op.handle_timeout(clock.now()),
 //!         Output::Done(result) => break result,
 //!     }
@@ -528,6 +526,27 @@ impl Operation {
         }
         let kind = self.next_leg_kind();
         self.transmit(kind, now)
+    }
+
+    /// [`poll_output`](Self::poll_output) for a driver that runs this operation alone on
+    /// `session` (one at a time): what the operation learns is applied to `session`, and an
+    /// operation that awaits its session is handed it, so this never returns
+    /// [`Output::Update`]. It returns `Wait` for the session only while another operation on
+    /// it holds what this one waits for. A driver with several operations in flight at once
+    /// must also wake the others when an update was applied (see the [module docs](self)).
+    pub fn poll_on(&mut self, session: &mut Session, now: Instant) -> Output {
+        loop {
+            match self.poll_output(now) {
+                Output::Update(update) => session.apply(update),
+                Output::Wait(until) if self.awaits_session() => {
+                    self.handle_session(session);
+                    if self.awaits_session() {
+                        return Output::Wait(until);
+                    }
+                }
+                output => return output,
+            }
+        }
     }
 
     /// The next queued event, for a driver that only wants events (legs are only handed out

@@ -8,7 +8,7 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
     Clock, Event, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
-    SessionUpdate, TransportError,
+    TransportError,
 };
 use serde_json::{Value, json};
 
@@ -127,18 +127,15 @@ pub fn drive(
     let result = loop {
         steps += 1;
         assert!(steps < 10_000, "the operation did not end");
-        match op.poll_output(clock.now()) {
-            Output::Update(update) => stand_in.apply(&mut op, update),
+        // Alone on its session: what the operation learns goes to the session as it comes.
+        match op.poll_on(stand_in.session, clock.now()) {
             Output::Event(event) => stand_in.events.push(event),
-            Output::Wait(_) if op.awaits_session() => {
-                // Alone on its session: the session is its at once.
-                op.handle_session(stand_in.session);
+            Output::Update(_) => unreachable!("poll_on applies the updates"),
+            Output::Wait(until) => {
                 assert!(
                     !op.awaits_session(),
                     "a lone operation waits for its session"
                 );
-            }
-            Output::Wait(until) => {
                 clock.set(until.max(clock.now()));
                 op.handle_timeout(clock.now());
             }
@@ -170,11 +167,6 @@ struct StandIn<'a> {
 }
 
 impl StandIn<'_> {
-    /// Applies what `op` learned to the session.
-    fn apply(&mut self, _op: &mut Operation, update: SessionUpdate) {
-        self.session.apply(update);
-    }
-
     /// Runs one leg; `Some(result)` when the operation ended while a nested leg ran.
     fn run_leg(
         &mut self,
@@ -253,8 +245,8 @@ impl StandIn<'_> {
                 return None;
             }
             loop {
-                match op.poll_output(self.clock.now()) {
-                    Output::Update(update) => self.apply(op, update),
+                match op.poll_on(self.session, self.clock.now()) {
+                    Output::Update(_) => unreachable!("poll_on applies the updates"),
                     Output::Event(event) => self.events.push(event),
                     Output::Wait(_) => break,
                     Output::Authorize(_) => op.decline_authorization(),
