@@ -91,16 +91,43 @@ fn done(output: Output) -> Result<Outcome, Error> {
     }
 }
 
-/// Runs the first operation's handshake on a fresh session (`initialize`, then
-/// `notifications/initialized`), handing out the call after it.
+/// Runs `op`'s handshake on a fresh session (`initialize`, then
+/// `notifications/initialized`), handing out the leg after it.
 fn handshake(op: &mut Operation, session: &mut Session, clock: &ManualClock, id: &str) -> Leg {
     let init = leg(settle(op, session, clock));
     assert_eq!(init.kind, LegKind::Initialize);
-    answer(op, &init, initialize_result(), id, clock);
+    handshake_rest(op, session, clock, &init, id)
+}
+
+/// The rest of a handshake whose `initialize` leg `init` is in flight; returns the leg after.
+fn handshake_rest(
+    op: &mut Operation,
+    session: &mut Session,
+    clock: &ManualClock,
+    init: &Leg,
+    id: &str,
+) -> Leg {
+    answer(op, init, initialize_result(), id, clock);
     let initialized = leg(settle(op, session, clock));
     assert_eq!(initialized.kind, LegKind::Initialized);
     accept(op, &initialized, clock);
     leg(settle(op, session, clock))
+}
+
+/// A new session with two tool calls: the first has sent `initialize` (its leg is returned),
+/// the second waits for that handshake.
+fn one_establishing_one_waiting(clock: &ManualClock) -> (Session, Operation, Leg, Operation) {
+    let mut session = Session::new(config());
+    let mut first = session.call_tool("echo", Map::new(), clock.now());
+    let mut second = session.call_tool("echo", Map::new(), clock.now());
+    let init = leg(settle(&mut first, &mut session, clock));
+    assert_eq!(init.kind, LegKind::Initialize);
+    assert!(matches!(
+        settle(&mut second, &mut session, clock),
+        Output::Wait(_)
+    ));
+    assert!(second.awaits_session());
+    (session, first, init, second)
 }
 
 #[test]
@@ -126,10 +153,13 @@ fn sixty_four_calls_on_a_new_session_send_one_handshake() {
         assert!(op.awaits_session());
     }
     clock.advance(secs(2.0));
-    answer(&mut ops[0], &first, initialize_result(), "s-1", &clock);
-    let initialized = leg(settle(&mut ops[0], &mut session, &clock));
-    accept(&mut ops[0], &initialized, &clock);
-    let mut calls = vec![leg(settle(&mut ops[0], &mut session, &clock))];
+    let mut calls = vec![handshake_rest(
+        &mut ops[0],
+        &mut session,
+        &clock,
+        &first,
+        "s-1",
+    )];
     assert_eq!(session.info().unwrap().session_id.as_deref(), Some("s-1"));
     assert!(!session.is_establishing());
     // The session is live: every waiting operation takes it and sends its call on it, under
@@ -185,20 +215,6 @@ fn a_session_lost_under_a_burst_is_re_established_once() {
     }
 }
 
-/// The rest of a handshake whose `initialize` leg `init` is in flight; returns the leg after.
-fn handshake_rest(
-    op: &mut Operation,
-    session: &mut Session,
-    clock: &ManualClock,
-    init: &Leg,
-    id: &str,
-) -> Leg {
-    answer(op, init, initialize_result(), id, clock);
-    let initialized = leg(settle(op, session, clock));
-    accept(op, &initialized, clock);
-    leg(settle(op, session, clock))
-}
-
 #[test]
 fn a_late_404_on_an_old_session_does_not_forget_the_new_one() {
     let clock = ManualClock::new();
@@ -249,14 +265,7 @@ fn an_operation_waiting_for_the_session_ends_with_its_own_budget() {
 #[test]
 fn when_the_establishing_operation_fails_a_waiting_one_takes_over() {
     let clock = ManualClock::new();
-    let mut session = Session::new(config());
-    let mut first = session.call_tool("echo", Map::new(), clock.now());
-    let mut second = session.call_tool("echo", Map::new(), clock.now());
-    let init = leg(settle(&mut first, &mut session, &clock));
-    assert!(matches!(
-        settle(&mut second, &mut session, &clock),
-        Output::Wait(_)
-    ));
+    let (mut session, mut first, init, mut second) = one_establishing_one_waiting(&clock);
     let refused = TransportError::new(TransportErrorKind::Connect, "connection refused");
     first.handle_transport_error(init.id, refused, clock.now());
     assert!(matches!(
@@ -274,14 +283,7 @@ fn when_the_establishing_operation_fails_a_waiting_one_takes_over() {
 #[test]
 fn a_dropped_operation_releases_its_claim() {
     let clock = ManualClock::new();
-    let mut session = Session::new(config());
-    let mut first = session.call_tool("echo", Map::new(), clock.now());
-    let mut second = session.call_tool("echo", Map::new(), clock.now());
-    let _ = leg(settle(&mut first, &mut session, &clock));
-    assert!(matches!(
-        settle(&mut second, &mut session, &clock),
-        Output::Wait(_)
-    ));
+    let (mut session, first, _, mut second) = one_establishing_one_waiting(&clock);
     // A driver whose task was cancelled drops the operation mid-handshake.
     drop(first);
     assert!(!session.is_establishing());
@@ -320,14 +322,7 @@ fn operations_keep_their_own_budgets_and_a_cancel_stays_with_its_operation() {
 #[test]
 fn the_handshake_claim_ends_only_once_the_session_is_live() {
     let clock = ManualClock::new();
-    let mut session = Session::new(config());
-    let mut first = session.call_tool("echo", Map::new(), clock.now());
-    let mut second = session.call_tool("echo", Map::new(), clock.now());
-    let init = leg(settle(&mut first, &mut session, &clock));
-    assert!(matches!(
-        settle(&mut second, &mut session, &clock),
-        Output::Wait(_)
-    ));
+    let (mut session, mut first, init, mut second) = one_establishing_one_waiting(&clock);
     answer(&mut first, &init, initialize_result(), "s-1", &clock);
     let initialized = leg(settle(&mut first, &mut session, &clock));
     accept(&mut first, &initialized, &clock);

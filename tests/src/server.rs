@@ -1370,6 +1370,15 @@ impl TestServer {
             .collect()
     }
 
+    /// How many requests so far the [`trail`](Self::trail) names `label`
+    /// (`"initialize"`, `"tools/call"`, `"oauth:token"`...).
+    pub fn count(&self, label: &str) -> usize {
+        lock(&self.shared.requests)
+            .iter()
+            .filter(|request| oauth::leg_label(request) == label)
+            .count()
+    }
+
     /// Every request received so far (well-formed enough to be parsed), in
     /// arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {

@@ -214,6 +214,17 @@ fn call_once<D: Driver>(
     }
 }
 
+/// Asserts an operation the budget ended took the budget: not less (but for [`EARLY`], the
+/// timers' slack), and not more than [`assert_within_budget`] allows.
+#[track_caller]
+fn assert_cut_at_budget(what: &str, elapsed: Duration, budget: Duration, unit: Duration) {
+    assert!(
+        elapsed + EARLY >= budget,
+        "{what}: ended after {elapsed:?}, before the {budget:?} budget"
+    );
+    assert_within_budget(what, elapsed, budget, unit);
+}
+
 /// Asserts `call` timed out on `method` at its budget: `LegTimedOut`, no earlier than the
 /// budget and no later than budget + `unit` + margin, the last leg reported as a timeout.
 #[track_caller]
@@ -226,12 +237,7 @@ fn assert_timed_out(what: &str, call: &Call, method: &str, budget: Duration, uni
         Err(Error::LegTimedOut { method: m, .. }) if *m == method => {}
         other => panic!("{what}: expected LegTimedOut on {method}, got {other:?}"),
     }
-    assert!(
-        call.elapsed + EARLY >= budget,
-        "{what}: timed out after {:?}, before the {budget:?} budget",
-        call.elapsed
-    );
-    assert_within_budget(what, call.elapsed, budget, unit);
+    assert_cut_at_budget(what, call.elapsed, budget, unit);
     let last = call.recorder.legs().pop().expect("the leg was reported");
     assert_eq!(last.kind.label(), method, "{what}");
     assert_eq!(
@@ -621,8 +627,7 @@ fn run_takes_its_own_budget_and_returns_its_outcome<D: Driver>() {
         ),
         "{result:?}"
     );
-    assert!(elapsed + EARLY >= budget, "{elapsed:?}");
-    assert_within_budget("run", elapsed, budget, MS);
+    assert_cut_at_budget("run", elapsed, budget, MS);
 }
 
 fn close_ends_the_session_with_a_delete<D: Driver>() {

@@ -29,15 +29,6 @@ fn echoes(n: usize) -> Vec<Call> {
         .collect()
 }
 
-/// How many requests of `method` the server has seen.
-fn count(server: &TestServer, method: &str) -> usize {
-    server
-        .rpc_methods()
-        .iter()
-        .filter(|m| m.as_str() == method)
-        .count()
-}
-
 #[track_caller]
 fn assert_echoed(called: &[Result<mcp_proto::CallToolResult, Error>]) {
     for (i, result) in called.iter().enumerate() {
@@ -53,14 +44,9 @@ pub(crate) fn sixty_four_calls_on_a_new_legacy_session_send_one_handshake<D: Dri
     let client: D = client(&server, Some(ProtocolVersion::LATEST));
     let called = client.call_tools_at_once(echoes(64), None);
     assert_echoed(&called);
-    assert_eq!(
-        count(&server, "initialize"),
-        1,
-        "{:?}",
-        server.rpc_methods()
-    );
-    assert_eq!(count(&server, "notifications/initialized"), 1);
-    assert_eq!(count(&server, "tools/call"), 64);
+    assert_eq!(server.count("initialize"), 1, "{:?}", server.rpc_methods());
+    assert_eq!(server.count("notifications/initialized"), 1);
+    assert_eq!(server.count("tools/call"), 64);
     assert_eq!(server.sessions().len(), 1, "one session on the server");
 }
 
@@ -69,8 +55,8 @@ pub(crate) fn sixty_four_calls_on_a_modern_server_send_no_handshake<D: Driver>()
     let client: D = client(&server, None);
     let called = client.call_tools_at_once(echoes(64), None);
     assert_echoed(&called);
-    assert_eq!(count(&server, "initialize"), 0);
-    assert_eq!(count(&server, "tools/call"), 64);
+    assert_eq!(server.count("initialize"), 0);
+    assert_eq!(server.count("tools/call"), 64);
 }
 
 pub(crate) fn a_session_lost_under_a_burst_is_re_established_once<D: Driver>() {
@@ -82,12 +68,7 @@ pub(crate) fn a_session_lost_under_a_burst_is_re_established_once<D: Driver>() {
     server.clear_requests();
     let called = client.call_tools_at_once(echoes(32), None);
     assert_echoed(&called);
-    assert_eq!(
-        count(&server, "initialize"),
-        1,
-        "{:?}",
-        server.rpc_methods()
-    );
+    assert_eq!(server.count("initialize"), 1, "{:?}", server.rpc_methods());
     let after = server.sessions();
     assert_eq!(after.len(), 1);
     assert_ne!(after, before, "a new session");
@@ -105,7 +86,7 @@ pub(crate) fn a_cancelled_call_leaves_the_others_running<D: Driver>() {
     calls.push(("sleep", args(&[("ms", Value::from(30_000))])));
     let trigger = Box::new(|| {
         let all_in = eventually(Duration::from_secs(10), &mut || {
-            count(&server, "tools/call") == 8
+            server.count("tools/call") == 8
         });
         assert!(all_in, "the eight calls reached the server");
     });
@@ -132,7 +113,7 @@ pub(crate) fn sixteen_calls_on_a_cold_oauth_server_authorize_once<D: Driver>() {
     let called = client.call_tools_at_once(echoes(16), None);
     assert_echoed(&called);
     let trail = server.trail();
-    let count = |label: &str| trail.iter().filter(|t| t.as_str() == label).count();
+    let count = |label| server.count(label);
     // One authorization for all sixteen: one registration, one person's step, one token.
     assert_eq!(count("oauth:register"), 1, "{trail:?}");
     assert_eq!(count("oauth:authorize"), 1, "{trail:?}");
@@ -147,11 +128,11 @@ pub(crate) fn sixteen_calls_refused_at_once_refresh_the_token_once<D: Driver>() 
     client.probe().expect("authorized and established");
     // Every call of the burst presents a token the server no longer takes.
     server.expire_tokens();
-    let before = server.trail().len();
+    server.clear_requests();
     let called = client.call_tools_at_once(echoes(16), None);
     assert_echoed(&called);
-    let trail = server.trail().split_off(before);
-    let count = |label: &str| trail.iter().filter(|t| t.as_str() == label).count();
+    let trail = server.trail();
+    let count = |label| server.count(label);
     assert_eq!(count("oauth:refresh"), 1, "one refresh for all: {trail:?}");
     assert_eq!(count("oauth:authorize"), 0, "{trail:?}");
     assert_eq!(count("oauth:token"), 0, "{trail:?}");
