@@ -203,6 +203,11 @@ fn call_once<D: Driver>(
     let server = TestServer::start(script);
     let mut client = D::new(tweak(config(&server, budget)));
     let recorder = client.observe();
+    timed_call(server, &mut client, recorder)
+}
+
+/// Calls `echo` once on `client` (of `server`, reporting to `recorder`), timed.
+fn timed_call<D: Driver>(server: TestServer, client: &mut D, recorder: Recorder) -> Call {
     let started = Instant::now();
     let result = client.call_tool("echo", echo("x"));
     let elapsed = started.elapsed();

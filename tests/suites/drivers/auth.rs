@@ -56,15 +56,7 @@ pub(super) fn oauth_client<D: Driver>(
 fn authorized_call<D: Driver>(script: Script, budget: Duration) -> Call {
     let server = TestServer::start(script);
     let (mut client, recorder) = oauth_client::<D>(&server, budget, true);
-    let started = Instant::now();
-    let result = client.call_tool("echo", echo("x"));
-    let elapsed = started.elapsed();
-    Call {
-        result,
-        elapsed,
-        server,
-        recorder,
-    }
+    super::timed_call(server, &mut client, recorder)
 }
 
 fn strs(labels: &[String]) -> Vec<&str> {
