@@ -253,6 +253,18 @@ impl OperationDeadline {
         self.remaining(now).is_zero()
     }
 
+    /// The deadline of what follows this operation at `now` (its close): what is left of
+    /// it, at most `at_most`. When more than `at_most` is left, a new deadline of `at_most`
+    /// opens at `now`; otherwise this one is kept, so what follows ends with it, and a spent
+    /// deadline stays spent: what follows gets no leg at all.
+    pub fn remainder(&self, now: Instant, at_most: Budget) -> Self {
+        if self.remaining(now) > at_most.as_duration() {
+            Self::start(now, at_most, self.resolution)
+        } else {
+            *self
+        }
+    }
+
     /// The timeout to grant a leg that starts at `now`: what is left, rounded up to the
     /// resolution unit, and never less than one unit. Refused only when nothing is left.
     ///

@@ -58,7 +58,9 @@ fn drive(
                 legs.push((leg.kind.label().to_owned(), leg.timeout.as_secs()));
                 match leg.kind {
                     LegKind::Spawn => op.handle_sent(leg.id, clock.now()),
-                    LegKind::Shutdown => op.handle_exit(&ProcessExit::default(), clock.now()),
+                    LegKind::Shutdown | LegKind::Kill => {
+                        op.handle_exit(&ProcessExit::default(), clock.now())
+                    }
                     _ => {
                         let line = leg.request.body();
                         // One message is one line: written as it is, its newline included.
@@ -528,4 +530,122 @@ fn a_restarted_local_server_has_its_era_found_again() {
     assert_eq!(labels(&second), ["spawn", "server/discover", "tools/call"]);
     assert_eq!(second.result.unwrap().into_call().unwrap().text(), "m");
     assert_eq!(session.era(), Some(Era::Modern));
+}
+
+/// A legacy server whose stdin stops being read once the handshake is done: the write of
+/// `tools/call` never completes. Drives one call to its end: the legs and the result.
+fn call_a_server_that_stops_reading(
+    session: &mut Session,
+    clock: &ManualClock,
+    cancel_after: Option<Duration>,
+) -> (Vec<LegKind>, Result<mcp_proto::Outcome, Error>) {
+    let mut server = legacy("never", Duration::ZERO);
+    let mut op = session.call_tool("echo", Map::new(), clock.now());
+    let mut legs = Vec::new();
+    loop {
+        match op.poll_output(clock.now()) {
+            Output::Update(update) => session.apply(update),
+            Output::Transmit(leg) => {
+                legs.push(leg.kind);
+                match leg.kind {
+                    LegKind::Spawn => op.handle_sent(leg.id, clock.now()),
+                    LegKind::Kill => op.handle_exit(&ProcessExit::default(), clock.now()),
+                    // Never written: the pipe is full and the server does not read.
+                    LegKind::CallTool => {
+                        if let Some(after) = cancel_after {
+                            clock.advance(after);
+                            op.cancel();
+                        }
+                    }
+                    _ => {
+                        op.handle_sent(leg.id, clock.now());
+                        let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                        for chunk in server(&message).stdout {
+                            op.handle_stdout(&chunk, clock.now());
+                        }
+                    }
+                }
+            }
+            Output::Wait(until) => {
+                clock.set(until.max(clock.now()));
+                op.handle_timeout(clock.now());
+            }
+            Output::Done(result) => return (legs, result),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_message_left_half_written_ends_the_process_at_once_before_the_result() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config_with_budget(2));
+    let started = clock.now();
+    let (legs, result) = call_a_server_that_stops_reading(&mut session, &clock, None);
+    assert!(
+        matches!(
+            result,
+            Err(Error::LegTimedOut {
+                method: "tools/call",
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    // No notice (no line can follow half of one): the process is killed, then the result.
+    assert_eq!(legs.last(), Some(&LegKind::Kill), "{legs:?}");
+    assert!(!legs.contains(&LegKind::CancelNotice));
+    assert_eq!(
+        clock.now() - started,
+        Duration::from_secs(2),
+        "nothing waits after the budget"
+    );
+    assert!(
+        !session.process_running(),
+        "the next operation starts it again"
+    );
+    // A cancel while the write hangs: the same.
+    let mut session = Session::new(config_with_budget(20));
+    let (legs, result) =
+        call_a_server_that_stops_reading(&mut session, &clock, Some(Duration::from_secs(1)));
+    assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+    assert_eq!(legs.last(), Some(&LegKind::Kill), "{legs:?}");
+    assert!(!session.process_running());
+}
+
+#[test]
+fn a_close_never_probes_and_after_a_spent_budget_ends_the_process_at_once() {
+    // The era is not known yet: the first call's server/discover stalls until the budget ends.
+    let clock = ManualClock::new();
+    let stalls = |session: &mut Session| {
+        let mut silent: Server = Box::new(|_| Reply::default());
+        let op = session.call_tool("echo", Map::new(), clock.now());
+        let deadline = *op.deadline();
+        let run = drive(session, op, &clock, &mut silent);
+        assert_eq!(labels(&run), ["spawn", "server/discover"]);
+        assert!(
+            matches!(run.result, Err(Error::LegTimedOut { .. })),
+            "{:?}",
+            run.result
+        );
+        deadline
+    };
+    let mut session = Session::new(config().with_budget(Budget::from_secs(2)));
+    let spent = stalls(&mut session);
+    assert!(session.process_running());
+    let mut silent: Server = Box::new(|_| Reply::default());
+    let before = clock.now();
+    let op = session.close_within(&spent, clock.now());
+    let run = drive(&mut session, op, &clock, &mut silent);
+    assert_eq!(labels(&run), ["kill"], "no probe, no polite wait");
+    assert!(matches!(run.result, Ok(mcp_proto::Outcome::Closed)));
+    assert_eq!(clock.now(), before);
+    assert!(!session.process_running());
+    // A close of its own (budget left): a shutdown under the close's grant, still no probe.
+    let mut session = Session::new(config().with_budget(Budget::from_secs(2)));
+    let _ = stalls(&mut session);
+    let op = session.close(clock.now());
+    let run = drive(&mut session, op, &clock, &mut silent);
+    assert_eq!(labels(&run), ["shutdown"]);
+    assert_eq!(grants(&run), [2]);
 }

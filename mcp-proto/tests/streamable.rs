@@ -651,3 +651,99 @@ fn a_configured_trace_context_rides_in_every_request_s_meta() {
             .is_err()
     );
 }
+
+#[test]
+fn a_close_gets_what_the_operation_left_capped_and_nothing_once_it_is_spent() {
+    let clock = ManualClock::new();
+    let budget = |secs: u64| {
+        OperationDeadline::start(clock.now(), Budget::from_secs(secs), Resolution::SECOND)
+    };
+    let delete = |_: LegKind, _: u32| Answer::Raw(200, None, Vec::new());
+    // Plenty left: the close's own cap (2 s).
+    let mut session = live_session(config(), &clock);
+    let opened = budget(20);
+    clock.advance(secs(3.0));
+    let op = session.close_within(&opened, clock.now());
+    let run = drive(&mut session, op, &clock, &[], delete);
+    assert_eq!(run.grant_secs(), [2]);
+    assert!(matches!(run.result, Ok(mcp_proto::Outcome::Closed)));
+    // 0.4 s left: the DELETE gets that, rounded up to the unit, never more.
+    let mut session = live_session(config(), &clock);
+    let opened = budget(5);
+    clock.advance(secs(4.6));
+    let op = session.close_within(&opened, clock.now());
+    let run = drive(&mut session, op, &clock, &[], delete);
+    assert_eq!(run.grant_secs(), [1]);
+    // Spent: no DELETE at all; the budget's own error; the session is forgotten anyway.
+    let mut session = live_session(config(), &clock);
+    let opened = budget(5);
+    clock.advance(secs(5.0));
+    let op = session.close_within(&opened, clock.now());
+    let run = drive(&mut session, op, &clock, &[], delete);
+    assert!(run.legs.is_empty(), "a spent budget sends nothing more");
+    assert!(
+        matches!(
+            run.result,
+            Err(Error::BudgetExhausted {
+                method: "DELETE",
+                ..
+            })
+        ),
+        "{:?}",
+        run.result
+    );
+    assert!(session.info().is_none(), "the session is forgotten");
+}
+
+#[test]
+fn a_close_that_fails_forgets_the_session_too() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let op = session.close(clock.now());
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        Answer::Raw(500, None, Vec::new())
+    });
+    assert!(matches!(
+        run.result,
+        Err(Error::HttpStatus { status: 500, .. })
+    ));
+    assert!(session.info().is_none());
+}
+
+#[test]
+fn a_cancel_notice_gets_only_what_is_left_and_none_goes_out_after_the_budget() {
+    let clock = ManualClock::new();
+    // 0.3 s left when the caller cancels: the notice's grant ends with the budget's unit.
+    let mut session = live_session(
+        config()
+            .with_cancel_notice(true)
+            .with_budget(Budget::from_secs(2))
+            .with_resolution(Resolution::MILLISECOND),
+        &clock,
+    );
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    clock.advance(secs(1.7));
+    op.cancel();
+    let Output::Transmit(notice) = op.poll_output(clock.now()) else {
+        panic!("budget is left: the notice goes out")
+    };
+    assert_eq!(notice.kind, LegKind::CancelNotice);
+    assert_eq!(notice.timeout, secs(0.3));
+    // The budget is spent by the time the caller cancels: no notice, the result at once.
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    clock.set(call.ends_at);
+    op.cancel();
+    assert!(
+        matches!(
+            op.poll_output(clock.now()),
+            Output::Done(Err(Error::Cancelled { .. }))
+        ),
+        "a spent budget sends nothing more, a notice included"
+    );
+}

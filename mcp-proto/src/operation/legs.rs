@@ -60,12 +60,25 @@ pub(super) struct InFlight {
     pub(super) carried_session: bool,
     /// The response's status, once its head is in.
     pub(super) status: u16,
+    /// Over stdio: whether the driver reported the whole message written
+    /// ([`Operation::handle_sent`](super::Operation::handle_sent)).
+    pub(super) written: bool,
     /// The session id the server issued on this leg (`initialize` only).
     pub(super) session_id: Option<String>,
     pub(super) reading: Reading,
 }
 
 impl InFlight {
+    /// Over stdio: whether the server's stdin may hold part of this leg's message (it carries
+    /// one, and its writing was not reported complete).
+    pub(super) fn may_be_half_written(&self) -> bool {
+        !self.written
+            && !matches!(
+                self.kind,
+                LegKind::Spawn | LegKind::Shutdown | LegKind::Kill
+            )
+    }
+
     /// Whether its answer is an event stream being read.
     pub(super) fn is_streaming(&self) -> bool {
         matches!(self.reading, Reading::Sse { .. })
@@ -104,6 +117,15 @@ impl LegTable {
 
     pub(super) fn remove(&mut self, role: Role) -> Option<InFlight> {
         self.slots[role.index()].take()
+    }
+
+    /// Over stdio: whether a leg in flight may have left part of its message in the server's
+    /// stdin.
+    pub(super) fn any_half_written(&self) -> bool {
+        self.slots
+            .iter()
+            .flatten()
+            .any(InFlight::may_be_half_written)
     }
 
     pub(super) fn clear(&mut self) {

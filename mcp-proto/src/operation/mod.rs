@@ -210,6 +210,9 @@ pub struct Operation {
     paging: Paging,
     /// The id of the `tools/call` to announce as cancelled, once the caller cancelled it.
     notice: Option<i64>,
+    /// Over stdio: the server process must be ended at once before the result goes out (a
+    /// message was left half-written in its stdin).
+    kill: bool,
     /// The modern version the operation speaks (no handshake, per-request metadata), or
     /// `None` for the legacy era.
     modern: Option<ProtocolVersion>,
@@ -313,6 +316,19 @@ impl Session {
         self.start(Action::Close, deadline)
     }
 
+    /// Ends the session inside what `spent` (the deadline of the operation the close follows)
+    /// leaves at `now`, at most [`CLOSE_BUDGET_CAP`](crate::SessionConfig::CLOSE_BUDGET_CAP):
+    /// the close is part of what the operator waits for, so it must not outlive the budget.
+    /// With budget left it is [`close`](Self::close) under that rest. Once `spent` is spent,
+    /// nothing waits: over HTTP no `DELETE` is sent (the operation ends with
+    /// [`Error::BudgetExhausted`]; a legacy session then expires by the server's idle
+    /// timeout), and over stdio the server process is ended at once ([`LegKind::Kill`]). The
+    /// session is forgotten either way.
+    pub fn close_within(&mut self, spent: &OperationDeadline, now: Instant) -> Operation {
+        let deadline = spent.remainder(now, crate::SessionConfig::CLOSE_BUDGET_CAP);
+        self.start(Action::Close, deadline)
+    }
+
     /// The deadline an operation for `action` opens at `now` under the configuration: the
     /// configured budget, or for [`Action::Close`] the close budget (the configured budget, at
     /// most [`CLOSE_BUDGET_CAP`](crate::SessionConfig::CLOSE_BUDGET_CAP)). A driver that must
@@ -345,11 +361,12 @@ impl Operation {
         } else {
             era::starting_era(session)
         };
+        // A close never probes: it ends what runs, whatever its era.
         let probe_first = stdio
             && era_open
             && modern.is_some()
             && (session.era().is_none() || restarting)
-            && action != Action::Probe;
+            && !matches!(action, Action::Probe | Action::Close);
         // Closing a session that has no id on the server (or no session at all, as in the
         // modern era) sends nothing; over stdio, closing no process does nothing.
         let nothing_to_close = action == Action::Close
@@ -366,6 +383,9 @@ impl Operation {
         // comes first, when none runs.
         let next = if restarting {
             Step::Spawn
+        } else if stdio && action == Action::Close {
+            // The process is ended, whether its handshake was done or not.
+            Step::Work
         } else {
             work_or_handshake(modern, &view)
         };
@@ -387,6 +407,7 @@ impl Operation {
             listen,
             paging: Paging::default(),
             notice: None,
+            kill: false,
             modern,
             version_retried: false,
             era_open,
@@ -710,10 +731,17 @@ impl Operation {
     }
 
     fn poll_finished(&mut self, now: Instant) -> Output {
-        if let Some(id) = self.notice.take() {
-            return Output::Transmit(self.transmit_notice(id, now));
+        if std::mem::take(&mut self.kill) {
+            // The process is ended: no notice can reach it.
+            self.notice = None;
+            return Output::Transmit(self.transmit_kill(now));
         }
-        if self.legs.is_busy(Role::Notice) {
+        if let Some(id) = self.notice.take() {
+            if let Some(leg) = self.transmit_notice(id, now) {
+                return Output::Transmit(leg);
+            }
+        }
+        if self.legs.is_busy(Role::Notice) || self.legs.is_busy(Role::Work) {
             return self.wait(now);
         }
         match self.finished.take() {
@@ -868,7 +896,14 @@ impl Operation {
     }
 
     fn finish(&mut self, result: Result<Outcome, Error>) {
-        if self.finished.is_none() && !self.returned {
+        let first = self.finished.is_none() && !self.returned;
+        if first {
+            // A message cut off mid-line leaves the process unusable: it is ended at once.
+            self.kill = self.session.config().is_stdio() && self.legs.any_half_written();
+            // A close forgets the session, whether the server heard it or not.
+            if self.action == Action::Close {
+                self.session.reset();
+            }
             self.session.hand_back();
         }
         self.legs.clear();

@@ -16,7 +16,11 @@
 //! The process itself is a leg too ([`LegKind::Spawn`]): an operation that finds no process
 //! running starts one, under a grant from its budget, and a process that exits ends the
 //! request awaiting it with [`Error::ServerExited`] (its stderr's last words quoted); the next
-//! operation starts it again. This module never reads a pipe or a clock.
+//! operation starts it again. A message whose writing did not complete (its grant ran out
+//! while the server was not reading, or the caller cancelled) may have left part of a line
+//! that no later message can follow: the operation then ends the process at once
+//! ([`LegKind::Kill`]) before it hands out its result. This module never reads a pipe or a
+//! clock.
 
 use std::time::Instant;
 
@@ -51,8 +55,12 @@ impl Operation {
             LegKind::Respond | LegKind::CancelNotice => {
                 self.end_leg(role);
             }
-            // A request: its answer comes on stdout. A shutdown: its end is the exit.
-            _ => {}
+            // A request: its answer comes on stdout. A shutdown or a kill: its end is the exit.
+            _ => {
+                if let Some(leg) = self.legs.get_mut(role) {
+                    leg.written = true;
+                }
+            }
         }
     }
 
@@ -81,7 +89,8 @@ impl Operation {
             return;
         };
         let (id, kind, method) = (leg.id, leg.kind, leg.answers.request_name());
-        if kind == LegKind::Shutdown {
+        if matches!(kind, LegKind::Shutdown | LegKind::Kill) {
+            // A kill after the result (a half-written message) leaves the result as it was.
             self.end_leg(Role::Work);
             self.finish(Ok(super::Outcome::Closed));
             return;

@@ -3,7 +3,8 @@
 //!
 //! Every leg the operation hands out goes through [`Operation::hand_out`]; every work leg
 //! through [`Operation::transmit`], which refuses it (nothing built, nothing sent) once the
-//! budget is spent. The cancel notice is the one leg with a grant of its own.
+//! budget is spent. The cancel notice and the kill of a local server are the legs that may
+//! follow a spent budget, and neither waits on it.
 
 use std::time::{Duration, Instant};
 
@@ -20,16 +21,38 @@ use crate::model::{ProtocolVersion, SessionInfo};
 use crate::wire::{self, SESSION_HEADER};
 
 impl Operation {
-    /// The cancel notice, under a grant of its own: the budget is over.
-    pub(super) fn transmit_notice(&mut self, request_id: i64, now: Instant) -> Leg {
+    /// The cancel notice: what is left of the budget, at most [`CANCEL_NOTICE_GRANT`]. Once
+    /// the budget is spent, over stdio it is still handed out (the driver writes it only if
+    /// the server's stdin takes it at once, see [`LegKind::CancelNotice`]) and over HTTP it
+    /// is not sent at all (`None`): a request would wait past the budget.
+    pub(super) fn transmit_notice(&mut self, request_id: i64, now: Instant) -> Option<Leg> {
+        let stdio = self.session.config().is_stdio();
+        let grant = match self.deadline.grant(now) {
+            Ok(grant) => grant.min(CANCEL_NOTICE_GRANT),
+            Err(_) if stdio => self.deadline.resolution().unit().min(CANCEL_NOTICE_GRANT),
+            Err(_) => return None,
+        };
         let body = wire::cancelled(request_id);
         let request = self.session.config().wire().post(body, self.handshake());
-        self.hand_out(
+        Some(self.hand_out(
             LegKind::CancelNotice,
             request,
-            CANCEL_NOTICE_GRANT,
+            grant,
             now,
             (LegKind::CancelNotice, None),
+        ))
+    }
+
+    /// Over stdio: the server process is ended at once ([`LegKind::Kill`]). Its grant (one
+    /// unit) only bounds a driver that never reports the exit: a kill does not wait.
+    pub(super) fn transmit_kill(&mut self, now: Instant) -> Leg {
+        let unit = self.deadline.resolution().unit();
+        self.hand_out(
+            LegKind::Kill,
+            http::Request::new(Vec::new()),
+            unit,
+            now,
+            (LegKind::Kill, None),
         )
     }
 
@@ -64,6 +87,10 @@ impl Operation {
             Err(_) if kind == LegKind::Resume => {
                 self.fail_awaited_timed_out();
                 return self.poll_output(now);
+            }
+            // A close after the budget: the local server is ended at once, nothing waits.
+            Err(_) if kind == LegKind::Shutdown => {
+                return Output::Transmit(self.transmit_kill(now));
             }
             Err(exhausted) => {
                 // The check sits before the request is built: nothing of this leg exists.
@@ -128,6 +155,7 @@ impl Operation {
                 grant: timeout,
                 carried_session,
                 status: 0,
+                written: false,
                 session_id: None,
                 reading: Reading::Head,
             },
@@ -148,7 +176,7 @@ impl Operation {
     }
 
     fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
-        if matches!(kind, LegKind::Spawn | LegKind::Shutdown) {
+        if matches!(kind, LegKind::Spawn | LegKind::Shutdown | LegKind::Kill) {
             // No message: the driver starts or ends the process.
             return (http::Request::new(Vec::new()), None);
         }

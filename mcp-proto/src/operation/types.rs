@@ -25,9 +25,11 @@ pub const MAX_RESUMPTIONS: u32 = 16;
 /// The most times a modern request whose answer stream broke is sent again as a new request
 /// (the 2026-07-28 revision has no resumption: a broken stream loses the request).
 pub const MAX_REISSUES: u32 = 2;
-/// The grant of a `notifications/cancelled` leg (see
-/// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)): its own,
-/// since the operation's budget is over when it goes out.
+/// The most a `notifications/cancelled` leg is granted (see
+/// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)): what is
+/// left of the budget, at most this. Once the budget is spent a notice over HTTP is not sent,
+/// and one over stdio is written only if the server's stdin takes it at once
+/// ([`LegKind::CancelNotice`]).
 pub const CANCEL_NOTICE_GRANT: Duration = Duration::from_secs(1);
 /// How long the work request waits for the standalone stream's head before going out anyway.
 pub const LISTEN_HEAD_WAIT: Duration = Duration::from_secs(1);
@@ -127,7 +129,13 @@ pub enum LegKind {
     Resume,
     /// A DELETE ending the session.
     Close,
-    /// A best-effort `notifications/cancelled` after the caller cancelled a `tools/call`.
+    /// A best-effort `notifications/cancelled` after the caller cancelled a `tools/call` (or,
+    /// over stdio, after its grant ran out). Over stdio, write it **only if the server's stdin
+    /// takes the whole line at once**, never waiting for room in the pipe (the line is short
+    /// enough for a pipe to take all of it or none), then report it sent
+    /// ([`Operation::handle_sent`](crate::Operation::handle_sent)); when the pipe is full,
+    /// report it declined ([`TransportErrorKind::Declined`]). A server that stopped reading
+    /// must not hold the end of an operation.
     CancelNotice,
     /// A GET opening the session's standalone stream, read beside the other legs (see
     /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
@@ -137,8 +145,16 @@ pub enum LegKind {
     /// [`StdioCommand`]: crate::StdioCommand
     Spawn,
     /// Over stdio: end the server process (close its stdin, wait, then terminate it); no
-    /// message. The close of a stdio session.
+    /// message. The close of a stdio session. End the process within the leg's grant: stdin
+    /// closed, half the grant for it to exit on its own, then SIGTERM, then SIGKILL at the
+    /// grant's end; reap it; report [`Operation::handle_exit`](crate::Operation::handle_exit).
     Shutdown,
+    /// Over stdio: end the server process **at once**: close its stdin, SIGKILL it, reap it,
+    /// and report [`Operation::handle_exit`](crate::Operation::handle_exit); no message, no
+    /// wait. Handed out when nothing may wait any more: a close after the budget was spent,
+    /// and a process whose stdin holds part of a message (a write that ran out of its grant,
+    /// or was cancelled, leaves a line no later message can follow).
+    Kill,
     /// A request of an authorization the server asked for (resource metadata, server
     /// metadata, registration, token, refresh), to the endpoint the flow chose. Its label is
     /// the flow's (`oauth:token`, ...).
@@ -166,6 +182,7 @@ impl LegKind {
             | Self::Listen
             | Self::Spawn
             | Self::Shutdown
+            | Self::Kill
             | Self::Auth(_) => None,
         }
     }
@@ -180,6 +197,7 @@ impl LegKind {
             Self::Listen => "listen",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",
+            Self::Kill => "kill",
             Self::Auth(kind) => kind.label(),
             other => match other.method() {
                 Some(method) => method,
@@ -197,6 +215,7 @@ impl LegKind {
             Self::Respond => "POST",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",
+            Self::Kill => "kill",
             Self::Auth(kind) => kind.label(),
             other => match other.method() {
                 Some(method) => method,
