@@ -410,15 +410,61 @@ impl Client {
         self.operate(Action::Close, None).map(|_| ())
     }
 
+    /// Ends the session inside what `spent` (the deadline of the operation it follows, from
+    /// [`open_deadline`](Self::open_deadline)) leaves, at most the close budget: what the
+    /// operator waits for ends with that operation's budget. Once `spent` is spent nothing
+    /// waits: no `DELETE` is sent ([`Error::BudgetExhausted`]; the server's idle timeout ends a
+    /// legacy session), and a local server is killed at once. The session is forgotten either
+    /// way. See [`Session::close_within`].
+    ///
+    /// ```no_run
+    /// # let client = mcp_driver_blocking::Client::connect("http://127.0.0.1:8080/mcp")?;
+    /// let deadline = client.open_deadline();
+    /// let result = client.run_within(mcp_proto::Action::Probe, deadline);
+    /// // However the probe ended, the close fits in the same budget.
+    /// let _ = client.close_within(&deadline);
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn close_within(&self, spent: &OperationDeadline) -> Result<(), Error> {
+        let deadline = spent.remainder(MonotonicClock.now(), SessionConfig::CLOSE_BUDGET_CAP);
+        self.operate(Action::Close, Some(deadline)).map(|_| ())
+    }
+
+    /// Opens a deadline now under the configured budget and resolution, for
+    /// [`run_within`](Self::run_within): the caller holds the operation's deadline, and can
+    /// give what follows it (its close) only what it leaves.
+    pub fn open_deadline(&self) -> OperationDeadline {
+        let session = self.shared.session();
+        let config = session.config();
+        OperationDeadline::start(MonotonicClock.now(), config.budget(), config.resolution())
+    }
+
     /// Runs `action` as one operation under `budget` (instead of the configured one), with
     /// grants rounded to the configured resolution. The deadline opens now.
     pub fn run(&self, action: Action, budget: Budget) -> Result<Outcome, Error> {
-        self.operate(action, Some(budget))
+        let resolution = self.shared.session().config().resolution();
+        let deadline = OperationDeadline::start(MonotonicClock.now(), budget, resolution);
+        self.operate(action, Some(deadline))
     }
 
-    /// Runs `action` as one operation under `budget` (the configured one when `None`) and
-    /// drives it to its end, on a lane of its own.
-    fn operate(&self, action: Action, budget: Option<Budget>) -> Result<Outcome, Error> {
+    /// Runs `action` as one operation under `deadline`, which the caller opened (with
+    /// [`open_deadline`](Self::open_deadline), or earlier, to count time spent before the
+    /// call).
+    pub fn run_within(
+        &self,
+        action: Action,
+        deadline: OperationDeadline,
+    ) -> Result<Outcome, Error> {
+        self.operate(action, Some(deadline))
+    }
+
+    /// Runs `action` as one operation under `deadline` (one the session opens now when
+    /// `None`) and drives it to its end, on a lane of its own.
+    fn operate(
+        &self,
+        action: Action,
+        deadline: Option<OperationDeadline>,
+    ) -> Result<Outcome, Error> {
         let clock = MonotonicClock;
         let mut lane = self.lanes.take(|| self.shared.new_lane());
         // From here until the guard drops, a cancel reaches this operation.
@@ -432,10 +478,7 @@ impl Client {
                 mcp_proto::Transport::Stdio(command) => Some(command.clone()),
                 _ => None,
             };
-            let deadline = match budget {
-                Some(budget) => OperationDeadline::start(opened, budget, config.resolution()),
-                None => session.deadline_for(&action, opened),
-            };
+            let deadline = deadline.unwrap_or_else(|| session.deadline_for(&action, opened));
             (config.label().to_owned(), stdio, deadline)
         };
         // Declared before the operation: it wakes the waiting ones after the operation is gone.

@@ -2,8 +2,13 @@
 //! as it comes, its stderr's last lines kept for the error, and its end.
 //!
 //! The state machine decides everything (when to start the process, what each line means,
-//! when a leg is late, how long a shutdown may take); this module starts processes, writes
-//! lines, reads each pipe on a thread of its own, and waits. It holds no policy.
+//! when a leg is late, how long a shutdown may take, when a process is killed); this module
+//! starts processes, writes lines, reads each pipe on a thread of its own, and waits. It holds
+//! no policy.
+//!
+//! The server's stdin is non-blocking (on Unix): a write waits for room in the pipe with
+//! `poll(2)`, in slices, until the leg's grant ends or a cancel comes, so a server that stopped
+//! reading cannot hold the operation. Elsewhere the write blocks (a known limit).
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -26,8 +31,8 @@ use mcp_driver_common::{StderrTail, StdioLegs};
 const QUEUE_BYTES: usize = 1024 * 1024;
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
-/// The grant of the shutdown of a process whose client is dropped.
-const DROP_SHUTDOWN: Duration = Duration::from_secs(2);
+/// The longest a write waits for room in the pipe before it looks for a cancel again.
+const WRITE_SLICE: Duration = Duration::from_millis(10);
 
 /// What the reader thread hands over, and whether a cancel wants the waiter up.
 #[derive(Default)]
@@ -73,6 +78,18 @@ impl Mailbox {
         self.lock().closed = true;
         self.changed.notify_all();
     }
+}
+
+/// How a write to the server's stdin ended.
+enum Written {
+    /// The whole line is in the pipe.
+    Whole,
+    /// The leg's grant ended first (part of the line may be in the pipe).
+    TimedOut,
+    /// A cancel came first (part of the line may be in the pipe).
+    Cancelled,
+    /// The pipe is closed (the process is gone, or going), or the line did not fit at once.
+    Refused,
 }
 
 /// What a wait brought.
@@ -131,8 +148,12 @@ impl Child {
                 }
             });
         }
+        let stdin = process.stdin.take();
+        if let Some(stdin) = &stdin {
+            set_nonblocking(stdin)?;
+        }
         Ok(Self {
-            stdin: process.stdin.take(),
+            stdin,
             process: Some(process),
             mailbox,
             stderr,
@@ -165,13 +186,44 @@ impl Child {
         }
     }
 
-    fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
-        let stdin = self
-            .stdin
-            .as_mut()
-            .ok_or_else(|| std::io::Error::other("the server's stdin is closed"))?;
-        stdin.write_all(line)?;
-        stdin.flush()
+    /// Writes `line` to the server's stdin, waiting for room in the pipe until `until` or a
+    /// cancel, whichever comes first.
+    fn write_line(&mut self, line: &[u8], until: Instant, shared: &Shared) -> Written {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Written::Refused;
+        };
+        let mut left = line;
+        while !left.is_empty() {
+            match stdin.write(left) {
+                Ok(0) => return Written::Refused,
+                Ok(n) => left = &left[n..],
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                    let now = Instant::now();
+                    if now >= until {
+                        return Written::TimedOut;
+                    }
+                    if shared.is_cancelled() {
+                        return Written::Cancelled;
+                    }
+                    wait_writable(stdin, (until - now).min(WRITE_SLICE));
+                }
+                Err(_) => return Written::Refused,
+            }
+        }
+        Written::Whole
+    }
+
+    /// Writes `line` only if the pipe takes all of it at once (a short line: a pipe takes
+    /// all of it or none); never waits.
+    fn write_line_at_once(&mut self, line: &[u8]) -> Written {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Written::Refused;
+        };
+        match stdin.write(line) {
+            Ok(n) if n == line.len() => Written::Whole,
+            _ => Written::Refused,
+        }
     }
 
     /// How the process ended: its status (waited for briefly; a process that closed its
@@ -204,6 +256,19 @@ impl Child {
         self.stderr.last_lines()
     }
 
+    /// Ends the process at once: stdin closed, SIGKILL, reaped.
+    fn kill(mut self) -> ProcessExit {
+        drop(self.stdin.take());
+        if let Some(mut process) = self.process.take() {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+        ProcessExit {
+            status: None,
+            stderr: self.stderr_tail(),
+        }
+    }
+
     /// Ends the process within `grant`: stdin closed, half the grant to exit on its own, then
     /// SIGTERM and the rest of it, then SIGKILL. Always reaped: no zombie is left.
     pub(crate) fn shut_down(mut self, grant: Duration) -> ProcessExit {
@@ -220,13 +285,43 @@ impl Child {
 
 impl Drop for Child {
     fn drop(&mut self) {
-        // A process left running is shut down on a thread of its own (the dropping thread
-        // does not wait) and reaped there.
-        if let Some(process) = self.process.take() {
-            let stdin = self.stdin.take();
-            std::thread::spawn(move || end_process(process, stdin, DROP_SHUTDOWN));
+        // A process left running (the client dropped without a close) is ended at once and
+        // reaped here: nothing outlives the client, and the drop does not wait on the server.
+        drop(self.stdin.take());
+        if let Some(mut process) = self.process.take() {
+            let _ = process.kill();
+            let _ = process.wait();
         }
     }
+}
+
+/// Makes the server's stdin non-blocking, so that every write is bounded (see the module
+/// docs).
+#[cfg(unix)]
+fn set_nonblocking(stdin: &ChildStdin) -> std::io::Result<()> {
+    rustix::io::ioctl_fionbio(stdin, true).map_err(std::io::Error::from)
+}
+
+#[cfg(not(unix))]
+fn set_nonblocking(_: &ChildStdin) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Waits at most `slice` for room in the pipe.
+#[cfg(unix)]
+fn wait_writable(stdin: &ChildStdin, slice: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(stdin, PollFlags::OUT)];
+    let timeout = Timespec {
+        tv_sec: i64::try_from(slice.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(slice.subsec_nanos()),
+    };
+    let _ = rustix::event::poll(&mut fds, Some(&timeout));
+}
+
+#[cfg(not(unix))]
+fn wait_writable(_: &ChildStdin, slice: Duration) {
+    std::thread::sleep(slice);
 }
 
 /// The shutdown sequence: close stdin, wait half of `grant`, SIGTERM, wait the rest, SIGKILL,
@@ -443,19 +538,41 @@ impl StdioDriver<'_> {
                 op.handle_exit(&exit, clock.now());
                 false
             }
-            _ => {
-                let written = match self.child.as_mut() {
-                    Some(child) => child.write_line(leg.request.body()).is_ok(),
-                    None => false,
-                };
-                if written {
-                    op.handle_sent(leg.id, clock.now());
-                    return false;
-                }
-                // The process stopped reading: it is gone, or going.
-                let exit = self.child.take().map(Child::exit).unwrap_or_default();
+            LegKind::Kill => {
+                let exit = self.child.take().map(Child::kill).unwrap_or_default();
                 op.handle_exit(&exit, clock.now());
-                true
+                false
+            }
+            _ => {
+                let line = leg.request.body();
+                let written = match self.child.as_mut() {
+                    Some(child) if leg.kind == LegKind::CancelNotice => {
+                        child.write_line_at_once(line)
+                    }
+                    Some(child) => child.write_line(line, leg.ends_at, self.shared),
+                    None => Written::Refused,
+                };
+                match written {
+                    Written::Whole => op.handle_sent(leg.id, clock.now()),
+                    // The operation decides what a late or cancelled write means (the loop
+                    // passes the cancel on).
+                    Written::TimedOut => op.handle_timeout(clock.now()),
+                    Written::Cancelled => {}
+                    Written::Refused if leg.kind == LegKind::CancelNotice => {
+                        let full = TransportError::new(
+                            TransportErrorKind::Declined,
+                            "the server's stdin is full",
+                        );
+                        op.handle_transport_error(leg.id, full, clock.now());
+                    }
+                    Written::Refused => {
+                        // The process stopped reading: it is gone, or going.
+                        let exit = self.child.take().map(Child::exit).unwrap_or_default();
+                        op.handle_exit(&exit, clock.now());
+                        return true;
+                    }
+                }
+                false
             }
         }
     }

@@ -353,21 +353,76 @@ impl Client {
         self.operate(Action::Close, None).await.map(|_| ())
     }
 
+    /// Ends the session inside what `spent` (the deadline of the operation it follows, from
+    /// [`open_deadline`](Self::open_deadline)) leaves, at most the close budget: what the
+    /// operator waits for ends with that operation's budget. Once `spent` is spent nothing
+    /// waits: no `DELETE` is sent ([`Error::BudgetExhausted`]; the server's idle timeout ends a
+    /// legacy session), and a local server is killed at once. The session is forgotten either
+    /// way. See [`Session::close_within`](mcp_proto::Session::close_within).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: mcp_driver_tokio::Client) {
+    /// let deadline = client.open_deadline();
+    /// let result = client.run_within(mcp_proto::Action::Probe, deadline).await;
+    /// // However the probe ended, the close fits in the same budget.
+    /// let _ = client.close_within(&deadline).await;
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn close_within(&self, spent: &OperationDeadline) -> Result<(), Error> {
+        let deadline = spent.remainder(TokioClock.now(), SessionConfig::CLOSE_BUDGET_CAP);
+        self.operate(Action::Close, Some(deadline))
+            .await
+            .map(|_| ())
+    }
+
+    /// Opens a deadline now (by tokio's clock) under the configured budget and resolution,
+    /// for [`run_within`](Self::run_within): the caller holds the operation's deadline, and
+    /// can give what follows it (its close) only what it leaves.
+    pub fn open_deadline(&self) -> OperationDeadline {
+        let session = self.shared.session();
+        let config = session.config();
+        OperationDeadline::start(TokioClock.now(), config.budget(), config.resolution())
+    }
+
     /// Runs `action` as one operation under `budget` (instead of the configured one), with
     /// the configured resolution. The deadline opens when the future is first polled.
     ///
     /// # Errors
     /// Whatever ends the operation, as [`mcp_proto::Error`] says.
     pub async fn run(&self, action: Action, budget: Budget) -> Result<Outcome, Error> {
-        self.operate(action, Some(budget)).await
+        let resolution = self.shared.session().config().resolution();
+        let deadline = OperationDeadline::start(TokioClock.now(), budget, resolution);
+        self.operate(action, Some(deadline)).await
     }
 
-    /// Runs `action` as one operation under `budget` (the configured one when `None`) and
+    /// Runs `action` as one operation under `deadline`, which the caller opened (with
+    /// [`open_deadline`](Self::open_deadline), or earlier, to count time spent before the
+    /// call).
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`mcp_proto::Error`] says.
+    pub async fn run_within(
+        &self,
+        action: Action,
+        deadline: OperationDeadline,
+    ) -> Result<Outcome, Error> {
+        self.operate(action, Some(deadline)).await
+    }
+
+    /// Runs `action` as one operation under `deadline` (one the session opens at the first
+    /// poll when `None`) and
     /// drives it to its end: the loop of the proto's
     /// module docs. Every leg in flight is read in one `select!`, beside the proto's next
     /// timer, the cancel handle and, while the operation waits for its session, the session's
     /// changes.
-    async fn operate(&self, action: Action, budget: Option<Budget>) -> Result<Outcome, Error> {
+    async fn operate(
+        &self,
+        action: Action,
+        deadline: Option<OperationDeadline>,
+    ) -> Result<Outcome, Error> {
         let clock = TokioClock;
         let shared = &*self.shared;
         let cancel = &*self.cancel;
@@ -391,10 +446,7 @@ impl Client {
                 mcp_proto::Transport::Stdio(command) => Some(command.clone()),
                 _ => None,
             };
-            let deadline = match budget {
-                Some(budget) => OperationDeadline::start(opened, budget, config.resolution()),
-                None => session.deadline_for(&action, opened),
-            };
+            let deadline = deadline.unwrap_or_else(|| session.deadline_for(&action, opened));
             (config.label().to_owned(), stdio, deadline)
         };
         // Declared before the operation: it wakes the waiting ones after the operation is gone.

@@ -12,7 +12,7 @@ use mcp_proto::{
     Clock, Error, LegKind, Observer, Operation, Outcome, Output, ProcessExit, StdioCommand,
     TransportError, TransportErrorKind,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::time::Instant as TokioInstant;
 
@@ -79,6 +79,28 @@ impl Child {
             stderr,
             buf: vec![0u8; CHUNK],
         })
+    }
+
+    /// Writes `line` only if the pipe takes all of it at once (a short line: a pipe takes all
+    /// of it or none); never waits.
+    fn write_line_at_once(&mut self, line: &[u8]) -> bool {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return false;
+        };
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let written = std::pin::Pin::new(stdin).poll_write(&mut cx, line);
+        matches!(written, std::task::Poll::Ready(Ok(n)) if n == line.len())
+    }
+
+    /// Ends the process at once: stdin closed, SIGKILL, reaped.
+    async fn kill(mut self) -> ProcessExit {
+        drop(self.stdin.take());
+        let _ = self.process.kill().await;
+        ProcessExit {
+            status: None,
+            stderr: self.stderr_tail(),
+        }
     }
 
     async fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
@@ -270,19 +292,54 @@ impl StdioRun<'_> {
                 op.handle_exit(&exit, clock.now());
                 false
             }
+            LegKind::Kill => {
+                let exit = match self.child.take() {
+                    Some(child) => child.kill().await,
+                    None => ProcessExit::default(),
+                };
+                op.handle_exit(&exit, clock.now());
+                false
+            }
+            LegKind::CancelNotice => {
+                let written = self
+                    .child
+                    .as_mut()
+                    .is_some_and(|child| child.write_line_at_once(leg.request.body()));
+                if written {
+                    op.handle_sent(leg.id, clock.now());
+                } else {
+                    let full = TransportError::new(
+                        TransportErrorKind::Declined,
+                        "the server's stdin is full",
+                    );
+                    op.handle_transport_error(leg.id, full, clock.now());
+                }
+                false
+            }
             _ => {
                 let until = TokioInstant::from_std(leg.ends_at);
+                let cancel = self.cancel;
+                let cancelled = cancel.waiter();
+                tokio::pin!(cancelled);
+                cancelled.as_mut().enable();
                 let written = match self.child.as_mut() {
+                    // Cancelled already: the loop passes it on.
+                    Some(_) if cancel.is_fired(self.armed) => return false,
                     Some(child) => {
-                        // A server that stops reading must not hold the write past the grant.
-                        match tokio::time::timeout_at(until, child.write_line(leg.request.body()))
-                            .await
-                        {
-                            Ok(result) => result.is_ok(),
-                            Err(_) => {
-                                op.handle_timeout(clock.now());
-                                return false;
-                            }
+                        // A server that stops reading must not hold the write past the grant,
+                        // nor past a cancel: the operation decides what either means.
+                        let write =
+                            tokio::time::timeout_at(until, child.write_line(leg.request.body()));
+                        tokio::select! {
+                            biased;
+                            () = &mut cancelled => return false,
+                            written = write => match written {
+                                Ok(result) => result.is_ok(),
+                                Err(_) => {
+                                    op.handle_timeout(clock.now());
+                                    return false;
+                                }
+                            },
                         }
                     }
                     None => false,

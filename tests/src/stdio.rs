@@ -63,6 +63,8 @@ the flags apply in order:
                            wrong-id               the answer's id is the request's + 1000
                            slow:MS                answer after MS milliseconds
                            stderr-flood:BYTES     BYTES of log lines on stderr, then the answer
+                           stop-reading           handle it, then never read stdin again (alive,
+                                                  the pipe fills: a wedged server)
                          METHOD * applies to every method without a mode of its own
   --delay METHOD=MS      sleep MS milliseconds before handling METHOD (repeatable)
   --notifications N      N notifications/message lines before every answer
@@ -124,6 +126,10 @@ pub enum StdioHostile {
     /// This many bytes of log lines on stderr, then the normal answer: a client that does not
     /// drain the child's stderr sees the child block once the pipe is full (64 KiB on Linux).
     StderrFlood(usize),
+    /// Handle the message as usual, then never read stdin again, and stay alive (until
+    /// killed): a busy or wedged server. The pipe fills (64 KiB on Linux) and the client's
+    /// next long write cannot complete.
+    StopReading,
 }
 
 impl fmt::Display for StdioHostile {
@@ -142,6 +148,7 @@ impl fmt::Display for StdioHostile {
             Self::WrongId => f.write_str("wrong-id"),
             Self::Slow(ms) => write!(f, "slow:{ms}"),
             Self::StderrFlood(n) => write!(f, "stderr-flood:{n}"),
+            Self::StopReading => f.write_str("stop-reading"),
         }
     }
 }
@@ -170,6 +177,7 @@ impl FromStr for StdioHostile {
             "stall" => plain(Self::Stall),
             "trickle" => plain(Self::Trickle),
             "wrong-id" => plain(Self::WrongId),
+            "stop-reading" => plain(Self::StopReading),
             "huge-line" => number(mode, arg).map(Self::HugeLine),
             "garbage" => match arg {
                 None => Ok(Self::Garbage(1)),
@@ -353,6 +361,14 @@ impl StdioScript {
             .get(method)
             .or_else(|| self.hostile.get("*"))
             .copied()
+    }
+
+    /// The method after which the server stops reading ([`StdioHostile::StopReading`]).
+    fn stops_reading_after(&self) -> Option<String> {
+        self.hostile
+            .iter()
+            .find(|(_, mode)| **mode == StdioHostile::StopReading)
+            .map(|(method, _)| method.clone())
     }
 
     /// Whether the server keeps running after stdin closes.
@@ -608,7 +624,9 @@ enum Input {
 
 /// Reads the client's lines on a thread of their own, so the server can wait for one with a
 /// deadline (a server request's answer, a trickle's next tick). The channel closes at EOF.
-fn spawn_reader(input: impl Read + Send + 'static) -> Receiver<Input> {
+/// After a line whose method is `stop_after` ([`StdioHostile::StopReading`]) it reads nothing
+/// more, ever, and keeps the channel open.
+fn spawn_reader(input: impl Read + Send + 'static, stop_after: Option<String>) -> Receiver<Input> {
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let mut reader = BufReader::new(input);
@@ -633,8 +651,18 @@ fn spawn_reader(input: impl Read + Send + 'static) -> Receiver<Input> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             };
+            let stops = match (&input, &stop_after) {
+                (Input::Line(line), Some(method)) => serde_json::from_slice::<Value>(line)
+                    .is_ok_and(|v| v.get("method").and_then(Value::as_str) == Some(method)),
+                _ => false,
+            };
             if tx.send(input).is_err() {
                 break;
+            }
+            if stops {
+                loop {
+                    thread::park();
+                }
             }
         }
     });
@@ -679,7 +707,7 @@ pub fn serve_stdio(
         answers: script.answers(),
         out: output,
         log,
-        lines: spawn_reader(input),
+        lines: spawn_reader(input, script.stops_reading_after()),
         backlog: VecDeque::new(),
         initialized: false,
         asked: 0,

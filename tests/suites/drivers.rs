@@ -123,6 +123,10 @@ for_each_driver!(
     a_program_that_is_not_there_is_the_callers_error,
     the_seed_sequence_holds_over_stdio_in_real_time,
     a_cancel_ends_a_local_call_at_once,
+    a_local_server_that_stops_reading_is_cut_at_the_budget_and_ended,
+    a_cancel_reaches_a_write_to_a_server_that_stopped_reading,
+    a_close_after_a_spent_budget_ends_the_local_server_at_once,
+    a_close_after_a_spent_budget_sends_no_delete,
     // Company networks: CAs, TLS errors, proxies.
     an_internal_ca_added_as_an_option_is_trusted,
     an_internal_ca_named_by_ssl_cert_file_is_trusted,
@@ -1448,4 +1452,68 @@ fn hundred_mib_answers<D: Driver>() {
         |(b, a)| a.saturating_sub(b).to_string(),
     );
     println!("{PEAK_GROWTH}{growth}");
+}
+
+fn a_close_after_a_spent_budget_sends_no_delete<D: Driver>() {
+    let budget = Duration::from_secs(2);
+    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
+    let (mut client, recorder) = new_client::<D>(&server, budget);
+    let deadline = client.open_deadline();
+    let started = Instant::now();
+    let result = client.run_within(
+        Action::CallTool {
+            name: "echo".into(),
+            arguments: echo("x"),
+        },
+        deadline,
+    );
+    assert!(
+        matches!(result, Err(Error::LegTimedOut { .. })),
+        "{result:?}"
+    );
+    let closed = client.close_within(&deadline);
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(
+            closed,
+            Err(Error::BudgetExhausted {
+                method: "DELETE",
+                ..
+            })
+        ),
+        "{closed:?}"
+    );
+    assert_within_budget("spent close", elapsed, budget, MS);
+    assert_eq!(
+        server.count("DELETE"),
+        0,
+        "a spent budget sends nothing more"
+    );
+    assert!(
+        client.session().info().is_none(),
+        "the session is forgotten"
+    );
+    assert_eq!(
+        recorder.legs().last().map(|l| l.kind),
+        Some(LegKind::CallTool)
+    );
+
+    // With budget left, the close gets the rest (at most its cap) and the DELETE goes out.
+    let server = TestServer::start(Script::new());
+    let (mut client, recorder) = new_client::<D>(&server, budget);
+    let deadline = client.open_deadline();
+    client
+        .run_within(
+            Action::CallTool {
+                name: "echo".into(),
+                arguments: echo("x"),
+            },
+            deadline,
+        )
+        .unwrap();
+    client.close_within(&deadline).unwrap();
+    assert_eq!(server.count("DELETE"), 1);
+    let close = recorder.legs().pop().unwrap();
+    assert_eq!(close.kind, LegKind::Close);
+    assert!(close.grant <= budget, "{:?}", close.grant);
 }

@@ -341,3 +341,119 @@ pub(super) fn a_cancel_ends_a_local_call_at_once<D: Driver>() {
         started.elapsed()
     );
 }
+
+/// A call whose argument (120 KB) cannot fit in the pipe of a server that stopped reading.
+fn a_long_echo() -> serde_json::Map<String, serde_json::Value> {
+    echo(&"x".repeat(120 * 1024))
+}
+
+pub(super) fn a_local_server_that_stops_reading_is_cut_at_the_budget_and_ended<D: Driver>() {
+    let tag = tag("noread");
+    let budget = Duration::from_secs(2);
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("notifications/initialized", StdioHostile::StopReading);
+    let mut client = D::new(
+        stdio_config(&script, budget, &tag).with_protocol_version(ProtocolVersion::V2025_11_25),
+    );
+    let recorder = client.observe();
+    let started = Instant::now();
+    let result = client.call_tool("echo", a_long_echo());
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(
+            result,
+            Err(Error::LegTimedOut {
+                method: "tools/call",
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    super::assert_cut_at_budget("noread", elapsed, budget, super::MS);
+    // Its stdin holds half a line: the process is ended before the result, not kept.
+    assert_eq!(
+        running_processes_tagged(&tag),
+        0,
+        "the wedged server is gone"
+    );
+    assert_eq!(
+        labels(&recorder).last(),
+        Some(&"kill"),
+        "{:?}",
+        labels(&recorder)
+    );
+    // The close after it has nothing to end, and the next call starts a new process.
+    let started = Instant::now();
+    client.close().unwrap();
+    assert!(started.elapsed() < super::support::MARGIN);
+}
+
+pub(super) fn a_cancel_reaches_a_write_to_a_server_that_stopped_reading<D: Driver>() {
+    let tag = tag("noread-cancel");
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("notifications/initialized", StdioHostile::StopReading);
+    let mut client = D::new(
+        stdio_config(&script, Duration::from_secs(30), &tag)
+            .with_protocol_version(ProtocolVersion::V2025_11_25),
+    );
+    client.probe().unwrap();
+    let cancel = client.cancel_handle();
+    let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let canceller = {
+        let fired = std::sync::Arc::clone(&fired);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            fired.store(true, std::sync::atomic::Ordering::SeqCst);
+            cancel();
+        })
+    };
+    let started = Instant::now();
+    let result = client.call_tool("echo", a_long_echo());
+    let elapsed = started.elapsed();
+    canceller.join().unwrap();
+    assert!(fired.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "the cancel reached the write: {elapsed:?} of a 30 s budget"
+    );
+    assert_eq!(running_processes_tagged(&tag), 0);
+}
+
+pub(super) fn a_close_after_a_spent_budget_ends_the_local_server_at_once<D: Driver>() {
+    // Reads everything, answers nothing: the era probe is never answered either.
+    let tag = tag("spent-close");
+    let budget = Duration::from_secs(2);
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("*", StdioHostile::Stall)
+        .ignore_eof(true);
+    let mut client = D::new(stdio_config(&script, budget, &tag));
+    let recorder = client.observe();
+    let deadline = client.open_deadline();
+    let started = Instant::now();
+    let result = client.run_within(
+        Action::CallTool {
+            name: "echo".into(),
+            arguments: echo("x"),
+        },
+        deadline,
+    );
+    assert!(
+        matches!(result, Err(Error::LegTimedOut { .. })),
+        "{result:?}"
+    );
+    client.close_within(&deadline).unwrap();
+    let elapsed = started.elapsed();
+    super::assert_within_budget("spent close", elapsed, budget, super::MS);
+    assert_eq!(running_processes_tagged(&tag), 0, "no process is left");
+    let labels = labels(&recorder);
+    assert_eq!(
+        labels.iter().filter(|l| **l == "server/discover").count(),
+        1,
+        "the close never probes: {labels:?}"
+    );
+    assert_eq!(labels.last(), Some(&"kill"), "{labels:?}");
+}

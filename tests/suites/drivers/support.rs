@@ -38,6 +38,13 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     ) -> Result<CallToolResult, Error>;
     fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error>;
     fn close(&mut self) -> Result<(), Error>;
+    fn open_deadline(&self) -> mcp_proto::OperationDeadline;
+    fn run_within(
+        &mut self,
+        action: Action,
+        deadline: mcp_proto::OperationDeadline,
+    ) -> Result<Outcome, Error>;
+    fn close_within(&mut self, spent: &mcp_proto::OperationDeadline) -> Result<(), Error>;
     fn session(&self) -> impl std::ops::Deref<Target = Session> + '_;
     /// Installs a fresh recorder as the client's observer and returns it.
     fn observe(&mut self) -> Recorder;
@@ -131,6 +138,22 @@ impl Driver for Blocking {
 
     fn close(&mut self) -> Result<(), Error> {
         self.0.close()
+    }
+
+    fn open_deadline(&self) -> mcp_proto::OperationDeadline {
+        self.0.open_deadline()
+    }
+
+    fn run_within(
+        &mut self,
+        action: Action,
+        deadline: mcp_proto::OperationDeadline,
+    ) -> Result<Outcome, Error> {
+        self.0.run_within(action, deadline)
+    }
+
+    fn close_within(&mut self, spent: &mcp_proto::OperationDeadline) -> Result<(), Error> {
+        self.0.close_within(spent)
     }
 
     fn session(&self) -> impl std::ops::Deref<Target = Session> + '_ {
@@ -278,6 +301,23 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
 
     fn close(&mut self) -> Result<(), Error> {
         self.runtime.block_on(self.client.close())
+    }
+
+    fn open_deadline(&self) -> mcp_proto::OperationDeadline {
+        self.client.open_deadline()
+    }
+
+    fn run_within(
+        &mut self,
+        action: Action,
+        deadline: mcp_proto::OperationDeadline,
+    ) -> Result<Outcome, Error> {
+        self.runtime
+            .block_on(self.client.run_within(action, deadline))
+    }
+
+    fn close_within(&mut self, spent: &mcp_proto::OperationDeadline) -> Result<(), Error> {
+        self.runtime.block_on(self.client.close_within(spent))
     }
 
     fn session(&self) -> impl std::ops::Deref<Target = Session> + '_ {
