@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
-use mcp_proto::{Action, Error, Outcome, SessionConfig};
+use mcp_proto::{Action, Error, OperationDeadline, Outcome, SessionConfig};
 
 use crate::report::Reporter;
 
@@ -111,39 +111,49 @@ impl Client {
         }
     }
 
-    /// Ends the session on the server (a DELETE under the close's own small budget; nothing
-    /// is sent without a live session id, as in the modern era).
-    pub(crate) fn close(&mut self) -> Result<(), Error> {
-        match self {
-            Self::Blocking(client) => client.close(),
-            Self::Tokio(runtime, client) => runtime.block_on(client.close()),
+    /// Ends the session (a DELETE; over stdio, the server process) inside what `spent`, the
+    /// last operation's deadline, leaves, at most the close's cap: nothing is sent once it is
+    /// spent, and a local server is then killed at once. Without an operation before it, under
+    /// the close's own small budget.
+    pub(crate) fn close_within(&mut self, spent: Option<&OperationDeadline>) -> Result<(), Error> {
+        match (self, spent) {
+            (Self::Blocking(client), Some(spent)) => client.close_within(spent),
+            (Self::Blocking(client), None) => client.close(),
+            (Self::Tokio(runtime, client), Some(spent)) => {
+                runtime.block_on(client.close_within(spent))
+            }
+            (Self::Tokio(runtime, client), None) => runtime.block_on(client.close()),
         }
     }
 
-    /// Runs `action` as one operation under the configured budget.
-    pub(crate) fn run(&mut self, action: Action) -> Result<Outcome, Error> {
+    /// Runs `action` as one operation under the configured budget, opened now: its result,
+    /// and its deadline (what follows it may spend only what it left).
+    pub(crate) fn run(&mut self, action: Action) -> (Result<Outcome, Error>, OperationDeadline) {
         match self {
             Self::Blocking(client) => {
-                let budget = client.session().config().budget();
-                client.run(action, budget)
+                let deadline = client.open_deadline();
+                (client.run_within(action, deadline), deadline)
             }
             Self::Tokio(runtime, client) => {
-                let budget = client.session().config().budget();
-                runtime.block_on(client.run(action, budget))
+                let deadline = client.open_deadline();
+                (
+                    runtime.block_on(client.run_within(action, deadline)),
+                    deadline,
+                )
             }
         }
     }
 
     /// Runs `action` `runs` times with `parallel` operations in flight at once on the one
     /// session (a thread each on the blocking driver, a future each on tokio), each under the
-    /// configured budget. `report` gets each run's time and result as it ends, on this
-    /// thread; once it answers false no more runs start.
+    /// configured budget. `report` gets each run's time, deadline and result as it ends, on
+    /// this thread; once it answers false no more runs start.
     pub(crate) fn run_parallel(
         &self,
         action: &Action,
         runs: u32,
         parallel: u32,
-        report: &mut dyn FnMut(Duration, Result<Outcome, Error>) -> bool,
+        report: &mut dyn FnMut(Duration, OperationDeadline, Result<Outcome, Error>) -> bool,
     ) {
         let left = AtomicU32::new(runs);
         let stop = AtomicBool::new(false);
@@ -158,14 +168,14 @@ impl Client {
         std::thread::scope(|scope| {
             match self {
                 Self::Blocking(client) => {
-                    let budget = client.session().config().budget();
                     for _ in 0..parallel {
                         let done = done.clone();
                         scope.spawn(move || {
                             while next() {
                                 let began = Instant::now();
-                                let outcome = client.run(action.clone(), budget);
-                                if done.send((began.elapsed(), outcome)).is_err() {
+                                let deadline = client.open_deadline();
+                                let outcome = client.run_within(action.clone(), deadline);
+                                if done.send((began.elapsed(), deadline, outcome)).is_err() {
                                     return;
                                 }
                             }
@@ -173,14 +183,14 @@ impl Client {
                     }
                 }
                 Self::Tokio(runtime, client) => {
-                    let budget = client.session().config().budget();
                     let done = done.clone();
                     scope.spawn(move || {
                         let worker = || async {
                             while next() {
                                 let began = Instant::now();
-                                let outcome = client.run(action.clone(), budget).await;
-                                if done.send((began.elapsed(), outcome)).is_err() {
+                                let deadline = client.open_deadline();
+                                let outcome = client.run_within(action.clone(), deadline).await;
+                                if done.send((began.elapsed(), deadline, outcome)).is_err() {
                                     return;
                                 }
                             }
@@ -199,8 +209,8 @@ impl Client {
                 }
             }
             drop(done);
-            for (latency, outcome) in results {
-                if !report(latency, outcome) {
+            for (latency, deadline, outcome) in results {
+                if !report(latency, deadline, outcome) {
                     stop.store(true, Ordering::SeqCst);
                 }
             }

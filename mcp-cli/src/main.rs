@@ -559,12 +559,15 @@ fn run(cli: Cli) -> u8 {
     // `--arg` pairs are typed from the tool's schema: one listing first, an operation of its
     // own. A failure there ends the run (and the session still ends tidily below).
     let mut runs = cli.repeat;
+    // The deadline of the operation that ended last: the close at the end gets what it left.
+    let mut last_deadline = None;
     if let (Command::Call { pairs, .. }, Action::CallTool { name, arguments }) =
         (&cli.command, &mut action)
     {
         if !pairs.is_empty() {
             reporter.start_operation();
-            let listed = client.run(Action::List(ListKind::Tools));
+            let (listed, deadline) = client.run(Action::List(ListKind::Tools));
+            last_deadline = Some(deadline);
             reporter.end_operation();
             let typed = match listed {
                 Ok(Outcome::Tools(tools)) => match tools.iter().find(|t| t.name == *name) {
@@ -591,8 +594,11 @@ fn run(cli: Cli) -> u8 {
             }
         }
     }
-    let mut outcome_of = |latency: Duration, outcome: Result<Outcome, mcp_proto::Error>| {
+    let mut outcome_of = |latency: Duration,
+                          deadline: mcp_proto::OperationDeadline,
+                          outcome: Result<Outcome, mcp_proto::Error>| {
         latencies.push(latency);
+        last_deadline = Some(deadline);
         match outcome.map(|outcome| print_outcome(outcome, cli.json)) {
             Ok(code) => {
                 status = status.max(code);
@@ -622,9 +628,9 @@ fn run(cli: Cli) -> u8 {
         for _ in 0..runs {
             reporter.start_operation();
             let began = Instant::now();
-            let outcome = client.run(action.clone());
+            let (outcome, deadline) = client.run(action.clone());
             reporter.end_operation();
-            if !outcome_of(began.elapsed(), outcome) {
+            if !outcome_of(began.elapsed(), deadline, outcome) {
                 break;
             }
         }
@@ -639,9 +645,14 @@ fn run(cli: Cli) -> u8 {
         }
     }
     // A tidy exit: the session ends on the server now rather than at its idle timeout (after a
-    // failure and a Ctrl-C too). Best effort, under the close's own small grant; traced.
+    // failure and a Ctrl-C too), inside what the last operation left of its budget (at most
+    // the close's cap): once that is spent nothing is sent, and a local server is killed at
+    // once. What the operator waits for ends with the budget. Best effort; traced.
     reporter.start_operation();
-    let _ = client.close();
+    if let Err(err) = client.close_within(last_deadline.as_ref()) {
+        // A close the spent budget refused shows in the trace as what it is.
+        reporter.refused(&err);
+    }
     reporter.end_operation();
     // A failed run outweighs every success: the exit code is the last failure's.
     failure.unwrap_or(status)

@@ -229,8 +229,11 @@ impl StdioLegs {
             }
             let end = if cancelled {
                 LegEnd::Cancelled
-            } else if exited && leg.kind != LegKind::Shutdown {
+            } else if exited && !matches!(leg.kind, LegKind::Shutdown | LegKind::Kill) {
                 LegEnd::Exited
+            } else if leg.kind == LegKind::Kill {
+                // A kill does not wait on its grant: it is done when the process is reaped.
+                LegEnd::Done
             } else {
                 LegEnd::Done.as_of(now, leg.ends_at)
             };
