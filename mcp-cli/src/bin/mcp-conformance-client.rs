@@ -15,7 +15,7 @@ use mcp_driver_tokio::{Client, HeadlessAuthorizer};
 use mcp_proto::mcp_auth::{ClientConfig, Dpop, Grant, PreRegisteredClient, PrivateKey};
 use mcp_proto::{
     Action, Budget, Error, Event, LegReport, ListKind, OAuth, Observer, ProtocolVersion,
-    Resolution, SessionConfig, accept_elicitation_with_defaults,
+    Resolution, RpcError, SessionConfig, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 
@@ -74,6 +74,25 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
             Ok(json!({"action": "accept", "content": {"confirmed": true}}))
         });
     }
+    if scenario == "request-metadata" {
+        // Every request carries the client's capabilities in `_meta`; this scenario checks
+        // the optional ones. They are declared by answering their requests (a declared
+        // capability is one this client honours), as a client without a person or a model
+        // behind it can: no roots to share, sampling declined (-1, the spec's "user rejected"
+        // answer), forms filled with their defaults.
+        config = config
+            .respond_to("roots/list", |_| Ok(json!({"roots": []})))
+            .respond_to("sampling/createMessage", |_| {
+                Err(RpcError {
+                    code: -1,
+                    message: "sampling declined: this client has no model".to_owned(),
+                    data: None,
+                })
+            })
+            .respond_to("elicitation/create", |params| {
+                Ok(accept_elicitation_with_defaults(params))
+            });
+    }
     let auth = scenario.starts_with("auth/");
     if auth {
         config = config.with_oauth(oauth(scenario, &context())?);
@@ -126,6 +145,22 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
             ] {
                 let result = client.call_tool(tool, Map::new()).await?;
                 eprintln!("{tool}: {}", result.text());
+            }
+        }
+        "http-standard-headers" => {
+            // Every kind of request that mirrors its method (and what it names) into the
+            // standard headers: each listed tool called, resource read and prompt got.
+            for tool in client.list_tools().await?.iter() {
+                let result = client.call_tool(&tool.name, Map::new()).await?;
+                eprintln!("{}: {}", tool.name, result.text());
+            }
+            for resource in client.list_resources().await?.iter() {
+                let read = client.read_resource(&resource.uri).await?;
+                eprintln!("{}: {} contents", resource.uri, read.contents.len());
+            }
+            for prompt in client.list_prompts().await?.iter() {
+                let got = client.get_prompt(&prompt.name, Map::new()).await?;
+                eprintln!("{}: {}", prompt.name, got.text());
             }
         }
         "http-custom-headers" => {
