@@ -1,5 +1,6 @@
 //! The client's connector chain: ureq's own steps, plus socket registration for cancelling
-//! and precise read timeouts; and a resolver that skips the lookup for an address.
+//! and precise read timeouts; and a resolver that skips the lookup for an address, and for a
+//! target reached through a proxy.
 //!
 //! The chain is ureq's (TCP and its socket registry) with our own proxy tunnel and TLS steps
 //! (so that both drivers trust, tunnel and fail alike: see [`crate::tls`] and
@@ -8,7 +9,10 @@
 //! * **Tunnel.** [`Tunnel`] picks the proxy for each request's target (the [`Proxies`] of the
 //!   client's [`mcp_proto::Network`]), connects to it and opens an HTTP `CONNECT` tunnel,
 //!   all inside the leg's grant; its failures are `ConnectProxyFailed` with the proto's
-//!   sentence (no credentials).
+//!   sentence (no credentials). The `CONNECT` carries the target's name: only the proxy
+//!   resolves it (in company networks the client often cannot), so [`Resolver`] must never
+//!   look up a proxied target (ureq resolves before it calls the chain). The tunnel looks up
+//!   the proxy's own name itself, with [`Lookup`], inside the leg's grant.
 //! * **TLS.** [`Tls`] runs the handshake with the client's rustls configuration; a certificate
 //!   refused is `ureq::Error::Rustls`, a handshake that ran out of the grant
 //!   [`HANDSHAKE_TIMED_OUT`].
@@ -70,6 +74,7 @@ impl Connector {
     ) -> Self {
         let tunnel = Tunnel {
             proxies,
+            lookup: Lookup::default(),
             user_agent,
             shared: Arc::clone(&shared),
         };
@@ -163,6 +168,8 @@ fn left(details: &ConnectionDetails) -> NextTimeout {
 /// The first chain step: the tunnel through the target's proxy, when it has one.
 struct Tunnel {
     proxies: Proxies,
+    /// Looks up the proxy's name (never the target's: the proxy does that).
+    lookup: Lookup,
     user_agent: &'static str,
     shared: Arc<Shared>,
 }
@@ -212,8 +219,10 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
                 "the proxy {proxy} is not a valid URI"
             )))
         })?;
-        let addrs = details
-            .resolver
+        // Not `details.resolver`: it sends every name the proxy rules cover to the proxy, and
+        // those may cover the proxy's own name.
+        let addrs = self
+            .lookup
             .resolve(&proxy_uri, details.config, left(details))
             .map_err(unreachable)?;
         let proxy_details = ConnectionDetails {
@@ -464,15 +473,53 @@ impl<T: Transport> Transport for Sliced<T> {
     }
 }
 
+/// The agent's resolver: no lookup for a target the [`Tunnel`] sends through a proxy (the
+/// proxy resolves its name); [`Lookup`] for the others.
+///
+/// It must follow the same proxy rules as the tunnel (the same [`Proxies`]): a target it
+/// looked up but the tunnel proxied would need a name this machine may not resolve; one it
+/// skipped but the tunnel sent directly would have no address to connect to.
+#[derive(Debug)]
+pub(crate) struct Resolver {
+    proxies: Proxies,
+    lookup: Lookup,
+}
+
+impl Resolver {
+    pub(crate) fn new(proxies: Proxies) -> Self {
+        Self {
+            proxies,
+            lookup: Lookup::default(),
+        }
+    }
+}
+
+impl UreqResolver for Resolver {
+    fn resolve(
+        &self,
+        uri: &http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let (scheme, host) = (uri.scheme_str().unwrap_or("http"), uri.host().unwrap_or(""));
+        match self.proxies.for_target(scheme, host) {
+            Ok(None) => self.lookup.resolve(uri, config, timeout),
+            // Through a proxy (or a proxy that cannot be used, which the tunnel reports): no
+            // address of ours, ureq passes none on when it proxies itself.
+            Ok(Some(_)) | Err(_) => Ok(self.empty()),
+        }
+    }
+}
+
 /// ureq's resolver, except that an IP-literal host is used as is.
 ///
 /// With a timeout set (always, here: the leg's grant), ureq resolves on a helper thread so
 /// that a slow DNS lookup cannot outlast the grant. An address needs no lookup, so it skips
 /// that thread.
 #[derive(Debug, Default)]
-pub(crate) struct Resolver(DefaultResolver);
+pub(crate) struct Lookup(DefaultResolver);
 
-impl UreqResolver for Resolver {
+impl UreqResolver for Lookup {
     fn resolve(
         &self,
         uri: &http::Uri,
@@ -507,9 +554,16 @@ mod tests {
     use super::*;
 
     fn resolve(url: &str) -> Result<Vec<SocketAddr>, ureq::Error> {
+        resolve_with(&Resolver::new(Proxies::default()), url)
+    }
+
+    fn resolve_with(
+        resolver: &dyn UreqResolver,
+        url: &str,
+    ) -> Result<Vec<SocketAddr>, ureq::Error> {
         let uri: http::Uri = url.parse().unwrap();
         let config = ureq::config::Config::default();
-        let addrs = Resolver::default().resolve(&uri, &config, NextTimeout::default())?;
+        let addrs = resolver.resolve(&uri, &config, NextTimeout::default())?;
         Ok(addrs.to_vec())
     }
 
@@ -533,5 +587,38 @@ mod tests {
     fn names_are_looked_up() {
         let addrs = resolve("http://localhost:9/").unwrap();
         assert!(addrs.iter().all(|a| a.port() == 9 && a.ip().is_loopback()));
+    }
+
+    #[test]
+    fn a_proxied_target_is_not_looked_up_but_the_proxy_is() {
+        let network = mcp_proto::Network::new()
+            .with_env(|_| None)
+            .with_proxy("http://localhost:3128")
+            .unwrap()
+            .with_no_proxy("direct.invalid");
+        let resolver = Resolver::new(network.proxies());
+        // A name nothing here resolves: the proxy will.
+        assert_eq!(
+            resolve_with(&resolver, "https://mcp.internal.invalid/mcp").unwrap(),
+            []
+        );
+        assert_eq!(
+            resolve_with(&resolver, "http://mcp.internal.invalid:8080/").unwrap(),
+            []
+        );
+        // NO_PROXY: looked up here.
+        assert!(resolve_with(&resolver, "https://direct.invalid/mcp").is_err());
+        // The proxy's own name is covered by the rules too: the tunnel looks it up itself.
+        assert_eq!(
+            resolve_with(&resolver, "http://localhost:3128").unwrap(),
+            []
+        );
+        let addrs = resolve_with(&Lookup::default(), "http://localhost:3128").unwrap();
+        assert!(!addrs.is_empty());
+        assert!(
+            addrs
+                .iter()
+                .all(|a| a.port() == 3128 && a.ip().is_loopback())
+        );
     }
 }

@@ -187,7 +187,7 @@ impl ClientShared {
                 self.proxies.clone(),
                 USER_AGENT,
             ),
-            connector::Resolver::default(),
+            connector::Resolver::new(self.proxies.clone()),
         );
         cancel::Lane::new(agent, shared)
     }

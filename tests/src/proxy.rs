@@ -1,9 +1,14 @@
 //! A loopback HTTP `CONNECT` proxy: it opens tunnels to loopback targets only, records every
 //! `CONNECT` it was asked for (target and `Proxy-Authorization`), and can refuse them all with
 //! a status (`407` to ask for credentials).
+//!
+//! Like a company proxy, it can resolve names its clients cannot: a hosts table of its own
+//! ([`ConnectProxy::with_hosts`]) maps names (reserved ones, such as `mcp.internal.invalid`,
+//! that no resolver on the machine knows) to loopback addresses. It never opens a tunnel to
+//! anything but loopback.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -28,15 +33,33 @@ pub struct ConnectProxy {
 impl ConnectProxy {
     /// A proxy that opens every tunnel to a loopback target.
     pub fn start() -> Self {
-        Self::serve(None)
+        Self::serve(None, Vec::new())
+    }
+
+    /// A proxy that also opens tunnels to the names in `hosts`, each to its address (which
+    /// must be a loopback one), as a proxy whose resolver knows names its clients' does not.
+    ///
+    /// # Panics
+    /// When an address is not a loopback one: the proxy reaches nothing else.
+    pub fn with_hosts(hosts: &[(&str, IpAddr)]) -> Self {
+        assert!(
+            hosts.iter().all(|(_, ip)| ip.is_loopback()),
+            "the test proxy maps names to loopback addresses only: {hosts:?}"
+        );
+        let hosts = hosts
+            .iter()
+            .map(|(name, ip)| (name.to_ascii_lowercase(), *ip))
+            .collect();
+        Self::serve(None, hosts)
     }
 
     /// A proxy that answers every `CONNECT` with `status` (and opens nothing).
     pub fn refusing(status: u16) -> Self {
-        Self::serve(Some(status))
+        Self::serve(Some(status), Vec::new())
     }
 
-    fn serve(refuse: Option<u16>) -> Self {
+    fn serve(refuse: Option<u16>, hosts: Vec<(String, IpAddr)>) -> Self {
+        let hosts = Arc::new(hosts);
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
         let addr = listener.local_addr().expect("its address");
         let tunnels = Arc::new(Mutex::new(Vec::new()));
@@ -49,8 +72,9 @@ impl ConnectProxy {
                 }
                 let Ok(conn) = conn else { continue };
                 let tunnels = Arc::clone(&accept_tunnels);
+                let hosts = Arc::clone(&hosts);
                 thread::spawn(move || {
-                    let _ = tunnel(conn, refuse, &tunnels);
+                    let _ = tunnel(conn, refuse, &hosts, &tunnels);
                 });
             }
         });
@@ -87,6 +111,7 @@ impl Drop for ConnectProxy {
 fn tunnel(
     mut client: TcpStream,
     refuse: Option<u16>,
+    hosts: &[(String, IpAddr)],
     tunnels: &Mutex<Vec<Tunnel>>,
 ) -> io::Result<()> {
     // The head, a byte at a time: what follows it is the tunnel's.
@@ -123,14 +148,14 @@ fn tunnel(
         )?;
         return Ok(());
     }
-    let loopback = target
-        .rsplit_once(':')
-        .is_some_and(|(host, _)| matches!(host, "127.0.0.1" | "localhost" | "[::1]"));
-    if method != "CONNECT" || !loopback {
+    let upstream = (method == "CONNECT")
+        .then(|| upstream_of(target, hosts))
+        .flatten();
+    let Some(upstream) = upstream else {
         client.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")?;
         return Ok(());
-    }
-    let upstream = match TcpStream::connect(target) {
+    };
+    let upstream = match TcpStream::connect(upstream) {
         Ok(upstream) => upstream,
         Err(_) => {
             client.write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")?;
@@ -148,4 +173,27 @@ fn tunnel(
     let _ = client_write.shutdown(Shutdown::Write);
     let _ = up.join();
     Ok(())
+}
+
+/// Where a tunnel to `target` (`host:port`) goes: a loopback target as it is, a name of the
+/// hosts table to its address; `None` for anything else.
+fn upstream_of(target: &str, hosts: &[(String, IpAddr)]) -> Option<SocketAddr> {
+    let (host, port) = target.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let ip = match host {
+        "localhost" => IpAddr::from([127, 0, 0, 1]),
+        _ => match host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
+            .parse::<IpAddr>()
+        {
+            Ok(ip) => ip,
+            Err(_) => hosts
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(host))
+                .map(|(_, ip)| *ip)?,
+        },
+    };
+    ip.is_loopback().then_some(SocketAddr::new(ip, port))
 }

@@ -3,10 +3,11 @@
 //! network's lookup, so no test changes the process's environment), refused otherwise with the
 //! same typed error and the same words from every driver; a loopback `CONNECT` proxy that
 //! carries plain and TLS requests, whose refusals are typed, whose credentials are sent and
-//! never shown, and that `NO_PROXY` skips.
+//! never shown, and that `NO_PROXY` skips; and a server whose name only that proxy can
+//! resolve (the client never looks up a name it sends through a proxy).
 
 use std::collections::HashMap;
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{Budget, Error, Network, Resolution, SessionConfig, TlsProblem};
@@ -214,6 +215,38 @@ pub(super) fn a_refusing_proxy_is_typed_and_its_credentials_never_shown<D: Drive
     let err = call::<D>(&server.url(), &env(&[]).with_proxy(&gone).unwrap()).unwrap_err();
     assert_eq!(err.kind(), "proxy", "{err}");
     assert!(err.to_string().contains("could not be reached"), "{err}");
+}
+
+/// A reserved name (RFC 6761: `.invalid` never resolves) that only the test proxy knows.
+const INTERNAL: &str = "mcp.internal.invalid";
+
+pub(super) fn a_server_only_the_proxy_can_resolve_is_reached_through_it<D: Driver>() {
+    let proxy = ConnectProxy::with_hosts(&[(INTERNAL, IpAddr::V4(Ipv4Addr::LOCALHOST))]);
+    let plain = TestServer::start(Script::new());
+    let url = format!("http://{INTERNAL}:{}/mcp", plain.addr().port());
+    let network = env(&[]).with_proxy(&proxy.url()).unwrap();
+    assert_eq!(call::<D>(&url, &network).unwrap(), "through");
+    let target = format!("{INTERNAL}:{}", plain.addr().port());
+    let tunnels = proxy.tunnels();
+    assert!(!tunnels.is_empty());
+    assert!(tunnels.iter().all(|t| t.target == target), "{tunnels:?}");
+    // The same from the environment, over TLS: the certificate names the name, not an address.
+    let ca = TestCa::new("mcp-testkit internal CA");
+    let server = TestServer::start(Script::new());
+    let front = TlsFront::start(server.addr(), &ca.server_cert(&[INTERNAL]));
+    let url = format!("https://{INTERNAL}:{}/mcp", front.addr().port());
+    let network = env(&[("HTTPS_PROXY", &proxy.url())]).with_root_pem(ca.pem());
+    assert_eq!(call::<D>(&url, &network).unwrap(), "through");
+    let target = format!("{INTERNAL}:{}", front.addr().port());
+    assert!(proxy.tunnels().iter().any(|t| t.target == target));
+    assert!(front.handshakes() >= 1);
+    // Without the proxy the name is looked up here, and is not found.
+    let before = proxy.tunnels().len();
+    let network =
+        env(&[("HTTPS_PROXY", &proxy.url()), ("NO_PROXY", INTERNAL)]).with_root_pem(ca.pem());
+    let err = call::<D>(&url, &network).unwrap_err();
+    assert_eq!(err.kind(), "unreachable", "{err}");
+    assert_eq!(proxy.tunnels().len(), before, "NO_PROXY: no tunnel");
 }
 
 pub(super) fn a_silent_proxy_is_bounded_by_the_leg_s_grant<D: Driver>() {
