@@ -98,7 +98,7 @@ fn ping_is_answered_and_unknown_requests_get_method_not_found() {
     // Without responders, no capability is declared.
     let mut fresh = Session::new(config());
     let op = fresh.probe(clock.now());
-    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut fresh, op, &clock, &[], |k, _| healthy(k));
     assert_eq!(run.legs[0].body["params"]["capabilities"], json!({}));
 }
 
@@ -348,7 +348,7 @@ fn progress_is_asked_for_only_when_opted_in_and_never_extends_the_budget() {
 
     let mut plain = live_session(config(), &clock);
     let op = plain.call_tool("x", Map::new(), clock.now());
-    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
+    let run = drive(&mut plain, op, &clock, &[], |k, _| healthy(k));
     assert!(run.legs[0].body["params"].get("_meta").is_none());
 }
 
