@@ -1,0 +1,76 @@
+"""A small MCP server on the Python SDK (PyPI `mcp`, 2.x: `MCPServer`, formerly FastMCP),
+for the interop rows. It adds no behaviour of its own: what a row observes is the SDK's.
+
+    python python_sdk_server.py stdio
+    python python_sdk_server.py sse|json|stateless PORT   (streamable HTTP on 127.0.0.1:PORT/mcp)
+
+sse: answers as an event stream (the SDK's default); json: json_response=True;
+stateless: stateless_http=True (no session id, nothing to DELETE).
+Tools: echo(text), add(a, b), fail(reason) (raises: the SDK answers isError: true),
+sleep(seconds).
+Resource interop://greeting; prompt greet(name).
+"""
+
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer(name="interop-python-sdk", version="1.0.0")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns its text."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails, with the reason as the tool's error text."""
+    raise ToolError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Answers after the given number of seconds."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.resource("interop://greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A fixed text."""
+    return "hello from the python sdk"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Asks to greet someone."""
+    return f"Please greet {name}."
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "stdio":
+        server.run("stdio")
+        return
+    port = int(sys.argv[2])
+    server.run(
+        "streamable-http",
+        host="127.0.0.1",
+        port=port,
+        json_response=mode == "json",
+        stateless_http=mode == "stateless",
+    )
+
+
+if __name__ == "__main__":
+    main()

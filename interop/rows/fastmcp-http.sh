@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# FastMCP (PyPI fastmcp 4.2.3) over streamable HTTP, peers/fastmcp_server.py http. Checks: ping
+# finds the modern era (2026-07-28), tools listing, a tool call, a tool answering isError (exit
+# 1, --json), resources listing and read, prompts listing and get, a call cut at a 1 s budget,
+# and a legacy session (--protocol 2025-11-25) ended by a DELETE answered 200.
+. "$INTEROP_DIR/lib.sh"
+. "$INTEROP_DIR/checks.sh"
+
+port=$(free_port)
+start_peer server "$PY_FASTMCP" "$INTEROP_DIR/peers/fastmcp_server.py" http "$port"
+wait_port server "$port" 60
+peer_answers "peer answers initialize as an event stream, with a session" "http://127.0.0.1:$port/mcp" text/event-stream yes
+
+T=(--url "http://127.0.0.1:$port/mcp")
+ERA=modern VERSION=2026-07-28
+TOOLS=(echo fail add sleep)
+ECHO=(echo '{"text":"hi there"}' 'hi there')
+FAIL=(fail '{"reason":"on purpose"}' 'failed on purpose: on purpose')
+RESOURCE=(interop://greeting 'hello from fastmcp')
+PROMPT=(greet '{"name":"Ada"}' 'Please greet Ada')
+SLOW=(sleep '{"seconds":10}')
+CLOSE='method=close .*status=200'
+CLOSE_ARGS=(--protocol 2025-11-25)
+peer_checks
+finish

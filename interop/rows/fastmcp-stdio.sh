@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# FastMCP (PyPI fastmcp 4.2.3) over stdio, peers/fastmcp_server.py stdio (its banner and logs
+# on stderr), one process per mcp-call run. Checks: ping finds the modern era (server/discover,
+# 2026-07-28), tools listing, a tool call, a tool answering isError (exit 1, --json), resources
+# listing and read, prompts listing and get, a call cut at a 1 s budget, the legacy handshake
+# (--protocol 2025-11-25) ended by the shutdown leg, and no peer process left.
+. "$INTEROP_DIR/lib.sh"
+. "$INTEROP_DIR/checks.sh"
+
+T=(--stdio "$PY_FASTMCP $INTEROP_DIR/peers/fastmcp_server.py stdio $TAG")
+ERA=modern VERSION=2026-07-28
+TOOLS=(echo fail add sleep)
+ECHO=(echo '{"text":"hi there"}' 'hi there')
+FAIL=(fail '{"reason":"on purpose"}' 'failed on purpose: on purpose')
+RESOURCE=(interop://greeting 'hello from fastmcp')
+PROMPT=(greet '{"name":"Ada"}' 'Please greet Ada')
+SLOW=(sleep '{"seconds":10}')
+CLOSE='method=shutdown .*status=ok'
+CLOSE_ARGS=(--protocol 2025-11-25)
+peer_checks
+no_process_left "no peer process left" "$TAG"
+finish

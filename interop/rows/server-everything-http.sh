@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The reference server (npm @modelcontextprotocol/server-everything 2026.8.31) over streamable
+# HTTP (its streamableHttp mode: sessions, SSE answers, event ids), bound to 127.0.0.1 by
+# peers/loopback.cjs. Checks: ping finds the legacy era (2025-11-25), tools listing, echo,
+# get-sum with a string for a number (isError: exit 1, --json), resources listing and read,
+# prompts listing and get, trigger-long-running-operation (10 s, progress) cut at a 1 s budget,
+# and the DELETE answered 200.
+. "$INTEROP_DIR/lib.sh"
+. "$INTEROP_DIR/checks.sh"
+
+port=$(free_port)
+start_peer server env PORT="$port" node --require "$LOOPBACK" \
+  "$NPM/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp
+wait_port server "$port"
+peer_answers "peer answers initialize as an event stream, with a session" "http://127.0.0.1:$port/mcp" text/event-stream yes
+
+T=(--url "http://127.0.0.1:$port/mcp")
+ERA=legacy VERSION=2025-11-25
+TOOLS=(echo get-sum get-structured-content trigger-long-running-operation)
+ECHO=(echo '{"message":"hi there"}' 'Echo: hi there')
+FAIL=(get-sum '{"a":"one","b":2}' 'Input validation error')
+RESOURCE=(demo://resource/static/document/architecture.md 'Architecture')
+PROMPT=(args-prompt '{"city":"Paris"}' "What's weather in Paris")
+SLOW=(trigger-long-running-operation '{"duration":10,"steps":10}')
+CLOSE='method=close .*status=200'
+CLOSE_ARGS=()
+peer_checks
+finish
