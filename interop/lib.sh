@@ -101,9 +101,10 @@ _excerpt() { printf '%s' "$1" | tr '\n' '|' | cut -c1-"${2:-300}"; }
 #   out_bytes=N   stdout is N bytes long (its last newline not counted)
 #   max_ms=N      the process ended within N ms
 check() {
-  local name=$1 cond want why=""
+  local name=$1 cond want why="" timed=""
   shift
   for cond in "$@"; do
+    [[ $cond == max_ms=* ]] && timed=" (${MS} ms)"
     want=${cond#*=}
     case $cond in
       rc=*) [[ "|$want|" == *"|$RC|"* ]] || why+="exit $RC, not $want; " ;;
@@ -116,7 +117,7 @@ check() {
     esac
   done
   if [ -z "$why" ]; then
-    ok "$name"
+    ok "$name$timed"
   else
     fail "$name" "${why}stdout: $(_excerpt "$OUT") stderr: $(_excerpt "$ERR" 900)"
   fi
