@@ -60,7 +60,8 @@ use mcp_proto::{
 use mcp_testkit::{AnswerMode, Hostile, NotificationReply, Script, TestServer};
 use serde_json::Value;
 use support::{
-    Driver, Recorder, args, assert_within_budget, config, echo, new_client, peak_rss_bytes,
+    Driver, Recorder, args, assert_within_budget, config, echo, echo_call, new_client,
+    peak_rss_bytes,
 };
 
 /// Instantiates each named generic test for every driver, in a module named after it.
@@ -619,13 +620,7 @@ fn run_takes_its_own_budget_and_returns_its_outcome<D: Driver>() {
     server.update_script(|s| s.hostile("tools/call", Hostile::Stall));
     let budget = Duration::from_millis(500);
     let started = Instant::now();
-    let result = client.run(
-        Action::CallTool {
-            name: "echo".into(),
-            arguments: echo("x"),
-        },
-        Budget::from_duration(budget),
-    );
+    let result = client.run(echo_call("x"), Budget::from_duration(budget));
     let elapsed = started.elapsed();
     assert!(
         matches!(
@@ -1461,13 +1456,7 @@ fn a_close_after_a_spent_budget_sends_no_delete<D: Driver>() {
     let (mut client, recorder) = new_client::<D>(&server, budget);
     let deadline = client.open_deadline();
     let started = Instant::now();
-    let result = client.run_within(
-        Action::CallTool {
-            name: "echo".into(),
-            arguments: echo("x"),
-        },
-        deadline,
-    );
+    let result = client.run_within(echo_call("x"), deadline);
     assert!(
         matches!(result, Err(Error::LegTimedOut { .. })),
         "{result:?}"
@@ -1503,15 +1492,7 @@ fn a_close_after_a_spent_budget_sends_no_delete<D: Driver>() {
     let server = TestServer::start(Script::new());
     let (mut client, recorder) = new_client::<D>(&server, budget);
     let deadline = client.open_deadline();
-    client
-        .run_within(
-            Action::CallTool {
-                name: "echo".into(),
-                arguments: echo("x"),
-            },
-            deadline,
-        )
-        .unwrap();
+    client.run_within(echo_call("x"), deadline).unwrap();
     client.close_within(&deadline).unwrap();
     assert_eq!(server.count("DELETE"), 1);
     let close = recorder.legs().pop().unwrap();

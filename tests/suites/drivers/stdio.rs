@@ -14,7 +14,7 @@ use mcp_testkit::{
     stdio_server_command,
 };
 
-use super::support::{Driver, assert_within_budget, echo};
+use super::support::{Driver, assert_within_budget, echo, echo_call};
 
 /// A configuration for the testkit's stdio server with `script`, under `budget` at
 /// millisecond resolution, tagged (in the child's environment) with `tag`.
@@ -434,13 +434,7 @@ pub(super) fn a_close_after_a_spent_budget_ends_the_local_server_at_once<D: Driv
     let recorder = client.observe();
     let deadline = client.open_deadline();
     let started = Instant::now();
-    let result = client.run_within(
-        Action::CallTool {
-            name: "echo".into(),
-            arguments: echo("x"),
-        },
-        deadline,
-    );
+    let result = client.run_within(echo_call("x"), deadline);
     assert!(
         matches!(result, Err(Error::LegTimedOut { .. })),
         "{result:?}"

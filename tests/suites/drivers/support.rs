@@ -424,6 +424,14 @@ pub(crate) fn echo(text: &str) -> Map<String, Value> {
 }
 
 /// Tool arguments from pairs.
+/// The action of a `tools/call` of `echo` with `text`.
+pub(crate) fn echo_call(text: &str) -> Action {
+    Action::CallTool {
+        name: "echo".into(),
+        arguments: echo(text),
+    }
+}
+
 pub(crate) fn args(pairs: &[(&str, Value)]) -> Map<String, Value> {
     pairs
         .iter()
