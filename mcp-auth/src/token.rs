@@ -2,10 +2,13 @@
 //! `client_credentials`, `jwt-bearer`, a token exchange), client authentication, and the answer
 //! ([`AccessToken`], with what it needs to present itself: Bearer, or DPoP with its key).
 //!
-//! Client authentication follows the client's method: `none` puts `client_id` in the form,
-//! `client_secret_post` adds `client_secret`, `client_secret_basic` sends
-//! `Authorization: Basic` over the form-urlencoded id and secret (RFC 6749 2.3.1; the header
-//! is marked sensitive), `private_key_jwt` adds the signed client assertion (RFC 7523 2.2).
+//! Client authentication follows the client's method, and every token request names its client
+//! with `client_id` in the form whatever the method (RFC 6749 4.1.3 allows it; the Python
+//! SDK's authorization server reads the client from there even when the secret travels in
+//! Basic, and refuses a request without it): `none` stops there, `client_secret_post` adds
+//! `client_secret`, `client_secret_basic` sends `Authorization: Basic` over the
+//! form-urlencoded id and secret (RFC 6749 2.3.1; the header is marked sensitive; the secret is
+//! never in the form), `private_key_jwt` adds the signed client assertion (RFC 7523 2.2).
 //! Every token request carries `resource` (RFC 8707); one made with a DPoP key carries its proof
 //! in the `DPoP` header (RFC 9449 5). This module must never put a credential anywhere but the
 //! request it builds and the [`Secret`]s it returns.
@@ -135,18 +138,19 @@ pub(crate) fn token_request(
     if let Some(scope) = scope {
         form.append_pair("scope", scope);
     }
+    // The client is named in the form for every method: with Basic too (the header alone is
+    // what RFC 6749 2.3.1 describes, but servers such as the Python SDK's read the client
+    // from the form, and RFC 6749 4.1.3 allows it there).
+    form.append_pair("client_id", &client.client_id);
     let mut basic = None;
     match (client.auth_method, &client.client_secret) {
         (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
             basic = Some(basic_credentials(&client.client_id, secret));
         }
         (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
-            form.append_pair("client_id", &client.client_id);
             form.append_pair("client_secret", secret.expose());
         }
-        _ => {
-            form.append_pair("client_id", &client.client_id);
-        }
+        _ => {}
     }
     if let (TokenEndpointAuth::PrivateKeyJwt, Some(assertion)) =
         (client.auth_method, proofs.client_assertion)
@@ -544,33 +548,122 @@ mod tests {
         let encoded = header.to_str().unwrap().strip_prefix("Basic ").unwrap();
         let decoded = String::from_utf8(STANDARD.decode(encoded).unwrap()).unwrap();
         assert_eq!(decoded, "my+client%3A1:p%40ss+word%2B%2F");
+        // The id in the form too (the Python SDK's server reads it there), never the secret.
         let pairs = form(&request);
-        assert!(
-            pairs
-                .iter()
-                .all(|(k, _)| k != "client_id" && k != "client_secret")
-        );
+        assert!(pairs.contains(&("client_id".into(), "my client:1".into())));
+        assert!(pairs.iter().all(|(k, _)| k != "client_secret"));
         assert!(pairs.contains(&("grant_type".into(), "refresh_token".into())));
         assert!(pairs.contains(&("refresh_token".into(), "rt".into())));
     }
 
-    #[test]
-    fn client_secret_post_puts_both_in_the_form() {
-        let refresh = Secret::new("rt");
+    /// The form of `grant` sent by a client of `method` (with the secret `s3cret`, or the
+    /// assertion `client.assertion.jwt` for `private_key_jwt`), and its `Authorization` header.
+    fn sent(method: TokenEndpointAuth, grant: &GrantForm<'_>) -> (Vec<String>, Option<String>) {
+        let secret = matches!(
+            method,
+            TokenEndpointAuth::ClientSecretBasic | TokenEndpointAuth::ClientSecretPost
+        )
+        .then_some("s3cret");
+        let assertion = Secret::new("client.assertion.jwt");
+        let proofs = Proofs {
+            client_assertion: Some(&assertion),
+            dpop: None,
+        };
         let request = token_request(
             &endpoint(),
-            &client(TokenEndpointAuth::ClientSecretPost, Some("s")),
-            &GrantForm::RefreshToken {
-                refresh_token: &refresh,
-            },
-            "r",
-            &Proofs::default(),
+            &client(method, secret),
+            grant,
+            "https://mcp.example/mcp",
+            &proofs,
         )
         .unwrap();
-        assert!(request.headers().get(AUTHORIZATION).is_none());
-        let pairs = form(&request);
-        assert!(pairs.contains(&("client_id".into(), "my client:1".into())));
-        assert!(pairs.contains(&("client_secret".into(), "s".into())));
+        let pairs = form(&request)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let header = request.headers().get(AUTHORIZATION).map(|value| {
+            assert!(value.is_sensitive());
+            value.to_str().unwrap().to_owned()
+        });
+        (pairs, header)
+    }
+
+    #[test]
+    fn every_grant_names_its_client_in_the_form_with_every_authentication_method() {
+        let code = Secret::new("the-code");
+        let verifier = Secret::new("the-verifier");
+        let refresh = Secret::new("the-refresh");
+        let grants: [(GrantForm<'_>, &[&str]); 3] = [
+            (
+                GrantForm::AuthorizationCode {
+                    code: &code,
+                    redirect_uri: "http://localhost/cb",
+                    verifier: &verifier,
+                },
+                &[
+                    "grant_type=authorization_code",
+                    "code=the-code",
+                    "redirect_uri=http://localhost/cb",
+                    "code_verifier=the-verifier",
+                    "resource=https://mcp.example/mcp",
+                ],
+            ),
+            (
+                GrantForm::RefreshToken {
+                    refresh_token: &refresh,
+                },
+                &[
+                    "grant_type=refresh_token",
+                    "refresh_token=the-refresh",
+                    "resource=https://mcp.example/mcp",
+                ],
+            ),
+            (
+                GrantForm::ClientCredentials { scope: Some("a b") },
+                &[
+                    "grant_type=client_credentials",
+                    "resource=https://mcp.example/mcp",
+                    "scope=a b",
+                ],
+            ),
+        ];
+        // Basic over the form-urlencoded `my client:1` and `s3cret`.
+        let basic = format!("Basic {}", STANDARD.encode("my+client%3A1:s3cret"));
+        let methods: [(TokenEndpointAuth, &[&str], Option<&str>); 4] = [
+            (TokenEndpointAuth::None, &["client_id=my client:1"], None),
+            (
+                TokenEndpointAuth::ClientSecretBasic,
+                &["client_id=my client:1"],
+                Some(basic.as_str()),
+            ),
+            (
+                TokenEndpointAuth::ClientSecretPost,
+                &["client_id=my client:1", "client_secret=s3cret"],
+                None,
+            ),
+            (
+                TokenEndpointAuth::PrivateKeyJwt,
+                &[
+                    "client_id=my client:1",
+                    "client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                    "client_assertion=client.assertion.jwt",
+                ],
+                None,
+            ),
+        ];
+        for (grant, grant_pairs) in &grants {
+            for (method, auth_pairs, header) in &methods {
+                let expected: Vec<&str> = grant_pairs
+                    .iter()
+                    .chain(auth_pairs.iter())
+                    .copied()
+                    .collect();
+                let (pairs, sent_header) = sent(*method, grant);
+                let label = format!("{:?} with {}", grant.grant_type(), method.as_str());
+                assert_eq!(pairs, expected, "{label}");
+                assert_eq!(sent_header.as_deref(), *header, "{label}");
+            }
+        }
     }
 
     #[test]

@@ -455,9 +455,11 @@ fn token_endpoint_auth_basic() {
         .decode(header.strip_prefix("Basic ").unwrap())
         .unwrap();
     assert_eq!(decoded, b"test-client-1:test-secret-1");
+    // The id in the form too (servers such as the Python SDK's read it there), never the
+    // secret.
     let form = token.form();
     assert!(!form.contains_key("client_secret"));
-    assert!(!form.contains_key("client_id"));
+    assert_eq!(form["client_id"], "test-client-1");
     assert_pkce_and_resource(&world, SERVER_URL);
 }
 
@@ -1110,7 +1112,7 @@ fn client_credentials_basic_sends_the_grant_with_http_basic_and_no_person() {
     let form = request.form();
     assert_eq!(form["resource"], SERVER_URL);
     assert!(!form.contains_key("client_secret"));
-    assert!(!form.contains_key("client_id"));
+    assert_eq!(form["client_id"], CC_CLIENT_ID);
     assert_eq!(token.authorization_header(), "Bearer cc-token-1");
     assert!(!token.is_dpop_bound());
 }

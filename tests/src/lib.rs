@@ -33,8 +33,9 @@
 //! * [`OAuthScript`] (`oauth.rs`, through [`Script::oauth`]) guards `/mcp`
 //!   with Bearer tokens and serves, on the same port, the Protected Resource
 //!   Metadata and an authorization server that approves at once (discovery,
-//!   registration, `/authorize`, `/token` with PKCE and refresh);
-//!   [`AuthHostile`] breaks one of its rules; [`TestServer::trail`] names
+//!   registration, `/authorize`, `/token` with PKCE, refresh and client
+//!   credentials; client authentication as the Python SDK's server does it with
+//!   [`OAuthScript::client_id_in_form`]); [`AuthHostile`] breaks one of its rules; [`TestServer::trail`] names
 //!   each recorded request as the client's leg (`oauth:token`...).
 //! * [`Recorder`] ([`record`]) is an observer that collects a driver's legs
 //!   and events.

@@ -9,7 +9,7 @@
 //! | `/.well-known/oauth-authorization-server[/...]` | authorization server metadata (RFC 8414) |
 //! | `/register` | Dynamic Client Registration (RFC 7591) |
 //! | `/authorize` | approves at once: `302` to the redirect URI with `code`, `state`, `iss` |
-//! | `/token` | `authorization_code` (PKCE `S256` checked) and `refresh_token` grants |
+//! | `/token` | `authorization_code` (PKCE `S256` checked) and `refresh_token` grants; `client_credentials` for the [`OAuthScript::machine_client`] |
 //!
 //! `/mcp` answers `401` with a `WWW-Authenticate: Bearer resource_metadata="..."` challenge to
 //! any request without a token this server issued and still accepts, and `403`
@@ -82,8 +82,9 @@ pub enum AuthHostile {
 
 /// How the OAuth mode behaves. [`OAuthScript::new`] (same as `default`): the issuer is the
 /// server's own base URL, the `401` names no scope, calls need no scope, tokens last an hour
-/// and come with a refresh token, registration issues public clients (no secret), nothing
-/// hostile.
+/// and come with a refresh token, registration issues public clients (no secret), the token
+/// endpoint finds the client in Basic credentials or else in the form, no machine client,
+/// nothing hostile.
 ///
 /// ```
 /// use mcp_testkit::{AuthHostile, OAuthScript, Script};
@@ -105,6 +106,9 @@ pub struct OAuthScript {
     pub(crate) expires_in: u64,
     pub(crate) refresh_tokens: bool,
     pub(crate) client_secrets: bool,
+    pub(crate) registered_method: Option<String>,
+    pub(crate) form_client_id: bool,
+    pub(crate) machine_client: Option<(String, String)>,
     pub(crate) hostile: Option<AuthHostile>,
 }
 
@@ -118,6 +122,9 @@ impl Default for OAuthScript {
             expires_in: 3600,
             refresh_tokens: true,
             client_secrets: false,
+            registered_method: None,
+            form_client_id: false,
+            machine_client: None,
             hostile: None,
         }
     }
@@ -176,6 +183,44 @@ impl OAuthScript {
         self
     }
 
+    /// Registration answers with this `token_endpoint_auth_method` (`none`,
+    /// `client_secret_basic` or `client_secret_post`; a secret with the last two), and the server
+    /// metadata lists only it (default: as [`OAuthScript::client_secrets`] says). With
+    /// [`OAuthScript::client_id_in_form`] the token endpoint holds each client to its method.
+    pub fn registration_auth_method(mut self, method: &str) -> Self {
+        self.registered_method = Some(method.to_owned());
+        self
+    }
+
+    /// The token endpoint authenticates like the Python SDK's authorization server
+    /// (`mcp.server.auth`, PyPI `mcp` 2.3.0), for every grant: the client is the form's
+    /// `client_id`, and a request without one is refused (`401 invalid_client`, "Missing
+    /// client_id") even when Basic credentials name it; a client registered for
+    /// `client_secret_basic` must send Basic credentials whose id is the form's, one registered
+    /// for `client_secret_post` its secret in the form (default: Basic credentials, else the
+    /// form, whatever the registered method).
+    pub fn client_id_in_form(mut self, on: bool) -> Self {
+        self.form_client_id = on;
+        self
+    }
+
+    /// A client known without registration, for the `client_credentials` grant (RFC 6749
+    /// 4.4), authenticating with `client_secret_basic`; the server metadata then lists that
+    /// grant (default none).
+    pub fn machine_client(mut self, client_id: &str, secret: &str) -> Self {
+        self.machine_client = Some((client_id.to_owned(), secret.to_owned()));
+        self
+    }
+
+    /// The method registration answers with.
+    fn registered_method(&self) -> &str {
+        match &self.registered_method {
+            Some(method) => method,
+            None if self.client_secrets => "client_secret_basic",
+            None => "none",
+        }
+    }
+
     /// Breaks this rule (default none).
     pub fn hostile(mut self, mode: AuthHostile) -> Self {
         self.hostile = Some(mode);
@@ -197,10 +242,14 @@ pub(crate) struct OAuthState {
     issued: Vec<String>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Client {
     redirect_uris: Vec<String>,
     secret: Option<String>,
+    /// The `token_endpoint_auth_method` it was registered with.
+    auth_method: String,
+    /// Whether it may use `client_credentials` (the machine client).
+    machine: bool,
 }
 
 #[derive(Debug)]
@@ -389,11 +438,15 @@ fn server_metadata(script: &OAuthScript, base: &str) -> Response {
         Some(AuthHostile::WrongIssuer) => "https://issuer.evil.example".to_owned(),
         _ => issuer(script, base),
     };
-    let auth_methods = if script.client_secrets {
-        json!(["client_secret_basic", "client_secret_post"])
-    } else {
-        json!(["none"])
+    let auth_methods = match &script.registered_method {
+        Some(method) => json!([method]),
+        None if script.client_secrets => json!(["client_secret_basic", "client_secret_post"]),
+        None => json!(["none"]),
     };
+    let mut grant_types = vec!["authorization_code", "refresh_token"];
+    if script.machine_client.is_some() {
+        grant_types.push("client_credentials");
+    }
     json_reply(
         200,
         &json!({
@@ -402,7 +455,7 @@ fn server_metadata(script: &OAuthScript, base: &str) -> Response {
             "token_endpoint": format!("{base}/token"),
             "registration_endpoint": format!("{base}/register"),
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "grant_types_supported": grant_types,
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": auth_methods,
             "authorization_response_iss_parameter_supported": true,
@@ -432,13 +485,14 @@ fn register(state: &mut OAuthState, script: &OAuthScript, req: &Request) -> Resp
     // A client id is public (it is in every authorization URL): not one of the secrets.
     let client_id = state.mint("client");
     state.issued.retain(|value| *value != client_id);
-    let secret = script.client_secrets.then(|| state.mint("cs"));
+    let auth_method = script.registered_method().to_owned();
+    let secret = (auth_method != "none").then(|| state.mint("cs"));
     let mut answer = json!({
         "client_id": client_id,
         "redirect_uris": redirect_uris,
         "client_name": document["client_name"],
         "grant_types": ["authorization_code", "refresh_token"],
-        "token_endpoint_auth_method": if secret.is_some() { "client_secret_basic" } else { "none" },
+        "token_endpoint_auth_method": auth_method,
     });
     if let Some(secret) = &secret {
         answer["client_secret"] = json!(secret);
@@ -448,6 +502,8 @@ fn register(state: &mut OAuthState, script: &OAuthScript, req: &Request) -> Resp
         Client {
             redirect_uris,
             secret,
+            auth_method,
+            machine: false,
         },
     );
     json_reply(201, &answer)
@@ -537,41 +593,90 @@ fn authorize(state: &mut OAuthState, script: &OAuthScript, base: &str, req: &Req
     Response::new(302).header("Location", with_params(&target, &borrowed))
 }
 
+fn invalid_client(why: &str) -> Response {
+    oauth_error(401, "invalid_client", why)
+}
+
+/// The id and secret of `Basic` credentials (RFC 6749 2.3.1: each form-urlencoded), if the
+/// request has an `Authorization: Basic` header.
+fn basic_credentials(req: &Request) -> Option<Result<(String, String), Response>> {
+    let encoded = req
+        .header("authorization")
+        .and_then(|v| v.strip_prefix("Basic "))?;
+    let decoded = STANDARD
+        .decode(encoded.trim())
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok());
+    let Some((id, secret)) = decoded.as_deref().and_then(|text| text.split_once(':')) else {
+        return Some(Err(invalid_client("bad Basic credentials")));
+    };
+    let unescape = |text: &str| pairs(&format!("v={text}")).remove("v").unwrap_or_default();
+    Some(Ok((unescape(id), unescape(secret))))
+}
+
+/// The client called `id`: registered, or the script's machine client.
+fn known_client(state: &OAuthState, script: &OAuthScript, id: &str) -> Option<Client> {
+    if let Some(client) = state.clients.get(id) {
+        return Some(client.clone());
+    }
+    let (machine_id, secret) = script.machine_client.as_ref()?;
+    (machine_id == id).then(|| Client {
+        redirect_uris: Vec::new(),
+        secret: Some(secret.clone()),
+        auth_method: "client_secret_basic".to_owned(),
+        machine: true,
+    })
+}
+
 /// The client a token request authenticates as: `Basic` credentials, else the form's
-/// `client_id` (and `client_secret`).
-fn authenticate<'a>(
-    state: &'a OAuthState,
+/// `client_id` (and `client_secret`); with [`OAuthScript::client_id_in_form`], the form's
+/// `client_id` held to its registered method.
+fn authenticate(
+    state: &OAuthState,
+    script: &OAuthScript,
     req: &Request,
     form: &HashMap<String, String>,
-) -> Result<(String, &'a Client), Response> {
-    let invalid = |why: &str| oauth_error(401, "invalid_client", why);
-    let (id, secret) = match req
-        .header("authorization")
-        .and_then(|v| v.strip_prefix("Basic "))
-    {
-        Some(encoded) => {
-            let decoded = STANDARD
-                .decode(encoded.trim())
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .ok_or_else(|| invalid("bad Basic credentials"))?;
-            let (id, secret) = decoded
-                .split_once(':')
-                .ok_or_else(|| invalid("bad Basic credentials"))?;
-            let unescape = |text: &str| pairs(&format!("v={text}")).remove("v").unwrap_or_default();
-            (unescape(id), Some(unescape(secret)))
+) -> Result<(String, Client), Response> {
+    let (id, secret) = if script.form_client_id {
+        // What mcp.server.auth's ClientAuthenticator does, message for message.
+        let id = form
+            .get("client_id")
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| invalid_client("Missing client_id"))?;
+        let client =
+            known_client(state, script, id).ok_or_else(|| invalid_client("Invalid client_id"))?;
+        let secret = match client.auth_method.as_str() {
+            "client_secret_basic" => {
+                let (basic_id, secret) = basic_credentials(req).ok_or_else(|| {
+                    invalid_client(
+                        "Missing or invalid Basic authentication in Authorization header",
+                    )
+                })??;
+                if basic_id != *id {
+                    return Err(invalid_client("Client ID mismatch in Basic auth"));
+                }
+                Some(secret)
+            }
+            "client_secret_post" => form.get("client_secret").cloned(),
+            _ => None,
+        };
+        (id.clone(), secret)
+    } else {
+        match basic_credentials(req) {
+            Some(credentials) => {
+                let (id, secret) = credentials?;
+                (id, Some(secret))
+            }
+            None => (
+                form.get("client_id").cloned().unwrap_or_default(),
+                form.get("client_secret").cloned(),
+            ),
         }
-        None => (
-            form.get("client_id").cloned().unwrap_or_default(),
-            form.get("client_secret").cloned(),
-        ),
     };
-    let client = state
-        .clients
-        .get(&id)
-        .ok_or_else(|| invalid("unknown client"))?;
+    let client =
+        known_client(state, script, &id).ok_or_else(|| invalid_client("unknown client"))?;
     if client.secret.is_some() && client.secret != secret {
-        return Err(invalid("wrong or missing client secret"));
+        return Err(invalid_client("wrong or missing client secret"));
     }
     Ok((id, client))
 }
@@ -582,8 +687,8 @@ fn token(state: &mut OAuthState, script: &OAuthScript, base: &str, req: &Request
     }
     let form = pairs(&String::from_utf8_lossy(&req.body));
     let field = |name: &str| form.get(name).map(String::as_str).unwrap_or("");
-    let client_id = match authenticate(state, req, &form) {
-        Ok((id, _)) => id,
+    let (client_id, client) = match authenticate(state, script, req, &form) {
+        Ok(found) => found,
         Err(refusal) => return refusal,
     };
     let invalid_grant = |why: &str| oauth_error(400, "invalid_grant", why);
@@ -619,6 +724,12 @@ fn token(state: &mut OAuthState, script: &OAuthScript, base: &str, req: &Request
             }
             scope
         }
+        "client_credentials" if client.machine => {
+            if form.get("resource").is_some_and(|r| *r != mcp_url(base)) {
+                return oauth_error(400, "invalid_target", "resource differs");
+            }
+            field("scope").to_owned()
+        }
         _ => return oauth_error(400, "unsupported_grant_type", "unsupported grant_type"),
     };
     let access = state.mint("at");
@@ -633,7 +744,8 @@ fn token(state: &mut OAuthState, script: &OAuthScript, base: &str, req: &Request
     if !scope.is_empty() {
         answer["scope"] = json!(scope);
     }
-    if script.refresh_tokens {
+    // No refresh token for a machine: it asks again (RFC 6749 4.4.3).
+    if script.refresh_tokens && !client.machine {
         let refresh = state.mint("rt");
         state.refresh.insert(refresh.clone(), (client_id, scope));
         answer["refresh_token"] = json!(refresh);
@@ -643,7 +755,7 @@ fn token(state: &mut OAuthState, script: &OAuthScript, base: &str, req: &Request
 
 /// The leg a recorded request was, in the client's words: `oauth:resource-metadata`,
 /// `oauth:server-metadata`, `oauth:register`, `oauth:authorize` (the browser's GET),
-/// `oauth:token`, `oauth:refresh`; for `/mcp`, [`RecordedRequest::label`]; else
+/// `oauth:token`, `oauth:refresh`, `oauth:client-credentials`; for `/mcp`, [`RecordedRequest::label`]; else
 /// `"<METHOD> <path>"`.
 pub(crate) fn leg_label(request: &RecordedRequest) -> String {
     let path = request.path.split('?').next().unwrap_or("");
@@ -659,6 +771,7 @@ pub(crate) fn leg_label(request: &RecordedRequest) -> String {
         let form = pairs(&String::from_utf8_lossy(&request.body));
         match form.get("grant_type").map(String::as_str) {
             Some("refresh_token") => Some("oauth:refresh"),
+            Some("client_credentials") => Some("oauth:client-credentials"),
             _ => Some("oauth:token"),
         }
     } else {

@@ -113,6 +113,8 @@ for_each_driver!(
     a_spent_refresh_token_leads_to_a_new_authorization_inside_the_operation,
     an_authorization_endpoint_that_never_answers_ends_at_the_budget,
     an_authorizer_that_runs_out_of_time_or_fails_is_not_reported_as_missing,
+    a_token_endpoint_reading_the_client_from_the_form_authorizes_every_method,
+    client_credentials_authenticate_with_basic_and_name_the_client_in_the_form,
     // Local servers over stdio (the testkit's stdio server).
     a_local_server_is_started_by_the_first_operation_and_kept_for_the_next,
     a_modern_local_server_answers_its_probe_then_each_call_in_one_leg,

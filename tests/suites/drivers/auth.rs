@@ -5,11 +5,12 @@
 //! authorization server ends in its own typed error inside the budget; credentials never reach
 //! an error, a log, a non-MCP path or another host, and no redirect is followed; an expired
 //! token is refreshed inside the next operation's budget; a step-up is authorized inside the
-//! call that needed it.
+//! call that needed it; a token endpoint that reads the client from the form (the Python
+//! SDK's) serves every grant with every client authentication method.
 
 use std::time::{Duration, Instant};
 
-use mcp_proto::mcp_auth::{AuthError, ClientConfig};
+use mcp_proto::mcp_auth::{AuthError, ClientConfig, Grant};
 use mcp_proto::{CallToolResult, Error, LegKind, OAuth, SessionConfig};
 use mcp_testkit::{AuthHostile, OAuthScript, RecordedRequest, Script, TestServer};
 
@@ -610,4 +611,124 @@ pub(super) fn an_authorizer_that_runs_out_of_time_or_fails_is_not_reported_as_mi
         assert_within_budget(&label, call.elapsed, budget, MS);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Checks how each token request of `server` authenticated as a client of `method`: the
+/// client named in the form always, the secret in Basic credentials for `client_secret_basic`
+/// (never in the form), in the form for `client_secret_post`, nowhere for `none`.
+fn token_request_failures(server: &TestServer, method: &str) -> Vec<String> {
+    let mut failures = Vec::new();
+    for request in server.requests().iter().filter(|r| path(r) == "/token") {
+        let grant = param(request, "grant_type").unwrap_or_default();
+        let label = format!("{method}, {grant}");
+        if param(request, "client_id").is_none_or(|id| id.is_empty()) {
+            failures.push(format!("{label}: no client_id in the form"));
+        }
+        let basic = request
+            .header("authorization")
+            .is_some_and(|v| v.starts_with("Basic "));
+        let form_secret = param(request, "client_secret").is_some();
+        let (want_basic, want_form_secret) = match method {
+            "client_secret_basic" => (true, false),
+            "client_secret_post" => (false, true),
+            _ => (false, false),
+        };
+        if basic != want_basic || form_secret != want_form_secret {
+            failures.push(format!(
+                "{label}: Basic credentials {basic}, a secret in the form {form_secret}"
+            ));
+        }
+    }
+    failures
+}
+
+pub(super) fn a_token_endpoint_reading_the_client_from_the_form_authorizes_every_method<
+    D: Driver,
+>() {
+    // The Python SDK's authorization server refused the code exchange of a client_secret_basic
+    // client ("401 invalid_client: Missing client_id") when the id travelled in Basic only.
+    let mut failures = Vec::new();
+    for method in ["client_secret_basic", "client_secret_post", "none"] {
+        let server = TestServer::start(
+            Script::new().oauth(
+                OAuthScript::new()
+                    .registration_auth_method(method)
+                    .client_id_in_form(true),
+            ),
+        );
+        let (mut client, recorder) = oauth_client::<D>(&server, BUDGET, true);
+        match client.call_tool("echo", echo("cold")) {
+            Ok(result) if result.text() == "cold" => {}
+            other => {
+                failures.push(format!("{method}: the cold call ended in {other:?}"));
+                continue;
+            }
+        }
+        assert_one_deadline(&recorder);
+        // The refresh authenticates the same way.
+        server.expire_tokens();
+        recorder.clear();
+        match client.call_tool("echo", echo("refreshed")) {
+            Ok(result) if result.text() == "refreshed" => {}
+            other => failures.push(format!("{method}: the refreshed call ended in {other:?}")),
+        }
+        let trail = server.trail();
+        eprintln!("{method}: {trail:?}");
+        if server.count("oauth:token") != 1 || server.count("oauth:refresh") != 1 {
+            failures.push(format!(
+                "{method}: expected a code exchange and a refresh: {trail:?}"
+            ));
+        }
+        failures.extend(token_request_failures(&server, method));
+        assert_credentials_stay_home(&server);
+        assert_one_deadline(&recorder);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+pub(super) fn client_credentials_authenticate_with_basic_and_name_the_client_in_the_form<
+    D: Driver,
+>() {
+    let server = TestServer::start(
+        Script::new().oauth(
+            OAuthScript::new()
+                .client_id_in_form(true)
+                .machine_client("machine-1", "machine secret+1"),
+        ),
+    );
+    let grant = Grant::client_credentials("machine-1", "machine secret+1");
+    let client_config = ClientConfig::headless(grant).expect("a grant without a person");
+    let mut client = D::new(config(&server, BUDGET).with_oauth(OAuth::new(client_config)));
+    let recorder = client.observe();
+    match client.call_tool("echo", echo("machine")) {
+        Ok(result) => assert_eq!(result.text(), "machine"),
+        Err(err) => panic!("{err:?}; legs {:?}", server.trail()),
+    }
+    assert_eq!(
+        server.trail(),
+        [
+            "initialize",
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:client-credentials",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+        ]
+    );
+    assert_one_deadline(&recorder);
+    // No refresh token for a machine: an expired token means asking again.
+    server.expire_tokens();
+    server.clear_requests();
+    let again = client.call_tool("echo", echo("again"));
+    assert!(again.is_ok(), "{again:?}; legs {:?}", server.trail());
+    assert_eq!(
+        server.count("oauth:client-credentials"),
+        1,
+        "{:?}",
+        server.trail()
+    );
+    let failures = token_request_failures(&server, "client_secret_basic");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_credentials_stay_home(&server);
 }
