@@ -21,6 +21,11 @@ set -u
 : "${DRIVER:?DRIVER: blocking or tokio}"
 : "${INTEROP_HOME:=$HOME/.cache/mcp-interop}"
 : "${INTEROP_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+# `mcp-call login` listens for the redirect on 127.0.0.1:8976 when it is free and on another
+# port when not, and a registration belongs to its redirect URI: one login at a time on this
+# machine (the rows that log in take this lock), so a row's registration is the one it expects.
+exec 7>"$INTEROP_HOME/.login.lock"
+flock 7
 
 PY="$INTEROP_HOME/venv-mcp/bin/python"
 SERVER="$INTEROP_DIR/peers/python_auth_server.py"

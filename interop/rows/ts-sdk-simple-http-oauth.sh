@@ -8,6 +8,11 @@
 # no token is printed; the credentials file is 0600; a call and a listing with the kept token
 # (no OAuth leg); ping finds the legacy era; `logout` forgets the token (the next call exits 7).
 . "$INTEROP_DIR/lib.sh"
+# `mcp-call login` listens for the redirect on 127.0.0.1:8976 when it is free and on another
+# port when not, and a registration belongs to its redirect URI: one login at a time on this
+# machine (the rows that log in take this lock), so a row's registration is the one it expects.
+exec 7>"$INTEROP_HOME/.login.lock"
+flock 7
 
 mcp_port=$(free_port)
 auth_port=$(free_port)
