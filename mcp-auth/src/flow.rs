@@ -878,9 +878,10 @@ impl AuthFlow {
                 source: ClientSource::MetadataDocument,
             })
         } else {
-            self.store
-                .client(&issuer)
-                .filter(|client| client.redirect_uri == self.config.redirect_uri)
+            // A registration serves a refresh whatever redirect URI it was made for (a refresh
+            // has none); an authorization needs one made for this redirect URI
+            // (`without_refresh`).
+            self.store.client(&issuer)
         };
         let stored = self.store.tokens(&issuer, &self.resource());
         self.found.stored_scope = stored
@@ -907,10 +908,16 @@ impl AuthFlow {
         Ok(())
     }
 
-    /// With a client, authorize; without one, register if the server can.
+    /// With a client registered for this redirect URI, authorize; without one, register if
+    /// the server can.
     fn without_refresh(&self) -> Result<Stage, AuthError> {
         let metadata = self.metadata()?;
-        if self.found.client.is_some() {
+        let usable = self
+            .found
+            .client
+            .as_ref()
+            .is_some_and(|client| client.redirect_uri == self.config.redirect_uri);
+        if usable {
             Ok(Stage::Authorize)
         } else if metadata.registration_endpoint.is_some() {
             Ok(Stage::Register)

@@ -1820,3 +1820,52 @@ fn grants_without_a_person_bind_their_tokens_too() {
     assert_eq!(world.sent("oauth:client-credentials").len(), 2);
     assert_eq!(as_obs.borrow().valid_proofs, 2);
 }
+
+#[test]
+fn a_refresh_uses_the_registration_whatever_redirect_uri_it_was_made_for() {
+    // `mcp-call login` fell back to another port than the later commands' redirect URI: the
+    // kept registration still serves the refresh (a refresh has no redirect), and only an
+    // authorization that needs the person registers again, for its own redirect URI.
+    let (mut world, mut flow) = World::standard(&AsOpts {
+        refresh_token: Some("refresh-1"),
+        ..AsOpts::default()
+    });
+    world.run(&mut flow).unwrap();
+    let elsewhere = || {
+        mcp_auth::ClientConfig::new("http://127.0.0.1:40001/callback")
+            .unwrap()
+            .with_client_name("conformance-client")
+    };
+    let first = world.seen.len();
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), elsewhere());
+    world.run(&mut flow).unwrap();
+    let later: Vec<_> = world.seen[first..].iter().map(|s| s.label).collect();
+    assert_eq!(
+        later,
+        [
+            "oauth:resource-metadata",
+            "oauth:server-metadata",
+            "oauth:refresh"
+        ],
+        "no second registration for a refresh"
+    );
+    assert_eq!(
+        world.sent("oauth:refresh")[0].form()["client_id"],
+        "test-client-id"
+    );
+    // The refresh refused: a person must approve, at the new redirect URI: registered anew.
+    world.route(
+        Method::POST,
+        &format!("{AS}/token"),
+        400,
+        r#"{"error":"invalid_grant"}"#,
+    );
+    let registered = world.sent("oauth:register").len();
+    let mut flow = world.flow(unauthorized(Some(&prm_url()), None), elsewhere());
+    let _ = world.run(&mut flow);
+    assert_eq!(world.sent("oauth:register").len(), registered + 1);
+    assert_eq!(
+        world.last_authorize_param("redirect_uri").as_deref(),
+        Some("http://127.0.0.1:40001/callback")
+    );
+}
