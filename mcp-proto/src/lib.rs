@@ -83,6 +83,7 @@ pub mod operation;
 mod session;
 mod skills;
 pub mod sse;
+mod start;
 mod transport;
 mod wire;
 
