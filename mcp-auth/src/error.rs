@@ -313,7 +313,15 @@ impl AuthError {
 }
 
 /// Server text made safe to quote: control characters and runs of whitespace folded to one
-/// space, at most `limit` characters (an ellipsis marks a cut).
+/// space, the ends trimmed, at most `limit` characters (an ellipsis marks a cut, never after a
+/// space). The one quoting rule of the workspace (`mcp_proto::clip` is this).
+///
+/// ```
+/// use mcp_auth::clip;
+/// assert_eq!(clip("line one\r\n\tline two", 200), "line one line two");
+/// assert_eq!(clip("abcdef", 3), "abc…");
+/// assert_eq!(clip("ab cd", 3), "ab…");
+/// ```
 pub fn clip(text: &str, limit: usize) -> String {
     let mut out = String::new();
     let mut chars = 0;

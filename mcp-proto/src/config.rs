@@ -12,11 +12,12 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
 use crate::deadline::{Budget, Resolution};
-use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::error::Error;
 use crate::jsonrpc::RpcError;
 use crate::model::{ClientInfo, ProtocolVersion};
 use crate::transport::{StdioCommand, Transport};
 use crate::wire::{Endpoint, RESERVED_HEADERS};
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// Everything a session needs to know before it talks to a server.
 ///

@@ -12,17 +12,14 @@
 //! the configuration, raise the budget) without matching every variant.
 //!
 //! Every message names the server by its label (default: host and port of its URL). Text that
-//! came from the server is quoted through [`clip`]: control characters folded to a space, at
+//! came from the server is quoted through [`clip`](crate::clip): control characters folded to a space, at
 //! most 200 characters, so a hostile server cannot flood a log line or forge one.
 
 use std::time::Duration;
 
 use crate::deadline::{Budget, format_seconds};
 use crate::model::ProtocolVersion;
-use crate::network::{TlsProblem, tls_message};
-
-/// The most characters of server-sent text quoted in an error message.
-pub const QUOTE_LIMIT: usize = 200;
+use crate::tls::{TlsProblem, tls_message};
 
 /// Everything that can end an operation without its result.
 ///
@@ -453,57 +450,9 @@ impl Error {
     }
 }
 
-/// Makes server-sent text safe to quote: every run of control characters (and other
-/// whitespace) becomes one space, the ends are trimmed, and the text is cut at `limit`
-/// characters plus an ellipsis.
-///
-/// ```
-/// use mcp_proto::clip;
-/// assert_eq!(clip("line one\r\n\tline two", 200), "line one line two");
-/// assert_eq!(clip("abcdef", 3), "abc…");
-/// ```
-pub fn clip(text: &str, limit: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(limit * 4 + 4));
-    let mut chars = 0;
-    let mut pending_space = false;
-    for c in text.chars() {
-        if c.is_control() || c.is_whitespace() {
-            pending_space = true;
-            continue;
-        }
-        if pending_space && !out.is_empty() {
-            if chars == limit {
-                out.push('…');
-                return out;
-            }
-            out.push(' ');
-            chars += 1;
-        }
-        pending_space = false;
-        if chars == limit {
-            out.push('…');
-            return out;
-        }
-        out.push(c);
-        chars += 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clip_folds_controls_and_cuts_at_the_limit() {
-        assert_eq!(clip("  a\u{0}\u{1b}[31m b  ", 200), "a [31m b");
-        let long = "x".repeat(500);
-        let clipped = clip(&long, QUOTE_LIMIT);
-        assert_eq!(clipped.chars().count(), QUOTE_LIMIT + 1);
-        assert!(clipped.ends_with('…'));
-        assert_eq!(clip("exactly", 7), "exactly");
-        assert_eq!(clip("", 7), "");
-    }
 
     #[test]
     fn the_budget_message_says_the_server_was_not_asked() {

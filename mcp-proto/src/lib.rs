@@ -84,6 +84,7 @@ mod session;
 mod skills;
 pub mod sse;
 mod start;
+mod tls;
 mod transport;
 mod wire;
 
@@ -95,11 +96,14 @@ pub use catalog::{
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::SessionConfig;
 pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};
-pub use error::{Error, Fault, QUOTE_LIMIT, clip};
+pub use error::{Error, Fault};
 pub use jsonrpc::{RequestId, RpcError};
 /// The OAuth core the operation runs (re-exported so callers configure it without naming
 /// another dependency).
 pub use mcp_auth;
+/// One way to quote server text, shared with `mcp-auth`: control characters folded to a
+/// space, at most [`QUOTE_LIMIT`] characters, an ellipsis where it was cut.
+pub use mcp_auth::{QUOTE_LIMIT, clip};
 pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
     ServerInfo, SessionInfo, Subscription, SubscriptionEnd, accept_elicitation_with_defaults,

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::clip;
+use mcp_auth::clip;
 
 /// How this client identifies itself in `initialize` (legacy) or in every request's `_meta` (modern).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -329,7 +329,7 @@ impl Notification {
                 .params
                 .get("message")
                 .and_then(Value::as_str)
-                .map(|m| clip(m, crate::error::QUOTE_LIMIT)),
+                .map(|m| clip(m, mcp_auth::QUOTE_LIMIT)),
         })
     }
 }

@@ -144,7 +144,7 @@ pub(crate) fn verify(skill: &Skill, file: &SkillFile, bytes: &[u8]) -> Result<()
             if listed.get(key).unwrap_or(&Value::Null) != found.get(key).unwrap_or(&Value::Null) {
                 return Err(format!(
                     "its frontmatter's \"{}\" differs from the listing's",
-                    crate::error::clip(key, crate::error::QUOTE_LIMIT)
+                    mcp_auth::clip(key, mcp_auth::QUOTE_LIMIT)
                 ));
             }
         }

@@ -14,10 +14,11 @@ use super::{LegKind, Operation, Outcome, Relist, Step};
 use crate::catalog::{
     CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult, Tool,
 };
-use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::error::Error;
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
 use crate::skills::{self, LoadedSkill, SkillFile};
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// The most times one operation answers a server's request for more input.
 const MAX_INPUT_ROUNDS: u32 = 8;

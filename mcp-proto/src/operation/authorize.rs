@@ -350,7 +350,7 @@ impl Operation {
             PersonAnswer::Redirect(url) => flow.handle_redirect(url),
             PersonAnswer::NoAuthorizer => flow.handle_no_authorizer(),
             PersonAnswer::Failed(detail) => {
-                let detail = crate::error::clip(detail, crate::error::QUOTE_LIMIT);
+                let detail = mcp_auth::clip(detail, mcp_auth::QUOTE_LIMIT);
                 self.person_failed(&format!("the authorizer failed: {detail}"));
             }
         }

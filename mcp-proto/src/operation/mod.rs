@@ -123,11 +123,12 @@ use serde_json::Value;
 
 use crate::catalog::ListKind;
 use crate::deadline::OperationDeadline;
-use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::error::Error;
 use crate::model::{ProtocolVersion, SessionInfo, SubscriptionEnd};
 use crate::session::Session;
 use crate::sse::SseEvent;
 use crate::wire;
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 use answer::{Loading, Paging};
 use authorize::{Authorizing, PersonAnswer};
@@ -530,7 +531,7 @@ impl Operation {
     ///
     /// [`TlsProblem::TimedOut`]: crate::TlsProblem::TimedOut
     pub fn handle_transport_error(&mut self, id: LegId, error: TransportError, now: Instant) {
-        if error.kind == TransportErrorKind::Tls(crate::network::TlsProblem::TimedOut) {
+        if error.kind == TransportErrorKind::Tls(crate::tls::TlsProblem::TimedOut) {
             if let Some(role) = self.legs.find(id) {
                 self.timers.stop(Timer::LegEnd(role));
                 self.leg_failed(role, Some(&error));
@@ -750,7 +751,7 @@ impl Operation {
                 });
             }
             TransportErrorKind::Tls(problem) => {
-                let detail = if problem == crate::network::TlsProblem::TimedOut {
+                let detail = if problem == crate::tls::TlsProblem::TimedOut {
                     format!("the {} s", crate::deadline::format_seconds(grant))
                 } else {
                     clip(&error.detail, QUOTE_LIMIT)

@@ -17,11 +17,12 @@ use serde_json::{Map, Value};
 use super::era::is_modern_error;
 use super::legs::Role;
 use super::{LegKind, LegStatus, Operation};
-use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::error::Error;
 use crate::jsonrpc::{self, Incoming};
 use crate::model::Notification;
 use crate::sse::{SseError, SseEvent, SseParser};
 use crate::wire::{SESSION_HEADER, valid_session_id};
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 use super::Event;
 

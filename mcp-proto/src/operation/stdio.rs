@@ -27,9 +27,10 @@ use std::time::Instant;
 use super::legs::Role;
 use super::read::decode;
 use super::{Event, LegId, LegKind, Operation, ProcessExit};
-use crate::error::{Error, QUOTE_LIMIT, clip};
+use crate::error::Error;
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::transport::Framed;
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 impl Operation {
     /// Over stdio: the message of leg `id` was written to the server's stdin (for a

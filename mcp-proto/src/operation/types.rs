@@ -15,8 +15,8 @@ use crate::catalog::{
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
-use crate::network::TlsProblem;
 use crate::skills::{LoadedSkill, Skill};
+use crate::tls::TlsProblem;
 
 /// How long to wait before resuming a closed stream when the server named no `retry`.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
