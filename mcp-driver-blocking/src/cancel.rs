@@ -33,8 +33,15 @@ pub(crate) struct Shared {
     drain_until: Mutex<Option<Instant>>,
     /// Wakes a driver waiting (to resume a stream) when the operation is cancelled.
     woken: Condvar,
-    /// Over stdio: the mailbox the operation's thread waits on, woken by a cancel.
-    waker: Mutex<Option<Arc<crate::stdio::Mailbox>>>,
+    /// Over stdio: what the operation's thread waits on (the process's mailbox), woken by a
+    /// cancel.
+    waker: Mutex<Option<Arc<dyn Wake>>>,
+}
+
+/// Something an operation's thread waits on, which a cancel must wake.
+pub(crate) trait Wake: Send + Sync {
+    /// Wakes the waiting thread.
+    fn wake(&self);
 }
 
 #[derive(Default)]
@@ -91,8 +98,8 @@ impl Shared {
 
     /// Forgets the previous leg's connect failure.
     /// Over stdio: a cancel wakes the thread waiting on `mailbox`.
-    pub(crate) fn set_waker(&self, mailbox: Arc<crate::stdio::Mailbox>) {
-        *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(mailbox);
+    pub(crate) fn set_waker(&self, waker: Arc<dyn Wake>) {
+        *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(waker);
     }
 
     pub(crate) fn begin_leg(&self) {

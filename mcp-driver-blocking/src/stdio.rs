@@ -21,7 +21,7 @@ use mcp_proto::{
     StdioCommand, TransportError, TransportErrorKind,
 };
 
-use crate::cancel::Shared;
+use crate::cancel::{Shared, Wake};
 use crate::trace;
 use mcp_driver_common::{StderrTail, StdioLegs};
 
@@ -55,12 +55,6 @@ impl Mailbox {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes the operation's thread (a cancel).
-    pub(crate) fn wake(&self) {
-        self.lock().woken = true;
-        self.changed.notify_all();
-    }
-
     fn push(&self, chunk: Vec<u8>) {
         let mut state = self.lock();
         while state.queued >= QUEUE_BYTES {
@@ -76,6 +70,14 @@ impl Mailbox {
 
     fn close(&self) {
         self.lock().closed = true;
+        self.changed.notify_all();
+    }
+}
+
+impl Wake for Mailbox {
+    /// Wakes the operation's thread (a cancel).
+    fn wake(&self) {
+        self.lock().woken = true;
         self.changed.notify_all();
     }
 }
@@ -468,7 +470,7 @@ impl StdioDriver<'_> {
         let clock = MonotonicClock;
         let mut legs = StdioLegs::default();
         if let Some(child) = self.child.as_ref() {
-            self.shared.set_waker(Arc::clone(&child.mailbox));
+            self.shared.set_waker(child.mailbox.clone());
         }
         loop {
             if self.shared.is_cancelled() && !op.is_finished() {
@@ -519,7 +521,7 @@ impl StdioDriver<'_> {
         match leg.kind {
             LegKind::Spawn => match Child::spawn(self.command) {
                 Ok(child) => {
-                    self.shared.set_waker(Arc::clone(&child.mailbox));
+                    self.shared.set_waker(child.mailbox.clone());
                     *self.child = Some(child);
                     op.handle_sent(leg.id, clock.now());
                     false

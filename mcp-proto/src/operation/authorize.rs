@@ -24,21 +24,9 @@ use mcp_auth::{AuthError, AuthFlow, AuthStep, Challenge, MAX_ANSWER_BYTES};
 
 use super::legs::Role;
 use super::timers::Timer;
-use super::{LegKind, LegStatus, Operation, Output};
+use super::{Authorize, LegKind, LegStatus, Operation, Output};
 use crate::deadline::Budget;
 use crate::error::Error;
-
-/// What the browser step of an authorization needs: the URL a person must open, and how long
-/// the operation can wait for the redirect (what was left of its budget).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Authorize {
-    /// The authorization URL: open it in a browser (it holds no secret).
-    pub url: String,
-    /// How long the person has: the rest of the budget. Never zero.
-    pub timeout: Duration,
-    /// The instant that time ends.
-    pub ends_at: Instant,
-}
 
 /// What came back from the browser step.
 pub(super) enum PersonAnswer<'a> {

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use super::read::Reading;
 use super::types::{LegId, LegKind};
+use crate::sse::SseParser;
 
 /// What the operation does with a leg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,4 +131,19 @@ impl LegTable {
     pub(super) fn clear(&mut self) {
         self.slots = Default::default();
     }
+}
+
+/// How far a leg's body has been read.
+#[derive(Debug)]
+pub(super) enum Reading {
+    /// Waiting for the head.
+    Head,
+    /// A JSON body, collected until it ends.
+    Json(Vec<u8>),
+    /// An event stream, parsed as it arrives.
+    Sse {
+        parser: SseParser,
+        /// Whether any message (not only priming events) came on it.
+        saw_message: bool,
+    },
 }

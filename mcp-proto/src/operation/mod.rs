@@ -139,11 +139,10 @@ use resume::Resumption;
 use timers::{Timer, TimerTable};
 use view::View;
 
-pub use authorize::Authorize;
 pub use types::{
-    Action, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, LISTEN_HEAD_WAIT,
-    Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, Output, ProcessExit,
-    TransportError, TransportErrorKind,
+    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,
+    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome,
+    Output, ProcessExit, TransportError, TransportErrorKind,
 };
 
 /// A tool call's refresh of the listing after a header mismatch: at most once per operation.

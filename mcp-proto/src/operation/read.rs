@@ -15,7 +15,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
 use super::era::is_modern_error;
-use super::legs::Role;
+use super::legs::{Reading, Role};
 use super::{LegKind, LegStatus, Operation};
 use crate::error::Error;
 use crate::jsonrpc::{self, Incoming};
@@ -25,21 +25,6 @@ use crate::wire::{SESSION_HEADER, valid_session_id};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 use super::Event;
-
-/// How far a leg's body has been read.
-#[derive(Debug)]
-pub(super) enum Reading {
-    /// Waiting for the head.
-    Head,
-    /// A JSON body, collected until it ends.
-    Json(Vec<u8>),
-    /// An event stream, parsed as it arrives.
-    Sse {
-        parser: SseParser,
-        /// Whether any message (not only priming events) came on it.
-        saw_message: bool,
-    },
-}
 
 /// The media type of a head, lower case, without parameters (empty when absent). Borrowed from
 /// the head unless it had to be lowered or was not UTF-8.

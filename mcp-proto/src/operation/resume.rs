@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::legs::Reading;
 use super::legs::Role;
-use super::read::Reading;
 use super::timers::Timer;
 use super::{DEFAULT_RETRY, LegKind, MAX_REISSUES, MAX_RESUMPTIONS, Operation};
 

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use super::legs::Reading;
 use super::legs::{InFlight, Role};
-use super::read::Reading;
 use super::timers::Timer;
 use super::{Action, CANCEL_NOTICE_GRANT, Leg, LegId, LegKind, Operation, Output};
 use crate::deadline::Budget;

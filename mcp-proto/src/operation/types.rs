@@ -432,7 +432,7 @@ pub enum Output {
     /// redirect URL with [`handle_redirect`](crate::Operation::handle_redirect). Without an
     /// authorizer, call [`decline_authorization`](crate::Operation::decline_authorization) at
     /// once: the operation ends with [`Error::AuthorizationRequired`] having waited for no one.
-    Authorize(super::authorize::Authorize),
+    Authorize(Authorize),
     /// The operation is over: drop every leg still in flight. Polling again yields
     /// [`Error::AlreadyFinished`].
     Done(Result<Outcome, Error>),
@@ -507,4 +507,16 @@ impl TransportError {
             detail: detail.into(),
         }
     }
+}
+
+/// What the browser step of an authorization needs: the URL a person must open, and how long
+/// the operation can wait for the redirect (what was left of its budget).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorize {
+    /// The authorization URL: open it in a browser (it holds no secret).
+    pub url: String,
+    /// How long the person has: the rest of the budget. Never zero.
+    pub timeout: Duration,
+    /// The instant that time ends.
+    pub ends_at: Instant,
 }
