@@ -6,8 +6,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, DRAIN_BYTES, DRAIN_WAIT, Error, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus,
-    MonotonicClock, Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Error, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, MonotonicClock,
+    Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
@@ -259,7 +259,7 @@ impl<'a> Driver<'a> {
         now: Instant,
         ends_at: Instant,
     ) {
-        let until = (now + DRAIN_WAIT).min(ends_at);
+        let until = mcp_proto::drain_until(now, ends_at);
         self.shared.set_drain(Some(until));
         let mut left = DRAIN_BYTES;
         while left > 0 {

@@ -3,7 +3,7 @@
 //!
 //! Nothing here decides anything: every head, frame and failure goes to the operation, which
 //! says whether to read on. The only waits are the operation's (its next timer, in the
-//! client's loop) and the drain after an answer, bounded by the proto's [`DRAIN_WAIT`] and
+//! client's loop) and the drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::drain_until) and
 //! [`DRAIN_BYTES`].
 
 use std::error::Error as StdError;
@@ -25,9 +25,8 @@ use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use mcp_proto::network::parse_connect_response;
 use mcp_proto::{
-    Clock, DRAIN_BYTES, DRAIN_WAIT, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Network,
-    Observer, Operation, Proxies, ProxyFailure, ProxyUrl, TlsProblem, TransportError,
-    TransportErrorKind,
+    Clock, DRAIN_BYTES, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Network, Observer,
+    Operation, Proxies, ProxyFailure, ProxyUrl, TlsProblem, TransportError, TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -449,7 +448,8 @@ pub(crate) async fn feed(
                 return now;
             }
             if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {
-                if drain_rest(body).await {
+                let until = mcp_proto::drain_until(now, leg.ends_at);
+                if drain_rest(body, until).await {
                     now = TokioClock.now();
                 }
             }
@@ -536,7 +536,7 @@ pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportError
 /// bounds, so that hyper puts the connection back in its pool instead of closing it. What is
 /// already in (usually the chunked body's end) is read without arming a timer. Returns whether
 /// it had to wait.
-async fn drain_rest(body: &mut Incoming) -> bool {
+async fn drain_rest(body: &mut Incoming, until: Instant) -> bool {
     let mut left = DRAIN_BYTES;
     loop {
         if body.is_end_stream() {
@@ -555,7 +555,7 @@ async fn drain_rest(body: &mut Incoming) -> bool {
             Poll::Ready(_) => return false,
         }
     }
-    let _ = tokio::time::timeout(DRAIN_WAIT, async {
+    let _ = tokio::time::timeout_at(tokio::time::Instant::from_std(until), async {
         while let Some(Ok(frame)) = body.frame().await {
             left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
             if left == 0 {

@@ -113,7 +113,7 @@ pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,
     LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation,
-    Outcome, Output, ProcessExit, TransportError, TransportErrorKind,
+    Outcome, Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
 };
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};

@@ -142,7 +142,7 @@ use view::View;
 pub use types::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,
     LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome,
-    Output, ProcessExit, TransportError, TransportErrorKind,
+    Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
 };
 
 /// A tool call's refresh of the listing after a header mismatch: at most once per operation.

@@ -261,6 +261,22 @@ pub struct Leg {
     pub ends_at: Instant,
 }
 
+impl Leg {
+    /// After this leg answered [`LegStatus::Complete`] at `now` with its body unread to the
+    /// end: the instant a driver stops reading the rest (to keep the connection for reuse),
+    /// [`DRAIN_WAIT`] from `now` but never past the leg's grant, and [`DRAIN_BYTES`] at most.
+    /// A body that has not ended by then is dropped with its connection. The one drain rule
+    /// of both drivers.
+    pub fn drain_until(&self, now: Instant) -> Instant {
+        drain_until(now, self.ends_at)
+    }
+}
+
+/// [`Leg::drain_until`] for a driver that kept only the leg's end.
+pub fn drain_until(now: Instant, ends_at: Instant) -> Instant {
+    now.checked_add(DRAIN_WAIT).unwrap_or(now).min(ends_at)
+}
+
 /// Something the server sent while answering, for the caller.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
