@@ -17,6 +17,13 @@ use crate::trace;
 /// large enough that a big JSON answer takes few calls.
 const CHUNK: usize = 16 * 1024;
 
+/// The caller's authorizer, shared by the operations of a client (one person's step at a
+/// time).
+pub(crate) type SharedAuthorizer = std::sync::Arc<Mutex<Box<dyn crate::Authorizer>>>;
+
+/// How long the wait for the authorizer's answer goes before it looks for a cancel again.
+const AUTHORIZER_SLICE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Runs one operation: everything it needs from the client, borrowed for its duration.
 pub(crate) struct Driver<'a> {
     agent: &'a ureq::Agent,
@@ -26,7 +33,7 @@ pub(crate) struct Driver<'a> {
     clock: MonotonicClock,
     observer: &'a mut dyn Observer,
     /// The caller's authorizer, for the step of an authorization that needs a person.
-    authorizer: &'a Mutex<Option<Box<dyn crate::Authorizer>>>,
+    authorizer: Option<SharedAuthorizer>,
     /// The body read buffer, kept by the client between legs and operations.
     buf: &'a mut Vec<u8>,
     /// The result, when the operation ended while a stream was being read.
@@ -41,7 +48,7 @@ impl<'a> Driver<'a> {
         shared: &'a Shared,
         client: &'a crate::ClientShared,
         observer: &'a mut dyn Observer,
-        authorizer: &'a Mutex<Option<Box<dyn crate::Authorizer>>>,
+        authorizer: Option<SharedAuthorizer>,
         buf: &'a mut Vec<u8>,
         span: trace::Span,
     ) -> Self {
@@ -111,19 +118,53 @@ impl<'a> Driver<'a> {
     }
 
     /// Hands the person's step to the caller's authorizer and feeds back its redirect; without
-    /// an authorizer (or when it fails) the operation is told at once.
+    /// an authorizer (or when it fails) the operation is told at once. The authorizer runs on
+    /// a thread of its own, so that the step's end (the operation's timer) and a cancel bound
+    /// it whatever it does: one that never returns is left to finish on its own, its answer
+    /// dropped.
     fn authorize(&mut self, op: &mut Operation, step: &mcp_proto::Authorize) {
-        let redirect = self
-            .authorizer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-            .map(|a| a.authorize(step));
-        trace::authorized(&self.span, redirect.as_ref().map(Result::is_ok));
-        match redirect {
-            Some(Ok(url)) => op.handle_redirect(&url, self.clock.now()),
-            Some(Err(detail)) => op.handle_authorizer_failure(&detail, self.clock.now()),
-            None => op.decline_authorization(),
+        let Some(authorizer) = self.authorizer.clone() else {
+            trace::authorized(&self.span, None);
+            op.decline_authorization();
+            return;
+        };
+        let (answer, answered) = std::sync::mpsc::channel();
+        let asked = step.clone();
+        std::thread::spawn(move || {
+            let redirect = authorizer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .authorize(&asked);
+            let _ = answer.send(redirect);
+        });
+        loop {
+            let now = self.clock.now();
+            if now >= step.ends_at {
+                trace::authorized(&self.span, Some(false));
+                op.handle_timeout(now);
+                return;
+            }
+            if self.shared.is_cancelled() {
+                // The loop passes the cancel on.
+                return;
+            }
+            match answered.recv_timeout((step.ends_at - now).min(AUTHORIZER_SLICE)) {
+                Ok(redirect) => {
+                    trace::authorized(&self.span, Some(redirect.is_ok()));
+                    match redirect {
+                        Ok(url) => op.handle_redirect(&url, self.clock.now()),
+                        Err(detail) => op.handle_authorizer_failure(&detail, self.clock.now()),
+                    }
+                    return;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    // The authorizer panicked: the caller's code failed.
+                    let failed = "the authorizer panicked";
+                    op.handle_authorizer_failure(failed, self.clock.now());
+                    return;
+                }
+            }
         }
     }
 

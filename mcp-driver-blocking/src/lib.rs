@@ -150,7 +150,7 @@ pub(crate) struct ClientShared {
     /// operation waiting for it was cancelled.
     pub(crate) changed: Condvar,
     observer: SharedObserver,
-    authorizer: Mutex<Option<Box<dyn Authorizer>>>,
+    authorizer: Mutex<Option<leg::SharedAuthorizer>>,
     /// Over stdio: the server process, and whose turn it is.
     stdio: stdio::Turns,
     tls: Arc<rustls::ClientConfig>,
@@ -300,7 +300,8 @@ impl Client {
             .shared
             .authorizer
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(authorizer));
+            .unwrap_or_else(PoisonError::into_inner) =
+            Some(Arc::new(Mutex::new(Box::new(authorizer))));
     }
 
     /// A handle that cancels, from another thread, the operations this client value has in
@@ -519,7 +520,11 @@ impl Client {
             shared,
             &self.shared,
             &mut reporter,
-            &self.shared.authorizer,
+            self.shared
+                .authorizer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
             buf,
             span.clone(),
         );

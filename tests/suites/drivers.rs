@@ -113,6 +113,7 @@ for_each_driver!(
     a_spent_refresh_token_leads_to_a_new_authorization_inside_the_operation,
     an_authorization_endpoint_that_never_answers_ends_at_the_budget,
     an_authorizer_that_runs_out_of_time_or_fails_is_not_reported_as_missing,
+    an_authorizer_that_never_answers_is_cut_at_the_budget,
     a_token_endpoint_reading_the_client_from_the_form_authorizes_every_method,
     client_credentials_authenticate_with_basic_and_name_the_client_in_the_form,
     // Local servers over stdio (the testkit's stdio server).

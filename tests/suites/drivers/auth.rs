@@ -732,3 +732,20 @@ pub(super) fn client_credentials_authenticate_with_basic_and_name_the_client_in_
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_credentials_stay_home(&server);
 }
+
+pub(super) fn an_authorizer_that_never_answers_is_cut_at_the_budget<D: Driver>() {
+    // The caller's own authorizer hangs: the operation's timer alone bounds the person's step.
+    let budget = Duration::from_secs(1);
+    let server = TestServer::start(Script::new().oauth(OAuthScript::new()));
+    let (mut client, recorder) = oauth_client::<D>(&server, budget, false);
+    client.authorize_never();
+    let call = super::timed_call(server, &mut client, recorder);
+    eprintln!("never: {:?} after {:?}", call.result, call.elapsed);
+    match &call.result {
+        Err(Error::AuthorizationRequired { reason, .. }) => {
+            assert!(reason.contains("budget"), "{reason}");
+        }
+        other => panic!("expected AuthorizationRequired, got {other:?}"),
+    }
+    super::assert_cut_at_budget("never", call.elapsed, budget, MS);
+}

@@ -51,6 +51,9 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     /// Lets the browser step of an authorization go through the driver's
     /// `HeadlessAuthorizer` (a GET of the authorization URL, its redirect not followed).
     fn authorize_headlessly(&mut self);
+    /// Lets the browser step go through an authorizer that never answers (a person who walked
+    /// away, a listener that hangs).
+    fn authorize_never(&mut self);
     /// Cancels this client's operation in flight, from any thread.
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync>;
     /// Runs `calls` at once on this one client (the blocking driver: a thread each, sharing
@@ -169,6 +172,15 @@ impl Driver for Blocking {
     fn authorize_headlessly(&mut self) {
         self.0
             .set_authorizer(mcp_driver_blocking::HeadlessAuthorizer::new());
+    }
+
+    fn authorize_never(&mut self) {
+        self.0.set_authorizer(
+            |_: &mcp_driver_blocking::Authorize| -> Result<String, String> {
+                std::thread::sleep(Duration::from_secs(3600));
+                Err("the person walked away".into())
+            },
+        );
     }
 
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
@@ -333,6 +345,19 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
     fn authorize_headlessly(&mut self) {
         self.client
             .set_authorizer(mcp_driver_tokio::HeadlessAuthorizer::new());
+    }
+
+    fn authorize_never(&mut self) {
+        struct Never;
+        impl mcp_driver_tokio::Authorizer for Never {
+            fn authorize(
+                &self,
+                _: &mcp_driver_tokio::Authorize,
+            ) -> mcp_driver_tokio::AuthorizeFuture {
+                Box::pin(std::future::pending())
+            }
+        }
+        self.client.set_authorizer(Never);
     }
 
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
