@@ -31,7 +31,8 @@
 //! # Out of scope
 //! * Policy of any kind: retries, backoff, budgets other than the one the caller set.
 //! * Redirects (hyper does not follow them; a 3xx ends the leg as [`Error::HttpStatus`]),
-//!   HTTP/2, proxies, client certificates.
+//!   HTTP/2, SOCKS proxies (HTTP `CONNECT` proxies are in scope, see above), client
+//!   certificates.
 //!
 //! # Why hyper-util rather than reqwest
 //! * Fewer dependencies and a shorter build: reqwest brings features an MCP client does not use
