@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,11 +16,12 @@ use mcp_driver_blocking::Client;
 use mcp_proto::{Error, LegEnd};
 use mcp_testkit::{AnswerMode, Hostile, Script, TestServer};
 
-/// Runs `tools/call` of `tool` against `script`, cancels it from another thread `after` the
-/// call started, and returns how long the call took to return once `cancel()` was called.
+/// Runs `tools/call` of `tool` against `script`, cancels it from another thread once `ready`
+/// says the call is in the state the test is about, and returns how long the call took to
+/// return once `cancel()` was called.
 fn cancel_latency(
     script: Script,
-    after: Duration,
+    ready: fn(&TestServer, &common::Recorder) -> bool,
     progress: bool,
     tool: &str,
     args: serde_json::Map<String, serde_json::Value>,
@@ -32,17 +32,17 @@ fn cancel_latency(
     client.set_observer(recorder.clone());
     client.probe().unwrap();
     let handle = client.cancel_handle();
-    let (tx, rx) = mpsc::channel();
-    let canceller = thread::spawn(move || {
-        thread::sleep(after);
-        let at = Instant::now();
-        handle.cancel();
-        tx.send(at).unwrap();
+    let (err, returned, cancelled_at) = thread::scope(|scope| {
+        let canceller = scope.spawn(|| {
+            common::wait_until(|| ready(&server, &recorder));
+            let at = Instant::now();
+            handle.cancel();
+            at
+        });
+        let err = client.call_tool(tool, args).unwrap_err();
+        let returned = Instant::now();
+        (err, returned, canceller.join().unwrap())
     });
-    let err = client.call_tool(tool, args).unwrap_err();
-    let returned = Instant::now();
-    let cancelled_at = rx.recv().unwrap();
-    canceller.join().unwrap();
     assert!(
         matches!(
             err,
@@ -73,7 +73,8 @@ fn cancel_latency(
 fn cancel_ends_a_leg_waiting_for_its_head() {
     let latency = cancel_latency(
         Script::new().hostile("tools/call", Hostile::Stall),
-        Duration::from_millis(300),
+        // The server holds the request: the leg waits for its head.
+        |server, _| server.count("tools/call") == 1,
         false,
         "echo",
         text_args("x"),
@@ -86,7 +87,8 @@ fn cancel_ends_a_leg_waiting_for_its_head() {
 fn cancel_ends_a_leg_reading_a_trickling_body() {
     let latency = cancel_latency(
         Script::new().hostile("tools/call", Hostile::Trickle),
-        Duration::from_millis(300),
+        // The server trickles the answer it began with the head: the leg reads its body.
+        |server, _| server.count("tools/call") == 1,
         false,
         "echo",
         text_args("x"),
@@ -99,8 +101,8 @@ fn cancel_ends_a_leg_reading_a_trickling_body() {
 fn cancel_ends_a_slow_tool_streaming_progress() {
     let latency = cancel_latency(
         Script::new().answer_mode(AnswerMode::Sse),
-        // Progress at 1 s and 2 s, the answer at 3 s: the cancel lands between the first two.
-        Duration::from_millis(1500),
+        // Progress at 1 s and 2 s, the answer at 3 s: the cancel lands once the first came.
+        |_, recorder| !recorder.events().is_empty(),
         true,
         "sleep",
         sleep_args(3_000),

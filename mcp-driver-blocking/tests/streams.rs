@@ -76,17 +76,23 @@ fn a_cancel_during_the_pause_before_resuming_ends_at_once() {
         "tools/call",
         Hostile::CloseAfterPriming { retry_ms: 10_000 },
     ));
-    let (client, _) = client(&server, Duration::from_secs(30));
+    let (client, recorder) = client(&server, Duration::from_secs(30));
     let handle = client.cancel_handle();
-    let canceller = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(500));
-        let at = Instant::now();
-        handle.cancel();
-        at
+    let (err, latency) = thread::scope(|scope| {
+        let canceller = scope.spawn(|| {
+            // The call's stream closed after its priming event: the 10 s pause has begun.
+            common::wait_until(|| recorder.legs().iter().any(|l| l.kind == LegKind::CallTool));
+            let at = Instant::now();
+            handle.cancel();
+            at
+        });
+        let err = client.call_tool("echo", text_args("x")).unwrap_err();
+        let returned = Instant::now();
+        (
+            err,
+            returned.saturating_duration_since(canceller.join().unwrap()),
+        )
     });
-    let err = client.call_tool("echo", text_args("x")).unwrap_err();
-    let returned = Instant::now();
-    let latency = returned.saturating_duration_since(canceller.join().unwrap());
     eprintln!("cancel while waiting to resume: returned {latency:?} after cancel()");
     assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
     assert!(latency < Duration::from_secs(1), "{latency:?}");
@@ -100,14 +106,20 @@ fn a_cancelled_call_can_be_followed_by_a_cancel_notice() {
     client.set_observer(recorder.clone());
     client.probe().unwrap();
     let handle = client.cancel_handle();
-    let canceller = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(300));
-        let at = Instant::now();
-        handle.cancel();
-        at
+    let (err, latency) = thread::scope(|scope| {
+        let canceller = scope.spawn(|| {
+            // The server holds the call: it is in flight, so the cancel must announce it.
+            common::wait_until(|| server.count("tools/call") == 1);
+            let at = Instant::now();
+            handle.cancel();
+            at
+        });
+        let err = client.call_tool("echo", text_args("x")).unwrap_err();
+        (
+            err,
+            Instant::now().saturating_duration_since(canceller.join().unwrap()),
+        )
     });
-    let err = client.call_tool("echo", text_args("x")).unwrap_err();
-    let latency = Instant::now().saturating_duration_since(canceller.join().unwrap());
     eprintln!("cancel with notice: returned {latency:?} after cancel()");
     assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
     assert!(latency < Duration::from_secs(1), "{latency:?}");

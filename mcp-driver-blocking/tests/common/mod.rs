@@ -28,6 +28,20 @@ pub(crate) fn client(server: &TestServer, budget: Duration) -> (Client, Recorder
     (client, recorder)
 }
 
+/// Waits until `ready` holds (polling every 5 ms): the state a test is about, as the server
+/// or the client's observer signals it, never a guess at how long it takes to get there.
+/// Panics after 10 s.
+pub(crate) fn wait_until(ready: impl Fn() -> bool) {
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the awaited state never came"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// `{"text": text}`.
 pub(crate) fn text_args(text: &str) -> Map<String, Value> {
     let mut args = Map::new();
