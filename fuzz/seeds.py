@@ -4,7 +4,7 @@
 The seeds are real answers (JSON results for each method, event streams with ids, priming
 events, keep-alive comments, notifications before the answer, CRLF and CR line ends, errors
 with null and string ids, a TypeScript-SDK-style stream...) and real driver sequences, laid
-out in the byte formats documented in tests/src/fuzzing.rs (keep the two in step).
+out in the byte formats documented in fuzz/harness/src/ (keep the two in step).
 
 Run it from anywhere: `python3 fuzz/seeds.py`. It rewrites the three seed directories
 whole, so the committed corpus is always exactly what this script writes.
@@ -230,7 +230,7 @@ def answer_seeds():
     write("answer", "modern-sse-broken", bytes([0, 0]) + sse(["id: 0", "data:"], [": keepalive"], [f"data: {LOG}"]).encode())
 
 
-# The operation target's opcodes (see `operation` in tests/src/fuzzing.rs).
+# The operation target's opcodes (see `operation` in fuzz/harness/src/streamable.rs).
 POLL = bytes([0])
 END = bytes([8])
 TIMEOUT = bytes([10])
