@@ -42,9 +42,9 @@ pub(crate) enum Transport {
 /// the file (and the line, for JSON that does not parse, or the entry).
 pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, String> {
     let shown = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
-    let value: Value = serde_json::from_str(&text)
+    // Bytes, not text: a file that is not UTF-8 is JSON that does not parse, at a line.
+    let bytes = std::fs::read(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
+    let value: Value = serde_json::from_slice(&bytes)
         .map_err(|err| format!("{shown}, line {}: not JSON ({err})", err.line()))?;
     let servers = value
         .get("mcpServers")
@@ -175,6 +175,21 @@ mod tests {
             load_text(r#"{"other": {}}"#)
                 .unwrap_err()
                 .contains("mcpServers")
+        );
+        // Saved in Latin-1 by an editor: not UTF-8, so not JSON, at its line.
+        let dir = std::env::temp_dir().join(format!("mcp-call-servers-l1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latin1.json");
+        std::fs::write(
+            &path,
+            b"{\n \"mcpServers\": {\n  \"caf\xe9\": {\"command\": \"x\"}}}",
+        )
+        .unwrap();
+        let err = load(&path).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            err.contains("line 3") && err.contains("latin1.json"),
+            "{err}"
         );
         assert!(
             load(Path::new("/nonexistent/servers.json"))
