@@ -54,7 +54,10 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, String> {
     servers
         .iter()
         .map(|(name, entry)| {
-            read_entry(name, entry).map_err(|why| format!("{shown}: server \"{name}\": {why}"))
+            // Escaped: a name (or a key in it) is the file's text, and may hold terminal
+            // control sequences.
+            read_entry(name, entry)
+                .map_err(|why| format!("{shown}: server \"{}\": {why}", name.escape_debug()))
         })
         .collect()
 }
@@ -114,7 +117,10 @@ fn strings(value: Option<&Value>, what: &str) -> Result<Vec<(String, String)>, S
     map.iter()
         .map(|(k, v)| match v.as_str() {
             Some(v) => Ok((k.clone(), v.to_owned())),
-            None => Err(format!("\"{what}\".\"{k}\" is not a string")),
+            None => Err(format!(
+                "\"{what}\".\"{}\" is not a string",
+                k.escape_debug()
+            )),
         })
         .collect()
 }
@@ -176,6 +182,10 @@ mod tests {
                 .unwrap_err()
                 .contains("mcpServers")
         );
+        // A name holding a terminal control sequence is shown escaped.
+        let err = load_text(r#"{"mcpServers": {"\u001b[2Jx": {"command": 1}}}"#).unwrap_err();
+        assert!(!err.chars().any(char::is_control), "{err:?}");
+        assert!(err.contains(r#"server "\u{1b}[2Jx""#), "{err}");
         // Saved in Latin-1 by an editor: not UTF-8, so not JSON, at its line.
         let dir = std::env::temp_dir().join(format!("mcp-call-servers-l1-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
