@@ -5,6 +5,9 @@
 //! mode 0600 in a directory of mode 0700 (on Unix). Token lifetimes are kept as Unix times
 //! (an `Instant` does not outlive its process). Nothing here prints a credential: a file that
 //! cannot be read or written is reported by path and reason only.
+//!
+//! The fuzz harness compiles this file as it is (`fuzz/harness/src/files.rs`, by `#[path]`):
+//! it must use nothing of the binary crate but its dependencies.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

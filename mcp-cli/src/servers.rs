@@ -3,6 +3,9 @@
 //! `headers`) or local (`command`, `args`, `env`, `cwd`), with an optional `timeout` in
 //! seconds. Reading a file is all this module does; what an entry means for a run (flags win)
 //! is `main`'s.
+//!
+//! The fuzz harness compiles this file as it is (`fuzz/harness/src/files.rs`, by `#[path]`):
+//! it must use nothing of the binary crate but its dependencies.
 
 use std::path::Path;
 use std::time::Duration;

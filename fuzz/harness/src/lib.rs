@@ -15,15 +15,27 @@
 //! | module       | targets                                | code under test                          |
 //! |--------------|----------------------------------------|------------------------------------------|
 //! | `streamable` | [`sse`], [`answer`], [`operation`]     | `mcp-proto` over Streamable HTTP         |
+//! | `stdio`      | [`stdio`]                              | `mcp-proto` over stdio, a fake process   |
+//! | `auth`       | [`auth`]                               | `mcp-auth`'s `AuthFlow`                  |
+//! | `connect`    | [`connect`]                            | `mcp-proto`'s reading of a `CONNECT` answer |
+//! | `files`      | [`servers`], [`credentials`]           | `mcp-call`'s `--config` and credentials files |
 //!
 //! The byte layout of each target's input is documented on its function; `fuzz/seeds.py`
-//! writes the seeds of the `streamable` targets in those layouts.
+//! writes every target's seeds in those layouts.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod auth;
 mod bytes;
+mod connect;
+mod files;
+mod stdio;
 mod streamable;
 
+pub use auth::auth;
+pub use connect::{CONNECT_HEAD_LIMIT, connect};
+pub use files::{credentials, servers};
+pub use stdio::{STDIO_BODY_CAPS, stdio};
 pub use streamable::{
     ANSWER_BODY_CAP, MAX_FED, MAX_INPUTS, OPERATION_BODY_CAP, SSE_LIMITS, answer, operation, sse,
 };
@@ -33,5 +45,13 @@ pub type Target = fn(&[u8]);
 
 /// Every target by name, as `fuzz/Cargo.toml` names its `[[bin]]`s and `fuzz/corpus/` and
 /// `fuzz/regressions/` name their directories.
-pub const TARGETS: &[(&str, Target)] =
-    &[("sse", sse), ("answer", answer), ("operation", operation)];
+pub const TARGETS: &[(&str, Target)] = &[
+    ("sse", sse),
+    ("answer", answer),
+    ("operation", operation),
+    ("stdio", stdio),
+    ("auth", auth),
+    ("connect", connect),
+    ("servers", servers),
+    ("credentials", credentials),
+];

@@ -165,7 +165,7 @@ pub fn sse(data: &[u8]) {
 // ---------------------------------------------------------------------------------------------
 
 /// Rounds up to the unit, independently of `mcp-proto`'s own arithmetic.
-fn ceil_to(d: Duration, unit: Duration) -> Duration {
+pub(crate) fn ceil_to(d: Duration, unit: Duration) -> Duration {
     let unit = unit.as_nanos().max(1);
     let nanos = d.as_nanos().div_ceil(unit) * unit;
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
@@ -678,7 +678,7 @@ fn check_message(err: &Error) {
     }
 }
 
-fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
+pub(crate) fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
     matches!(
         (action, outcome),
         (Action::Probe, Outcome::Probe(_))
@@ -693,7 +693,7 @@ fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
 }
 
 /// After `Done`, polling only ever says the operation already finished.
-fn check_finished(op: &mut Operation, now: Instant) {
+pub(crate) fn check_finished(op: &mut Operation, now: Instant) {
     for _ in 0..3 {
         match op.poll_output(now) {
             Output::Done(Err(Error::AlreadyFinished)) => {}
