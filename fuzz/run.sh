@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every fuzz target of mcp-proto for SECONDS each (default 60) with cargo-fuzz on a
-# nightly toolchain, then prints, per target, the executions and the number of crashes.
+# Runs every fuzz target (the [[bin]]s of fuzz/Cargo.toml) for SECONDS each (default 60) with
+# cargo-fuzz on a nightly toolchain, then prints, per target, the executions and the number of
+# crashes.
 #
 #   fuzz/run.sh 60            # all targets, 60 s each
 #   fuzz/run.sh 300 operation # one target
@@ -19,7 +20,6 @@ set -euo pipefail
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(sse answer operation)
 case "$seconds" in
   '' | *[!0-9]*) echo "usage: fuzz/run.sh [SECONDS] [TARGET...]" >&2; exit 2 ;;
 esac
@@ -36,7 +36,7 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
   if ! rustup toolchain install nightly --profile minimal; then
     echo "fuzz/run.sh: FAILED: no nightly toolchain and it cannot be installed on this machine;" >&2
     echo "  libFuzzer needs nightly (-Zsanitizer). The stable replay of the corpus still runs in" >&2
-    echo "  'cargo test -p mcp-testkit --test corpus_replay'." >&2
+    echo "  'cargo test -p mcp-fuzzing --test corpus_replay'." >&2
     exit 1
   fi
 fi
@@ -48,8 +48,12 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
   fi
 fi
 
-# No sanitizer: mcp-proto and the targets forbid unsafe code, and without ASan the targets run
-# about ten times faster. Debug assertions on: an arithmetic overflow is a crash too.
+if [ "${#targets[@]}" -eq 0 ]; then
+  mapfile -t targets < <(cargo +nightly fuzz list --fuzz-dir "$fuzz_dir")
+fi
+
+# No sanitizer: the code under test and the targets forbid unsafe code, and without ASan the
+# targets run about ten times faster. Debug assertions on: an arithmetic overflow is a crash too.
 flags=(--sanitizer none --debug-assertions)
 
 echo "fuzz/run.sh: building the targets ($(rustup run nightly rustc --version))"

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of the mcp-proto fuzz targets into fuzz/corpus/<target>/.
+"""Writes the seed corpus of every fuzz target into fuzz/corpus/<target>/.
 
 The seeds are real answers (JSON results for each method, event streams with ids, priming
 events, keep-alive comments, notifications before the answer, CRLF and CR line ends, errors
 with null and string ids, a TypeScript-SDK-style stream...) and real driver sequences, laid
-out in the byte formats documented in tests/src/fuzzing.rs (keep the two in step).
+out in the byte formats documented in fuzz/harness/src/ (keep the two in step).
 
-Run it from anywhere: `python3 fuzz/seeds.py`. It rewrites the three seed directories
-whole, so the committed corpus is always exactly what this script writes.
+Run it from anywhere: `python3 fuzz/seeds.py`. It rewrites every target's seed directory
+whole (TARGETS below), so the committed corpus is always exactly what this script writes.
 """
 
 import json
@@ -16,6 +16,8 @@ import shutil
 import struct
 
 ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
+# Every target whose seeds this script writes (each directory is rewritten whole).
+TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials")
 UUID = "7f3c2b1a-9d8e-4f60-a1b2-c3d4e5f60718"
 
 
@@ -230,7 +232,7 @@ def answer_seeds():
     write("answer", "modern-sse-broken", bytes([0, 0]) + sse(["id: 0", "data:"], [": keepalive"], [f"data: {LOG}"]).encode())
 
 
-# The operation target's opcodes (see `operation` in tests/src/fuzzing.rs).
+# The operation target's opcodes (see `operation` in fuzz/harness/src/streamable.rs).
 POLL = bytes([0])
 END = bytes([8])
 TIMEOUT = bytes([10])
@@ -478,12 +480,289 @@ def modern_operation_seeds():
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# connect: [read ends][repeat][filler] then the proxy's answer (see `connect` in
+# fuzz/harness/src/connect.rs)
+# ---------------------------------------------------------------------------------------------
+
+def connect_input(answer, ends=(), repeat=0, filler=b""):
+    return bytes([len(ends)]) + b"".join(u16(e) for e in ends) + bytes([repeat, len(filler)]) + filler + answer
+
+
+TLS_HELLO = bytes([0x16, 0x03, 0x03, 0x00, 0x2a, 0x02, 0x00, 0x00, 0x26, 0x03, 0x03])
+
+
+def connect_seeds():
+    established = b"HTTP/1.1 200 Connection established\r\n\r\n"
+    squid_407 = (b"HTTP/1.1 407 Proxy Authentication Required\r\nServer: squid/6.10\r\n"
+                 b"Mime-Version: 1.0\r\nContent-Type: text/html;charset=utf-8\r\nContent-Length: 3520\r\n"
+                 b"X-Squid-Error: ERR_CACHE_ACCESS_DENIED 0\r\nVary: Accept-Language\r\n"
+                 b"Proxy-Authenticate: Basic realm=\"Squid proxy\"\r\nConnection: keep-alive\r\n\r\n<html>")
+    squid_403 = (b"HTTP/1.1 403 Forbidden\r\nServer: squid/6.10\r\nX-Squid-Error: ERR_ACCESS_DENIED 0\r\n"
+                 b"Content-Length: 0\r\n\r\n")
+    for name, data in {
+        "squid-established": connect_input(established + TLS_HELLO, ends=(10, 38)),
+        "established-one-read": connect_input(established),
+        "http10-ok-headers": connect_input(b"HTTP/1.0 200 OK\r\nProxy-Agent: corp-gw/2.1\r\nVia: 1.1 gw\r\n\r\n" + TLS_HELLO, ends=(1, 2, 3, 60)),
+        "squid-407": connect_input(squid_407, ends=(100, 200)),
+        "squid-403": connect_input(squid_403),
+        "status-no-reason": connect_input(b"HTTP/1.1 204\r\n\r\n"),
+        "502-bad-gateway": connect_input(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 11\r\n\r\nBad Gateway"),
+        "closed-mid-head": connect_input(b"HTTP/1.1 200 Connection est"),
+        "ssh-banner": connect_input(b"SSH-2.0-OpenSSH_9.6\r\n"),
+        "tls-to-a-tls-port": connect_input(TLS_HELLO),
+        "lf-only": connect_input(b"HTTP/1.1 200 OK\n\n"),
+        "bad-status": connect_input(b"HTTP/1.1 2x0 OK\r\n\r\n"),
+        "long-headers-near-limit": connect_input(b"HTTP/1.1 200 OK\r\n" + b"\r\n", repeat=31, filler=b"X-Pad: " + b"a" * 23 + b"\r\n", ends=(4000, 8000)),
+        "long-headers-past-limit": connect_input(b"HTTP/1.1 200 OK\r\n" + b"\r\n", repeat=33, filler=b"X-Pad: " + b"a" * 23 + b"\r\n", ends=(9000,)),
+        "empty": connect_input(b""),
+    }.items():
+        write("connect", name, data)
+
+
+# ---------------------------------------------------------------------------------------------
+# servers: the whole --config file (see `servers` in fuzz/harness/src/files.rs)
+# ---------------------------------------------------------------------------------------------
+
+def servers_seeds():
+    claude = {"mcpServers": {
+        "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"]},
+        "github": {"command": "docker", "args": ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/github-mcp-server"],
+                   "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "<token>"}},
+        "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer abc"}, "timeout": 30},
+    }}
+    vscode = {"servers": {"everything": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "cwd": "/tmp"},
+                          "http": {"type": "http", "url": "http://127.0.0.1:3000/mcp"}}}
+    for name, text in {
+        "claude-desktop": json.dumps(claude, indent=2),
+        "vscode": json.dumps(vscode, indent=4),
+        "cursor-remote-only": '{\n  "mcpServers": {\n    "docs": { "url": "https://docs.example.org/mcp", "timeout": 2.5 }\n  }\n}\n',
+        "trailing-comma": '{\n  "mcpServers": {\n    "a": {"command": "x"},\n  }\n}\n',
+        "comment": '{\n  // my servers\n  "mcpServers": {}\n}\n',
+        "timeout-string": '{"mcpServers": {"a": {"url": "https://a.example/mcp", "timeout": "30"}}}',
+        "args-not-strings": '{"mcpServers": {"a": {"command": "node", "args": ["server.js", 8080]}}}',
+        "neither": '{"mcpServers": {"a": {"type": "sse"}}}',
+        "no-servers": '{"inputs": []}',
+        "truncated": json.dumps(claude, indent=2)[:200],
+    }.items():
+        write("servers", name, text.encode())
+    write("servers", "utf8-bom", b"\xef\xbb\xbf" + json.dumps(vscode).encode())
+    write("servers", "latin1-name", '{"mcpServers": {"caf\xe9": {"command": "x"}}}'.encode("latin-1"))
+
+
+# ---------------------------------------------------------------------------------------------
+# credentials: [write] then the whole credentials file (see `credentials` in
+# fuzz/harness/src/files.rs)
+# ---------------------------------------------------------------------------------------------
+
+def credentials_seeds():
+    kept = {"issuers": {
+        "https://auth.example.com": {
+            "client": {"client_id": "c-1", "client_secret": "s-1", "auth_method": "client_secret_basic",
+                       "redirect_uri": "http://127.0.0.1:8976/callback", "source": "registered"},
+            "tokens": {"https://mcp.example.com/mcp": {"access_token": "at-1", "refresh_token": "rt-1",
+                                                      "expires_at": 1893456000, "scope": "files:read offline_access",
+                                                      "client_id": "c-1"}},
+        },
+        "http://localhost:4000": {
+            "client": {"client_id": "c-2", "auth_method": "none", "redirect_uri": "http://127.0.0.1:8976/callback",
+                       "source": "registered"},
+            "tokens": {"http://localhost:3000": {"access_token": "at-2", "expires_at": 1000, "client_id": "c-2"},
+                       "http://localhost:3000/other": {"access_token": "at-3", "client_id": "c-2"}},
+        },
+    }}
+    text = json.dumps(kept, indent=2)
+    for write_op in range(6):
+        write("credentials", f"two-issuers-write-{write_op}", bytes([write_op]) + text.encode())
+    for name, (op, data) in {
+        "empty-object": (0, b"{}"),
+        "empty-file": (1, b""),
+        "truncated": (2, text[:300].encode()),
+        "secret-in-wrong-type": (3, b'{"issuers": {"x": "secret-value"}}'),
+        "pre-registered-only": (5, json.dumps({"issuers": {"https://corp.example": {"client": {
+            "client_id": "corp", "auth_method": "private_key_jwt", "redirect_uri": "", "source": "pre-registered"}}}}).encode()),
+        "far-expiry": (1, json.dumps({"issuers": {"https://a.example": {"tokens": {"https://a.example/mcp": {
+            "access_token": "at", "expires_at": 253402300799, "client_id": "c"}}}}}).encode()),
+    }.items():
+        write("credentials", name, bytes([op]) + data)
+
+
+# ---------------------------------------------------------------------------------------------
+# stdio: [setup][budget][resolution], then per operation its action byte and the driver's
+# choices (see `stdio` in fuzz/harness/src/stdio.rs)
+# ---------------------------------------------------------------------------------------------
+
+S_DETECT, S_LEGACY, S_MODERN = 0, 1, 2
+S_SMALL_CAP, S_NOTICE, S_RESPONDERS, S_THREE_OPS = 0x04, 0x08, 0x10, 0x20
+S_PROBE, S_LIST, S_READ, S_PROMPT, S_CLOSE, S_CALL = 0, 1, 2, 3, 5, 6
+SPAWN = bytes([0, 0])          # the process starts at once
+SPAWN_FAILS = bytes([7])
+TAKEN = bytes([0])             # a line written at once
+BLOCKED = bytes([14])          # the write blocks until the leg's end
+GONE = bytes([15])             # the pipe is closed: the process is gone
+
+
+def s_answer(flags=0, at=0):
+    return bytes([2, flags, at])
+
+
+def s_stdout(data, at=0):
+    return bytes([1, at, len(data)]) + data
+
+
+def s_exit(status, stderr, at=0):
+    return bytes([4, status, len(stderr)]) + stderr + bytes([at])
+
+
+S_WAIT_OUT = bytes([0])
+S_CANCEL = bytes([5, 0])
+S_LEGACY_PROBE = 0x02
+S_MORE = 0x04
+S_NOTE_FIRST = 0x08
+S_SPLIT = 0x10
+
+
+def stdio_input(setup, ops, budget=10, resolution=0):
+    return bytes([setup, budget - 1, resolution]) + b"".join(ops)
+
+
+def stdio_seeds():
+    legacy_cold = bytes([S_CALL]) + SPAWN + TAKEN + s_answer(S_LEGACY_PROBE) + TAKEN + s_answer() + TAKEN + TAKEN + s_answer()
+    warm_call = bytes([S_CALL]) + TAKEN + s_answer()
+    for name, data in {
+        "detect-legacy-call-then-call": stdio_input(S_DETECT, [legacy_cold, warm_call]),
+        "detect-modern-call": stdio_input(S_DETECT, [bytes([S_CALL]) + SPAWN + TAKEN + s_answer() + TAKEN + s_answer(S_SPLIT), warm_call]),
+        "modern-pinned-read-prompt": stdio_input(S_MODERN | S_THREE_OPS, [bytes([S_READ]) + SPAWN + TAKEN + s_answer(), bytes([S_PROMPT]) + TAKEN + s_answer(), bytes([S_CLOSE]) + bytes([0])]),
+        "legacy-pinned-pages": stdio_input(S_LEGACY, [bytes([S_LIST]) + SPAWN + TAKEN + s_answer(0x20) + TAKEN + TAKEN + s_answer(S_MORE) + TAKEN + s_answer(S_NOTE_FIRST), bytes([S_PROBE])]),
+        "exit-mid-answer-then-restart": stdio_input(S_DETECT, [
+            bytes([S_CALL]) + SPAWN + TAKEN + s_answer(S_LEGACY_PROBE) + TAKEN + s_answer() + TAKEN + TAKEN
+            + s_stdout(b'{"jsonrpc":"2.0","id":') + s_exit(1, b"Traceback (most recent call last):\n  KeyError: 'x'\n"),
+            legacy_cold]),
+        "noise-stray-and-server-requests": stdio_input(S_LEGACY | S_RESPONDERS, [
+            bytes([S_CALL]) + SPAWN + TAKEN + bytes([8, 0, 0]) + s_answer() + TAKEN + TAKEN
+            + bytes([8, 1, 0]) + bytes([3, 0, 0]) + bytes([6, 2, 0]) + TAKEN + bytes([6, 4, 0]) + TAKEN + bytes([6, 3, 0]) + TAKEN
+            + bytes([6, 0, 0]) + bytes([8, 3, 0]) + bytes([8, 2, 0]) + s_answer(), warm_call]),
+        "late-answer-next-call": stdio_input(S_LEGACY, [
+            bytes([S_CALL]) + SPAWN + TAKEN + s_answer() + TAKEN + TAKEN + S_WAIT_OUT,
+            bytes([S_CALL]) + TAKEN + bytes([3, 0, 0]) + s_answer()], budget=2),
+        "silent-server-times-out": stdio_input(S_DETECT, [bytes([S_CALL]) + SPAWN + TAKEN], budget=3),
+        "ms-budget-slow-spawn": stdio_input(S_DETECT, [bytes([S_PROBE]) + bytes([0, 200]) + TAKEN + s_answer(S_LEGACY_PROBE, 100) + TAKEN + s_answer(0, 250)], budget=245, resolution=2),
+        "cancel-with-notice": stdio_input(S_LEGACY | S_NOTICE, [bytes([S_CALL]) + SPAWN + TAKEN + s_answer() + TAKEN + TAKEN + S_CANCEL + TAKEN, warm_call]),
+        "close-after-call": stdio_input(S_LEGACY, [legacy_cold[:1] + SPAWN + TAKEN + s_answer() + TAKEN + TAKEN + s_answer(), bytes([S_CLOSE, 0, 0])]),
+        "overlong-line-small-cap": stdio_input(S_MODERN | S_SMALL_CAP, [bytes([S_CALL]) + SPAWN + TAKEN + bytes([7, 0x84, 0]), warm_call]),
+        "overlong-unended-then-answer": stdio_input(S_MODERN | S_SMALL_CAP, [bytes([S_CALL]) + SPAWN + TAKEN + bytes([7, 0x0c, 0]) + s_stdout(b"\n") + s_answer()]),
+        "write-blocks": stdio_input(S_LEGACY, [bytes([S_CALL]) + SPAWN + BLOCKED, bytes([S_CALL]) + TAKEN + s_answer() + TAKEN + TAKEN + s_answer()], budget=4),
+        "pipe-closed": stdio_input(S_LEGACY, [bytes([S_CALL]) + SPAWN + GONE, legacy_cold[:1] + SPAWN + TAKEN + s_answer() + TAKEN + TAKEN + s_answer()]),
+        "spawn-fails": stdio_input(S_DETECT, [bytes([S_CALL]) + SPAWN_FAILS, bytes([S_CALL]) + SPAWN + TAKEN + s_answer()]),
+        "error-answer": stdio_input(S_MODERN, [bytes([S_CALL]) + SPAWN + TAKEN + s_answer(0x01), warm_call]),
+    }.items():
+        write("stdio", name, data)
+
+
+# ---------------------------------------------------------------------------------------------
+# auth: [client][store][server][challenge] then one input per step of the flow (see `auth` in
+# fuzz/harness/src/auth.rs)
+# ---------------------------------------------------------------------------------------------
+
+A_DCR, A_PRE, A_PRE_OTHER, A_CIMD, A_CC, A_CC_JWT, A_JWT_BEARER, A_ENTERPRISE = range(8)
+A_DPOP_ADVERTISED, A_DPOP_ALWAYS, A_SCOPE, A_ANY_ISSUER = 0x08, 0x10, 0x20, 0x40
+A_STORED_CLIENT, A_STORED_TOKENS, A_OTHER_CLIENT_ID, A_OTHER_REDIRECT, A_BASIC = 0x01, 0x02, 0x04, 0x08, 0x10
+OK = bytes([0])                      # a healthy answer
+
+
+def a_mutated(*pairs):
+    """A healthy answer with up to three members replaced: (field, dictionary value) pairs."""
+    return bytes([len(pairs) << 2]) + b"".join(bytes([f, v]) for f, v in pairs)
+
+
+def a_error(status_index, error=0, description=0):
+    return bytes([1, status_index, error, description])
+
+
+def a_raw(status, body):
+    return bytes([2, (status - 100) // 2]) + u16(len(body)) + body
+
+
+NONCE_REFUSAL = bytes([3])
+NOT_FOUND = a_error(3)
+REDIRECT_OK = bytes([0])
+STOP = bytes([0])
+AGAIN = bytes([1])
+
+
+def challenge(status403=False, metadata=1, scope=0, dpop=False):
+    return bytes([int(status403) | metadata << 1 | scope << 4 | (0x40 if dpop else 0)])
+
+
+def auth_input(client, store, server, first, steps):
+    return bytes([client, store, server]) + first + b"".join(steps)
+
+
+def auth_seeds():
+    c = challenge()
+    dcr = [OK, OK, OK, REDIRECT_OK, OK, STOP]
+    for name, data in {
+        "dcr-code-flow": auth_input(A_DCR, 0, 0, c, dcr),
+        "dcr-path-server": auth_input(A_DCR, 0, 1, challenge(metadata=2, scope=2), dcr),
+        "dcr-loopback-server": auth_input(A_DCR, 0, 2, challenge(metadata=0), [NOT_FOUND, OK, OK, OK, REDIRECT_OK, OK, STOP]),
+        "stored-refresh": auth_input(A_DCR, A_STORED_CLIENT | A_STORED_TOKENS, 0, c, [OK, OK, OK, STOP]),
+        "refresh-refused-then-code": auth_input(A_DCR, A_STORED_CLIENT | A_STORED_TOKENS | A_BASIC, 0, c,
+                                                [OK, OK, a_error(0, 0), REDIRECT_OK, OK, STOP]),
+        "refresh-invalid-client-registers": auth_input(A_DCR, A_STORED_CLIENT | A_STORED_TOKENS, 0, c,
+                                                       [OK, OK, a_error(1, 1), OK, REDIRECT_OK, OK, STOP]),
+        "stored-client-other-redirect": auth_input(A_DCR, A_STORED_CLIENT | A_OTHER_REDIRECT, 0, c, dcr),
+        "stored-tokens-other-client": auth_input(A_DCR, A_STORED_CLIENT | A_STORED_TOKENS | A_OTHER_CLIENT_ID, 0, c,
+                                                 [OK, OK, REDIRECT_OK, OK, STOP]),
+        "preregistered": auth_input(A_PRE, 0, 0, c, [OK, OK, REDIRECT_OK, OK, STOP]),
+        "preregistered-other-issuer": auth_input(A_PRE_OTHER, 0, 0, c, [a_mutated((1, 23)), a_mutated((0, 3)), REDIRECT_OK, OK, STOP]),
+        "preregistered-any-issuer": auth_input(A_PRE | A_ANY_ISSUER, 0, 0, c, [OK, OK, REDIRECT_OK, OK, STOP]),
+        "metadata-document": auth_input(A_CIMD, 0, 0, c, [OK, OK, REDIRECT_OK, OK, STOP]),
+        "client-credentials": auth_input(A_CC, 0, 0, c, [OK, OK, OK, STOP]),
+        "client-credentials-jwt-dpop": auth_input(A_CC_JWT | A_DPOP_ALWAYS, 0, 0, c, [OK, OK, NONCE_REFUSAL, OK, STOP]),
+        "jwt-bearer-refused": auth_input(A_JWT_BEARER, 0, 0, c, [OK, OK, a_error(0, 0, 2), STOP]),
+        "enterprise-managed": auth_input(A_ENTERPRISE, 0, 0, c, [OK, OK, OK, OK, STOP]),
+        "dpop-advertised-nonce": auth_input(A_DCR | A_DPOP_ADVERTISED, 0, 0, c, [OK, OK, OK, REDIRECT_OK, NONCE_REFUSAL, OK, STOP]),
+        "dpop-always-twice-refused": auth_input(A_DCR | A_DPOP_ALWAYS, 0, 0, c, [OK, OK, OK, REDIRECT_OK, NONCE_REFUSAL, NONCE_REFUSAL, STOP]),
+        "legacy-2025-03-26": auth_input(A_DCR, 0, 0, challenge(metadata=0), [NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND, OK, REDIRECT_OK, OK, STOP]),
+        "resource-another-host": auth_input(A_DCR, 0, 0, c, [a_mutated((0, 6)), STOP]),
+        "resource-parent": auth_input(A_DCR, 0, 1, c, [a_mutated((0, 9)), OK, OK, REDIRECT_OK, OK, STOP]),
+        "issuer-trailing-slash": auth_input(A_DCR, 0, 0, c, [OK, a_mutated((0, 2)), STOP]),
+        "token-endpoint-elsewhere": auth_input(A_DCR, A_STORED_CLIENT | A_STORED_TOKENS, 0, c, [OK, a_mutated((2, 42)), OK, STOP]),
+        "insecure-endpoints": auth_input(A_DCR, 0, 0, c, [OK, a_mutated((1, 7), (2, 7)), STOP]),
+        "no-pkce": auth_input(A_DCR, 0, 0, c, [OK, a_mutated((4, 20)), STOP]),
+        "token-type-mac": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, REDIRECT_OK, a_mutated((1, 26)), STOP]),
+        "token-huge-expiry": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, REDIRECT_OK, a_mutated((2, 31), (4, 29)), STOP]),
+        "registration-raw": auth_input(A_DCR, 0, 0, c, [OK, OK, a_raw(201, b'{"client_id":"c","client_secret":null}'), REDIRECT_OK, OK, STOP]),
+        "metadata-not-json": auth_input(A_DCR, 0, 0, c, [OK, a_raw(200, b"<html>Sign in</html>"), STOP]),
+        "metadata-redirect": auth_input(A_DCR, 0, 0, c, [OK, a_error(5), STOP]),
+        "state-forged": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([1]), STOP]),
+        "iss-missing": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([2]), STOP]),
+        "iss-slash": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([3]), STOP]),
+        "access-denied": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([4]), STOP]),
+        "code-twice": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([5]), STOP]),
+        "other-port": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([6]), STOP]),
+        "raw-redirect": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([7, 25]) + b"code=c&state={state}&iss=x", STOP]),
+        "no-authorizer": auth_input(A_DCR, 0, 0, c, [OK, OK, OK, bytes([8]), STOP]),
+        "step-up-chain": auth_input(A_DCR, 0, 0, c, dcr[:-1] + [AGAIN, challenge(True, 1, 2), OK, OK, REDIRECT_OK, OK,
+                                                              AGAIN, challenge(True, 1, 3), OK, OK, REDIRECT_OK, OK,
+                                                              AGAIN, challenge(True, 1, 1), STOP]),
+        "raw-challenge": auth_input(A_DCR, 0, 0, bytes([0x80, 40]) + b'DPoP error="use_dpop_nonce", Bearer x=y', dcr),
+        "challenge-other-origin": auth_input(A_DCR, 0, 0, challenge(metadata=3), [a_mutated((0, 4)), OK, OK, REDIRECT_OK, OK, STOP]),
+    }.items():
+        write("auth", name, data)
+
+
 def main():
-    for target in ("sse", "answer", "operation"):
+    for target in TARGETS:
         shutil.rmtree(ROOT / target, ignore_errors=True)
     sse_seeds()
     answer_seeds()
     operation_seeds()
+    stdio_seeds()
+    auth_seeds()
+    connect_seeds()
+    servers_seeds()
+    credentials_seeds()
     files = list(ROOT.glob("*/*"))
     size = sum(f.stat().st_size for f in files)
     print(f"wrote {len(files)} seed files, {size} bytes, under {ROOT}")

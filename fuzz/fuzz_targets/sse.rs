@@ -1,8 +1,8 @@
 //! libFuzzer target `sse`: the event-stream parser: split invariance, size limit, sticky errors.
-//! The target and its invariants live in `mcp_testkit::fuzzing::sse`, shared with the stable
-//! corpus replay in `tests/tests/corpus_replay.rs`.
+//! The target and its invariants live in `mcp_fuzzing::sse` (`fuzz/harness/`), shared
+//! with the stable corpus replay in `fuzz/harness/tests/corpus_replay.rs`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| mcp_testkit::fuzzing::sse(data));
+fuzz_target!(|data: &[u8]| mcp_fuzzing::sse(data));

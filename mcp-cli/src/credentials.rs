@@ -5,6 +5,9 @@
 //! mode 0600 in a directory of mode 0700 (on Unix). Token lifetimes are kept as Unix times
 //! (an `Instant` does not outlive its process). Nothing here prints a credential: a file that
 //! cannot be read or written is reported by path and reason only.
+//!
+//! The fuzz harness compiles this file as it is (`fuzz/harness/src/files.rs`, by `#[path]`):
+//! it must use nothing of the binary crate but its dependencies.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -120,23 +123,28 @@ impl FileStore {
         }
     }
 
+    /// `at` as a Unix time (a time beyond what the clock represents as the latest one).
     fn unix(&self, at: Instant) -> u64 {
         let (then, wall) = self.anchor;
         let wall_at = match at.checked_duration_since(then) {
-            Some(later) => wall + later,
-            None => wall - then.duration_since(at),
+            Some(later) => wall.checked_add(later),
+            None => wall.checked_sub(then.duration_since(at)),
         };
-        wall_at
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
+        wall_at.map_or(u64::MAX, |wall_at| {
+            wall_at
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        })
     }
 
-    fn instant(&self, unix: u64) -> Instant {
+    /// A Unix time as an instant: `None` when no instant is that far (a hand-edited or
+    /// corrupted `expires_at`), which reads as a token without a known lifetime.
+    fn instant(&self, unix: u64) -> Option<Instant> {
         let (then, wall) = self.anchor;
-        let at = UNIX_EPOCH + Duration::from_secs(unix);
+        let at = UNIX_EPOCH.checked_add(Duration::from_secs(unix))?;
         match at.duration_since(wall) {
-            Ok(later) => then + later,
-            Err(earlier) => then.checked_sub(earlier.duration()).unwrap_or(then),
+            Ok(later) => then.checked_add(later),
+            Err(earlier) => Some(then.checked_sub(earlier.duration()).unwrap_or(then)),
         }
     }
 
@@ -293,7 +301,7 @@ impl CredentialStore for FileStore {
         let (access_token, refresh_token, expires_at, scope, client_id) = stored;
         Some(TokenSet {
             access_token: Secret::new(access_token),
-            expires_at: expires_at.map(|unix| self.instant(unix)),
+            expires_at: expires_at.and_then(|unix| self.instant(unix)),
             refresh_token: refresh_token.map(Secret::new),
             scope,
             client_id,
@@ -401,6 +409,19 @@ mod tests {
             tokens(Some(0)),
         );
         assert!(store.token_for("https://mcp.example/mcp").is_none());
+        // A hand-edited expiry beyond what the clock represents: read, not a panic.
+        std::fs::write(
+            &path,
+            br#"{"issuers": {"https://as.example": {"tokens": {"https://mcp.example/mcp":
+                {"access_token": "at-9", "expires_at": 18446744073709551615, "client_id": "c"}}}}}"#,
+        )
+        .unwrap();
+        let far = FileStore::open(&path).unwrap();
+        let kept = far
+            .tokens("https://as.example", "https://mcp.example/mcp")
+            .unwrap();
+        assert_eq!(kept.access_token.expose(), "at-9");
+        assert!(far.token_for("https://mcp.example/mcp").is_some());
         std::fs::write(&path, br#"{"issuers": {"x": "secret-value"#).unwrap();
         let err = FileStore::open(&path).unwrap_err();
         assert!(

@@ -3,6 +3,9 @@
 //! `headers`) or local (`command`, `args`, `env`, `cwd`), with an optional `timeout` in
 //! seconds. Reading a file is all this module does; what an entry means for a run (flags win)
 //! is `main`'s.
+//!
+//! The fuzz harness compiles this file as it is (`fuzz/harness/src/files.rs`, by `#[path]`):
+//! it must use nothing of the binary crate but its dependencies.
 
 use std::path::Path;
 use std::time::Duration;
@@ -42,9 +45,9 @@ pub(crate) enum Transport {
 /// the file (and the line, for JSON that does not parse, or the entry).
 pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, String> {
     let shown = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
-    let value: Value = serde_json::from_str(&text)
+    // Bytes, not text: a file that is not UTF-8 is JSON that does not parse, at a line.
+    let bytes = std::fs::read(path).map_err(|err| format!("cannot read {shown}: {err}"))?;
+    let value: Value = serde_json::from_slice(&bytes)
         .map_err(|err| format!("{shown}, line {}: not JSON ({err})", err.line()))?;
     let servers = value
         .get("mcpServers")
@@ -54,7 +57,10 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, String> {
     servers
         .iter()
         .map(|(name, entry)| {
-            read_entry(name, entry).map_err(|why| format!("{shown}: server \"{name}\": {why}"))
+            // Escaped: a name (or a key in it) is the file's text, and may hold terminal
+            // control sequences.
+            read_entry(name, entry)
+                .map_err(|why| format!("{shown}: server \"{}\": {why}", name.escape_debug()))
         })
         .collect()
 }
@@ -114,7 +120,10 @@ fn strings(value: Option<&Value>, what: &str) -> Result<Vec<(String, String)>, S
     map.iter()
         .map(|(k, v)| match v.as_str() {
             Some(v) => Ok((k.clone(), v.to_owned())),
-            None => Err(format!("\"{what}\".\"{k}\" is not a string")),
+            None => Err(format!(
+                "\"{what}\".\"{}\" is not a string",
+                k.escape_debug()
+            )),
         })
         .collect()
 }
@@ -175,6 +184,25 @@ mod tests {
             load_text(r#"{"other": {}}"#)
                 .unwrap_err()
                 .contains("mcpServers")
+        );
+        // A name holding a terminal control sequence is shown escaped.
+        let err = load_text(r#"{"mcpServers": {"\u001b[2Jx": {"command": 1}}}"#).unwrap_err();
+        assert!(!err.chars().any(char::is_control), "{err:?}");
+        assert!(err.contains(r#"server "\u{1b}[2Jx""#), "{err}");
+        // Saved in Latin-1 by an editor: not UTF-8, so not JSON, at its line.
+        let dir = std::env::temp_dir().join(format!("mcp-call-servers-l1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latin1.json");
+        std::fs::write(
+            &path,
+            b"{\n \"mcpServers\": {\n  \"caf\xe9\": {\"command\": \"x\"}}}",
+        )
+        .unwrap();
+        let err = load(&path).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            err.contains("line 3") && err.contains("latin1.json"),
+            "{err}"
         );
         assert!(
             load(Path::new("/nonexistent/servers.json"))

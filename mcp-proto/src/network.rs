@@ -390,17 +390,26 @@ pub enum ProxyFailure {
     Unusable(String),
 }
 
+/// The longest answer head to `CONNECT` a driver reads, its blank line included.
+const MAX_CONNECT_HEAD: usize = 8 * 1024;
+
 /// The proxy's answer to `CONNECT`, read from `buf`: `Ok(None)` while its head is
 /// incomplete, `Ok(Some((head_len, status)))` once it is in (bytes after `head_len` belong to
-/// the tunnel), `Err` when it is not HTTP or its head is longer than 8 KiB.
+/// the tunnel), `Err` when it is not HTTP or its head is longer than 8 KiB. The verdict is the
+/// same however the answer was read (a byte at a time or a whole buffer): a head that ends past
+/// 8 KiB is refused even when its end is already in `buf`.
 pub fn parse_connect_response(buf: &[u8]) -> Result<Option<(usize, u16)>, ProxyFailure> {
     let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return if buf.len() > 8192 || (buf.len() >= 5 && !buf.starts_with(b"HTTP/")) {
+        // Without its end in `MAX_CONNECT_HEAD` bytes, the head cannot end within them.
+        return if buf.len() >= MAX_CONNECT_HEAD || (buf.len() >= 5 && !buf.starts_with(b"HTTP/")) {
             Err(ProxyFailure::NotHttp)
         } else {
             Ok(None)
         };
     };
+    if end + 4 > MAX_CONNECT_HEAD {
+        return Err(ProxyFailure::NotHttp);
+    }
     let line = buf[..end].split(|&b| b == b'\r').next().unwrap_or_default();
     let line = std::str::from_utf8(line).map_err(|_| ProxyFailure::NotHttp)?;
     let mut words = line.split(' ');
@@ -711,6 +720,28 @@ mod tests {
             parse_connect_response(b"HTTP/1.1 abc\r\n\r\n"),
             Err(ProxyFailure::NotHttp)
         );
+    }
+
+    #[test]
+    fn a_head_past_8_kib_is_refused_however_it_was_read() {
+        let head = |len: usize| {
+            let mut head = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+            head.resize(len - 4, b'a');
+            head.extend_from_slice(b"\r\n\r\n");
+            head
+        };
+        let at_limit = head(MAX_CONNECT_HEAD);
+        assert_eq!(
+            parse_connect_response(&at_limit),
+            Ok(Some((MAX_CONNECT_HEAD, 200)))
+        );
+        let past = head(MAX_CONNECT_HEAD + 100);
+        // In one read (the blocking driver) as a byte at a time (the tokio driver).
+        assert_eq!(parse_connect_response(&past), Err(ProxyFailure::NotHttp));
+        let first_refused = (1..=past.len())
+            .find(|&n| parse_connect_response(&past[..n]).is_err())
+            .unwrap();
+        assert_eq!(first_refused, MAX_CONNECT_HEAD);
     }
 
     #[test]

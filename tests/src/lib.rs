@@ -59,16 +59,13 @@
 //!   `cargo build -p mcp-testkit --bin mcp-testkit-stdio` before it. Nothing is
 //!   built on demand; a missing binary panics saying so. The testkit's own
 //!   suites use `env!("CARGO_BIN_EXE_mcp-testkit-stdio")`.
-//! * `fuzzing` (`fuzzing.rs`, only with the cargo feature `fuzzing`) holds
-//!   the fuzz targets' functions, shared by the cargo-fuzz crate in `fuzz/`
-//!   and the corpus replay; `mcp-call`, which embeds the demo server, does not
-//!   compile it. The crate's own test build turns the feature on.
 //!
 //! Its suites are in `tests/suites/`, declared as `[[test]]` entries in
 //! `tests/Cargo.toml`: `drivers.rs` (with `drivers/support.rs`; every test
 //! against both drivers), `server.rs` (the server at the wire level),
-//! `stdio_server.rs` (the stdio server as a child process) and
-//! `corpus_replay.rs` (the fuzz corpus, on stable; needs `fuzzing`).
+//! and `stdio_server.rs` (the stdio server as a child process). The fuzz
+//! targets are not here: they use no test server (`fuzz/harness/`, crate
+//! `mcp-fuzzing`).
 //!
 //! ```
 //! use std::time::Duration;
@@ -96,8 +93,6 @@
 #![deny(missing_docs)]
 
 pub mod client;
-#[cfg(feature = "fuzzing")]
-pub mod fuzzing;
 pub mod record;
 pub use record::Recorder;
 mod http;

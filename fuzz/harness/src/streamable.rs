@@ -1,5 +1,5 @@
-//! Fuzz targets for `mcp-proto`, shared by the cargo-fuzz crate (`fuzz/`) and the stable
-//! corpus replay (`tests/suites/corpus_replay.rs`).
+//! The Streamable HTTP side of `mcp-proto`: the event-stream parser, the answer to each kind
+//! of leg, and whole operations under arbitrary driver inputs.
 //!
 //! Each target takes arbitrary bytes, drives a part of the sans-IO client with them and
 //! panics **only** when an invariant of `mcp-proto` is violated; any input whatsoever is
@@ -50,6 +50,8 @@ use mcp_proto::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::bytes::Bytes;
+
 /// The event-size limits [`sse`] picks from (its first byte's top two bits).
 pub const SSE_LIMITS: [usize; 4] = [4096, 256, 16, 1];
 /// The body cap of the sessions [`answer`] drives.
@@ -63,46 +65,6 @@ pub const MAX_FED: usize = 8 * 1024 * 1024;
 
 const URL: &str = "http://fuzz.test:8080/mcp";
 const SESSION_ID: &str = "fuzz-session-1";
-
-/// Reads the fuzzer's bytes front to back; reads past the end yield zeros.
-#[derive(Debug)]
-struct Bytes<'a> {
-    data: &'a [u8],
-}
-
-impl<'a> Bytes<'a> {
-    fn new(data: &'a [u8]) -> Self {
-        Self { data }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.data.is_empty()
-    }
-
-    fn byte(&mut self) -> u8 {
-        match self.data.split_first() {
-            Some((&first, rest)) => {
-                self.data = rest;
-                first
-            }
-            None => 0,
-        }
-    }
-
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.byte(), self.byte()])
-    }
-
-    fn take(&mut self, n: usize) -> &'a [u8] {
-        let (taken, rest) = self.data.split_at(n.min(self.data.len()));
-        self.data = rest;
-        taken
-    }
-
-    fn rest(&mut self) -> &'a [u8] {
-        self.take(usize::MAX)
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // sse
@@ -203,7 +165,7 @@ pub fn sse(data: &[u8]) {
 // ---------------------------------------------------------------------------------------------
 
 /// Rounds up to the unit, independently of `mcp-proto`'s own arithmetic.
-fn ceil_to(d: Duration, unit: Duration) -> Duration {
+pub(crate) fn ceil_to(d: Duration, unit: Duration) -> Duration {
     let unit = unit.as_nanos().max(1);
     let nanos = d.as_nanos().div_ceil(unit) * unit;
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
@@ -716,7 +678,7 @@ fn check_message(err: &Error) {
     }
 }
 
-fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
+pub(crate) fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
     matches!(
         (action, outcome),
         (Action::Probe, Outcome::Probe(_))
@@ -731,7 +693,7 @@ fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
 }
 
 /// After `Done`, polling only ever says the operation already finished.
-fn check_finished(op: &mut Operation, now: Instant) {
+pub(crate) fn check_finished(op: &mut Operation, now: Instant) {
     for _ in 0..3 {
         match op.poll_output(now) {
             Output::Done(Err(Error::AlreadyFinished)) => {}

@@ -1,0 +1,57 @@
+//! The fuzz targets of this workspace: one function per target, taking arbitrary bytes and
+//! panicking **only** when an invariant of the code under test is violated (any input
+//! whatsoever is otherwise fine).
+//!
+//! Two callers run the same functions: the cargo-fuzz crate in `fuzz/` (libFuzzer, nightly,
+//! `fuzz/run.sh`), whose targets are one line each, and the corpus replay
+//! (`fuzz/harness/tests/corpus_replay.rs`), which `cargo test` at the workspace root runs on
+//! stable over every committed seed (`fuzz/corpus/<target>/`) and regression
+//! (`fuzz/regressions/<target>/`). [`TARGETS`] is the list both follow.
+//!
+//! This crate must never depend on the test server (`mcp-testkit`) or a driver: a target
+//! drives the sans-IO code with the fuzzer's bytes and nothing else, so libFuzzer builds it
+//! quickly and every run is deterministic.
+//!
+//! | module       | targets                                | code under test                          |
+//! |--------------|----------------------------------------|------------------------------------------|
+//! | `streamable` | [`sse`], [`answer`], [`operation`]     | `mcp-proto` over Streamable HTTP         |
+//! | `stdio`      | [`stdio`]                              | `mcp-proto` over stdio, a fake process   |
+//! | `auth`       | [`auth`]                               | `mcp-auth`'s `AuthFlow`                  |
+//! | `connect`    | [`connect`]                            | `mcp-proto`'s reading of a `CONNECT` answer |
+//! | `files`      | [`servers`], [`credentials`]           | `mcp-call`'s `--config` and credentials files |
+//!
+//! The byte layout of each target's input is documented on its function; `fuzz/seeds.py`
+//! writes every target's seeds in those layouts.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod auth;
+mod bytes;
+mod connect;
+mod files;
+mod stdio;
+mod streamable;
+
+pub use auth::auth;
+pub use connect::{CONNECT_HEAD_LIMIT, connect};
+pub use files::{credentials, servers};
+pub use stdio::{STDIO_BODY_CAPS, stdio};
+pub use streamable::{
+    ANSWER_BODY_CAP, MAX_FED, MAX_INPUTS, OPERATION_BODY_CAP, SSE_LIMITS, answer, operation, sse,
+};
+
+/// A fuzz target: it panics only on an invariant violation.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, as `fuzz/Cargo.toml` names its `[[bin]]`s and `fuzz/corpus/` and
+/// `fuzz/regressions/` name their directories.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("sse", sse),
+    ("answer", answer),
+    ("operation", operation),
+    ("stdio", stdio),
+    ("auth", auth),
+    ("connect", connect),
+    ("servers", servers),
+    ("credentials", credentials),
+];
