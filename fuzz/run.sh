@@ -5,6 +5,7 @@
 #
 #   fuzz/run.sh 60            # all targets, 60 s each
 #   fuzz/run.sh 300 operation # one target
+#   FUZZ_ARGS='-len_control=0' fuzz/run.sh 300 auth   # more libFuzzer flags, appended
 #
 # The committed seeds (fuzz/corpus/<target>/) are copied into a scratch corpus under
 # fuzz/target/corpus/<target>/ and fuzzed there, so corpus growth is never committed.
@@ -55,6 +56,8 @@ fi
 # No sanitizer: the code under test and the targets forbid unsafe code, and without ASan the
 # targets run about ten times faster. Debug assertions on: an arithmetic overflow is a crash too.
 flags=(--sanitizer none --debug-assertions)
+# FUZZ_ARGS: more libFuzzer flags, split on spaces.
+read -r -a extra <<<"${FUZZ_ARGS:-}"
 
 echo "fuzz/run.sh: building the targets ($(rustup run nightly rustc --version))"
 cargo +nightly fuzz build "${flags[@]}" --fuzz-dir "$fuzz_dir" >/dev/null
@@ -75,7 +78,7 @@ for target in "${targets[@]}"; do
   # -timeout: one input running over 10 s (a hang) is a crash too.
   cargo +nightly fuzz run "${flags[@]}" --fuzz-dir "$fuzz_dir" "$target" "$scratch" -- \
     -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$artifacts/" >"$log" 2>&1
+    -artifact_prefix="$artifacts/" "${extra[@]}" >"$log" 2>&1
   code=$?
   set -e
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -n1)

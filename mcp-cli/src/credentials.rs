@@ -19,6 +19,7 @@ use mcp_proto::mcp_auth::{
     TokenSet,
 };
 use serde::{Deserialize, Serialize};
+use url::Url;
 
 /// The file's format.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -186,14 +187,33 @@ impl FileStore {
     }
 }
 
-/// Whether tokens for `resource` serve the server at `url`: the same URL, or a parent of it
-/// (the resource rule of RFC 9728 as MCP applies it).
+/// Whether tokens for `resource` serve the server at `url`: the same URL, or one on the same
+/// origin whose path is the resource's or below it, segment-wise (the resource rule of RFC
+/// 9728 as MCP applies it). Compared as URLs, not as text: a hand-edited resource such as
+/// `https:` is a prefix of every HTTPS URL and must serve none of them. A resource that is not
+/// a URL, or has a query, serves only that very URL.
 fn covers(resource: &str, url: &str) -> bool {
-    let resource = resource.trim_end_matches('/');
-    url == resource
-        || url
-            .strip_prefix(resource)
-            .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('?'))
+    if resource.trim_end_matches('/') == url.trim_end_matches('/') {
+        return true;
+    }
+    let (Ok(resource), Ok(url)) = (Url::parse(resource), Url::parse(url)) else {
+        return false;
+    };
+    if !resource.has_host()
+        || resource.scheme() != url.scheme()
+        || resource.host() != url.host()
+        || resource.port_or_known_default() != url.port_or_known_default()
+        || resource.query().is_some()
+        || resource.fragment().is_some()
+    {
+        return false;
+    }
+    let parent = resource.path().trim_end_matches('/');
+    let child = url.path();
+    child.trim_end_matches('/') == parent
+        || child
+            .strip_prefix(parent)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 fn write(path: &Path, file: &File) -> std::io::Result<()> {
@@ -377,6 +397,18 @@ mod tests {
         assert!(again.token_for("https://mcp.example/mcp/sub").is_some());
         assert!(again.token_for("https://mcp.example/mcpx").is_none());
         assert!(again.token_for("https://other.example/mcp").is_none());
+        assert!(
+            again
+                .token_for("https://mcp.example/mcp?tenant=a")
+                .is_some()
+        );
+        // A hand-edited resource that is a text prefix of every HTTPS URL serves none.
+        again.save_tokens("https://as.example", "https:", tokens(Some(3600)));
+        assert!(
+            again
+                .token_for("https://other.example/mcp")
+                .is_none_or(|token| token.resource() != "https:")
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

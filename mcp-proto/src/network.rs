@@ -416,7 +416,11 @@ pub fn parse_connect_response(buf: &[u8]) -> Result<Option<(usize, u16)>, ProxyF
     let (Some(version), Some(code)) = (words.next(), words.next()) else {
         return Err(ProxyFailure::NotHttp);
     };
-    if !version.starts_with("HTTP/1.") || code.len() != 3 {
+    // Three digits (RFC 9112 4): `parse` alone would take a sign, reading `+20` as 20.
+    if !version.starts_with("HTTP/1.")
+        || code.len() != 3
+        || !code.bytes().all(|b| b.is_ascii_digit())
+    {
         return Err(ProxyFailure::NotHttp);
     }
     let status = code.parse::<u16>().map_err(|_| ProxyFailure::NotHttp)?;
@@ -718,6 +722,10 @@ mod tests {
         );
         assert_eq!(
             parse_connect_response(b"HTTP/1.1 abc\r\n\r\n"),
+            Err(ProxyFailure::NotHttp)
+        );
+        assert_eq!(
+            parse_connect_response(b"HTTP/1.1 +20 OK\r\n\r\n"),
             Err(ProxyFailure::NotHttp)
         );
     }
