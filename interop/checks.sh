@@ -58,3 +58,14 @@ peer_checks() {
     check "the close: $CLOSE" rc=0 out="^${ECHO[2]}\$" err="$CLOSE"
   fi
 }
+
+# What every Python peer here serves (peers/python_sdk_server.py, peers/fastmcp_server.py):
+# the same tools, resource and prompt; the resource's text names the peer ($1).
+python_peer() {
+  TOOLS=(echo fail add sleep)
+  ECHO=(echo '{"text":"hi there"}' 'hi there')
+  FAIL=(fail '{"reason":"on purpose"}' 'failed on purpose: on purpose')
+  RESOURCE=(interop://greeting "hello from $1")
+  PROMPT=(greet '{"name":"Ada"}' 'Please greet Ada')
+  SLOW=(sleep '{"seconds":10}')
+}

@@ -14,12 +14,7 @@ peer_answers "peer answers initialize as an event stream, without a session" "ht
 
 T=(--url "http://127.0.0.1:$port/mcp")
 ERA=modern VERSION=2026-07-28
-TOOLS=(echo fail add sleep)
-ECHO=(echo '{"text":"hi there"}' 'hi there')
-FAIL=(fail '{"reason":"on purpose"}' 'failed on purpose: on purpose')
-RESOURCE=(interop://greeting 'hello from the python sdk')
-PROMPT=(greet '{"name":"Ada"}' 'Please greet Ada')
-SLOW=(sleep '{"seconds":10}')
+python_peer 'the python sdk'
 CLOSE=none
 CLOSE_ARGS=(--protocol 2025-11-25)
 peer_checks

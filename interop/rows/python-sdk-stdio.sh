@@ -9,12 +9,7 @@
 
 T=(--stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $TAG")
 ERA=modern VERSION=2026-07-28
-TOOLS=(echo fail add sleep)
-ECHO=(echo '{"text":"hi there"}' 'hi there')
-FAIL=(fail '{"reason":"on purpose"}' 'failed on purpose: on purpose')
-RESOURCE=(interop://greeting 'hello from the python sdk')
-PROMPT=(greet '{"name":"Ada"}' 'Please greet Ada')
-SLOW=(sleep '{"seconds":10}')
+python_peer 'the python sdk'
 CLOSE='method=shutdown .*status=ok'
 CLOSE_ARGS=(--protocol 2025-11-25)
 peer_checks
