@@ -7,7 +7,7 @@ use std::time::Instant;
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Request, StatusCode};
 use mcp_proto::{
-    Clock, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
+    Clock, Input, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
     SessionConfig,
 };
 use serde_json::{Map, Value, json};
@@ -111,9 +111,13 @@ pub fn capture_call(url: &str) -> CallLegs {
                 feed(&mut op, &clock, leg_id, kind, id, answer);
             }
             Output::Update(update) => session.apply(update),
-            Output::Authorize(_) => op.decline_authorization(),
+            Output::Authorize(_) => {
+                op.handle_input(Input::NoAuthorizer, clock.now());
+            }
             Output::Event(_) => {}
-            Output::Wait(_) => op.handle_timeout(clock.now()),
+            Output::Wait(_) | Output::AwaitSession(_) => {
+                op.handle_input(Input::Timeout, clock.now());
+            }
             Output::Done(result) => {
                 result.expect("the canned call succeeds");
                 break;
@@ -159,16 +163,30 @@ fn feed(
         headers.insert(SESSION_HEADER, HeaderValue::from_static("placeholder"));
     }
     let Some(result) = result else {
-        let _ = op.handle_response(leg, StatusCode::ACCEPTED, &headers, clock.now());
+        let _ = op.handle_input(
+            Input::Head {
+                leg,
+                status: StatusCode::ACCEPTED,
+                headers: &headers,
+            },
+            clock.now(),
+        );
         return;
     };
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
         .expect("a Value serialises");
-    if op.handle_response(leg, StatusCode::OK, &headers, clock.now()) == LegStatus::ReadMore
-        && op.handle_body_chunk(leg, &body, clock.now()) == LegStatus::ReadMore
+    if op.handle_input(
+        Input::Head {
+            leg,
+            status: StatusCode::OK,
+            headers: &headers,
+        },
+        clock.now(),
+    ) == LegStatus::ReadMore
+        && op.handle_input(Input::Chunk { leg, bytes: &body }, clock.now()) == LegStatus::ReadMore
     {
-        op.handle_body_end(leg, clock.now());
+        op.handle_input(Input::End { leg }, clock.now());
     }
 }
 
@@ -308,9 +326,13 @@ impl ListDriver {
                         feed(&mut op, &clock, leg.id, leg.kind, id, answer);
                     }
                     Output::Update(update) => session.apply(update),
-                    Output::Authorize(_) => op.decline_authorization(),
+                    Output::Authorize(_) => {
+                        op.handle_input(Input::NoAuthorizer, clock.now());
+                    }
                     Output::Event(_) => {}
-                    Output::Wait(_) => op.handle_timeout(clock.now()),
+                    Output::Wait(_) | Output::AwaitSession(_) => {
+                        op.handle_input(Input::Timeout, clock.now());
+                    }
                     Output::Done(result) => {
                         result.expect("the canned handshake succeeds");
                         break;
@@ -354,16 +376,31 @@ impl ListDriver {
         };
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        if op.handle_response(leg.id, StatusCode::OK, &headers, now) == LegStatus::ReadMore {
+        if op.handle_input(
+            Input::Head {
+                leg: leg.id,
+                status: StatusCode::OK,
+                headers: &headers,
+            },
+            now,
+        ) == LegStatus::ReadMore
+        {
             let mut complete = false;
             for chunk in body.chunks(FEED_CHUNK) {
-                if op.handle_body_chunk(leg.id, chunk, now) == LegStatus::Complete {
+                if op.handle_input(
+                    Input::Chunk {
+                        leg: leg.id,
+                        bytes: chunk,
+                    },
+                    now,
+                ) == LegStatus::Complete
+                {
                     complete = true;
                     break;
                 }
             }
             if !complete {
-                op.handle_body_end(leg.id, now);
+                op.handle_input(Input::End { leg: leg.id }, now);
             }
         }
         loop {
@@ -431,10 +468,23 @@ impl CallDriver {
         };
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        if op.handle_response(leg.id, StatusCode::OK, &headers, now) == LegStatus::ReadMore
-            && op.handle_body_chunk(leg.id, body.as_bytes(), now) == LegStatus::ReadMore
+        if op.handle_input(
+            Input::Head {
+                leg: leg.id,
+                status: StatusCode::OK,
+                headers: &headers,
+            },
+            now,
+        ) == LegStatus::ReadMore
+            && op.handle_input(
+                Input::Chunk {
+                    leg: leg.id,
+                    bytes: body.as_bytes(),
+                },
+                now,
+            ) == LegStatus::ReadMore
         {
-            op.handle_body_end(leg.id, now);
+            op.handle_input(Input::End { leg: leg.id }, now);
         }
         loop {
             match op.poll_output(now) {

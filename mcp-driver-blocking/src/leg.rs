@@ -6,8 +6,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Error, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, MonotonicClock,
-    Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Error, Input, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus,
+    MonotonicClock, Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
@@ -69,22 +69,27 @@ impl<'a> Driver<'a> {
     /// one leg at a time. A leg handed out while another is read (the answer to a server's
     /// request) runs to its end in between two reads of the outer one.
     pub(crate) fn drive(&mut self, op: &mut Operation) -> Result<Outcome, Error> {
+        // What the operation handed out while it was given its session (under the lock).
+        let mut next = None;
         loop {
             if let Some(result) = self.done.take() {
                 return result;
             }
             self.cancelled(op);
-            match op.poll_output(self.clock.now()) {
+            let output = next
+                .take()
+                .unwrap_or_else(|| op.poll_output(self.clock.now()));
+            match output {
                 Output::Update(update) => self.client.apply(update),
                 Output::Transmit(leg) => self.run_leg(op, leg),
                 Output::Event(event) => self.observer.event(&event),
-                Output::Wait(until) if op.awaits_session() => self.await_session(op, until),
+                Output::AwaitSession(_) => next = self.await_session(op),
                 Output::Wait(until) => {
                     // Nothing is read at this level (every leg is fed to its end before the
                     // loop polls again): this is a pause the proto asked for (before resuming
                     // a stream the server closed). A cancel cuts it short.
                     self.shared.sleep_until(until);
-                    op.handle_timeout(self.clock.now());
+                    op.handle_input(Input::Timeout, self.clock.now());
                 }
                 Output::Authorize(step) => self.authorize(op, &step),
                 Output::Done(result) => return result,
@@ -94,19 +99,29 @@ impl<'a> Driver<'a> {
 
     /// Waits for the session another operation establishes: hands `op` the session, and
     /// while it still awaits it, waits (under the session's lock, so no change is missed)
-    /// until the session changes, the operation is cancelled, or `until` (its budget's end).
-    fn await_session(&mut self, op: &mut Operation, until: Instant) {
+    /// until the session changes, the operation is cancelled, or the instant it names (its
+    /// budget's end). Returns what the operation handed out once it stopped waiting.
+    fn await_session(&mut self, op: &mut Operation) -> Option<Output> {
         let mut session = self.client.session();
         loop {
-            op.handle_session(&mut session);
             let now = self.clock.now();
-            if !op.awaits_session() || self.shared.is_cancelled() {
-                return;
+            op.handle_input(Input::Session(&mut session), now);
+            let until = match op.poll_output(now) {
+                Output::AwaitSession(until) => until,
+                Output::Update(update) => {
+                    session.apply(update);
+                    self.client.changed.notify_all();
+                    continue;
+                }
+                output => return Some(output),
+            };
+            if self.shared.is_cancelled() {
+                return None;
             }
             if now >= until {
                 drop(session);
-                op.handle_timeout(now);
-                return;
+                op.handle_input(Input::Timeout, now);
+                return None;
             }
             session = self
                 .client
@@ -125,7 +140,7 @@ impl<'a> Driver<'a> {
     fn authorize(&mut self, op: &mut Operation, step: &mcp_proto::Authorize) {
         let Some(authorizer) = self.authorizer.clone() else {
             trace::authorized(&self.span, None);
-            op.decline_authorization();
+            op.handle_input(Input::NoAuthorizer, self.clock.now());
             return;
         };
         let (answer, answered) = std::sync::mpsc::channel();
@@ -141,7 +156,7 @@ impl<'a> Driver<'a> {
             let now = self.clock.now();
             if now >= step.ends_at {
                 trace::authorized(&self.span, Some(false));
-                op.handle_timeout(now);
+                op.handle_input(Input::Timeout, now);
                 return;
             }
             if self.shared.is_cancelled() {
@@ -152,8 +167,12 @@ impl<'a> Driver<'a> {
                 Ok(redirect) => {
                     trace::authorized(&self.span, Some(redirect.is_ok()));
                     match redirect {
-                        Ok(url) => op.handle_redirect(&url, self.clock.now()),
-                        Err(detail) => op.handle_authorizer_failure(&detail, self.clock.now()),
+                        Ok(url) => {
+                            op.handle_input(Input::Redirect(&url), self.clock.now());
+                        }
+                        Err(detail) => {
+                            op.handle_input(Input::AuthorizerFailed(&detail), self.clock.now());
+                        }
                     }
                     return;
                 }
@@ -161,7 +180,7 @@ impl<'a> Driver<'a> {
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                     // The authorizer panicked: the caller's code failed.
                     let failed = "the authorizer panicked";
-                    op.handle_authorizer_failure(failed, self.clock.now());
+                    op.handle_input(Input::AuthorizerFailed(failed), self.clock.now());
                     return;
                 }
             }
@@ -175,7 +194,7 @@ impl<'a> Driver<'a> {
         if !self.shared.is_cancelled() || op.is_finished() {
             return false;
         }
-        op.cancel();
+        op.handle_input(Input::Cancel, self.clock.now());
         self.shared.settle();
         true
     }
@@ -189,7 +208,13 @@ impl<'a> Driver<'a> {
                 TransportErrorKind::Declined,
                 "the blocking driver reads one response at a time",
             );
-            op.handle_transport_error(leg.id, declined, self.clock.now());
+            op.handle_input(
+                Input::Failed {
+                    leg: leg.id,
+                    error: declined,
+                },
+                self.clock.now(),
+            );
             return;
         }
         let (id, kind, grant) = (leg.id, leg.kind, leg.timeout);
@@ -223,13 +248,21 @@ impl<'a> Driver<'a> {
             Err(err) => {
                 let error = request_error(err, self.shared.connect_failed());
                 let kind = error.kind;
-                op.handle_transport_error(id, error, now);
+                op.handle_input(Input::Failed { leg: id, error }, now);
                 return LegEnd::Transport(kind);
             }
         };
         let (head, body) = response.into_parts();
         let end = LegEnd::Status(head.status.as_u16());
-        if op.handle_response(id, head.status, &head.headers, now) == LegStatus::Complete {
+        if op.handle_input(
+            Input::Head {
+                leg: id,
+                status: head.status,
+                headers: &head.headers,
+            },
+            now,
+        ) == LegStatus::Complete
+        {
             // Dropping an unread body closes its connection; an empty one is already back
             // in the pool.
             return end.as_of(now, ends_at);
@@ -259,11 +292,18 @@ impl<'a> Driver<'a> {
             }
             match read {
                 Ok(0) => {
-                    op.handle_body_end(id, now);
+                    op.handle_input(Input::End { leg: id }, now);
                     return end.as_of(now, ends_at);
                 }
                 Ok(n) => {
-                    if op.handle_body_chunk(id, &buf[..n], now) == LegStatus::Complete {
+                    if op.handle_input(
+                        Input::Chunk {
+                            leg: id,
+                            bytes: &buf[..n],
+                        },
+                        now,
+                    ) == LegStatus::Complete
+                    {
                         // A leg that ran out has nothing worth draining.
                         if now < ends_at {
                             self.drain(reader, buf, now, ends_at);
@@ -283,7 +323,7 @@ impl<'a> Driver<'a> {
                 Err(err) => {
                     let error = body_error(err);
                     let kind = error.kind;
-                    op.handle_transport_error(id, error, now);
+                    op.handle_input(Input::Failed { leg: id, error }, now);
                     return LegEnd::Transport(kind);
                 }
             }
@@ -322,7 +362,7 @@ impl<'a> Driver<'a> {
                 Output::Event(event) => self.observer.event(&event),
                 Output::Transmit(nested) => self.run_leg(op, nested),
                 Output::Authorize(step) => self.authorize(op, &step),
-                Output::Wait(_) => return false,
+                Output::Wait(_) | Output::AwaitSession(_) => return false,
                 Output::Done(result) => {
                     self.done = Some(result);
                     return true;

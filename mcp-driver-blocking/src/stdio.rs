@@ -17,8 +17,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, Error, Leg, LegKind, MonotonicClock, Observer, Operation, Outcome, Output, ProcessExit,
-    StdioCommand, TransportError, TransportErrorKind,
+    Clock, Error, Input, Leg, LegKind, MonotonicClock, Observer, Operation, Outcome, Output,
+    ProcessExit, StdioCommand, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::{Shared, Wake};
@@ -474,7 +474,7 @@ impl StdioDriver<'_> {
         }
         loop {
             if self.shared.is_cancelled() && !op.is_finished() {
-                op.cancel();
+                op.handle_input(Input::Cancel, clock.now());
                 self.shared.settle();
             }
             let now = clock.now();
@@ -487,22 +487,29 @@ impl StdioDriver<'_> {
                     }
                 }
                 Output::Event(event) => self.observer.event(&event),
-                Output::Authorize(_) => op.decline_authorization(),
-                Output::Wait(until) => match self.child.as_ref() {
+                Output::Authorize(_) => {
+                    op.handle_input(Input::NoAuthorizer, now);
+                }
+                // Over stdio nothing is shared to wait for: operations run one at a time.
+                Output::Wait(until) | Output::AwaitSession(until) => match self.child.as_ref() {
                     None => {
                         self.shared.sleep_until(until);
-                        op.handle_timeout(clock.now());
+                        op.handle_input(Input::Timeout, clock.now());
                     }
                     Some(child) => match child.wait(until, self.shared) {
-                        Delivery::Chunk(chunk) => op.handle_stdout(&chunk, clock.now()),
+                        Delivery::Chunk(chunk) => {
+                            op.handle_input(Input::Stdout(&chunk), clock.now());
+                        }
                         Delivery::Closed => {
                             legs.process_exited();
                             if let Some(child) = self.child.take() {
                                 let exit = child.exit();
-                                op.handle_exit(&exit, clock.now());
+                                op.handle_input(Input::Exit(&exit), clock.now());
                             }
                         }
-                        Delivery::Timeout => op.handle_timeout(clock.now()),
+                        Delivery::Timeout => {
+                            op.handle_input(Input::Timeout, clock.now());
+                        }
                     },
                 },
                 Output::Done(result) => {
@@ -523,12 +530,12 @@ impl StdioDriver<'_> {
                 Ok(child) => {
                     self.shared.set_waker(child.mailbox.clone());
                     *self.child = Some(child);
-                    op.handle_sent(leg.id, clock.now());
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                     false
                 }
                 Err(err) => {
                     let error = TransportError::new(TransportErrorKind::Connect, err.to_string());
-                    op.handle_transport_error(leg.id, error, clock.now());
+                    op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
                     false
                 }
             },
@@ -537,12 +544,12 @@ impl StdioDriver<'_> {
                     Some(child) => child.shut_down(leg.timeout),
                     None => ProcessExit::default(),
                 };
-                op.handle_exit(&exit, clock.now());
+                op.handle_input(Input::Exit(&exit), clock.now());
                 false
             }
             LegKind::Kill => {
                 let exit = self.child.take().map(Child::kill).unwrap_or_default();
-                op.handle_exit(&exit, clock.now());
+                op.handle_input(Input::Exit(&exit), clock.now());
                 false
             }
             _ => {
@@ -555,22 +562,32 @@ impl StdioDriver<'_> {
                     None => Written::Refused,
                 };
                 match written {
-                    Written::Whole => op.handle_sent(leg.id, clock.now()),
+                    Written::Whole => {
+                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                    }
                     // The operation decides what a late or cancelled write means (the loop
                     // passes the cancel on).
-                    Written::TimedOut => op.handle_timeout(clock.now()),
+                    Written::TimedOut => {
+                        op.handle_input(Input::Timeout, clock.now());
+                    }
                     Written::Cancelled => {}
                     Written::Refused if leg.kind == LegKind::CancelNotice => {
                         let full = TransportError::new(
                             TransportErrorKind::Declined,
                             "the server's stdin is full",
                         );
-                        op.handle_transport_error(leg.id, full, clock.now());
+                        op.handle_input(
+                            Input::Failed {
+                                leg: leg.id,
+                                error: full,
+                            },
+                            clock.now(),
+                        );
                     }
                     Written::Refused => {
                         // The process stopped reading: it is gone, or going.
                         let exit = self.child.take().map(Child::exit).unwrap_or_default();
-                        op.handle_exit(&exit, clock.now());
+                        op.handle_input(Input::Exit(&exit), clock.now());
                         return true;
                     }
                 }

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use mcp_proto::{
-    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Network,
-    Observer, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
+    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, Input, ListKind, Listing,
+    Network, Observer, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
@@ -502,15 +502,20 @@ impl Client {
         tokio::pin!(timer);
         // While the operation waits for its session: the session's next change.
         let mut changed = std::pin::pin!(None::<Notified<'_>>);
+        // Whether the operation was just given its session (and the session's next change
+        // registered, under its lock): if it awaits it still, it waits for that change.
+        let mut offered = false;
         loop {
             // Mutate, then drain until the operation must wait.
             let until = loop {
                 if cancel.is_fired(armed) && !op.is_finished() {
-                    op.cancel();
                     now = clock.now();
+                    op.handle_input(Input::Cancel, now);
                     leg::cancel_all(&mut legs, observer, now);
                 }
-                match op.poll_output(now) {
+                let output = op.poll_output(now);
+                offered &= matches!(output, Output::AwaitSession(_));
+                match output {
                     Output::Update(update) => {
                         shared.session().apply(update);
                         shared.changed.notify_waiters();
@@ -523,18 +528,17 @@ impl Client {
                         // The observer's time is not the operation's: read the clock again.
                         now = clock.now();
                     }
-                    Output::Wait(until) if op.awaits_session() => {
-                        // Under the session's lock: take the session, or register for its next
-                        // change before letting go, so no change is missed.
+                    Output::AwaitSession(until) if offered => break until,
+                    Output::AwaitSession(_) => {
+                        // Under the session's lock: give it the session, and register for the
+                        // session's next change before letting go, so no change is missed.
                         let mut session = shared.session();
-                        op.handle_session(&mut session);
-                        if op.awaits_session() {
-                            changed.set(Some(shared.changed.notified()));
-                            if let Some(notified) = changed.as_mut().as_pin_mut() {
-                                notified.enable();
-                            }
-                            break until;
+                        op.handle_input(Input::Session(&mut session), now);
+                        changed.set(Some(shared.changed.notified()));
+                        if let Some(notified) = changed.as_mut().as_pin_mut() {
+                            notified.enable();
                         }
+                        offered = true;
                     }
                     Output::Wait(until) => break until,
                     Output::Authorize(step) => {
@@ -561,9 +565,15 @@ impl Client {
                         );
                         now = clock.now();
                         match redirect {
-                            Some(Some(Ok(url))) => op.handle_redirect(&url, now),
-                            Some(Some(Err(detail))) => op.handle_authorizer_failure(&detail, now),
-                            Some(None) => op.decline_authorization(),
+                            Some(Some(Ok(url))) => {
+                                op.handle_input(Input::Redirect(&url), now);
+                            }
+                            Some(Some(Err(detail))) => {
+                                op.handle_input(Input::AuthorizerFailed(&detail), now);
+                            }
+                            Some(None) => {
+                                op.handle_input(Input::NoAuthorizer, now);
+                            }
                             None => {}
                         }
                     }
@@ -575,7 +585,7 @@ impl Client {
                 }
             };
             let cancellable = !op.is_finished();
-            let waits_for_session = op.awaits_session();
+            let waits_for_session = std::mem::take(&mut offered);
             let until = TokioInstant::from_std(until);
             if timer.deadline() != until {
                 timer.as_mut().reset(until);
@@ -590,7 +600,7 @@ impl Client {
                 () = &mut timer => {
                     now = clock.now();
                     leg::handshake_timeouts(&mut op, &mut legs, &shared.handshakes, observer, now);
-                    op.handle_timeout(now);
+                    op.handle_input(Input::Timeout, now);
                 }
                 () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
                     changed.set(None);

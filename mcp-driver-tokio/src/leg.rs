@@ -25,8 +25,9 @@ use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use mcp_proto::network::parse_connect_response;
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Network, Observer,
-    Operation, Proxies, ProxyFailure, ProxyUrl, TlsProblem, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Input, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Network,
+    Observer, Operation, Proxies, ProxyFailure, ProxyUrl, TlsProblem, TransportError,
+    TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -311,9 +312,14 @@ pub(crate) fn handshake_timeouts(
             continue;
         }
         let kind = TransportErrorKind::Tls(TlsProblem::TimedOut);
-        op.handle_transport_error(
-            leg.id,
-            TransportError::new(kind, "the TLS handshake did not finish within the grant"),
+        op.handle_input(
+            Input::Failed {
+                leg: leg.id,
+                error: TransportError::new(
+                    kind,
+                    "the TLS handshake did not finish within the grant",
+                ),
+            },
             now,
         );
         let leg = legs.swap_remove(index);
@@ -417,7 +423,15 @@ pub(crate) async fn feed(
         Delivery::Head(Ok(response)) => {
             let (head, body) = response.into_parts();
             leg.status = Some(head.status.as_u16());
-            if op.handle_response(id, head.status, &head.headers, now) == LegStatus::ReadMore {
+            if op.handle_input(
+                Input::Head {
+                    leg: id,
+                    status: head.status,
+                    headers: &head.headers,
+                },
+                now,
+            ) == LegStatus::ReadMore
+            {
                 leg.state = State::Body(body);
                 return now;
             }
@@ -427,16 +441,16 @@ pub(crate) async fn feed(
         Delivery::Head(Err(err)) => {
             let error = transport_error(&err);
             let kind = error.kind;
-            op.handle_transport_error(id, error, now);
+            op.handle_input(Input::Failed { leg: id, error }, now);
             LegEnd::Transport(kind)
         }
         Delivery::Frame(None) => {
-            op.handle_body_end(id, now);
+            op.handle_input(Input::End { leg: id }, now);
             LegEnd::Status(leg.status.unwrap_or_default())
         }
         Delivery::Frame(Some(Err(err))) => {
             let error = TransportError::new(TransportErrorKind::Io, chain(&err));
-            op.handle_transport_error(id, error, now);
+            op.handle_input(Input::Failed { leg: id, error }, now);
             LegEnd::Transport(TransportErrorKind::Io)
         }
         Delivery::Frame(Some(Ok(frame))) => {
@@ -444,7 +458,14 @@ pub(crate) async fn feed(
             let Some(data) = frame.data_ref().filter(|data| !data.is_empty()) else {
                 return now;
             };
-            if op.handle_body_chunk(id, data, now) == LegStatus::ReadMore {
+            if op.handle_input(
+                Input::Chunk {
+                    leg: id,
+                    bytes: data,
+                },
+                now,
+            ) == LegStatus::ReadMore
+            {
                 return now;
             }
             if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use mcp_proto::{
-    Clock, Error, LegKind, Observer, Operation, Outcome, Output, ProcessExit, StdioCommand,
+    Clock, Error, Input, LegKind, Observer, Operation, Outcome, Output, ProcessExit, StdioCommand,
     TransportError, TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -207,7 +207,7 @@ impl StdioRun<'_> {
         let mut legs = StdioLegs::default();
         loop {
             if self.cancel.is_fired(armed) && !op.is_finished() {
-                op.cancel();
+                op.handle_input(Input::Cancel, clock.now());
             }
             let now = clock.now();
             match op.poll_output(now) {
@@ -223,15 +223,20 @@ impl StdioRun<'_> {
                     }
                 }
                 Output::Event(event) => self.observer.event(&event),
-                Output::Authorize(_) => op.decline_authorization(),
-                Output::Wait(until) => {
+                Output::Authorize(_) => {
+                    op.handle_input(Input::NoAuthorizer, now);
+                }
+                // Over stdio nothing is shared to wait for: operations run one at a time.
+                Output::Wait(until) | Output::AwaitSession(until) => {
                     let until = TokioInstant::from_std(until);
                     let cancellable = !op.is_finished();
                     match self.child.as_mut() {
                         None => tokio::select! {
                             biased;
                             () = &mut cancelled, if cancellable => {}
-                            () = tokio::time::sleep_until(until) => op.handle_timeout(clock.now()),
+                            () = tokio::time::sleep_until(until) => {
+                                op.handle_input(Input::Timeout, clock.now());
+                            }
                         },
                         Some(child) => {
                             let read = tokio::select! {
@@ -239,17 +244,19 @@ impl StdioRun<'_> {
                                 () = &mut cancelled, if cancellable => continue,
                                 read = child.read() => read,
                                 () = tokio::time::sleep_until(until) => {
-                                    op.handle_timeout(clock.now());
+                                    op.handle_input(Input::Timeout, clock.now());
                                     continue;
                                 }
                             };
                             match read {
-                                Some(chunk) => op.handle_stdout(&chunk, clock.now()),
+                                Some(chunk) => {
+                                    op.handle_input(Input::Stdout(&chunk), clock.now());
+                                }
                                 None => {
                                     legs.process_exited();
                                     if let Some(child) = self.child.take() {
                                         let exit = child.exit().await;
-                                        op.handle_exit(&exit, clock.now());
+                                        op.handle_input(Input::Exit(&exit), clock.now());
                                     }
                                 }
                             }
@@ -274,12 +281,12 @@ impl StdioRun<'_> {
                 match Child::spawn(&self.command) {
                     Ok(child) => {
                         *self.child = Some(child);
-                        op.handle_sent(leg.id, clock.now());
+                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                     }
                     Err(err) => {
                         let error =
                             TransportError::new(TransportErrorKind::Connect, err.to_string());
-                        op.handle_transport_error(leg.id, error, clock.now());
+                        op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
                     }
                 }
                 false
@@ -289,7 +296,7 @@ impl StdioRun<'_> {
                     Some(child) => child.shut_down(leg.timeout).await,
                     None => ProcessExit::default(),
                 };
-                op.handle_exit(&exit, clock.now());
+                op.handle_input(Input::Exit(&exit), clock.now());
                 false
             }
             LegKind::Kill => {
@@ -297,7 +304,7 @@ impl StdioRun<'_> {
                     Some(child) => child.kill().await,
                     None => ProcessExit::default(),
                 };
-                op.handle_exit(&exit, clock.now());
+                op.handle_input(Input::Exit(&exit), clock.now());
                 false
             }
             LegKind::CancelNotice => {
@@ -306,13 +313,19 @@ impl StdioRun<'_> {
                     .as_mut()
                     .is_some_and(|child| child.write_line_at_once(leg.request.body()));
                 if written {
-                    op.handle_sent(leg.id, clock.now());
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 } else {
                     let full = TransportError::new(
                         TransportErrorKind::Declined,
                         "the server's stdin is full",
                     );
-                    op.handle_transport_error(leg.id, full, clock.now());
+                    op.handle_input(
+                        Input::Failed {
+                            leg: leg.id,
+                            error: full,
+                        },
+                        clock.now(),
+                    );
                 }
                 false
             }
@@ -336,7 +349,7 @@ impl StdioRun<'_> {
                             written = write => match written {
                                 Ok(result) => result.is_ok(),
                                 Err(_) => {
-                                    op.handle_timeout(clock.now());
+                                    op.handle_input(Input::Timeout, clock.now());
                                     return false;
                                 }
                             },
@@ -345,14 +358,14 @@ impl StdioRun<'_> {
                     None => false,
                 };
                 if written {
-                    op.handle_sent(leg.id, clock.now());
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                     return false;
                 }
                 let exit = match self.child.take() {
                     Some(child) => child.exit().await,
                     None => ProcessExit::default(),
                 };
-                op.handle_exit(&exit, clock.now());
+                op.handle_input(Input::Exit(&exit), clock.now());
                 true
             }
         }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcp_proto::{Clock, LegKind, LegStatus, ManualClock, Output, Session, SessionConfig};
+use mcp_proto::{Clock, Input, LegKind, LegStatus, ManualClock, Output, Session, SessionConfig};
 use serde_json::{Map, Value, json};
 
 /// Plays a server whose legs take `durations` seconds, printing each leg.
@@ -24,7 +24,9 @@ fn tool_call(title: &str, durations: &[f64]) {
         // Alone on its session: poll_on applies what the operation learns to the session.
         match op.poll_on(&mut session, clock.now()) {
             Output::Update(_) => {}
-            Output::Authorize(_) => op.decline_authorization(),
+            Output::Authorize(_) => {
+                op.handle_input(Input::NoAuthorizer, clock.now());
+            }
             Output::Transmit(leg) => {
                 let spent = Duration::from_secs_f64(durations.next().unwrap_or(0.0));
                 println!(
@@ -43,16 +45,29 @@ fn tool_call(title: &str, durations: &[f64]) {
                 headers.insert("content-type", HeaderValue::from_static("application/json"));
                 headers.insert("mcp-session-id", HeaderValue::from_static("demo-session"));
                 let now = clock.now();
-                if op.handle_response(leg.id, status, &headers, now) == LegStatus::ReadMore
-                    && op.handle_body_chunk(leg.id, &body, now) == LegStatus::ReadMore
+                if op.handle_input(
+                    Input::Head {
+                        leg: leg.id,
+                        status,
+                        headers: &headers,
+                    },
+                    now,
+                ) == LegStatus::ReadMore
+                    && op.handle_input(
+                        Input::Chunk {
+                            leg: leg.id,
+                            bytes: &body,
+                        },
+                        now,
+                    ) == LegStatus::ReadMore
                 {
-                    op.handle_body_end(leg.id, now);
+                    op.handle_input(Input::End { leg: leg.id }, now);
                 }
             }
             Output::Event(_) => {}
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until);
-                op.handle_timeout(clock.now());
+                op.handle_input(Input::Timeout, clock.now());
             }
             Output::Done(result) => {
                 let total = clock.now() - t0;

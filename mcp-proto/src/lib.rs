@@ -51,14 +51,19 @@
 //!
 //! ```text
 //!   poll_output(now) ──► Transmit(leg) ──► send leg.request under leg.timeout
-//!        ▲                                   │ handle_response(leg.id, head)
-//!        │                                   │ handle_body_chunk(leg.id, ..)* ──► Complete? stop reading
-//!        │                                   │ handle_body_end(leg.id) | handle_transport_error(leg.id, ..)
+//!        ▲                                   │ handle_input(Input::Head { leg, .. })
+//!        │                                   │ handle_input(Input::Chunk { leg, .. })* ──► Complete? stop reading
+//!        │                                   │ handle_input(Input::End { leg } | Input::Failed { leg, .. })
 //!        ├──────────── Event(ev) ◄───────────┘
 //!        ├──────────── Update(u) ──► session.apply(u)   (what the operation learned)
-//!        ├──────────── Wait(until) ──► handle_timeout(now)   (awaits_session? handle_session)
+//!        ├──────────── Wait(until) ──► handle_input(Input::Timeout) once `until` has come
+//!        ├──────────── AwaitSession(until) ──► handle_input(Input::Session(&mut session))
+//!        ├──────────── Authorize(step) ──► handle_input(Input::Redirect(url) | Input::NoAuthorizer)
 //!        └──────────── Done(result)
 //! ```
+//!
+//! Every input, over HTTP or stdio, goes through [`Operation::handle_input`]; its [`Input`]
+//! names what came and the leg it is about.
 //!
 //! An [`Operation`] borrows nothing: it starts from a copy of its [`Session`] and hands what it
 //! learns back as [`SessionUpdate`]s, so any number of operations can be in flight on one
@@ -111,7 +116,7 @@ pub use model::{
 pub use network::{AddedRoots, Network, Proxies, ProxyFailure, ProxyUrl, TlsProblem};
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
-    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,
+    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, Input,
     LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation,
     Outcome, Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
 };

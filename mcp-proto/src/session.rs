@@ -14,9 +14,9 @@
 //! it (behind a lock when they run in parallel) and applies updates in the order they come.
 //!
 //! One handshake at a time: an operation that needs a session while another is establishing
-//! one waits for it ([`Operation::awaits_session`](crate::Operation::awaits_session)), inside
+//! one waits for it ([`Output::AwaitSession`](crate::Output::AwaitSession)), inside
 //! its own budget, and takes it with
-//! [`Operation::handle_session`](crate::Operation::handle_session). This module must never
+//! [`Input::Session`](crate::Input::Session). This module must never
 //! depend on the operation's internals.
 
 use std::collections::HashMap;
@@ -44,7 +44,7 @@ pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
 /// from a copy of it and report what they learn as [`SessionUpdate`]s for
 /// [`apply`](Self::apply): any number of operations can be in flight on one session, one
 /// of them establishing it while the others that need it wait (see
-/// [`Operation::awaits_session`](crate::Operation::awaits_session)).
+/// [`Output::AwaitSession`](crate::Output::AwaitSession)).
 #[derive(Debug)]
 pub struct Session {
     known: Known,
@@ -233,7 +233,7 @@ impl Session {
     /// Applies what an operation learned ([`Output::Update`](crate::Output::Update)). Apply
     /// every update of every operation on this session, in the order each operation hands them
     /// out; then hand the session to the operations that await it
-    /// ([`Operation::handle_session`](crate::Operation::handle_session)).
+    /// ([`Input::Session`](crate::Input::Session)).
     ///
     /// An update about a session that is no longer the current one changes nothing: when two
     /// operations find the same session gone, the second finds the first's new session, not a

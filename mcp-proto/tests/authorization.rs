@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::mcp_auth::{ClientConfig, Entropy};
 use mcp_proto::{
-    Budget, Clock, Error, LegKind, LegStatus, ManualClock, OAuth, Output, ProtocolVersion, Session,
-    SessionConfig,
+    Budget, Clock, Error, Input, LegKind, LegStatus, ManualClock, OAuth, Output, ProtocolVersion,
+    Session, SessionConfig,
 };
 use serde_json::{Map, json};
 
@@ -190,10 +190,23 @@ impl World {
                             .insert("content-type", HeaderValue::from_static("application/json"));
                     }
                     let status = StatusCode::from_u16(status).unwrap();
-                    if op.handle_response(leg.id, status, &headers, now) == LegStatus::ReadMore
-                        && op.handle_body_chunk(leg.id, body.as_bytes(), now) == LegStatus::ReadMore
+                    if op.handle_input(
+                        Input::Head {
+                            leg: leg.id,
+                            status,
+                            headers: &headers,
+                        },
+                        now,
+                    ) == LegStatus::ReadMore
+                        && op.handle_input(
+                            Input::Chunk {
+                                leg: leg.id,
+                                bytes: body.as_bytes(),
+                            },
+                            now,
+                        ) == LegStatus::ReadMore
                     {
-                        op.handle_body_end(leg.id, now);
+                        op.handle_input(Input::End { leg: leg.id }, now);
                     }
                     self.clock.advance(takes - inside);
                 }
@@ -217,16 +230,18 @@ impl World {
                             let state = param("state").unwrap();
                             let redirect =
                                 format!("http://127.0.0.1:8976/callback?code=c-1&state={state}");
-                            op.handle_redirect(&redirect, self.clock.now());
+                            op.handle_input(Input::Redirect(&redirect), self.clock.now());
                         }
-                        Person::Absent => op.decline_authorization(),
+                        Person::Absent => {
+                            op.handle_input(Input::NoAuthorizer, self.clock.now());
+                        }
                         Person::Gone => {}
                     }
                 }
+                Output::AwaitSession(_) => panic!("a lone operation awaits its session"),
                 Output::Wait(until) => {
-                    assert!(!op.awaits_session(), "a lone operation awaits its session");
                     self.clock.set(until.max(self.clock.now()));
-                    op.handle_timeout(self.clock.now());
+                    op.handle_input(Input::Timeout, self.clock.now());
                 }
                 Output::Event(_) | Output::Update(_) => {}
                 Output::Done(result) => {
@@ -397,28 +412,45 @@ fn an_auth_answer_past_its_cap_is_refused_without_reading_on() {
     let Output::Transmit(first) = op.poll_output(clock.now()) else {
         panic!()
     };
-    let _ = op.handle_response(
-        first.id,
-        StatusCode::UNAUTHORIZED,
-        &World::challenge(401, ""),
+    let _ = op.handle_input(
+        Input::Head {
+            leg: first.id,
+            status: StatusCode::UNAUTHORIZED,
+            headers: &World::challenge(401, ""),
+        },
         clock.now(),
     );
     // The refusal waits for the session (no other operation is authorizing): it claims the
     // authorization, and the flow's first leg goes out.
-    assert!(matches!(op.poll_output(clock.now()), Output::Wait(_)));
-    assert!(op.awaits_session());
-    op.handle_session(&mut session);
+    assert!(matches!(
+        op.poll_output(clock.now()),
+        Output::AwaitSession(_)
+    ));
+    op.handle_input(Input::Session(&mut session), clock.now());
     let Output::Transmit(prm) = op.poll_output(clock.now()) else {
         panic!()
     };
     assert_eq!(prm.kind.label(), "oauth:resource-metadata");
     assert_eq!(
-        op.handle_response(prm.id, StatusCode::OK, &HeaderMap::new(), clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: prm.id,
+                status: StatusCode::OK,
+                headers: &HeaderMap::new()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     let mib = vec![b' '; 1024 * 1024];
     assert_eq!(
-        op.handle_body_chunk(prm.id, &mib, clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: prm.id,
+                bytes: &mib
+            },
+            clock.now()
+        ),
         LegStatus::Complete,
         "the leg ends at the cap"
     );

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
 use mcp_proto::{
-    Clock, Error, Fault, LegKind, LegStatus, ManualClock, Output, Session, TransportError,
+    Clock, Error, Fault, Input, LegKind, LegStatus, ManualClock, Output, Session, TransportError,
     TransportErrorKind,
 };
 use serde_json::{Map, json};
@@ -26,7 +26,14 @@ fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
         clock.set(call.ends_at + late_by);
         // The head is in, but too late: the proto, not the driver, says the leg timed out.
         assert_eq!(
-            op.handle_response(call.id, StatusCode::OK, &json_head(), clock.now()),
+            op.handle_input(
+                Input::Head {
+                    leg: call.id,
+                    status: StatusCode::OK,
+                    headers: &json_head()
+                },
+                clock.now()
+            ),
             LegStatus::Complete
         );
         let Output::Done(Err(err)) = op.poll_output(clock.now()) else {
@@ -47,17 +54,36 @@ fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
         panic!()
     };
     assert_eq!(
-        op.handle_response(call.id, StatusCode::OK, &json_head(), clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: call.id,
+                status: StatusCode::OK,
+                headers: &json_head()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     clock.set(call.ends_at - secs(0.001));
     assert_eq!(
-        op.handle_body_chunk(call.id, b"{\"jsonrpc\":", clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: call.id,
+                bytes: b"{\"jsonrpc\":"
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     clock.set(call.ends_at);
     assert_eq!(
-        op.handle_body_chunk(call.id, b"\"2.0\"}", clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: call.id,
+                bytes: b"\"2.0\"}"
+            },
+            clock.now()
+        ),
         LegStatus::Complete
     );
     assert!(matches!(
@@ -77,14 +103,27 @@ fn inputs_for_a_leg_that_is_over_are_ignored() {
     let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
     assert_eq!(
-        op.handle_response(init.id, StatusCode::OK, &json_head(), clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: init.id,
+                status: StatusCode::OK,
+                headers: &json_head()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     assert_eq!(
-        op.handle_body_chunk(init.id, answer.to_string().as_bytes(), clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: init.id,
+                bytes: answer.to_string().as_bytes()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
-    op.handle_body_end(init.id, clock.now());
+    op.handle_input(Input::End { leg: init.id }, clock.now());
     let Output::Transmit(initialized) = op.poll_output(clock.now()) else {
         panic!()
     };
@@ -94,29 +133,45 @@ fn inputs_for_a_leg_that_is_over_are_ignored() {
 
     // A driver that is late with news of the first leg changes nothing, whatever it says.
     assert_eq!(
-        op.handle_response(
-            init.id,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &json_head(),
+        op.handle_input(
+            Input::Head {
+                leg: init.id,
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                headers: &json_head()
+            },
             clock.now()
         ),
         LegStatus::Complete
     );
     assert_eq!(
-        op.handle_body_chunk(init.id, b"garbage", clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: init.id,
+                bytes: b"garbage"
+            },
+            clock.now()
+        ),
         LegStatus::Complete
     );
-    op.handle_body_end(init.id, clock.now());
+    op.handle_input(Input::End { leg: init.id }, clock.now());
     let broken = TransportError::new(TransportErrorKind::Io, "reset");
-    op.handle_transport_error(init.id, broken, clock.now());
+    op.handle_input(
+        Input::Failed {
+            leg: init.id,
+            error: broken,
+        },
+        clock.now(),
+    );
     assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == initialized.ends_at));
 
     // The legs go on as if nothing happened.
     assert_eq!(
-        op.handle_response(
-            initialized.id,
-            StatusCode::ACCEPTED,
-            &HeaderMap::new(),
+        op.handle_input(
+            Input::Head {
+                leg: initialized.id,
+                status: StatusCode::ACCEPTED,
+                headers: &HeaderMap::new()
+            },
             clock.now()
         ),
         LegStatus::Complete
@@ -148,7 +203,13 @@ fn a_driver_that_declines_the_standalone_stream_sends_the_call_at_once() {
     };
     assert_eq!(listen.kind, LegKind::Listen);
     let declined = TransportError::new(TransportErrorKind::Declined, "one response at a time");
-    op.handle_transport_error(listen.id, declined, clock.now());
+    op.handle_input(
+        Input::Failed {
+            leg: listen.id,
+            error: declined,
+        },
+        clock.now(),
+    );
     assert!(!op.is_in_flight(listen.id));
     let Output::Transmit(call) = op.poll_output(clock.now()) else {
         panic!("no wait for a stream that will never open")
@@ -167,7 +228,14 @@ fn a_standalone_stream_that_runs_out_ends_quietly_and_the_call_goes_on() {
     };
     let sse = sse_head();
     assert_eq!(
-        op.handle_response(listen.id, StatusCode::OK, &sse, clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: listen.id,
+                status: StatusCode::OK,
+                headers: &sse
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     clock.advance(secs(0.4));
@@ -181,26 +249,45 @@ fn a_standalone_stream_that_runs_out_ends_quietly_and_the_call_goes_on() {
     };
     assert_eq!(first, listen.ends_at, "the wait is the earliest timer");
     clock.set(first);
-    op.handle_timeout(clock.now());
+    op.handle_input(Input::Timeout, clock.now());
     assert!(!op.is_in_flight(listen.id), "the stream ran out");
     assert!(op.is_in_flight(call.id), "the call did not");
     assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == call.ends_at));
     // A chunk of the stream after that is ignored; the call's answer is still read.
     assert_eq!(
-        op.handle_body_chunk(listen.id, b"data: {}\n\n", clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: listen.id,
+                bytes: b"data: {}\n\n"
+            },
+            clock.now()
+        ),
         LegStatus::Complete
     );
     clock.advance(secs(0.1));
     let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}).to_string();
     assert_eq!(
-        op.handle_response(call.id, StatusCode::OK, &json_head(), clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: call.id,
+                status: StatusCode::OK,
+                headers: &json_head()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     assert_eq!(
-        op.handle_body_chunk(call.id, answer.as_bytes(), clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: call.id,
+                bytes: answer.as_bytes()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
-    op.handle_body_end(call.id, clock.now());
+    op.handle_input(Input::End { leg: call.id }, clock.now());
     assert!(matches!(op.poll_output(clock.now()), Output::Done(Ok(_))));
 }
 
@@ -283,7 +370,14 @@ fn a_lost_session_takes_its_standalone_stream_with_it_and_the_new_one_gets_its_o
     };
     let sse = sse_head();
     assert_eq!(
-        op.handle_response(old_stream.id, StatusCode::OK, &sse, clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: old_stream.id,
+                status: StatusCode::OK,
+                headers: &sse
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     let Output::Transmit(call) = op.poll_output(clock.now()) else {
@@ -291,10 +385,12 @@ fn a_lost_session_takes_its_standalone_stream_with_it_and_the_new_one_gets_its_o
     };
     // The server forgot the session: the call's 404 re-initialises inside the operation.
     assert_eq!(
-        op.handle_response(
-            call.id,
-            StatusCode::NOT_FOUND,
-            &HeaderMap::new(),
+        op.handle_input(
+            Input::Head {
+                leg: call.id,
+                status: StatusCode::NOT_FOUND,
+                headers: &HeaderMap::new()
+            },
             clock.now()
         ),
         LegStatus::Complete

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, LegId, LegKind, LegStatus, ManualClock, Operation,
+    Action, Budget, Clock, Error, Event, Input, LegId, LegKind, LegStatus, ManualClock, Operation,
     OperationDeadline, Outcome, Output, Resolution, Session, SessionConfig, TransportError,
     TransportErrorKind,
 };
@@ -283,10 +283,17 @@ impl Real<'_> {
         }
         let status = StatusCode::from_u16(status).unwrap();
         let Some(leg) = self.leg else { return };
-        if self.op.handle_response(leg, status, &headers, now) == LegStatus::ReadMore
-            && self.op.handle_body_chunk(leg, body, now) == LegStatus::ReadMore
+        if self.op.handle_input(
+            Input::Head {
+                leg,
+                status,
+                headers: &headers,
+            },
+            now,
+        ) == LegStatus::ReadMore
+            && self.op.handle_input(Input::Chunk { leg, bytes: body }, now) == LegStatus::ReadMore
         {
-            self.op.handle_body_end(leg, now);
+            self.op.handle_input(Input::End { leg }, now);
         }
     }
 
@@ -334,7 +341,7 @@ fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseEr
     // the model.
     let output = real.op.poll_on(real.session, now);
     prop_assert!(
-        !real.op.awaits_session(),
+        !matches!(output, Output::AwaitSession(_)),
         "a lone operation awaits its session"
     );
     if model.events > 0 {
@@ -551,9 +558,11 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
         }
         Step::Transport(transport) => {
             let Some(id) = real.leg else { return };
-            real.op.handle_transport_error(
-                id,
-                TransportError::new(transport, "simulated"),
+            real.op.handle_input(
+                Input::Failed {
+                    leg: id,
+                    error: TransportError::new(transport, "simulated"),
+                },
                 real.clock.now(),
             );
             if let Some(leg) = leg {
@@ -572,7 +581,7 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
             real.clock.advance(Duration::from_millis(ms));
             model.now += i64::try_from(ms).unwrap();
             // The driver's timer fires (early or late, it is the operation that decides).
-            real.op.handle_timeout(real.clock.now());
+            real.op.handle_input(Input::Timeout, real.clock.now());
             if let Some(leg) = leg {
                 if model.now >= leg.ends_at {
                     model.end(Expected::LegTimedOut {
@@ -587,7 +596,7 @@ fn apply(real: &mut Real<'_>, model: &mut Model, step: &Step) {
             model.now -= i64::try_from(ms).unwrap();
         }
         Step::Cancel => {
-            real.op.cancel();
+            real.op.handle_input(Input::Cancel, real.clock.now());
             if !model.finished() {
                 let method = leg.map_or_else(|| named(model.next_kind()), |l| named(l.kind));
                 model.events = 0;

@@ -6,7 +6,7 @@
 mod support;
 
 use mcp_proto::{
-    Clock, Error, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig,
+    Clock, Error, Input, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig,
     accept_elicitation_with_defaults,
 };
 use serde_json::{Map, json};
@@ -505,7 +505,7 @@ fn a_cancelled_modern_call_sends_no_notice() {
         panic!("the call goes out first")
     };
     assert_eq!(leg.kind, LegKind::CallTool);
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     // Closing the call's stream is the cancellation: straight to the result.
     assert!(matches!(
         op.poll_output(clock.now()),

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Error, Leg, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
+    Clock, Error, Input, Leg, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
     TransportError, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
@@ -55,10 +55,23 @@ fn answer(op: &mut Operation, leg: &Leg, result: Value, session_id: &str, clock:
     }
     let body = json!({"jsonrpc": "2.0", "id": id_of(leg), "result": result}).to_string();
     let now = clock.now();
-    if op.handle_response(leg.id, StatusCode::OK, &head, now) == LegStatus::ReadMore
-        && op.handle_body_chunk(leg.id, body.as_bytes(), now) == LegStatus::ReadMore
+    if op.handle_input(
+        Input::Head {
+            leg: leg.id,
+            status: StatusCode::OK,
+            headers: &head,
+        },
+        now,
+    ) == LegStatus::ReadMore
+        && op.handle_input(
+            Input::Chunk {
+                leg: leg.id,
+                bytes: body.as_bytes(),
+            },
+            now,
+        ) == LegStatus::ReadMore
     {
-        op.handle_body_end(leg.id, now);
+        op.handle_input(Input::End { leg: leg.id }, now);
     }
 }
 
@@ -72,14 +85,23 @@ fn call_result(text: &str) -> Value {
 }
 
 fn accept(op: &mut Operation, leg: &Leg, clock: &ManualClock) {
-    let _ = op.handle_response(leg.id, StatusCode::ACCEPTED, &HeaderMap::new(), clock.now());
+    let _ = op.handle_input(
+        Input::Head {
+            leg: leg.id,
+            status: StatusCode::ACCEPTED,
+            headers: &HeaderMap::new(),
+        },
+        clock.now(),
+    );
 }
 
 fn not_found(op: &mut Operation, leg: &Leg, clock: &ManualClock) {
-    let _ = op.handle_response(
-        leg.id,
-        StatusCode::NOT_FOUND,
-        &HeaderMap::new(),
+    let _ = op.handle_input(
+        Input::Head {
+            leg: leg.id,
+            status: StatusCode::NOT_FOUND,
+            headers: &HeaderMap::new(),
+        },
         clock.now(),
     );
 }
@@ -124,9 +146,8 @@ fn one_establishing_one_waiting(clock: &ManualClock) -> (Session, Operation, Leg
     assert_eq!(init.kind, LegKind::Initialize);
     assert!(matches!(
         settle(&mut second, &mut session, clock),
-        Output::Wait(_)
+        Output::AwaitSession(_)
     ));
-    assert!(second.awaits_session());
     (session, first, init, second)
 }
 
@@ -149,8 +170,10 @@ fn sixty_four_calls_on_a_new_session_send_one_handshake() {
     assert_eq!(first.kind, LegKind::Initialize);
     assert!(session.is_establishing());
     for op in &mut ops[1..] {
-        assert!(matches!(settle(op, &mut session, &clock), Output::Wait(_)));
-        assert!(op.awaits_session());
+        assert!(matches!(
+            settle(op, &mut session, &clock),
+            Output::AwaitSession(_)
+        ));
     }
     clock.advance(secs(2.0));
     let mut calls = vec![handshake_rest(
@@ -200,7 +223,10 @@ fn a_session_lost_under_a_burst_is_re_established_once() {
     let init = leg(settle(&mut ops[0], &mut session, &clock));
     assert_eq!(init.kind, LegKind::Initialize);
     for op in &mut ops[1..] {
-        assert!(matches!(settle(op, &mut session, &clock), Output::Wait(_)));
+        assert!(matches!(
+            settle(op, &mut session, &clock),
+            Output::AwaitSession(_)
+        ));
     }
     clock.advance(secs(1.0));
     let resent = handshake_rest(&mut ops[0], &mut session, &clock, &init, "s-2");
@@ -246,12 +272,12 @@ fn an_operation_waiting_for_the_session_ends_with_its_own_budget() {
     clock.advance(secs(5.0));
     // Started 5 s later with a 20 s budget: its budget ends at 25 s, the first's at 20 s.
     let mut waiting = session.call_tool("echo", Map::new(), clock.now());
-    let Output::Wait(until) = settle(&mut waiting, &mut session, &clock) else {
+    let Output::AwaitSession(until) = settle(&mut waiting, &mut session, &clock) else {
         panic!("it waits for the session")
     };
     assert_eq!(until, waiting.deadline().end().unwrap());
     clock.set(until);
-    waiting.handle_timeout(clock.now());
+    waiting.handle_input(Input::Timeout, clock.now());
     match done(settle(&mut waiting, &mut session, &clock)) {
         Err(Error::BudgetExhausted { method, leg, .. }) => {
             assert_eq!((method, leg), ("initialize", 1), "it sent nothing");
@@ -267,7 +293,13 @@ fn when_the_establishing_operation_fails_a_waiting_one_takes_over() {
     let clock = ManualClock::new();
     let (mut session, mut first, init, mut second) = one_establishing_one_waiting(&clock);
     let refused = TransportError::new(TransportErrorKind::Connect, "connection refused");
-    first.handle_transport_error(init.id, refused, clock.now());
+    first.handle_input(
+        Input::Failed {
+            leg: init.id,
+            error: refused,
+        },
+        clock.now(),
+    );
     assert!(matches!(
         done(settle(&mut first, &mut session, &clock)),
         Err(Error::Unreachable { .. })
@@ -305,14 +337,14 @@ fn operations_keep_their_own_budgets_and_a_cancel_stays_with_its_operation() {
         (secs(20.0), secs(20.0))
     );
     assert_eq!(late_call.ends_at - early_call.ends_at, secs(12.0));
-    late.cancel();
+    late.handle_input(Input::Cancel, clock.now());
     assert!(matches!(
         done(settle(&mut late, &mut session, &clock)),
         Err(Error::Cancelled { .. })
     ));
     // The other runs on, and ends at its own budget's end, not the cancelled one's.
     clock.set(early_call.ends_at);
-    early.handle_timeout(clock.now());
+    early.handle_input(Input::Timeout, clock.now());
     assert!(matches!(
         done(settle(&mut early, &mut session, &clock)),
         Err(Error::LegTimedOut { .. })
@@ -328,8 +360,11 @@ fn the_handshake_claim_ends_only_once_the_session_is_live() {
     accept(&mut first, &initialized, &clock);
     // The handshake is committed in the first operation, but its update has not reached the
     // session yet: the second must not take the claim and send a second `initialize`.
-    second.handle_session(&mut session);
-    assert!(second.awaits_session());
+    second.handle_input(Input::Session(&mut session), clock.now());
+    assert!(matches!(
+        second.poll_output(clock.now()),
+        Output::AwaitSession(_)
+    ));
     assert!(session.is_establishing());
     // Once the update is applied, the session is live and the second sends its call on it.
     let call = leg(settle(&mut first, &mut session, &clock));

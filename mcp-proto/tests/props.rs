@@ -8,8 +8,8 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::sse::SseParser;
 use mcp_proto::{
-    Action, Budget, Clock, Error, LegKind, LegStatus, ManualClock, OperationDeadline, Output,
-    Resolution, Session, SessionConfig,
+    Action, Budget, Clock, Error, Input, LegKind, LegStatus, ManualClock, OperationDeadline,
+    Output, Resolution, Session, SessionConfig,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -94,11 +94,13 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
     let result = loop {
         match op.poll_output(clock.now()) {
             Output::Update(update) => session.apply(update),
-            Output::Authorize(_) => op.decline_authorization(),
+            Output::Authorize(_) => {
+                op.handle_input(Input::NoAuthorizer, clock.now());
+            }
             Output::Event(_) => {}
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until);
-                op.handle_timeout(clock.now());
+                op.handle_input(Input::Timeout, clock.now());
             }
             Output::Done(result) => {
                 if let Err(Error::BudgetExhausted { .. }) = result {
@@ -117,7 +119,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
                     if spent >= leg.timeout {
                         clock.advance(leg.timeout);
                         furthest = furthest.max(clock.now());
-                        op.handle_timeout(clock.now());
+                        op.handle_input(Input::Timeout, clock.now());
                         continue;
                     }
                     clock.advance(spent);
@@ -128,10 +130,23 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
                 headers.insert("content-type", HeaderValue::from_static("application/json"));
                 let now = clock.now();
                 let status = StatusCode::from_u16(status).unwrap();
-                if op.handle_response(leg.id, status, &headers, now) == LegStatus::ReadMore
-                    && op.handle_body_chunk(leg.id, &body, now) == LegStatus::ReadMore
+                if op.handle_input(
+                    Input::Head {
+                        leg: leg.id,
+                        status,
+                        headers: &headers,
+                    },
+                    now,
+                ) == LegStatus::ReadMore
+                    && op.handle_input(
+                        Input::Chunk {
+                            leg: leg.id,
+                            bytes: &body,
+                        },
+                        now,
+                    ) == LegStatus::ReadMore
                 {
-                    op.handle_body_end(leg.id, now);
+                    op.handle_input(Input::End { leg: leg.id }, now);
                 }
             }
         }

@@ -5,7 +5,7 @@ mod support;
 
 use http::header::ACCEPT;
 use mcp_proto::{
-    Action, Budget, Clock, Content, Error, Event, LegKind, LegStatus, ManualClock, Output,
+    Action, Budget, Clock, Content, Error, Event, Input, LegKind, LegStatus, ManualClock, Output,
     Resolution, Session, SessionConfig, TransportError, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
@@ -294,7 +294,14 @@ fn reading_stops_as_soon_as_the_answer_is_in() {
     let mut headers = http::HeaderMap::new();
     headers.insert("content-type", "text/event-stream".parse().unwrap());
     assert_eq!(
-        op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: leg.id,
+                status: http::StatusCode::OK,
+                headers: &headers
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     let answer = format!(
@@ -302,7 +309,13 @@ fn reading_stops_as_soon_as_the_answer_is_in() {
         json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}})
     );
     assert_eq!(
-        op.handle_body_chunk(leg.id, answer.as_bytes(), clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: leg.id,
+                bytes: answer.as_bytes()
+            },
+            clock.now()
+        ),
         LegStatus::Complete
     );
     // The stream stays open, the driver stops reading: the result is ready without an end of body.
@@ -367,7 +380,14 @@ fn a_declared_length_over_the_cap_is_refused_before_reading() {
     headers.insert("content-type", "application/json".parse().unwrap());
     headers.insert("content-length", "3145728".parse().unwrap());
     assert_eq!(
-        op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: leg.id,
+                status: http::StatusCode::OK,
+                headers: &headers
+            },
+            clock.now()
+        ),
         LegStatus::Complete
     );
     assert!(matches!(
@@ -544,7 +564,14 @@ fn a_session_id_that_is_not_visible_ascii_is_never_echoed() {
             http::HeaderValue::from_bytes(bad).unwrap(),
         );
         assert_eq!(
-            op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
+            op.handle_input(
+                Input::Head {
+                    leg: leg.id,
+                    status: http::StatusCode::OK,
+                    headers: &headers
+                },
+                clock.now()
+            ),
             LegStatus::Complete
         );
         match op.poll_output(clock.now()) {
@@ -715,7 +742,7 @@ fn cancelling_ends_the_operation_with_its_own_error() {
     let Output::Transmit(_leg) = op.poll_output(clock.now()) else {
         panic!()
     };
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     match op.poll_output(clock.now()) {
         Output::Done(Err(err @ Error::Cancelled { .. })) => {
             assert_eq!(

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use mcp_proto::{
-    Budget, Clock, Era, Error, Event, LegKind, ManualClock, Output, ProcessExit, ProtocolVersion,
-    Session, SessionConfig, StdioCommand,
+    Budget, Clock, Era, Error, Event, Input, LegKind, ManualClock, Output, ProcessExit,
+    ProtocolVersion, Session, SessionConfig, StdioCommand,
 };
 use serde_json::{Map, Value, json};
 
@@ -57,9 +57,11 @@ fn drive(
             Output::Transmit(leg) => {
                 legs.push((leg.kind.label().to_owned(), leg.timeout.as_secs()));
                 match leg.kind {
-                    LegKind::Spawn => op.handle_sent(leg.id, clock.now()),
+                    LegKind::Spawn => {
+                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                    }
                     LegKind::Shutdown | LegKind::Kill => {
-                        op.handle_exit(&ProcessExit::default(), clock.now())
+                        op.handle_input(Input::Exit(&ProcessExit::default()), clock.now());
                     }
                     _ => {
                         let line = leg.request.body();
@@ -67,24 +69,26 @@ fn drive(
                         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
                         assert_eq!(line.last(), Some(&b'\n'));
                         let message: Value = serde_json::from_slice(line).unwrap();
-                        op.handle_sent(leg.id, clock.now());
+                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                         let reply = server(&message);
                         clock.advance(reply.after);
                         for chunk in &reply.stdout {
-                            op.handle_stdout(chunk, clock.now());
+                            op.handle_input(Input::Stdout(chunk), clock.now());
                         }
                         if let Some(exit) = &reply.exits {
-                            op.handle_exit(exit, clock.now());
+                            op.handle_input(Input::Exit(exit), clock.now());
                         }
                     }
                 }
             }
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until.max(clock.now()));
-                op.handle_timeout(clock.now());
+                op.handle_input(Input::Timeout, clock.now());
             }
             Output::Event(event) => events.push(event),
-            Output::Authorize(_) => op.decline_authorization(),
+            Output::Authorize(_) => {
+                op.handle_input(Input::NoAuthorizer, clock.now());
+            }
             Output::Done(result) => {
                 return Run {
                     legs,
@@ -377,20 +381,20 @@ fn a_cancelled_call_over_stdio_is_announced_in_both_eras() {
             match op.poll_output(clock.now()) {
                 Output::Transmit(leg) => {
                     written.push(leg.kind);
-                    op.handle_sent(leg.id, clock.now());
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                     if leg.kind == LegKind::CallTool {
-                        op.cancel();
+                        op.handle_input(Input::Cancel, clock.now());
                     } else if leg.kind != LegKind::Spawn && leg.kind != LegKind::CancelNotice {
                         let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
                         for chunk in server(&message).stdout {
-                            op.handle_stdout(&chunk, clock.now());
+                            op.handle_input(Input::Stdout(&chunk), clock.now());
                         }
                     }
                 }
                 Output::Done(result) => break result,
-                Output::Wait(until) => {
+                Output::Wait(until) | Output::AwaitSession(until) => {
                     clock.set(until);
-                    op.handle_timeout(clock.now());
+                    op.handle_input(Input::Timeout, clock.now());
                 }
                 _ => {}
             }
@@ -426,12 +430,14 @@ fn a_program_that_cannot_start_is_the_callers_error() {
         match op.poll_output(clock.now()) {
             Output::Transmit(leg) => {
                 assert_eq!(leg.kind, LegKind::Spawn);
-                op.handle_transport_error(
-                    leg.id,
-                    mcp_proto::TransportError::new(
-                        mcp_proto::TransportErrorKind::Connect,
-                        "No such file or directory (os error 2)",
-                    ),
+                op.handle_input(
+                    Input::Failed {
+                        leg: leg.id,
+                        error: mcp_proto::TransportError::new(
+                            mcp_proto::TransportErrorKind::Connect,
+                            "No such file or directory (os error 2)",
+                        ),
+                    },
                     clock.now(),
                 );
             }
@@ -465,11 +471,11 @@ fn a_stdio_call_that_ran_out_of_time_is_announced_as_cancelled() {
         match op.poll_output(clock.now()) {
             Output::Transmit(leg) => {
                 written.push((leg.kind, leg.timeout.as_secs()));
-                op.handle_sent(leg.id, clock.now());
+                op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 if !matches!(leg.kind, LegKind::Spawn | LegKind::CancelNotice) {
                     let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
                     for chunk in stalls(&message).stdout {
-                        op.handle_stdout(&chunk, clock.now());
+                        op.handle_input(Input::Stdout(&chunk), clock.now());
                     }
                 }
                 if leg.kind == LegKind::CancelNotice {
@@ -477,9 +483,9 @@ fn a_stdio_call_that_ran_out_of_time_is_announced_as_cancelled() {
                     assert_eq!(message["method"], "notifications/cancelled");
                 }
             }
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until);
-                op.handle_timeout(clock.now());
+                op.handle_input(Input::Timeout, clock.now());
             }
             Output::Done(result) => break result,
             _ => {}
@@ -548,27 +554,31 @@ fn call_a_server_that_stops_reading(
             Output::Transmit(leg) => {
                 legs.push(leg.kind);
                 match leg.kind {
-                    LegKind::Spawn => op.handle_sent(leg.id, clock.now()),
-                    LegKind::Kill => op.handle_exit(&ProcessExit::default(), clock.now()),
+                    LegKind::Spawn => {
+                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                    }
+                    LegKind::Kill => {
+                        op.handle_input(Input::Exit(&ProcessExit::default()), clock.now());
+                    }
                     // Never written: the pipe is full and the server does not read.
                     LegKind::CallTool => {
                         if let Some(after) = cancel_after {
                             clock.advance(after);
-                            op.cancel();
+                            op.handle_input(Input::Cancel, clock.now());
                         }
                     }
                     _ => {
-                        op.handle_sent(leg.id, clock.now());
+                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                         let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
                         for chunk in server(&message).stdout {
-                            op.handle_stdout(&chunk, clock.now());
+                            op.handle_input(Input::Stdout(&chunk), clock.now());
                         }
                     }
                 }
             }
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until.max(clock.now()));
-                op.handle_timeout(clock.now());
+                op.handle_input(Input::Timeout, clock.now());
             }
             Output::Done(result) => return (legs, result),
             _ => {}

@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, LegKind, LegStatus, ManualClock, OperationDeadline,
+    Action, Budget, Clock, Error, Event, Input, LegKind, LegStatus, ManualClock, OperationDeadline,
     Output, Resolution, Session, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
@@ -174,15 +174,28 @@ fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
     let mut headers = http::HeaderMap::new();
     headers.insert("content-type", "text/event-stream".parse().unwrap());
     assert_eq!(
-        op.handle_response(leg.id, http::StatusCode::OK, &headers, clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: leg.id,
+                status: http::StatusCode::OK,
+                headers: &headers
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     assert_eq!(
-        op.handle_body_chunk(leg.id, b"id: 1\ndata:\n\n", clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: leg.id,
+                bytes: b"id: 1\ndata:\n\n"
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     let closed = clock.now();
-    op.handle_body_end(leg.id, closed);
+    op.handle_input(Input::End { leg: leg.id }, closed);
     assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == closed + secs(1.0)));
     drop(leg);
 
@@ -360,7 +373,7 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     let Output::Transmit(_call) = op.poll_output(clock.now()) else {
         panic!()
     };
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     // The notice goes out after the cancel, under a grant of its own, before the result.
     let Output::Transmit(notice) = op.poll_output(clock.now()) else {
         panic!("a call was interrupted: the notice comes first")
@@ -376,10 +389,12 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
         "the result waits for the notice's head"
     );
     assert_eq!(
-        op.handle_response(
-            notice.id,
-            http::StatusCode::ACCEPTED,
-            &http::HeaderMap::new(),
+        op.handle_input(
+            Input::Head {
+                leg: notice.id,
+                status: http::StatusCode::ACCEPTED,
+                headers: &http::HeaderMap::new()
+            },
             clock.now()
         ),
         LegStatus::Complete
@@ -397,12 +412,12 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     let Output::Transmit(_call) = op.poll_output(clock.now()) else {
         panic!()
     };
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     let Output::Transmit(notice) = op.poll_output(clock.now()) else {
         panic!()
     };
     clock.set(notice.ends_at);
-    op.handle_timeout(clock.now());
+    op.handle_input(Input::Timeout, clock.now());
     assert!(matches!(
         op.poll_output(clock.now()),
         Output::Done(Err(Error::Cancelled { .. }))
@@ -414,7 +429,7 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     let Output::Transmit(_call) = op.poll_output(clock.now()) else {
         panic!()
     };
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     assert!(matches!(
         op.poll_output(clock.now()),
         Output::Done(Err(Error::Cancelled { .. }))
@@ -425,7 +440,7 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     let Output::Transmit(_init) = op.poll_output(clock.now()) else {
         panic!()
     };
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     assert!(
         matches!(
             op.poll_output(clock.now()),
@@ -462,7 +477,14 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     );
     clock.advance(secs(0.5));
     assert_eq!(
-        op.handle_response(listen.id, http::StatusCode::OK, &sse_head(), clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: listen.id,
+                status: http::StatusCode::OK,
+                headers: &sse_head()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     let Output::Transmit(call) = op.poll_output(clock.now()) else {
@@ -476,7 +498,13 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     let ask = json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {
         "message": "?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}});
     assert_eq!(
-        op.handle_body_chunk(listen.id, event(ask).as_bytes(), clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: listen.id,
+                bytes: event(ask).as_bytes()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     assert!(matches!(
@@ -498,10 +526,12 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
         json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": {"name": "Ada"}}})
     );
     assert_eq!(
-        op.handle_response(
-            reply.id,
-            http::StatusCode::ACCEPTED,
-            &http::HeaderMap::new(),
+        op.handle_input(
+            Input::Head {
+                leg: reply.id,
+                status: http::StatusCode::ACCEPTED,
+                headers: &http::HeaderMap::new()
+            },
             clock.now()
         ),
         LegStatus::Complete
@@ -513,14 +543,27 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
         matches!(op.poll_output(clock.now()), Output::Wait(at) if at == listen.ends_at.min(call.ends_at))
     );
     assert_eq!(
-        op.handle_response(call.id, http::StatusCode::OK, &sse_head(), clock.now()),
+        op.handle_input(
+            Input::Head {
+                leg: call.id,
+                status: http::StatusCode::OK,
+                headers: &sse_head()
+            },
+            clock.now()
+        ),
         LegStatus::ReadMore
     );
     let answer = event(
         json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "hi Ada"}]}}),
     );
     assert_eq!(
-        op.handle_body_chunk(call.id, answer.as_bytes(), clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: call.id,
+                bytes: answer.as_bytes()
+            },
+            clock.now()
+        ),
         LegStatus::Complete
     );
     let Output::Done(Ok(outcome)) = op.poll_output(clock.now()) else {
@@ -529,7 +572,13 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     assert_eq!(outcome.into_call().unwrap().text(), "hi Ada");
     // Once done, the standalone stream is to be dropped: its id is stale.
     assert_eq!(
-        op.handle_body_chunk(listen.id, b": ping\n\n", clock.now()),
+        op.handle_input(
+            Input::Chunk {
+                leg: listen.id,
+                bytes: b": ping\n\n"
+            },
+            clock.now()
+        ),
         LegStatus::Complete
     );
 }
@@ -546,7 +595,14 @@ fn a_server_without_a_standalone_stream_is_fine() {
         assert_eq!(listen.kind, LegKind::Listen);
         let refused = http::StatusCode::from_u16(status).unwrap();
         assert_eq!(
-            op.handle_response(listen.id, refused, &http::HeaderMap::new(), clock.now()),
+            op.handle_input(
+                Input::Head {
+                    leg: listen.id,
+                    status: refused,
+                    headers: &http::HeaderMap::new()
+                },
+                clock.now()
+            ),
             LegStatus::Complete
         );
         let Output::Transmit(call) = op.poll_output(clock.now()) else {
@@ -554,15 +610,28 @@ fn a_server_without_a_standalone_stream_is_fine() {
         };
         let json_head = json_head();
         assert_eq!(
-            op.handle_response(call.id, http::StatusCode::OK, &json_head, clock.now()),
+            op.handle_input(
+                Input::Head {
+                    leg: call.id,
+                    status: http::StatusCode::OK,
+                    headers: &json_head
+                },
+                clock.now()
+            ),
             LegStatus::ReadMore
         );
         let answer = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}).to_string();
         assert_eq!(
-            op.handle_body_chunk(call.id, answer.as_bytes(), clock.now()),
+            op.handle_input(
+                Input::Chunk {
+                    leg: call.id,
+                    bytes: answer.as_bytes()
+                },
+                clock.now()
+            ),
             LegStatus::ReadMore
         );
-        op.handle_body_end(call.id, clock.now());
+        op.handle_input(Input::End { leg: call.id }, clock.now());
         assert!(
             matches!(op.poll_output(clock.now()), Output::Done(Ok(_))),
             "{status}"
@@ -579,7 +648,7 @@ fn a_server_without_a_standalone_stream_is_fine() {
         panic!()
     };
     clock.set(at);
-    op.handle_timeout(clock.now());
+    op.handle_input(Input::Timeout, clock.now());
     let Output::Transmit(call) = op.poll_output(clock.now()) else {
         panic!()
     };
@@ -726,7 +795,7 @@ fn a_cancel_notice_gets_only_what_is_left_and_none_goes_out_after_the_budget() {
         panic!()
     };
     clock.advance(secs(1.7));
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     let Output::Transmit(notice) = op.poll_output(clock.now()) else {
         panic!("budget is left: the notice goes out")
     };
@@ -738,7 +807,7 @@ fn a_cancel_notice_gets_only_what_is_left_and_none_goes_out_after_the_budget() {
         panic!()
     };
     clock.set(call.ends_at);
-    op.cancel();
+    op.handle_input(Input::Cancel, clock.now());
     assert!(
         matches!(
             op.poll_output(clock.now()),

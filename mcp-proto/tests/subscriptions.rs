@@ -6,8 +6,8 @@ mod support;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Event, LegKind, LegStatus, ManualClock, Outcome, Output, ProtocolVersion, Session,
-    SessionConfig, Subscription,
+    Clock, Event, Input, LegKind, LegStatus, ManualClock, Outcome, Output, ProtocolVersion,
+    Session, SessionConfig, Subscription,
 };
 use serde_json::json;
 use support::{Answer, config, drive, live_session};
@@ -55,24 +55,39 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
     );
     let now = clock.now();
     assert_eq!(
-        op.handle_response(leg.id, StatusCode::OK, &head, now),
+        op.handle_input(
+            Input::Head {
+                leg: leg.id,
+                status: StatusCode::OK,
+                headers: &head
+            },
+            now
+        ),
         LegStatus::ReadMore
     );
     let stream = format!("{ACKNOWLEDGED}{CHANGED}");
     assert_eq!(
-        op.handle_body_chunk(leg.id, stream.as_bytes(), now),
+        op.handle_input(
+            Input::Chunk {
+                leg: leg.id,
+                bytes: stream.as_bytes()
+            },
+            now
+        ),
         LegStatus::ReadMore
     );
     let mut events = Vec::new();
     let result = loop {
         match op.poll_output(clock.now()) {
             Output::Update(update) => session.apply(update),
-            Output::Authorize(_) => op.decline_authorization(),
+            Output::Authorize(_) => {
+                op.handle_input(Input::NoAuthorizer, clock.now());
+            }
             Output::Event(event) => events.push(event),
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 // The stream stays open: the budget ends it.
                 clock.set(until);
-                op.handle_timeout(clock.now());
+                op.handle_input(Input::Timeout, clock.now());
             }
             Output::Done(result) => break result,
             Output::Transmit(leg) => panic!("nothing more is sent: {:?}", leg.kind),

@@ -2,6 +2,7 @@
 //! lines read from its stdout on a reader thread (every wait bounded, no sleep used to
 //! synchronise), its exit status and stderr.
 
+use mcp_proto::Input;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
@@ -673,46 +674,50 @@ mod core {
                             let mut child = Command::new(command.program());
                             child.args(command.arguments());
                             *process = Some(Server::spawn(child));
-                            op.handle_sent(leg.id, Instant::now());
+                            op.handle_input(Input::Sent { leg: leg.id }, Instant::now());
                         }
                         LegKind::Shutdown => {
                             let server = process.as_mut().expect("a process to shut down");
                             server.close_stdin();
                             let exit = ended(server);
                             *process = None;
-                            op.handle_exit(&exit, Instant::now());
+                            op.handle_input(Input::Exit(&exit), Instant::now());
                         }
                         _ => {
                             let server = process.as_mut().expect("a running process");
                             // The body is the line, newline included.
                             server.send_raw(leg.request.body());
-                            op.handle_sent(leg.id, Instant::now());
+                            op.handle_input(Input::Sent { leg: leg.id }, Instant::now());
                         }
                     }
                 }
-                Output::Wait(until) => {
+                Output::Wait(until) | Output::AwaitSession(until) => {
                     let left = until.saturating_duration_since(now);
                     let Some(server) = process.as_mut() else {
                         thread::sleep(left);
-                        op.handle_timeout(Instant::now());
+                        op.handle_input(Input::Timeout, Instant::now());
                         continue;
                     };
                     match server.next(left) {
                         Some(Out::Line(mut line)) => {
                             line.push(b'\n');
-                            op.handle_stdout(&line, Instant::now());
+                            op.handle_input(Input::Stdout(&line), Instant::now());
                         }
                         Some(Out::Eof) => {
                             let exit = ended(server);
                             *process = None;
-                            op.handle_exit(&exit, Instant::now());
+                            op.handle_input(Input::Exit(&exit), Instant::now());
                         }
                         Some(Out::Partial(_) | Out::Long { .. }) => {}
-                        None => op.handle_timeout(Instant::now()),
+                        None => {
+                            op.handle_input(Input::Timeout, Instant::now());
+                        }
                     }
                 }
                 Output::Event(event) => events.push(event),
-                Output::Authorize(_) => op.decline_authorization(),
+                Output::Authorize(_) => {
+                    op.handle_input(Input::NoAuthorizer, Instant::now());
+                }
                 Output::Done(result) => {
                     return Run {
                         legs,

@@ -13,9 +13,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, Leg, LegId, LegKind, ListKind, ManualClock, Operation,
-    Outcome, Output, ProcessExit, ProtocolVersion, QUOTE_LIMIT, Resolution, Session, SessionConfig,
-    StdioCommand, TransportError, TransportErrorKind,
+    Action, Budget, Clock, Error, Event, Input, Leg, LegId, LegKind, ListKind, ManualClock,
+    Operation, Outcome, Output, ProcessExit, ProtocolVersion, QUOTE_LIMIT, Resolution, Session,
+    SessionConfig, StdioCommand, TransportError, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
 
@@ -161,7 +161,7 @@ impl Harness<'_> {
             // waits in the pipe for the next one.
             self.unread.extend_from_slice(chunk);
         } else {
-            run.op.handle_stdout(chunk, self.now());
+            run.op.handle_input(Input::Stdout(chunk), self.now());
         }
     }
 
@@ -172,7 +172,7 @@ impl Harness<'_> {
             .is_some_and(|w| run.op.is_in_flight(w.leg));
         self.process.exit();
         self.unread.clear();
-        run.op.handle_exit(exit, self.now());
+        run.op.handle_input(Input::Exit(exit), self.now());
         if in_flight && !run.op.is_finished() {
             run.exited_in_flight = true;
         }
@@ -218,7 +218,7 @@ impl Harness<'_> {
                     due = 0;
                     self.transmit(&mut run, leg);
                 }
-                Output::Wait(until) => {
+                Output::Wait(until) | Output::AwaitSession(until) => {
                     assert!(
                         until < run.limit,
                         "a wait until {:?} past the deadline's end",
@@ -227,7 +227,7 @@ impl Harness<'_> {
                     if until <= now {
                         due += 1;
                         assert!(due < 100, "the operation keeps waiting for what has come");
-                        run.op.handle_timeout(now);
+                        run.op.handle_input(Input::Timeout, now);
                     } else {
                         due = 0;
                         self.wait(&mut run, until);
@@ -291,13 +291,14 @@ impl Harness<'_> {
                         TransportErrorKind::Connect,
                         "No such file or directory (os error 2)",
                     );
-                    run.op.handle_transport_error(leg.id, error, now);
+                    run.op
+                        .handle_input(Input::Failed { leg: leg.id, error }, now);
                 } else {
                     let at = self.moment_before(leg.ends_at);
                     self.clock.set(at);
                     self.process.start();
                     self.unread.clear();
-                    run.op.handle_sent(leg.id, at);
+                    run.op.handle_input(Input::Sent { leg: leg.id }, at);
                 }
             }
             LegKind::Shutdown => {
@@ -305,12 +306,14 @@ impl Harness<'_> {
                 self.clock.set(at);
                 self.process.exit();
                 self.unread.clear();
-                run.op.handle_exit(&ProcessExit::default(), at);
+                run.op
+                    .handle_input(Input::Exit(&ProcessExit::default()), at);
             }
             LegKind::Kill => {
                 self.process.exit();
                 self.unread.clear();
-                run.op.handle_exit(&ProcessExit::default(), now);
+                run.op
+                    .handle_input(Input::Exit(&ProcessExit::default()), now);
             }
             _ => self.write(run, leg),
         }
@@ -402,9 +405,15 @@ impl Harness<'_> {
             // Written at once or not at all.
             if pick % 4 == 3 {
                 let full = TransportError::new(TransportErrorKind::Declined, "stdin is full");
-                run.op.handle_transport_error(leg.id, full, now);
+                run.op.handle_input(
+                    Input::Failed {
+                        leg: leg.id,
+                        error: full,
+                    },
+                    now,
+                );
             } else {
-                run.op.handle_sent(leg.id, now);
+                run.op.handle_input(Input::Sent { leg: leg.id }, now);
             }
             return;
         }
@@ -420,14 +429,16 @@ impl Harness<'_> {
             // The write blocks until the leg's end.
             14 => {
                 self.clock.set(leg.ends_at);
-                run.op.handle_timeout(leg.ends_at);
+                run.op.handle_input(Input::Timeout, leg.ends_at);
             }
             13 => {
                 let at = self.moment_before(leg.ends_at);
                 self.clock.set(at);
-                run.op.handle_sent(leg.id, at);
+                run.op.handle_input(Input::Sent { leg: leg.id }, at);
             }
-            _ => run.op.handle_sent(leg.id, now),
+            _ => {
+                run.op.handle_input(Input::Sent { leg: leg.id }, now);
+            }
         }
     }
 
@@ -436,19 +447,19 @@ impl Harness<'_> {
     fn wait(&mut self, run: &mut Run, until: std::time::Instant) {
         if !self.unread.is_empty() {
             let unread = std::mem::take(&mut self.unread);
-            run.op.handle_stdout(&unread, self.now());
+            run.op.handle_input(Input::Stdout(&unread), self.now());
             return;
         }
         if self.bytes.is_empty() {
             self.clock.set(until);
-            run.op.handle_timeout(until);
+            run.op.handle_input(Input::Timeout, until);
             return;
         }
         let op = self.bytes.byte();
         match op % 10 {
             0 => {
                 self.clock.set(until);
-                run.op.handle_timeout(until);
+                run.op.handle_input(Input::Timeout, until);
             }
             1 => {
                 let at = self.moment_before(until);
@@ -487,7 +498,7 @@ impl Harness<'_> {
                 let at = self.moment_before(until);
                 self.clock.set(at);
                 run.cancelled = true;
-                run.op.cancel();
+                run.op.handle_input(Input::Cancel, at);
             }
             6 => {
                 let pick = self.bytes.byte();

@@ -42,7 +42,7 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
-    Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
+    Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, Input, LAST_EVENT_ID_HEADER,
     LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, ListKind, MAX_REISSUES, METHOD_HEADER,
     ManualClock, NAME_HEADER, Operation, OperationDeadline, Outcome, Output,
     PROTOCOL_VERSION_HEADER, ProtocolVersion, Resolution, RpcError, SESSION_HEADER, Session,
@@ -752,7 +752,7 @@ impl Driver<'_, '_> {
                 Output::Update(_) => unreachable!("next_output applies updates"),
                 Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
                 Output::Event(_) => {}
-                Output::Wait(until) => {
+                Output::Wait(until) | Output::AwaitSession(until) => {
                     // Every leg was answered to its end, so this is the wait before resuming a
                     // stream, which always ends before the deadline. (The clock only moves
                     // here, so a leg still in flight would end at or after the deadline.)
@@ -765,7 +765,7 @@ impl Driver<'_, '_> {
                     if until > self.clock.now() {
                         self.clock.set(until);
                     }
-                    self.op.handle_timeout(self.clock.now());
+                    self.op.handle_input(Input::Timeout, self.clock.now());
                 }
                 Output::Transmit(leg) => {
                     if let Some(result) = self.run_leg(&leg) {
@@ -791,7 +791,13 @@ impl Driver<'_, '_> {
             // This driver reads one response at a time: it declines the standalone stream.
             let declined =
                 TransportError::new(TransportErrorKind::Declined, "one response at a time");
-            self.op.handle_transport_error(leg.id, declined, now);
+            self.op.handle_input(
+                Input::Failed {
+                    leg: leg.id,
+                    error: declined,
+                },
+                now,
+            );
             return None;
         }
         let (status, headers, body, split) = match self.fuzzed.as_mut() {
@@ -815,7 +821,15 @@ impl Driver<'_, '_> {
                 (status, headers(content_type, leg.kind), body, 7)
             }
         };
-        if self.op.handle_response(leg.id, status, &headers, now) == LegStatus::Complete {
+        if self.op.handle_input(
+            Input::Head {
+                leg: leg.id,
+                status,
+                headers: &headers,
+            },
+            now,
+        ) == LegStatus::Complete
+        {
             return None;
         }
         let size = if split == 0 {
@@ -825,11 +839,24 @@ impl Driver<'_, '_> {
         };
         for chunk in body.chunks(size) {
             if split & 0x80 != 0
-                && self.op.handle_body_chunk(leg.id, b"", now) == LegStatus::Complete
+                && self.op.handle_input(
+                    Input::Chunk {
+                        leg: leg.id,
+                        bytes: b"",
+                    },
+                    now,
+                ) == LegStatus::Complete
             {
                 return None;
             }
-            if self.op.handle_body_chunk(leg.id, chunk, now) == LegStatus::Complete {
+            if self.op.handle_input(
+                Input::Chunk {
+                    leg: leg.id,
+                    bytes: chunk,
+                },
+                now,
+            ) == LegStatus::Complete
+            {
                 return None;
             }
             // Between chunks: notifications out, nested legs run, until told to wait.
@@ -840,7 +867,7 @@ impl Driver<'_, '_> {
                         panic!("no OAuth is configured, so no authorization step")
                     }
                     Output::Event(_) => {}
-                    Output::Wait(_) => break,
+                    Output::Wait(_) | Output::AwaitSession(_) => break,
                     Output::Done(result) => return Some(result),
                     Output::Transmit(nested) => {
                         if let Some(result) = self.run_leg(&nested) {
@@ -850,7 +877,7 @@ impl Driver<'_, '_> {
                 }
             }
         }
-        self.op.handle_body_end(leg.id, now);
+        self.op.handle_input(Input::End { leg: leg.id }, now);
         None
     }
 }
@@ -859,7 +886,10 @@ impl Driver<'_, '_> {
 /// `session`, and, alone on its session, an operation that awaits the session gets it at once.
 fn next_output(op: &mut Operation, session: &mut Session, now: Instant) -> Output {
     let output = op.poll_on(session, now);
-    assert!(!op.awaits_session(), "a lone operation awaits its session");
+    assert!(
+        !matches!(output, Output::AwaitSession(_)),
+        "a lone operation awaits its session"
+    );
     output
 }
 
@@ -1426,7 +1456,7 @@ impl Harness<'_> {
             Output::Update(_) => unreachable!("next_output applies updates"),
             Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Transmit(leg) => self.transmitted(leg, now),
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 let end = self.started + self.total;
                 let leg_end = self
                     .legs
@@ -1778,7 +1808,14 @@ impl Harness<'_> {
         let Sent {
             id, role, reading, ..
         } = self.legs[i];
-        let read = self.op.handle_response(id, status, map, self.now());
+        let read = self.op.handle_input(
+            Input::Head {
+                leg: id,
+                status,
+                headers: map,
+            },
+            self.now(),
+        );
         match fate {
             Fate::Ignored => self.ignored(i, Some(read), was_finished, "a head"),
             Fate::Late => self.ran_out(i, Some(read), "a head"),
@@ -1867,7 +1904,13 @@ impl Harness<'_> {
         let Sent {
             id, role, reading, ..
         } = self.legs[i];
-        let read = self.op.handle_body_chunk(id, chunk, self.now());
+        let read = self.op.handle_input(
+            Input::Chunk {
+                leg: id,
+                bytes: chunk,
+            },
+            self.now(),
+        );
         match fate {
             Fate::Ignored => self.ignored(i, Some(read), was_finished, "a chunk"),
             Fate::Late => self.ran_out(i, Some(read), "a chunk"),
@@ -1927,7 +1970,7 @@ impl Harness<'_> {
         let Sent {
             id, role, reading, ..
         } = self.legs[i];
-        self.op.handle_body_end(id, self.now());
+        self.op.handle_input(Input::End { leg: id }, self.now());
         match fate {
             Fate::Ignored => self.ignored(i, None, was_finished, "a body end"),
             Fate::Late => self.ran_out(i, None, "a body end"),
@@ -1980,8 +2023,13 @@ impl Harness<'_> {
             reading,
             ..
         } = self.legs[i];
-        self.op
-            .handle_transport_error(id, TransportError::new(kind, detail), self.now());
+        self.op.handle_input(
+            Input::Failed {
+                leg: id,
+                error: TransportError::new(kind, detail),
+            },
+            self.now(),
+        );
         match fate {
             Fate::Ignored => self.ignored(i, None, was_finished, "a transport error"),
             Fate::Late => self.ran_out(i, None, "a transport error"),
@@ -2025,7 +2073,7 @@ impl Harness<'_> {
 
     fn timeout(&mut self) {
         let now = self.now();
-        self.op.handle_timeout(now);
+        self.op.handle_input(Input::Timeout, now);
         for i in 0..self.legs.len() {
             let leg = self.legs[i];
             if leg.open && leg.ends_at <= now {
@@ -2063,7 +2111,7 @@ impl Harness<'_> {
                 .map(|asked| asked.id),
             _ => None,
         });
-        self.op.cancel();
+        self.op.handle_input(Input::Cancel, self.clock.now());
         assert!(
             self.op.is_finished(),
             "a cancelled operation is not finished"
@@ -2407,7 +2455,7 @@ fn finish(h: &mut Harness<'_>) {
                 h.clock.advance(leg.timeout);
                 h.timeout();
             }
-            Output::Wait(until) => {
+            Output::Wait(until) | Output::AwaitSession(until) => {
                 if until > h.now() {
                     h.clock.set(until);
                 }

@@ -122,7 +122,7 @@ impl Paging {
 impl Operation {
     /// A response arrived for the work leg: check it and move on.
     pub(super) fn read_answer(&mut self, answer: Incoming) {
-        let Some(leg) = self.end_leg(Role::Work) else {
+        let Some(leg) = self.grants.end(Role::Work) else {
             return;
         };
         let method = leg.answers.request_name();

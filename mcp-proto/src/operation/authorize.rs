@@ -16,16 +16,16 @@
 //! and carry no MCP header; only MCP legs carry the token, and they all go to the configured
 //! endpoint).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, StatusCode};
 use mcp_auth::{AuthError, AuthFlow, AuthStep, Challenge, MAX_ANSWER_BYTES};
 
+use super::grant::Grantee;
 use super::legs::Role;
 use super::timers::Timer;
 use super::{Authorize, LegKind, LegStatus, Operation, Output};
-use crate::deadline::Budget;
 use crate::error::Error;
 
 /// What came back from the browser step.
@@ -37,9 +37,6 @@ pub(super) enum PersonAnswer<'a> {
     /// There is no authorizer.
     NoAuthorizer,
 }
-
-/// The request the trace and errors name for the browser step.
-pub(super) const AUTHORIZE_LABEL: &str = "oauth:authorize";
 
 /// The operation's authorization state.
 #[derive(Debug, Default)]
@@ -92,6 +89,12 @@ impl Authorizing {
     pub(super) fn stop_waiting(&mut self) {
         self.waiting = None;
     }
+
+    /// The operation ended: nothing of the flow runs on.
+    pub(super) fn stop(&mut self) {
+        self.running = false;
+        self.waiting = None;
+    }
 }
 
 impl Operation {
@@ -105,6 +108,7 @@ impl Operation {
             return false;
         };
         let refused = self
+            .grants
             .legs
             .get(Role::Work)
             .map_or(LegKind::Ping, |leg| leg.answers);
@@ -113,11 +117,11 @@ impl Operation {
             if self.auth.nonce_retries < MAX_NONCE_RETRIES {
                 self.auth.nonce_retries += 1;
                 self.session.set_dpop_nonce(nonce.to_owned());
-                self.end_leg(Role::Work);
+                self.grants.end(Role::Work);
                 return true;
             }
         }
-        self.end_leg(Role::Work);
+        self.grants.end(Role::Work);
         // The token presented (if any) is not good enough any more.
         let presented = self.session.token().cloned();
         self.session.forget_token();
@@ -156,7 +160,7 @@ impl Operation {
         } else if !self.session.claim_authorization(session) {
             return;
         }
-        self.timers.stop(Timer::SessionWait);
+        self.grants.timers.stop(Timer::SessionWait);
         let Some(Refusal { challenge, .. }) = self.auth.waiting.take() else {
             return;
         };
@@ -189,12 +193,13 @@ impl Operation {
         }
     }
 
-    /// The next step of a running authorization: a leg, the browser step, a wait, or (once it
-    /// ended) whatever comes after it.
-    pub(super) fn poll_authorization(&mut self, now: Instant) -> Output {
+    /// The next step of a running authorization: a leg, the browser step or a wait; `None`
+    /// when the step changed the operation (the flow ended, or the budget refused its leg)
+    /// and the operation steps on.
+    pub(super) fn poll_authorization(&mut self, now: Instant) -> Option<Output> {
         // The browser step was handed out (its timer runs): its redirect is awaited.
-        if self.timers.is_armed(Timer::Person) {
-            return self.wait(now);
+        if self.grants.timers.is_armed(Timer::Person) {
+            return Some(self.wait(now));
         }
         let wall = self.session.time_of_day(now);
         let (Some(flow), Some(entropy)) = (self.auth.flow.as_mut(), self.session.entropy()) else {
@@ -203,34 +208,27 @@ impl Operation {
                 detail: "no entropy source: the driver must give the session one (Session::set_entropy)",
             };
             self.fail(|server| Error::Authorization { server, error });
-            return self.poll_output(now);
+            return None;
         };
         match flow.poll(now, wall, entropy) {
             AuthStep::Send(request) => {
-                let kind = LegKind::Auth(request.kind);
-                let Some(timeout) = self.grant_or_refuse(kind.request_name(), now) else {
-                    return self.poll_output(now);
-                };
-                let leg = self.hand_out(kind, request.request, timeout, now, (kind, None));
-                Output::Transmit(leg)
+                self.transmit(LegKind::Auth(request.kind), now, Some(request.request))
             }
             AuthStep::Authorize { url } => {
-                let Some(timeout) = self.grant_or_refuse(AUTHORIZE_LABEL, now) else {
-                    return self.poll_output(now);
-                };
+                let timeout = self.grant(Grantee::Person, now)?;
                 let ends_at = now.checked_add(timeout).unwrap_or(now);
-                self.timers.set(Timer::Person, ends_at);
-                Output::Authorize(Authorize {
+                self.grants.timers.set(Timer::Person, ends_at);
+                Some(Output::Authorize(Authorize {
                     url: url.into(),
                     timeout,
                     ends_at,
-                })
+                }))
             }
-            AuthStep::Pending => self.wait(now),
+            AuthStep::Pending => Some(self.wait(now)),
             AuthStep::Done(token) => {
                 self.session.set_token(token);
                 self.auth.running = false;
-                self.poll_output(now)
+                None
             }
             AuthStep::Failed(error) => {
                 self.auth.running = false;
@@ -248,24 +246,6 @@ impl Operation {
                     }
                     error => self.fail(|server| Error::Authorization { server, error }),
                 }
-                self.poll_output(now)
-            }
-        }
-    }
-
-    /// What is left of the budget for the next auth step, or the refusal (nothing sent).
-    fn grant_or_refuse(&mut self, method: &'static str, now: Instant) -> Option<Duration> {
-        match self.deadline.grant(now) {
-            Ok(grant) => Some(grant),
-            Err(exhausted) => {
-                let leg = self.legs_sent + 1;
-                self.auth.running = false;
-                self.fail(|server| Error::BudgetExhausted {
-                    server,
-                    budget: Budget::from_duration(exhausted.total),
-                    method,
-                    leg,
-                });
                 None
             }
         }
@@ -278,7 +258,8 @@ impl Operation {
 
     /// Whether the work leg in flight is an auth leg.
     pub(super) fn is_auth_leg(&self) -> bool {
-        self.legs
+        self.grants
+            .legs
             .get(Role::Work)
             .is_some_and(|leg| matches!(leg.kind, LegKind::Auth(_)))
     }
@@ -312,7 +293,7 @@ impl Operation {
 
     /// An auth leg's body ended: its answer goes to the flow.
     pub(super) fn auth_end(&mut self) {
-        self.end_leg(Role::Work);
+        self.grants.end(Role::Work);
         let (Some(answer), Some(flow)) = (self.auth.answer.take(), self.auth.flow.as_mut()) else {
             return;
         };
@@ -323,14 +304,14 @@ impl Operation {
     /// for an answer given at once). Ignored when no step is awaited; at or after the step's
     /// end, whatever came back, the budget ran out.
     pub(super) fn person_answered(&mut self, answer: PersonAnswer<'_>, now: Option<Instant>) {
-        if !self.timers.is_armed(Timer::Person) {
+        if !self.grants.timers.is_armed(Timer::Person) {
             return;
         }
-        if now.is_some_and(|now| self.timers.is_due(Timer::Person, now)) {
+        if now.is_some_and(|now| self.grants.timers.is_due(Timer::Person, now)) {
             self.expire(Timer::Person);
             return;
         }
-        self.timers.stop(Timer::Person);
+        self.grants.timers.stop(Timer::Person);
         let Some(flow) = self.auth.flow.as_mut() else {
             return;
         };

@@ -6,14 +6,12 @@
 //! then goes out anyway. A stream the server refuses, breaks or closes is dropped without
 //! ending the operation: it is a convenience, never a reason to fail.
 
-use std::time::Instant;
-
 use http::{HeaderMap, StatusCode};
 
 use super::legs::Role;
 use super::read::{decode, media_type};
 use super::timers::Timer;
-use super::{Action, LISTEN_HEAD_WAIT, Leg, LegKind, LegStatus, Operation};
+use super::{Action, LegStatus, Operation};
 use crate::config::SessionConfig;
 use crate::jsonrpc;
 use crate::sse::SseParser;
@@ -32,6 +30,11 @@ pub(super) enum Listen {
 }
 
 impl Listen {
+    /// Whether the stream is wanted and not opened yet.
+    pub(super) fn is_due(&self) -> bool {
+        matches!(self, Self::Due)
+    }
+
     /// The stream an operation starts with. Server-initiated requests come while a tool runs:
     /// only a call opens the stream, so a listing before it does not leave a dropped stream the
     /// server still counts as open. The modern era has no standalone stream.
@@ -50,37 +53,10 @@ impl Listen {
 }
 
 impl Operation {
-    /// Grants and builds the standalone stream's GET when it is due; `None` otherwise, or
-    /// when the budget has nothing left (the operation's own next leg then reports that).
-    pub(super) fn transmit_listen(&mut self, now: Instant) -> Option<Leg> {
-        if !matches!(self.listen, Listen::Due) {
-            return None;
-        }
-        let Ok(timeout) = self.deadline.grant(now) else {
-            self.listen = Listen::Off;
-            return None;
-        };
-        self.listen = Listen::Opening;
-        let request = self.session.config().wire().get(self.session.info(), None);
-        let leg = self.hand_out(
-            LegKind::Listen,
-            request,
-            timeout,
-            now,
-            (LegKind::Listen, None),
-        );
-        let head_wait = now
-            .checked_add(LISTEN_HEAD_WAIT)
-            .unwrap_or(now)
-            .min(leg.ends_at);
-        self.timers.set(Timer::ListenHead, head_wait);
-        Some(leg)
-    }
-
     /// The standalone stream's head. Anything but a 2xx event stream means the server does
     /// not offer one: the operation goes on without it.
     pub(super) fn listen_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
-        self.timers.stop(Timer::ListenHead);
+        self.grants.timers.stop(Timer::ListenHead);
         if !matches!(self.listen, Listen::Opening) {
             self.listen_off();
             return LegStatus::Complete;
@@ -129,7 +105,7 @@ impl Operation {
     /// Drops the standalone stream; the operation goes on without it.
     pub(super) fn listen_off(&mut self) {
         self.listen = Listen::Off;
-        self.timers.stop(Timer::ListenHead);
-        self.end_leg(Role::Listen);
+        self.grants.timers.stop(Timer::ListenHead);
+        self.grants.end(Role::Listen);
     }
 }

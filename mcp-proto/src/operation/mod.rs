@@ -12,9 +12,10 @@
 //! | module     | its state                                 | its concern                              |
 //! |------------|-------------------------------------------|------------------------------------------|
 //! | `types`    | none                                      | what drivers see: outputs, legs, inputs  |
+//! | `grant`    | the deadline, the leg and timer tables    | the one grant rule, legs in and out      |
 //! | `legs`     | the leg table (one slot per role)         | which legs are in flight, found by id    |
 //! | `timers`   | the timer table                           | every instant something happens unasked  |
-//! | `transmit` | none                                      | the budget check, requests, hand-out     |
+//! | `transmit` | none                                      | the request each leg carries             |
 //! | `read`     | each leg's reading (head, JSON, SSE)      | heads, bodies, the messages in them      |
 //! | `answer`   | the listing's pages (`Paging`)            | what an answer means; handshake, paging  |
 //! | `era`      | none (the era lives on the operation)     | era detection: fallback, switch forward  |
@@ -27,83 +28,17 @@
 //! Request bytes come from the crate's `wire` module; what the session keeps between
 //! operations from [`Session`], copied into the operation when it starts (`view`).
 //!
-//! # Driving it
+//! Every leg is granted at one site (`grant`), whose refusal rule is one `match`, and
+//! [`poll_output`](Operation::poll_output) is a loop over one step: a step either hands
+//! something out or changes the operation (a refusal acted on, an authorization ended), and
+//! the next step decides.
 //!
-//! Mutate once, then drain outputs until you must wait:
-//!
-//! * [`poll_output`](Operation::poll_output) returns, in this order of priority: what the
-//!   operation learned about its session ([`Output::Update`]: apply it to the
-//!   [`Session`]); a queued [`Event`]; a leg to send ([`Output::Transmit`]), whose grant was read at the `now` you
-//!   passed; the final result ([`Output::Done`]); or [`Output::Wait`] with the instant at which
-//!   to call [`handle_timeout`](Operation::handle_timeout).
-//! * For a transmitted leg, send `leg.request` under `leg.timeout` for the **whole** leg
-//!   (connect, send, head and body together), then feed what came back, naming `leg.id`:
-//!   [`handle_response`](Operation::handle_response) with the head, then
-//!   [`handle_body_chunk`](Operation::handle_body_chunk) for each chunk while it answers
-//!   [`LegStatus::ReadMore`], then [`handle_body_end`](Operation::handle_body_end) if the body
-//!   ended first; or [`handle_transport_error`](Operation::handle_transport_error) if the
-//!   transport failed. On [`LegStatus::Complete`], stop reading and drop the response: a
-//!   stream the server keeps open must not hold the operation.
-//! * Legs may be in flight together: while a stream is read, `poll_output` hands out the
-//!   answer to a request the server sent on it, and the standalone stream
-//!   ([`LegKind::Listen`]) is read beside the call. Drain `poll_output` after every input. A
-//!   driver that reads one response at a time runs such a leg to its end before reading on,
-//!   and declines a `Listen` leg ([`TransportErrorKind::Declined`]).
-//! * When `Wait`'s instant has come, call [`handle_timeout`](Operation::handle_timeout): a leg
-//!   whose grant has ended times out there. A driver never decides that a leg was late: an
-//!   input that arrives at or after the leg's end ends it as timed out.
-//! * On `Done`, drop everything still in flight.
-//! * Operations own their state, so several can be in flight on one session (a task or a
-//!   thread each). The driver keeps the session behind a lock, applies each operation's
-//!   updates under it, and wakes the operations that
-//!   [await the session](Operation::awaits_session) whenever it applied one or an operation
-//!   ended; those take it with [`handle_session`](Operation::handle_session) under the same
-//!   lock. So one operation establishes a session and the others that need it wait for it,
-//!   each inside its own budget: N tool calls on a new legacy session send one handshake.
-//!
-//! ```
-//! use mcp_proto::{LegStatus, ManualClock, Clock, Output, ProtocolVersion, Session, SessionConfig};
-//! use http::{HeaderMap, StatusCode};
-//!
-//! let clock = ManualClock::new();
-//! // A legacy server: the handshake's two legs, then the call.
-//! let config = SessionConfig::new("http://127.0.0.1:8080/mcp")?
-//!     .with_protocol_version(ProtocolVersion::V2025_11_25);
-//! let mut session = Session::new(config);
-//! let mut op = session.call_tool("echo", serde_json::Map::new(), clock.now());
-//! let answers = [
-//!     r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
-//!     "", // notifications/initialized: 202, no body
-//!     r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
-//! ];
-//! let mut answers = answers.iter();
-//! let result = loop {
-//!     // Alone on its session: what the operation learns goes to the session as it comes.
-//!     match op.poll_on(&mut session, clock.now()) {
-//!         Output::Transmit(leg) => {
-//!             let body = answers.next().unwrap();
-//!             let status = if body.is_empty() { StatusCode::ACCEPTED } else { StatusCode::OK };
-//!             let now = clock.now();
-//!             if op.handle_response(leg.id, status, &HeaderMap::new(), now) == LegStatus::ReadMore
-//!                 && op.handle_body_chunk(leg.id, body.as_bytes(), now) == LegStatus::ReadMore
-//!             {
-//!                 op.handle_body_end(leg.id, now);
-//!             }
-//!         }
-//!         Output::Event(_) | Output::Update(_) => {}
-//!         Output::Authorize(_) => op.decline_authorization(), // no OAuth configured here
-//!         Output::Wait(_) => op.handle_timeout(clock.now()),
-//!         Output::Done(result) => break result,
-//!     }
-//! };
-//! assert_eq!(result?.into_call().unwrap().text(), "hi");
-//! assert!(session.info().is_some(), "the next operation skips the handshake");
-//! # Ok::<(), mcp_proto::Error>(())
-//! ```
+#![doc = include_str!("driving.md")]
 
 mod answer;
 mod authorize;
 mod era;
+mod grant;
 mod legs;
 mod listen;
 mod read;
@@ -132,15 +67,16 @@ use mcp_auth::{QUOTE_LIMIT, clip};
 
 use answer::{Loading, Paging};
 use authorize::{Authorizing, PersonAnswer};
-use legs::{InFlight, LegTable, Role};
+use grant::{Grantee, Grants, Refusal};
+use legs::Role;
 use listen::Listen;
 use replies::Replies;
 use resume::Resumption;
-use timers::{Timer, TimerTable};
+use timers::Timer;
 use view::View;
 
 pub use types::{
-    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event,
+    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, Input,
     LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome,
     Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
 };
@@ -194,11 +130,9 @@ pub struct Operation {
     /// seen yet.
     session: View,
     action: Action,
-    deadline: OperationDeadline,
+    /// The deadline, the legs in flight and the timers: every grant is made there.
+    grants: Grants,
     next: Step,
-    legs_sent: u32,
-    legs: LegTable,
-    timers: TimerTable,
     /// The handshake answered by `initialize`, committed to the session only once the
     /// `notifications/initialized` leg is accepted.
     pending: Option<SessionInfo>,
@@ -289,11 +223,8 @@ impl Operation {
         let mut op = Self {
             session: view,
             action,
-            deadline,
+            grants: Grants::new(deadline),
             next,
-            legs_sent: 0,
-            legs: LegTable::default(),
-            timers: TimerTable::default(),
             pending: None,
             reinitialized: false,
             events: VecDeque::new(),
@@ -323,26 +254,13 @@ impl Operation {
     }
 
     /// Whether the operation waits for its session: it needs one and has not got it (or the
-    /// server refused it and another operation may be authorizing for the session). When
-    /// [`poll_output`](Self::poll_output) says [`Output::Wait`] and this is true, hand the
-    /// operation its session ([`handle_session`](Self::handle_session)) and poll again; if it
-    /// still awaits it (another operation is establishing the session), wait for the instant
-    /// `Wait` named (the end of the budget, which ends the operation having sent nothing more)
-    /// or for the session to change (another operation's update applied, or another operation
-    /// ended), whichever comes first, and hand it the session again.
-    pub fn awaits_session(&self) -> bool {
+    /// server refused it and another operation may be authorizing for the session).
+    fn awaits_session(&self) -> bool {
         (self.next == Step::AwaitSession || self.auth.is_waiting()) && !self.is_finished()
     }
 
-    /// Gives an operation that [`awaits_session`](Self::awaits_session) what `session` holds
-    /// now: the live session another operation established (the work goes out on it), or,
-    /// when none is live and no other operation is establishing one, the claim to establish it
-    /// (the handshake goes out). An operation the server refused takes a newer token another
-    /// operation obtained (the refused request goes out again with it), or the claim to
-    /// authorize, when no other operation is authorizing. Otherwise it waits on. Does nothing for an operation that
-    /// does not await its session. Call it with the session every update of this operation
-    /// has been applied to (under the same lock, when operations run in parallel).
-    pub fn handle_session(&mut self, session: &mut Session) {
+    /// [`Input::Session`]: what `session` holds now, for an operation that awaits it.
+    fn handle_session(&mut self, session: &mut Session) {
         if !self.awaits_session() {
             return;
         }
@@ -353,7 +271,7 @@ impl Operation {
         if !self.session.take_session(session) {
             return;
         }
-        self.timers.stop(Timer::SessionWait);
+        self.grants.timers.stop(Timer::SessionWait);
         self.next = if self.session.info().is_some() {
             Step::Work
         } else {
@@ -368,7 +286,7 @@ impl Operation {
 
     /// The operation's deadline.
     pub fn deadline(&self) -> &OperationDeadline {
-        &self.deadline
+        self.grants.deadline()
     }
 
     /// What the operation is for.
@@ -378,7 +296,7 @@ impl Operation {
 
     /// How many legs have been handed to the driver so far.
     pub fn legs_sent(&self) -> u32 {
-        self.legs_sent
+        self.grants.sent()
     }
 
     /// True once the result is ready (it may not have been polled yet, and a cancel notice
@@ -391,57 +309,173 @@ impl Operation {
     /// leg the operation no longer has (its grant ran out, or the operation let it go) after
     /// any input.
     pub fn is_in_flight(&self, id: LegId) -> bool {
-        self.legs.find(id).is_some()
+        self.grants.legs.find(id).is_some()
     }
 
     /// The next thing the driver must do. See the [module docs](self).
     pub fn poll_output(&mut self, now: Instant) -> Output {
+        loop {
+            if let Some(output) = self.step(now) {
+                return output;
+            }
+        }
+    }
+
+    /// One step towards the next output: the output, or `None` when the step changed the
+    /// operation (a leg refused, the authorization ended) and the next step decides.
+    fn step(&mut self, now: Instant) -> Option<Output> {
         if let Some(update) = self.session.next_update() {
-            return Output::Update(update);
+            return Some(Output::Update(update));
         }
         if let Some(event) = self.events.pop_front() {
-            return Output::Event(event);
+            return Some(Output::Event(event));
         }
         if self.is_finished() {
             return self.poll_finished(now);
         }
-        if let Some(output) = self.transmit_reply(now) {
-            return output;
+        if self.replies.is_owed() && !self.grants.legs.is_busy(Role::Reply) {
+            return self.transmit(LegKind::Respond, now, None);
         }
-        if self.legs.is_busy(Role::Work) {
-            return self.wait(now);
+        if self.grants.legs.is_busy(Role::Work) {
+            return Some(self.wait(now));
         }
-        if self.auth.is_waiting() {
-            // Inside the budget: at its end, the refused request is refused unsent.
-            let end = self.deadline.end().unwrap_or(now);
-            self.timers.set(Timer::SessionWait, end);
-            return self.wait(now);
+        if self.auth.is_waiting() || self.next == Step::AwaitSession {
+            // Inside the budget: at its end, what it waited for (the handshake, the refused
+            // request) is refused unsent.
+            let end = self.grants.end_or(now);
+            self.grants.timers.set(Timer::SessionWait, end);
+            return Some(Output::AwaitSession(
+                self.grants.timers.next().unwrap_or(now),
+            ));
         }
         if self.auth.is_running() {
             return self.poll_authorization(now);
         }
-        if self.is_live() {
-            if let Some(leg) = self.transmit_listen(now) {
-                return Output::Transmit(leg);
+        if self.is_live() && self.listen.is_due() {
+            return self.transmit(LegKind::Listen, now, None);
+        }
+        if self.grants.timers.is_armed(Timer::ListenHead)
+            || self.grants.timers.is_armed(Timer::ResumePause)
+        {
+            return Some(self.wait(now));
+        }
+        let kind = if self.resume.is_pending() {
+            LegKind::Resume
+        } else {
+            self.next_leg_kind()
+        };
+        self.transmit(kind, now, None)
+    }
+
+    /// Grants the leg `kind` what is left of the budget, builds its request and hands it out;
+    /// `built` is the request an authorization flow made for an auth leg. A refused leg is
+    /// never built: `None`, the refusal acted on.
+    fn transmit(
+        &mut self,
+        kind: LegKind,
+        now: Instant,
+        built: Option<http::Request<Vec<u8>>>,
+    ) -> Option<Output> {
+        let grant = self.grant(Grantee::Leg(kind), now)?;
+        let config = self.session.config();
+        let (request, answers) = match kind {
+            LegKind::Resume => {
+                let (answers, request_id, _) = self.resume.take()?;
+                let last_event_id = self.resume.last_event_id();
+                let request = config.wire().get(self.handshake(), last_event_id);
+                (request, (answers, request_id))
+            }
+            LegKind::Respond => {
+                let body = self.replies.pop_body()?;
+                let request = config.wire().post(body, self.handshake());
+                (request, (kind, None))
+            }
+            LegKind::Listen => {
+                self.listen = Listen::Opening;
+                (config.wire().get(self.session.info(), None), (kind, None))
+            }
+            LegKind::CancelNotice => {
+                let body = wire::cancelled(self.notice.take()?);
+                (config.wire().post(body, self.handshake()), (kind, None))
+            }
+            LegKind::Auth(_) => (built?, (kind, None)),
+            _ => {
+                // A new request opens a new answer stream: an event id of an earlier stream
+                // must never be used to resume this one.
+                self.resume.forget_stream();
+                let (request, request_id) = self.build_request(kind);
+                (request, (kind, request_id))
+            }
+        };
+        let leg = self.hand_out(kind, request, grant, now, answers);
+        if kind == LegKind::Listen {
+            // The work waits for the stream's head, at most this long.
+            let head_wait = now.checked_add(LISTEN_HEAD_WAIT).unwrap_or(now);
+            self.grants
+                .timers
+                .set(Timer::ListenHead, head_wait.min(leg.ends_at));
+        }
+        Some(Output::Transmit(leg))
+    }
+
+    /// What `who` is granted at `now`; `None` when it is refused, the refusal acted on: the
+    /// one place where a spent budget changes the operation.
+    fn grant(&mut self, who: Grantee, now: Instant) -> Option<Duration> {
+        let stdio = self.session.config().is_stdio();
+        match self.grants.grant(who, now, stdio) {
+            Ok(grant) => Some(grant),
+            Err(Refusal::Spent {
+                budget,
+                method,
+                leg,
+            }) => {
+                self.fail(|server| Error::BudgetExhausted {
+                    server,
+                    budget,
+                    method,
+                    leg,
+                });
+                None
+            }
+            // The request was sent and its answer did not come within the budget: that is
+            // the request timing out, not a request the server never saw.
+            Err(Refusal::AwaitedLate) => {
+                self.fail_awaited_timed_out();
+                None
+            }
+            // A close after the budget: the local server is ended at once, nothing waits.
+            Err(Refusal::KillInstead) => {
+                self.finish(Ok(Outcome::Closed));
+                self.kill = true;
+                None
+            }
+            Err(Refusal::Dropped) => {
+                if who == Grantee::Leg(LegKind::Listen) {
+                    self.listen = Listen::Off;
+                }
+                self.notice = None;
+                None
             }
         }
-        if self.timers.is_armed(Timer::ListenHead) {
-            return self.wait(now);
+    }
+
+    /// Puts the token on an MCP request and frames it for the transport, then enters the leg.
+    fn hand_out(
+        &mut self,
+        kind: LegKind,
+        mut request: http::Request<Vec<u8>>,
+        grant: Duration,
+        now: Instant,
+        answers: (LegKind, Option<i64>),
+    ) -> Leg {
+        if !matches!(kind, LegKind::Auth(_)) {
+            self.present_token(&mut request, now);
         }
-        if self.resume.is_pending() {
-            if self.timers.is_armed(Timer::ResumePause) {
-                return self.wait(now);
-            }
-            return self.transmit(LegKind::Resume, now);
+        // Over stdio a message is a line: the transport's framing is decided here, once.
+        if self.session.config().is_stdio() && !request.body().is_empty() {
+            request.body_mut().push(b'\n');
         }
-        if self.next == Step::AwaitSession {
-            // Inside the budget: at its end, the handshake it waited for is refused unsent.
-            let end = self.deadline.end().unwrap_or(now);
-            self.timers.set(Timer::SessionWait, end);
-            return self.wait(now);
-        }
-        let kind = self.next_leg_kind();
-        self.transmit(kind, now)
+        self.grants.hand_out(kind, request, grant, now, answers)
     }
 
     /// [`poll_output`](Self::poll_output) for a driver that runs this operation alone on
@@ -454,10 +488,10 @@ impl Operation {
         loop {
             match self.poll_output(now) {
                 Output::Update(update) => session.apply(update),
-                Output::Wait(until) if self.awaits_session() => {
+                Output::AwaitSession(until) => {
                     self.handle_session(session);
                     if self.awaits_session() {
-                        return Output::Wait(until);
+                        return Output::AwaitSession(until);
                     }
                 }
                 output => return output,
@@ -471,8 +505,36 @@ impl Operation {
         self.events.pop_front()
     }
 
-    /// Feeds the response head of leg `id`.
-    pub fn handle_response(
+    /// Tells the operation what came (see [`Input`]): the one way a driver feeds it. For a
+    /// head or a chunk, the answer says whether to read on ([`LegStatus::ReadMore`]); for
+    /// any other input it is [`LegStatus::Complete`]. Drain
+    /// [`poll_output`](Self::poll_output) after every input.
+    pub fn handle_input(&mut self, input: Input<'_>, now: Instant) -> LegStatus {
+        match input {
+            Input::Head {
+                leg,
+                status,
+                headers,
+            } => return self.handle_response(leg, status, headers, now),
+            Input::Chunk { leg, bytes } => return self.handle_body_chunk(leg, bytes, now),
+            Input::End { leg } => self.handle_body_end(leg, now),
+            Input::Failed { leg, error } => self.handle_transport_error(leg, error, now),
+            Input::Sent { leg } => self.handle_sent(leg, now),
+            Input::Stdout(bytes) => self.handle_stdout(bytes, now),
+            Input::Exit(exit) => self.handle_exit(exit, now),
+            Input::Timeout => self.handle_timeout(now),
+            Input::Session(session) => self.handle_session(session),
+            Input::Redirect(url) => self.person_answered(PersonAnswer::Redirect(url), Some(now)),
+            Input::AuthorizerFailed(detail) => {
+                self.person_answered(PersonAnswer::Failed(detail), Some(now));
+            }
+            Input::NoAuthorizer => self.person_answered(PersonAnswer::NoAuthorizer, None),
+            Input::Cancel => self.cancel(),
+        }
+        LegStatus::Complete
+    }
+
+    fn handle_response(
         &mut self,
         id: LegId,
         status: StatusCode,
@@ -488,14 +550,13 @@ impl Operation {
             Role::Reply => self.reply_head(status),
             Role::Listen => self.listen_head(status, headers),
             Role::Notice => {
-                self.end_leg(Role::Notice);
+                self.grants.end(Role::Notice);
                 LegStatus::Complete
             }
         }
     }
 
-    /// Feeds the next chunk of the body of leg `id`.
-    pub fn handle_body_chunk(&mut self, id: LegId, chunk: &[u8], now: Instant) -> LegStatus {
+    fn handle_body_chunk(&mut self, id: LegId, chunk: &[u8], now: Instant) -> LegStatus {
         let Some(role) = self.in_time(id, now) else {
             return LegStatus::Complete;
         };
@@ -508,8 +569,7 @@ impl Operation {
         }
     }
 
-    /// Tells the operation the body of leg `id` ended.
-    pub fn handle_body_end(&mut self, id: LegId, now: Instant) {
+    fn handle_body_end(&mut self, id: LegId, now: Instant) {
         let Some(role) = self.in_time(id, now) else {
             return;
         };
@@ -518,21 +578,15 @@ impl Operation {
             Role::Work => self.work_end(now),
             Role::Listen => self.listen_off(),
             Role::Reply | Role::Notice => {
-                self.end_leg(role);
+                self.grants.end(role);
             }
         }
     }
 
-    /// Tells the operation leg `id` failed in the transport (or was declined by the driver).
-    /// A failure reported at or after the leg's end is its timeout.
-    /// Except a TLS handshake that ran out of the grant ([`TlsProblem::TimedOut`]): that is
-    /// what the driver saw at the leg's end, and the error says so.
-    ///
-    /// [`TlsProblem::TimedOut`]: crate::TlsProblem::TimedOut
-    pub fn handle_transport_error(&mut self, id: LegId, error: TransportError, now: Instant) {
+    fn handle_transport_error(&mut self, id: LegId, error: TransportError, now: Instant) {
         if error.kind == TransportErrorKind::Tls(crate::tls::TlsProblem::TimedOut) {
-            if let Some(role) = self.legs.find(id) {
-                self.timers.stop(Timer::LegEnd(role));
+            if let Some(role) = self.grants.legs.find(id) {
+                self.grants.timers.stop(Timer::LegEnd(role));
                 self.leg_failed(role, Some(&error));
             }
             return;
@@ -543,33 +597,10 @@ impl Operation {
         self.leg_failed(role, Some(&error));
     }
 
-    /// The redirect a person's authorization ended with (the URL the authorization server
-    /// sent the browser to), after [`Output::Authorize`]. Ignored when no authorization is
-    /// awaited; at or after the step's end, the operation has already failed.
-    pub fn handle_redirect(&mut self, redirect_url: &str, now: Instant) {
-        self.person_answered(PersonAnswer::Redirect(redirect_url), Some(now));
-    }
-
-    /// There is no authorizer for [`Output::Authorize`]: the operation ends at once with
-    /// [`Error::AuthorizationRequired`].
-    pub fn decline_authorization(&mut self) {
-        self.person_answered(PersonAnswer::NoAuthorizer, None);
-    }
-
-    /// The caller's authorizer did not get the redirect after [`Output::Authorize`] (`detail`
-    /// says why, in its words: it is quoted, clipped, in the error): the operation ends with
-    /// [`Error::AuthorizationRequired`]. At or after the step's end, that is the budget running
-    /// out, and the error says so.
-    pub fn handle_authorizer_failure(&mut self, detail: &str, now: Instant) {
-        self.person_answered(PersonAnswer::Failed(detail), Some(now));
-    }
-
-    /// Tells the operation a timer fired: every timer due by `now` expires. A leg whose
-    /// grant has ended times out; a pause before a resumption, or the wait for the standalone
-    /// stream's head, is over.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    /// Every timer due by `now` expires.
+    fn handle_timeout(&mut self, now: Instant) {
         for timer in Timer::ALL {
-            if !self.timers.is_due(timer, now) {
+            if !self.grants.timers.is_due(timer, now) {
                 continue;
             }
             self.expire(timer);
@@ -579,7 +610,7 @@ impl Operation {
     /// Stops `timer`; a leg's end fails that leg. A pause that ended needs nothing more:
     /// `poll_output` sends what it held back.
     fn expire(&mut self, timer: Timer) {
-        self.timers.stop(timer);
+        self.grants.timers.stop(timer);
         match timer {
             Timer::LegEnd(role) => self.leg_failed(role, None),
             Timer::Person => self.person_timed_out(),
@@ -592,12 +623,8 @@ impl Operation {
         }
     }
 
-    /// Cancels the operation: polling now yields [`Error::Cancelled`] (after the
-    /// `notifications/cancelled` leg, when
-    /// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice) is on
-    /// and a `tools/call` was interrupted). The driver must drop every leg in flight. Does
-    /// nothing once the operation has finished.
-    pub fn cancel(&mut self) {
+    /// [`Input::Cancel`].
+    fn cancel(&mut self) {
         if self.is_finished() {
             return;
         }
@@ -625,42 +652,41 @@ impl Operation {
         }
     }
 
-    fn poll_finished(&mut self, now: Instant) -> Output {
+    fn poll_finished(&mut self, now: Instant) -> Option<Output> {
         if std::mem::take(&mut self.kill) {
             // The process is ended: no notice can reach it.
             self.notice = None;
-            return Output::Transmit(self.transmit_kill(now));
+            return self.transmit(LegKind::Kill, now, None);
         }
-        if let Some(id) = self.notice.take() {
-            if let Some(leg) = self.transmit_notice(id, now) {
-                return Output::Transmit(leg);
-            }
+        if self.notice.is_some() {
+            return self.transmit(LegKind::CancelNotice, now, None);
         }
-        if self.legs.is_busy(Role::Notice) || self.legs.is_busy(Role::Work) {
-            return self.wait(now);
+        if self.grants.legs.is_busy(Role::Notice) || self.grants.legs.is_busy(Role::Work) {
+            return Some(self.wait(now));
         }
-        match self.finished.take() {
+        Some(match self.finished.take() {
             Some(result) => {
                 self.returned = true;
                 Output::Done(result)
             }
             None => Output::Done(Err(Error::AlreadyFinished)),
-        }
+        })
     }
 
     fn wait(&self, now: Instant) -> Output {
-        Output::Wait(self.timers.next().unwrap_or(now))
+        Output::Wait(self.grants.timers.next().unwrap_or(now))
     }
 
     /// The role of leg `id` if it is in flight and its grant has not ended by `now`; a leg
     /// whose input comes at or after its end times out here.
     fn in_time(&mut self, id: LegId, now: Instant) -> Option<Role> {
-        let role = self.legs.find(id)?;
-        if self.timers.is_due(Timer::LegEnd(role), now) {
-            self.expire(Timer::LegEnd(role));
-            return None;
+        match self.grants.role_at(id, now)? {
+            Ok(role) => Some(role),
+            Err(late) => {
+                self.expire(Timer::LegEnd(late));
+                None
+            }
         }
-        Some(role)
     }
 
     /// The leg in `role` failed: in the transport (`error`), or its grant ran out (`None`).
@@ -673,7 +699,7 @@ impl Operation {
         match role {
             Role::Listen => self.listen_off(),
             Role::Notice => {
-                self.end_leg(Role::Notice);
+                self.grants.end(Role::Notice);
             }
             // A subscription lasts as long as the budget: its end is the subscription's.
             Role::Work
@@ -685,6 +711,7 @@ impl Operation {
             // A server process that did not start.
             Role::Work
                 if self
+                    .grants
                     .legs
                     .get(Role::Work)
                     .is_some_and(|l| l.kind == LegKind::Spawn) =>
@@ -698,7 +725,11 @@ impl Operation {
             // A modern answer stream that broke mid-way lost its request: it is sent again.
             Role::Work
                 if error.is_some_and(|e| e.kind == TransportErrorKind::Io)
-                    && self.legs.get(Role::Work).is_some_and(|l| l.is_streaming())
+                    && self
+                        .grants
+                        .legs
+                        .get(Role::Work)
+                        .is_some_and(|l| l.is_streaming())
                     && self.modern.is_some()
                     && self.reissue() => {}
             Role::Work | Role::Reply => {
@@ -712,7 +743,7 @@ impl Operation {
     /// the request whose answer it reads; for any other, the request it serves (the one whose
     /// answer the operation awaits).
     fn failed_request(&self, role: Role) -> (&'static str, Duration) {
-        let leg = self.legs.get(role);
+        let leg = self.grants.legs.get(role);
         let grant = leg.map_or(Duration::ZERO, |leg| leg.grant);
         let method = match leg {
             Some(leg) if role == Role::Work => leg.answers.request_name(),
@@ -784,25 +815,19 @@ impl Operation {
         }
     }
 
-    /// Forgets the leg in `role` and stops its timer.
-    fn end_leg(&mut self, role: Role) -> Option<InFlight> {
-        self.timers.stop(Timer::LegEnd(role));
-        self.legs.remove(role)
-    }
-
     fn finish(&mut self, result: Result<Outcome, Error>) {
         let first = self.finished.is_none() && !self.returned;
         if first {
             // A message cut off mid-line leaves the process unusable: it is ended at once.
-            self.kill = self.session.config().is_stdio() && self.legs.any_half_written();
+            self.kill = self.session.config().is_stdio() && self.grants.legs.any_half_written();
             // A close forgets the session, whether the server heard it or not.
             if self.action == Action::Close {
                 self.session.reset();
             }
             self.session.hand_back();
         }
-        self.legs.clear();
-        self.timers.clear();
+        self.grants.clear();
+        self.auth.stop();
         self.resume.abandon();
         self.listen = Listen::Off;
         if self.finished.is_none() && !self.returned {
@@ -875,8 +900,8 @@ impl Operation {
     /// what was lost) are dropped; the standalone stream is dropped and, when the configuration
     /// wants one and the era has it, opened again on the new session.
     fn start_over(&mut self, next: Step) {
-        self.end_leg(Role::Work);
-        self.end_leg(Role::Reply);
+        self.grants.end(Role::Work);
+        self.grants.end(Role::Reply);
         self.resume.abandon();
         self.replies.clear();
         self.input = None;

@@ -72,7 +72,7 @@ impl Operation {
     /// The work leg's head: its status, its session id, and how to read its body.
     pub(super) fn work_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
         let cap = self.session.config().body_cap();
-        let Some(leg) = self.legs.get_mut(Role::Work) else {
+        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
             return LegStatus::Complete;
         };
         if !matches!(leg.reading, Reading::Head) {
@@ -83,7 +83,7 @@ impl Operation {
         let method = answers.request_name();
         if kind == LegKind::Close {
             // 404: already gone; 405: the server does not end sessions on request.
-            self.end_leg(Role::Work);
+            self.grants.end(Role::Work);
             self.session.reset();
             if status.is_success()
                 || status == StatusCode::NOT_FOUND
@@ -126,13 +126,13 @@ impl Operation {
             });
             return LegStatus::Complete;
         }
-        let Some(leg) = self.legs.get_mut(Role::Work) else {
+        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
             return LegStatus::Complete;
         };
         if kind == LegKind::Initialized {
             // A notification's answer is not read: 202 without a body is the norm, and any
             // 2xx, with or without a body, is accepted.
-            self.end_leg(Role::Work);
+            self.grants.end(Role::Work);
             self.handshake_confirmed();
             return LegStatus::Complete;
         }
@@ -192,7 +192,7 @@ impl Operation {
     /// The next chunk of the work leg's body.
     pub(super) fn work_chunk(&mut self, chunk: &[u8]) -> LegStatus {
         let cap = self.session.config().body_cap();
-        let Some(leg) = self.legs.get_mut(Role::Work) else {
+        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
             return LegStatus::Complete;
         };
         let method = leg.answers.request_name();
@@ -225,7 +225,7 @@ impl Operation {
     /// The work leg's body ended.
     pub(super) fn work_end(&mut self, now: Instant) {
         let cap = self.session.config().body_cap();
-        let Some(leg) = self.legs.get_mut(Role::Work) else {
+        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
             return;
         };
         let method = leg.answers.request_name();
@@ -254,7 +254,7 @@ impl Operation {
                     return;
                 }
                 let saw_message = matches!(
-                    self.legs.get(Role::Work).map(|l| &l.reading),
+                    self.grants.legs.get(Role::Work).map(|l| &l.reading),
                     Some(Reading::Sse {
                         saw_message: true,
                         ..
@@ -280,19 +280,24 @@ impl Operation {
         fed: Result<(), SseError>,
         cap: usize,
     ) -> LegStatus {
-        let Some(method) = self.legs.get(Role::Work).map(|l| l.answers.request_name()) else {
+        let Some(method) = self
+            .grants
+            .legs
+            .get(Role::Work)
+            .map(|l| l.answers.request_name())
+        else {
             return LegStatus::Complete;
         };
         // Events completed before a parse error are still handled: an answer that arrived
         // before the stream went bad is a good answer.
         let mut complete = false;
         for event in events.drain(..) {
-            if complete || !self.legs.is_busy(Role::Work) {
+            if complete || !self.grants.legs.is_busy(Role::Work) {
                 continue;
             }
             complete = self.read_stream_event(&event) == LegStatus::Complete;
         }
-        if complete || !self.legs.is_busy(Role::Work) {
+        if complete || !self.grants.legs.is_busy(Role::Work) {
             return LegStatus::Complete;
         }
         match fed {
@@ -318,7 +323,7 @@ impl Operation {
     }
 
     fn read_stream_event(&mut self, event: &SseEvent) -> LegStatus {
-        let Some(leg) = self.legs.get_mut(Role::Work) else {
+        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
             return LegStatus::Complete;
         };
         let method = leg.answers.request_name();
@@ -371,7 +376,12 @@ impl Operation {
     }
 
     fn read_json_answer(&mut self, body: &[u8], status: u16) {
-        let Some(method) = self.legs.get(Role::Work).map(|l| l.answers.request_name()) else {
+        let Some(method) = self
+            .grants
+            .legs
+            .get(Role::Work)
+            .map(|l| l.answers.request_name())
+        else {
             return;
         };
         let malformed = |detail: String| {

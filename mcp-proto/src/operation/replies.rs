@@ -7,13 +7,12 @@
 //! grants its leg and reads that leg's head. It never waits for anything but that head.
 
 use std::collections::VecDeque;
-use std::time::Instant;
 
 use http::StatusCode;
 use serde_json::Value;
 
 use super::legs::Role;
-use super::{Event, LegKind, LegStatus, Operation, Output};
+use super::{Event, LegStatus, Operation};
 use crate::error::Error;
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::wire;
@@ -27,6 +26,17 @@ pub(super) struct Replies {
 impl Replies {
     pub(super) fn clear(&mut self) {
         self.queue.clear();
+    }
+
+    /// Whether an answer is owed to the server.
+    pub(super) fn is_owed(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// The oldest answer owed, as the body of its POST.
+    pub(super) fn pop_body(&mut self) -> Option<Vec<u8>> {
+        let (id, reply) = self.queue.pop_front()?;
+        Some(wire::reply(&id, reply))
     }
 }
 
@@ -42,32 +52,6 @@ impl Operation {
             .push_back(Event::ServerRequest { id, method, params });
     }
 
-    /// The next answer's leg, when one is owed and none is in flight. An answer that can no
-    /// longer be granted anything means the request it serves did not get its answer in time.
-    pub(super) fn transmit_reply(&mut self, now: Instant) -> Option<Output> {
-        if self.replies.queue.is_empty() || self.legs.is_busy(Role::Reply) {
-            return None;
-        }
-        let Ok(timeout) = self.deadline.grant(now) else {
-            self.fail_awaited_timed_out();
-            return Some(self.poll_output(now));
-        };
-        let (id, reply) = self.replies.queue.pop_front()?;
-        let request = self
-            .session
-            .config()
-            .wire()
-            .post(wire::reply(&id, reply), self.handshake());
-        let leg = self.hand_out(
-            LegKind::Respond,
-            request,
-            timeout,
-            now,
-            (LegKind::Respond, None),
-        );
-        Some(Output::Transmit(leg))
-    }
-
     /// The head of an answer's leg: any 2xx, with or without a body, means the server has it.
     pub(super) fn reply_head(&mut self, status: StatusCode) -> LegStatus {
         if !status.is_success() {
@@ -79,7 +63,7 @@ impl Operation {
             });
             return LegStatus::Complete;
         }
-        self.end_leg(Role::Reply);
+        self.grants.end(Role::Reply);
         LegStatus::Complete
     }
 }

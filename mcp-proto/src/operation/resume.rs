@@ -84,7 +84,7 @@ impl Operation {
         if self.modern.is_some() {
             return self.reissue();
         }
-        let Some(leg) = self.legs.get(Role::Work) else {
+        let Some(leg) = self.grants.legs.get(Role::Work) else {
             return false;
         };
         let resumable = leg.request_id.is_some()
@@ -103,15 +103,15 @@ impl Operation {
             request_id: leg.request_id,
             grant: leg.grant,
         };
-        if self.deadline.end().is_some_and(|end| at >= end) {
+        if self.grants.ends_by(at) {
             // Waiting would spend the rest of the budget and leave nothing for the GET: the
             // answer cannot arrive in time, so say so now rather than idle until the deadline.
             self.fail_awaited_timed_out();
             return true;
         }
-        self.end_leg(Role::Work);
+        self.grants.end(Role::Work);
         self.resume.awaited = Some(awaited);
-        self.timers.set(Timer::ResumePause, at);
+        self.grants.timers.set(Timer::ResumePause, at);
         true
     }
 
@@ -119,11 +119,11 @@ impl Operation {
     /// request, which goes out again as a new request (a new id, a new leg, the same budget),
     /// at most [`MAX_REISSUES`] times. Returns whether it will.
     pub(super) fn reissue(&mut self) -> bool {
-        if self.reissues >= MAX_REISSUES || !self.legs.is_busy(Role::Work) {
+        if self.reissues >= MAX_REISSUES || !self.grants.legs.is_busy(Role::Work) {
             return false;
         }
         self.reissues += 1;
-        self.end_leg(Role::Work);
+        self.grants.end(Role::Work);
         true
     }
 }

@@ -36,29 +36,29 @@ impl Operation {
     /// Over stdio: the message of leg `id` was written to the server's stdin (for a
     /// [`LegKind::Spawn`] leg: the process started). A notification or an answer is over
     /// then; a request now awaits its answer on stdout.
-    pub fn handle_sent(&mut self, id: LegId, now: Instant) {
+    pub(super) fn handle_sent(&mut self, id: LegId, now: Instant) {
         let Some(role) = self.in_time(id, now) else {
             return;
         };
-        let Some(kind) = self.legs.get(role).map(|leg| leg.kind) else {
+        let Some(kind) = self.grants.legs.get(role).map(|leg| leg.kind) else {
             return;
         };
         match kind {
             LegKind::Spawn => {
-                self.end_leg(role);
+                self.grants.end(role);
                 self.session.process_started();
                 self.next = super::work_or_handshake(self.modern, &self.session);
             }
             LegKind::Initialized => {
-                self.end_leg(role);
+                self.grants.end(role);
                 self.handshake_confirmed();
             }
             LegKind::Respond | LegKind::CancelNotice => {
-                self.end_leg(role);
+                self.grants.end(role);
             }
             // A request: its answer comes on stdout. A shutdown or a kill: its end is the exit.
             _ => {
-                if let Some(leg) = self.legs.get_mut(role) {
+                if let Some(leg) = self.grants.legs.get_mut(role) {
                     leg.written = true;
                 }
             }
@@ -67,12 +67,12 @@ impl Operation {
 
     /// Over stdio: the next bytes the server wrote on its stdout, as they came (any split).
     /// Feed them whenever they arrive, also while no leg awaits an answer.
-    pub fn handle_stdout(&mut self, chunk: &[u8], now: Instant) {
+    pub(super) fn handle_stdout(&mut self, chunk: &[u8], now: Instant) {
         let mut framed = Vec::new();
         self.session.framer().feed(chunk, &mut framed);
         for item in framed {
             // A leg whose grant has ended by now times out before any line is read for it.
-            if let Some(id) = self.legs.get(Role::Work).map(|leg| leg.id) {
+            if let Some(id) = self.grants.legs.get(Role::Work).map(|leg| leg.id) {
                 let _ = self.in_time(id, now);
             }
             match item {
@@ -84,15 +84,15 @@ impl Operation {
 
     /// Over stdio: the server process ended (or closed its stdout). A request awaiting its
     /// answer fails with [`Error::ServerExited`]; a shutdown is complete.
-    pub fn handle_exit(&mut self, exit: &ProcessExit, now: Instant) {
+    pub(super) fn handle_exit(&mut self, exit: &ProcessExit, now: Instant) {
         self.session.process_exited();
-        let Some(leg) = self.legs.get(Role::Work) else {
+        let Some(leg) = self.grants.legs.get(Role::Work) else {
             return;
         };
         let (id, kind, method) = (leg.id, leg.kind, leg.answers.request_name());
         if matches!(kind, LegKind::Shutdown | LegKind::Kill) {
             // A kill after the result (a half-written message) leaves the result as it was.
-            self.end_leg(Role::Work);
+            self.grants.end(Role::Work);
             self.finish(Ok(super::Outcome::Closed));
             return;
         }
@@ -123,7 +123,11 @@ impl Operation {
             return;
         };
         // A response: the awaited request's, or one that came too late for its own.
-        let awaited = self.legs.get(Role::Work).and_then(|leg| leg.request_id);
+        let awaited = self
+            .grants
+            .legs
+            .get(Role::Work)
+            .and_then(|leg| leg.request_id);
         let Some(awaited) = awaited else {
             return;
         };
@@ -146,6 +150,7 @@ impl Operation {
     fn stdio_line_too_long(&mut self) {
         let cap = self.session.config().body_cap();
         let awaiting = self
+            .grants
             .legs
             .get(Role::Work)
             .filter(|leg| leg.request_id.is_some())

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::catalog::{
@@ -15,6 +16,7 @@ use crate::catalog::{
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
+use crate::session::Session;
 use crate::skills::{LoadedSkill, Skill};
 use crate::tls::TlsProblem;
 
@@ -133,7 +135,7 @@ pub enum LegKind {
     /// over stdio, after its grant ran out). Over stdio, write it **only if the server's stdin
     /// takes the whole line at once**, never waiting for room in the pipe (the line is short
     /// enough for a pipe to take all of it or none), then report it sent
-    /// ([`Operation::handle_sent`](crate::Operation::handle_sent)); when the pipe is full,
+    /// ([`Input::Sent`]); when the pipe is full,
     /// report it declined ([`TransportErrorKind::Declined`]). A server that stopped reading
     /// must not hold the end of an operation.
     CancelNotice,
@@ -147,10 +149,10 @@ pub enum LegKind {
     /// Over stdio: end the server process (close its stdin, wait, then terminate it); no
     /// message. The close of a stdio session. End the process within the leg's grant: stdin
     /// closed, half the grant for it to exit on its own, then SIGTERM, then SIGKILL at the
-    /// grant's end; reap it; report [`Operation::handle_exit`](crate::Operation::handle_exit).
+    /// grant's end; reap it; report [`Input::Exit`].
     Shutdown,
     /// Over stdio: end the server process **at once**: close its stdin, SIGKILL it, reap it,
-    /// and report [`Operation::handle_exit`](crate::Operation::handle_exit); no message, no
+    /// and report [`Input::Exit`]; no message, no
     /// wait. Handed out when nothing may wait any more: a close after the budget was spent,
     /// and a process whose stdin holds part of a message (a write that ran out of its grant,
     /// or was cancelled, leaves a line no later message can follow).
@@ -429,34 +431,119 @@ pub enum Output {
     /// The operation learned something about its session: apply it
     /// ([`Session::apply`](crate::Session::apply)) before polling this operation again, and
     /// wake the other operations on the session that
-    /// [await it](crate::Operation::awaits_session). Updates come before anything else the
-    /// operation hands out.
+    /// [await it](Output::AwaitSession). Updates come before anything else the operation hands
+    /// out.
     Update(crate::session::SessionUpdate),
     /// Send this leg (beside any other leg in flight), and feed what comes back under its id.
     Transmit(Leg),
-    /// Nothing to send: feed the legs in flight, and call
-    /// [`handle_timeout`](crate::Operation::handle_timeout) once this instant has come (the
-    /// earliest of the operation's timers: a leg's end, a pause before a resumption, the wait
-    /// for the standalone stream's head, the end of the budget for an operation that
-    /// [awaits its session](crate::Operation::awaits_session), which also wakes when the
-    /// session changes).
+    /// Nothing to send: feed the legs in flight, and give [`Input::Timeout`] once this
+    /// instant has come (the earliest of the operation's timers: a leg's end, a pause before a
+    /// resumption, the wait for the standalone stream's head).
     Wait(Instant),
+    /// The operation needs its session and has not got it: give it the session
+    /// ([`Input::Session`]) and poll again. If it awaits it still (another operation is
+    /// establishing the session, or authorizing for it), wait until this instant (the end of
+    /// the budget, or an earlier timer: then give [`Input::Timeout`]) or until the session
+    /// changes (another operation's update applied, or another operation ended), whichever
+    /// comes first, and give it the session again.
+    AwaitSession(Instant),
     /// Hand this to the caller, then poll again.
     Event(Event),
     /// An authorization needs a person: give the URL to the caller's authorizer (a browser
     /// and the listener its redirect comes back to), bounded by `ends_at`, and feed the
-    /// redirect URL with [`handle_redirect`](crate::Operation::handle_redirect). Without an
-    /// authorizer, call [`decline_authorization`](crate::Operation::decline_authorization) at
-    /// once: the operation ends with [`Error::AuthorizationRequired`] having waited for no one.
+    /// redirect URL ([`Input::Redirect`]). Without an authorizer, give [`Input::NoAuthorizer`]
+    /// at once: the operation ends with [`Error::AuthorizationRequired`] having waited for no
+    /// one.
     Authorize(Authorize),
     /// The operation is over: drop every leg still in flight. Polling again yields
     /// [`Error::AlreadyFinished`].
     Done(Result<Outcome, Error>),
 }
 
-/// Whether the driver should keep reading the body of a leg.
+/// What came, for [`Operation::handle_input`](crate::Operation::handle_input): the one way a
+/// driver tells the operation anything. Each input about a leg names it; an input for a leg
+/// the operation no longer has is ignored, and one that comes at or after the leg's end ends
+/// that leg as timed out (a driver never decides that a leg was late).
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// The response head of leg `leg`. Read the body while the answer is
+    /// [`LegStatus::ReadMore`].
+    Head {
+        /// The leg it answers.
+        leg: LegId,
+        /// The response's status.
+        status: StatusCode,
+        /// The response's headers.
+        headers: &'a HeaderMap,
+    },
+    /// The next bytes of leg `leg`'s body, as they came (any split).
+    Chunk {
+        /// The leg whose body this is.
+        leg: LegId,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// The body of leg `leg` ended.
+    End {
+        /// The leg whose body ended.
+        leg: LegId,
+    },
+    /// Leg `leg` failed in the transport, or the driver declined it
+    /// ([`TransportErrorKind::Declined`]). A failure reported at or after the leg's end is its
+    /// timeout, except a TLS handshake that ran out of the grant
+    /// ([`TlsProblem::TimedOut`](crate::TlsProblem::TimedOut)): that is what the driver saw
+    /// at the leg's end, and the error says so.
+    Failed {
+        /// The leg that failed.
+        leg: LegId,
+        /// What failed, in the driver's words.
+        error: TransportError,
+    },
+    /// Over stdio: the whole message of leg `leg` was written to the server's stdin (for a
+    /// [`LegKind::Spawn`] leg: the process started). A notification or an answer is over
+    /// then; a request now awaits its answer on stdout.
+    Sent {
+        /// The leg whose message was written.
+        leg: LegId,
+    },
+    /// Over stdio: the next bytes the server wrote on its stdout, as they came (any split).
+    /// Feed them whenever they arrive, also while no leg awaits an answer.
+    Stdout(&'a [u8]),
+    /// Over stdio: the server process ended (or closed its stdout). A request awaiting its
+    /// answer fails with [`Error::ServerExited`]; a shutdown or a kill is complete.
+    Exit(&'a ProcessExit),
+    /// The instant [`Output::Wait`] (or [`Output::AwaitSession`]) named has come: every timer
+    /// due expires (a leg whose grant ended times out; a pause is over).
+    Timeout,
+    /// The session, for an operation that [awaits it](Output::AwaitSession): the live
+    /// session another operation established (the work goes out on it), or the claim to
+    /// establish it; for a refused operation, a newer token another operation obtained, or
+    /// the claim to authorize. Otherwise it waits on. Give it the session every update of
+    /// this operation has been applied to (under the same lock, when operations run in
+    /// parallel). Ignored by an operation that does not await its session.
+    Session(&'a mut Session),
+    /// The URL the authorization server sent the person's browser to, after
+    /// [`Output::Authorize`].
+    Redirect(&'a str),
+    /// The caller's authorizer did not get the redirect after [`Output::Authorize`] (its
+    /// words: quoted, clipped, in the error): the operation ends with
+    /// [`Error::AuthorizationRequired`]. At or after the step's end, that is the budget
+    /// running out, and the error says so.
+    AuthorizerFailed(&'a str),
+    /// There is no authorizer for [`Output::Authorize`]: the operation ends at once with
+    /// [`Error::AuthorizationRequired`], having waited for no one.
+    NoAuthorizer,
+    /// The caller cancelled: polling now yields [`Error::Cancelled`] (after the
+    /// `notifications/cancelled` leg, where one is due: see
+    /// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)). Drop
+    /// every leg in flight. Ignored once the operation has finished.
+    Cancel,
+}
+
+/// Whether the driver should keep reading the body of a leg: the answer to a head or a chunk
+/// ([`Input::Head`], [`Input::Chunk`]). A driver that keeps reading after `Complete` waits for
+/// a stream that may never end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use = "a driver that keeps reading after Complete waits for a stream that may never end"]
 pub enum LegStatus {
     /// Feed more of the body (or its end).
     ReadMore,
@@ -489,7 +576,7 @@ pub struct TransportError {
 #[non_exhaustive]
 pub enum TransportErrorKind {
     /// The leg's grant ran out in the transport (a driver whose own timer fired calls
-    /// [`handle_timeout`](crate::Operation::handle_timeout) instead).
+    /// [`Input::Timeout`] instead).
     TimedOut,
     /// No connection could be made (refused, DNS).
     Connect,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Event, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
-    TransportError,
+    Clock, Event, Input, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output,
+    Session, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -131,17 +131,16 @@ pub fn drive(
         match op.poll_on(stand_in.session, clock.now()) {
             Output::Event(event) => stand_in.events.push(event),
             Output::Update(_) => unreachable!("poll_on applies the updates"),
+            Output::AwaitSession(_) => panic!("a lone operation waits for its session"),
             Output::Wait(until) => {
-                assert!(
-                    !op.awaits_session(),
-                    "a lone operation waits for its session"
-                );
                 clock.set(until.max(clock.now()));
-                op.handle_timeout(clock.now());
+                op.handle_input(Input::Timeout, clock.now());
             }
             Output::Done(result) => break result,
             // No one to authorize here.
-            Output::Authorize(_) => op.decline_authorization(),
+            Output::Authorize(_) => {
+                op.handle_input(Input::NoAuthorizer, clock.now());
+            }
             Output::Transmit(leg) => {
                 if let Some(result) = stand_in.run_leg(&mut op, leg) {
                     break result;
@@ -188,7 +187,7 @@ impl StandIn<'_> {
         if let Answer::Stall = reply {
             // The leg's grant runs out before anything arrives.
             self.clock.advance(leg.timeout);
-            op.handle_timeout(self.clock.now());
+            op.handle_input(Input::Timeout, self.clock.now());
             return None;
         }
         let inside = spent.min(leg.timeout.saturating_sub(Duration::from_nanos(1)));
@@ -226,7 +225,7 @@ impl StandIn<'_> {
             Answer::Raw(status, content_type, body) => (status, content_type, body),
             Answer::Sse(text) => (200, Some("text/event-stream"), text.into_bytes()),
             Answer::Transport(err) => {
-                op.handle_transport_error(leg, err, now);
+                op.handle_input(Input::Failed { leg, error: err }, now);
                 return None;
             }
             Answer::Stall => unreachable!("handled by the caller"),
@@ -235,12 +234,20 @@ impl StandIn<'_> {
             headers.insert("content-type", HeaderValue::from_str(content_type).unwrap());
         }
         let status = StatusCode::from_u16(status).unwrap();
-        if op.handle_response(leg, status, &headers, now) == LegStatus::Complete {
+        if op.handle_input(
+            Input::Head {
+                leg,
+                status,
+                headers: &headers,
+            },
+            now,
+        ) == LegStatus::Complete
+        {
             return None;
         }
         // Feed the body in small chunks, draining outputs between them as a driver must.
         for chunk in body.chunks(7) {
-            let status = op.handle_body_chunk(leg, chunk, self.clock.now());
+            let status = op.handle_input(Input::Chunk { leg, bytes: chunk }, self.clock.now());
             if status == LegStatus::Complete {
                 return None;
             }
@@ -248,8 +255,10 @@ impl StandIn<'_> {
                 match op.poll_on(self.session, self.clock.now()) {
                     Output::Update(_) => unreachable!("poll_on applies the updates"),
                     Output::Event(event) => self.events.push(event),
-                    Output::Wait(_) => break,
-                    Output::Authorize(_) => op.decline_authorization(),
+                    Output::Wait(_) | Output::AwaitSession(_) => break,
+                    Output::Authorize(_) => {
+                        op.handle_input(Input::NoAuthorizer, self.clock.now());
+                    }
                     Output::Done(result) => return Some(result),
                     Output::Transmit(nested) => {
                         if let Some(result) = self.run_leg(op, nested) {
@@ -259,7 +268,7 @@ impl StandIn<'_> {
                 }
             }
         }
-        op.handle_body_end(leg, self.clock.now());
+        op.handle_input(Input::End { leg }, self.clock.now());
         None
     }
 }

@@ -1,0 +1,270 @@
+//! The budget's part of an operation: its deadline, the legs in flight and the timers, and the
+//! one rule that grants a leg what is left of the budget or refuses it.
+//!
+//! Every leg and the person's authorization step are granted here, by [`Grants::grant`], and
+//! nowhere else: the refusal rule is one `match`. A granted leg enters the leg table with its
+//! end armed in the timer table ([`Grants::hand_out`]); the operation reads the table, never
+//! the clock. This module decides what a spent budget means for each kind of leg; it never
+//! builds a request and never ends the operation (it tells the operation how: [`Refusal`]).
+
+use std::time::{Duration, Instant};
+
+use super::legs::{InFlight, LegTable, Reading, Role};
+use super::timers::{Timer, TimerTable};
+use super::types::{CANCEL_NOTICE_GRANT, Leg, LegId, LegKind};
+use crate::deadline::{Budget, OperationDeadline};
+
+/// What asks for a grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Grantee {
+    /// A leg of this kind.
+    Leg(LegKind),
+    /// The person's step of an authorization (the browser), named `oauth:authorize`.
+    Person,
+}
+
+/// The request the trace and errors name for the person's step.
+pub(super) const PERSON_STEP: &str = "oauth:authorize";
+
+impl Grantee {
+    fn method(self) -> &'static str {
+        match self {
+            Self::Leg(kind) => kind.request_name(),
+            Self::Person => PERSON_STEP,
+        }
+    }
+}
+
+/// Why nothing was granted, and so what the operation does instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The budget is spent before this request exists: the operation ends with
+    /// [`Error::BudgetExhausted`](crate::Error::BudgetExhausted), naming the request and the leg
+    /// it would have been; nothing of it was built or sent.
+    Spent {
+        budget: Budget,
+        method: &'static str,
+        leg: u32,
+    },
+    /// The leg serves a request that was already sent (a resumption's GET, an answer to a
+    /// request the server sent while answering it): that request timed out.
+    AwaitedLate,
+    /// A close after the budget: the local server is ended at once instead ([`LegKind::Kill`]).
+    KillInstead,
+    /// A leg the operation goes on without: the standalone stream, or (over HTTP) the cancel
+    /// notice, whose request would wait past the budget.
+    Dropped,
+}
+
+/// The deadline, the legs in flight and their timers.
+#[derive(Debug)]
+pub(super) struct Grants {
+    deadline: OperationDeadline,
+    /// The legs in flight, one per role.
+    pub(super) legs: LegTable,
+    /// Every instant something happens without input.
+    pub(super) timers: TimerTable,
+    /// How many legs were handed out (the last leg's number).
+    sent: u32,
+}
+
+impl Grants {
+    pub(super) fn new(deadline: OperationDeadline) -> Self {
+        Self {
+            deadline,
+            legs: LegTable::default(),
+            timers: TimerTable::default(),
+            sent: 0,
+        }
+    }
+
+    pub(super) fn deadline(&self) -> &OperationDeadline {
+        &self.deadline
+    }
+
+    /// How many legs have been handed out.
+    pub(super) fn sent(&self) -> u32 {
+        self.sent
+    }
+
+    /// The instant the budget ends (`now` for an operation without one that cannot wait).
+    pub(super) fn end_or(&self, now: Instant) -> Instant {
+        self.deadline.end().unwrap_or(now)
+    }
+
+    /// Whether a pause ending at `at` would leave nothing of the budget for what follows it.
+    pub(super) fn ends_by(&self, at: Instant) -> bool {
+        self.deadline.end().is_some_and(|end| at >= end)
+    }
+
+    /// What `who` may have of the budget at `now`, or why it gets nothing: **the** refusal
+    /// rule. A leg gets what is left; the cancel notice at most [`CANCEL_NOTICE_GRANT`]; a kill
+    /// one unit (it does not wait, the unit only bounds a driver that never reports the exit).
+    /// Once the budget is spent, over stdio the cancel notice still gets one unit (the driver
+    /// writes it only if the server's stdin takes it at once); every other leg is refused.
+    pub(super) fn grant(
+        &self,
+        who: Grantee,
+        now: Instant,
+        stdio: bool,
+    ) -> Result<Duration, Refusal> {
+        use Grantee::Leg;
+        let unit = self.deadline.resolution().unit();
+        match (who, self.deadline.grant(now)) {
+            (Leg(LegKind::Kill), _) => Ok(unit),
+            (Leg(LegKind::CancelNotice), Ok(left)) => Ok(left.min(CANCEL_NOTICE_GRANT)),
+            (_, Ok(left)) => Ok(left),
+            (Leg(LegKind::CancelNotice), Err(_)) if stdio => Ok(unit.min(CANCEL_NOTICE_GRANT)),
+            (Leg(LegKind::CancelNotice | LegKind::Listen), Err(_)) => Err(Refusal::Dropped),
+            (Leg(LegKind::Resume | LegKind::Respond), Err(_)) => Err(Refusal::AwaitedLate),
+            (Leg(LegKind::Shutdown), Err(_)) => Err(Refusal::KillInstead),
+            (who, Err(spent)) => Err(Refusal::Spent {
+                budget: Budget::from_duration(spent.total),
+                method: who.method(),
+                leg: self.sent + 1,
+            }),
+        }
+    }
+
+    /// Puts a granted leg in the table under its role, arms its end, and hands it out.
+    /// `answers` is the request whose answer the leg reads (for a resumption, the original
+    /// one) and the JSON-RPC id that answer must carry.
+    pub(super) fn hand_out(
+        &mut self,
+        kind: LegKind,
+        request: http::Request<Vec<u8>>,
+        grant: Duration,
+        now: Instant,
+        (answers, request_id): (LegKind, Option<i64>),
+    ) -> Leg {
+        let ends_at = now.checked_add(grant).unwrap_or(now);
+        let carried_session = request.headers().contains_key(crate::wire::SESSION_HEADER);
+        self.sent += 1;
+        let id = LegId(self.sent);
+        let role = Role::of(kind);
+        self.legs.insert(
+            role,
+            InFlight {
+                id,
+                kind,
+                answers,
+                request_id,
+                grant,
+                carried_session,
+                status: 0,
+                written: false,
+                session_id: None,
+                reading: Reading::Head,
+            },
+        );
+        self.timers.set(Timer::LegEnd(role), ends_at);
+        Leg {
+            id,
+            kind,
+            request,
+            timeout: grant,
+            ends_at,
+        }
+    }
+
+    /// Forgets the leg in `role` and stops its timer.
+    pub(super) fn end(&mut self, role: Role) -> Option<InFlight> {
+        self.timers.stop(Timer::LegEnd(role));
+        self.legs.remove(role)
+    }
+
+    /// The role of leg `id`, if it is in flight: `Ok` while its grant lasts, `Err` when an
+    /// input for it came at or after its end (it times out).
+    pub(super) fn role_at(&self, id: LegId, now: Instant) -> Option<Result<Role, Role>> {
+        let role = self.legs.find(id)?;
+        Some(if self.timers.is_due(Timer::LegEnd(role), now) {
+            Err(role)
+        } else {
+            Ok(role)
+        })
+    }
+
+    /// Drops every leg and timer: the operation ended.
+    pub(super) fn clear(&mut self) {
+        self.legs.clear();
+        self.timers.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deadline::Resolution;
+
+    fn grants(budget_ms: u64, t0: Instant) -> Grants {
+        let budget = Budget::from_duration(Duration::from_millis(budget_ms));
+        Grants::new(OperationDeadline::start(
+            t0,
+            budget,
+            Resolution::MILLISECOND,
+        ))
+    }
+
+    #[test]
+    fn one_rule_refuses_each_kind_of_leg_its_own_way_once_the_budget_is_spent() {
+        let t0 = Instant::now();
+        let g = grants(100, t0);
+        let late = t0 + Duration::from_millis(100);
+        let leg = |kind| Grantee::Leg(kind);
+        assert!(matches!(
+            g.grant(leg(LegKind::CallTool), late, false),
+            Err(Refusal::Spent {
+                method: "tools/call",
+                leg: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            g.grant(Grantee::Person, late, false),
+            Err(Refusal::Spent {
+                method: PERSON_STEP,
+                ..
+            })
+        ));
+        assert_eq!(
+            g.grant(leg(LegKind::Resume), late, false),
+            Err(Refusal::AwaitedLate)
+        );
+        assert_eq!(
+            g.grant(leg(LegKind::Respond), late, false),
+            Err(Refusal::AwaitedLate)
+        );
+        assert_eq!(
+            g.grant(leg(LegKind::Shutdown), late, true),
+            Err(Refusal::KillInstead)
+        );
+        assert_eq!(
+            g.grant(leg(LegKind::Listen), late, false),
+            Err(Refusal::Dropped)
+        );
+        assert_eq!(
+            g.grant(leg(LegKind::CancelNotice), late, false),
+            Err(Refusal::Dropped)
+        );
+        let unit = Duration::from_millis(1);
+        assert_eq!(g.grant(leg(LegKind::CancelNotice), late, true), Ok(unit));
+        assert_eq!(g.grant(leg(LegKind::Kill), late, true), Ok(unit));
+    }
+
+    #[test]
+    fn a_leg_gets_what_is_left_and_the_notice_no_more_than_its_cap() {
+        let t0 = Instant::now();
+        let g = grants(20_000, t0);
+        let now = t0 + Duration::from_millis(5_000);
+        let left = Duration::from_millis(15_000);
+        assert_eq!(
+            g.grant(Grantee::Leg(LegKind::CallTool), now, false),
+            Ok(left)
+        );
+        assert_eq!(g.grant(Grantee::Person, now, false), Ok(left));
+        assert_eq!(
+            g.grant(Grantee::Leg(LegKind::CancelNotice), now, false),
+            Ok(CANCEL_NOTICE_GRANT)
+        );
+    }
+}
