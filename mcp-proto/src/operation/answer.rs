@@ -137,9 +137,18 @@ impl Operation {
             // Error envelopes are accepted whatever their id: servers send `null`, none, or
             // a string of their own when they could not read the request at all.
             Incoming::Error { error, .. } => {
-                if self.relist_after(error.code, leg.answers)
-                    || self.reconsider_era(error.code, error.data.as_ref(), leg.status, leg.answers)
-                {
+                if self.relist_after(error.code, leg.answers) {
+                    return;
+                }
+                let stdio = self.session.config().is_stdio();
+                let moved = self.era.reconsider(
+                    error.code,
+                    error.data.as_ref(),
+                    leg.status,
+                    leg.answers,
+                    stdio,
+                );
+                if self.era_moved(moved) {
                     return;
                 }
                 let message = clip(&error.message, QUOTE_LIMIT);
@@ -176,7 +185,7 @@ impl Operation {
             // The handshake's era is confirmed once it is committed.
             self.era_confirmed();
         }
-        if self.modern.is_some()
+        if self.era.modern().is_some()
             && result.get("resultType").and_then(Value::as_str) == Some("input_required")
         {
             if let Err(detail) = self.answer_input_requests(result) {
@@ -186,9 +195,9 @@ impl Operation {
         }
         match leg.answers {
             LegKind::Initialize => self.read_initialize(&result, leg.session_id),
-            LegKind::Discover if self.probe_first => {
+            LegKind::Discover if self.era.probes_first() => {
                 // The stdio probe before the work: the server is modern; the work goes out.
-                self.probe_first = false;
+                self.era.probed();
             }
             LegKind::Discover => {
                 let info = self.read_discover(&result);
@@ -336,7 +345,7 @@ impl Operation {
     fn relist_after(&mut self, code: i64, answers: LegKind) -> bool {
         if code != super::era::HEADER_MISMATCH
             || answers != LegKind::CallTool
-            || self.modern.is_none()
+            || self.era.modern().is_none()
             || self.relist != Relist::Never
         {
             return false;
@@ -349,7 +358,7 @@ impl Operation {
     /// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
     /// (reported as an event) and remembers the others' for the calls that follow.
     fn vet_tool_headers(&mut self, tools: Vec<Tool>) -> Vec<Tool> {
-        if self.modern.is_none() {
+        if self.era.modern().is_none() {
             return tools;
         }
         let mut kept = Vec::with_capacity(tools.len());
@@ -378,7 +387,7 @@ impl Operation {
         let server = result
             .get("_meta")
             .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"));
-        let version = self.modern.unwrap_or(ProtocolVersion::MODERN);
+        let version = self.era.modern().unwrap_or(ProtocolVersion::MODERN);
         session_info(result, version, server, None)
     }
 

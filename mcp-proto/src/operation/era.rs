@@ -11,13 +11,13 @@
 //!   that became modern-only), or `initialize` was answered `-32022` naming a modern version.
 //!
 //! The era found is written to the [`Session`](crate::Session) so later operations start in
-//! it. This module never decides anything about a request's content; it only moves the
-//! operation's era and its next step.
+//! it. This module never decides anything about a request's content: it keeps the era's
+//! state and says how an answer moves it ([`Move`]); the operation acts on the move.
 
 use http::StatusCode;
 use serde_json::Value;
 
-use super::{LegKind, Operation, Step};
+use super::{Action, LegKind};
 use crate::model::{Era, ProtocolVersion};
 use crate::session::Session;
 
@@ -46,17 +46,6 @@ fn is_legacy_refusal(status: u16) -> bool {
         || status == StatusCode::METHOD_NOT_ALLOWED.as_u16()
 }
 
-/// The era an operation starts in: `(modern version or None, whether it may still change)`.
-pub(super) fn starting_era(session: &Session) -> (Option<ProtocolVersion>, bool) {
-    match session.config().protocol_version() {
-        Some(version) => (version.is_modern().then_some(version), false),
-        None => match session.era() {
-            Some(Era::Legacy) => (None, true),
-            Some(Era::Modern) | None => (Some(ProtocolVersion::MODERN), true),
-        },
-    }
-}
-
 /// The versions a `-32022` names, in the client's order of preference: the newest modern one
 /// this client speaks, else the newest legacy one.
 pub(super) fn supported_version(data: Option<&Value>) -> Option<ProtocolVersion> {
@@ -68,102 +57,162 @@ pub(super) fn supported_version(data: Option<&Value>) -> Option<ProtocolVersion>
     })
 }
 
-impl Operation {
+/// What an answer did to the operation's era: the operation acts on it (`mod.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Move {
+    /// The same request goes out again, in the modern version the server named (a new id).
+    Retry,
+    /// The server speaks the legacy era: the modern attempt is dropped and the handshake
+    /// follows (or the work, on a live session), inside the same budget.
+    ToLegacy,
+    /// The server speaks the modern era: the legacy session, if any, is gone; the work goes
+    /// out as a modern request.
+    ToModern,
+}
+
+/// The era an operation speaks and whether it may still change it.
+#[derive(Debug)]
+pub(super) struct EraState {
+    /// The modern version spoken (no handshake, per-request metadata), or `None` for legacy.
+    modern: Option<ProtocolVersion>,
+    /// Whether a `-32022` already moved the operation to another version: it does so once.
+    version_retried: bool,
+    /// Whether the operation may still change era (the configuration pins no version and no
+    /// change happened yet).
+    open: bool,
+    /// Over stdio, an era not known yet is found with `server/discover` before the work (the
+    /// stdio transport's probe): set until it was answered.
+    probe_first: bool,
+}
+
+impl EraState {
+    /// The era an operation for `action` starts in on `session`; `restarting` when it starts
+    /// a local server anew (another build of it, perhaps: its era is found again).
+    pub(super) fn starting(session: &Session, action: &Action, restarting: bool) -> Self {
+        let config = session.config();
+        let (modern, open) = if restarting && config.protocol_version().is_none() {
+            (Some(ProtocolVersion::MODERN), true)
+        } else {
+            match config.protocol_version() {
+                Some(version) => (version.is_modern().then_some(version), false),
+                None => match session.era() {
+                    Some(Era::Legacy) => (None, true),
+                    Some(Era::Modern) | None => (Some(ProtocolVersion::MODERN), true),
+                },
+            }
+        };
+        // A close never probes: it ends what runs, whatever its era.
+        let probe_first = config.is_stdio()
+            && open
+            && modern.is_some()
+            && (session.era().is_none() || restarting)
+            && !matches!(action, Action::Probe | Action::Close);
+        Self {
+            modern,
+            version_retried: false,
+            open,
+            probe_first,
+        }
+    }
+
+    /// The modern version spoken, or `None` in the legacy era.
+    pub(super) fn modern(&self) -> Option<ProtocolVersion> {
+        self.modern
+    }
+
+    /// Whether the operation may still change era.
+    pub(super) fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// Whether the stdio probe goes out before the work.
+    pub(super) fn probes_first(&self) -> bool {
+        self.probe_first
+    }
+
+    /// The stdio probe was answered: the server is modern; the work goes out.
+    pub(super) fn probed(&mut self) {
+        self.probe_first = false;
+    }
+
+    /// A request of this era was answered: the era is the server's, for the session to keep.
+    pub(super) fn confirm(&mut self) -> Era {
+        self.open = false;
+        if self.modern.is_some() {
+            Era::Modern
+        } else {
+            Era::Legacy
+        }
+    }
+
     /// The answer to a request was the JSON-RPC error `code` (with `data`), under HTTP
-    /// `status`. Returns true when that moved the operation (another version, or the other
-    /// era) and the request goes out again; false when the error is the operation's result.
-    pub(super) fn reconsider_era(
+    /// `status`: the move it makes, or `None` when the error is the operation's result.
+    pub(super) fn reconsider(
         &mut self,
         code: i64,
         data: Option<&Value>,
         status: u16,
         answers: LegKind,
-    ) -> bool {
+        stdio: bool,
+    ) -> Option<Move> {
         if self.modern.is_none() {
             // A legacy request refused the way only a modern server refuses.
-            if !(self.era_open && is_modern_error(code)) {
-                return false;
+            if !(self.open && is_modern_error(code)) {
+                return None;
             }
             let version = supported_version(data)
                 .filter(|v| v.is_modern())
                 .unwrap_or(ProtocolVersion::MODERN);
-            self.switch_to_modern(version);
-            return true;
+            return Some(self.move_forward(version));
         }
         if code == UNSUPPORTED_PROTOCOL_VERSION && !self.version_retried {
-            match supported_version(data) {
+            return match supported_version(data) {
+                // A modern server: the same request goes out again, with a new id.
                 Some(version) if version.is_modern() => {
-                    // A modern server: the same request goes out again, with a new id.
                     self.version_retried = true;
                     self.modern = Some(version);
-                    self.era_confirmed();
-                    return true;
+                    Some(Move::Retry)
                 }
-                Some(_) if self.era_open => {
-                    self.fall_back_to_legacy();
-                    return true;
-                }
-                _ => return false,
-            }
+                Some(_) if self.open => Some(self.fall_back()),
+                _ => None,
+            };
         }
         if is_modern_error(code) {
-            return false;
+            return None;
         }
-        if answers == LegKind::Discover && code == METHOD_NOT_FOUND && self.era_open {
-            // The stdio rule, on HTTP too: a probe the server does not know is a legacy one.
-            self.fall_back_to_legacy();
-            return true;
-        }
-        if answers == LegKind::Discover && self.era_open && self.session.config().is_stdio() {
-            // Over stdio, any error to the probe that is not a modern one means legacy (a
-            // legacy server refuses anything before `initialize`).
-            self.fall_back_to_legacy();
-            return true;
+        // The stdio rule, on HTTP too: a probe the server does not know is a legacy one. Over
+        // stdio, any error to the probe that is not a modern one means legacy (a legacy server
+        // refuses anything before `initialize`).
+        if answers == LegKind::Discover && self.open && (code == METHOD_NOT_FOUND || stdio) {
+            return Some(self.fall_back());
         }
         // A JSON-RPC error under 404 or 405 is a server that speaks JSON-RPC there and refused
         // the request on its merits (a modern "not found"); only a 400 (what legacy servers
         // answer a request without a session) explained by a non-modern error means legacy.
-        status == 400 && self.fell_back_after(status)
-    }
-
-    /// A request of this era was answered: the era is the server's.
-    pub(super) fn era_confirmed(&mut self) {
-        self.era_open = false;
-        let era = if self.modern.is_some() {
-            Era::Modern
+        if status == 400 {
+            self.after_refusal(status)
         } else {
-            Era::Legacy
-        };
-        self.session.set_era(era);
+            None
+        }
     }
 
     /// A refusal with HTTP `status` that carried no modern error. In an operation still
-    /// detecting its era, a `400`, `404` or `405` is a legacy server's: the operation falls
-    /// back to the handshake. Returns whether it did.
-    pub(super) fn fell_back_after(&mut self, status: u16) -> bool {
-        if self.modern.is_none() || !self.era_open || !is_legacy_refusal(status) {
-            return false;
+    /// detecting its era, a `400`, `404` or `405` is a legacy server's.
+    pub(super) fn after_refusal(&mut self, status: u16) -> Option<Move> {
+        if self.modern.is_none() || !self.open || !is_legacy_refusal(status) {
+            return None;
         }
-        self.fall_back_to_legacy();
-        true
+        Some(self.fall_back())
     }
 
-    /// The server speaks the legacy era: drop the modern attempt and go through the handshake
-    /// (or straight to the work on a live session), inside the same budget.
-    fn fall_back_to_legacy(&mut self) {
+    fn fall_back(&mut self) -> Move {
         self.modern = None;
         self.probe_first = false;
-        self.era_confirmed();
-        self.start_over(super::work_or_handshake(None, &self.session));
+        Move::ToLegacy
     }
 
-    /// The server speaks the modern era (`version`): the legacy session, if any, is gone; the
-    /// work goes out as a modern request.
-    fn switch_to_modern(&mut self, version: ProtocolVersion) {
+    fn move_forward(&mut self, version: ProtocolVersion) -> Move {
         self.modern = Some(version);
-        self.era_confirmed();
-        self.session.reset();
-        self.session.release_claim();
-        self.start_over(Step::Work);
+        Move::ToModern
     }
 }

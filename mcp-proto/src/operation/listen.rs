@@ -2,19 +2,18 @@
 //! for requests and notifications the server sends outside any answer.
 //!
 //! It is an ordinary leg of role `Listen`. The call waits for its head at most
-//! [`LISTEN_HEAD_WAIT`] (so the server has the stream before the tool that may use it runs),
+//! [`LISTEN_HEAD_WAIT`](super::LISTEN_HEAD_WAIT) (so the server has the stream before the tool that may use it runs),
 //! then goes out anyway. A stream the server refuses, breaks or closes is dropped without
-//! ending the operation: it is a convenience, never a reason to fail.
+//! ending the operation: it is a convenience, never a reason to fail. This module reads the
+//! stream; the operation grants its leg and handles the messages it carries.
 
 use http::{HeaderMap, StatusCode};
 
-use super::legs::Role;
+use super::Action;
 use super::read::{decode, media_type};
-use super::timers::Timer;
-use super::{Action, LegStatus, Operation};
 use crate::config::SessionConfig;
-use crate::jsonrpc;
-use crate::sse::SseParser;
+use crate::jsonrpc::{self, Incoming};
+use crate::sse::{SseEvent, SseParser};
 
 /// The standalone stream's state.
 #[derive(Debug)]
@@ -52,60 +51,43 @@ impl Listen {
     }
 }
 
-impl Operation {
-    /// The standalone stream's head. Anything but a 2xx event stream means the server does
-    /// not offer one: the operation goes on without it.
-    pub(super) fn listen_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
-        self.grants.timers.stop(Timer::ListenHead);
-        if !matches!(self.listen, Listen::Opening) {
-            self.listen_off();
-            return LegStatus::Complete;
+impl Listen {
+    /// The stream's head. Anything but a 2xx event stream means the server does not offer
+    /// one: false, and the operation goes on without it.
+    pub(super) fn head(&mut self, status: StatusCode, headers: &HeaderMap, cap: usize) -> bool {
+        if !matches!(self, Self::Opening)
+            || !status.is_success()
+            || media_type(headers) != "text/event-stream"
+        {
+            *self = Self::Off;
+            return false;
         }
-        if !status.is_success() || media_type(headers) != "text/event-stream" {
-            self.listen_off();
-            return LegStatus::Complete;
-        }
-        self.listen = Listen::Open(SseParser::new(self.session.config().body_cap()));
-        LegStatus::ReadMore
+        *self = Self::Open(SseParser::new(cap));
+        true
     }
 
-    /// The next chunk of the standalone stream. Requests in it are answered, notifications
-    /// become events; a stream that breaks the rules is dropped.
-    pub(super) fn listen_chunk(&mut self, chunk: &[u8]) -> LegStatus {
-        let Listen::Open(parser) = &mut self.listen else {
-            self.listen_off();
-            return LegStatus::Complete;
+    /// The next chunk of the stream: the messages it completed (requests to answer,
+    /// notifications to report; responses do not belong here), and whether the stream broke
+    /// the rules (it is dropped; what came before the break is still delivered).
+    pub(super) fn chunk(
+        &mut self,
+        bytes: &[u8],
+        events: &mut Vec<SseEvent>,
+    ) -> (Vec<Incoming>, bool) {
+        let Self::Open(parser) = self else {
+            return (Vec::new(), true);
         };
-        let mut events = std::mem::take(&mut self.scratch);
-        // Events completed before a parse error are still delivered.
-        let fed = parser.feed(chunk, &mut events);
-        let mut broken = false;
+        let fed = parser.feed(bytes, events);
+        let mut messages = Vec::new();
         for event in events.drain(..) {
-            if broken {
-                continue;
-            }
             if event.data.trim().is_empty() {
                 continue;
             }
-            let Ok(message) = decode(event.data.as_bytes()) else {
-                broken = true;
-                continue;
-            };
-            // Responses belong on the stream of their request; nothing to do here.
-            let _ = self.server_message(jsonrpc::classify(message));
+            match decode(event.data.as_bytes()) {
+                Ok(message) => messages.push(jsonrpc::classify(message)),
+                Err(_) => return (messages, true),
+            }
         }
-        self.scratch = events;
-        if broken || fed.is_err() {
-            self.listen_off();
-            return LegStatus::Complete;
-        }
-        LegStatus::ReadMore
-    }
-
-    /// Drops the standalone stream; the operation goes on without it.
-    pub(super) fn listen_off(&mut self) {
-        self.listen = Listen::Off;
-        self.grants.timers.stop(Timer::ListenHead);
-        self.grants.end(Role::Listen);
+        (messages, fed.is_err())
     }
 }

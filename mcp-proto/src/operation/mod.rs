@@ -38,6 +38,7 @@
 mod answer;
 mod authorize;
 mod era;
+mod failure;
 mod grant;
 mod legs;
 mod listen;
@@ -59,7 +60,8 @@ use serde_json::Value;
 use crate::catalog::ListKind;
 use crate::deadline::OperationDeadline;
 use crate::error::Error;
-use crate::model::{ProtocolVersion, SessionInfo, SubscriptionEnd};
+use crate::jsonrpc::Incoming;
+use crate::model::{Notification, ProtocolVersion, SessionInfo, SubscriptionEnd};
 use crate::session::Session;
 use crate::sse::SseEvent;
 use crate::wire;
@@ -67,6 +69,7 @@ use mcp_auth::{QUOTE_LIMIT, clip};
 
 use answer::{Loading, Paging};
 use authorize::{Authorizing, PersonAnswer};
+use era::{EraState, Move};
 use grant::{Grantee, Grants, Refusal};
 use legs::Role;
 use listen::Listen;
@@ -147,19 +150,8 @@ pub struct Operation {
     /// Over stdio: the server process must be ended at once before the result goes out (a
     /// message was left half-written in its stdin).
     kill: bool,
-    /// The modern version the operation speaks (no handshake, per-request metadata), or
-    /// `None` for the legacy era.
-    modern: Option<ProtocolVersion>,
-    /// Whether a `-32022` already moved the operation to another version: it does so once.
-    version_retried: bool,
-    /// Whether the operation may still change era (the configuration pins no version and no
-    /// change happened yet; see `era`).
-    era_open: bool,
-    /// Over stdio, an era not known yet is found with `server/discover` before the work (the
-    /// stdio transport's probe): this is set until it was answered.
-    probe_first: bool,
-    /// How many times a broken modern answer stream sent its request again.
-    reissues: u32,
+    /// The era the operation speaks, and whether it may still change it.
+    era: EraState,
     /// Where a tool call is in refreshing the tools' header annotations after a `-32020`.
     relist: Relist,
     /// A skill's files, read and verified one by one (`Action::LoadSkill`).
@@ -185,17 +177,8 @@ impl Operation {
         // A local server started anew may be another build of it (upgraded, or another
         // program on the PATH): its era is found again, not remembered.
         let restarting = stdio && !session.process_running() && action != Action::Close;
-        let (modern, era_open) = if restarting && session.config().protocol_version().is_none() {
-            (Some(ProtocolVersion::MODERN), true)
-        } else {
-            era::starting_era(session)
-        };
-        // A close never probes: it ends what runs, whatever its era.
-        let probe_first = stdio
-            && era_open
-            && modern.is_some()
-            && (session.era().is_none() || restarting)
-            && !matches!(action, Action::Probe | Action::Close);
+        let era = EraState::starting(session, &action, restarting);
+        let modern = era.modern();
         // Closing a session that has no id on the server (or no session at all, as in the
         // modern era) sends nothing; over stdio, closing no process does nothing.
         let nothing_to_close = action == Action::Close
@@ -234,11 +217,7 @@ impl Operation {
             paging: Paging::default(),
             notice: None,
             kill: false,
-            modern,
-            version_retried: false,
-            era_open,
-            probe_first,
-            reissues: 0,
+            era,
             relist: Relist::Never,
             loading,
             acknowledged: None,
@@ -547,10 +526,28 @@ impl Operation {
         match role {
             Role::Work if self.is_auth_leg() => self.auth_head(status, headers),
             Role::Work => self.work_head(status, headers),
-            Role::Reply => self.reply_head(status),
-            Role::Listen => self.listen_head(status, headers),
-            Role::Notice => {
-                self.grants.end(Role::Notice);
+            Role::Reply if !status.is_success() => {
+                // Any 2xx, with or without a body, means the server has the answer.
+                let method = self.awaited().0.request_name();
+                let status = status.as_u16();
+                self.fail(|server| Error::HttpStatus {
+                    server,
+                    method,
+                    status,
+                });
+                LegStatus::Complete
+            }
+            Role::Listen => {
+                self.grants.timers.stop(Timer::ListenHead);
+                let cap = self.session.config().body_cap();
+                if self.listen.head(status, headers, cap) {
+                    return LegStatus::ReadMore;
+                }
+                self.listen_off();
+                LegStatus::Complete
+            }
+            Role::Reply | Role::Notice => {
+                self.grants.end(role);
                 LegStatus::Complete
             }
         }
@@ -563,7 +560,18 @@ impl Operation {
         match role {
             Role::Work if self.is_auth_leg() => self.auth_chunk(chunk),
             Role::Work => self.work_chunk(chunk),
-            Role::Listen => self.listen_chunk(chunk),
+            Role::Listen => {
+                let (messages, broken) = self.listen.chunk(chunk, &mut self.scratch);
+                for message in messages {
+                    // Responses belong on the stream of their request; nothing to do here.
+                    let _ = self.server_message(message);
+                }
+                if !broken {
+                    return LegStatus::ReadMore;
+                }
+                self.listen_off();
+                LegStatus::Complete
+            }
             // Their bodies are not read: the leg ended with its head.
             Role::Reply | Role::Notice => LegStatus::Complete,
         }
@@ -645,8 +653,8 @@ impl Operation {
     fn give_up_call(&mut self, cancelled: bool) {
         let (kind, request_id, _) = self.awaited();
         let config = self.session.config();
-        let announced =
-            config.is_stdio() || (cancelled && config.cancel_notice() && self.modern.is_none());
+        let announced = config.is_stdio()
+            || (cancelled && config.cancel_notice() && self.era.modern().is_none());
         if kind == LegKind::CallTool && announced {
             self.notice = request_id;
         }
@@ -730,11 +738,11 @@ impl Operation {
                         .legs
                         .get(Role::Work)
                         .is_some_and(|l| l.is_streaming())
-                    && self.modern.is_some()
+                    && self.era.modern().is_some()
                     && self.reissue() => {}
             Role::Work | Role::Reply => {
                 let (method, grant) = self.failed_request(role);
-                self.fail_transport(method, grant, error);
+                self.fail(|server| failure::transport_failure(server, method, grant, error));
             }
         }
     }
@@ -750,69 +758,6 @@ impl Operation {
             _ => self.awaited().0.request_name(),
         };
         (method, grant)
-    }
-
-    /// Ends the operation with the failure of the request `method` whose leg had `grant`:
-    /// `None` (or a transport timeout) is that leg running out.
-    fn fail_transport(
-        &mut self,
-        method: &'static str,
-        grant: Duration,
-        error: Option<&TransportError>,
-    ) {
-        let Some(error) = error.filter(|e| e.kind != TransportErrorKind::TimedOut) else {
-            self.fail(|server| Error::LegTimedOut {
-                server,
-                method,
-                grant,
-            });
-            return;
-        };
-        match error.kind {
-            TransportErrorKind::Protocol => {
-                let detail = format!(
-                    "the HTTP answer could not be parsed: {}",
-                    clip(&error.detail, QUOTE_LIMIT)
-                );
-                self.fail(|server| Error::Malformed {
-                    server,
-                    method,
-                    detail,
-                });
-            }
-            TransportErrorKind::Tls(problem) => {
-                let detail = if problem == crate::tls::TlsProblem::TimedOut {
-                    format!("the {} s", crate::deadline::format_seconds(grant))
-                } else {
-                    clip(&error.detail, QUOTE_LIMIT)
-                };
-                self.fail(|server| Error::Tls {
-                    server,
-                    method,
-                    problem,
-                    detail,
-                });
-            }
-            TransportErrorKind::Proxy => {
-                let reason = clip(&error.detail, QUOTE_LIMIT);
-                self.fail(|server| Error::Proxy {
-                    server,
-                    method,
-                    reason,
-                });
-            }
-            TransportErrorKind::TimedOut
-            | TransportErrorKind::Connect
-            | TransportErrorKind::Io
-            | TransportErrorKind::Declined => {
-                let reason = clip(&error.detail, QUOTE_LIMIT);
-                self.fail(|server| Error::Unreachable {
-                    server,
-                    method,
-                    reason,
-                });
-            }
-        }
     }
 
     fn finish(&mut self, result: Result<Outcome, Error>) {
@@ -854,11 +799,11 @@ impl Operation {
         match self.next {
             Step::Spawn => LegKind::Spawn,
             Step::AwaitSession => LegKind::Initialize,
-            Step::Work if self.probe_first => LegKind::Discover,
+            Step::Work if self.era.probes_first() => LegKind::Discover,
             Step::Initialize => LegKind::Initialize,
             Step::Initialized => LegKind::Initialized,
             Step::Work => match self.action {
-                Action::Probe if self.modern.is_some() => LegKind::Discover,
+                Action::Probe if self.era.modern().is_some() => LegKind::Discover,
                 Action::Probe => LegKind::Ping,
                 Action::List(of) => LegKind::List {
                     of,
@@ -910,8 +855,109 @@ impl Operation {
         self.pending = None;
         self.next = next;
         self.listen_off();
-        self.listen =
-            Listen::for_operation(self.session.config(), &self.action, self.modern.is_some());
+        self.listen = Listen::for_operation(
+            self.session.config(),
+            &self.action,
+            self.era.modern().is_some(),
+        );
+    }
+
+    /// A request of this era was answered: the era is the server's, and the session keeps it.
+    fn era_confirmed(&mut self) {
+        let era = self.era.confirm();
+        self.session.set_era(era);
+    }
+
+    /// Acts on what an answer did to the era (`None`: nothing); true when the operation moved
+    /// and the request goes out again.
+    fn era_moved(&mut self, moved: Option<Move>) -> bool {
+        let Some(moved) = moved else {
+            return false;
+        };
+        self.era_confirmed();
+        match moved {
+            Move::Retry => {}
+            Move::ToLegacy => self.start_over(work_or_handshake(None, &self.session)),
+            Move::ToModern => {
+                self.session.reset();
+                self.session.release_claim();
+                self.start_over(Step::Work);
+            }
+        }
+        true
+    }
+
+    /// A refusal with HTTP `status` that carried no modern error: in an operation still
+    /// detecting its era, perhaps a legacy server's. True when the operation fell back.
+    fn fell_back_after(&mut self, status: u16) -> bool {
+        let moved = self.era.after_refusal(status);
+        self.era_moved(moved)
+    }
+
+    /// The work stream ended without its answer: it is resumed after a pause (legacy) or
+    /// sent again (modern) when it can be; a pause that would end with the budget ends the
+    /// awaited request now, as timed out. False when the stream cannot be resumed.
+    fn schedule_resumption(&mut self, now: Instant) -> bool {
+        if self.era.modern().is_some() {
+            return self.reissue();
+        }
+        let plan = self.grants.legs.get(Role::Work);
+        let Some((at, awaited)) = plan.and_then(|leg| self.resume.plan(leg, now)) else {
+            return false;
+        };
+        if self.grants.ends_by(at) {
+            // Waiting would spend the rest of the budget and leave nothing for the GET: the
+            // answer cannot arrive in time, so say so now rather than idle until the deadline.
+            self.fail_awaited_timed_out();
+            return true;
+        }
+        self.grants.end(Role::Work);
+        self.resume.pause(awaited);
+        self.grants.timers.set(Timer::ResumePause, at);
+        true
+    }
+
+    /// A modern answer stream broke before its answer: its request goes out again (see
+    /// `resume`). Returns whether it will.
+    fn reissue(&mut self) -> bool {
+        if !self.grants.legs.is_busy(Role::Work) || !self.resume.reissue() {
+            return false;
+        }
+        self.grants.end(Role::Work);
+        true
+    }
+
+    /// Drops the standalone stream; the operation goes on without it.
+    fn listen_off(&mut self) {
+        self.listen = Listen::Off;
+        self.grants.timers.stop(Timer::ListenHead);
+        self.grants.end(Role::Listen);
+    }
+
+    /// Handles what the server sends of its own on a stream (a notification becomes an event,
+    /// a request is answered) and gives back anything else (a response, or neither).
+    fn server_message(&mut self, message: Incoming) -> Option<Incoming> {
+        match message {
+            Incoming::Notification { method, params } => {
+                if method == "notifications/subscriptions/acknowledged" {
+                    self.acknowledged = params.get("notifications").cloned();
+                }
+                self.events
+                    .push_back(Event::Notification(Notification { method, params }));
+                None
+            }
+            Incoming::Request { id, method, params } => {
+                let reply = self
+                    .session
+                    .config()
+                    .answer_server_request(&method, &params);
+                self.replies.owe(id.clone(), reply);
+                self.events
+                    .push_back(Event::ServerRequest { id, method, params });
+                None
+            }
+            other => Some(other),
+        }
     }
 
     /// The subscription is over: the server ended it (`by_server`), or the budget did.

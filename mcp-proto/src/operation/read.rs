@@ -19,12 +19,9 @@ use super::legs::{Reading, Role};
 use super::{LegKind, LegStatus, Operation};
 use crate::error::Error;
 use crate::jsonrpc::{self, Incoming};
-use crate::model::Notification;
 use crate::sse::{SseError, SseEvent, SseParser};
 use crate::wire::{SESSION_HEADER, valid_session_id};
 use mcp_auth::{QUOTE_LIMIT, clip};
-
-use super::Event;
 
 /// The media type of a head, lower case, without parameters (empty when absent). Borrowed from
 /// the head unless it had to be lowered or was not UTF-8.
@@ -111,7 +108,7 @@ impl Operation {
         // A modern server explains a refusal (400, 404) with a JSON-RPC error in the body: it
         // is read (under the body cap) so that `-32022` can name the versions to retry with,
         // and so that a refusal that is not a modern error can mean a legacy server.
-        let explained = (self.modern.is_some() || self.era_open)
+        let explained = (self.era.modern().is_some() || self.era.is_open())
             && status.is_client_error()
             && media_type(headers) == "application/json";
         // Nothing a modern server would say: perhaps a legacy server refused the modern request.
@@ -355,26 +352,6 @@ impl Operation {
         }
     }
 
-    /// Handles what the server sends of its own on a stream (a notification becomes an event,
-    /// a request is answered) and gives back anything else (a response, or neither).
-    pub(super) fn server_message(&mut self, message: Incoming) -> Option<Incoming> {
-        match message {
-            Incoming::Notification { method, params } => {
-                if method == "notifications/subscriptions/acknowledged" {
-                    self.acknowledged = params.get("notifications").cloned();
-                }
-                self.events
-                    .push_back(Event::Notification(Notification { method, params }));
-                None
-            }
-            Incoming::Request { id, method, params } => {
-                self.server_request(id, method, params);
-                None
-            }
-            other => Some(other),
-        }
-    }
-
     fn read_json_answer(&mut self, body: &[u8], status: u16) {
         let Some(method) = self
             .grants
@@ -398,7 +375,8 @@ impl Operation {
                 // In the legacy era only a modern error explains a refusal (it can move the
                 // operation to the modern era); any other keeps the status as the error.
                 Ok(error @ Incoming::Error { .. })
-                    if self.modern.is_some() || error.error_code().is_some_and(is_modern_error) =>
+                    if self.era.modern().is_some()
+                        || error.error_code().is_some_and(is_modern_error) =>
                 {
                     self.read_answer(error);
                 }

@@ -3,17 +3,14 @@
 //! budget, one answer in flight at a time.
 //!
 //! The answer itself comes from the caller's responders
-//! ([`SessionConfig::respond_to`](crate::SessionConfig::respond_to)); this module queues it,
-//! grants its leg and reads that leg's head. It never waits for anything but that head.
+//! ([`SessionConfig::respond_to`](crate::SessionConfig::respond_to)); this module queues it.
+//! The operation grants its leg and reads that leg's head, and never waits for anything but
+//! that head.
 
 use std::collections::VecDeque;
 
-use http::StatusCode;
 use serde_json::Value;
 
-use super::legs::Role;
-use super::{Event, LegStatus, Operation};
-use crate::error::Error;
 use crate::jsonrpc::{RequestId, RpcError};
 use crate::wire;
 
@@ -33,37 +30,14 @@ impl Replies {
         !self.queue.is_empty()
     }
 
+    /// Owes the server the answer `reply` to its request `id`.
+    pub(super) fn owe(&mut self, id: RequestId, reply: Result<Value, RpcError>) {
+        self.queue.push_back((id, reply));
+    }
+
     /// The oldest answer owed, as the body of its POST.
     pub(super) fn pop_body(&mut self) -> Option<Vec<u8>> {
         let (id, reply) = self.queue.pop_front()?;
         Some(wire::reply(&id, reply))
-    }
-}
-
-impl Operation {
-    /// Queues the answer to a request the server sent, and reports the request.
-    pub(super) fn server_request(&mut self, id: RequestId, method: String, params: Value) {
-        let reply = self
-            .session
-            .config()
-            .answer_server_request(&method, &params);
-        self.replies.queue.push_back((id.clone(), reply));
-        self.events
-            .push_back(Event::ServerRequest { id, method, params });
-    }
-
-    /// The head of an answer's leg: any 2xx, with or without a body, means the server has it.
-    pub(super) fn reply_head(&mut self, status: StatusCode) -> LegStatus {
-        if !status.is_success() {
-            let method = self.awaited().0.request_name();
-            self.fail(|server| Error::HttpStatus {
-                server,
-                method,
-                status: status.as_u16(),
-            });
-            return LegStatus::Complete;
-        }
-        self.grants.end(Role::Reply);
-        LegStatus::Complete
     }
 }

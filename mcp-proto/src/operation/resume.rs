@@ -3,14 +3,13 @@
 //! `Last-Event-ID`, inside the same budget, at most [`MAX_RESUMPTIONS`] times.
 //!
 //! A resumption is never scheduled when the pause would end at or past the deadline: the
-//! answer cannot come in time, and the operation says so at once instead of idling.
+//! answer cannot come in time, and the operation says so at once instead of idling. This
+//! module plans; the operation grants the resumption's leg and arms the pause.
 
 use std::time::{Duration, Instant};
 
-use super::legs::Reading;
-use super::legs::Role;
-use super::timers::Timer;
-use super::{DEFAULT_RETRY, LegKind, MAX_REISSUES, MAX_RESUMPTIONS, Operation};
+use super::legs::{InFlight, Reading};
+use super::{DEFAULT_RETRY, LegKind, MAX_REISSUES, MAX_RESUMPTIONS};
 
 /// Where the work stream stopped, and the resumption waiting to go out.
 #[derive(Debug, Default)]
@@ -18,11 +17,13 @@ pub(super) struct Resumption {
     last_event_id: Option<String>,
     count: u32,
     awaited: Option<Awaited>,
+    /// How many times a broken modern answer stream sent its request again.
+    reissues: u32,
 }
 
 /// The request whose answer a resumed stream is to carry.
 #[derive(Debug, Clone, Copy)]
-struct Awaited {
+pub(super) struct Awaited {
     answers: LegKind,
     request_id: Option<i64>,
     /// The grant of the request whose answer is awaited.
@@ -75,55 +76,43 @@ impl Resumption {
     }
 }
 
-impl Operation {
-    /// The work stream ended without the answer. If it carried an event id, the server may
-    /// have closed it on purpose (protocol 2025-11-25) and will answer on a resumed stream:
-    /// waits the server's `retry` (never past the deadline), then resumes with a GET. False
-    /// when the stream cannot be resumed.
-    pub(super) fn schedule_resumption(&mut self, now: Instant) -> bool {
-        if self.modern.is_some() {
-            return self.reissue();
-        }
-        let Some(leg) = self.grants.legs.get(Role::Work) else {
-            return false;
-        };
+impl Resumption {
+    /// The work stream `leg` ended at `now` without its answer. If it carried an event id,
+    /// the server may have closed it on purpose (protocol 2025-11-25) and will answer on a
+    /// resumed stream: the instant the pause for the server's `retry` ends, and what the
+    /// resumed stream is to carry. `None` when the stream cannot be resumed.
+    pub(super) fn plan(&self, leg: &InFlight, now: Instant) -> Option<(Instant, Awaited)> {
         let resumable = leg.request_id.is_some()
-            && self.resume.last_event_id.is_some()
-            && self.resume.count < MAX_RESUMPTIONS;
+            && self.last_event_id.is_some()
+            && self.count < MAX_RESUMPTIONS;
         if !resumable {
-            return false;
+            return None;
         }
         let retry = match &leg.reading {
             Reading::Sse { parser, .. } => parser.retry().unwrap_or(DEFAULT_RETRY),
             _ => DEFAULT_RETRY,
         };
-        let at = now.checked_add(retry).unwrap_or(now);
         let awaited = Awaited {
             answers: leg.answers,
             request_id: leg.request_id,
             grant: leg.grant,
         };
-        if self.grants.ends_by(at) {
-            // Waiting would spend the rest of the budget and leave nothing for the GET: the
-            // answer cannot arrive in time, so say so now rather than idle until the deadline.
-            self.fail_awaited_timed_out();
-            return true;
-        }
-        self.grants.end(Role::Work);
-        self.resume.awaited = Some(awaited);
-        self.grants.timers.set(Timer::ResumePause, at);
-        true
+        Some((now.checked_add(retry).unwrap_or(now), awaited))
+    }
+
+    /// The pause is on: the resumption waits to go out.
+    pub(super) fn pause(&mut self, awaited: Awaited) {
+        self.awaited = Some(awaited);
     }
 
     /// The modern era has no resumption: a stream that broke before its answer lost the
     /// request, which goes out again as a new request (a new id, a new leg, the same budget),
-    /// at most [`MAX_REISSUES`] times. Returns whether it will.
+    /// at most [`MAX_REISSUES`] times. Returns whether it may once more.
     pub(super) fn reissue(&mut self) -> bool {
-        if self.reissues >= MAX_REISSUES || !self.grants.legs.is_busy(Role::Work) {
+        if self.reissues >= MAX_REISSUES {
             return false;
         }
         self.reissues += 1;
-        self.grants.end(Role::Work);
         true
     }
 }

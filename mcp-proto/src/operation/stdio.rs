@@ -47,7 +47,7 @@ impl Operation {
             LegKind::Spawn => {
                 self.grants.end(role);
                 self.session.process_started();
-                self.next = super::work_or_handshake(self.modern, &self.session);
+                self.next = super::work_or_handshake(self.era.modern(), &self.session);
             }
             LegKind::Initialized => {
                 self.grants.end(role);

@@ -48,7 +48,7 @@ impl Operation {
             // No message: the driver starts or ends the process.
             return (http::Request::new(Vec::new()), None);
         }
-        if let Some(version) = self.modern {
+        if let Some(version) = self.era.modern() {
             return self.build_modern(kind, version);
         }
         match kind {
