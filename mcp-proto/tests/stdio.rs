@@ -659,3 +659,51 @@ fn a_close_never_probes_and_after_a_spent_budget_ends_the_process_at_once() {
     assert_eq!(labels(&run), ["shutdown"]);
     assert_eq!(grants(&run), [2]);
 }
+
+#[test]
+fn a_line_the_server_left_unfinished_is_read_on_by_the_next_operation_even_after_an_empty_close() {
+    let clock = ManualClock::new();
+    let config = config_with_budget(5).with_protocol_version(ProtocolVersion::MODERN);
+    let mut session = Session::new(config);
+    // Closing a session whose process never started sends nothing, and must still give the
+    // session back what the operations after it read stdout with.
+    let op = session.close(clock.now());
+    let closed = drive(&mut session, op, &clock, &mut modern());
+    assert!(closed.legs.is_empty() && closed.result.is_ok());
+    // The first call's answer comes in one read with the start of a line the server does not
+    // finish while that call runs.
+    let mut first: Server = Box::new(|message| {
+        let answer = result(
+            &message["id"],
+            json!({"content": [{"type": "text", "text": "one"}]}),
+        );
+        Reply {
+            stdout: vec![format!("{answer}\nlog: half a line ").into_bytes()],
+            ..Reply::default()
+        }
+    });
+    let one = call(&mut session, &clock, &mut first);
+    assert!(one.result.is_ok(), "{:?}", one.result);
+    // What the server writes next ends that line: it is noise, not the second call's answer,
+    // however much its end looks like one.
+    let run = call(&mut session, &clock, &mut modern());
+    assert!(
+        run.events.iter().any(|e| matches!(
+            e,
+            Event::StdoutNoise { line } if line.starts_with("log: half a line {")
+        )),
+        "{:?}",
+        run.events
+    );
+    assert!(
+        matches!(
+            run.result,
+            Err(Error::LegTimedOut {
+                method: "tools/call",
+                ..
+            })
+        ),
+        "{:?}",
+        run.result
+    );
+}

@@ -224,10 +224,15 @@ impl Operation {
             input: None,
             input_rounds: 0,
             auth: Authorizing::default(),
-            finished: nothing_to_close.then_some(Ok(Outcome::Closed)),
+            finished: None,
             returned: false,
             scratch: Vec::new(),
         };
+        if nothing_to_close {
+            // Ended before it began, as every operation ends: the stdout framer (with any
+            // partial line the last operation left) goes back to the session.
+            op.finish(Ok(Outcome::Closed));
+        }
         op.handle_session(session);
         op
     }
