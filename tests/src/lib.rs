@@ -37,6 +37,10 @@
 //!   credentials; client authentication as the Python SDK's server does it with
 //!   [`OAuthScript::client_id_in_form`]); [`AuthHostile`] breaks one of its rules; [`TestServer::trail`] names
 //!   each recorded request as the client's leg (`oauth:token`...).
+//! * Three leaves hold what the HTTP server, the stdio server, the era rules and the OAuth
+//!   mode share, and need none of them (so no module imports one that imports it back):
+//!   `message.rs` (a JSON-RPC message classified, [`RpcKind`]), `era.rs` ([`ServerEra`],
+//!   [`SUPPORTED_VERSIONS`], [`MODERN_VERSIONS`]) and `recorded.rs` ([`RecordedRequest`]).
 //! * [`Recorder`] ([`record`]) is an observer that collects a driver's legs
 //!   and events.
 //! * [`client`] is a tiny blocking HTTP client to poke the server at the
@@ -95,12 +99,15 @@
 pub mod client;
 pub mod record;
 pub use record::Recorder;
+mod era;
 mod http;
 mod mcp;
+mod message;
 mod modern;
 mod oauth;
 mod payload;
 mod proxy;
+mod recorded;
 mod script;
 mod server;
 mod stdio;
@@ -108,12 +115,13 @@ mod stdio;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
-pub use modern::{MODERN_VERSIONS, ServerEra};
+pub use era::{MODERN_VERSIONS, SUPPORTED_VERSIONS, ServerEra};
+pub use message::RpcKind;
 pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};
 pub use proxy::{ConnectProxy, Tunnel};
+pub use recorded::RecordedRequest;
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
-pub use server::{RecordedRequest, ScriptHandle, TestServer};
+pub use server::{ScriptHandle, TestServer};
 pub use stdio::{
     MAX_INPUT_LINE, PROCESS_TAG_ENV, STDIO_SCRIPT_ENV, STDIO_SERVER_BIN, STDIO_SERVER_PATH_ENV,
     STDIO_USAGE, ServerAsk, StdioHostile, StdioScript, TRICKLE_INTERVAL, running_processes_tagged,

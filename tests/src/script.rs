@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::modern::ServerEra;
+use crate::era::{MODERN_VERSIONS, ServerEra};
 use crate::oauth::OAuthScript;
 
 /// How a JSON-RPC request is answered on the wire.
@@ -252,7 +252,7 @@ impl Default for Script {
             allow_delete: true,
             server_request: None,
             era: ServerEra::Legacy,
-            modern_versions: crate::MODERN_VERSIONS.map(str::to_owned).to_vec(),
+            modern_versions: MODERN_VERSIONS.map(str::to_owned).to_vec(),
             server_version: "0.1.0".to_owned(),
             oauth: None,
         }

@@ -15,8 +15,10 @@ use std::time::{Duration, Instant};
 use mcp_proto::StdioCommand;
 use serde_json::{Map, Value};
 
-use crate::mcp::{self, Env, Message, RpcKind};
-use crate::modern::{self, ServerEra, Verdict};
+use crate::era::ServerEra;
+use crate::mcp::{self, Env};
+use crate::message::{Message, RpcKind};
+use crate::modern::{self, Verdict};
 use crate::payload::{self, Payload, Piece};
 use crate::script::{Script, ServerRequest};
 
