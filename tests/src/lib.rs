@@ -51,9 +51,13 @@
 //!   [`StdioScript`] says what it does (era, delays, a [`StdioHostile`] mode per
 //!   method: `stall`, `trickle`, `huge-line`, `garbage`, `exit`,
 //!   `notifications-first`, `server-request`, `wrong-id`, `slow`,
-//!   `stderr-flood`; `ignore-eof`)
+//!   `stderr-flood`, `stop-reading`; `ignore-eof`)
 //!   and reaches the child as `--script <json>` or in [`STDIO_SCRIPT_ENV`]
 //!   (flags such as `--era` and `--hostile METHOD=MODE` too: [`STDIO_USAGE`]).
+//!   A test waits for the state it is about, never for a sleep: with a signal file
+//!   ([`StdioScript::signal_file`], a fresh one from [`StdioSignals`]) the server
+//!   appends a line for each [`StdioSignal`] it reaches (a call it holds unanswered, a
+//!   write it will never read).
 //!   [`stdio_server_command`] gives the [`mcp_proto::StdioCommand`] that runs it,
 //!   for tests in any crate of the workspace: it finds the binary next to the
 //!   running test binary (`target/<profile>/`), or at [`STDIO_SERVER_PATH_ENV`].
@@ -124,8 +128,8 @@ pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
 pub use server::{ScriptHandle, TestServer};
 pub use stdio::{
     MAX_INPUT_LINE, PROCESS_TAG_ENV, STDIO_SCRIPT_ENV, STDIO_SERVER_BIN, STDIO_SERVER_PATH_ENV,
-    STDIO_USAGE, ServerAsk, StdioHostile, StdioScript, TRICKLE_INTERVAL, running_processes_tagged,
-    serve_stdio, stdio_server_command, stdio_server_path,
+    STDIO_USAGE, ServerAsk, StdioHostile, StdioScript, StdioSignal, StdioSignals, TRICKLE_INTERVAL,
+    running_processes_tagged, serve_stdio, stdio_server_command, stdio_server_path,
 };
 
 /// Maximum accepted request head size (64 KiB); larger heads get `400`.

@@ -10,8 +10,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use mcp_testkit::{
-    STDIO_SCRIPT_ENV, ServerAsk, ServerEra, StdioHostile, StdioScript, stdio_server_command,
-    stdio_server_path,
+    STDIO_SCRIPT_ENV, ServerAsk, ServerEra, StdioHostile, StdioScript, StdioSignal, StdioSignals,
+    stdio_server_command, stdio_server_path,
 };
 use serde_json::{Value, json};
 
@@ -237,6 +237,18 @@ fn text(answer: &Value) -> &str {
         .unwrap_or_else(|| panic!("no text in {answer}"))
 }
 
+/// Waits (bounded by [`WAIT`]) for a state of the server: true once `reached` holds.
+fn eventually(reached: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while !reached() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
 fn legacy_with(method: &str, mode: StdioHostile) -> Server {
     let mut server = Server::start(&StdioScript::new().hostile(method, mode));
     server.handshake();
@@ -356,6 +368,56 @@ fn stall_reads_the_request_and_never_answers_it_but_serves_the_next() {
     let (status, stderr) = server.exit();
     assert!(status.success());
     assert!(stderr.contains("stalling: tools/call"), "{stderr}");
+}
+
+#[test]
+fn a_stall_is_signalled_once_its_request_is_read() {
+    let signals = StdioSignals::new("stall");
+    let script = StdioScript::new()
+        .hostile("tools/call", StdioHostile::Stall)
+        .signal_file(signals.path());
+    let mut server = Server::start(&script);
+    server.handshake();
+    assert_eq!(server.request(2, "ping", json!({}))["id"], 2);
+    assert!(!signals.raised(StdioSignal::Stalled("tools/call")));
+    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": echo("x")}));
+    assert!(eventually(
+        || signals.raised(StdioSignal::Stalled("tools/call"))
+    ));
+    assert_eq!(server.quiet(), 0, "the stalled call is never answered");
+}
+
+#[test]
+fn stop_reading_signals_once_the_next_write_begins_and_never_reads_it() {
+    let signals = StdioSignals::new("noread");
+    let script = StdioScript::new()
+        .hostile("ping", StdioHostile::StopReading)
+        .signal_file(signals.path());
+    let mut server = Server::start(&script);
+    server.handshake();
+    // The message it stops after is handled as usual.
+    assert_eq!(server.request(2, "ping", json!({}))["id"], 2);
+    assert!(
+        !signals.raised(StdioSignal::WriteStuck),
+        "nothing was written since"
+    );
+    // A line far longer than the pipe holds, written on a thread of its own: it cannot end.
+    let mut stdin = server.stdin.take().expect("stdin is open");
+    let writer = thread::spawn(move || {
+        let params = echo(&"x".repeat(256 * 1024));
+        let line = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
+        stdin.write_all(format!("{line}\n").as_bytes())
+    });
+    assert!(eventually(|| signals.raised(StdioSignal::WriteStuck)));
+    assert_eq!(
+        server.quiet(),
+        0,
+        "the call is never read, so never answered"
+    );
+    assert!(!writer.is_finished(), "the write ended: the server read it");
+    // Killed, the server's end of the pipe closes and the write fails.
+    drop(server);
+    assert!(writer.join().unwrap().is_err());
 }
 
 #[test]
