@@ -122,7 +122,7 @@ for_each_driver!(
     every_hostile_local_server_ends_in_its_own_typed_error_inside_the_budget,
     a_stalled_local_server_is_cut_at_the_budget_and_no_process_is_left,
     a_local_server_that_ignores_eof_is_terminated_on_close,
-    a_dropped_client_leaves_no_process_behind,
+    a_dropped_client_kills_its_local_server_at_once,
     a_local_server_that_died_is_started_again_by_the_next_operation,
     a_program_that_is_not_there_is_the_callers_error,
     the_seed_sequence_holds_over_stdio_in_real_time,

@@ -25,6 +25,10 @@ fn stdio_config(script: &StdioScript, budget: Duration, tag: &str) -> SessionCon
         .with_resolution(Resolution::MILLISECOND)
 }
 
+/// How long a close gives a local server that ignores EOF before SIGTERM: half the close's
+/// grant (at most 2 s).
+const POLITE_SHUTDOWN: Duration = Duration::from_secs(1);
+
 /// A tag no other test uses.
 fn tag(what: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -231,17 +235,27 @@ pub(super) fn a_local_server_that_ignores_eof_is_terminated_on_close<D: Driver>(
     assert_eq!(running_processes_tagged(&tag), 0);
 }
 
-pub(super) fn a_dropped_client_leaves_no_process_behind<D: Driver>() {
+pub(super) fn a_dropped_client_kills_its_local_server_at_once<D: Driver>() {
+    // A server that ignores EOF: a polite shutdown (stdin closed, then half the close's 2 s
+    // grant before SIGTERM) would leave it running for a second; a drop kills it at once.
     let tag = tag("drop");
-    let script = StdioScript::new().era(ServerEra::Legacy);
+    let script = StdioScript::new().era(ServerEra::Legacy).ignore_eof(true);
     let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
     client.call_tool("echo", echo("x")).unwrap();
     assert_eq!(running_processes_tagged(&tag), 1);
+    let dropped = Instant::now();
     drop(client);
     let gone = eventually(Duration::from_secs(5), &mut || {
         running_processes_tagged(&tag) == 0
     });
+    let took = dropped.elapsed();
+    eprintln!("a dropped client's server was gone after {took:?}");
     assert!(gone, "the server outlived its client");
+    assert!(
+        took < POLITE_SHUTDOWN / 2,
+        "the server ended {took:?} after the drop: not killed at once (a polite shutdown \
+         gives it {POLITE_SHUTDOWN:?} before SIGTERM)"
+    );
 }
 
 pub(super) fn a_local_server_that_died_is_started_again_by_the_next_operation<D: Driver>() {
