@@ -81,6 +81,8 @@ struct Shared {
     conns: Mutex<HashMap<u64, TcpStream>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     accepted: AtomicUsize,
+    /// `: tick` comments [`Hostile::Trickle`] has written, on every connection.
+    ticks: AtomicUsize,
     port: u16,
     oauth: Mutex<OAuthState>,
 }
@@ -862,6 +864,7 @@ impl Conn {
                     BodyWriter::start(&mut self.writer, 200, &sse_headers(), req.http10, close)?;
                 loop {
                     body.send(b": tick\n")?;
+                    shared.ticks.fetch_add(1, Ordering::SeqCst);
                     if !shared.sleep(TICK) {
                         return Ok(Flow::Close);
                     }
@@ -1220,6 +1223,7 @@ impl TestServer {
             conns: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
             accepted: AtomicUsize::new(0),
+            ticks: AtomicUsize::new(0),
             port: addr.port(),
             oauth: Mutex::new(OAuthState::default()),
         });
@@ -1390,6 +1394,13 @@ impl TestServer {
     /// Number of TCP connections accepted so far (to check keep-alive reuse).
     pub fn connections_accepted(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// How many `: tick` comments [`Hostile::Trickle`] has written so far (on every
+    /// connection): once there is one, the head and the first of the body are out, so the
+    /// client's leg is reading a body that never ends.
+    pub fn ticks_sent(&self) -> usize {
+        self.shared.ticks.load(Ordering::SeqCst)
     }
 
     /// Number of connections currently open.
