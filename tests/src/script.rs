@@ -21,6 +21,12 @@ pub enum AnswerMode {
     /// with a `: keepalive` comment every 200 ms until the client disconnects
     /// or the server shuts down.
     SseKeepOpen,
+    /// Like [`AnswerMode::SseKeepOpen`], but what follows the answer trickles fast and
+    /// thin: a two-byte comment line (`:` and a newline) every half millisecond, until the
+    /// client disconnects or the server shuts down. A client that drains the rest of a body
+    /// after its answer, bounded by anything but a total time (the bytes read, a wait per
+    /// read), is held for as long as the server goes on.
+    SseTrickleAfterAnswer,
 }
 
 /// A precise way of misbehaving, applied to one JSON-RPC method (see
@@ -351,7 +357,8 @@ impl Script {
     }
 
     /// SSE answers are sent whole with a `Content-Length` instead of chunked
-    /// ([`AnswerMode::SseKeepOpen`] then behaves like [`AnswerMode::Sse`]).
+    /// ([`AnswerMode::SseKeepOpen`] and [`AnswerMode::SseTrickleAfterAnswer`] then behave
+    /// like [`AnswerMode::Sse`]).
     pub fn sse_content_length(mut self, on: bool) -> Self {
         self.sse_content_length = on;
         self

@@ -29,6 +29,8 @@ use crate::script::{AnswerMode, Hostile, NotificationReply, Script};
 const POLL: Duration = Duration::from_millis(50);
 /// Interval of `: tick` and `: keepalive` comments.
 const TICK: Duration = Duration::from_millis(200);
+/// Interval of the comment lines after the answer in [`AnswerMode::SseTrickleAfterAnswer`].
+const TRICKLE_AFTER_ANSWER: Duration = Duration::from_micros(500);
 /// Payloads up to this size are written in one piece.
 const SMALL: u64 = 64 * 1024;
 /// How long shutdown waits for threads before leaving them behind.
@@ -769,12 +771,17 @@ impl Conn {
             }
         };
         sse.event(&payload)?;
-        if mode == AnswerMode::SseKeepOpen && sse.is_streaming() {
+        let after_answer: Option<(Duration, &[u8])> = match mode {
+            AnswerMode::SseKeepOpen => Some((TICK, b": keepalive\n\n")),
+            AnswerMode::SseTrickleAfterAnswer => Some((TRICKLE_AFTER_ANSWER, b":\n")),
+            AnswerMode::Json | AnswerMode::Sse => None,
+        };
+        if let (Some((interval, comment)), true) = (after_answer, sse.is_streaming()) {
             loop {
-                if !shared.sleep(TICK) {
+                if !shared.sleep(interval) {
                     return Err(aborted());
                 }
-                sse.send(b": keepalive\n\n")?;
+                sse.send(comment)?;
             }
         }
         sse.finish()?;

@@ -167,6 +167,7 @@ for_each_driver!(
     a_stalled_handshake_leg_times_out_too,
     a_coarse_resolution_overruns_the_budget_by_at_most_one_unit,
     a_stream_kept_open_after_the_answer_does_not_delay_the_result,
+    a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer,
     a_cancel_from_another_thread_ends_the_call_at_once,
     a_cancel_between_operations_does_nothing,
     // Hostile servers.
@@ -921,6 +922,46 @@ fn a_stream_kept_open_after_the_answer_does_not_delay_the_result<D: Driver>() {
     assert_eq!(
         client.call_tool("echo", echo("again")).unwrap().text(),
         "again"
+    );
+}
+
+fn a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer<D: Driver>() {
+    // The answer comes 1 s into a 4 s budget; then the body goes on, two bytes every half
+    // millisecond, until the client leaves. The drain after an answer is bounded by time
+    // (`mcp_proto::drain_until`: a moment, never past the leg's end), so the call ends at the
+    // answer. A drain bounded by the bytes it reads (64 KiB: 16 s and more of this trickle)
+    // or by a wait per read overruns the budget several times over; one bounded by the leg's
+    // end alone ends 3 s late, past the bound below by a second and a half.
+    let budget = Duration::from_secs(4);
+    let answer_at = Duration::from_secs(1);
+    let server = TestServer::start(
+        Script::new()
+            .answer_mode_for("tools/call", AnswerMode::SseTrickleAfterAnswer)
+            .delay("tools/call", answer_at),
+    );
+    let (mut client, recorder) = new_client::<D>(&server, budget);
+    client.probe().unwrap();
+    let started = Instant::now();
+    let result = client.call_tool("echo", echo("trickle"));
+    let took = started.elapsed();
+    eprintln!("a body trickling after its answer: the call returned after {took:?}");
+    assert_eq!(result.expect("the answer came").text(), "trickle");
+    assert!(took + EARLY >= answer_at, "{took:?}");
+    let bound = answer_at + (budget - answer_at) / 2;
+    assert!(
+        took < bound,
+        "the drain after the answer held the call {took:?} (answer at {answer_at:?}, budget {budget:?})"
+    );
+    let last = recorder.legs().pop().expect("the call's leg was reported");
+    assert_eq!(last.kind, LegKind::CallTool);
+    assert_eq!(last.end, LegEnd::Status(200));
+    // The client dropped the stream: the server sees its connection close.
+    assert!(
+        client.wait_until(Duration::from_secs(5), &mut || server.open_connections()
+            < server.connections_accepted()),
+        "{} of {} connections still open",
+        server.open_connections(),
+        server.connections_accepted()
     );
 }
 

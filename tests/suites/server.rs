@@ -609,6 +609,39 @@ fn progress_notifications() {
 }
 
 #[test]
+fn sse_trickle_after_answer_sends_the_answer_then_thin_comments_until_the_client_leaves() {
+    let server = TestServer::start(
+        Script::new().answer_mode_for("tools/call", AnswerMode::SseTrickleAfterAnswer),
+    );
+    let (mut c, s) = init(&server);
+    c.post_json_no_read(
+        &rpc(
+            1,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "t"}}),
+        ),
+        &s,
+    );
+    let head = c.read_head().unwrap();
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    let raw = c.read_raw_for(Duration::from_millis(300)).unwrap();
+    let body = client::decode_chunked(&raw);
+    let text = String::from_utf8_lossy(&body);
+    let (answer, after) = text
+        .split_once("\"text\":\"t\"")
+        .expect("the answer came first");
+    assert!(answer.contains("event: message"), "{text}");
+    // One every half millisecond, or far fewer on a loaded machine: still many.
+    assert!(after.matches("\n:\n").count() >= 10, "{text}");
+    drop(c);
+    let closed = (0..300).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        server.open_connections() == 0
+    });
+    assert!(closed, "the trickle outlived its client");
+}
+
+#[test]
 fn sse_keep_open_sends_keepalives() {
     let server =
         TestServer::start(Script::new().answer_mode_for("tools/call", AnswerMode::SseKeepOpen));
