@@ -24,7 +24,11 @@
 //! * [`TestServer`] (`server.rs`, over the hand-written HTTP of `http.rs` and
 //!   the MCP logic of `mcp.rs`) runs the server; [`TestServer::requests`],
 //!   [`TestServer::rpc_methods`] and [`TestServer::client_responses`] tell
-//!   what arrived.
+//!   what arrived, [`TestServer::ticks_sent`] that a trickle is under way.
+//!   `modern.rs` holds the 2026-07-28 era's rules (which requests are modern, their
+//!   headers checked against their bodies, the refusals of a modern-only server);
+//!   `payload.rs` the answer bodies streamed without being built (huge, invalid UTF-8,
+//!   deeply nested), for the HTTP and the stdio server alike.
 //! * [`Script`] (`script.rs`) describes the behaviour, [`AnswerMode`] the
 //!   wire format of answers, [`Hostile`] the ways to misbehave,
 //!   [`ServerRequest`] a request the server sends on a `tools/call` answer
@@ -45,6 +49,9 @@
 //!   and events.
 //! * [`client`] is a tiny blocking HTTP client to poke the server at the
 //!   wire level.
+//! * [`ConnectProxy`] (`proxy.rs`) is a loopback HTTP `CONNECT` proxy that records what it
+//!   was asked and can refuse; `tls` (`tls.rs`, feature `tls`) a CA made at run time and a TLS
+//!   front for any loopback server.
 //! * The **stdio server** (`stdio.rs`, run by the binary `mcp-testkit-stdio`,
 //!   `src/bin/`): the same answers (dispatch, tools, eras) over stdio, one
 //!   JSON-RPC message per line on stdin and stdout, logs on stderr. A
@@ -69,10 +76,19 @@
 //!   suites use `env!("CARGO_BIN_EXE_mcp-testkit-stdio")`.
 //!
 //! Its suites are in `tests/suites/`, declared as `[[test]]` entries in
-//! `tests/Cargo.toml`: `drivers.rs` (with `drivers/support.rs`; every test
-//! against both drivers), `server.rs` (the server at the wire level),
-//! and `stdio_server.rs` (the stdio server as a child process). The fuzz
-//! targets are not here: they use no test server (`fuzz/harness/`, crate
+//! `tests/Cargo.toml`:
+//!
+//! * `drivers.rs`: every test against both drivers (the blocking one, tokio on both
+//!   runtimes): operations and the session, the budget in real time, cancel, hostile
+//!   servers. Its parts, in `drivers/`: `support.rs` (the `Driver` trait over both
+//!   clients, configs, bounds), `eras.rs` (era detection, the modern era in one leg),
+//!   `auth.rs` (authorization inside the operation, the OAuth mode), `stdio.rs` (local
+//!   servers), `network.rs` (CAs, TLS errors, proxies), `parallel.rs` (operations in
+//!   flight together on one session) and `spans.rs` (the `tracing` spans).
+//! * `server.rs`: the HTTP server at the wire level.
+//! * `stdio_server.rs`: the stdio server as a child process.
+//!
+//! The fuzz targets are not here: they use no test server (`fuzz/harness/`, crate
 //! `mcp-fuzzing`).
 //!
 //! ```
@@ -115,7 +131,6 @@ mod recorded;
 mod script;
 mod server;
 mod stdio;
-/// HTTPS for the test server: a CA made at run time and a TLS front (feature `tls`).
 #[cfg(feature = "tls")]
 pub mod tls;
 

@@ -16,6 +16,15 @@
 //! paused time and standalone stream; for both, the cancel notice and the nested legs that
 //! answer a server's request (scripted with [`Script::server_request`]).
 //!
+//! Where the two drivers once decided differently, one case each pins what both must do:
+//! a write to a local server that stopped reading is cut at the budget
+//! (`a_local_server_that_stops_reading_is_cut_at_the_budget_and_ended`); a dropped client's
+//! local server is killed at once, not shut down politely
+//! (`a_dropped_client_kills_its_local_server_at_once`); the drain after an answer ends at the
+//! answer, however the body goes on (`a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer`);
+//! the person's step ends with the budget whatever the caller's authorizer does
+//! (`an_authorizer_that_never_answers_is_cut_at_the_budget`).
+//!
 //! Real time, real sockets, against `mcp-testkit`'s loopback server. Bounds are generous (a
 //! slow, noisy CI machine must not fail them): an operation that times out must end no
 //! earlier than its budget (less 50 ms for timer slack) and no later than budget + one

@@ -1,6 +1,8 @@
 //! Local servers over stdio, on every driver: the process as the operation's first leg and
 //! kept across operations, the era probe, every hostile mode of the testkit's stdio server
-//! ending in its own typed error inside the budget, the seed's sequence in real time, cancel,
+//! ending in its own typed error inside the budget, the seed's sequence in real time, cancel
+//! (fired once the server raised the signal for the state the test is about), a write to a
+//! server that stopped reading cut at the budget, a dropped client's server killed at once,
 //! and no process left behind.
 
 use std::time::{Duration, Instant};
