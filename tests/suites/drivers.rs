@@ -919,18 +919,23 @@ fn a_stream_kept_open_after_the_answer_does_not_delay_the_result<D: Driver>() {
     assert_eq!(result.text(), "open");
     // The server keeps that stream open for as long as the client reads it.
     assert!(took < Duration::from_secs(2), "took {took:?}");
-    // The client dropped the stream: the server sees its connection close.
+    assert_stream_dropped(&mut client, &server);
+    // And the session goes on.
+    assert_eq!(
+        client.call_tool("echo", echo("again")).unwrap().text(),
+        "again"
+    );
+}
+
+/// The client dropped a stream that stays open: the server sees one of its connections close.
+#[track_caller]
+fn assert_stream_dropped<D: Driver>(client: &mut D, server: &TestServer) {
     assert!(
         client.wait_until(Duration::from_secs(5), &mut || server.open_connections()
             < server.connections_accepted()),
         "{} of {} connections still open",
         server.open_connections(),
         server.connections_accepted()
-    );
-    // And the session goes on.
-    assert_eq!(
-        client.call_tool("echo", echo("again")).unwrap().text(),
-        "again"
     );
 }
 
@@ -964,14 +969,7 @@ fn a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer<D: Driver>()
     let last = recorder.legs().pop().expect("the call's leg was reported");
     assert_eq!(last.kind, LegKind::CallTool);
     assert_eq!(last.end, LegEnd::Status(200));
-    // The client dropped the stream: the server sees its connection close.
-    assert!(
-        client.wait_until(Duration::from_secs(5), &mut || server.open_connections()
-            < server.connections_accepted()),
-        "{} of {} connections still open",
-        server.open_connections(),
-        server.connections_accepted()
-    );
+    assert_stream_dropped(&mut client, &server);
 }
 
 fn a_cancel_from_another_thread_ends_the_call_at_once<D: Driver>() {

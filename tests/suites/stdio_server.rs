@@ -370,15 +370,22 @@ fn stall_reads_the_request_and_never_answers_it_but_serves_the_next() {
     assert!(stderr.contains("stalling: tools/call"), "{stderr}");
 }
 
-#[test]
-fn a_stall_is_signalled_once_its_request_is_read() {
-    let signals = StdioSignals::new("stall");
+/// A server misbehaving `mode` on `method`, raising its signals in a fresh file, past its
+/// handshake and a `ping` (id 2) it answered.
+fn signalling(method: &str, mode: StdioHostile) -> (Server, StdioSignals) {
+    let signals = StdioSignals::new(method);
     let script = StdioScript::new()
-        .hostile("tools/call", StdioHostile::Stall)
+        .hostile(method, mode)
         .signal_file(signals.path());
     let mut server = Server::start(&script);
     server.handshake();
     assert_eq!(server.request(2, "ping", json!({}))["id"], 2);
+    (server, signals)
+}
+
+#[test]
+fn a_stall_is_signalled_once_its_request_is_read() {
+    let (mut server, signals) = signalling("tools/call", StdioHostile::Stall);
     assert!(!signals.raised(StdioSignal::Stalled("tools/call")));
     server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": echo("x")}));
     assert!(eventually(
@@ -389,14 +396,8 @@ fn a_stall_is_signalled_once_its_request_is_read() {
 
 #[test]
 fn stop_reading_signals_once_the_next_write_begins_and_never_reads_it() {
-    let signals = StdioSignals::new("noread");
-    let script = StdioScript::new()
-        .hostile("ping", StdioHostile::StopReading)
-        .signal_file(signals.path());
-    let mut server = Server::start(&script);
-    server.handshake();
-    // The message it stops after is handled as usual.
-    assert_eq!(server.request(2, "ping", json!({}))["id"], 2);
+    // The message it stops after (the ping) is handled as usual.
+    let (mut server, signals) = signalling("ping", StdioHostile::StopReading);
     assert!(
         !signals.raised(StdioSignal::WriteStuck),
         "nothing was written since"
