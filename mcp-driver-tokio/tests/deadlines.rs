@@ -11,7 +11,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Recorder, cancel_once_seen, client, config, echo, eventually};
+use common::{Recorder, cancel_once, client, config, echo, eventually};
 use mcp_driver_tokio::Client;
 use mcp_proto::{Budget, Error, LegEnd, LegKind};
 use mcp_testkit::{Hostile, Script, TestServer};
@@ -100,11 +100,10 @@ async fn dropping_the_future_closes_the_request_in_flight() {
     let open_before = {
         let call = client.call_tool("echo", echo("x"));
         tokio::pin!(call);
-        // Once the call reached the server, 100 ms more, then drop it.
+        // Once the server holds the call (the leg waits for its head), drop it.
         let reached = async {
             let reached = eventually(Duration::from_secs(5), || server.rpc_methods().len() == 3);
             assert!(reached.await, "the call never reached the server");
-            tokio::time::sleep(Duration::from_millis(100)).await;
         };
         tokio::select! {
             result = &mut call => panic!("the stalled call finished: {result:?}"),
@@ -193,12 +192,15 @@ async fn a_cancel_while_waiting_to_resume_ends_at_once_and_announces() {
         Script::new().hostile("tools/call", Hostile::CloseAfterPriming { retry_ms: 5_000 }),
     ));
     let client = Client::new(config(&server).with_cancel_notice(true));
-    let canceller = tokio::spawn(cancel_once_seen(
-        Arc::clone(&server),
-        client.cancel_handle(),
-        "tools/call",
-        Duration::from_millis(200),
-    ));
+    let recorder = Recorder::default();
+    client.set_observer(recorder.clone());
+    // The call's stream closed after its priming event (its leg reported): the pause began.
+    let canceller = tokio::spawn(cancel_once(client.cancel_handle(), move || {
+        recorder
+            .legs()
+            .iter()
+            .any(|leg| leg.kind == LegKind::CallTool)
+    }));
     let err = client
         .call_tool("echo", echo("x"))
         .await
@@ -229,12 +231,11 @@ async fn a_cancel_while_waiting_to_resume_ends_at_once_and_announces() {
 /// Calls `echo` on `server`, whose `stalled` request never answers, cancels the call from
 /// another task once that request has arrived, and checks it ended as `Cancelled` on it.
 async fn cancelled_call(server: &Arc<TestServer>, client: &mut Client, stalled: &'static str) {
-    let canceller = tokio::spawn(cancel_once_seen(
-        Arc::clone(server),
-        client.cancel_handle(),
-        stalled,
-        Duration::from_millis(100),
-    ));
+    // The server holds the request: the leg waits for its head.
+    let held = Arc::clone(server);
+    let canceller = tokio::spawn(cancel_once(client.cancel_handle(), move || {
+        held.count(stalled) == 1
+    }));
     let err = client
         .call_tool("echo", echo("x"))
         .await

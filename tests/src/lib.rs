@@ -24,7 +24,11 @@
 //! * [`TestServer`] (`server.rs`, over the hand-written HTTP of `http.rs` and
 //!   the MCP logic of `mcp.rs`) runs the server; [`TestServer::requests`],
 //!   [`TestServer::rpc_methods`] and [`TestServer::client_responses`] tell
-//!   what arrived.
+//!   what arrived, [`TestServer::ticks_sent`] that a trickle is under way.
+//!   `modern.rs` holds the 2026-07-28 era's rules (which requests are modern, their
+//!   headers checked against their bodies, the refusals of a modern-only server);
+//!   `payload.rs` the answer bodies streamed without being built (huge, invalid UTF-8,
+//!   deeply nested), for the HTTP and the stdio server alike.
 //! * [`Script`] (`script.rs`) describes the behaviour, [`AnswerMode`] the
 //!   wire format of answers, [`Hostile`] the ways to misbehave,
 //!   [`ServerRequest`] a request the server sends on a `tools/call` answer
@@ -37,19 +41,30 @@
 //!   credentials; client authentication as the Python SDK's server does it with
 //!   [`OAuthScript::client_id_in_form`]); [`AuthHostile`] breaks one of its rules; [`TestServer::trail`] names
 //!   each recorded request as the client's leg (`oauth:token`...).
+//! * Three leaves hold what the HTTP server, the stdio server, the era rules and the OAuth
+//!   mode share, and need none of them (so no module imports one that imports it back):
+//!   `message.rs` (a JSON-RPC message classified, [`RpcKind`]), `era.rs` ([`ServerEra`],
+//!   [`SUPPORTED_VERSIONS`], [`MODERN_VERSIONS`]) and `recorded.rs` ([`RecordedRequest`]).
 //! * [`Recorder`] ([`record`]) is an observer that collects a driver's legs
 //!   and events.
 //! * [`client`] is a tiny blocking HTTP client to poke the server at the
 //!   wire level.
+//! * [`ConnectProxy`] (`proxy.rs`) is a loopback HTTP `CONNECT` proxy that records what it
+//!   was asked and can refuse; `tls` (`tls.rs`, feature `tls`) a CA made at run time and a TLS
+//!   front for any loopback server.
 //! * The **stdio server** (`stdio.rs`, run by the binary `mcp-testkit-stdio`,
 //!   `src/bin/`): the same answers (dispatch, tools, eras) over stdio, one
 //!   JSON-RPC message per line on stdin and stdout, logs on stderr. A
 //!   [`StdioScript`] says what it does (era, delays, a [`StdioHostile`] mode per
 //!   method: `stall`, `trickle`, `huge-line`, `garbage`, `exit`,
 //!   `notifications-first`, `server-request`, `wrong-id`, `slow`,
-//!   `stderr-flood`; `ignore-eof`)
+//!   `stderr-flood`, `stop-reading`; `ignore-eof`)
 //!   and reaches the child as `--script <json>` or in [`STDIO_SCRIPT_ENV`]
 //!   (flags such as `--era` and `--hostile METHOD=MODE` too: [`STDIO_USAGE`]).
+//!   A test waits for the state it is about, never for a sleep: with a signal file
+//!   ([`StdioScript::signal_file`], a fresh one from [`StdioSignals`]) the server
+//!   appends a line for each [`StdioSignal`] it reaches (a call it holds unanswered, a
+//!   write it will never read).
 //!   [`stdio_server_command`] gives the [`mcp_proto::StdioCommand`] that runs it,
 //!   for tests in any crate of the workspace: it finds the binary next to the
 //!   running test binary (`target/<profile>/`), or at [`STDIO_SERVER_PATH_ENV`].
@@ -61,10 +76,19 @@
 //!   suites use `env!("CARGO_BIN_EXE_mcp-testkit-stdio")`.
 //!
 //! Its suites are in `tests/suites/`, declared as `[[test]]` entries in
-//! `tests/Cargo.toml`: `drivers.rs` (with `drivers/support.rs`; every test
-//! against both drivers), `server.rs` (the server at the wire level),
-//! and `stdio_server.rs` (the stdio server as a child process). The fuzz
-//! targets are not here: they use no test server (`fuzz/harness/`, crate
+//! `tests/Cargo.toml`:
+//!
+//! * `drivers.rs`: every test against both drivers (the blocking one, tokio on both
+//!   runtimes): operations and the session, the budget in real time, cancel, hostile
+//!   servers. Its parts, in `drivers/`: `support.rs` (the `Driver` trait over both
+//!   clients, configs, bounds), `eras.rs` (era detection, the modern era in one leg),
+//!   `auth.rs` (authorization inside the operation, the OAuth mode), `stdio.rs` (local
+//!   servers), `network.rs` (CAs, TLS errors, proxies), `parallel.rs` (operations in
+//!   flight together on one session) and `spans.rs` (the `tracing` spans).
+//! * `server.rs`: the HTTP server at the wire level.
+//! * `stdio_server.rs`: the stdio server as a child process.
+//!
+//! The fuzz targets are not here: they use no test server (`fuzz/harness/`, crate
 //! `mcp-fuzzing`).
 //!
 //! ```
@@ -95,29 +119,32 @@
 pub mod client;
 pub mod record;
 pub use record::Recorder;
+mod era;
 mod http;
 mod mcp;
+mod message;
 mod modern;
 mod oauth;
 mod payload;
 mod proxy;
+mod recorded;
 mod script;
 mod server;
 mod stdio;
-/// HTTPS for the test server: a CA made at run time and a TLS front (feature `tls`).
 #[cfg(feature = "tls")]
 pub mod tls;
 
-pub use mcp::{RpcKind, SUPPORTED_VERSIONS};
-pub use modern::{MODERN_VERSIONS, ServerEra};
+pub use era::{MODERN_VERSIONS, SUPPORTED_VERSIONS, ServerEra};
+pub use message::RpcKind;
 pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};
 pub use proxy::{ConnectProxy, Tunnel};
+pub use recorded::RecordedRequest;
 pub use script::{AnswerMode, Hostile, NotificationReply, Script, ServerRequest};
-pub use server::{RecordedRequest, ScriptHandle, TestServer};
+pub use server::{ScriptHandle, TestServer};
 pub use stdio::{
     MAX_INPUT_LINE, PROCESS_TAG_ENV, STDIO_SCRIPT_ENV, STDIO_SERVER_BIN, STDIO_SERVER_PATH_ENV,
-    STDIO_USAGE, ServerAsk, StdioHostile, StdioScript, TRICKLE_INTERVAL, running_processes_tagged,
-    serve_stdio, stdio_server_command, stdio_server_path,
+    STDIO_USAGE, ServerAsk, StdioHostile, StdioScript, StdioSignal, StdioSignals, TRICKLE_INTERVAL,
+    running_processes_tagged, serve_stdio, stdio_server_command, stdio_server_path,
 };
 
 /// Maximum accepted request head size (64 KiB); larger heads get `400`.

@@ -1,89 +1,20 @@
-//! The MCP logic: JSON-RPC message classification, method dispatch, the tool
-//! catalog and the JSON bodies the server sends.
+//! The MCP logic: method dispatch, the tool catalog and the JSON bodies the server sends
+//! (over HTTP and stdio alike). It reads the script and the leaves (`message.rs`, `era.rs`)
+//! and the era rules' result completion; it never writes to a connection itself.
 
 use std::io;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::era::{MODERN_VERSIONS, SUPPORTED_VERSIONS};
+use crate::message::Message;
 use crate::script::Script;
 
-/// Protocol versions the server knows, newest first.
-pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 /// Number of progress notifications sent for a `tools/call` with a progress token.
 pub(crate) const PROGRESS_STEPS: u64 = 3;
 /// The tools every listing starts with.
 const DEFAULT_TOOLS: [&str; 4] = ["echo", "add", "sleep", "fail"];
-
-/// What kind of JSON-RPC message a POST body holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RpcKind {
-    /// A request (`method` and `id`).
-    Request,
-    /// A notification (`method`, no `id`).
-    Notification,
-    /// A response sent by the client (`result` or `error`, no `method`).
-    Response,
-    /// A JSON array (batch); answered with an error.
-    Batch,
-    /// Valid JSON but not a JSON-RPC message.
-    Invalid,
-}
-
-/// A classified JSON-RPC message.
-#[derive(Debug, Clone)]
-pub(crate) struct Message {
-    pub(crate) kind: RpcKind,
-    pub(crate) method: Option<String>,
-    pub(crate) id: Option<Value>,
-    pub(crate) params: Option<Value>,
-}
-
-impl Message {
-    /// Classifies a parsed POST body.
-    pub(crate) fn classify(value: &Value) -> Self {
-        let (kind, method, id, params) = match value {
-            Value::Array(_) => (RpcKind::Batch, None, None, None),
-            Value::Object(obj) => {
-                let method = obj.get("method").and_then(Value::as_str).map(str::to_owned);
-                let id = obj.get("id").cloned();
-                let params = obj.get("params").cloned();
-                let kind = match (&method, &id) {
-                    (Some(_), Some(_)) => RpcKind::Request,
-                    (Some(_), None) => RpcKind::Notification,
-                    (None, _) if obj.contains_key("method") => RpcKind::Invalid,
-                    (None, _) if obj.contains_key("result") || obj.contains_key("error") => {
-                        RpcKind::Response
-                    }
-                    (None, _) => RpcKind::Invalid,
-                };
-                (kind, method, id, params)
-            }
-            _ => (RpcKind::Invalid, None, None, None),
-        };
-        Self {
-            kind,
-            method,
-            id,
-            params,
-        }
-    }
-
-    /// The name used for delays, hostile modes and [`crate::TestServer::rpc_methods`].
-    pub(crate) fn label(&self) -> String {
-        match (&self.kind, &self.method) {
-            (RpcKind::Response, _) => "(response)".to_owned(),
-            (RpcKind::Batch, _) => "(batch)".to_owned(),
-            (_, Some(m)) => m.clone(),
-            _ => "(invalid)".to_owned(),
-        }
-    }
-
-    /// The id to answer with (`null` when the message has none).
-    pub(crate) fn answer_id(&self) -> Value {
-        self.id.clone().unwrap_or(Value::Null)
-    }
-}
 
 /// A JSON-RPC error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,7 +127,7 @@ pub(crate) fn dispatch(
     let mut outcome = match method {
         "initialize" => Ok(initialize(params, env.script)),
         "ping" => Ok(json!({})),
-        "server/discover" if env.modern => Ok(crate::modern::discover()),
+        "server/discover" if env.modern => Ok(discover()),
         "tools/list" => tools_list(params, env.script),
         "tools/call" => tools_call(params, env)?,
         "resources/list" => Ok(
@@ -291,6 +222,15 @@ fn prompts_get(params: Option<&Value>) -> RpcResult {
 /// What the server says it can do.
 pub(crate) fn capabilities() -> Value {
     json!({"tools": {"listChanged": false}, "resources": {}, "prompts": {}})
+}
+
+/// The `server/discover` result.
+fn discover() -> Value {
+    json!({
+        "supportedVersions": MODERN_VERSIONS,
+        "capabilities": capabilities(),
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcp-testkit", "version": "0.1.0"}}
+    })
 }
 
 fn initialize(params: Option<&Value>, script: &Script) -> Value {
@@ -634,28 +574,6 @@ mod tests {
             assert_eq!(names.len(), 4.max(pages));
             assert_eq!(&names[..4], ["echo", "add", "sleep", "fail"]);
         }
-    }
-
-    #[test]
-    fn classify_messages() {
-        assert_eq!(
-            Message::classify(&json!({"jsonrpc":"2.0","id":1,"method":"x"})).kind,
-            RpcKind::Request
-        );
-        assert_eq!(
-            Message::classify(&json!({"jsonrpc":"2.0","method":"x"})).kind,
-            RpcKind::Notification
-        );
-        assert_eq!(
-            Message::classify(&json!({"jsonrpc":"2.0","id":1,"result":{}})).kind,
-            RpcKind::Response
-        );
-        assert_eq!(
-            Message::classify(&json!({"jsonrpc":"2.0","id":1,"method":5})).kind,
-            RpcKind::Invalid
-        );
-        assert_eq!(Message::classify(&json!([])).kind, RpcKind::Batch);
-        assert_eq!(Message::classify(&json!(3)).kind, RpcKind::Invalid);
     }
 
     #[test]

@@ -5,29 +5,10 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::era::{MODERN_VERSIONS, SUPPORTED_VERSIONS, ServerEra};
 use crate::http::Request;
-use crate::mcp::{self, Message, RpcKind, SUPPORTED_VERSIONS};
+use crate::message::{Message, RpcKind};
 use crate::script::Script;
-
-/// The modern versions the server speaks.
-pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
-
-/// Which era(s) the server speaks (see [`Script::era`](crate::Script::era)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ServerEra {
-    /// The `initialize` handshake and sessions only (the default): a modern request has no
-    /// session and is refused with `400` (`-32000`, "missing session id") like the TypeScript
-    /// SDK's server does.
-    #[default]
-    Legacy,
-    /// The stateless revision only: `initialize` is refused with `400` and `-32022` naming the
-    /// supported versions, a request without the modern headers with `400` and `-32020`, GET and
-    /// DELETE with `405`.
-    Modern,
-    /// Both: a request carrying the modern metadata is served statelessly, anything else as a
-    /// legacy server would.
-    Dual,
-}
 
 /// What the era rules make of one POST.
 pub(crate) enum Verdict {
@@ -168,15 +149,6 @@ pub(crate) fn complete(method: &str, result: &mut Value) {
     };
     map.entry("ttlMs").or_insert_with(|| json!(60_000));
     map.entry("cacheScope").or_insert_with(|| json!(scope));
-}
-
-/// The `server/discover` result.
-pub(crate) fn discover() -> Value {
-    json!({
-        "supportedVersions": MODERN_VERSIONS,
-        "capabilities": mcp::capabilities(),
-        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcp-testkit", "version": "0.1.0"}}
-    })
 }
 
 #[cfg(test)]

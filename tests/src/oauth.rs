@@ -29,8 +29,8 @@ use sha2::{Digest, Sha256};
 use url::form_urlencoded;
 
 use crate::http::{Request, Response};
-use crate::mcp::{Message, RpcKind};
-use crate::server::RecordedRequest;
+use crate::message::{Message, RpcKind};
+use crate::recorded::RecordedRequest;
 
 /// Where the Protected Resource Metadata of `/mcp` is (the path-based well-known URL).
 pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";

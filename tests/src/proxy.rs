@@ -22,7 +22,9 @@ pub struct Tunnel {
     pub authorization: Option<String>,
 }
 
-/// The proxy; see the [module docs](self).
+/// A loopback HTTP `CONNECT` proxy: tunnels to loopback targets only, every `CONNECT` it was
+/// asked for recorded (target and `Proxy-Authorization`), all of them refused with a status
+/// when told to; names only it resolves with [`with_hosts`](Self::with_hosts).
 #[derive(Debug)]
 pub struct ConnectProxy {
     addr: SocketAddr,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::modern::ServerEra;
+use crate::era::{MODERN_VERSIONS, ServerEra};
 use crate::oauth::OAuthScript;
 
 /// How a JSON-RPC request is answered on the wire.
@@ -21,6 +21,12 @@ pub enum AnswerMode {
     /// with a `: keepalive` comment every 200 ms until the client disconnects
     /// or the server shuts down.
     SseKeepOpen,
+    /// Like [`AnswerMode::SseKeepOpen`], but what follows the answer trickles fast and
+    /// thin: a two-byte comment line (`:` and a newline) every half millisecond, until the
+    /// client disconnects or the server shuts down. A client that drains the rest of a body
+    /// after its answer, bounded by anything but a total time (the bytes read, a wait per
+    /// read), is held for as long as the server goes on.
+    SseTrickleAfterAnswer,
 }
 
 /// A precise way of misbehaving, applied to one JSON-RPC method (see
@@ -252,7 +258,7 @@ impl Default for Script {
             allow_delete: true,
             server_request: None,
             era: ServerEra::Legacy,
-            modern_versions: crate::MODERN_VERSIONS.map(str::to_owned).to_vec(),
+            modern_versions: MODERN_VERSIONS.map(str::to_owned).to_vec(),
             server_version: "0.1.0".to_owned(),
             oauth: None,
         }
@@ -351,7 +357,8 @@ impl Script {
     }
 
     /// SSE answers are sent whole with a `Content-Length` instead of chunked
-    /// ([`AnswerMode::SseKeepOpen`] then behaves like [`AnswerMode::Sse`]).
+    /// ([`AnswerMode::SseKeepOpen`] and [`AnswerMode::SseTrickleAfterAnswer`] then behave
+    /// like [`AnswerMode::Sse`]).
     pub fn sse_content_length(mut self, on: bool) -> Self {
         self.sse_content_length = on;
         self

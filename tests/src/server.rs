@@ -13,19 +13,24 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use crate::era::ServerEra;
 use crate::http::{self, BodyWriter, Framing, ReadError, Request, Response};
-use crate::mcp::{self, Env, Message, RpcKind};
-use crate::modern::{self, ServerEra, Verdict};
+use crate::mcp::{self, Env};
+use crate::message::{Message, RpcKind};
+use crate::modern::{self, Verdict};
 use crate::oauth::{self, OAuthState, Reply};
 use crate::payload::{
     Payload, Piece, id_json, invalid_utf8_payload, nesting_payload, oversize_payload,
 };
+use crate::recorded::RecordedRequest;
 use crate::script::{AnswerMode, Hostile, NotificationReply, Script};
 
 /// How often blocked socket operations wake up to look for shutdown.
 const POLL: Duration = Duration::from_millis(50);
 /// Interval of `: tick` and `: keepalive` comments.
 const TICK: Duration = Duration::from_millis(200);
+/// Interval of the comment lines after the answer in [`AnswerMode::SseTrickleAfterAnswer`].
+const TRICKLE_AFTER_ANSWER: Duration = Duration::from_micros(500);
 /// Payloads up to this size are written in one piece.
 const SMALL: u64 = 64 * 1024;
 /// How long shutdown waits for threads before leaving them behind.
@@ -40,54 +45,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn aborted() -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionAborted, "server shutting down")
-}
-
-/// One request as the server saw it.
-#[derive(Debug, Clone)]
-pub struct RecordedRequest {
-    /// HTTP method, e.g. `"POST"`.
-    pub method: String,
-    /// Request target as sent, e.g. `"/mcp"`.
-    pub path: String,
-    /// Headers in arrival order, names lower-cased.
-    pub headers: Vec<(String, String)>,
-    /// Raw body bytes (chunked framing removed).
-    pub body: Vec<u8>,
-    /// JSON-RPC method, for requests and notifications.
-    pub rpc_method: Option<String>,
-    /// JSON-RPC id, if the message has one.
-    pub rpc_id: Option<Value>,
-    /// Kind of JSON-RPC message, for POSTs whose body is JSON.
-    pub rpc_kind: Option<RpcKind>,
-    /// When the request had been read completely.
-    pub received_at: Instant,
-}
-
-impl RecordedRequest {
-    /// First value of header `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The body parsed as JSON, if it is JSON.
-    pub fn json(&self) -> Option<Value> {
-        serde_json::from_slice(&self.body).ok()
-    }
-
-    /// The label used by [`TestServer::rpc_methods`]: the JSON-RPC method,
-    /// `"(response)"` for client responses, the HTTP method for non-POSTs,
-    /// `None` for POSTs that are not JSON-RPC messages.
-    pub fn label(&self) -> Option<String> {
-        match self.rpc_kind {
-            Some(RpcKind::Response) => Some("(response)".to_owned()),
-            Some(RpcKind::Request | RpcKind::Notification) => self.rpc_method.clone(),
-            _ if self.method != "POST" => Some(self.method.clone()),
-            _ => None,
-        }
-    }
 }
 
 /// An SSE answer waiting for a `GET` with `Last-Event-ID` (see
@@ -126,6 +83,8 @@ struct Shared {
     conns: Mutex<HashMap<u64, TcpStream>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     accepted: AtomicUsize,
+    /// `: tick` comments [`Hostile::Trickle`] has written, on every connection.
+    ticks: AtomicUsize,
     port: u16,
     oauth: Mutex<OAuthState>,
 }
@@ -812,12 +771,17 @@ impl Conn {
             }
         };
         sse.event(&payload)?;
-        if mode == AnswerMode::SseKeepOpen && sse.is_streaming() {
+        let after_answer: Option<(Duration, &[u8])> = match mode {
+            AnswerMode::SseKeepOpen => Some((TICK, b": keepalive\n\n")),
+            AnswerMode::SseTrickleAfterAnswer => Some((TRICKLE_AFTER_ANSWER, b":\n")),
+            AnswerMode::Json | AnswerMode::Sse => None,
+        };
+        if let (Some((interval, comment)), true) = (after_answer, sse.is_streaming()) {
             loop {
-                if !shared.sleep(TICK) {
+                if !shared.sleep(interval) {
                     return Err(aborted());
                 }
-                sse.send(b": keepalive\n\n")?;
+                sse.send(comment)?;
             }
         }
         sse.finish()?;
@@ -907,6 +871,7 @@ impl Conn {
                     BodyWriter::start(&mut self.writer, 200, &sse_headers(), req.http10, close)?;
                 loop {
                     body.send(b": tick\n")?;
+                    shared.ticks.fetch_add(1, Ordering::SeqCst);
                     if !shared.sleep(TICK) {
                         return Ok(Flow::Close);
                     }
@@ -1265,6 +1230,7 @@ impl TestServer {
             conns: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
             accepted: AtomicUsize::new(0),
+            ticks: AtomicUsize::new(0),
             port: addr.port(),
             oauth: Mutex::new(OAuthState::default()),
         });
@@ -1435,6 +1401,13 @@ impl TestServer {
     /// Number of TCP connections accepted so far (to check keep-alive reuse).
     pub fn connections_accepted(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// How many `: tick` comments [`Hostile::Trickle`] has written so far (on every
+    /// connection): once there is one, the head and the first of the body are out, so the
+    /// client's leg is reading a body that never ends.
+    pub fn ticks_sent(&self) -> usize {
+        self.shared.ticks.load(Ordering::SeqCst)
     }
 
     /// Number of connections currently open.

@@ -5,9 +5,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::fs::{self, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -15,8 +17,10 @@ use std::time::{Duration, Instant};
 use mcp_proto::StdioCommand;
 use serde_json::{Map, Value};
 
-use crate::mcp::{self, Env, Message, RpcKind};
-use crate::modern::{self, ServerEra, Verdict};
+use crate::era::ServerEra;
+use crate::mcp::{self, Env};
+use crate::message::{Message, RpcKind};
+use crate::modern::{self, Verdict};
 use crate::payload::{self, Payload, Piece};
 use crate::script::{Script, ServerRequest};
 
@@ -48,7 +52,8 @@ the flags apply in order:
   --script JSON          replace the script: {\"era\":\"legacy|modern|dual\", \"toolPages\":N,
                          \"notifications\":N, \"progress\":BOOL, \"protocolVersion\":STR,
                          \"delays\":{METHOD:MS}, \"hostile\":{METHOD:MODE}, \"ignoreEof\":BOOL,
-                         \"verbose\":BOOL} (every key optional; unknown keys are refused)
+                         \"verbose\":BOOL, \"signalFile\":PATH} (every key optional; unknown
+                         keys are refused)
   --preset NAME          replace the script: default | demo
   --era ERA              legacy (default) | modern | dual
   --hostile METHOD=MODE  misbehave for this JSON-RPC method (repeatable); MODE is one of
@@ -63,8 +68,9 @@ the flags apply in order:
                            wrong-id               the answer's id is the request's + 1000
                            slow:MS                answer after MS milliseconds
                            stderr-flood:BYTES     BYTES of log lines on stderr, then the answer
-                           stop-reading           handle it, then never read stdin again (alive,
-                                                  the pipe fills: a wedged server)
+                           stop-reading           handle it, take the first read of the next write
+                                                  (never handled), then never read stdin again
+                                                  (alive, the pipe fills: a wedged server)
                          METHOD * applies to every method without a mode of its own
   --delay METHOD=MS      sleep MS milliseconds before handling METHOD (repeatable)
   --notifications N      N notifications/message lines before every answer
@@ -72,6 +78,9 @@ the flags apply in order:
   --protocol-version V   answer initialize with V whatever the client asks
   --no-progress          no notifications/progress for calls with a progress token
   --ignore-eof           keep running after stdin closes (the client must kill it)
+  --signal-file PATH     append a line to PATH for each state a test may wait for:
+                         \"stalled METHOD\" (a message it will never answer) and
+                         \"write-stuck\" (after stop-reading, the next write began)
   --verbose              log every message received on stderr
   --help                 this text
 
@@ -100,7 +109,8 @@ pub enum ServerAsk {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StdioHostile {
-    /// Read the request, never answer it (later messages are still served).
+    /// Read the request, never answer it (later messages are still served). Raises
+    /// [`StdioSignal::Stalled`] once the request is read.
     Stall,
     /// Write the start of the answer a few bytes at a time ([`TRICKLE_INTERVAL`]), never the
     /// end of the line; nothing else is written after. Exits when stdin closes.
@@ -126,9 +136,10 @@ pub enum StdioHostile {
     /// This many bytes of log lines on stderr, then the normal answer: a client that does not
     /// drain the child's stderr sees the child block once the pipe is full (64 KiB on Linux).
     StderrFlood(usize),
-    /// Handle the message as usual, then never read stdin again, and stay alive (until
-    /// killed): a busy or wedged server. The pipe fills (64 KiB on Linux) and the client's
-    /// next long write cannot complete.
+    /// Handle the message as usual, take what one read of the client's next write gives (at
+    /// most 8 KiB, never handled: it raises [`StdioSignal::WriteStuck`]), then never read
+    /// stdin again, and stay alive (until killed): a busy or wedged server. The pipe fills
+    /// (64 KiB on Linux) and the client's next long write cannot complete.
     StopReading,
 }
 
@@ -199,6 +210,93 @@ impl FromStr for StdioHostile {
     }
 }
 
+/// A state the stdio server reached, which a test waits for instead of sleeping: with
+/// [`StdioScript::signal_file`], the server appends one line per state to that file (the
+/// signal's [`Display`](fmt::Display) form), and [`StdioSignals::raised`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdioSignal<'a> {
+    /// It read a message of this method that it will never answer ([`StdioHostile::Stall`]):
+    /// the client's call is in flight, waiting for its answer.
+    Stalled(&'a str),
+    /// After [`StdioHostile::StopReading`], the client's next write began: the server took the
+    /// first of it and will read no more, so a write longer than the pipe holds cannot end.
+    WriteStuck,
+}
+
+impl fmt::Display for StdioSignal<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stalled(method) => write!(f, "stalled {method}"),
+            Self::WriteStuck => f.write_str("write-stuck"),
+        }
+    }
+}
+
+/// One test's signal file: a fresh path in the temporary folder (not created until the server
+/// raises a signal), removed when dropped. Give [`path`](Self::path) to
+/// [`StdioScript::signal_file`], then wait for a state with [`raised`](Self::raised) in the
+/// test's own bounded wait.
+///
+/// ```
+/// use mcp_testkit::{StdioHostile, StdioScript, StdioSignal, StdioSignals};
+///
+/// let signals = StdioSignals::new("stall");
+/// let script = StdioScript::new()
+///     .hostile("tools/call", StdioHostile::Stall)
+///     .signal_file(signals.path());
+/// assert!(!signals.raised(StdioSignal::Stalled("tools/call")));
+/// # let _ = script;
+/// ```
+#[derive(Debug)]
+pub struct StdioSignals {
+    path: PathBuf,
+}
+
+impl StdioSignals {
+    /// A signal file no other one in this process shares; `name` (its letters, digits and
+    /// dashes) makes it recognisable.
+    pub fn new(name: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let name: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let file = format!("mcp-testkit-signals-{}-{n}-{name}", std::process::id());
+        let path = std::env::temp_dir().join(file);
+        let _ = fs::remove_file(&path);
+        Self { path }
+    }
+
+    /// Where the server writes its signals.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the server has raised `signal` (a whole line of the file is its text).
+    pub fn raised(&self, signal: StdioSignal<'_>) -> bool {
+        let wanted = signal.to_string();
+        fs::read_to_string(&self.path).is_ok_and(|text| text.lines().any(|line| line == wanted))
+    }
+}
+
+impl Drop for StdioSignals {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Appends `signal` to the signal file, if there is one. A line that cannot be written is
+/// dropped: the test waiting for it fails at its own bound.
+fn raise(file: Option<&Path>, signal: StdioSignal<'_>) {
+    let Some(path) = file else {
+        return;
+    };
+    if let Ok(mut out) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = out.write_all(format!("{signal}\n").as_bytes());
+    }
+}
+
 fn era_name(era: ServerEra) -> &'static str {
     match era {
         ServerEra::Legacy => "legacy",
@@ -250,6 +348,7 @@ pub struct StdioScript {
     hostile: BTreeMap<String, StdioHostile>,
     ignore_eof: bool,
     verbose: bool,
+    signal_file: Option<PathBuf>,
 }
 
 impl Default for StdioScript {
@@ -264,6 +363,7 @@ impl Default for StdioScript {
             hostile: BTreeMap::new(),
             ignore_eof: false,
             verbose: false,
+            signal_file: None,
         }
     }
 }
@@ -355,6 +455,13 @@ impl StdioScript {
         self
     }
 
+    /// Appends a line to this file for each state a test may wait for ([`StdioSignal`]; the
+    /// file is created at the first). Default none. [`StdioSignals`] gives a fresh path.
+    pub fn signal_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.signal_file = Some(path.into());
+        self
+    }
+
     /// The hostile mode for `method`, if any.
     pub fn hostile_for(&self, method: &str) -> Option<StdioHostile> {
         self.hostile
@@ -417,6 +524,12 @@ impl StdioScript {
         map.insert("hostile".into(), Value::Object(hostile));
         map.insert("ignoreEof".into(), self.ignore_eof.into());
         map.insert("verbose".into(), self.verbose.into());
+        map.insert(
+            "signalFile".into(),
+            self.signal_file
+                .as_ref()
+                .map_or(Value::Null, |path| Value::from(path.to_string_lossy())),
+        );
         Value::Object(map).to_string()
     }
 
@@ -469,6 +582,13 @@ impl StdioScript {
                 }
                 "ignoreEof" => script.ignore_eof = value.as_bool().ok_or_else(wrong)?,
                 "verbose" => script.verbose = value.as_bool().ok_or_else(wrong)?,
+                "signalFile" => {
+                    script.signal_file = match &value {
+                        Value::Null => None,
+                        Value::String(path) => Some(PathBuf::from(path)),
+                        _ => return Err(wrong()),
+                    }
+                }
                 _ => return Err(format!("unknown key {key:?} in the script")),
             }
         }
@@ -545,6 +665,7 @@ impl StdioScript {
                     script = script.tool_pages(pages);
                 }
                 "--protocol-version" => script.protocol_version = Some(value()?),
+                "--signal-file" => script.signal_file = Some(PathBuf::from(value()?)),
                 "--no-progress" if inline.is_none() => script.progress = false,
                 "--ignore-eof" if inline.is_none() => script.ignore_eof = true,
                 "--verbose" if inline.is_none() => script.verbose = true,
@@ -624,9 +745,14 @@ enum Input {
 
 /// Reads the client's lines on a thread of their own, so the server can wait for one with a
 /// deadline (a server request's answer, a trickle's next tick). The channel closes at EOF.
-/// After a line whose method is `stop_after` ([`StdioHostile::StopReading`]) it reads nothing
-/// more, ever, and keeps the channel open.
-fn spawn_reader(input: impl Read + Send + 'static, stop_after: Option<String>) -> Receiver<Input> {
+/// After a line whose method is `stop_after` ([`StdioHostile::StopReading`]) it takes one read
+/// of the next write (never sent on: it only tells, in `signal_file`, that the write began),
+/// then reads nothing more, ever, and keeps the channel open.
+fn spawn_reader(
+    input: impl Read + Send + 'static,
+    stop_after: Option<String>,
+    signal_file: Option<PathBuf>,
+) -> Receiver<Input> {
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let mut reader = BufReader::new(input);
@@ -660,6 +786,9 @@ fn spawn_reader(input: impl Read + Send + 'static, stop_after: Option<String>) -
                 break;
             }
             if stops {
+                if reader.fill_buf().is_ok_and(|next| !next.is_empty()) {
+                    raise(signal_file.as_deref(), StdioSignal::WriteStuck);
+                }
                 loop {
                     thread::park();
                 }
@@ -707,7 +836,11 @@ pub fn serve_stdio(
         answers: script.answers(),
         out: output,
         log,
-        lines: spawn_reader(input, script.stops_reading_after()),
+        lines: spawn_reader(
+            input,
+            script.stops_reading_after(),
+            script.signal_file.clone(),
+        ),
         backlog: VecDeque::new(),
         initialized: false,
         asked: 0,
@@ -813,6 +946,10 @@ impl<W: Write, L: Write> StdioServer<'_, W, L> {
             }
             Some(StdioHostile::Stall) => {
                 self.say(&format!("stalling: {label} is never answered"));
+                raise(
+                    self.script.signal_file.as_deref(),
+                    StdioSignal::Stalled(&label),
+                );
                 return Ok(Control::Continue);
             }
             Some(StdioHostile::Trickle) => return self.trickle(&msg),
@@ -1046,6 +1183,7 @@ mod tests {
             StdioHostile::WrongId,
             StdioHostile::Slow(5),
             StdioHostile::StderrFlood(1024),
+            StdioHostile::StopReading,
         ];
         for mode in modes {
             assert_eq!(mode.to_string().parse::<StdioHostile>(), Ok(mode));
@@ -1069,7 +1207,8 @@ mod tests {
             .protocol_version("2025-06-18")
             .hostile("ping", StdioHostile::Garbage(4))
             .ignore_eof(true)
-            .verbose(true);
+            .verbose(true)
+            .signal_file("/tmp/signals");
         assert_eq!(
             StdioScript::from_json(&script.to_json()),
             Ok(script.clone())

@@ -16,6 +16,15 @@
 //! paused time and standalone stream; for both, the cancel notice and the nested legs that
 //! answer a server's request (scripted with [`Script::server_request`]).
 //!
+//! Where the two drivers once decided differently, one case each pins what both must do:
+//! a write to a local server that stopped reading is cut at the budget
+//! (`a_local_server_that_stops_reading_is_cut_at_the_budget_and_ended`); a dropped client's
+//! local server is killed at once, not shut down politely
+//! (`a_dropped_client_kills_its_local_server_at_once`); the drain after an answer ends at the
+//! answer, however the body goes on (`a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer`);
+//! the person's step ends with the budget whatever the caller's authorizer does
+//! (`an_authorizer_that_never_answers_is_cut_at_the_budget`).
+//!
 //! Real time, real sockets, against `mcp-testkit`'s loopback server. Bounds are generous (a
 //! slow, noisy CI machine must not fail them): an operation that times out must end no
 //! earlier than its budget (less 50 ms for timer slack) and no later than budget + one
@@ -122,7 +131,7 @@ for_each_driver!(
     every_hostile_local_server_ends_in_its_own_typed_error_inside_the_budget,
     a_stalled_local_server_is_cut_at_the_budget_and_no_process_is_left,
     a_local_server_that_ignores_eof_is_terminated_on_close,
-    a_dropped_client_leaves_no_process_behind,
+    a_dropped_client_kills_its_local_server_at_once,
     a_local_server_that_died_is_started_again_by_the_next_operation,
     a_program_that_is_not_there_is_the_callers_error,
     the_seed_sequence_holds_over_stdio_in_real_time,
@@ -167,6 +176,7 @@ for_each_driver!(
     a_stalled_handshake_leg_times_out_too,
     a_coarse_resolution_overruns_the_budget_by_at_most_one_unit,
     a_stream_kept_open_after_the_answer_does_not_delay_the_result,
+    a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer,
     a_cancel_from_another_thread_ends_the_call_at_once,
     a_cancel_between_operations_does_nothing,
     // Hostile servers.
@@ -909,7 +919,17 @@ fn a_stream_kept_open_after_the_answer_does_not_delay_the_result<D: Driver>() {
     assert_eq!(result.text(), "open");
     // The server keeps that stream open for as long as the client reads it.
     assert!(took < Duration::from_secs(2), "took {took:?}");
-    // The client dropped the stream: the server sees its connection close.
+    assert_stream_dropped(&mut client, &server);
+    // And the session goes on.
+    assert_eq!(
+        client.call_tool("echo", echo("again")).unwrap().text(),
+        "again"
+    );
+}
+
+/// The client dropped a stream that stays open: the server sees one of its connections close.
+#[track_caller]
+fn assert_stream_dropped<D: Driver>(client: &mut D, server: &TestServer) {
     assert!(
         client.wait_until(Duration::from_secs(5), &mut || server.open_connections()
             < server.connections_accepted()),
@@ -917,11 +937,39 @@ fn a_stream_kept_open_after_the_answer_does_not_delay_the_result<D: Driver>() {
         server.open_connections(),
         server.connections_accepted()
     );
-    // And the session goes on.
-    assert_eq!(
-        client.call_tool("echo", echo("again")).unwrap().text(),
-        "again"
+}
+
+fn a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer<D: Driver>() {
+    // The answer comes 1 s into a 4 s budget; then the body goes on, two bytes every half
+    // millisecond, until the client leaves. The drain after an answer is bounded by time
+    // (`mcp_proto::drain_until`: a moment, never past the leg's end), so the call ends at the
+    // answer. A drain bounded by the bytes it reads (64 KiB: 16 s and more of this trickle)
+    // or by a wait per read overruns the budget several times over; one bounded by the leg's
+    // end alone ends 3 s late, past the bound below by a second and a half.
+    let budget = Duration::from_secs(4);
+    let answer_at = Duration::from_secs(1);
+    let server = TestServer::start(
+        Script::new()
+            .answer_mode_for("tools/call", AnswerMode::SseTrickleAfterAnswer)
+            .delay("tools/call", answer_at),
     );
+    let (mut client, recorder) = new_client::<D>(&server, budget);
+    client.probe().unwrap();
+    let started = Instant::now();
+    let result = client.call_tool("echo", echo("trickle"));
+    let took = started.elapsed();
+    eprintln!("a body trickling after its answer: the call returned after {took:?}");
+    assert_eq!(result.expect("the answer came").text(), "trickle");
+    assert!(took + EARLY >= answer_at, "{took:?}");
+    let bound = answer_at + (budget - answer_at) / 2;
+    assert!(
+        took < bound,
+        "the drain after the answer held the call {took:?} (answer at {answer_at:?}, budget {budget:?})"
+    );
+    let last = recorder.legs().pop().expect("the call's leg was reported");
+    assert_eq!(last.kind, LegKind::CallTool);
+    assert_eq!(last.end, LegEnd::Status(200));
+    assert_stream_dropped(&mut client, &server);
 }
 
 fn a_cancel_from_another_thread_ends_the_call_at_once<D: Driver>() {

@@ -608,33 +608,58 @@ fn progress_notifications() {
     );
 }
 
-#[test]
-fn sse_keep_open_sends_keepalives() {
-    let server =
-        TestServer::start(Script::new().answer_mode_for("tools/call", AnswerMode::SseKeepOpen));
+/// Calls `echo` with `text` on a server answering `tools/call` in `mode`, reads what comes
+/// for `read_for` after the head (which must be an event stream), then leaves, and checks the
+/// server lets the connection go: the body as text.
+fn stream_read_for(mode: AnswerMode, text: &str, read_for: Duration) -> String {
+    let server = TestServer::start(Script::new().answer_mode_for("tools/call", mode));
     let (mut c, s) = init(&server);
     c.post_json_no_read(
         &rpc(
             1,
             "tools/call",
-            json!({"name": "echo", "arguments": {"text": "k"}}),
+            json!({"name": "echo", "arguments": {"text": text}}),
         ),
         &s,
     );
     let head = c.read_head().unwrap();
     assert_eq!(head.header("content-type"), Some("text/event-stream"));
-    let raw = c.read_raw_for(Duration::from_millis(700)).unwrap();
-    let body = client::decode_chunked(&raw);
-    let text = String::from_utf8_lossy(&body);
-    assert!(text.contains("\"text\":\"k\""), "{text}");
-    assert!(text.matches(": keepalive").count() >= 2, "{text}");
+    let raw = c.read_raw_for(read_for).unwrap();
+    let body = String::from_utf8_lossy(&client::decode_chunked(&raw)).into_owned();
     drop(c);
     // The connection thread notices the disconnect.
     let deadline = Instant::now() + Duration::from_secs(3);
     while server.open_connections() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(server.open_connections(), 0);
+    assert_eq!(
+        server.open_connections(),
+        0,
+        "the stream outlived its client"
+    );
+    body
+}
+
+#[test]
+fn sse_trickle_after_answer_sends_the_answer_then_thin_comments_until_the_client_leaves() {
+    let text = stream_read_for(
+        AnswerMode::SseTrickleAfterAnswer,
+        "t",
+        Duration::from_millis(300),
+    );
+    let (answer, after) = text
+        .split_once("\"text\":\"t\"")
+        .expect("the answer came first");
+    assert!(answer.contains("event: message"), "{text}");
+    // One every half millisecond, or far fewer on a loaded machine: still many.
+    assert!(after.matches("\n:\n").count() >= 10, "{text}");
+}
+
+#[test]
+fn sse_keep_open_sends_keepalives() {
+    let text = stream_read_for(AnswerMode::SseKeepOpen, "k", Duration::from_millis(700));
+    assert!(text.contains("\"text\":\"k\""), "{text}");
+    assert!(text.matches(": keepalive").count() >= 2, "{text}");
 }
 
 #[test]

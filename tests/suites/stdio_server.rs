@@ -11,8 +11,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use mcp_testkit::{
-    STDIO_SCRIPT_ENV, ServerAsk, ServerEra, StdioHostile, StdioScript, stdio_server_command,
-    stdio_server_path,
+    STDIO_SCRIPT_ENV, ServerAsk, ServerEra, StdioHostile, StdioScript, StdioSignal, StdioSignals,
+    stdio_server_command, stdio_server_path,
 };
 use serde_json::{Value, json};
 
@@ -238,6 +238,18 @@ fn text(answer: &Value) -> &str {
         .unwrap_or_else(|| panic!("no text in {answer}"))
 }
 
+/// Waits (bounded by [`WAIT`]) for a state of the server: true once `reached` holds.
+fn eventually(reached: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while !reached() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
 fn legacy_with(method: &str, mode: StdioHostile) -> Server {
     let mut server = Server::start(&StdioScript::new().hostile(method, mode));
     server.handshake();
@@ -357,6 +369,57 @@ fn stall_reads_the_request_and_never_answers_it_but_serves_the_next() {
     let (status, stderr) = server.exit();
     assert!(status.success());
     assert!(stderr.contains("stalling: tools/call"), "{stderr}");
+}
+
+/// A server misbehaving `mode` on `method`, raising its signals in a fresh file, past its
+/// handshake and a `ping` (id 2) it answered.
+fn signalling(method: &str, mode: StdioHostile) -> (Server, StdioSignals) {
+    let signals = StdioSignals::new(method);
+    let script = StdioScript::new()
+        .hostile(method, mode)
+        .signal_file(signals.path());
+    let mut server = Server::start(&script);
+    server.handshake();
+    assert_eq!(server.request(2, "ping", json!({}))["id"], 2);
+    (server, signals)
+}
+
+#[test]
+fn a_stall_is_signalled_once_its_request_is_read() {
+    let (mut server, signals) = signalling("tools/call", StdioHostile::Stall);
+    assert!(!signals.raised(StdioSignal::Stalled("tools/call")));
+    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": echo("x")}));
+    assert!(eventually(
+        || signals.raised(StdioSignal::Stalled("tools/call"))
+    ));
+    assert_eq!(server.quiet(), 0, "the stalled call is never answered");
+}
+
+#[test]
+fn stop_reading_signals_once_the_next_write_begins_and_never_reads_it() {
+    // The message it stops after (the ping) is handled as usual.
+    let (mut server, signals) = signalling("ping", StdioHostile::StopReading);
+    assert!(
+        !signals.raised(StdioSignal::WriteStuck),
+        "nothing was written since"
+    );
+    // A line far longer than the pipe holds, written on a thread of its own: it cannot end.
+    let mut stdin = server.stdin.take().expect("stdin is open");
+    let writer = thread::spawn(move || {
+        let params = echo(&"x".repeat(256 * 1024));
+        let line = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
+        stdin.write_all(format!("{line}\n").as_bytes())
+    });
+    assert!(eventually(|| signals.raised(StdioSignal::WriteStuck)));
+    assert_eq!(
+        server.quiet(),
+        0,
+        "the call is never read, so never answered"
+    );
+    assert!(!writer.is_finished(), "the write ended: the server read it");
+    // Killed, the server's end of the pipe closes and the write fails.
+    drop(server);
+    assert!(writer.join().unwrap().is_err());
 }
 
 #[test]

@@ -1,7 +1,6 @@
 //! Helpers shared by the test binaries (each uses a subset).
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_driver_tokio::{CancelHandle, Client};
@@ -52,18 +51,16 @@ pub(crate) async fn eventually(within: Duration, mut condition: impl FnMut() -> 
     }
 }
 
-/// Fires `handle` `after` the server has recorded a `method` request; returns when it fired.
-pub(crate) async fn cancel_once_seen(
-    server: Arc<TestServer>,
+/// Fires `handle` once `ready` says the operation is in the state the test is about (polled
+/// every 10 ms, at most 5 s); returns when it fired.
+pub(crate) async fn cancel_once(
     handle: CancelHandle,
-    method: &str,
-    after: Duration,
+    ready: impl FnMut() -> bool,
 ) -> std::time::Instant {
-    let seen = eventually(Duration::from_secs(5), || {
-        server.rpc_methods().iter().any(|m| m == method)
-    });
-    assert!(seen.await, "{method} never reached the server");
-    tokio::time::sleep(after).await;
+    assert!(
+        eventually(Duration::from_secs(5), ready).await,
+        "the awaited state never came"
+    );
     let fired = std::time::Instant::now();
     handle.cancel();
     fired

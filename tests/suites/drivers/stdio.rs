@@ -1,6 +1,8 @@
 //! Local servers over stdio, on every driver: the process as the operation's first leg and
 //! kept across operations, the era probe, every hostile mode of the testkit's stdio server
-//! ending in its own typed error inside the budget, the seed's sequence in real time, cancel,
+//! ending in its own typed error inside the budget, the seed's sequence in real time, cancel
+//! (fired once the server raised the signal for the state the test is about), a write to a
+//! server that stopped reading cut at the budget, a dropped client's server killed at once,
 //! and no process left behind.
 
 use std::time::{Duration, Instant};
@@ -10,11 +12,11 @@ use mcp_proto::{
     SessionConfig,
 };
 use mcp_testkit::{
-    PROCESS_TAG_ENV, ServerEra, StdioHostile, StdioScript, running_processes_tagged,
-    stdio_server_command,
+    PROCESS_TAG_ENV, ServerEra, StdioHostile, StdioScript, StdioSignal, StdioSignals,
+    running_processes_tagged, stdio_server_command,
 };
 
-use super::support::{Driver, assert_within_budget, echo, echo_call};
+use super::support::{Driver, assert_within_budget, echo, echo_call, eventually};
 
 /// A configuration for the testkit's stdio server with `script`, under `budget` at
 /// millisecond resolution, tagged (in the child's environment) with `tag`.
@@ -24,6 +26,10 @@ fn stdio_config(script: &StdioScript, budget: Duration, tag: &str) -> SessionCon
         .with_budget(Budget::from_duration(budget))
         .with_resolution(Resolution::MILLISECOND)
 }
+
+/// How long a close gives a local server that ignores EOF before SIGTERM: half the close's
+/// grant (at most 2 s).
+const POLITE_SHUTDOWN: Duration = Duration::from_secs(1);
 
 /// A tag no other test uses.
 fn tag(what: &str) -> String {
@@ -231,17 +237,27 @@ pub(super) fn a_local_server_that_ignores_eof_is_terminated_on_close<D: Driver>(
     assert_eq!(running_processes_tagged(&tag), 0);
 }
 
-pub(super) fn a_dropped_client_leaves_no_process_behind<D: Driver>() {
+pub(super) fn a_dropped_client_kills_its_local_server_at_once<D: Driver>() {
+    // A server that ignores EOF: a polite shutdown (stdin closed, then half the close's 2 s
+    // grant before SIGTERM) would leave it running for a second; a drop kills it at once.
     let tag = tag("drop");
-    let script = StdioScript::new().era(ServerEra::Legacy);
+    let script = StdioScript::new().era(ServerEra::Legacy).ignore_eof(true);
     let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
     client.call_tool("echo", echo("x")).unwrap();
     assert_eq!(running_processes_tagged(&tag), 1);
+    let dropped = Instant::now();
     drop(client);
-    let gone = super::support::eventually(Duration::from_secs(5), &mut || {
+    let gone = eventually(Duration::from_secs(5), &mut || {
         running_processes_tagged(&tag) == 0
     });
+    let took = dropped.elapsed();
+    eprintln!("a dropped client's server was gone after {took:?}");
     assert!(gone, "the server outlived its client");
+    assert!(
+        took < POLITE_SHUTDOWN / 2,
+        "the server ended {took:?} after the drop: not killed at once (a polite shutdown \
+         gives it {POLITE_SHUTDOWN:?} before SIGTERM)"
+    );
 }
 
 pub(super) fn a_local_server_that_died_is_started_again_by_the_next_operation<D: Driver>() {
@@ -314,32 +330,49 @@ pub(super) fn the_seed_sequence_holds_over_stdio_in_real_time<D: Driver>() {
 
 pub(super) fn a_cancel_ends_a_local_call_at_once<D: Driver>() {
     let tag = tag("cancel");
+    let signals = StdioSignals::new(&tag);
     let script = StdioScript::new()
         .era(ServerEra::Legacy)
-        .hostile("tools/call", StdioHostile::Stall);
+        .hostile("tools/call", StdioHostile::Stall)
+        .signal_file(signals.path());
     let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
     client.probe().unwrap();
-    let cancel = client.cancel_handle();
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop = std::sync::Arc::clone(&done);
-    // A cancel between operations does nothing: it is repeated until the call has it.
-    let canceller = std::thread::spawn(move || {
-        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-            cancel();
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
-    let started = Instant::now();
-    let err = client.call_tool("echo", echo("x")).unwrap_err();
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    canceller.join().unwrap();
-    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
-    // The budget is 10 s: a cancel that had to wait for it would show.
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
+    let latency = cancel_once(
+        &mut client,
+        &signals,
+        StdioSignal::Stalled("tools/call"),
+        |c| c.call_tool("echo", echo("x")),
     );
+    // The budget is 10 s: a cancel that had to wait for it would show.
+    assert!(latency < Duration::from_secs(1), "{latency:?}");
+}
+
+/// Runs `call` on `client` and cancels it from another thread once the stdio server raised
+/// `signal` (the state the test is about); asserts the call ended cancelled and returns how
+/// long it took to return once the cancel was fired.
+fn cancel_once<D: Driver>(
+    client: &mut D,
+    signals: &StdioSignals,
+    signal: StdioSignal<'static>,
+    call: impl FnOnce(&mut D) -> Result<mcp_proto::CallToolResult, Error>,
+) -> Duration {
+    let cancel = client.cancel_handle();
+    let (result, returned, fired) = std::thread::scope(|scope| {
+        let canceller = scope.spawn(move || {
+            let raised = eventually(Duration::from_secs(10), &mut || signals.raised(signal));
+            let fired = Instant::now();
+            cancel();
+            (raised, fired)
+        });
+        let result = call(client);
+        (result, Instant::now(), canceller.join().unwrap())
+    });
+    let (raised, fired) = fired;
+    assert!(raised, "the server never reached {signal}: {result:?}");
+    assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+    let latency = returned.saturating_duration_since(fired);
+    eprintln!("cancelled once the server reached {signal}: returned {latency:?} after");
+    latency
 }
 
 /// A call whose argument (120 KB) cannot fit in the pipe of a server that stopped reading.
@@ -391,33 +424,23 @@ pub(super) fn a_local_server_that_stops_reading_is_cut_at_the_budget_and_ended<D
 
 pub(super) fn a_cancel_reaches_a_write_to_a_server_that_stopped_reading<D: Driver>() {
     let tag = tag("noread-cancel");
+    let signals = StdioSignals::new(&tag);
     let script = StdioScript::new()
         .era(ServerEra::Legacy)
-        .hostile("notifications/initialized", StdioHostile::StopReading);
+        .hostile("notifications/initialized", StdioHostile::StopReading)
+        .signal_file(signals.path());
     let mut client = D::new(
         stdio_config(&script, Duration::from_secs(30), &tag)
             .with_protocol_version(ProtocolVersion::V2025_11_25),
     );
     client.probe().unwrap();
-    let cancel = client.cancel_handle();
-    let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let canceller = {
-        let fired = std::sync::Arc::clone(&fired);
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            fired.store(true, std::sync::atomic::Ordering::SeqCst);
-            cancel();
-        })
-    };
-    let started = Instant::now();
-    let result = client.call_tool("echo", a_long_echo());
-    let elapsed = started.elapsed();
-    canceller.join().unwrap();
-    assert!(fired.load(std::sync::atomic::Ordering::SeqCst));
-    assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+    // The call's line began to arrive and the server reads no more of it: the write is stuck.
+    let latency = cancel_once(&mut client, &signals, StdioSignal::WriteStuck, |c| {
+        c.call_tool("echo", a_long_echo())
+    });
     assert!(
-        elapsed < Duration::from_secs(10),
-        "the cancel reached the write: {elapsed:?} of a 30 s budget"
+        latency < Duration::from_secs(1),
+        "the cancel reached the write: {latency:?} (30 s budget)"
     );
     assert_eq!(running_processes_tagged(&tag), 0);
 }

@@ -480,8 +480,8 @@ pub(crate) fn assert_within_budget(
     );
 }
 
-/// Polls `condition` every 10 ms until it holds or `within` is over (for states the test
-/// server has no signal for, such as a connection closing).
+/// Polls `condition` every 10 ms until it holds or `within` is over: the wait for a state a
+/// test is about (a signal the stdio server raised, a connection closing, a process gone).
 pub(crate) fn eventually(within: Duration, condition: &mut dyn FnMut() -> bool) -> bool {
     let end = Instant::now() + within;
     loop {
