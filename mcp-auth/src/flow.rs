@@ -50,6 +50,10 @@
 //!   [`AuthError::AuthorizationRequired`].
 //! * [`AuthStep::Done`] carries the token to retry the request with; [`AuthStep::Failed`] the
 //!   reason. Both repeat on later polls.
+//! * After every input and poll, take what the flow asks to remember or forget
+//!   ([`take_changes`](AuthFlow::take_changes): a registration, tokens, a spent refresh
+//!   token) and apply it to the store outside the poll: the flow reads the store, never
+//!   writes it.
 //! * When the retried request meets another challenge (a 403 `insufficient_scope`, or a 401),
 //!   continue the same operation's chain with [`rechallenge`](AuthFlow::rechallenge): scopes
 //!   accumulate, and past [`MAX_AUTHORIZATIONS`] the chain ends with a typed error.
@@ -79,7 +83,7 @@ use crate::registration::{
     RegistrationRequest, oauth_error, pre_registered_method, read_registration,
 };
 use crate::secret::Secret;
-use crate::store::{ClientCredentials, ClientSource, CredentialStore, TokenSet};
+use crate::store::{ClientCredentials, ClientSource, CredentialChange, CredentialStore, TokenSet};
 use crate::token::{
     AccessToken, GrantForm, Proofs, TokenType, read_id_jag, read_token_answer, token_request,
 };
@@ -209,6 +213,8 @@ pub struct AuthFlow {
     server_text: String,
     config: ClientConfig,
     store: Arc<dyn CredentialStore>,
+    /// What to remember or forget, not yet taken by the caller.
+    changes: Vec<CredentialChange>,
     challenge: Challenge,
     chain: Chain,
     stage: Stage,
@@ -333,8 +339,9 @@ impl std::fmt::Debug for AuthFlow {
 impl AuthFlow {
     /// A flow for the MCP server at `server_url`, started by its `challenge`.
     ///
-    /// `store` is read for a registration and tokens once the authorization server is known,
-    /// and written when the flow obtains them. Fails only on a server URL that is not HTTP(S);
+    /// `store` is read (from memory) for a registration and tokens once the authorization
+    /// server is known; what the flow obtains comes out of [`take_changes`](Self::take_changes)
+    /// for the caller to write. Fails only on a server URL that is not HTTP(S);
     /// everything else is reported by [`poll`](Self::poll).
     pub fn new(
         server_url: &str,
@@ -385,6 +392,7 @@ impl AuthFlow {
             server_text,
             config,
             store,
+            changes: Vec::new(),
             challenge,
             chain,
             stage,
@@ -420,6 +428,8 @@ impl AuthFlow {
             challenge,
             chain,
         );
+        // What the earlier flow obtained and the caller has not taken yet is still owed.
+        next.changes = self.changes;
         if attempts >= MAX_AUTHORIZATIONS {
             next.stage = Stage::Failed(match kind {
                 ChallengeKind::InsufficientScope => AuthError::ScopeStepUpExhausted {
@@ -492,6 +502,14 @@ impl AuthFlow {
             server: self.server.to_string(),
             issuer: self.issuer().unwrap_or_default().to_owned(),
         });
+    }
+
+    /// What the flow asks the caller to remember or forget since the last call, oldest
+    /// first: apply each to the store ([`CredentialChange::apply_to`]) outside the poll. A
+    /// caller that drops them keeps nothing for the next flow (a registration made again, no
+    /// refresh token).
+    pub fn take_changes(&mut self) -> Vec<CredentialChange> {
+        std::mem::take(&mut self.changes)
     }
 
     /// What the flow needs next. `now` stamps token lifetimes; `wall` is the time of day, for
@@ -1205,7 +1223,10 @@ impl AuthFlow {
         }
         let metadata = self.metadata()?;
         let client = read_registration(url, &self.config, metadata, &answer.body)?;
-        self.store.save_client(&metadata.issuer, client.clone());
+        self.changes.push(CredentialChange::Client {
+            issuer: metadata.issuer.clone(),
+            client: client.clone(),
+        });
         self.found.client = Some(client);
         self.stage = Stage::Authorize;
         Ok(())
@@ -1265,7 +1286,9 @@ impl AuthFlow {
         }
         // The refresh token is spent (or the client unknown): forget it and authorize anew.
         let issuer = self.metadata()?.issuer.clone();
-        self.store.forget_tokens(&issuer, &self.resource());
+        let resource = self.resource();
+        self.changes
+            .push(CredentialChange::ForgetTokens { issuer, resource });
         let (error, _) = oauth_error(&answer.body);
         let registered = self
             .found
@@ -1294,8 +1317,12 @@ impl AuthFlow {
             TokenType::Dpop => self.found.dpop_key.clone(),
             TokenType::Bearer => None,
         };
-        self.store.save_tokens(&issuer, &resource, tokens.clone());
         self.stage = Stage::Done(AccessToken::new(&tokens, &issuer, &resource, dpop_key));
+        self.changes.push(CredentialChange::Tokens {
+            issuer,
+            resource,
+            tokens,
+        });
         Ok(())
     }
 }

@@ -154,5 +154,7 @@ pub use flow::{
 };
 pub use jwt::PrivateKey;
 pub use secret::Secret;
-pub use store::{ClientCredentials, ClientSource, CredentialStore, MemoryStore, TokenSet};
+pub use store::{
+    ClientCredentials, ClientSource, CredentialChange, CredentialStore, MemoryStore, TokenSet,
+};
 pub use token::AccessToken;

@@ -56,6 +56,55 @@ pub struct TokenSet {
     pub client_id: String,
 }
 
+/// What a flow asks its client to remember or forget, handed out by
+/// [`AuthFlow::take_changes`](crate::AuthFlow::take_changes) instead of written from inside
+/// the flow: the caller applies it to its [`CredentialStore`] outside any poll
+/// ([`apply_to`](Self::apply_to)), so a store that persists (a file, a keyring) never does
+/// I/O inside the state machine. `Debug` shows no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CredentialChange {
+    /// Keep this client, registered (or configured) at `issuer`, replacing any earlier one.
+    Client {
+        /// The authorization server's issuer.
+        issuer: String,
+        /// The client.
+        client: ClientCredentials,
+    },
+    /// Keep these tokens `issuer` issued for `resource`, replacing any earlier ones.
+    Tokens {
+        /// The authorization server's issuer.
+        issuer: String,
+        /// The resource they are for.
+        resource: String,
+        /// The tokens.
+        tokens: TokenSet,
+    },
+    /// Forget the tokens `issuer` issued for `resource` (a refresh token the server no longer
+    /// accepts).
+    ForgetTokens {
+        /// The authorization server's issuer.
+        issuer: String,
+        /// The resource they were for.
+        resource: String,
+    },
+}
+
+impl CredentialChange {
+    /// Writes the change to `store`.
+    pub fn apply_to(self, store: &dyn CredentialStore) {
+        match self {
+            Self::Client { issuer, client } => store.save_client(&issuer, client),
+            Self::Tokens {
+                issuer,
+                resource,
+                tokens,
+            } => store.save_tokens(&issuer, &resource, tokens),
+            Self::ForgetTokens { issuer, resource } => store.forget_tokens(&issuer, &resource),
+        }
+    }
+}
+
 /// Where a client keeps registrations and tokens between flows.
 ///
 /// Keys are compared exactly: `issuer` is the authorization server's issuer string as its
@@ -63,6 +112,11 @@ pub struct TokenSet {
 /// 2025-03-26 server, its URL). Implementations must keep entries of one issuer away from
 /// every other issuer. The methods cannot fail: a store that cannot persist keeps the value for
 /// this process and reports through its own channel.
+///
+/// A flow only **reads** the store, from inside its poll: `client` and `tokens` must answer
+/// from what the store holds in memory, never wait on a disk or a network. The writes come out
+/// of the flow as [`CredentialChange`]s, which the caller applies (the `save_*` and
+/// `forget_tokens` methods) outside any poll.
 pub trait CredentialStore: Send + Sync {
     /// The client registered at `issuer`, if any.
     fn client(&self, issuer: &str) -> Option<ClientCredentials>;

@@ -143,6 +143,9 @@ pub(crate) enum Learned {
     ProcessExited,
     /// Over stdio: the stdout framer, handed back when the operation ends.
     Stdout(LineFramer),
+    /// An authorization obtained (or spent) a registration or tokens: written to the OAuth
+    /// client's credential store when the update is applied, outside any poll.
+    Credentials(mcp_auth::CredentialChange),
 }
 
 impl fmt::Debug for SessionUpdate {
@@ -164,6 +167,7 @@ impl fmt::Debug for SessionUpdate {
             Learned::ProcessStarted => "ProcessStarted",
             Learned::ProcessExited => "ProcessExited",
             Learned::Stdout(_) => "Stdout",
+            Learned::Credentials(_) => "Credentials",
         };
         f.write_str(what)
     }
@@ -270,6 +274,11 @@ impl Session {
                 self.known.established = None;
             }
             Learned::Stdout(framer) => self.framer = Some(framer),
+            Learned::Credentials(change) => {
+                if let Some(oauth) = self.known.config.oauth() {
+                    change.apply_to(oauth.store().as_ref());
+                }
+            }
         }
     }
 

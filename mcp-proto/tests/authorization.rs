@@ -1,10 +1,14 @@
 //! Authorization as legs of the operation, on a manual clock: which legs go out, what each is
 //! granted, what carries the token, and how the budget ends an authorization.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcp_proto::mcp_auth::{ClientConfig, Entropy};
+use mcp_proto::mcp_auth::{
+    ClientConfig, ClientCredentials, CredentialStore, Entropy, MemoryStore, TokenSet,
+};
 use mcp_proto::{
     Budget, Clock, Error, Input, LegKind, LegStatus, ManualClock, OAuth, Output, ProtocolVersion,
     Session, SessionConfig,
@@ -19,6 +23,40 @@ const TOKEN: &str = "at-secret-7f3a";
 fn id(request: &http::Request<Vec<u8>>) -> serde_json::Value {
     let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap();
     body["id"].clone()
+}
+
+/// A credential store that counts its writes, so the tests can tell where they happen.
+#[derive(Default)]
+struct Recording {
+    inner: MemoryStore,
+    writes: AtomicUsize,
+}
+
+impl Recording {
+    fn writes(&self) -> usize {
+        self.writes.load(Ordering::SeqCst)
+    }
+}
+
+impl CredentialStore for Recording {
+    fn client(&self, issuer: &str) -> Option<ClientCredentials> {
+        self.inner.client(issuer)
+    }
+    fn save_client(&self, issuer: &str, client: ClientCredentials) {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.save_client(issuer, client);
+    }
+    fn tokens(&self, issuer: &str, resource: &str) -> Option<TokenSet> {
+        self.inner.tokens(issuer, resource)
+    }
+    fn save_tokens(&self, issuer: &str, resource: &str, tokens: TokenSet) {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.save_tokens(issuer, resource, tokens);
+    }
+    fn forget_tokens(&self, issuer: &str, resource: &str) {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.forget_tokens(issuer, resource);
+    }
 }
 
 struct Counter(u8);
@@ -62,6 +100,8 @@ struct World {
     asked_scopes: Vec<String>,
     person: Person,
     seen: Vec<Seen>,
+    /// The sessions' credential store.
+    store: Arc<Recording>,
 }
 
 impl World {
@@ -73,6 +113,7 @@ impl World {
             asked_scopes: Vec::new(),
             person,
             seen: Vec::new(),
+            store: Arc::default(),
         }
     }
 
@@ -84,7 +125,7 @@ impl World {
             .unwrap()
             .with_protocol_version(ProtocolVersion::LATEST)
             .with_budget(Budget::from_secs(budget))
-            .with_oauth(OAuth::new(client));
+            .with_oauth(OAuth::new(client).with_store(self.store.clone()));
         let mut session = Session::new(config);
         session.set_entropy(Box::new(Counter(0)));
         session.set_time_of_day(self.clock.now(), SystemTime::UNIX_EPOCH);
@@ -156,7 +197,22 @@ impl World {
     fn call(&mut self, session: &mut Session) -> Result<String, Error> {
         let mut op = session.call_tool("echo", Map::new(), self.clock.now());
         for _ in 0..100 {
-            match op.poll_on(session, self.clock.now()) {
+            // The store is written when the driver applies an update, never inside a poll.
+            let writes = self.store.writes();
+            let output = op.poll_output(self.clock.now());
+            assert_eq!(self.store.writes(), writes, "a poll wrote the store");
+            let output = match output {
+                Output::Update(update) => {
+                    session.apply(update);
+                    continue;
+                }
+                Output::AwaitSession(_) => {
+                    op.handle_input(Input::Session(session), self.clock.now());
+                    continue;
+                }
+                other => other,
+            };
+            match output {
                 Output::Transmit(leg) => {
                     let label = leg.kind.label();
                     self.seen.push(Seen {
@@ -238,12 +294,12 @@ impl World {
                         Person::Gone => {}
                     }
                 }
-                Output::AwaitSession(_) => panic!("a lone operation awaits its session"),
+                Output::AwaitSession(_) | Output::Update(_) => unreachable!("handled above"),
                 Output::Wait(until) => {
                     self.clock.set(until.max(self.clock.now()));
                     op.handle_input(Input::Timeout, self.clock.now());
                 }
-                Output::Event(_) | Output::Update(_) => {}
+                Output::Event(_) => {}
                 Output::Done(result) => {
                     return result.map(|outcome| outcome.into_call().unwrap().text());
                 }
@@ -302,6 +358,8 @@ fn a_cold_call_on_an_oauth_server_spends_one_budget_across_every_leg() {
         assert_eq!(seen.uri.starts_with(MCP), mcp, "{seen:?}");
     }
     assert_eq!(world.asked_scopes, ["files:read"]);
+    // The registration and the tokens reached the store, each when its update was applied.
+    assert_eq!(world.store.writes(), 2);
 }
 
 #[test]

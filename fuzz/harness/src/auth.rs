@@ -1339,7 +1339,13 @@ impl Harness<'_> {
     /// Runs one flow to its end.
     fn drive(&mut self, flow: &mut AuthFlow) -> bool {
         for _ in 0..MAX_POLLS {
-            match flow.poll(self.now, self.wall, &mut self.entropy) {
+            let step = flow.poll(self.now, self.wall, &mut self.entropy);
+            // What the flow obtained is written outside its poll, as the operation's driver
+            // does when it applies the update.
+            for change in flow.take_changes() {
+                change.apply_to(self.store.as_ref());
+            }
+            match step {
                 AuthStep::Send(request) => {
                     self.check_request(flow, &request);
                     self.answer(flow, &request);

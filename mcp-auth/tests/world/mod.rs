@@ -328,7 +328,12 @@ impl World {
         mut answered: impl FnMut(&mut Self, &'static str),
     ) -> Result<AccessToken, AuthError> {
         for _ in 0..64 {
-            match flow.poll(self.now, wall(), &mut self.entropy) {
+            let step = flow.poll(self.now, wall(), &mut self.entropy);
+            // What the flow obtained is written outside its poll, as a driver does.
+            for change in flow.take_changes() {
+                change.apply_to(self.store.as_ref());
+            }
+            match step {
                 AuthStep::Send(request) => {
                     let (head, body) = request.request.into_parts();
                     let url = head.uri.to_string();

@@ -210,7 +210,9 @@ impl Operation {
             self.fail(|server| Error::Authorization { server, error });
             return None;
         };
-        match flow.poll(now, wall, entropy) {
+        let step = flow.poll(now, wall, entropy);
+        self.remember_credentials();
+        match step {
             AuthStep::Send(request) => {
                 self.transmit(LegKind::Auth(request.kind), now, Some(request.request))
             }
@@ -298,6 +300,21 @@ impl Operation {
             return;
         };
         flow.handle_response(answer.status, &answer.headers, &answer.body);
+        self.remember_credentials();
+    }
+
+    /// Passes on what the flow asks to remember or forget, as session updates: the driver
+    /// writes them to the store when it applies them, never inside this poll.
+    fn remember_credentials(&mut self) {
+        let changes = self
+            .auth
+            .flow
+            .as_mut()
+            .map(AuthFlow::take_changes)
+            .unwrap_or_default();
+        for change in changes {
+            self.session.remember(change);
+        }
     }
 
     /// What came back from the browser step, after [`Output::Authorize`]; `now` is when (none

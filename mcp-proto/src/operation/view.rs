@@ -50,6 +50,11 @@ impl View {
         self.updates.push_back(SessionUpdate(learned));
     }
 
+    /// What an authorization asks the session's credential store to remember or forget.
+    pub(super) fn remember(&mut self, change: mcp_auth::CredentialChange) {
+        self.learned(Learned::Credentials(change));
+    }
+
     /// The next update for the session.
     pub(super) fn next_update(&mut self) -> Option<SessionUpdate> {
         self.updates.pop_front()
