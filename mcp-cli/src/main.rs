@@ -513,7 +513,7 @@ fn run(cli: Cli) -> u8 {
     // progress notification never extends the budget).
     let config = config.with_progress(interactive || cli.trace);
     let reporter = Reporter::new(cli.trace, interactive, budget);
-    let mut network = mcp_proto::Network::new();
+    let mut network = mcp_driver_common::network::Network::new();
     if let Some(file) = &cli.cacert {
         network = network.with_root_pem_file(file);
     }

@@ -100,14 +100,17 @@ use mcp_driver_common::SharedObserver;
 
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing,
-    MonotonicClock, Network, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
+    MonotonicClock, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 
 pub use authorize::{Authorize, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 pub use mcp_driver_common::SessionGuard;
+/// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
+/// same type the tokio driver takes): build one for [`Client::with_network`].
+pub use mcp_driver_common::network::Network;
 
 use cancel::Shared;
 
@@ -154,7 +157,7 @@ pub(crate) struct ClientShared {
     /// Over stdio: the server process, and whose turn it is.
     stdio: stdio::Turns,
     tls: Arc<rustls::ClientConfig>,
-    proxies: mcp_proto::Proxies,
+    proxies: mcp_driver_common::network::Proxies,
 }
 
 impl ClientShared {

@@ -5,15 +5,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use mcp_proto::{
-    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Network,
-    Observer, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
+    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Observer,
+    OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 use tokio::time::Instant as TokioInstant;
 
+use crate::Network;
 use crate::authorize::{Authorizer, OsEntropy};
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;

@@ -101,6 +101,9 @@ pub use cancel::CancelHandle;
 pub use client::Client;
 pub use clock::TokioClock;
 pub use mcp_driver_common::SessionGuard;
+/// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
+/// same type the blocking driver takes): build one for [`Client::with_network`].
+pub use mcp_driver_common::network::Network;
 
 #[doc(no_inline)]
 pub use mcp_proto::{
