@@ -254,7 +254,7 @@ fi
 if start_server machine --machine-client interop-machine:machine-secret-1; then
   mcp --url "$URL" --credentials "$TMP/machine.json" --grant client-credentials \
     --client-id interop-machine --client-secret machine-secret-1 call echo '{"text":"machine"}'
-  check "client credentials: refused by the SDK (no such grant) with a clear error" rc=5 \
+  check "client credentials: refused by the SDK (no such grant): the authorization server's fault (exit 8), with a clear error" rc=8 \
     err='method=oauth:client-credentials .*status=400' err='token endpoint .*400.*invalid_request' \
     hidden=machine-secret-1
 fi

@@ -55,7 +55,7 @@ impl Client {
     pub(crate) fn new(
         kind: DriverKind,
         config: SessionConfig,
-        network: &mcp_proto::Network,
+        network: &mcp_driver_common::network::Network,
         reporter: Reporter,
     ) -> std::io::Result<Self> {
         let unusable = |err: mcp_proto::Error| std::io::Error::other(err.to_string());

@@ -36,6 +36,7 @@ mod code {
     pub(crate) const SERVER: u8 = 5;
     pub(crate) const CANCELLED: u8 = 6;
     pub(crate) const AUTHORIZATION: u8 = 7;
+    pub(crate) const AUTHORIZATION_SERVER: u8 = 8;
 }
 
 /// Probe an MCP server, list its tools or call one: each as one operation under one budget.
@@ -240,7 +241,8 @@ enum Unit {
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the tool answered isError: true; 2 usage error; \
 3 the operation's budget ran out (the refused request was not sent); 4 a leg timed out or the \
-server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C); 7 the server requires authorization and none could be given (log in first). With --repeat, \
+server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C); 7 the server requires authorization and none could be given (log in first); 8 the \
+authorization server refused or broke the rules (its metadata, registration or token answer). With --repeat, \
 the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
 given (read leniently: anything unusable means the default, 20).";
 
@@ -513,7 +515,7 @@ fn run(cli: Cli) -> u8 {
     // progress notification never extends the budget).
     let config = config.with_progress(interactive || cli.trace);
     let reporter = Reporter::new(cli.trace, interactive, budget);
-    let mut network = mcp_proto::Network::new();
+    let mut network = mcp_driver_common::network::Network::new();
     if let Some(file) = &cli.cacert {
         network = network.with_root_pem_file(file);
     }

@@ -18,6 +18,7 @@ pub(crate) fn exit_code(err: &Error) -> u8 {
         Fault::Caller => code::USAGE,
         Fault::Cancelled => code::CANCELLED,
         Fault::Authorization => code::AUTHORIZATION,
+        Fault::AuthorizationServer => code::AUTHORIZATION_SERVER,
     }
 }
 

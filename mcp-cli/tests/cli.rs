@@ -27,9 +27,11 @@ fn mcp_call(args: &[&str]) -> Output {
 fn a_401_from_a_server_without_authorization_metadata_names_the_missing_endpoint() {
     // No resource metadata, no authorization server metadata: the 2025-03-26 default
     // endpoints are tried, inside the budget, and the one that is missing is named.
+    // The server's origin stands in for its authorization server then: that is whose
+    // failure it is (exit 8), not the MCP server's answer (5).
     let server = TestServer::start(Script::default().hostile("tools/call", Hostile::Status(401)));
     let out = mcp_call(&["--url", &server.url(), "--trace", "call", "echo"]);
-    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert_eq!(code(&out), 8, "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("oauth:resource-metadata"), "{err}");
     assert!(err.contains("/register") && err.contains("404"), "{err}");
@@ -547,6 +549,43 @@ fn json_errors_are_one_object_per_exit_code() {
     assert_eq!(error["kind"], "authorization_required");
     assert_eq!(error["fault"], "authorization");
     assert_eq!(error["exit"], 7);
+
+    // 8: the authorization server refused (a machine client's secret that is no longer
+    // valid): asked once, and nothing was sent after its refusal.
+    let issuer = TestServer::start(
+        Script::new().oauth(mcp_testkit::OAuthScript::new().machine_client("machine-1", "current")),
+    );
+    let credentials =
+        std::env::temp_dir().join(format!("mcp-call-exit-8-{}.json", std::process::id()));
+    let out = mcp_call(&[
+        "--json",
+        "--url",
+        &issuer.url(),
+        "--credentials",
+        credentials.to_str().unwrap(),
+        "--grant",
+        "client-credentials",
+        "--client-id",
+        "machine-1",
+        "--client-secret",
+        "stale-secret-7",
+        "call",
+        "echo",
+    ]);
+    let _ = std::fs::remove_file(&credentials);
+    assert_eq!(code(&out), 8, "{}", stderr(&out));
+    let error = json_error(&out);
+    assert_eq!(error["kind"], "authorization");
+    assert_eq!(error["fault"], "authorization_server");
+    assert_eq!(error["exit"], 8);
+    assert!(!stderr(&out).contains("stale-secret-7"), "{}", stderr(&out));
+    let trail = issuer.trail();
+    assert_eq!(
+        trail.last().map(String::as_str),
+        Some("oauth:client-credentials"),
+        "{trail:?}"
+    );
+    assert_eq!(issuer.count("oauth:client-credentials"), 1, "{trail:?}");
 }
 
 #[test]
@@ -715,7 +754,12 @@ fn completions_and_help_cover_the_commands_exit_codes_and_environment() {
     }
     let out = mcp_call(&["--help"]);
     let help = stdout(&out);
-    for needle in ["Exit codes:", "6 cancelled", "MCP_OPERATION_TIMEOUT"] {
+    for needle in [
+        "Exit codes:",
+        "6 cancelled",
+        "8 the authorization server",
+        "MCP_OPERATION_TIMEOUT",
+    ] {
         assert!(help.contains(needle), "{needle}: {help}");
     }
 }

@@ -4,12 +4,12 @@
 //!
 //! The chain is ureq's (TCP and its socket registry) with our own proxy tunnel and TLS steps
 //! (so that both drivers trust, tunnel and fail alike: see [`crate::tls`] and
-//! [`mcp_proto::network`]), and two additions:
+//! [`mcp_driver_common::network`]), and two additions:
 //!
 //! * **Tunnel.** [`Tunnel`] picks the proxy for each request's target (the [`Proxies`] of the
-//!   client's [`mcp_proto::Network`]), connects to it and opens an HTTP `CONNECT` tunnel,
-//!   all inside the leg's grant; its failures are `ConnectProxyFailed` with the proto's
-//!   sentence (no credentials). The `CONNECT` carries the target's name: only the proxy
+//!   client's [`Network`](crate::Network)), connects to it and opens an HTTP `CONNECT` tunnel,
+//!   all inside the leg's grant; its failures are `ConnectProxyFailed` with the sentence of
+//!   [`ProxyUrl::failure`](mcp_driver_common::network::ProxyUrl::failure) (no credentials). The `CONNECT` carries the target's name: only the proxy
 //!   resolves it (in company networks the client often cannot), so [`Resolver`] must never
 //!   look up a proxied target (ureq resolves before it calls the chain). The tunnel looks up
 //!   the proxy's own name itself, with [`Lookup`], inside the leg's grant.
@@ -37,8 +37,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use mcp_proto::network::parse_connect_response;
-use mcp_proto::{Proxies, ProxyFailure};
+use mcp_driver_common::network::{Proxies, ProxyFailure, parse_connect_response};
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver as UreqResolver};
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
@@ -591,7 +590,7 @@ mod tests {
 
     #[test]
     fn a_proxied_target_is_not_looked_up_but_the_proxy_is() {
-        let network = mcp_proto::Network::new()
+        let network = crate::Network::new()
             .with_env(|_| None)
             .with_proxy("http://localhost:3128")
             .unwrap()

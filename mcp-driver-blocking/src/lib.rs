@@ -49,7 +49,8 @@
 //! # Tracing
 //! With the `tracing` feature (on by default) every operation is a `mcp.operation` span
 //! (`server`, `action`, `budget_ms`, `resolution_ms`, and `result`: `ok` or the error's fault,
-//! `budget`, `network`, `server`, `caller`, `cancelled`) and every leg a `mcp.leg` span inside it
+//! `budget`, `network`, `server`, `authorization_server`, `caller`, `cancelled`,
+//! `authorization`) and every leg a `mcp.leg` span inside it
 //! (`number`, `method`, `grant_ms`, `end`: the status or `timeout`, `connect`, `io`, ...,
 //! `elapsed_ms`), open from the leg's sending to its end; a refused leg is a `mcp.refused`
 //! event, a cancel a `mcp.cancelled` one. No header value, token, session id, argument or
@@ -100,14 +101,17 @@ use mcp_driver_common::SharedObserver;
 
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing,
-    MonotonicClock, Network, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
+    MonotonicClock, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 
 pub use authorize::{Authorize, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 pub use mcp_driver_common::SessionGuard;
+/// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
+/// same type the tokio driver takes): build one for [`Client::with_network`].
+pub use mcp_driver_common::network::Network;
 
 use cancel::Shared;
 
@@ -154,7 +158,7 @@ pub(crate) struct ClientShared {
     /// Over stdio: the server process, and whose turn it is.
     stdio: stdio::Turns,
     tls: Arc<rustls::ClientConfig>,
-    proxies: mcp_proto::Proxies,
+    proxies: mcp_driver_common::network::Proxies,
 }
 
 impl ClientShared {

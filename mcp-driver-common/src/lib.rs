@@ -1,7 +1,11 @@
 //! What `mcp-driver-blocking` and `mcp-driver-tokio` share, so that both verify, trace and
 //! report alike: written once here rather than twice there.
 //!
-//! * [`tls`]: the rustls configuration a [`Network`](mcp_proto::Network) asks for (the
+//! * [`network`]: the connection policy, [`Network`](network::Network): the CAs added to the
+//!   system's, which proxy carries a request, the `CONNECT` request and the reading of the
+//!   proxy's answer, and the sentences a failed tunnel is reported in. The drivers re-export
+//!   `Network`, so their callers need no import of this crate.
+//! * [`tls`]: the rustls configuration a [`Network`](network::Network) asks for (the
 //!   system's trust store, added CAs, the fallback roots) and the typed reading of a TLS
 //!   failure.
 //! * [`trace`]: the `tracing` spans of an operation and its legs (feature `tracing`).
@@ -10,11 +14,14 @@
 //! * [`SharedObserver`]: a client's observer, reached by every operation in flight on it.
 //! * [`SessionGuard`]: a client's session, lent to its caller under the session's lock.
 //!
-//! This crate holds no policy (that is `mcp-proto`'s) and does no I/O on a transport (that is
-//! each driver's, blocking or async). It is not meant to be used directly.
+//! This crate holds no MCP policy (that is `mcp-proto`'s), only the connection's, and does no
+//! I/O on a transport (that is each driver's, blocking or async): it must never depend on
+//! tokio or ureq. Apart from [`network::Network`], which both drivers re-export, it is not
+//! meant to be used directly.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod network;
 pub mod tls;
 pub mod trace;
 

@@ -17,7 +17,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_proto::{AddedRoots, Error, Network, TlsProblem};
+use crate::network::{AddedRoots, Network};
+use mcp_proto::{Error, TlsProblem};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;

@@ -7,7 +7,7 @@
 //!
 //! | span            | fields                                                                  |
 //! |-----------------|-------------------------------------------------------------------------|
-//! | `mcp.operation` | `server` (label), `action`, `budget_ms`, `resolution_ms`, `result` (`ok` or the error's fault: `budget`, `network`, `server`, `caller`, `cancelled`, `authorization`) |
+//! | `mcp.operation` | `server` (label), `action`, `budget_ms`, `resolution_ms`, `result` (`ok` or the error's fault: `budget`, `network`, `server`, `authorization_server`, `caller`, `cancelled`, `authorization`) |
 //! | `mcp.leg`       | `number`, `method`, `grant_ms`, `end` (status code or `timeout`, `connect`, `io`, ...), `elapsed_ms` |
 //!
 //! No header value, token, session id, argument or result ever goes into a field.
@@ -40,7 +40,11 @@ mod on {
                 match err.fault() {
                     Fault::Budget => tracing::warn!(parent: span, error = %err, "mcp.refused"),
                     Fault::Cancelled => tracing::info!(parent: span, "mcp.cancelled"),
-                    Fault::Network | Fault::Server | Fault::Caller | Fault::Authorization => {}
+                    Fault::Network
+                    | Fault::Server
+                    | Fault::AuthorizationServer
+                    | Fault::Caller
+                    | Fault::Authorization => {}
                 }
                 err.fault().as_str()
             }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, GetPromptResult, Input, ListKind, Listing,
-    Network, Observer, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
+    Observer, OperationDeadline, Outcome, Output, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 use tokio::time::Instant as TokioInstant;
 
+use crate::Network;
 use crate::authorize::{Authorizer, OsEntropy};
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;

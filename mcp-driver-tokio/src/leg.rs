@@ -23,11 +23,12 @@ use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use mcp_proto::network::parse_connect_response;
+use mcp_driver_common::network::{
+    Network, Proxies, ProxyFailure, ProxyUrl, parse_connect_response,
+};
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Input, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Network,
-    Observer, Operation, Proxies, ProxyFailure, ProxyUrl, TlsProblem, TransportError,
-    TransportErrorKind,
+    Clock, DRAIN_BYTES, Input, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Observer,
+    Operation, TlsProblem, TransportError, TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

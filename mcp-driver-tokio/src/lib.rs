@@ -52,7 +52,8 @@
 //! # Tracing
 //! With the `tracing` feature (on by default) every operation is a `mcp.operation` span
 //! (`server`, `action`, `budget_ms`, `resolution_ms`, and `result`: `ok` or the error's fault,
-//! `budget`, `network`, `server`, `caller`, `cancelled`) and every leg a `mcp.leg` span inside it
+//! `budget`, `network`, `server`, `authorization_server`, `caller`, `cancelled`,
+//! `authorization`) and every leg a `mcp.leg` span inside it
 //! (`number`, `method`, `grant_ms`, `end`: the status or `timeout`, `connect`, `io`, ...,
 //! `elapsed_ms`), open from the leg's sending to its end; a refused leg is a `mcp.refused`
 //! event, a cancel a `mcp.cancelled` one. No header value, token, session id, argument or
@@ -101,6 +102,9 @@ pub use cancel::CancelHandle;
 pub use client::Client;
 pub use clock::TokioClock;
 pub use mcp_driver_common::SessionGuard;
+/// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
+/// same type the blocking driver takes): build one for [`Client::with_network`].
+pub use mcp_driver_common::network::Network;
 
 #[doc(no_inline)]
 pub use mcp_proto::{

@@ -5,6 +5,8 @@
 //! * **The server or the path to it failed**: leg timed out, unreachable, HTTP status,
 //!   unsupported content type, malformed answer, JSON-RPC error, answer too large, session
 //!   expired beyond recovery, unsupported protocol version, a tool listing that does not end.
+//! * **The authorization server** (an OAuth flow's issuer, often another host than the MCP
+//!   server): its metadata, registration or token endpoint refused or broke the rules.
 //! * **The caller**: an unusable URL or header, an operation polled after it finished; and
 //!   cancellation, which the caller asked for.
 //!
@@ -319,8 +321,14 @@ pub enum Fault {
     /// grant.
     Network,
     /// The server answered, but not with what the protocol asks for (a status, a malformed
-    /// or oversized answer, a JSON-RPC error, a listing that does not end...).
+    /// or oversized answer, a JSON-RPC error, a listing that does not end...), or its own
+    /// authorization metadata or challenges break the rules.
     Server,
+    /// The authorization server (the OAuth issuer the MCP server names) refused or broke the
+    /// rules: its metadata is missing or wrong, registration failed, the token endpoint
+    /// refused the grant or answered something that is not a token. The MCP server itself
+    /// may be fine: look at the issuer's configuration and the client's credentials there.
+    AuthorizationServer,
     /// The caller's input cannot be used (a URL, a header) or the API was misused.
     Caller,
     /// The caller cancelled the operation.
@@ -332,12 +340,13 @@ pub enum Fault {
 
 impl Fault {
     /// One lower-case word, stable for scripts and traces: `budget`, `network`, `server`,
-    /// `caller`, `cancelled`, `authorization`.
+    /// `authorization_server`, `caller`, `cancelled`, `authorization`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Budget => "budget",
             Self::Network => "network",
             Self::Server => "server",
+            Self::AuthorizationServer => "authorization_server",
             Self::Caller => "caller",
             Self::Cancelled => "cancelled",
             Self::Authorization => "authorization",
@@ -407,7 +416,8 @@ impl Error {
             Self::Authorization { error, .. } => match error.fault() {
                 mcp_auth::Fault::Caller => Fault::Caller,
                 mcp_auth::Fault::User => Fault::Authorization,
-                mcp_auth::Fault::Server | mcp_auth::Fault::AuthorizationServer => Fault::Server,
+                mcp_auth::Fault::Server => Fault::Server,
+                mcp_auth::Fault::AuthorizationServer => Fault::AuthorizationServer,
                 // A kind of fault this crate does not know yet: the authorization's.
                 _ => Fault::Authorization,
             },

@@ -26,6 +26,9 @@
 //! # Out of scope
 //! * Sockets, TLS, threads, timers, async runtimes: the drivers (`mcp-driver-blocking`,
 //!   `mcp-driver-tokio`) do the I/O. This crate never reads a clock: time is an argument.
+//! * Connection policy (which proxy, the `CONNECT` exchange, the CAs added to the system's):
+//!   `mcp-driver-common`'s `network`, shared by both drivers. This crate only words what they
+//!   report of it ([`Error::Tls`] with its [`TlsProblem`], [`Error::Proxy`]).
 //! * Retries and backoff: a budget says when to stop waiting, not when to call again.
 //!
 //! # The architecture, by module
@@ -45,6 +48,7 @@
 //! | `model`       | typed results ([`CallToolResult`], [`SessionInfo`], ...)              |
 //! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
+//! | `tls`         | [`TlsProblem`] and the sentence of each                               |
 //! | `observe`     | [`Observer`] and [`LegReport`]: what drivers report                   |
 //!
 //! # The driver loop
@@ -82,7 +86,6 @@ mod error;
 mod headers;
 mod jsonrpc;
 mod model;
-pub mod network;
 mod observe;
 pub mod operation;
 mod session;
@@ -113,7 +116,6 @@ pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
     ServerInfo, SessionInfo, Subscription, SubscriptionEnd, accept_elicitation_with_defaults,
 };
-pub use network::{AddedRoots, Network, Proxies, ProxyFailure, ProxyUrl, TlsProblem};
 pub use observe::{LegEnd, LegReport, NoObserver, Observer};
 pub use operation::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, Input,
@@ -122,6 +124,7 @@ pub use operation::{
 };
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};
+pub use tls::TlsProblem;
 pub use transport::{StdioCommand, Transport};
 pub use wire::{
     LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,

@@ -1,7 +1,7 @@
 //! What a refused TLS handshake means to the caller: the problem's kind and the sentence that
 //! says what to do about it, the same from both drivers. Plain data and text; a leaf module (it
-//! names no other module of the crate), so the errors and the network configuration can both
-//! use it.
+//! names no other module of the crate), so the errors and the operation's transport failures
+//! can both use it. Which CAs are trusted is not decided here but in `mcp-driver-common`.
 
 /// Why a server's certificate or TLS handshake was refused; see [`Error::Tls`](crate::Error::Tls).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -344,6 +344,30 @@ fn every_error_says_whose_fault_it_is() {
             Fault::Caller,
         ),
         (Error::AlreadyFinished, Fault::Caller),
+        // Authorization: the MCP server's metadata is the server's fault, the issuer's
+        // refusal the authorization server's (its own fault, not folded into Server).
+        (
+            Error::Authorization {
+                server: server(),
+                error: mcp_proto::mcp_auth::AuthError::ResourceMismatch {
+                    server: "https://s/mcp".into(),
+                    resource: "https://other/mcp".into(),
+                },
+            },
+            Fault::Server,
+        ),
+        (
+            Error::Authorization {
+                server: server(),
+                error: mcp_proto::mcp_auth::AuthError::TokenRejected {
+                    endpoint: "https://issuer/token".into(),
+                    status: 400,
+                    error: Some("invalid_grant".into()),
+                    description: None,
+                },
+            },
+            Fault::AuthorizationServer,
+        ),
     ];
     for (error, fault) in cases {
         assert_eq!(error.fault(), fault, "{error}");

@@ -125,6 +125,7 @@ for_each_driver!(
     an_authorizer_that_never_answers_is_cut_at_the_budget,
     a_token_endpoint_reading_the_client_from_the_form_authorizes_every_method,
     client_credentials_authenticate_with_basic_and_name_the_client_in_the_form,
+    a_token_endpoint_that_refuses_the_client_is_the_authorization_server_s_fault,
     // Local servers over stdio (the testkit's stdio server).
     a_local_server_is_started_by_the_first_operation_and_kept_for_the_next,
     a_modern_local_server_answers_its_probe_then_each_call_in_one_leg,

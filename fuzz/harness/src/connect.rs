@@ -1,4 +1,4 @@
-//! The proxy's answer to `CONNECT` ([`mcp_proto::network::parse_connect_response`]), read the
+//! The proxy's answer to `CONNECT` ([`mcp_driver_common::network::parse_connect_response`]), read the
 //! way each driver reads it: the tokio driver one byte at a time, the blocking driver whatever
 //! each read brought.
 //!
@@ -8,7 +8,7 @@
 //! input. This module must never call a driver: it replays their reading loops over the
 //! parser, and compares both with a model of what the parser's doc promises.
 
-use mcp_proto::network::{ProxyFailure, parse_connect_response};
+use mcp_driver_common::network::{ProxyFailure, parse_connect_response};
 
 use crate::bytes::Bytes;
 

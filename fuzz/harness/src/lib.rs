@@ -10,14 +10,15 @@
 //!
 //! This crate must never depend on the test server (`mcp-testkit`) or a driver: a target
 //! drives the sans-IO code with the fuzzer's bytes and nothing else, so libFuzzer builds it
-//! quickly and every run is deterministic.
+//! quickly and every run is deterministic. (`mcp-driver-common`, whose connection policy the
+//! `connect` target reads, is no driver: it does no I/O on a transport.)
 //!
 //! | module       | targets                                | code under test                          |
 //! |--------------|----------------------------------------|------------------------------------------|
 //! | `streamable` | [`sse`], [`answer`], [`operation`]     | `mcp-proto` over Streamable HTTP         |
 //! | `stdio`      | [`stdio`]                              | `mcp-proto` over stdio, a fake process   |
 //! | `auth`       | [`auth`]                               | `mcp-auth`'s `AuthFlow`                  |
-//! | `connect`    | [`connect`]                            | `mcp-proto`'s reading of a `CONNECT` answer |
+//! | `connect`    | [`connect`]                            | `mcp-driver-common`'s reading of a `CONNECT` answer |
 //! | `files`      | [`servers`], [`credentials`]           | `mcp-call`'s `--config` and credentials files |
 //!
 //! The byte layout of each target's input is documented on its function; `fuzz/seeds.py`

@@ -585,10 +585,8 @@ pub enum TransportErrorKind {
     /// A [`TlsProblem::TimedOut`] is honoured even when reported at the leg's end.
     Tls(TlsProblem),
     /// The proxy could not be reached, or refused or broke the tunnel
-    /// ([`Error::Proxy`](crate::Error::Proxy)); the detail is [`ProxyUrl::failure`]'s
-    /// sentence (no credentials).
-    ///
-    /// [`ProxyUrl::failure`]: crate::ProxyUrl::failure
+    /// ([`Error::Proxy`](crate::Error::Proxy)); the detail is the sentence of
+    /// `mcp_driver_common::network::ProxyUrl::failure` (no credentials).
     Proxy,
     /// The connection broke while sending or reading.
     Io,

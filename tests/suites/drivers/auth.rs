@@ -2,7 +2,9 @@
 //! ([`Script::oauth`]): a cold call authorizes inside its one budget (discovery,
 //! registration, the headless browser step, the token) and the next call sends no auth leg;
 //! without an authorizer the call ends at once naming the server and issuer; every hostile
-//! authorization server ends in its own typed error inside the budget; credentials never reach
+//! authorization server ends in its own typed error inside the budget, and says whose fault it
+//! is (the issuer's refusals are [`Fault::AuthorizationServer`], never the MCP server's);
+//! credentials never reach
 //! an error, a log, a non-MCP path or another host, and no redirect is followed; an expired
 //! token is refreshed inside the next operation's budget; a step-up is authorized inside the
 //! call that needed it; a token endpoint that reads the client from the form (the Python
@@ -11,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use mcp_proto::mcp_auth::{AuthError, ClientConfig, Grant};
-use mcp_proto::{CallToolResult, Error, LegKind, OAuth, SessionConfig};
+use mcp_proto::{CallToolResult, Error, Fault, LegKind, OAuth, SessionConfig};
 use mcp_testkit::{AuthHostile, OAuthScript, RecordedRequest, Script, TestServer};
 
 use super::support::{self, Driver, Recorder, assert_within_budget, config, echo};
@@ -28,6 +30,15 @@ const COLD: [&str; 5] = [
     "oauth:register",
     "oauth:authorize",
     "oauth:token",
+];
+
+/// What a machine client's authorization is as the server sees it: the call that met the
+/// `401`, discovery, then the `client_credentials` grant (no person, no registration).
+const MACHINE: [&str; 4] = [
+    "initialize",
+    "oauth:resource-metadata",
+    "oauth:server-metadata",
+    "oauth:client-credentials",
 ];
 
 /// A configuration for `server` with `budget`, authorizing with OAuth as a public client.
@@ -257,10 +268,11 @@ pub(super) fn without_an_authorizer_the_call_ends_at_once_naming_server_and_issu
 /// What an authorization against a hostile server must end in.
 type Check = fn(&Result<CallToolResult, Error>) -> bool;
 
-/// A row of the hostile table: the mode, the expected outcome as a pattern and its text.
+/// A row of the hostile table: the mode, whose fault the error is, the expected outcome as a
+/// pattern and its text.
 macro_rules! auth_row {
-    ($mode:expr => $($expected:tt)+) => {
-        ($mode, stringify!($($expected)+), (|r: &Result<CallToolResult, Error>| matches!(r, $($expected)+)) as Check)
+    ($mode:expr, $fault:ident => $($expected:tt)+) => {
+        ($mode, Fault::$fault, stringify!($($expected)+), (|r: &Result<CallToolResult, Error>| matches!(r, $($expected)+)) as Check)
     };
 }
 
@@ -268,37 +280,37 @@ pub(super) fn every_hostile_authorization_server_ends_in_its_own_typed_error<D: 
     // Another host: nothing may reach it (no redirect followed, no credential sent).
     let other = TestServer::start(Script::new());
     let rows = [
-        auth_row!(AuthHostile::WrongIssuer
+        auth_row!(AuthHostile::WrongIssuer, AuthorizationServer
             => Err(Error::Authorization { error: AuthError::IssuerMismatch { .. }, .. })),
-        auth_row!(AuthHostile::ForeignResource(other.url())
+        auth_row!(AuthHostile::ForeignResource(other.url()), Server
             => Err(Error::Authorization { error: AuthError::ResourceMismatch { .. }, .. })),
-        auth_row!(AuthHostile::AuthorizeRedirectTo(other.base_url())
+        auth_row!(AuthHostile::AuthorizeRedirectTo(other.base_url()), AuthorizationServer
             => Err(Error::Authorization { error: AuthError::Malformed {
                 endpoint: "authorization response to redirect URI", .. }, .. })),
-        auth_row!(AuthHostile::WrongState
+        auth_row!(AuthHostile::WrongState, Authorization
             => Err(Error::Authorization { error: AuthError::StateMismatch { .. }, .. })),
-        auth_row!(AuthHostile::WrongIss
+        auth_row!(AuthHostile::WrongIss, AuthorizationServer
             => Err(Error::Authorization { error: AuthError::IssMismatch { .. }, .. })),
-        auth_row!(AuthHostile::NoIss
+        auth_row!(AuthHostile::NoIss, AuthorizationServer
             => Err(Error::Authorization { error: AuthError::IssMissing { .. }, .. })),
-        auth_row!(AuthHostile::DenyAuthorization
+        auth_row!(AuthHostile::DenyAuthorization, Authorization
             => Err(Error::Authorization { error: AuthError::AuthorizationDenied { .. }, .. })),
-        auth_row!(AuthHostile::TokenStall
+        auth_row!(AuthHostile::TokenStall, Network
             => Err(Error::LegTimedOut { method: "oauth:token", .. })),
-        auth_row!(AuthHostile::TokenOversize(100 * 1024 * 1024)
+        auth_row!(AuthHostile::TokenOversize(100 * 1024 * 1024), AuthorizationServer
             => Err(Error::Authorization { error: AuthError::Malformed {
                 endpoint: "token endpoint", .. }, .. })),
-        auth_row!(AuthHostile::TokenOversizeChunked(100 * 1024 * 1024)
+        auth_row!(AuthHostile::TokenOversizeChunked(100 * 1024 * 1024), AuthorizationServer
             => Err(Error::Authorization { error: AuthError::Malformed {
                 endpoint: "token endpoint", .. }, .. })),
-        auth_row!(AuthHostile::TokenRedirectTo(format!("{}/token", other.base_url()))
+        auth_row!(AuthHostile::TokenRedirectTo(format!("{}/token", other.base_url())), AuthorizationServer
             => Err(Error::Authorization { error: AuthError::Redirected { status: 302, .. }, .. })),
-        auth_row!(AuthHostile::RefuseTokens
+        auth_row!(AuthHostile::RefuseTokens, Server
             => Err(Error::Authorization { error: AuthError::TokenNotAccepted { .. }, .. })),
     ];
     let budget = Duration::from_secs(2);
     let mut failures = Vec::new();
-    for (mode, expected, check) in rows {
+    for (mode, fault, expected, check) in rows {
         let label = format!("{mode:?}");
         let call = authorized_call::<D>(
             Script::new().oauth(OAuthScript::new().hostile(mode)),
@@ -323,6 +335,14 @@ pub(super) fn every_hostile_authorization_server_ends_in_its_own_typed_error<D: 
             ));
         }
         if let Err(err) = &call.result {
+            // The MCP server's own metadata is the server's fault; what the issuer says is
+            // the authorization server's, a fault (and an exit code) of its own.
+            if err.fault() != fault {
+                failures.push(format!(
+                    "{label}: the fault is {:?}, not {fault:?}: {err}",
+                    err.fault()
+                ));
+            }
             let shown = format!("{err} {err:?}");
             for secret in call.server.issued_secrets() {
                 if shown.contains(&secret) {
@@ -704,18 +724,9 @@ pub(super) fn client_credentials_authenticate_with_basic_and_name_the_client_in_
         Ok(result) => assert_eq!(result.text(), "machine"),
         Err(err) => panic!("{err:?}; legs {:?}", server.trail()),
     }
-    assert_eq!(
-        server.trail(),
-        [
-            "initialize",
-            "oauth:resource-metadata",
-            "oauth:server-metadata",
-            "oauth:client-credentials",
-            "initialize",
-            "notifications/initialized",
-            "tools/call",
-        ]
-    );
+    let mut expected = MACHINE.to_vec();
+    expected.extend(["initialize", "notifications/initialized", "tools/call"]);
+    assert_eq!(server.trail(), expected);
     assert_one_deadline(&recorder);
     // No refresh token for a machine: an expired token means asking again.
     server.expire_tokens();
@@ -730,6 +741,42 @@ pub(super) fn client_credentials_authenticate_with_basic_and_name_the_client_in_
     );
     let failures = token_request_failures(&server, "client_secret_basic");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_credentials_stay_home(&server);
+}
+
+pub(super) fn a_token_endpoint_that_refuses_the_client_is_the_authorization_server_s_fault<
+    D: Driver,
+>() {
+    // The MCP server is fine; its issuer refuses the machine client's secret (401
+    // invalid_client). A script must be able to tell that from a broken MCP server.
+    let server = TestServer::start(
+        Script::new().oauth(OAuthScript::new().machine_client("machine-1", "the right secret")),
+    );
+    let grant = Grant::client_credentials("machine-1", "a stale secret");
+    let client_config = ClientConfig::headless(grant).expect("a grant without a person");
+    let mut client = D::new(config(&server, BUDGET).with_oauth(OAuth::new(client_config)));
+    let started = Instant::now();
+    let err = client
+        .call_tool("echo", echo("machine"))
+        .expect_err("a refused client gets no token");
+    let elapsed = started.elapsed();
+    match &err {
+        Error::Authorization {
+            error: AuthError::TokenRejected {
+                status: 401, error, ..
+            },
+            ..
+        } => assert_eq!(error.as_deref(), Some("invalid_client"), "{err}"),
+        other => panic!("expected the token endpoint's refusal, got {other:?}"),
+    }
+    assert_eq!(err.fault(), Fault::AuthorizationServer, "{err}");
+    assert_eq!(err.fault().as_str(), "authorization_server");
+    let text = err.to_string();
+    assert!(text.contains("/token") && text.contains("401"), "{text}");
+    assert!(!text.contains("stale secret"), "{text}");
+    // Asked once, and the tool was never called: no retry, no wait for the budget.
+    assert_eq!(server.trail(), MACHINE);
+    assert!(elapsed < BUDGET / 4, "it took {elapsed:?} of {BUDGET:?}");
     assert_credentials_stay_home(&server);
 }
 

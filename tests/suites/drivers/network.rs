@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::time::{Duration, Instant};
 
-use mcp_proto::{Budget, Error, Network, Resolution, SessionConfig, TlsProblem};
+use mcp_driver_common::network::Network;
+use mcp_proto::{Budget, Error, Resolution, SessionConfig, TlsProblem};
 use mcp_testkit::tls::{TestCa, TlsFront};
 use mcp_testkit::{ConnectProxy, Script, TestServer};
 

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use mcp_driver_common::network::Network;
 use mcp_proto::{
     Action, Budget, CallToolResult, Error, GetPromptResult, Listing, Outcome, Prompt,
     ReadResourceResult, Resolution, Resource, Session, SessionConfig, SessionInfo, Tool,
@@ -19,7 +20,7 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     const MODULE: &'static str;
 
     fn new(config: SessionConfig) -> Self;
-    fn with_network(config: SessionConfig, network: &mcp_proto::Network) -> Result<Self, Error>;
+    fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error>;
     fn connect(url: &str) -> Result<Self, Error>;
     fn probe(&mut self) -> Result<SessionInfo, Error>;
     fn list_tools(&mut self) -> Result<Listing<Tool>, Error>;
@@ -95,7 +96,7 @@ impl Driver for Blocking {
         mcp_driver_blocking::Client::connect(url).map(Self)
     }
 
-    fn with_network(config: SessionConfig, network: &mcp_proto::Network) -> Result<Self, Error> {
+    fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
         mcp_driver_blocking::Client::with_network(config, network).map(Self)
     }
 
@@ -265,7 +266,7 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
         mcp_driver_tokio::Client::connect(url).map(Self::with_client)
     }
 
-    fn with_network(config: SessionConfig, network: &mcp_proto::Network) -> Result<Self, Error> {
+    fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
         mcp_driver_tokio::Client::with_network(config, network).map(Self::with_client)
     }
 

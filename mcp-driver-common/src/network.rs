@@ -1,8 +1,12 @@
 //! How a driver's connections reach a server, decided once for both drivers: what they trust
 //! besides the operating system's store, which proxy (if any) carries a request, and the HTTP
-//! `CONNECT` exchange that opens a tunnel through it.
+//! `CONNECT` exchange that opens a tunnel through it. This is connection policy, not MCP: the
+//! operation (`mcp-proto`) only hears how a tunnel failed, as a
+//! [`TransportErrorKind::Proxy`](mcp_proto::TransportErrorKind::Proxy) whose detail is
+//! [`ProxyUrl::failure`]'s sentence, and words it as [`Error::Proxy`].
 //!
-//! Nothing here does I/O. The environment is read through a lookup the caller can replace
+//! Nothing here does I/O, and nothing here may name a driver's runtime (tokio, ureq): both
+//! drivers call the same functions, so they pick the same proxy and fail in the same words. The environment is read through a lookup the caller can replace
 //! ([`Network::with_env`]), so a test (or an embedding application) decides what
 //! `HTTPS_PROXY` or `SSL_CERT_FILE` say without touching the process's environment; files
 //! (added CAs, `SSL_CERT_FILE`, `SSL_CERT_DIR`) are named here and read by the drivers.
@@ -31,9 +35,7 @@ use std::sync::Arc;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::error::Error;
-pub use crate::tls::TlsProblem;
-use mcp_auth::clip;
+use mcp_proto::{Error, clip};
 
 /// The environment variables a [`Network`] reads for proxies, in the order they are tried.
 const HTTPS_VARS: [&str; 4] = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"];
