@@ -351,6 +351,33 @@ impl Operation {
         self.transmit(kind, now, None)
     }
 
+    /// The request whose answer is being read or awaited (the work leg in flight, or the one a
+    /// pending resumption serves, else the next one): its kind, JSON-RPC id and grant.
+    fn awaited(&self) -> (LegKind, Option<i64>, Duration) {
+        match (self.grants.legs.get(Role::Work), self.resume.awaited()) {
+            (Some(leg), _) => (leg.answers, leg.request_id, leg.grant),
+            (None, Some(awaited)) => awaited,
+            (None, None) => (self.next_leg_kind(), None, Duration::ZERO),
+        }
+    }
+
+    /// The awaited request did not get its answer within the budget: it timed out (the server
+    /// was asked, so this is not a refused leg).
+    fn fail_awaited_timed_out(&mut self) {
+        let (kind, _, grant) = self.awaited();
+        let method = kind.request_name();
+        self.fail(|server| Error::LegTimedOut {
+            server,
+            method,
+            grant,
+        });
+    }
+
+    /// The handshake in force: committed to the session, or answered and not yet confirmed.
+    fn handshake(&self) -> Option<&SessionInfo> {
+        self.pending.as_ref().or_else(|| self.session.info())
+    }
+
     /// Grants the leg `kind` what is left of the budget, builds its request and hands it out;
     /// `built` is the request an authorization flow made for an auth leg. A refused leg is
     /// never built: `None`, the refusal acted on.
@@ -387,7 +414,16 @@ impl Operation {
                 // A new request opens a new answer stream: an event id of an earlier stream
                 // must never be used to resume this one.
                 self.resume.forget_stream();
-                let (request, request_id) = self.build_request(kind);
+                let (request, request_id) = transmit::Request {
+                    session: &self.session,
+                    action: &self.action,
+                    handshake: self.pending.as_ref().or_else(|| self.session.info()),
+                    modern: self.era.modern(),
+                    paging: &self.paging,
+                    loading: &self.loading,
+                    input: self.input.as_ref(),
+                }
+                .build(kind);
                 (request, (kind, request_id))
             }
         };

@@ -3,67 +3,52 @@
 //! A request is built only after its leg was granted (`grant`): nothing of a refused leg
 //! exists. This module never grants, sends or reads anything.
 
-use std::time::Duration;
-
 use serde_json::{Map, Value};
 
-use super::legs::Role;
-use super::{Action, LegKind, Operation};
-use crate::error::Error;
+use super::answer::{Loading, Paging};
+use super::view::View;
+use super::{Action, LegKind};
 use crate::jsonrpc;
 use crate::model::{ProtocolVersion, SessionInfo};
 use crate::wire;
 
-impl Operation {
-    /// The request whose answer is being read or awaited (the work leg in flight, or the one a
-    /// pending resumption serves, else the next one): its kind, JSON-RPC id and grant.
-    pub(super) fn awaited(&self) -> (LegKind, Option<i64>, Duration) {
-        match (self.grants.legs.get(Role::Work), self.resume.awaited()) {
-            (Some(leg), _) => (leg.answers, leg.request_id, leg.grant),
-            (None, Some(awaited)) => awaited,
-            (None, None) => (self.next_leg_kind(), None, Duration::ZERO),
-        }
-    }
+/// What a work leg's request is built from: borrowed from the operation for one build.
+pub(super) struct Request<'a> {
+    pub(super) session: &'a View,
+    pub(super) action: &'a Action,
+    /// The handshake in force (committed, or answered and not yet confirmed).
+    pub(super) handshake: Option<&'a SessionInfo>,
+    /// The modern version spoken, or `None` in the legacy era.
+    pub(super) modern: Option<ProtocolVersion>,
+    pub(super) paging: &'a Paging,
+    pub(super) loading: &'a Loading,
+    /// What the request carries after the server asked for input.
+    pub(super) input: Option<&'a wire::InputRound>,
+}
 
-    /// The awaited request did not get its answer within the budget: it timed out (the server
-    /// was asked, so this is not a refused leg).
-    pub(super) fn fail_awaited_timed_out(&mut self) {
-        let (kind, _, grant) = self.awaited();
-        let method = kind.request_name();
-        self.fail(|server| Error::LegTimedOut {
-            server,
-            method,
-            grant,
-        });
-    }
-
-    /// The handshake in force: committed to the session, or answered and not yet confirmed.
-    pub(super) fn handshake(&self) -> Option<&SessionInfo> {
-        self.pending.as_ref().or_else(|| self.session.info())
-    }
-
+impl Request<'_> {
     /// The request of a work leg of `kind`, and the JSON-RPC id its answer must carry.
-    pub(super) fn build_request(&mut self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+    pub(super) fn build(&self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
         if matches!(kind, LegKind::Spawn | LegKind::Shutdown | LegKind::Kill) {
             // No message: the driver starts or ends the process.
             return (http::Request::new(Vec::new()), None);
         }
-        if let Some(version) = self.era.modern() {
+        if let Some(version) = self.modern {
             return self.build_modern(kind, version);
         }
         match kind {
             LegKind::Initialized => {
                 let body = jsonrpc::notification("notifications/initialized", Map::new());
-                let request = self.session.config().wire().post(body, self.handshake());
+                let request = self.session.config().wire().post(body, self.handshake);
                 return (request, None);
             }
             LegKind::Close => {
-                let request = self.session.config().wire().delete(self.handshake());
+                let request = self.session.config().wire().delete(self.handshake);
                 return (request, None);
             }
             // The legacy era's subscription is the session's own stream.
             LegKind::Subscribe => {
-                let request = self.session.config().wire().get(self.handshake(), None);
+                let request = self.session.config().wire().get(self.handshake, None);
                 return (request, None);
             }
             _ => {}
@@ -77,7 +62,7 @@ impl Operation {
             }
             params
         };
-        let body = match (kind, &self.action) {
+        let body = match (kind, self.action) {
             (LegKind::Initialize, _) => {
                 let client = config.client_info();
                 let mut params = Map::new();
@@ -110,13 +95,13 @@ impl Operation {
             }
             _ => jsonrpc::request(id, kind.request_name(), traced(Map::new())),
         };
-        (config.wire().post(body, self.handshake()), Some(id))
+        (config.wire().post(body, self.handshake), Some(id))
     }
 
     /// A modern request: no session, the version and the client's capabilities in `_meta`,
     /// the version, method and name mirrored in headers.
     fn build_modern(
-        &mut self,
+        &self,
         kind: LegKind,
         version: ProtocolVersion,
     ) -> (http::Request<Vec<u8>>, Option<i64>) {
@@ -125,10 +110,10 @@ impl Operation {
         let mut meta = wire::modern_meta(version, config.capabilities(), config.client_info());
         meta.extend(config.trace_context().clone());
         let method = kind.request_name();
-        let (body, name, params) = match (kind, &self.action) {
+        let (body, name, params) = match (kind, self.action) {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
-                let input = self.input.as_ref();
+                let input = self.input;
                 let body = wire::call_tool(id, name, arguments, progress, Some(&meta), input);
                 let params =
                     crate::headers::param_values(self.session.tool_headers(name), arguments);
@@ -139,12 +124,12 @@ impl Operation {
                     LegKind::List { .. } => self.paging.params(),
                     _ => self.action_params(),
                 };
-                if let Some(input) = &self.input {
+                if let Some(input) = self.input {
                     input.add_to(&mut params);
                 }
                 params.insert("_meta".to_owned(), Value::Object(meta));
                 // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI.
-                let name = match &self.action {
+                let name = match self.action {
                     Action::ReadResource { uri } => Some(uri.as_str()),
                     Action::LoadSkill(_) => self.loading.next_uri(),
                     Action::GetPrompt { name, .. } => Some(name.as_str()),
@@ -162,7 +147,7 @@ impl Operation {
     /// The params of a request that names what it is about (`resources/read`, `prompts/get`).
     fn action_params(&self) -> Map<String, Value> {
         let mut params = Map::new();
-        match &self.action {
+        match self.action {
             Action::ReadResource { uri } => {
                 params.insert("uri".to_owned(), Value::from(uri.as_str()));
             }
