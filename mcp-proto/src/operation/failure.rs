@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::types::{TransportError, TransportErrorKind};
+use super::driving::{TransportError, TransportErrorKind};
 use crate::deadline::format_seconds;
 use crate::error::Error;
 use crate::tls::TlsProblem;

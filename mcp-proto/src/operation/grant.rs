@@ -9,9 +9,9 @@
 
 use std::time::{Duration, Instant};
 
+use super::driving::{CANCEL_NOTICE_GRANT, Leg, LegId, LegKind};
 use super::legs::{InFlight, LegTable, Reading, Role};
 use super::timers::{Timer, TimerTable};
-use super::types::{CANCEL_NOTICE_GRANT, Leg, LegId, LegKind};
 use crate::deadline::{Budget, OperationDeadline};
 
 /// What asks for a grant.

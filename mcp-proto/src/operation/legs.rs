@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::types::{LegId, LegKind};
+use super::driving::{LegId, LegKind};
 use crate::sse::SseParser;
 
 /// What the operation does with a leg.

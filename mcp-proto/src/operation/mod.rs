@@ -11,7 +11,8 @@
 //!
 //! | module     | its state                                 | its concern                              |
 //! |------------|-------------------------------------------|------------------------------------------|
-//! | `types`    | none                                      | what drivers see: outputs, legs, inputs  |
+//! | `types`    | none                                      | what callers see: actions, events, ends  |
+//! | `driving`  | none                                      | what drivers see: legs, outputs, inputs  |
 //! | `grant`    | the deadline, the leg and timer tables    | the one grant rule, legs in and out      |
 //! | `legs`     | the leg table (one slot per role)         | which legs are in flight, found by id    |
 //! | `timers`   | the timer table                           | every instant something happens unasked  |
@@ -37,6 +38,7 @@
 
 mod answer;
 mod authorize;
+mod driving;
 mod era;
 mod failure;
 mod grant;
@@ -78,11 +80,11 @@ use resume::Resumption;
 use timers::Timer;
 use view::View;
 
-pub use types::{
-    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, Input,
-    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Outcome,
-    Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
+pub use driving::{
+    Authorize, CANCEL_NOTICE_GRANT, DRAIN_BYTES, DRAIN_WAIT, Input, LISTEN_HEAD_WAIT, Leg, LegId,
+    LegKind, LegStatus, Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
 };
+pub use types::{Action, DEFAULT_RETRY, Event, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
 
 /// A tool call's refresh of the listing after a header mismatch: at most once per operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

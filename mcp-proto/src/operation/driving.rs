@@ -1,0 +1,413 @@
+//! What a driver exchanges with an operation: the legs it hands out ([`Leg`], [`LegKind`],
+//! [`LegId`]), the outputs ([`Output`]) and the one input type ([`Input`]), how a leg's body
+//! is read ([`LegStatus`], the drain rule) and what a transport failure or a process exit
+//! says ([`TransportError`], [`ProcessExit`]).
+//!
+//! Plain data. Nothing here decides anything; the operation reads these, the driver carries
+//! them out.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, StatusCode};
+
+use super::types::{Event, Outcome};
+use crate::catalog::ListKind;
+use crate::error::Error;
+use crate::session::Session;
+use crate::tls::TlsProblem;
+
+/// The most a `notifications/cancelled` leg is granted (see
+/// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)): what is
+/// left of the budget, at most this. Once the budget is spent a notice over HTTP is not sent,
+/// and one over stdio is written only if the server's stdin takes it at once
+/// ([`LegKind::CancelNotice`]).
+pub const CANCEL_NOTICE_GRANT: Duration = Duration::from_secs(1);
+/// How long the work request waits for the standalone stream's head before going out anyway.
+pub const LISTEN_HEAD_WAIT: Duration = Duration::from_secs(1);
+/// After a leg answered [`LegStatus::Complete`] with its body unread to the end, a driver may
+/// read what is left for at most this long (and [`DRAIN_BYTES`]) so the connection can be
+/// reused; a body that does not end by then is dropped with its connection.
+pub const DRAIN_WAIT: Duration = Duration::from_millis(1);
+/// The most body bytes a driver reads after [`LegStatus::Complete`] (see [`DRAIN_WAIT`]).
+pub const DRAIN_BYTES: usize = 64 * 1024;
+
+/// Which request a leg carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegKind {
+    /// `initialize`.
+    Initialize,
+    /// `notifications/initialized`.
+    Initialized,
+    /// `ping` (a probe on a live session).
+    Ping,
+    /// `server/discover` (a probe in the modern era).
+    Discover,
+    /// One page of a listing.
+    List {
+        /// Which listing.
+        of: ListKind,
+        /// The page number (1-based).
+        page: u32,
+    },
+    /// `tools/call`.
+    CallTool,
+    /// `resources/read`.
+    ReadResource,
+    /// `prompts/get`.
+    GetPrompt,
+    /// `subscriptions/listen` (modern era), or the session's GET stream (legacy era), read
+    /// until the budget or the server ends it.
+    Subscribe,
+    /// A POST answering a request the server sent on a stream.
+    Respond,
+    /// A GET resuming a stream the server closed before the answer (`Last-Event-ID`).
+    Resume,
+    /// A DELETE ending the session.
+    Close,
+    /// A best-effort `notifications/cancelled` after the caller cancelled a `tools/call` (or,
+    /// over stdio, after its grant ran out). Over stdio, write it **only if the server's stdin
+    /// takes the whole line at once**, never waiting for room in the pipe (the line is short
+    /// enough for a pipe to take all of it or none), then report it sent
+    /// ([`Input::Sent`]); when the pipe is full,
+    /// report it declined ([`TransportErrorKind::Declined`]). A server that stopped reading
+    /// must not hold the end of an operation.
+    CancelNotice,
+    /// A GET opening the session's standalone stream, read beside the other legs (see
+    /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
+    Listen,
+    /// Over stdio: start the server process (the session's [`StdioCommand`]); no message.
+    ///
+    /// [`StdioCommand`]: crate::StdioCommand
+    Spawn,
+    /// Over stdio: end the server process (close its stdin, wait, then terminate it); no
+    /// message. The close of a stdio session. End the process within the leg's grant: stdin
+    /// closed, half the grant for it to exit on its own, then SIGTERM, then SIGKILL at the
+    /// grant's end; reap it; report [`Input::Exit`].
+    Shutdown,
+    /// Over stdio: end the server process **at once**: close its stdin, SIGKILL it, reap it,
+    /// and report [`Input::Exit`]; no message, no
+    /// wait. Handed out when nothing may wait any more: a close after the budget was spent,
+    /// and a process whose stdin holds part of a message (a write that ran out of its grant,
+    /// or was cancelled, leaves a line no later message can follow).
+    Kill,
+    /// A request of an authorization the server asked for (resource metadata, server
+    /// metadata, registration, token, refresh), to the endpoint the flow chose. Its label is
+    /// the flow's (`oauth:token`, ...).
+    Auth(mcp_auth::AuthRequestKind),
+}
+
+impl LegKind {
+    /// The JSON-RPC method the leg carries, `None` for legs that carry none (an answer to a
+    /// server request, a GET, a DELETE).
+    pub const fn method(self) -> Option<&'static str> {
+        match self {
+            Self::Initialize => Some("initialize"),
+            Self::Initialized => Some("notifications/initialized"),
+            Self::Ping => Some("ping"),
+            Self::Discover => Some("server/discover"),
+            Self::List { of, .. } => Some(of.method()),
+            Self::CallTool => Some("tools/call"),
+            Self::ReadResource => Some("resources/read"),
+            Self::GetPrompt => Some("prompts/get"),
+            Self::Subscribe => Some("subscriptions/listen"),
+            Self::CancelNotice => Some("notifications/cancelled"),
+            Self::Respond
+            | Self::Resume
+            | Self::Close
+            | Self::Listen
+            | Self::Spawn
+            | Self::Shutdown
+            | Self::Kill
+            | Self::Auth(_) => None,
+        }
+    }
+
+    /// One word for traces: the JSON-RPC method, or what the leg does: `response`, `resume`
+    /// (GET), `close` (DELETE) or `listen` (GET).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Respond => "response",
+            Self::Resume => "resume",
+            Self::Close => "close",
+            Self::Listen => "listen",
+            Self::Spawn => "spawn",
+            Self::Shutdown => "shutdown",
+            Self::Kill => "kill",
+            Self::Auth(kind) => kind.label(),
+            other => match other.method() {
+                Some(method) => method,
+                None => "leg",
+            },
+        }
+    }
+
+    /// What an error about this leg names as its request: the JSON-RPC method, or the HTTP
+    /// method for a leg that carries none.
+    pub(crate) const fn request_name(self) -> &'static str {
+        match self {
+            Self::Close => "DELETE",
+            Self::Resume | Self::Listen => "GET",
+            Self::Respond => "POST",
+            Self::Spawn => "spawn",
+            Self::Shutdown => "shutdown",
+            Self::Kill => "kill",
+            Self::Auth(kind) => kind.label(),
+            other => match other.method() {
+                Some(method) => method,
+                None => "request",
+            },
+        }
+    }
+}
+
+/// A leg's identity within its operation: the leg's number, 1-based, in the order the legs
+/// were handed out. Every input about a leg names it; an id of a leg that is already over is
+/// ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LegId(pub(crate) u32);
+
+impl LegId {
+    /// The leg's number within the operation (1-based).
+    pub const fn number(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for LegId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "leg {}", self.0)
+    }
+}
+
+/// One HTTP request to send, with the part of the budget it may spend.
+#[derive(Debug)]
+#[must_use = "a leg must be sent (or declined), or the operation waits for it until its grant ends"]
+pub struct Leg {
+    /// The leg's identity: name it in every input about this leg.
+    pub id: LegId,
+    /// Which request it carries.
+    pub kind: LegKind,
+    /// The request, ready to send. Over stdio its body is the line to write, newline
+    /// included (a spawn or a shutdown has none).
+    pub request: http::Request<Vec<u8>>,
+    /// The leg's grant: bound the **whole** leg by it. Never zero.
+    pub timeout: Duration,
+    /// The instant the grant ends (`now + timeout` at the poll that produced the leg).
+    pub ends_at: Instant,
+}
+
+impl Leg {
+    /// After this leg answered [`LegStatus::Complete`] at `now` with its body unread to the
+    /// end: the instant a driver stops reading the rest (to keep the connection for reuse),
+    /// [`DRAIN_WAIT`] from `now` but never past the leg's grant, and [`DRAIN_BYTES`] at most.
+    /// A body that has not ended by then is dropped with its connection. The one drain rule
+    /// of both drivers.
+    pub fn drain_until(&self, now: Instant) -> Instant {
+        drain_until(now, self.ends_at)
+    }
+}
+
+/// [`Leg::drain_until`] for a driver that kept only the leg's end.
+pub fn drain_until(now: Instant, ends_at: Instant) -> Instant {
+    now.checked_add(DRAIN_WAIT).unwrap_or(now).min(ends_at)
+}
+
+/// What the driver must do next.
+#[derive(Debug)]
+#[must_use]
+pub enum Output {
+    /// The operation learned something about its session: apply it
+    /// ([`Session::apply`](crate::Session::apply)) before polling this operation again, and
+    /// wake the other operations on the session that
+    /// [await it](Output::AwaitSession). Updates come before anything else the operation hands
+    /// out.
+    Update(crate::session::SessionUpdate),
+    /// Send this leg (beside any other leg in flight), and feed what comes back under its id.
+    Transmit(Leg),
+    /// Nothing to send: feed the legs in flight, and give [`Input::Timeout`] once this
+    /// instant has come (the earliest of the operation's timers: a leg's end, a pause before a
+    /// resumption, the wait for the standalone stream's head).
+    Wait(Instant),
+    /// The operation needs its session and has not got it: give it the session
+    /// ([`Input::Session`]) and poll again. If it awaits it still (another operation is
+    /// establishing the session, or authorizing for it), wait until this instant (the end of
+    /// the budget, or an earlier timer: then give [`Input::Timeout`]) or until the session
+    /// changes (another operation's update applied, or another operation ended), whichever
+    /// comes first, and give it the session again.
+    AwaitSession(Instant),
+    /// Hand this to the caller, then poll again.
+    Event(Event),
+    /// An authorization needs a person: give the URL to the caller's authorizer (a browser
+    /// and the listener its redirect comes back to), bounded by `ends_at`, and feed the
+    /// redirect URL ([`Input::Redirect`]). Without an authorizer, give [`Input::NoAuthorizer`]
+    /// at once: the operation ends with [`Error::AuthorizationRequired`] having waited for no
+    /// one.
+    Authorize(Authorize),
+    /// The operation is over: drop every leg still in flight. Polling again yields
+    /// [`Error::AlreadyFinished`].
+    Done(Result<Outcome, Error>),
+}
+
+/// What came, for [`Operation::handle_input`](crate::Operation::handle_input): the one way a
+/// driver tells the operation anything. Each input about a leg names it; an input for a leg
+/// the operation no longer has is ignored, and one that comes at or after the leg's end ends
+/// that leg as timed out (a driver never decides that a leg was late).
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// The response head of leg `leg`. Read the body while the answer is
+    /// [`LegStatus::ReadMore`].
+    Head {
+        /// The leg it answers.
+        leg: LegId,
+        /// The response's status.
+        status: StatusCode,
+        /// The response's headers.
+        headers: &'a HeaderMap,
+    },
+    /// The next bytes of leg `leg`'s body, as they came (any split).
+    Chunk {
+        /// The leg whose body this is.
+        leg: LegId,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// The body of leg `leg` ended.
+    End {
+        /// The leg whose body ended.
+        leg: LegId,
+    },
+    /// Leg `leg` failed in the transport, or the driver declined it
+    /// ([`TransportErrorKind::Declined`]). A failure reported at or after the leg's end is its
+    /// timeout, except a TLS handshake that ran out of the grant
+    /// ([`TlsProblem::TimedOut`](crate::TlsProblem::TimedOut)): that is what the driver saw
+    /// at the leg's end, and the error says so.
+    Failed {
+        /// The leg that failed.
+        leg: LegId,
+        /// What failed, in the driver's words.
+        error: TransportError,
+    },
+    /// Over stdio: the whole message of leg `leg` was written to the server's stdin (for a
+    /// [`LegKind::Spawn`] leg: the process started). A notification or an answer is over
+    /// then; a request now awaits its answer on stdout.
+    Sent {
+        /// The leg whose message was written.
+        leg: LegId,
+    },
+    /// Over stdio: the next bytes the server wrote on its stdout, as they came (any split).
+    /// Feed them whenever they arrive, also while no leg awaits an answer.
+    Stdout(&'a [u8]),
+    /// Over stdio: the server process ended (or closed its stdout). A request awaiting its
+    /// answer fails with [`Error::ServerExited`]; a shutdown or a kill is complete.
+    Exit(&'a ProcessExit),
+    /// The instant [`Output::Wait`] (or [`Output::AwaitSession`]) named has come: every timer
+    /// due expires (a leg whose grant ended times out; a pause is over).
+    Timeout,
+    /// The session, for an operation that [awaits it](Output::AwaitSession): the live
+    /// session another operation established (the work goes out on it), or the claim to
+    /// establish it; for a refused operation, a newer token another operation obtained, or
+    /// the claim to authorize. Otherwise it waits on. Give it the session every update of
+    /// this operation has been applied to (under the same lock, when operations run in
+    /// parallel). Ignored by an operation that does not await its session.
+    Session(&'a mut Session),
+    /// The URL the authorization server sent the person's browser to, after
+    /// [`Output::Authorize`].
+    Redirect(&'a str),
+    /// The caller's authorizer did not get the redirect after [`Output::Authorize`] (its
+    /// words: quoted, clipped, in the error): the operation ends with
+    /// [`Error::AuthorizationRequired`]. At or after the step's end, that is the budget
+    /// running out, and the error says so.
+    AuthorizerFailed(&'a str),
+    /// There is no authorizer for [`Output::Authorize`]: the operation ends at once with
+    /// [`Error::AuthorizationRequired`], having waited for no one.
+    NoAuthorizer,
+    /// The caller cancelled: polling now yields [`Error::Cancelled`] (after the
+    /// `notifications/cancelled` leg, where one is due: see
+    /// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)). Drop
+    /// every leg in flight. Ignored once the operation has finished.
+    Cancel,
+}
+
+/// Whether the driver should keep reading the body of a leg: the answer to a head or a chunk
+/// ([`Input::Head`], [`Input::Chunk`]). A driver that keeps reading after `Complete` waits for
+/// a stream that may never end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegStatus {
+    /// Feed more of the body (or its end).
+    ReadMore,
+    /// Stop reading: the leg is over (its answer is in, it failed, or it is no longer wanted).
+    /// Drop the response, after at most [`DRAIN_WAIT`] and [`DRAIN_BYTES`] more of its body.
+    Complete,
+}
+
+/// How a stdio server process ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcessExit {
+    /// The exit status, if it exited normally (`None` when a signal ended it, or unknown).
+    pub status: Option<i32>,
+    /// The last lines it wrote on stderr (the driver keeps a bounded tail); quoted, clipped,
+    /// in the error.
+    pub stderr: String,
+}
+
+/// How a leg's transport failed, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportError {
+    /// The kind of failure.
+    pub kind: TransportErrorKind,
+    /// The transport's own description (clipped before it is quoted).
+    pub detail: String,
+}
+
+/// The kinds of transport failure a driver reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportErrorKind {
+    /// The leg's grant ran out in the transport (a driver whose own timer fired calls
+    /// [`Input::Timeout`] instead).
+    TimedOut,
+    /// No connection could be made (refused, DNS).
+    Connect,
+    /// The TLS handshake failed, or did not finish within the grant: the server's certificate
+    /// is not trusted, or the handshake itself broke ([`Error::Tls`](crate::Error::Tls)).
+    /// A [`TlsProblem::TimedOut`] is honoured even when reported at the leg's end.
+    Tls(TlsProblem),
+    /// The proxy could not be reached, or refused or broke the tunnel
+    /// ([`Error::Proxy`](crate::Error::Proxy)); the detail is the sentence of
+    /// `mcp_driver_common::network::ProxyUrl::failure` (no credentials).
+    Proxy,
+    /// The connection broke while sending or reading.
+    Io,
+    /// The server answered with something that is not HTTP (a head that does not parse, e.g.
+    /// a header value with CR or LF in it). It is the server's fault, reported as a
+    /// malformed answer, not as a server that could not be reached.
+    Protocol,
+    /// The driver does not send this kind of leg (the blocking driver and the standalone
+    /// stream, which must be read beside other legs). The operation goes on without it when
+    /// it can.
+    Declined,
+}
+
+impl TransportError {
+    /// A transport error of `kind` with `detail`.
+    pub fn new(kind: TransportErrorKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What the browser step of an authorization needs: the URL a person must open, and how long
+/// the operation can wait for the redirect (what was left of its budget).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorize {
+    /// The authorization URL: open it in a browser (it holds no secret).
+    pub url: String,
+    /// How long the person has: the rest of the budget. Never zero.
+    pub timeout: Duration,
+    /// The instant that time ends.
+    pub ends_at: Instant,
+}
