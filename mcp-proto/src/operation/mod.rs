@@ -70,7 +70,7 @@ use crate::wire;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 use answer::{Loading, Paging};
-use authorize::{Authorizing, PersonAnswer};
+use authorize::{Authorizing, PersonAnswer, Polled};
 use era::{EraState, Move};
 use grant::{Grantee, Grants, Refusal};
 use legs::Role;
@@ -251,7 +251,12 @@ impl Operation {
             return;
         }
         if self.auth.is_waiting() {
-            self.take_authorization(session);
+            if let Some(started) = self.auth.take(&mut self.session, session) {
+                self.grants.timers.stop(Timer::SessionWait);
+                if let Err(error) = started {
+                    self.fail(|server| Error::Authorization { server, error });
+                }
+            }
             return;
         }
         if !self.session.take_session(session) {
@@ -335,7 +340,7 @@ impl Operation {
             ));
         }
         if self.auth.is_running() {
-            return self.poll_authorization(now);
+            return self.authorization_step(now);
         }
         if self.is_live() && self.listen.is_due() {
             return self.transmit(LegKind::Listen, now, None);
@@ -491,7 +496,7 @@ impl Operation {
         answers: (LegKind, Option<i64>),
     ) -> Leg {
         if !matches!(kind, LegKind::Auth(_)) {
-            self.present_token(&mut request, now);
+            self.session.present_token(&mut request, now);
         }
         // Over stdio a message is a line: the transport's framing is decided here, once.
         if self.session.config().is_stdio() && !request.body().is_empty() {
@@ -567,7 +572,10 @@ impl Operation {
             return LegStatus::Complete;
         };
         match role {
-            Role::Work if self.is_auth_leg() => self.auth_head(status, headers),
+            Role::Work if self.is_auth_leg() => {
+                self.auth.head(status, headers);
+                LegStatus::ReadMore
+            }
             Role::Work => self.work_head(status, headers),
             Role::Reply if !status.is_success() => {
                 // Any 2xx, with or without a body, means the server has the answer.
@@ -601,7 +609,13 @@ impl Operation {
             return LegStatus::Complete;
         };
         match role {
-            Role::Work if self.is_auth_leg() => self.auth_chunk(chunk),
+            Role::Work if self.is_auth_leg() => {
+                if !self.auth.chunk(chunk) {
+                    return LegStatus::ReadMore;
+                }
+                self.auth_end();
+                LegStatus::Complete
+            }
             Role::Work => self.work_chunk(chunk),
             Role::Listen => {
                 let (messages, broken) = self.listen.chunk(chunk, &mut self.scratch);
@@ -664,7 +678,11 @@ impl Operation {
         self.grants.timers.stop(timer);
         match timer {
             Timer::LegEnd(role) => self.leg_failed(role, None),
-            Timer::Person => self.person_timed_out(),
+            Timer::Person => {
+                self.person_failed(
+                    "the authorization was not approved within the operation's budget",
+                );
+            }
             // The budget ended while another operation established the session (the
             // handshake is next) or authorized for it (the refused request is): the budget
             // check refuses it.
@@ -903,6 +921,96 @@ impl Operation {
             &self.action,
             self.era.modern().is_some(),
         );
+    }
+
+    /// The next step of a running authorization: a leg, the person's step or a wait; `None`
+    /// when the step changed the operation (the flow ended, or the budget refused its leg).
+    fn authorization_step(&mut self, now: Instant) -> Option<Output> {
+        // The person's step was handed out (its timer runs): its redirect is awaited.
+        if self.grants.timers.is_armed(Timer::Person) {
+            return Some(self.wait(now));
+        }
+        match self.auth.poll(now, &mut self.session) {
+            Polled::Send(request) => {
+                self.transmit(LegKind::Auth(request.kind), now, Some(request.request))
+            }
+            Polled::Person(url) => {
+                let timeout = self.grant(Grantee::Person, now)?;
+                let ends_at = now.checked_add(timeout).unwrap_or(now);
+                self.grants.timers.set(Timer::Person, ends_at);
+                Some(Output::Authorize(Authorize {
+                    url,
+                    timeout,
+                    ends_at,
+                }))
+            }
+            Polled::Pending => Some(self.wait(now)),
+            Polled::Done => None,
+            Polled::Failed(error) => {
+                let method = self.next_leg_kind().request_name();
+                match error {
+                    mcp_auth::AuthError::AuthorizationRequired { issuer, .. } => {
+                        self.fail(|server| Error::AuthorizationRequired {
+                            server,
+                            method,
+                            issuer: Some(issuer),
+                            reason:
+                                "a person must approve in a browser and no authorizer is configured"
+                                    .to_owned(),
+                        });
+                    }
+                    error => self.fail(|server| Error::Authorization { server, error }),
+                }
+                None
+            }
+        }
+    }
+
+    /// Whether the work leg in flight is an auth leg.
+    fn is_auth_leg(&self) -> bool {
+        self.grants
+            .legs
+            .get(Role::Work)
+            .is_some_and(|leg| matches!(leg.kind, LegKind::Auth(_)))
+    }
+
+    /// An auth leg is over: its answer goes to the flow.
+    fn auth_end(&mut self) {
+        self.grants.end(Role::Work);
+        self.auth.end(&mut self.session);
+    }
+
+    /// What came back from the person's step, after [`Output::Authorize`]; `now` is when
+    /// (none for an answer given at once). Ignored when no step is awaited; at or after the
+    /// step's end, whatever came back, the budget ran out.
+    fn person_answered(&mut self, answer: PersonAnswer<'_>, now: Option<Instant>) {
+        if !self.grants.timers.is_armed(Timer::Person) {
+            return;
+        }
+        if now.is_some_and(|now| self.grants.timers.is_due(Timer::Person, now)) {
+            self.expire(Timer::Person);
+            return;
+        }
+        self.grants.timers.stop(Timer::Person);
+        self.auth.person(&answer);
+        if let PersonAnswer::Failed(detail) = answer {
+            let detail = clip(detail, QUOTE_LIMIT);
+            self.person_failed(&format!("the authorizer failed: {detail}"));
+        }
+    }
+
+    /// The person's step ended without a redirect, for `reason`.
+    fn person_failed(&mut self, reason: &str) {
+        self.auth.stop();
+        let method = self.next_leg_kind().request_name();
+        let issuer = self.auth.issuer();
+        let reason = reason.to_owned();
+        self.fail(|server| Error::AuthorizationRequired {
+            server,
+            method,
+            issuer,
+            reason,
+        });
     }
 
     /// A request of this era was answered: the era is the server's, and the session keeps it.

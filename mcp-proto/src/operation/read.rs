@@ -14,6 +14,7 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
+use super::authorize::Refused;
 use super::era::is_modern_error;
 use super::legs::{Reading, Role};
 use super::{LegKind, LegStatus, Operation};
@@ -96,8 +97,17 @@ impl Operation {
             }
             return LegStatus::Complete;
         }
-        self.note_dpop_nonce(headers);
-        if self.meets_challenge(status, headers) {
+        self.session.note_dpop_nonce(headers);
+        if let Some(refused) = self.auth.refused(status, headers, &mut self.session) {
+            self.grants.end(Role::Work);
+            if refused == Refused::Unconfigured {
+                self.fail(|server| Error::AuthorizationRequired {
+                    server,
+                    method,
+                    issuer: None,
+                    reason: "no OAuth client is configured for it".to_owned(),
+                });
+            }
             return LegStatus::Complete;
         }
         if status == StatusCode::NOT_FOUND && carried_session {

@@ -212,6 +212,42 @@ impl View {
         self.learned(Learned::ProcessExited);
     }
 
+    /// Puts the session's token on an MCP request (never on an auth leg: those go to other
+    /// endpoints, built by the flow): `Authorization`, and for a DPoP-bound token a fresh
+    /// proof of possession for this request (with the server's last nonce).
+    pub(super) fn present_token(&mut self, request: &mut http::Request<Vec<u8>>, now: Instant) {
+        let wall = self.time_of_day(now);
+        let Some((token, nonce, entropy)) = self.presenting() else {
+            return;
+        };
+        let method = request.method().clone();
+        let url = request.uri().to_string();
+        let headers = match entropy {
+            Some(entropy) => token.authorization_headers(&method, &url, nonce, wall, entropy),
+            // Without a random source no proof can be made; a bearer token needs none.
+            None if !token.is_dpop_bound() => Ok(vec![(
+                http::header::AUTHORIZATION,
+                token.authorization_header(),
+            )]),
+            None => return,
+        };
+        // A proof that cannot be made (an unusable URL) leaves the request without it: the
+        // server's refusal then says so.
+        for (name, value) in headers.unwrap_or_default() {
+            request.headers_mut().insert(name, value);
+        }
+    }
+
+    /// Remembers a fresh DPoP nonce a response of the MCP server carried.
+    pub(super) fn note_dpop_nonce(&mut self, headers: &http::HeaderMap) {
+        let Some(nonce) = headers.get("dpop-nonce").and_then(|v| v.to_str().ok()) else {
+            return;
+        };
+        if self.token().is_some_and(AccessToken::is_dpop_bound) {
+            self.set_dpop_nonce(nonce.to_owned());
+        }
+    }
+
     pub(super) fn framer(&mut self) -> &mut LineFramer {
         &mut self.framer
     }
