@@ -1,23 +1,28 @@
-//! What an answer means: the handshake's result, a probe's `ping`, a page of a listing, a
-//! tool's result; and the paging state of a tool listing.
+//! What a result means: the handshake's, a probe's, a page of a listing, a tool's, a skill's
+//! files, a server's request for more input; and the state those build up (the listing's
+//! pages, the skill's files read so far, the last round's input).
 //!
-//! The answer has already been read and classified (`read`); this module checks its id,
-//! turns it into the operation's next step or its [`Outcome`](super::Outcome), and keeps the
-//! listing's walk bounded (a page ceiling, no repeated cursor).
+//! The answer has already been read, classified and matched to its request (`read`, the
+//! operation); this module turns a result into a [`Meaning`] the operation acts on, and keeps
+//! the listing's walk bounded (a page ceiling, no repeated cursor). It never ends the
+//! operation itself, and holds no server text unclipped in a failure.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use super::legs::Role;
-use super::{LegKind, Operation, Outcome, Relist, Step};
+use std::collections::VecDeque;
+
+use super::view::View;
+use super::{Action, Event, LegKind, Outcome};
 use crate::catalog::{
     CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult, Tool,
 };
 use crate::error::Error;
-use crate::jsonrpc::{Incoming, RequestId};
+use crate::jsonrpc::RequestId;
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
 use crate::skills::{self, LoadedSkill, SkillFile};
+use crate::wire::InputRound;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// The most times one operation answers a server's request for more input.
@@ -43,9 +48,9 @@ pub(super) struct Loading {
 
 impl Loading {
     /// The files `action` loads (none unless it loads a skill).
-    pub(super) fn for_action(action: &super::Action) -> Self {
+    pub(super) fn for_action(action: &Action) -> Self {
         match action {
-            super::Action::LoadSkill(skill) => Self {
+            Action::LoadSkill(skill) => Self {
                 files: skill.files(),
                 loaded: Vec::new(),
             },
@@ -119,143 +124,176 @@ impl Paging {
     }
 }
 
-impl Operation {
-    /// A response arrived for the work leg: check it and move on.
-    pub(super) fn read_answer(&mut self, answer: Incoming) {
-        let Some(leg) = self.grants.end(Role::Work) else {
-            return;
-        };
-        let method = leg.answers.request_name();
-        let malformed = |detail: String| {
-            move |server| Error::Malformed {
+/// A tool call's refresh of the listing after a header mismatch: at most once per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Relist {
+    /// Not needed so far.
+    Never,
+    /// The listing is being walked; the call goes out again after its last page.
+    Walking,
+    /// Done: a second mismatch is the server's answer.
+    Done,
+}
+
+/// What the operation's answers built up so far.
+#[derive(Debug)]
+pub(super) struct Answering {
+    /// The listing's walk.
+    pub(super) paging: Paging,
+    /// A skill's files, read and verified one by one (`Action::LoadSkill`).
+    pub(super) loading: Loading,
+    /// Where a tool call is in refreshing the tools' header annotations after a `-32020`.
+    pub(super) relist: Relist,
+    /// What the next try of the work request carries after the server asked for input.
+    pub(super) input: Option<InputRound>,
+    /// How many times the server asked for input in this operation.
+    input_rounds: u32,
+}
+
+/// What a result means for the operation.
+#[derive(Debug)]
+pub(super) enum Meaning {
+    /// The operation's result.
+    Finish(Outcome),
+    /// The handshake was answered: this is the session, once `notifications/initialized` is
+    /// accepted.
+    Handshake(SessionInfo),
+    /// The stdio probe before the work was answered: the server is modern, the work goes out.
+    Probed,
+    /// The walk goes on: the next page, the next file, the request again with the input the
+    /// server asked for, or the call again after its tools were listed anew.
+    More,
+    /// The server ended the subscription.
+    SubscriptionEnded,
+    /// The result is not what the request asks for.
+    Failed(Failure),
+}
+
+/// Why a result is refused (the operation names the server and the request).
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// Not what the request's result must be.
+    Malformed(String),
+    /// An `initialize` answer naming a version this client does not speak.
+    Version(String),
+    /// A skill's file did not match its entry.
+    Skill { uri: String, reason: String },
+    /// The server handed back a cursor it had already given.
+    RepeatedCursor(String),
+    /// The page ceiling was reached with a next page still announced.
+    TooManyPages(u32),
+}
+
+impl Failure {
+    /// The error on `server` for the request `method`.
+    pub(super) fn into_error(self, server: String, method: &'static str) -> Error {
+        match self {
+            Self::Malformed(detail) => Error::Malformed {
                 server,
                 method,
                 detail,
-            }
-        };
-        let result = match answer {
-            // Error envelopes are accepted whatever their id: servers send `null`, none, or
-            // a string of their own when they could not read the request at all.
-            Incoming::Error { error, .. } => {
-                if self.relist_after(error.code, leg.answers) {
-                    return;
-                }
-                let stdio = self.session.config().is_stdio();
-                let moved = self.era.reconsider(
-                    error.code,
-                    error.data.as_ref(),
-                    leg.status,
-                    leg.answers,
-                    stdio,
-                );
-                if self.era_moved(moved) {
-                    return;
-                }
-                let message = clip(&error.message, QUOTE_LIMIT);
-                self.fail(|server| Error::JsonRpc {
-                    server,
-                    method,
-                    code: error.code,
-                    message,
-                    data: error.data,
-                });
-                return;
-            }
-            Incoming::Result { id, result } => {
-                let expected = leg.request_id.map(RequestId::Number);
-                if id != expected {
-                    let got = id.map_or_else(|| "none".to_owned(), |id| id.to_string());
-                    let want = expected.map_or_else(|| "none".to_owned(), |id| id.to_string());
-                    self.fail(malformed(format!(
-                        "the answer's id {got} does not match the request's id {want}"
-                    )));
-                    return;
-                }
-                match result {
-                    Value::Object(result) => result,
-                    _ => {
-                        self.fail(malformed("neither a result nor an error".to_owned()));
-                        return;
-                    }
-                }
-            }
-            _ => return,
-        };
-        if leg.answers != LegKind::Initialize {
-            // The handshake's era is confirmed once it is committed.
-            self.era_confirmed();
+            },
+            Self::Version(version) => Error::UnsupportedProtocolVersion { server, version },
+            Self::Skill { uri, reason } => Error::SkillRejected {
+                server,
+                uri,
+                reason,
+            },
+            Self::RepeatedCursor(cursor) => Error::RepeatedCursor { server, cursor },
+            Self::TooManyPages(pages) => Error::TooManyPages { server, pages },
         }
-        if self.era.modern().is_some()
-            && result.get("resultType").and_then(Value::as_str) == Some("input_required")
-        {
-            if let Err(detail) = self.answer_input_requests(result) {
-                self.fail(malformed(detail));
-            }
-            return;
-        }
-        match leg.answers {
-            LegKind::Initialize => self.read_initialize(&result, leg.session_id),
-            LegKind::Discover if self.era.probes_first() => {
-                // The stdio probe before the work: the server is modern; the work goes out.
-                self.era.probed();
-            }
-            LegKind::Discover => {
-                let info = self.read_discover(&result);
-                self.finish(Ok(Outcome::Probe(info)));
-            }
-            LegKind::Ping => match self.session.info().cloned() {
-                Some(info) => self.finish(Ok(Outcome::Probe(info))),
-                None => self.fail(malformed(
-                    "ping answered on a session that is not live".to_owned(),
-                )),
-            },
-            LegKind::List { of, .. } => self.read_list_page(of, result),
-            LegKind::CallTool => match CallToolResult::from_result(result) {
-                Ok(call) => self.finish(Ok(Outcome::Call(call))),
-                Err(detail) => self.fail(malformed(detail)),
-            },
-            LegKind::Subscribe => self.subscription_ended(true),
-            LegKind::ReadResource => match ReadResourceResult::from_result(result) {
-                Ok(read) if matches!(self.action, super::Action::LoadSkill(_)) => {
-                    self.read_skill_file(&read);
-                }
-                Ok(read) => self.finish(Ok(Outcome::Resource(read))),
-                Err(detail) => self.fail(malformed(detail)),
-            },
-            LegKind::GetPrompt => match GetPromptResult::from_result(result) {
-                Ok(prompt) => self.finish(Ok(Outcome::Prompt(prompt))),
-                Err(detail) => self.fail(malformed(detail)),
-            },
-            _ => {}
+    }
+}
+
+/// What a result is read against: the operation's other parts, borrowed for one answer.
+pub(super) struct Context<'a> {
+    pub(super) action: &'a Action,
+    /// The modern version spoken, or `None` in the legacy era.
+    pub(super) modern: Option<ProtocolVersion>,
+    /// Whether this answer is the stdio probe's, before the work.
+    pub(super) probe_first: bool,
+    pub(super) session: &'a mut View,
+    pub(super) events: &'a mut VecDeque<Event>,
+    /// The session id the server issued with the answer (`initialize` only).
+    pub(super) session_id: Option<String>,
+}
+
+impl Answering {
+    /// The state an operation for `action` starts with.
+    pub(super) fn for_action(action: &Action) -> Self {
+        Self {
+            paging: Paging::default(),
+            loading: Loading::for_action(action),
+            relist: Relist::Never,
+            input: None,
+            input_rounds: 0,
         }
     }
 
-    fn read_initialize(&mut self, result: &Map<String, Value>, session_id: Option<String>) {
-        let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
-            self.fail(|server| Error::Malformed {
-                server,
-                method: "initialize",
-                detail: "the initialize result has no protocolVersion".to_owned(),
-            });
-            return;
-        };
-        // A modern version has no handshake: an `initialize` answer naming one is not spoken.
-        let spoken = ProtocolVersion::parse(version).filter(|v| !v.is_modern());
-        let Some(protocol_version) = spoken else {
-            let version = clip(version, model::LABEL_LIMIT);
-            self.fail(|server| Error::UnsupportedProtocolVersion { server, version });
-            return;
-        };
-        let server = result.get("serverInfo");
-        self.pending = Some(session_info(result, protocol_version, server, session_id));
-        self.next = Step::Initialized;
+    /// Forgets what belonged to an attempt that was abandoned (a lost session, another era):
+    /// the listing's cursors and the last round's input; the skill's files are read again.
+    pub(super) fn restart(&mut self) {
+        self.input = None;
+        self.paging = Paging::default();
+        self.loading.restart();
+    }
+
+    /// What the result of the request `answers` means.
+    pub(super) fn read(
+        &mut self,
+        answers: LegKind,
+        result: Map<String, Value>,
+        ctx: Context<'_>,
+    ) -> Meaning {
+        if ctx.modern.is_some()
+            && result.get("resultType").and_then(Value::as_str) == Some("input_required")
+        {
+            return match self.answer_input_requests(result, ctx) {
+                Ok(()) => Meaning::More,
+                Err(detail) => Meaning::Failed(Failure::Malformed(detail)),
+            };
+        }
+        let malformed = |detail: String| Meaning::Failed(Failure::Malformed(detail));
+        match answers {
+            LegKind::Initialize => read_initialize(&result, ctx.session_id),
+            LegKind::Discover if ctx.probe_first => Meaning::Probed,
+            LegKind::Discover => {
+                Meaning::Finish(Outcome::Probe(read_discover(&result, ctx.modern)))
+            }
+            LegKind::Ping => match ctx.session.info().cloned() {
+                Some(info) => Meaning::Finish(Outcome::Probe(info)),
+                None => malformed("ping answered on a session that is not live".to_owned()),
+            },
+            LegKind::List { of, .. } => self.read_list_page(of, result, ctx),
+            LegKind::CallTool => match CallToolResult::from_result(result) {
+                Ok(call) => Meaning::Finish(Outcome::Call(call)),
+                Err(detail) => malformed(detail),
+            },
+            LegKind::Subscribe => Meaning::SubscriptionEnded,
+            LegKind::ReadResource => match ReadResourceResult::from_result(result) {
+                Ok(read) if matches!(ctx.action, Action::LoadSkill(_)) => {
+                    self.read_skill_file(&read, ctx.action)
+                }
+                Ok(read) => Meaning::Finish(Outcome::Resource(read)),
+                Err(detail) => malformed(detail),
+            },
+            LegKind::GetPrompt => match GetPromptResult::from_result(result) {
+                Ok(prompt) => Meaning::Finish(Outcome::Prompt(prompt)),
+                Err(detail) => malformed(detail),
+            },
+            _ => Meaning::More,
+        }
     }
 
     /// The server needs more input before it can answer (a multi round-trip request): answer
     /// each of its `inputRequests` with the caller's responders, and let the same request go
     /// out again (a new id, a new leg, the same budget) carrying the answers and the server's
     /// `requestState` exactly as it came. At most [`MAX_INPUT_ROUNDS`] rounds.
-    fn answer_input_requests(&mut self, mut result: Map<String, Value>) -> Result<(), String> {
+    fn answer_input_requests(
+        &mut self,
+        mut result: Map<String, Value>,
+        ctx: Context<'_>,
+    ) -> Result<(), String> {
         self.input_rounds += 1;
         if self.input_rounds > MAX_INPUT_ROUNDS {
             return Err(format!(
@@ -277,8 +315,8 @@ impl Operation {
         for (key, request) in requests {
             let method = request.get("method").and_then(Value::as_str).unwrap_or("");
             let params = request.get("params").cloned().unwrap_or(Value::Null);
-            let answer = self.session.config().answer_server_request(method, &params);
-            self.events.push_back(super::Event::ServerRequest {
+            let answer = ctx.session.config().answer_server_request(method, &params);
+            ctx.events.push_back(Event::ServerRequest {
                 id: RequestId::String(key.clone()),
                 method: method.to_owned(),
                 params,
@@ -300,18 +338,18 @@ impl Operation {
                 }
             }
         }
-        self.input = Some(crate::wire::InputRound { responses, state });
+        self.input = Some(InputRound { responses, state });
         Ok(())
     }
 
     /// A file of the skill being loaded came back: verify it against the skill's entry, then
     /// read the next one, or end with the loaded skill.
-    fn read_skill_file(&mut self, read: &ReadResourceResult) {
-        let super::Action::LoadSkill(skill) = &self.action else {
-            return;
+    fn read_skill_file(&mut self, read: &ReadResourceResult, action: &Action) -> Meaning {
+        let Action::LoadSkill(skill) = action else {
+            return Meaning::More;
         };
         let Some(file) = self.loading.files.get(self.loading.loaded.len()) else {
-            return;
+            return Meaning::More;
         };
         let checked = match read.bytes_of(&file.uri) {
             Some(bytes) => skills::verify(skill, file, &bytes).map(|()| bytes),
@@ -320,32 +358,34 @@ impl Operation {
         match checked {
             Ok(bytes) => {
                 self.loading.loaded.push((file.uri.clone(), bytes));
-                if self.loading.next_uri().is_none() {
-                    let loaded = LoadedSkill {
-                        skill: skill.clone(),
-                        files: std::mem::take(&mut self.loading.loaded),
-                    };
-                    self.finish(Ok(Outcome::Skill(loaded)));
+                if self.loading.next_uri().is_some() {
+                    return Meaning::More;
                 }
+                Meaning::Finish(Outcome::Skill(LoadedSkill {
+                    skill: skill.clone(),
+                    files: std::mem::take(&mut self.loading.loaded),
+                }))
             }
-            Err(reason) => {
-                let uri = clip(&file.uri, QUOTE_LIMIT);
-                self.fail(|server| Error::SkillRejected {
-                    server,
-                    uri,
-                    reason,
-                });
-            }
+            Err(reason) => Meaning::Failed(Failure::Skill {
+                uri: clip(&file.uri, QUOTE_LIMIT),
+                reason,
+            }),
         }
     }
 
     /// A modern server refused a tool call with `-32020` (its headers do not match its body):
     /// the tool's `x-mcp-header` annotations this client mirrors may be stale. The listing is
     /// walked again and the call sent once more, inside the same budget, once per operation.
-    fn relist_after(&mut self, code: i64, answers: LegKind) -> bool {
+    /// True when it will be.
+    pub(super) fn relist_after(
+        &mut self,
+        code: i64,
+        answers: LegKind,
+        modern: Option<ProtocolVersion>,
+    ) -> bool {
         if code != super::era::HEADER_MISMATCH
             || answers != LegKind::CallTool
-            || self.era.modern().is_none()
+            || modern.is_none()
             || self.relist != Relist::Never
         {
             return false;
@@ -355,113 +395,104 @@ impl Operation {
         true
     }
 
-    /// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
-    /// (reported as an event) and remembers the others' for the calls that follow.
-    fn vet_tool_headers(&mut self, tools: Vec<Tool>) -> Vec<Tool> {
-        if self.era.modern().is_none() {
-            return tools;
-        }
-        let mut kept = Vec::with_capacity(tools.len());
-        let mut headers = std::collections::HashMap::new();
-        for tool in tools {
-            match crate::headers::param_headers(tool.input_schema()) {
-                Ok(found) => {
-                    if !found.is_empty() {
-                        headers.insert(tool.name.clone(), found);
-                    }
-                    kept.push(tool);
-                }
-                Err(reason) => self.events.push_back(super::Event::ToolRejected {
-                    name: clip(&tool.name, QUOTE_LIMIT),
-                    reason: clip(&reason, QUOTE_LIMIT),
-                }),
-            }
-        }
-        self.session.remember_tool_headers(headers);
-        kept
-    }
-
-    /// What `server/discover` says: who the server is and what it offers. The version is the
-    /// one this operation spoke; there is no session.
-    fn read_discover(&self, result: &Map<String, Value>) -> SessionInfo {
-        let server = result
-            .get("_meta")
-            .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"));
-        let version = self.era.modern().unwrap_or(ProtocolVersion::MODERN);
-        session_info(result, version, server, None)
-    }
-
-    /// `notifications/initialized` was accepted: the handshake is committed to the session.
-    pub(super) fn handshake_confirmed(&mut self) {
-        let Some(info) = self.pending.take() else {
-            return;
-        };
-        self.session.establish(info.clone());
-        self.era_confirmed();
-        if self.action == super::Action::Probe {
-            self.finish(Ok(Outcome::Probe(info)));
-        } else {
-            self.next = Step::Work;
-        }
-    }
-
-    fn read_list_page(&mut self, of: ListKind, mut result: Map<String, Value>) {
+    fn read_list_page(
+        &mut self,
+        of: ListKind,
+        mut result: Map<String, Value>,
+        ctx: Context<'_>,
+    ) -> Meaning {
         let Some(Value::Array(entries)) = result.remove(of.member()) else {
             let detail = format!("the result has no \"{}\" array", of.member());
-            self.fail(|server| Error::Malformed {
-                server,
-                method: of.method(),
-                detail,
-            });
-            return;
+            return Meaning::Failed(Failure::Malformed(detail));
         };
-        let ceiling = self.session.config().max_pages();
+        let ceiling = ctx.session.config().max_pages();
         match self.paging.take_page(entries, &result, ceiling) {
             PageEnd::Last(entries, _) if self.relist == Relist::Walking => {
                 // The walk a header mismatch asked for: the annotations are fresh, the call
                 // goes out again.
-                self.vet_tool_headers(listed::<Tool>(entries));
+                vet_tool_headers(listed::<Tool>(entries), ctx);
                 self.relist = Relist::Done;
                 self.paging = Paging::default();
+                Meaning::More
             }
-            PageEnd::Last(entries, cache) => {
-                let outcome = match of {
-                    ListKind::Tools => {
-                        let tools = self.vet_tool_headers(listed(entries));
-                        Outcome::Tools(Listing {
-                            items: tools,
-                            cache,
-                        })
-                    }
-                    ListKind::Resources => Outcome::Resources(Listing {
-                        items: listed(entries),
-                        cache,
-                    }),
-                    ListKind::ResourceTemplates => Outcome::ResourceTemplates(Listing {
-                        items: listed(entries),
-                        cache,
-                    }),
-                    ListKind::Prompts => Outcome::Prompts(Listing {
-                        items: listed(entries),
-                        cache,
-                    }),
-                    ListKind::Skills => Outcome::Skills(Listing {
-                        items: listed(entries),
-                        cache,
-                    }),
-                };
-                self.finish(Ok(outcome));
+            PageEnd::Last(entries, cache) => Meaning::Finish(match of {
+                ListKind::Tools => Outcome::Tools(Listing {
+                    items: vet_tool_headers(listed(entries), ctx),
+                    cache,
+                }),
+                ListKind::Resources => Outcome::Resources(Listing {
+                    items: listed(entries),
+                    cache,
+                }),
+                ListKind::ResourceTemplates => Outcome::ResourceTemplates(Listing {
+                    items: listed(entries),
+                    cache,
+                }),
+                ListKind::Prompts => Outcome::Prompts(Listing {
+                    items: listed(entries),
+                    cache,
+                }),
+                ListKind::Skills => Outcome::Skills(Listing {
+                    items: listed(entries),
+                    cache,
+                }),
+            }),
+            PageEnd::More => Meaning::More,
+            PageEnd::Repeated(cursor) => Meaning::Failed(Failure::RepeatedCursor(cursor)),
+            PageEnd::Ceiling => Meaning::Failed(Failure::TooManyPages(ceiling)),
+        }
+    }
+}
+
+/// An `initialize` result: the handshake to commit, or why it cannot be.
+fn read_initialize(result: &Map<String, Value>, session_id: Option<String>) -> Meaning {
+    let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
+        let detail = "the initialize result has no protocolVersion".to_owned();
+        return Meaning::Failed(Failure::Malformed(detail));
+    };
+    // A modern version has no handshake: an `initialize` answer naming one is not spoken.
+    let spoken = ProtocolVersion::parse(version).filter(|v| !v.is_modern());
+    let Some(protocol_version) = spoken else {
+        return Meaning::Failed(Failure::Version(clip(version, model::LABEL_LIMIT)));
+    };
+    let server = result.get("serverInfo");
+    Meaning::Handshake(session_info(result, protocol_version, server, session_id))
+}
+
+/// What `server/discover` says: who the server is and what it offers. The version is the one
+/// the operation spoke; there is no session.
+fn read_discover(result: &Map<String, Value>, modern: Option<ProtocolVersion>) -> SessionInfo {
+    let server = result
+        .get("_meta")
+        .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"));
+    let version = modern.unwrap_or(ProtocolVersion::MODERN);
+    session_info(result, version, server, None)
+}
+
+/// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
+/// (reported as an event) and remembers the others' for the calls that follow.
+fn vet_tool_headers(tools: Vec<Tool>, ctx: Context<'_>) -> Vec<Tool> {
+    if ctx.modern.is_none() {
+        return tools;
+    }
+    let mut kept = Vec::with_capacity(tools.len());
+    let mut headers = std::collections::HashMap::new();
+    for tool in tools {
+        match crate::headers::param_headers(tool.input_schema()) {
+            Ok(found) => {
+                if !found.is_empty() {
+                    headers.insert(tool.name.clone(), found);
+                }
+                kept.push(tool);
             }
-            PageEnd::More => {}
-            PageEnd::Repeated(cursor) => {
-                self.fail(|server| Error::RepeatedCursor { server, cursor });
-            }
-            PageEnd::Ceiling => self.fail(|server| Error::TooManyPages {
-                server,
-                pages: ceiling,
+            Err(reason) => ctx.events.push_back(Event::ToolRejected {
+                name: clip(&tool.name, QUOTE_LIMIT),
+                reason: clip(&reason, QUOTE_LIMIT),
             }),
         }
     }
+    ctx.session.remember_tool_headers(headers);
+    kept
 }
 
 /// The entries of a listing that read as `T`; the others are dropped.

@@ -18,7 +18,7 @@
 //! | `timers`   | the timer table                           | every instant something happens unasked  |
 //! | `transmit` | none                                      | the request each leg carries             |
 //! | `read`     | each leg's reading (head, JSON, SSE)      | heads, bodies, the messages in them      |
-//! | `answer`   | the listing's pages (`Paging`)            | what an answer means; handshake, paging  |
+//! | `answer`   | pages, skill files, the input round       | what a result means (`Meaning`)          |
 //! | `era`      | none (the era lives on the operation)     | era detection: fallback, switch forward  |
 //! | `authorize`| the flow, the auth leg's answer           | a 401 or 403: OAuth legs, the person     |
 //! | `replies`  | answers owed to the server                | server requests and their answers        |
@@ -62,14 +62,14 @@ use serde_json::Value;
 use crate::catalog::ListKind;
 use crate::deadline::OperationDeadline;
 use crate::error::Error;
-use crate::jsonrpc::Incoming;
+use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{Notification, ProtocolVersion, SessionInfo, SubscriptionEnd};
 use crate::session::Session;
 use crate::sse::SseEvent;
 use crate::wire;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
-use answer::{Loading, Paging};
+use answer::{Answering, Meaning, Relist};
 use authorize::{Authorizing, PersonAnswer, Polled};
 use era::{EraState, Move};
 use grant::{Grantee, Grants, Refusal};
@@ -85,17 +85,6 @@ pub use driving::{
     LegKind, LegStatus, Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
 };
 pub use types::{Action, DEFAULT_RETRY, Event, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
-
-/// A tool call's refresh of the listing after a header mismatch: at most once per operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Relist {
-    /// Not needed so far.
-    Never,
-    /// The listing is being walked; the call goes out again after its last page.
-    Walking,
-    /// Done: a second mismatch is the server's answer.
-    Done,
-}
 
 /// The next leg to build when nothing is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +135,8 @@ pub struct Operation {
     replies: Replies,
     resume: Resumption,
     listen: Listen,
-    paging: Paging,
+    /// What the answers built up: the listing's pages, the skill's files, the input round.
+    answering: Answering,
     /// The id of the `tools/call` to announce as cancelled, once the caller cancelled it.
     notice: Option<i64>,
     /// Over stdio: the server process must be ended at once before the result goes out (a
@@ -154,16 +144,8 @@ pub struct Operation {
     kill: bool,
     /// The era the operation speaks, and whether it may still change it.
     era: EraState,
-    /// Where a tool call is in refreshing the tools' header annotations after a `-32020`.
-    relist: Relist,
-    /// A skill's files, read and verified one by one (`Action::LoadSkill`).
-    loading: Loading,
     /// The filter the server acknowledged on a subscription's stream.
     acknowledged: Option<Value>,
-    /// What the next try of the work request carries after the server asked for input.
-    input: Option<wire::InputRound>,
-    /// How many times the server asked for input in this operation.
-    input_rounds: u32,
     /// The authorization the server asked for, while it runs and after (for a step-up).
     auth: Authorizing,
     finished: Option<Result<Outcome, Error>>,
@@ -204,7 +186,7 @@ impl Operation {
             work_or_handshake(modern, &view)
         };
         let listen = Listen::for_operation(session.config(), &action, modern.is_some());
-        let loading = Loading::for_action(&action);
+        let answering = Answering::for_action(&action);
         let mut op = Self {
             session: view,
             action,
@@ -216,15 +198,11 @@ impl Operation {
             replies: Replies::default(),
             resume: Resumption::default(),
             listen,
-            paging: Paging::default(),
+            answering,
             notice: None,
             kill: false,
             era,
-            relist: Relist::Never,
-            loading,
             acknowledged: None,
-            input: None,
-            input_rounds: 0,
             auth: Authorizing::default(),
             finished: None,
             returned: false,
@@ -426,9 +404,9 @@ impl Operation {
                     action: &self.action,
                     handshake: self.pending.as_ref().or_else(|| self.session.info()),
                     modern: self.era.modern(),
-                    paging: &self.paging,
-                    loading: &self.loading,
-                    input: self.input.as_ref(),
+                    paging: &self.answering.paging,
+                    loading: &self.answering.loading,
+                    input: self.answering.input.as_ref(),
                 }
                 .build(kind);
                 (request, (kind, request_id))
@@ -868,12 +846,14 @@ impl Operation {
                 Action::Probe => LegKind::Ping,
                 Action::List(of) => LegKind::List {
                     of,
-                    page: self.paging.next_page(),
+                    page: self.answering.paging.next_page(),
                 },
-                Action::CallTool { .. } if self.relist == Relist::Walking => LegKind::List {
-                    of: ListKind::Tools,
-                    page: self.paging.next_page(),
-                },
+                Action::CallTool { .. } if self.answering.relist == Relist::Walking => {
+                    LegKind::List {
+                        of: ListKind::Tools,
+                        page: self.answering.paging.next_page(),
+                    }
+                }
                 Action::CallTool { .. } => LegKind::CallTool,
                 Action::ReadResource { .. } | Action::LoadSkill(_) => LegKind::ReadResource,
                 Action::GetPrompt { .. } => LegKind::GetPrompt,
@@ -910,9 +890,7 @@ impl Operation {
         self.grants.end(Role::Reply);
         self.resume.abandon();
         self.replies.clear();
-        self.input = None;
-        self.paging = Paging::default();
-        self.loading.restart();
+        self.answering.restart();
         self.pending = None;
         self.next = next;
         self.listen_off();
@@ -1011,6 +989,106 @@ impl Operation {
             issuer,
             reason,
         });
+    }
+
+    /// A response arrived for the work leg: check it and act on what it means.
+    fn read_answer(&mut self, answer: Incoming) {
+        let Some(leg) = self.grants.end(Role::Work) else {
+            return;
+        };
+        let method = leg.answers.request_name();
+        let result = match answer {
+            // Error envelopes are accepted whatever their id: servers send `null`, none, or
+            // a string of their own when they could not read the request at all.
+            Incoming::Error { error, .. } => {
+                let modern = self.era.modern();
+                if self.answering.relist_after(error.code, leg.answers, modern) {
+                    return;
+                }
+                let stdio = self.session.config().is_stdio();
+                let (code, data) = (error.code, error.data.as_ref());
+                let moved = self
+                    .era
+                    .reconsider(code, data, leg.status, leg.answers, stdio);
+                if self.era_moved(moved) {
+                    return;
+                }
+                let message = clip(&error.message, QUOTE_LIMIT);
+                self.fail(|server| Error::JsonRpc {
+                    server,
+                    method,
+                    code: error.code,
+                    message,
+                    data: error.data,
+                });
+                return;
+            }
+            Incoming::Result { id, result } => {
+                let expected = leg.request_id.map(RequestId::Number);
+                let detail = match result {
+                    Value::Object(result) if id == expected => Ok(result),
+                    _ if id != expected => {
+                        let shown = |id: Option<RequestId>| {
+                            id.map_or_else(|| "none".to_owned(), |id| id.to_string())
+                        };
+                        let (got, want) = (shown(id), shown(expected));
+                        Err(format!(
+                            "the answer's id {got} does not match the request's id {want}"
+                        ))
+                    }
+                    _ => Err("neither a result nor an error".to_owned()),
+                };
+                match detail {
+                    Ok(result) => result,
+                    Err(detail) => {
+                        self.fail(|server| Error::Malformed {
+                            server,
+                            method,
+                            detail,
+                        });
+                        return;
+                    }
+                }
+            }
+            _ => return,
+        };
+        if leg.answers != LegKind::Initialize {
+            // The handshake's era is confirmed once it is committed.
+            self.era_confirmed();
+        }
+        let context = answer::Context {
+            action: &self.action,
+            modern: self.era.modern(),
+            probe_first: self.era.probes_first(),
+            session: &mut self.session,
+            events: &mut self.events,
+            session_id: leg.session_id,
+        };
+        match self.answering.read(leg.answers, result, context) {
+            Meaning::Finish(outcome) => self.finish(Ok(outcome)),
+            Meaning::Handshake(info) => {
+                self.pending = Some(info);
+                self.next = Step::Initialized;
+            }
+            Meaning::Probed => self.era.probed(),
+            Meaning::More => {}
+            Meaning::SubscriptionEnded => self.subscription_ended(true),
+            Meaning::Failed(failure) => self.fail(|server| failure.into_error(server, method)),
+        }
+    }
+
+    /// `notifications/initialized` was accepted: the handshake is committed to the session.
+    fn handshake_confirmed(&mut self) {
+        let Some(info) = self.pending.take() else {
+            return;
+        };
+        self.session.establish(info.clone());
+        self.era_confirmed();
+        if self.action == Action::Probe {
+            self.finish(Ok(Outcome::Probe(info)));
+        } else {
+            self.next = Step::Work;
+        }
     }
 
     /// A request of this era was answered: the era is the server's, and the session keeps it.
