@@ -6,12 +6,13 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Error, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, MonotonicClock,
-    Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Error, Leg, LegEnd, LegId, LegKind, LegStatus, MonotonicClock, Observer,
+    Operation, Outcome, Output, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
 use crate::trace;
+use mcp_driver_common::SentLeg;
 
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.
@@ -75,7 +76,7 @@ impl<'a> Driver<'a> {
             }
             self.cancelled(op);
             match op.poll_output(self.clock.now()) {
-                Output::Update(update) => self.client.apply(update),
+                Output::Update(update) => self.client.shell.apply(update),
                 Output::Transmit(leg) => self.run_leg(op, leg),
                 Output::Event(event) => self.observer.event(&event),
                 Output::Wait(until) if op.awaits_session() => self.await_session(op, until),
@@ -96,7 +97,7 @@ impl<'a> Driver<'a> {
     /// while it still awaits it, waits (under the session's lock, so no change is missed)
     /// until the session changes, the operation is cancelled, or `until` (its budget's end).
     fn await_session(&mut self, op: &mut Operation, until: Instant) {
-        let mut session = self.client.session();
+        let mut session = self.client.shell.session();
         loop {
             op.handle_session(&mut session);
             let now = self.clock.now();
@@ -110,7 +111,8 @@ impl<'a> Driver<'a> {
             }
             session = self
                 .client
-                .changed
+                .shell
+                .changed()
                 .wait_timeout(session, until - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
@@ -192,19 +194,9 @@ impl<'a> Driver<'a> {
             op.handle_transport_error(leg.id, declined, self.clock.now());
             return;
         }
-        let (id, kind, grant) = (leg.id, leg.kind, leg.timeout);
-        let span = trace::leg(&self.span, id.number(), kind, grant);
-        let started = self.clock.now();
+        let sent = SentLeg::new(&leg, self.clock.now(), &self.span);
         let end = self.exchange(op, leg);
-        let report = LegReport {
-            number: id.number(),
-            kind,
-            grant,
-            elapsed: self.clock.now().saturating_duration_since(started),
-            end,
-        };
-        trace::leg_ended(&span, &report);
-        self.observer.leg_finished(&report);
+        sent.report(end, self.clock.now(), self.observer);
     }
 
     fn exchange(&mut self, op: &mut Operation, leg: Leg) -> LegEnd {
@@ -318,7 +310,7 @@ impl<'a> Driver<'a> {
     fn between_chunks(&mut self, op: &mut Operation) -> bool {
         loop {
             match op.poll_output(self.clock.now()) {
-                Output::Update(update) => self.client.apply(update),
+                Output::Update(update) => self.client.shell.apply(update),
                 Output::Event(event) => self.observer.event(&event),
                 Output::Transmit(nested) => self.run_leg(op, nested),
                 Output::Authorize(step) => self.authorize(op, &step),
