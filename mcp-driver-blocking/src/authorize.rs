@@ -1,4 +1,4 @@
-//! The person's step of an authorization, and the OS random source authorizations draw from.
+//! The person's step of an authorization.
 //!
 //! [`Authorizer`] is the caller's: given the URL of [`Output::Authorize`](mcp_proto::Output),
 //! it gets a person to approve there and returns the redirect the browser was sent to.
@@ -72,5 +72,3 @@ impl Authorizer for HeadlessAuthorizer {
         mcp_driver_common::redirect_location(response.status(), response.headers())
     }
 }
-
-pub(crate) use mcp_driver_common::OsEntropy;

@@ -260,9 +260,7 @@ impl Lanes {
         }
         // Under the session's lock, so an operation between its check and its wait cannot
         // miss it; likewise an operation waiting for its turn on a stdio server.
-        let session = self.client.session();
-        self.client.changed.notify_all();
-        drop(session);
+        self.client.shell.wake_waiters();
         self.client.stdio.wake();
     }
 }
@@ -334,10 +332,15 @@ impl Drop for LaneGuard<'_> {
 /// ```
 #[derive(Clone)]
 pub struct CancelHandle {
-    pub(crate) lanes: Arc<Lanes>,
+    lanes: Arc<Lanes>,
 }
 
 impl CancelHandle {
+    /// The handle on the operations of the client value whose lanes these are.
+    pub(crate) fn new(lanes: Arc<Lanes>) -> Self {
+        Self { lanes }
+    }
+
     /// Cancels the operations in flight, if any.
     ///
     /// Returns immediately; each operation's thread sees the cancel as soon as its blocking

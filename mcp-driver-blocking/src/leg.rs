@@ -6,12 +6,13 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Error, Input, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus,
-    MonotonicClock, Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Error, Input, Leg, LegEnd, LegId, LegKind, LegStatus, MonotonicClock,
+    Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
 use crate::trace;
+use mcp_driver_common::SentLeg;
 
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.
@@ -80,7 +81,7 @@ impl<'a> Driver<'a> {
                 .take()
                 .unwrap_or_else(|| op.poll_output(self.clock.now()));
             match output {
-                Output::Update(update) => self.client.apply(update),
+                Output::Update(update) => self.client.shell.apply(update),
                 Output::Transmit(leg) => self.run_leg(op, leg),
                 Output::Event(event) => self.observer.event(&event),
                 Output::AwaitSession(_) => next = self.await_session(op),
@@ -102,7 +103,7 @@ impl<'a> Driver<'a> {
     /// until the session changes, the operation is cancelled, or the instant it names (its
     /// budget's end). Returns what the operation handed out once it stopped waiting.
     fn await_session(&mut self, op: &mut Operation) -> Option<Output> {
-        let mut session = self.client.session();
+        let mut session = self.client.shell.session();
         loop {
             let now = self.clock.now();
             op.handle_input(Input::Session(&mut session), now);
@@ -110,7 +111,7 @@ impl<'a> Driver<'a> {
                 Output::AwaitSession(until) => until,
                 Output::Update(update) => {
                     session.apply(update);
-                    self.client.changed.notify_all();
+                    self.client.shell.changed().notify_all();
                     continue;
                 }
                 output => return Some(output),
@@ -125,7 +126,8 @@ impl<'a> Driver<'a> {
             }
             session = self
                 .client
-                .changed
+                .shell
+                .changed()
                 .wait_timeout(session, until - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
@@ -217,19 +219,9 @@ impl<'a> Driver<'a> {
             );
             return;
         }
-        let (id, kind, grant) = (leg.id, leg.kind, leg.timeout);
-        let span = trace::leg(&self.span, id.number(), kind, grant);
-        let started = self.clock.now();
+        let sent = SentLeg::new(&leg, self.clock.now(), &self.span);
         let end = self.exchange(op, leg);
-        let report = LegReport {
-            number: id.number(),
-            kind,
-            grant,
-            elapsed: self.clock.now().saturating_duration_since(started),
-            end,
-        };
-        trace::leg_ended(&span, &report);
-        self.observer.leg_finished(&report);
+        sent.report(end, self.clock.now(), self.observer);
     }
 
     fn exchange(&mut self, op: &mut Operation, leg: Leg) -> LegEnd {
@@ -358,7 +350,7 @@ impl<'a> Driver<'a> {
     fn between_chunks(&mut self, op: &mut Operation) -> bool {
         loop {
             match op.poll_output(self.clock.now()) {
-                Output::Update(update) => self.client.apply(update),
+                Output::Update(update) => self.client.shell.apply(update),
                 Output::Event(event) => self.observer.event(&event),
                 Output::Transmit(nested) => self.run_leg(op, nested),
                 Output::Authorize(step) => self.authorize(op, &step),

@@ -9,7 +9,7 @@
 //! head, the body chunks and any transport failure back in. It holds no policy of its own.
 //!
 //! # In scope
-//! * [`Client`]: one [`Session`] with one server, reused across operations (no second
+//! * [`Client`]: one [`Session`](mcp_proto::Session) with one server, reused across operations (no second
 //!   handshake while the session lives), with [`probe`](Client::probe),
 //!   [`list_tools`](Client::list_tools), [`call_tool`](Client::call_tool),
 //!   [`close`](Client::close) and the general [`run`](Client::run). Each call is **one**
@@ -22,7 +22,7 @@
 //!   the server sends on a stream is answered (a nested `POST`), both as the state machine
 //!   says and inside the same budget.
 //! * Reporting each leg (grant, measured time, how it ended) and each server event to an
-//!   [`Observer`] ([`Client::set_observer`]).
+//!   [`Observer`](mcp_proto::Observer) ([`Client::set_observer`]).
 //! * Cancelling from another thread ([`CancelHandle`]), followed by the proto's cancel notice
 //!   when the configuration asks for one
 //!   ([`SessionConfig::with_cancel_notice`]).
@@ -93,18 +93,10 @@ mod stdio;
 
 use mcp_driver_common::{tls, trace};
 
-use std::fmt;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use mcp_driver_common::shell::Shell;
+use std::sync::{Arc, Condvar};
 
-use mcp_driver_common::SharedObserver;
-
-use mcp_proto::{
-    Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing,
-    MonotonicClock, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Session, SessionConfig, SessionInfo, Tool,
-};
-use serde_json::{Map, Value};
+use mcp_proto::{Action, Clock, Error, MonotonicClock, OperationDeadline, Outcome, SessionConfig};
 
 pub use authorize::{Authorize, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
@@ -119,7 +111,8 @@ use cancel::Shared;
 const USER_AGENT: &str = concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION"));
 use leg::Driver;
 
-/// A blocking MCP client for one server: a [`Session`] plus the HTTP agents that carry it.
+/// A blocking MCP client for one server: a [`Session`](mcp_proto::Session) plus the HTTP agents
+/// that carry it.
 ///
 /// Every method that talks to the server is **one operation** with **one deadline**, opened
 /// when the method is called: [`probe`](Self::probe), [`list_tools`](Self::list_tools) and
@@ -145,16 +138,13 @@ pub struct Client {
     lanes: Arc<cancel::Lanes>,
 }
 
-/// What every clone of a client shares: the session and what its operations go through.
+/// What every clone of a client shares: the shell (the session, the observer, the
+/// authorizer) and what its operations go through.
 pub(crate) struct ClientShared {
-    /// The session, locked only to start an operation, apply what one learned, or hand it the
-    /// session it waits for.
-    pub(crate) session: Mutex<Session>,
-    /// Signalled when the session changed (an update applied, an operation ended) or an
-    /// operation waiting for it was cancelled.
-    pub(crate) changed: Condvar,
-    observer: SharedObserver,
-    authorizer: Mutex<Option<leg::SharedAuthorizer>>,
+    /// The session, and the condition variable the operations waiting for it wait on
+    /// (signalled when the session changed, an operation ended, or one waiting for it was
+    /// cancelled).
+    pub(crate) shell: Shell<leg::SharedAuthorizer, Condvar>,
     /// Over stdio: the server process, and whose turn it is.
     stdio: stdio::Turns,
     tls: Arc<rustls::ClientConfig>,
@@ -162,16 +152,6 @@ pub(crate) struct ClientShared {
 }
 
 impl ClientShared {
-    pub(crate) fn session(&self) -> MutexGuard<'_, Session> {
-        self.session.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Applies what an operation learned, and wakes the operations waiting for the session.
-    pub(crate) fn apply(&self, update: mcp_proto::SessionUpdate) {
-        self.session().apply(update);
-        self.changed.notify_all();
-    }
-
     /// A lane for one more operation at once: its own agent and cancel state.
     fn new_lane(&self) -> cancel::Lane {
         let shared = Arc::new(Shared::default());
@@ -209,35 +189,7 @@ impl Clone for Client {
     }
 }
 
-/// Wakes the operations waiting for the session when an operation ends, whichever way (its
-/// claim on the handshake ends with it). Declared before the operation, so it runs after the
-/// operation is dropped.
-struct Ended<'a>(&'a ClientShared);
-
-impl Drop for Ended<'_> {
-    fn drop(&mut self) {
-        let _session = self.0.session();
-        self.0.changed.notify_all();
-    }
-}
-
 impl Client {
-    /// A client for the server `config` describes. Nothing is sent until the first operation.
-    ///
-    /// The agent answers every status to the state machine (404 re-initializes, 202 accepts a
-    /// notification, 401 and 500 are typed errors), follows no redirect (a 3xx is reported,
-    /// not followed), adds no `Accept` of its own and caps no body (the state machine caps
-    /// what it reads). It trusts the operating system's store (and `SSL_CERT_FILE`,
-    /// `SSL_CERT_DIR`) and takes an HTTP `CONNECT` proxy from the environment (`HTTPS_PROXY`,
-    /// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`): [`Network::default`]. SOCKS proxies are not
-    /// supported. To add a CA or set a proxy, use [`with_network`](Self::with_network).
-    pub fn new(config: SessionConfig) -> Self {
-        // The default network adds no CA of the caller's, so it cannot fail (unreadable
-        // `SSL_CERT_FILE`/`SSL_CERT_DIR` entries are skipped).
-        Self::with_network(config, &Network::default())
-            .unwrap_or_else(|_| unreachable!("the default network adds no CA of the caller's"))
-    }
-
     /// A client for the server `config` describes, whose connections trust and tunnel as
     /// `network` says: the system's store plus the CAs it adds, its proxy (or the
     /// environment's). The same [`Network`] gives the same behaviour, and the same errors
@@ -247,13 +199,8 @@ impl Client {
     /// [`Error::InvalidCertificates`] when a CA it adds cannot be read or holds no certificate.
     pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
         let tls = tls::client_config(network)?;
-        let mut session = Session::new(config);
-        session.set_entropy(Box::new(authorize::OsEntropy));
         let shared = Arc::new(ClientShared {
-            session: Mutex::new(session),
-            changed: Condvar::new(),
-            observer: SharedObserver::default(),
-            authorizer: Mutex::new(None),
+            shell: Shell::new(config, Condvar::new()),
             stdio: stdio::Turns::default(),
             tls,
             proxies: network.proxies(),
@@ -264,205 +211,6 @@ impl Client {
         })
     }
 
-    /// A client for `url` with the default configuration (20 s budget, whole-second grants).
-    ///
-    /// Fails with [`Error::InvalidUrl`] when `url` is not an `http` or `https` URL with a host.
-    pub fn connect(url: &str) -> Result<Self, Error> {
-        Ok(Self::new(SessionConfig::new(url)?))
-    }
-
-    /// The session: its configuration and, while it lives, what the handshake established.
-    ///
-    /// The guard holds the session's lock, which every operation on this client (and its
-    /// clones) takes briefly at its start and as it learns: read what you need and drop it.
-    pub fn session(&self) -> SessionGuard<'_> {
-        SessionGuard::new(self.shared.session())
-    }
-
-    /// Presents `token` on every request from now on (one kept from an earlier run, say):
-    /// no authorization is needed until the server refuses it.
-    pub fn set_token(&self, token: mcp_proto::mcp_auth::AccessToken) {
-        self.shared.session().set_token(token);
-    }
-
-    /// Reports every leg (its grant, the time it took as this driver measured it, how it
-    /// ended) and every event the server sends while answering, to `observer`, replacing any
-    /// previous observer, for every operation on the session (one report at a time). The
-    /// observer runs on the operation's thread, between reads: keep it quick, its time is
-    /// spent from the budget.
-    pub fn set_observer(&self, observer: impl Observer + Send + 'static) {
-        self.shared.observer.set(Box::new(observer));
-    }
-
-    /// Lets authorizations that need a person go through `authorizer` (see
-    /// [`SessionConfig::with_oauth`]). Without one, an operation whose authorization reaches
-    /// the browser step ends at once with [`Error::AuthorizationRequired`]. One authorization
-    /// at a time per session: the other operations the server refused meanwhile wait for its
-    /// token, each inside its own budget, rather than asking a person again.
-    pub fn set_authorizer(&self, authorizer: impl Authorizer + 'static) {
-        *self
-            .shared
-            .authorizer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) =
-            Some(Arc::new(Mutex::new(Box::new(authorizer))));
-    }
-
-    /// A handle that cancels, from another thread, the operations this client value has in
-    /// flight (a clone has a handle of its own).
-    pub fn cancel_handle(&self) -> CancelHandle {
-        CancelHandle {
-            lanes: Arc::clone(&self.lanes),
-        }
-    }
-
-    /// Checks the server answers, under the configured budget: on a new session the
-    /// handshake, on a live one a `ping`. Returns what the handshake established.
-    pub fn probe(&self) -> Result<SessionInfo, Error> {
-        let outcome = self.operate(Action::Probe, None)?;
-        Ok(outcome.into_probe().unwrap_or_else(|| unexpected("probe")))
-    }
-
-    /// Lists every tool, following `nextCursor` page by page, all under the configured budget.
-    pub fn list_tools(&self) -> Result<Listing<Tool>, Error> {
-        let outcome = self.operate(Action::List(ListKind::Tools), None)?;
-        Ok(outcome
-            .into_tools()
-            .unwrap_or_else(|| unexpected("listing")))
-    }
-
-    /// Lists every resource, page by page, all under the configured budget.
-    pub fn list_resources(&self) -> Result<Listing<Resource>, Error> {
-        let outcome = self.operate(Action::List(ListKind::Resources), None)?;
-        Ok(outcome
-            .into_resources()
-            .unwrap_or_else(|| unexpected("listing")))
-    }
-
-    /// Lists every resource template, page by page, all under the configured budget.
-    pub fn list_resource_templates(&self) -> Result<Listing<ResourceTemplate>, Error> {
-        let outcome = self.operate(Action::List(ListKind::ResourceTemplates), None)?;
-        Ok(outcome
-            .into_resource_templates()
-            .unwrap_or_else(|| unexpected("listing")))
-    }
-
-    /// Lists every prompt, page by page, all under the configured budget.
-    pub fn list_prompts(&self) -> Result<Listing<Prompt>, Error> {
-        let outcome = self.operate(Action::List(ListKind::Prompts), None)?;
-        Ok(outcome
-            .into_prompts()
-            .unwrap_or_else(|| unexpected("listing")))
-    }
-
-    /// Reads the resource at `uri` under the configured budget.
-    pub fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
-        let outcome = self.operate(
-            Action::ReadResource {
-                uri: uri.to_owned(),
-            },
-            None,
-        )?;
-        Ok(outcome
-            .into_resource()
-            .unwrap_or_else(|| unexpected("read")))
-    }
-
-    /// Gets the prompt `name` with `arguments` under the configured budget.
-    pub fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<GetPromptResult, Error> {
-        let outcome = self.operate(
-            Action::GetPrompt {
-                name: name.to_owned(),
-                arguments,
-            },
-            None,
-        )?;
-        Ok(outcome
-            .into_prompt()
-            .unwrap_or_else(|| unexpected("prompt")))
-    }
-
-    /// Calls the tool `name` with `arguments` (sent as `{}` when empty), under the configured
-    /// budget (handshake included when the session is new).
-    ///
-    /// A tool that fails answers `Ok` with [`CallToolResult::is_error`] set; `Err` means the
-    /// call itself did not complete.
-    pub fn call_tool(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<CallToolResult, Error> {
-        let outcome = self.operate(
-            Action::CallTool {
-                name: name.to_owned(),
-                arguments,
-            },
-            None,
-        )?;
-        Ok(outcome.into_call().unwrap_or_else(|| unexpected("call")))
-    }
-
-    /// Ends the session on the server (a `DELETE`, under the session's close budget: the
-    /// configured budget, at most
-    /// [`CLOSE_BUDGET_CAP`](SessionConfig::CLOSE_BUDGET_CAP)) and forgets it; the next operation starts a new one.
-    /// Nothing is sent when there is no live session id. A server that does not allow it
-    /// (405) or already forgot the session (404) counts as closed.
-    pub fn close(&self) -> Result<(), Error> {
-        self.operate(Action::Close, None).map(|_| ())
-    }
-
-    /// Ends the session inside what `spent` (the deadline of the operation it follows, from
-    /// [`open_deadline`](Self::open_deadline)) leaves, at most the close budget: what the
-    /// operator waits for ends with that operation's budget. Once `spent` is spent nothing
-    /// waits: no `DELETE` is sent ([`Error::BudgetExhausted`]; the server's idle timeout ends a
-    /// legacy session), and a local server is killed at once. The session is forgotten either
-    /// way. See [`Session::close_within`].
-    ///
-    /// ```no_run
-    /// # let client = mcp_driver_blocking::Client::connect("http://127.0.0.1:8080/mcp")?;
-    /// let deadline = client.open_deadline();
-    /// let result = client.run_within(mcp_proto::Action::Probe, deadline);
-    /// // However the probe ended, the close fits in the same budget.
-    /// let _ = client.close_within(&deadline);
-    /// # Ok::<(), mcp_proto::Error>(())
-    /// ```
-    pub fn close_within(&self, spent: &OperationDeadline) -> Result<(), Error> {
-        let deadline = spent.remainder(MonotonicClock.now(), SessionConfig::CLOSE_BUDGET_CAP);
-        self.operate(Action::Close, Some(deadline)).map(|_| ())
-    }
-
-    /// Opens a deadline now under the configured budget and resolution, for
-    /// [`run_within`](Self::run_within): the caller holds the operation's deadline, and can
-    /// give what follows it (its close) only what it leaves.
-    pub fn open_deadline(&self) -> OperationDeadline {
-        let session = self.shared.session();
-        let config = session.config();
-        OperationDeadline::start(MonotonicClock.now(), config.budget(), config.resolution())
-    }
-
-    /// Runs `action` as one operation under `budget` (instead of the configured one), with
-    /// grants rounded to the configured resolution. The deadline opens now.
-    pub fn run(&self, action: Action, budget: Budget) -> Result<Outcome, Error> {
-        let resolution = self.shared.session().config().resolution();
-        let deadline = OperationDeadline::start(MonotonicClock.now(), budget, resolution);
-        self.operate(action, Some(deadline))
-    }
-
-    /// Runs `action` as one operation under `deadline`, which the caller opened (with
-    /// [`open_deadline`](Self::open_deadline), or earlier, to count time spent before the
-    /// call).
-    pub fn run_within(
-        &self,
-        action: Action,
-        deadline: OperationDeadline,
-    ) -> Result<Outcome, Error> {
-        self.operate(action, Some(deadline))
-    }
-
     /// Runs `action` as one operation under `deadline` (one the session opens now when
     /// `None`) and drives it to its end, on a lane of its own.
     fn operate(
@@ -471,40 +219,25 @@ impl Client {
         deadline: Option<OperationDeadline>,
     ) -> Result<Outcome, Error> {
         let clock = MonotonicClock;
+        let shell = &self.shared.shell;
         let mut lane = self.lanes.take(|| self.shared.new_lane());
         // From here until the guard drops, a cancel reaches this operation.
         let _running = lane.shared().begin_operation();
-        // The deadline opens at the call, whatever the operation waits for first.
-        let opened = clock.now();
-        let (server, stdio, deadline) = {
-            let session = self.shared.session();
-            let config = session.config();
-            let stdio = match config.transport() {
-                mcp_proto::Transport::Stdio(command) => Some(command.clone()),
-                _ => None,
-            };
-            let deadline = deadline.unwrap_or_else(|| session.deadline_for(&action, opened));
-            (config.label().to_owned(), stdio, deadline)
-        };
-        // Declared before the operation: it wakes the waiting ones after the operation is gone.
-        let _ended = Ended(&self.shared);
-        let start = |now: Instant| {
-            let mut session = self.shared.session();
-            session.set_time_of_day(now, std::time::SystemTime::now());
-            session.start(action, deadline)
-        };
-        let mut reporter = self.shared.observer.reporter();
-        if let Some(command) = stdio {
+        // The deadline opens at the call, whatever the operation waits for first. Declared
+        // before the operation, `opened` wakes the waiting ones after the operation is gone.
+        let opened = shell.open(&action, deadline, clock.now());
+        let mut reporter = shell.reporter();
+        if let Some(command) = &opened.stdio {
             let lane_shared = lane.shared();
             let result = self
                 .shared
                 .stdio
-                .take_turn(deadline.end(), lane_shared, |child| {
-                    let mut op = start(clock.now());
-                    let span = trace::operation(&op, &server);
+                .take_turn(opened.deadline.end(), lane_shared, |child| {
+                    let mut op = opened.start(action, clock.now());
+                    let span = trace::operation(&op, &opened.server);
                     let mut driver = stdio::StdioDriver {
                         child,
-                        command: &command,
+                        command,
                         shared: lane_shared,
                         client: &self.shared,
                         observer: &mut reporter,
@@ -516,19 +249,15 @@ impl Client {
                 });
             return result;
         }
-        let mut op = start(clock.now());
-        let span = trace::operation(&op, &server);
+        let mut op = opened.start(action, clock.now());
+        let span = trace::operation(&op, &opened.server);
         let (agent, shared, buf) = lane.parts();
         let mut driver = Driver::new(
             agent,
             shared,
             &self.shared,
             &mut reporter,
-            self.shared
-                .authorizer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            shell.authorizer(),
             buf,
             span.clone(),
         );
@@ -538,18 +267,42 @@ impl Client {
     }
 }
 
-/// The state machine answers each action with its own outcome; anything else is a bug there.
-#[track_caller]
-fn unexpected(what: &str) -> ! {
-    panic!("mcp_proto answered a {what} with the outcome of another action")
-}
-
-impl fmt::Debug for Client {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client")
-            .field("session", &*self.shared.session())
-            .finish_non_exhaustive()
-    }
+mcp_driver_common::client_shell! {
+    client: Client,
+    shell: shared.shell,
+    cancel: lanes,
+    clock: MonotonicClock,
+    authorizer: Authorizer => |authorizer| Arc::new(std::sync::Mutex::new(Box::new(authorizer))),
+    call: [] [],
+    opens: "when the method is called",
+    new: {
+        /// A client for the server `config` describes. Nothing is sent until the first
+        /// operation.
+        ///
+        /// The agent answers every status to the state machine (404 re-initializes, 202
+        /// accepts a notification, 401 and 500 are typed errors), follows no redirect (a 3xx is
+        /// reported, not followed), adds no `Accept` of its own and caps no body (the state
+        /// machine caps what it reads). It trusts the operating system's store (and
+        /// `SSL_CERT_FILE`, `SSL_CERT_DIR`) and takes an HTTP `CONNECT` proxy from the
+        /// environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`):
+        /// [`Network::default`]. SOCKS proxies are not supported. To add a CA or set a proxy,
+        /// use [`with_network`](Self::with_network).
+    },
+    set_observer: {
+        ///
+        /// The observer runs on the operation's thread, between reads: keep it quick, its
+        /// time is spent from the budget.
+    },
+    close_within: {
+        /// ```no_run
+        /// # let client = mcp_driver_blocking::Client::connect("http://127.0.0.1:8080/mcp")?;
+        /// let deadline = client.open_deadline();
+        /// let result = client.run_within(mcp_proto::Action::Probe, deadline);
+        /// // However the probe ended, the close fits in the same budget.
+        /// let _ = client.close_within(&deadline);
+        /// # Ok::<(), mcp_proto::Error>(())
+        /// ```
+    },
 }
 
 #[cfg(test)]
@@ -574,7 +327,7 @@ mod tests {
         let client = Client::connect(&format!("https://127.0.0.1:{port}/mcp")).unwrap();
         #[derive(Default)]
         struct Ends(std::sync::Arc<std::sync::Mutex<Vec<mcp_proto::LegEnd>>>);
-        impl Observer for Ends {
+        impl mcp_proto::Observer for Ends {
             fn leg_finished(&mut self, report: &mcp_proto::LegReport) {
                 self.0.lock().unwrap().push(report.end);
             }

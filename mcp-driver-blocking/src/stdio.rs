@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use mcp_proto::{
 
 use crate::cancel::{Shared, Wake};
 use crate::trace;
-use mcp_driver_common::{StderrTail, StdioLegs};
+use mcp_driver_common::{StderrTail, StdioLegs, process};
 
 /// The most stdout bytes waiting to be fed (1 MiB): past it the reader stops reading (the server then
 /// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
@@ -112,17 +112,7 @@ pub(crate) struct Child {
 
 impl Child {
     fn spawn(command: &StdioCommand) -> std::io::Result<Self> {
-        let mut builder = Command::new(command.program());
-        builder
-            .args(command.arguments())
-            .envs(command.environment().iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(dir) = command.working_dir() {
-            builder.current_dir(dir);
-        }
-        let mut process = builder.spawn()?;
+        let mut process = process::command(command).spawn()?;
         let mailbox = Arc::new(Mailbox::default());
         let stderr = StderrTail::default();
         if let Some(mut out) = process.stdout.take() {
@@ -258,13 +248,9 @@ impl Child {
         self.stderr.last_lines()
     }
 
-    /// Ends the process at once: stdin closed, SIGKILL, reaped.
+    /// Ends the process at once, by the rule both drivers follow ([`process::kill_at_once`]).
     fn kill(mut self) -> ProcessExit {
-        drop(self.stdin.take());
-        if let Some(mut process) = self.process.take() {
-            let _ = process.kill();
-            let _ = process.wait();
-        }
+        process::kill_at_once(self.stdin.take(), &mut self.process);
         ProcessExit {
             status: None,
             stderr: self.stderr_tail(),
@@ -287,13 +273,9 @@ impl Child {
 
 impl Drop for Child {
     fn drop(&mut self) {
-        // A process left running (the client dropped without a close) is ended at once and
-        // reaped here: nothing outlives the client, and the drop does not wait on the server.
-        drop(self.stdin.take());
-        if let Some(mut process) = self.process.take() {
-            let _ = process.kill();
-            let _ = process.wait();
-        }
+        // A process left running (the client dropped without a close) is ended by the rule
+        // both drivers follow: killed at once and reaped, never given time to end on its own.
+        process::kill_at_once(self.stdin.take(), &mut self.process);
     }
 }
 
@@ -479,7 +461,7 @@ impl StdioDriver<'_> {
             }
             let now = clock.now();
             match op.poll_output(now) {
-                Output::Update(update) => self.client.apply(update),
+                Output::Update(update) => self.client.shell.apply(update),
                 Output::Transmit(leg) => {
                     legs.sent(&leg, now, &self.span);
                     if self.transmit(op, &leg) {

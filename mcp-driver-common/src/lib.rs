@@ -11,6 +11,12 @@
 //! * [`trace`]: the `tracing` spans of an operation and its legs (feature `tracing`).
 //! * [`OsEntropy`]: the operating system's random source, for authorizations.
 //! * [`StderrTail`]: the last lines a local (stdio) server wrote on stderr, for its error.
+//! * [`shell`]: the client shell both drivers wear (the session and what its operations share,
+//!   the opening of a deadline, the typed reading of an outcome) and
+//!   [`client_shell!`], which writes both `Client`s' public methods once.
+//! * [`process`]: a local server's command line, and the rule that ends it at once (the kill
+//!   leg's, and a dropped client's).
+//! * [`SentLeg`]: a leg on its way, and its report when it ends.
 //! * [`SharedObserver`]: a client's observer, reached by every operation in flight on it.
 //! * [`SessionGuard`]: a client's session, lent to its caller under the session's lock.
 //!
@@ -22,8 +28,23 @@
 #![deny(missing_docs)]
 
 pub mod network;
+pub mod process;
+pub mod shell;
 pub mod tls;
 pub mod trace;
+
+/// The names [`client_shell!`] writes into a driver, reached through this crate so that the
+/// macro does not depend on how the driver imports them.
+#[doc(hidden)]
+pub mod proto {
+    pub use crate::network::Network;
+    pub use mcp_proto::{
+        Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Observer,
+        OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+        SessionConfig, SessionInfo, Tool, mcp_auth,
+    };
+    pub use serde_json;
+}
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -192,8 +213,10 @@ pub struct StdioLegs {
     exited: bool,
 }
 
+/// A leg on its way: what its report says when it ends (its number, kind and grant, how long
+/// it took from its sending), and its span (feature `tracing`), open until then.
 #[derive(Debug)]
-struct SentLeg {
+pub struct SentLeg {
     id: mcp_proto::LegId,
     kind: mcp_proto::LegKind,
     grant: std::time::Duration,
@@ -202,17 +225,58 @@ struct SentLeg {
     span: trace::Span,
 }
 
-impl StdioLegs {
-    /// `leg` was handed out at `now`, inside the operation's span.
-    pub fn sent(&mut self, leg: &mcp_proto::Leg, now: std::time::Instant, operation: &trace::Span) {
-        self.sent.push(SentLeg {
+impl SentLeg {
+    /// `leg` was sent (or handed to the transport) at `now`, inside the operation's span.
+    pub fn new(leg: &mcp_proto::Leg, now: std::time::Instant, operation: &trace::Span) -> Self {
+        Self {
             id: leg.id,
             kind: leg.kind,
             grant: leg.timeout,
             ends_at: leg.ends_at,
             at: now,
             span: trace::leg(operation, leg.id.number(), leg.kind, leg.timeout),
-        });
+        }
+    }
+
+    /// The leg's id, which the operation knows it by.
+    pub fn id(&self) -> mcp_proto::LegId {
+        self.id
+    }
+
+    /// The leg's kind.
+    pub fn kind(&self) -> mcp_proto::LegKind {
+        self.kind
+    }
+
+    /// When the leg's grant ends.
+    pub fn ends_at(&self) -> std::time::Instant {
+        self.ends_at
+    }
+
+    /// Reports that the leg ended at `now`, as `end` says, to its span and to `observer`.
+    /// Call it once per leg.
+    pub fn report(
+        &self,
+        end: mcp_proto::LegEnd,
+        now: std::time::Instant,
+        observer: &mut dyn mcp_proto::Observer,
+    ) {
+        let report = mcp_proto::LegReport {
+            number: self.id.number(),
+            kind: self.kind,
+            grant: self.grant,
+            elapsed: now.saturating_duration_since(self.at),
+            end,
+        };
+        trace::leg_ended(&self.span, &report);
+        observer.leg_finished(&report);
+    }
+}
+
+impl StdioLegs {
+    /// `leg` was handed out at `now`, inside the operation's span.
+    pub fn sent(&mut self, leg: &mcp_proto::Leg, now: std::time::Instant, operation: &trace::Span) {
+        self.sent.push(SentLeg::new(leg, now, operation));
     }
 
     /// The server process exited: legs ending from now on report `exited`.
@@ -228,7 +292,7 @@ impl StdioLegs {
         now: std::time::Instant,
         cancelled: bool,
     ) {
-        use mcp_proto::{LegEnd, LegKind, LegReport};
+        use mcp_proto::{LegEnd, LegKind};
         let exited = self.exited;
         self.sent.retain(|leg| {
             if !cancelled && op.is_in_flight(leg.id) {
@@ -244,15 +308,7 @@ impl StdioLegs {
             } else {
                 LegEnd::Done.as_of(now, leg.ends_at)
             };
-            let report = LegReport {
-                number: leg.id.number(),
-                kind: leg.kind,
-                grant: leg.grant,
-                elapsed: now.saturating_duration_since(leg.at),
-                end,
-            };
-            trace::leg_ended(&leg.span, &report);
-            observer.leg_finished(&report);
+            leg.report(end, now, observer);
             false
         });
     }

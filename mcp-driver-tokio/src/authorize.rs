@@ -1,4 +1,4 @@
-//! The person's step of an authorization, and the OS random source authorizations draw from.
+//! The person's step of an authorization.
 //!
 //! [`Authorizer`] is the caller's: given the URL of [`Output::Authorize`](mcp_proto::Output),
 //! it gets a person to approve there and resolves to the redirect the browser was sent to.
@@ -77,5 +77,3 @@ impl Authorizer for HeadlessAuthorizer {
         })
     }
 }
-
-pub(crate) use mcp_driver_common::OsEntropy;

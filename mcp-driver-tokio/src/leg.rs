@@ -10,7 +10,7 @@ use std::error::Error as StdError;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,8 +27,8 @@ use mcp_driver_common::network::{
     Network, Proxies, ProxyFailure, ProxyUrl, parse_connect_response,
 };
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Input, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, Observer,
-    Operation, TlsProblem, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Input, Leg, LegEnd, LegStatus, Observer, Operation, TlsProblem,
+    TransportError, TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -36,6 +36,7 @@ use tower_service::Service as _;
 
 use crate::clock::TokioClock;
 use crate::trace;
+use mcp_driver_common::SentLeg;
 
 /// The HTTP client every leg goes through.
 pub(crate) type Http = HyperClient<Connector, Full<Bytes>>;
@@ -308,14 +309,15 @@ pub(crate) fn handshake_timeouts(
     let mut index = 0;
     while index < legs.len() {
         let leg = &legs[index];
-        if leg.status.is_some() || now < leg.ends_at || !matches!(leg.state, State::Head(_)) {
+        if leg.status.is_some() || now < leg.sent.ends_at() || !matches!(leg.state, State::Head(_))
+        {
             index += 1;
             continue;
         }
         let kind = TransportErrorKind::Tls(TlsProblem::TimedOut);
         op.handle_input(
             Input::Failed {
-                leg: leg.id,
+                leg: leg.sent.id(),
                 error: TransportError::new(
                     kind,
                     "the TLS handshake did not finish within the grant",
@@ -330,16 +332,11 @@ pub(crate) fn handshake_timeouts(
 
 /// One leg in flight.
 pub(crate) struct InFlight {
-    id: LegId,
-    kind: LegKind,
-    grant: Duration,
-    started: Instant,
-    ends_at: Instant,
+    /// The leg's id, grant and span (feature `tracing`, open until the leg is reported).
+    sent: SentLeg,
     /// The response's status, once its head is in.
     status: Option<u16>,
     state: State,
-    /// The leg's span (feature `tracing`), open until the leg is reported.
-    span: trace::Span,
 }
 
 enum State {
@@ -361,30 +358,17 @@ pub(crate) enum Delivery {
 impl InFlight {
     /// Starts the leg's request; it makes progress when [`next`] polls it.
     pub(crate) fn start(http: &Http, leg: Leg, now: Instant, operation: &trace::Span) -> Self {
+        let sent = SentLeg::new(&leg, now, operation);
         let request = leg.request.map(|body| Full::new(Bytes::from(body)));
-        let span = trace::leg(operation, leg.id.number(), leg.kind, leg.timeout);
         Self {
-            span,
-            id: leg.id,
-            kind: leg.kind,
-            grant: leg.timeout,
-            started: now,
-            ends_at: leg.ends_at,
+            sent,
             status: None,
             state: State::Head(http.request(request)),
         }
     }
 
     fn report(&self, end: LegEnd, now: Instant, observer: &mut (dyn Observer + Send)) {
-        let report = LegReport {
-            number: self.id.number(),
-            kind: self.kind,
-            grant: self.grant,
-            elapsed: now.saturating_duration_since(self.started),
-            end,
-        };
-        trace::leg_ended(&self.span, &report);
-        observer.leg_finished(&report);
+        self.sent.report(end, now, observer);
     }
 }
 
@@ -419,7 +403,7 @@ pub(crate) async fn feed(
     let fed_at = TokioClock.now();
     let mut now = fed_at;
     let leg = &mut legs[index];
-    let id = leg.id;
+    let id = leg.sent.id();
     let end = match delivery {
         Delivery::Head(Ok(response)) => {
             let (head, body) = response.into_parts();
@@ -469,8 +453,8 @@ pub(crate) async fn feed(
             {
                 return now;
             }
-            if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {
-                let until = mcp_proto::drain_until(now, leg.ends_at);
+            if let (State::Body(body), true) = (&mut leg.state, now < leg.sent.ends_at()) {
+                let until = mcp_proto::drain_until(now, leg.sent.ends_at());
                 if drain_rest(body, until).await {
                     now = TokioClock.now();
                 }
@@ -478,7 +462,7 @@ pub(crate) async fn feed(
             LegEnd::Status(leg.status.unwrap_or_default())
         }
     };
-    let end = end.as_of(fed_at, leg.ends_at);
+    let end = end.as_of(fed_at, leg.sent.ends_at());
     let leg = legs.swap_remove(index);
     leg.report(end, now, observer);
     now
@@ -494,7 +478,7 @@ pub(crate) fn prune(
 ) {
     let mut index = 0;
     while index < legs.len() {
-        if op.is_in_flight(legs[index].id) {
+        if op.is_in_flight(legs[index].sent.id()) {
             index += 1;
             continue;
         }
@@ -532,7 +516,7 @@ pub(crate) fn cancel_all(
 fn dropped_end(leg: &InFlight, now: Instant) -> LegEnd {
     leg.status
         .map_or(LegEnd::Cancelled, LegEnd::Status)
-        .as_of(now, leg.ends_at)
+        .as_of(now, leg.sent.ends_at())
 }
 
 /// The kind of a failed request: no connection, an answer that is not HTTP (a head that

@@ -93,6 +93,7 @@ mod cancel;
 mod client;
 mod clock;
 mod leg;
+mod shell;
 mod stdio;
 
 use mcp_driver_common::{tls, trace};

@@ -19,16 +19,16 @@ use tokio::time::Instant as TokioInstant;
 use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
 use crate::trace;
-use mcp_driver_common::{StderrTail, StdioLegs};
+use mcp_driver_common::{StderrTail, StdioLegs, process};
 
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
 /// One read of stdout.
 const CHUNK: usize = 64 * 1024;
 
-/// A running server process, kept by the client between operations. Dropped, it is killed
-/// (and reaped by tokio in the background); [`Client::close`](crate::Client::close) ends it
-/// politely.
+/// A running server process, kept by the client between operations. Dropped, it is ended at
+/// once by the rule both drivers follow ([`process::kill_at_once`]; tokio reaps it in the
+/// background); [`Client::close`](crate::Client::close) ends it politely.
 pub(crate) struct Child {
     process: tokio::process::Child,
     stdin: Option<ChildStdin>,
@@ -47,18 +47,7 @@ impl std::fmt::Debug for Child {
 
 impl Child {
     fn spawn(command: &StdioCommand) -> std::io::Result<Self> {
-        let mut builder = Command::new(command.program());
-        builder
-            .args(command.arguments())
-            .envs(command.environment().iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        if let Some(dir) = command.working_dir() {
-            builder.current_dir(dir);
-        }
-        let mut process = builder.spawn()?;
+        let mut process = Command::from(process::command(command)).spawn()?;
         let stderr = StderrTail::default();
         if let Some(mut err) = process.stderr.take() {
             let tail = stderr.clone();
@@ -93,10 +82,11 @@ impl Child {
         matches!(written, std::task::Poll::Ready(Ok(n)) if n == line.len())
     }
 
-    /// Ends the process at once: stdin closed, SIGKILL, reaped.
+    /// Ends the process at once, by the rule both drivers follow ([`process::kill_at_once`]),
+    /// and waits for tokio to reap it.
     async fn kill(mut self) -> ProcessExit {
-        drop(self.stdin.take());
-        let _ = self.process.kill().await;
+        process::kill_at_once(self.stdin.take(), &mut self);
+        let _ = self.process.wait().await;
         ProcessExit {
             status: None,
             stderr: self.stderr_tail(),
@@ -168,6 +158,26 @@ impl Child {
     }
 }
 
+impl process::Kill for Child {
+    fn start_kill(&mut self) {
+        let _ = self.process.start_kill();
+    }
+
+    fn reap(&mut self) {
+        // Reaped now if it has exited already; else tokio reaps it in the background once it
+        // is dropped (a kill leg awaits it instead).
+        let _ = self.process.try_wait();
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // A process left running (the client dropped without a close) is ended by the rule
+        // both drivers follow: killed at once, never given time to end on its own.
+        process::kill_at_once(self.stdin.take(), self);
+    }
+}
+
 /// Asks the process to terminate (SIGTERM on Unix; elsewhere the kill that follows does).
 #[cfg(unix)]
 fn terminate(process: &tokio::process::Child) {
@@ -187,7 +197,7 @@ fn terminate(_: &tokio::process::Child) {}
 pub(crate) struct StdioRun<'a> {
     pub(crate) child: &'a mut Option<Child>,
     /// The session: what the operation learns is applied to it as it comes.
-    pub(crate) session: &'a std::sync::Mutex<mcp_proto::Session>,
+    pub(crate) shell: &'a crate::shell::ClientShell,
     pub(crate) command: StdioCommand,
     pub(crate) observer: &'a mut (dyn Observer + Send),
     pub(crate) cancel: &'a CancelShared,
@@ -211,11 +221,7 @@ impl StdioRun<'_> {
             }
             let now = clock.now();
             match op.poll_output(now) {
-                Output::Update(update) => self
-                    .session
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .apply(update),
+                Output::Update(update) => self.shell.apply(update),
                 Output::Transmit(leg) => {
                     legs.sent(&leg, now, &self.span);
                     if self.transmit(op, &leg).await {

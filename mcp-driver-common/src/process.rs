@@ -1,0 +1,118 @@
+//! A local (stdio) server's process as both drivers start and end it: the command a
+//! [`StdioCommand`] describes ([`command`]), and the one rule for a process that gets no time
+//! ([`kill_at_once`]), which the kill leg ([`LegKind::Kill`](mcp_proto::LegKind::Kill)) and a
+//! dropped client both follow.
+//!
+//! What it must never do: wait on the server, or decide when a process ends (that is
+//! `mcp-proto`'s, leg by leg: the spawn, the polite shutdown, the kill). Reading and writing
+//! the pipes is each driver's.
+
+use std::process::{Command, Stdio};
+
+use mcp_proto::StdioCommand;
+
+/// The command that starts the server `stdio` describes: its program, arguments, environment
+/// and working directory, with stdin, stdout and stderr piped to the driver. The tokio driver
+/// converts it (`tokio::process::Command::from`).
+pub fn command(stdio: &StdioCommand) -> Command {
+    let mut command = Command::new(stdio.program());
+    command
+        .args(stdio.arguments())
+        .envs(stdio.environment().iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = stdio.working_dir() {
+        command.current_dir(dir);
+    }
+    command
+}
+
+/// A local server's process as a driver holds it, for [`kill_at_once`]: each step does nothing
+/// when the process is gone already (reaped, or never started).
+pub trait Kill {
+    /// Sends the process SIGKILL (on Windows, `TerminateProcess`) without waiting; a process
+    /// that is gone already is no error.
+    fn start_kill(&mut self);
+    /// Reaps the killed process, so that no zombie is left: at once where the driver can
+    /// wait for a killed process on the spot (the blocking driver), else by leaving it to the
+    /// runtime's reaper (tokio reaps a dropped child in the background).
+    fn reap(&mut self);
+}
+
+/// The blocking driver's process: a killed process exits at once, so the wait is short.
+impl Kill for std::process::Child {
+    fn start_kill(&mut self) {
+        // Once reaped, the standard library sends no signal (the pid may be another's).
+        let _ = self.kill();
+    }
+
+    fn reap(&mut self) {
+        let _ = self.wait();
+    }
+}
+
+/// A process the driver may have let go already.
+impl<P: Kill> Kill for Option<P> {
+    fn start_kill(&mut self) {
+        if let Some(process) = self {
+            process.start_kill();
+        }
+    }
+
+    fn reap(&mut self) {
+        if let Some(process) = self {
+            process.reap();
+        }
+    }
+}
+
+/// Ends a local server at once: `stdin` closed (the server reads the end of its input),
+/// `process` killed, reaped. No polite shutdown, whatever budget is left: this is the rule for
+/// a process nothing may wait for, a kill leg's (the budget is spent, or the server's stdin
+/// holds half a message) and a dropped client's (nothing waits on the server when its client
+/// goes, and nothing outlives the client).
+pub fn kill_at_once<P: Kill + ?Sized>(stdin: Option<impl Sized>, process: &mut P) {
+    drop(stdin);
+    process.start_kill();
+    process.reap();
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_server_that_would_run_on_is_killed_and_reaped_without_being_waited_for() {
+        // `sleep` neither reads its stdin nor ends when it closes: only the kill ends it.
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("sleep runs");
+        let started = Instant::now();
+        kill_at_once(child.stdin.take(), &mut child);
+        let status = child
+            .try_wait()
+            .expect("the child is ours")
+            .expect("reaped: its status is known at once");
+        assert_eq!(status.signal(), Some(9), "{status:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_command_runs_the_program_with_its_arguments_environment_and_directory() {
+        let stdio = StdioCommand::new("sh")
+            .args(["-c", r#"printf '%s %s' "$MCP_TEST_VALUE" "$(pwd)""#])
+            .env("MCP_TEST_VALUE", "kept")
+            .current_dir("/");
+        let output = command(&stdio).output().expect("sh runs");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "kept /");
+    }
+}
