@@ -246,15 +246,7 @@ impl<'a> Driver<'a> {
         };
         let (head, body) = response.into_parts();
         let end = LegEnd::Status(head.status.as_u16());
-        if op.handle_input(
-            Input::Head {
-                leg: id,
-                status: head.status,
-                headers: &head.headers,
-            },
-            now,
-        ) == LegStatus::Complete
-        {
+        if op.handle_input(Input::head(id, &head), now) == LegStatus::Complete {
             // Dropping an unread body closes its connection; an empty one is already back
             // in the pool.
             return end.as_of(now, ends_at);

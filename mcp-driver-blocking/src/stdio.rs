@@ -554,15 +554,8 @@ impl StdioDriver<'_> {
                     }
                     Written::Cancelled => {}
                     Written::Refused if leg.kind == LegKind::CancelNotice => {
-                        let full = TransportError::new(
-                            TransportErrorKind::Declined,
-                            "the server's stdin is full",
-                        );
                         op.handle_input(
-                            Input::Failed {
-                                leg: leg.id,
-                                error: full,
-                            },
+                            mcp_driver_common::process::stdin_full(leg.id),
                             clock.now(),
                         );
                     }

@@ -116,3 +116,15 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&output.stdout), "kept /");
     }
 }
+
+/// What a driver tells the operation when a message that must be written at once (a cancel
+/// notice after the budget) found the server's stdin full: the leg is declined.
+pub fn stdin_full(leg: mcp_proto::LegId) -> mcp_proto::Input<'static> {
+    mcp_proto::Input::Failed {
+        leg,
+        error: mcp_proto::TransportError::new(
+            mcp_proto::TransportErrorKind::Declined,
+            "the server's stdin is full",
+        ),
+    }
+}

@@ -408,15 +408,7 @@ pub(crate) async fn feed(
         Delivery::Head(Ok(response)) => {
             let (head, body) = response.into_parts();
             leg.status = Some(head.status.as_u16());
-            if op.handle_input(
-                Input::Head {
-                    leg: id,
-                    status: head.status,
-                    headers: &head.headers,
-                },
-                now,
-            ) == LegStatus::ReadMore
-            {
+            if op.handle_input(Input::head(id, &head), now) == LegStatus::ReadMore {
                 leg.state = State::Body(body);
                 return now;
             }

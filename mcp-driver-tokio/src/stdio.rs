@@ -321,17 +321,7 @@ impl StdioRun<'_> {
                 if written {
                     op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 } else {
-                    let full = TransportError::new(
-                        TransportErrorKind::Declined,
-                        "the server's stdin is full",
-                    );
-                    op.handle_input(
-                        Input::Failed {
-                            leg: leg.id,
-                            error: full,
-                        },
-                        clock.now(),
-                    );
+                    op.handle_input(mcp_driver_common::process::stdin_full(leg.id), clock.now());
                 }
                 false
             }

@@ -330,6 +330,17 @@ pub enum Input<'a> {
     Cancel,
 }
 
+impl<'a> Input<'a> {
+    /// [`Input::Head`] from a response's head, as an HTTP client hands it over.
+    pub fn head(leg: LegId, head: &'a http::response::Parts) -> Self {
+        Self::Head {
+            leg,
+            status: head.status,
+            headers: &head.headers,
+        }
+    }
+}
+
 /// Whether the driver should keep reading the body of a leg: the answer to a head or a chunk
 /// ([`Input::Head`], [`Input::Chunk`]). A driver that keeps reading after `Complete` waits for
 /// a stream that may never end.
