@@ -181,14 +181,12 @@ impl<A: Clone, S: SessionSignal> Shell<A, S> {
     /// A deadline opened at `now` under the configured budget and resolution.
     pub fn open_deadline(&self, now: Instant) -> OperationDeadline {
         let session = self.session();
-        let config = session.config();
-        OperationDeadline::start(now, config.budget(), config.resolution())
+        session.deadline_under(session.config().budget(), now)
     }
 
     /// A deadline opened at `now` under `budget`, with the configured resolution.
     pub fn deadline_under(&self, budget: Budget, now: Instant) -> OperationDeadline {
-        let resolution = self.session().config().resolution();
-        OperationDeadline::start(now, budget, resolution)
+        self.session().deadline_under(budget, now)
     }
 
     /// Opens the operation for `action` at `now` (its call): under `deadline` when the caller

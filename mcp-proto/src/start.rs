@@ -111,6 +111,12 @@ impl Session {
         OperationDeadline::start(now, budget, config.resolution())
     }
 
+    /// The deadline of an operation opened at `now` under `budget` (the caller's, instead of
+    /// the configured one), at the configured resolution.
+    pub fn deadline_under(&self, budget: crate::Budget, now: Instant) -> OperationDeadline {
+        OperationDeadline::start(now, budget, self.config().resolution())
+    }
+
     /// Starts `action` under a deadline the caller opened (for a budget other than the
     /// configured one, or a deadline opened earlier than the operation).
     pub fn start(&mut self, action: Action, deadline: OperationDeadline) -> Operation {
