@@ -6,12 +6,13 @@
 //! the session are handed it after every update and every operation's end.
 
 mod support;
+use support::FeedAnswer;
 
 use std::collections::HashSet;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Error, Input, Leg, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
+    Clock, Error, Input, Leg, LegKind, ManualClock, Operation, Outcome, Output, Session,
     TransportError, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
@@ -55,24 +56,7 @@ fn answer(op: &mut Operation, leg: &Leg, result: Value, session_id: &str, clock:
     }
     let body = json!({"jsonrpc": "2.0", "id": id_of(leg), "result": result}).to_string();
     let now = clock.now();
-    if op.handle_input(
-        Input::Head {
-            leg: leg.id,
-            status: StatusCode::OK,
-            headers: &head,
-        },
-        now,
-    ) == LegStatus::ReadMore
-        && op.handle_input(
-            Input::Chunk {
-                leg: leg.id,
-                bytes: body.as_bytes(),
-            },
-            now,
-        ) == LegStatus::ReadMore
-    {
-        op.handle_input(Input::End { leg: leg.id }, now);
-    }
+    op.feed_answer(leg.id, StatusCode::OK, &head, body.as_bytes(), now);
 }
 
 fn initialize_result() -> Value {

@@ -2,14 +2,15 @@
 //! the event-stream parser gives the same events however the bytes are split.
 
 mod support;
+use support::FeedAnswer;
 
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::sse::SseParser;
 use mcp_proto::{
-    Action, Budget, Clock, Error, Input, LegKind, LegStatus, ManualClock, OperationDeadline,
-    Output, Resolution, Session, SessionConfig,
+    Action, Budget, Clock, Error, Input, LegKind, ManualClock, OperationDeadline, Output,
+    Resolution, Session, SessionConfig,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -130,24 +131,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
                 headers.insert("content-type", HeaderValue::from_static("application/json"));
                 let now = clock.now();
                 let status = StatusCode::from_u16(status).unwrap();
-                if op.handle_input(
-                    Input::Head {
-                        leg: leg.id,
-                        status,
-                        headers: &headers,
-                    },
-                    now,
-                ) == LegStatus::ReadMore
-                    && op.handle_input(
-                        Input::Chunk {
-                            leg: leg.id,
-                            bytes: &body,
-                        },
-                        now,
-                    ) == LegStatus::ReadMore
-                {
-                    op.handle_input(Input::End { leg: leg.id }, now);
-                }
+                op.feed_answer(leg.id, status, &headers, &body, now);
             }
         }
     };

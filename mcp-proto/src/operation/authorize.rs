@@ -272,7 +272,8 @@ impl Authorizing {
         match answer {
             PersonAnswer::Redirect(url) => flow.handle_redirect(url),
             PersonAnswer::NoAuthorizer => flow.handle_no_authorizer(),
-            PersonAnswer::Failed(_) => self.running = false,
+            // The operation ends: its finish stops the flow.
+            PersonAnswer::Failed(_) => {}
         }
     }
 

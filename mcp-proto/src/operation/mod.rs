@@ -454,11 +454,12 @@ impl Operation {
                 self.kill = true;
                 None
             }
+            // The operation goes on without it (or, for the notice, ends without it).
             Err(Refusal::Dropped) => {
-                if who == Grantee::Leg(LegKind::Listen) {
-                    self.listen = Listen::Off;
+                match who {
+                    Grantee::Leg(LegKind::Listen) => self.listen = Listen::Off,
+                    _ => self.notice = None,
                 }
-                self.notice = None;
                 None
             }
         }
@@ -979,7 +980,6 @@ impl Operation {
 
     /// The person's step ended without a redirect, for `reason`.
     fn person_failed(&mut self, reason: &str) {
-        self.auth.stop();
         let method = self.next_leg_kind().request_name();
         let issuer = self.auth.issuer();
         let reason = reason.to_owned();

@@ -12,6 +12,41 @@ use mcp_proto::{
 };
 use serde_json::{Value, json};
 
+/// Feeds a whole answer to a leg the way a driver does: the head, then the body while the
+/// operation reads on, then its end.
+pub trait FeedAnswer {
+    fn feed_answer(
+        &mut self,
+        leg: LegId,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: std::time::Instant,
+    );
+}
+
+impl FeedAnswer for Operation {
+    fn feed_answer(
+        &mut self,
+        leg: LegId,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: std::time::Instant,
+    ) {
+        let head = Input::Head {
+            leg,
+            status,
+            headers,
+        };
+        if self.handle_input(head, now) == LegStatus::ReadMore
+            && self.handle_input(Input::Chunk { leg, bytes: body }, now) == LegStatus::ReadMore
+        {
+            self.handle_input(Input::End { leg }, now);
+        }
+    }
+}
+
 pub fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
 }
