@@ -114,7 +114,7 @@ pub fn capture_call(url: &str) -> CallLegs {
             Output::Authorize(_) => {
                 op.handle_input(Input::NoAuthorizer, clock.now());
             }
-            Output::Event(_) => {}
+            Output::Event(_) | Output::LegEnded(_) => {}
             Output::Wait(_) | Output::AwaitSession(_) => {
                 op.handle_input(Input::Timeout, clock.now());
             }
@@ -329,7 +329,7 @@ impl ListDriver {
                     Output::Authorize(_) => {
                         op.handle_input(Input::NoAuthorizer, clock.now());
                     }
-                    Output::Event(_) => {}
+                    Output::Event(_) | Output::LegEnded(_) => {}
                     Output::Wait(_) | Output::AwaitSession(_) => {
                         op.handle_input(Input::Timeout, clock.now());
                     }
@@ -405,7 +405,7 @@ impl ListDriver {
         }
         loop {
             match op.poll_output(now) {
-                Output::Event(_) => {}
+                Output::Event(_) | Output::LegEnded(_) => {}
                 Output::Done(Ok(Outcome::Tools(tools))) => return tools.len(),
                 other => panic!("the canned listing did not succeed: {other:?}"),
             }
@@ -488,7 +488,7 @@ impl CallDriver {
         }
         loop {
             match op.poll_output(now) {
-                Output::Event(_) => {}
+                Output::Event(_) | Output::LegEnded(_) => {}
                 Output::Done(Ok(Outcome::Call(result))) => return result.text().len(),
                 other => panic!("the canned call did not succeed: {other:?}"),
             }

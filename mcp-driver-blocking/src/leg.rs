@@ -6,13 +6,13 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Error, Input, Leg, LegEnd, LegId, LegKind, LegStatus, MonotonicClock,
-    Observer, Operation, Outcome, Output, TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Error, Input, Leg, LegId, LegKind, LegStatus, MonotonicClock, Observer,
+    Operation, Outcome, Output, TransportError, TransportErrorKind,
 };
 
 use crate::cancel::Shared;
 use crate::trace;
-use mcp_driver_common::SentLeg;
+use mcp_driver_common::LegSpans;
 
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.
@@ -41,6 +41,8 @@ pub(crate) struct Driver<'a> {
     done: Option<Result<Outcome, Error>>,
     /// The operation's span (feature `tracing`), parent of each leg's.
     span: trace::Span,
+    /// The spans of the legs in flight.
+    spans: LegSpans,
 }
 
 impl<'a> Driver<'a> {
@@ -63,6 +65,7 @@ impl<'a> Driver<'a> {
             buf,
             done: None,
             span,
+            spans: LegSpans::default(),
         }
     }
 
@@ -84,6 +87,7 @@ impl<'a> Driver<'a> {
                 Output::Update(update) => self.client.shell.apply(update),
                 Output::Transmit(leg) => self.run_leg(op, leg),
                 Output::Event(event) => self.observer.event(&event),
+                Output::LegEnded(report) => self.spans.ended(&report, self.observer),
                 Output::AwaitSession(_) => next = self.await_session(op),
                 Output::Wait(until) => {
                     // Nothing is read at this level (every leg is fed to its end before the
@@ -201,8 +205,9 @@ impl<'a> Driver<'a> {
         true
     }
 
-    /// Sends `leg`, feeds its response into `op` and reports it to the observer.
+    /// Sends `leg` and feeds its response into `op` (which reports it).
     fn run_leg(&mut self, op: &mut Operation, leg: Leg) {
+        self.spans.sent(&leg, &self.span);
         if leg.kind == LegKind::Listen {
             // The standalone stream must be read beside the other legs, which this driver
             // cannot do: it is declined, and the operation goes on without it.
@@ -219,44 +224,39 @@ impl<'a> Driver<'a> {
             );
             return;
         }
-        let sent = SentLeg::new(&leg, self.clock.now(), &self.span);
-        let end = self.exchange(op, leg);
-        sent.report(end, self.clock.now(), self.observer);
+        self.exchange(op, leg);
     }
 
-    fn exchange(&mut self, op: &mut Operation, leg: Leg) -> LegEnd {
+    fn exchange(&mut self, op: &mut Operation, leg: Leg) {
         let (id, ends_at) = (leg.id, leg.ends_at);
         if self.cancelled(op) {
-            return LegEnd::Cancelled;
+            return;
         }
         self.shared.begin_leg();
         let sent = send(self.agent, leg.request, leg.timeout);
         let now = self.clock.now();
         if self.cancelled(op) {
-            return LegEnd::Cancelled;
+            return;
         }
         let response = match sent {
             Ok(response) => response,
             Err(err) => {
                 let error = request_error(err, self.shared.connect_failed());
-                let kind = error.kind;
                 op.handle_input(Input::Failed { leg: id, error }, now);
-                return LegEnd::Transport(kind);
+                return;
             }
         };
         let (head, body) = response.into_parts();
-        let end = LegEnd::Status(head.status.as_u16());
         if op.handle_input(Input::head(id, &head), now) == LegStatus::Complete {
             // Dropping an unread body closes its connection; an empty one is already back
             // in the pool.
-            return end.as_of(now, ends_at);
+            return;
         }
         let mut reader = body.into_reader();
         let mut buf = std::mem::take(self.buf);
         buf.resize(CHUNK, 0);
-        let end = self.read_body(op, id, &mut reader, &mut buf, ends_at, end);
+        self.read_body(op, id, &mut reader, &mut buf, ends_at);
         *self.buf = buf;
-        end
     }
 
     fn read_body(
@@ -266,18 +266,17 @@ impl<'a> Driver<'a> {
         reader: &mut ureq::BodyReader<'static>,
         buf: &mut [u8],
         ends_at: Instant,
-        end: LegEnd,
-    ) -> LegEnd {
+    ) {
         loop {
             let read = reader.read(buf);
             let now = self.clock.now();
             if self.cancelled(op) {
-                return LegEnd::Cancelled;
+                return;
             }
             match read {
                 Ok(0) => {
                     op.handle_input(Input::End { leg: id }, now);
-                    return end.as_of(now, ends_at);
+                    return;
                 }
                 Ok(n) => {
                     if op.handle_input(
@@ -292,23 +291,19 @@ impl<'a> Driver<'a> {
                         if now < ends_at {
                             self.drain(reader, buf, now, ends_at);
                         }
-                        return end.as_of(now, ends_at);
+                        return;
                     }
                     if self.between_chunks(op) {
                         // The operation ended while this stream was open (a nested leg
                         // failed or was cancelled): drop the stream.
-                        if matches!(self.done, Some(Err(Error::Cancelled { .. }))) {
-                            return LegEnd::Cancelled;
-                        }
-                        return end;
+                        return;
                     }
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(err) => {
                     let error = body_error(err);
-                    let kind = error.kind;
                     op.handle_input(Input::Failed { leg: id, error }, now);
-                    return LegEnd::Transport(kind);
+                    return;
                 }
             }
         }
@@ -344,6 +339,7 @@ impl<'a> Driver<'a> {
             match op.poll_output(self.clock.now()) {
                 Output::Update(update) => self.client.shell.apply(update),
                 Output::Event(event) => self.observer.event(&event),
+                Output::LegEnded(report) => self.spans.ended(&report, self.observer),
                 Output::Transmit(nested) => self.run_leg(op, nested),
                 Output::Authorize(step) => self.authorize(op, &step),
                 Output::Wait(_) | Output::AwaitSession(_) => return false,

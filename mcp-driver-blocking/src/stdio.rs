@@ -23,7 +23,7 @@ use mcp_proto::{
 
 use crate::cancel::{Shared, Wake};
 use crate::trace;
-use mcp_driver_common::{StderrTail, StdioLegs, process};
+use mcp_driver_common::{LegSpans, StderrTail, process};
 
 /// The most stdout bytes waiting to be fed (1 MiB): past it the reader stops reading (the server then
 /// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
@@ -450,7 +450,7 @@ pub(crate) struct StdioDriver<'a> {
 impl StdioDriver<'_> {
     pub(crate) fn drive(&mut self, op: &mut Operation) -> Result<Outcome, Error> {
         let clock = MonotonicClock;
-        let mut legs = StdioLegs::default();
+        let mut legs = LegSpans::default();
         if let Some(child) = self.child.as_ref() {
             self.shared.set_waker(child.mailbox.clone());
         }
@@ -463,12 +463,11 @@ impl StdioDriver<'_> {
             match op.poll_output(now) {
                 Output::Update(update) => self.client.shell.apply(update),
                 Output::Transmit(leg) => {
-                    legs.sent(&leg, now, &self.span);
-                    if self.transmit(op, &leg) {
-                        legs.process_exited();
-                    }
+                    legs.sent(&leg, &self.span);
+                    self.transmit(op, &leg);
                 }
                 Output::Event(event) => self.observer.event(&event),
+                Output::LegEnded(report) => legs.ended(&report, self.observer),
                 Output::Authorize(_) => {
                     op.handle_input(Input::NoAuthorizer, now);
                 }
@@ -483,7 +482,6 @@ impl StdioDriver<'_> {
                             op.handle_input(Input::Stdout(&chunk), clock.now());
                         }
                         Delivery::Closed => {
-                            legs.process_exited();
                             if let Some(child) = self.child.take() {
                                 let exit = child.exit();
                                 op.handle_input(Input::Exit(&exit), clock.now());
@@ -494,13 +492,8 @@ impl StdioDriver<'_> {
                         }
                     },
                 },
-                Output::Done(result) => {
-                    let cancelled = matches!(result, Err(Error::Cancelled { .. }));
-                    legs.report(op, self.observer, MonotonicClock.now(), cancelled);
-                    return result;
-                }
+                Output::Done(result) => return result,
             }
-            legs.report(op, self.observer, MonotonicClock.now(), false);
         }
     }
 

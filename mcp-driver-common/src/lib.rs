@@ -16,7 +16,7 @@
 //!   [`client_shell!`], which writes both `Client`s' public methods once.
 //! * [`process`]: a local server's command line, and the rule that ends it at once (the kill
 //!   leg's, and a dropped client's).
-//! * [`SentLeg`]: a leg on its way, and its report when it ends.
+//! * [`LegSpans`]: the span of each leg in flight, closed with the operation's report of it.
 //! * [`SharedObserver`]: a client's observer, reached by every operation in flight on it.
 //! * [`SessionGuard`]: a client's session, lent to its caller under the session's lock.
 //!
@@ -203,113 +203,28 @@ mod tests {
     }
 }
 
-/// Over stdio, the legs handed out and not reported yet: a leg is over when the operation no
-/// longer has it (its line written, its answer in, its grant spent), which the driver learns
-/// only after an input; each is then reported once, to the trace and the observer.
+/// The `mcp.leg` spans (feature `tracing`) of the legs in flight: each opens when its leg is
+/// handed out and closes with the operation's report of it, which also goes to the observer.
+/// The report is the operation's ([`mcp_proto::Output::LegEnded`]); this only carries it.
 #[derive(Debug, Default)]
-pub struct StdioLegs {
-    sent: Vec<SentLeg>,
-    /// The server process was seen to exit during this operation.
-    exited: bool,
+pub struct LegSpans {
+    open: Vec<(u32, trace::Span)>,
 }
 
-/// A leg on its way: what its report says when it ends (its number, kind and grant, how long
-/// it took from its sending), and its span (feature `tracing`), open until then.
-#[derive(Debug)]
-pub struct SentLeg {
-    id: mcp_proto::LegId,
-    kind: mcp_proto::LegKind,
-    grant: std::time::Duration,
-    ends_at: std::time::Instant,
-    at: std::time::Instant,
-    span: trace::Span,
-}
+impl LegSpans {
+    /// `leg` was handed out: its span opens inside the operation's.
+    pub fn sent(&mut self, leg: &mcp_proto::Leg, operation: &trace::Span) {
+        let span = trace::leg(operation, leg.id.number(), leg.kind, leg.timeout);
+        self.open.push((leg.id.number(), span));
+    }
 
-impl SentLeg {
-    /// `leg` was sent (or handed to the transport) at `now`, inside the operation's span.
-    pub fn new(leg: &mcp_proto::Leg, now: std::time::Instant, operation: &trace::Span) -> Self {
-        Self {
-            id: leg.id,
-            kind: leg.kind,
-            grant: leg.timeout,
-            ends_at: leg.ends_at,
-            at: now,
-            span: trace::leg(operation, leg.id.number(), leg.kind, leg.timeout),
+    /// The operation reported a leg's end: its span records it and closes, and `observer`
+    /// gets the report.
+    pub fn ended(&mut self, report: &mcp_proto::LegReport, observer: &mut dyn mcp_proto::Observer) {
+        if let Some(at) = self.open.iter().position(|(n, _)| *n == report.number) {
+            let (_, span) = self.open.swap_remove(at);
+            trace::leg_ended(&span, report);
         }
-    }
-
-    /// The leg's id, which the operation knows it by.
-    pub fn id(&self) -> mcp_proto::LegId {
-        self.id
-    }
-
-    /// The leg's kind.
-    pub fn kind(&self) -> mcp_proto::LegKind {
-        self.kind
-    }
-
-    /// When the leg's grant ends.
-    pub fn ends_at(&self) -> std::time::Instant {
-        self.ends_at
-    }
-
-    /// Reports that the leg ended at `now`, as `end` says, to its span and to `observer`.
-    /// Call it once per leg.
-    pub fn report(
-        &self,
-        end: mcp_proto::LegEnd,
-        now: std::time::Instant,
-        observer: &mut dyn mcp_proto::Observer,
-    ) {
-        let report = mcp_proto::LegReport {
-            number: self.id.number(),
-            kind: self.kind,
-            grant: self.grant,
-            elapsed: now.saturating_duration_since(self.at),
-            end,
-        };
-        trace::leg_ended(&self.span, &report);
-        observer.leg_finished(&report);
-    }
-}
-
-impl StdioLegs {
-    /// `leg` was handed out at `now`, inside the operation's span.
-    pub fn sent(&mut self, leg: &mcp_proto::Leg, now: std::time::Instant, operation: &trace::Span) {
-        self.sent.push(SentLeg::new(leg, now, operation));
-    }
-
-    /// The server process exited: legs ending from now on report `exited`.
-    pub fn process_exited(&mut self) {
-        self.exited = true;
-    }
-
-    /// Reports every leg `op` no longer has (with `cancelled`, every leg, as cancelled).
-    pub fn report(
-        &mut self,
-        op: &mcp_proto::Operation,
-        observer: &mut dyn mcp_proto::Observer,
-        now: std::time::Instant,
-        cancelled: bool,
-    ) {
-        use mcp_proto::{LegEnd, LegKind};
-        let exited = self.exited;
-        self.sent.retain(|leg| {
-            if !cancelled && op.is_in_flight(leg.id) {
-                return true;
-            }
-            let end = if cancelled {
-                LegEnd::Cancelled
-            } else if exited && !matches!(leg.kind, LegKind::Shutdown | LegKind::Kill) {
-                LegEnd::Exited
-            } else if leg.kind == LegKind::Kill {
-                // A kill does not wait on its grant: it is done when the process is reaped.
-                LegEnd::Done
-            } else {
-                LegEnd::Done.as_of(now, leg.ends_at)
-            };
-            leg.report(end, now, observer);
-            false
-        });
+        observer.leg_finished(report);
     }
 }

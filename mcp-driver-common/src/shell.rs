@@ -364,8 +364,8 @@ macro_rules! client_shell {
                 self.$($shell).+.session().set_token(token);
             }
 
-            /// Reports every leg (a [`LegReport`](mcp_proto::LegReport): its grant, the time
-            /// it took by this driver's clock, how it ended) and every event the server sends
+            /// Reports every leg (the operation's [`LegReport`](mcp_proto::LegReport): its
+            /// grant, the time it took, how it ended) and every event the server sends
             /// while answering, to `observer`, for every operation on the session (one report
             /// at a time). Replaces the previous observer; the default ignores everything.
             $(#[$observer_doc])*

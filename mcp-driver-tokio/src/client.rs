@@ -178,6 +178,7 @@ impl Client {
         let mut op = opened.start(action, now);
         let span = trace::operation(&op, &opened.server);
         let mut legs: Vec<InFlight> = Vec::new();
+        let mut spans = mcp_driver_common::LegSpans::default();
         // One timer for the whole operation, moved to the proto's next instant each time.
         let timer = tokio::time::sleep_until(TokioInstant::from_std(now));
         tokio::pin!(timer);
@@ -192,15 +193,17 @@ impl Client {
                 if cancel.is_fired(armed) && !op.is_finished() {
                     now = clock.now();
                     op.handle_input(Input::Cancel, now);
-                    leg::cancel_all(&mut legs, observer, now);
+                    legs.clear();
                 }
                 let output = op.poll_output(now);
                 offered &= matches!(output, Output::AwaitSession(_));
                 match output {
                     Output::Update(update) => shell.apply(update),
                     Output::Transmit(leg) => {
-                        legs.push(InFlight::start(&shared.http, leg, now, &span))
+                        spans.sent(&leg, &span);
+                        legs.push(InFlight::start(&shared.http, leg));
                     }
+                    Output::LegEnded(report) => spans.ended(&report, observer),
                     Output::Event(event) => {
                         observer.event(&event);
                         // The observer's time is not the operation's: read the clock again.
@@ -256,7 +259,6 @@ impl Client {
                         }
                     }
                     Output::Done(result) => {
-                        leg::drop_all(&mut legs, observer, now);
                         trace::ended(&span, &result);
                         return result;
                     }
@@ -277,7 +279,7 @@ impl Client {
                 }
                 () = &mut timer => {
                     now = clock.now();
-                    leg::handshake_timeouts(&mut op, &mut legs, &shared.handshakes, observer, now);
+                    leg::handshake_timeouts(&mut op, &mut legs, &shared.handshakes, now);
                     op.handle_input(Input::Timeout, now);
                 }
                 () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
@@ -285,11 +287,11 @@ impl Client {
                     now = clock.now();
                 }
                 (index, delivery) = leg::next(&mut legs) => {
-                    now = leg::feed(&mut op, &mut legs, index, delivery, observer).await;
+                    now = leg::feed(&mut op, &mut legs, index, delivery).await;
                 }
             }
             // Legs the operation no longer has (expired, dropped, or over with it) go now.
-            leg::prune(&op, &mut legs, observer, now);
+            leg::prune(&op, &mut legs);
         }
     }
 }

@@ -27,16 +27,14 @@ use mcp_driver_common::network::{
     Network, Proxies, ProxyFailure, ProxyUrl, parse_connect_response,
 };
 use mcp_proto::{
-    Clock, DRAIN_BYTES, Input, Leg, LegEnd, LegStatus, Observer, Operation, TlsProblem,
-    TransportError, TransportErrorKind,
+    Clock, DRAIN_BYTES, Input, Leg, LegId, LegStatus, Operation, TlsProblem, TransportError,
+    TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tower_service::Service as _;
 
 use crate::clock::TokioClock;
-use crate::trace;
-use mcp_driver_common::SentLeg;
 
 /// The HTTP client every leg goes through.
 pub(crate) type Http = HyperClient<Connector, Full<Bytes>>;
@@ -300,7 +298,6 @@ pub(crate) fn handshake_timeouts(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
     handshakes: &Handshakes,
-    observer: &mut (dyn Observer + Send),
     now: Instant,
 ) {
     if !handshakes.any() {
@@ -309,33 +306,29 @@ pub(crate) fn handshake_timeouts(
     let mut index = 0;
     while index < legs.len() {
         let leg = &legs[index];
-        if leg.status.is_some() || now < leg.sent.ends_at() || !matches!(leg.state, State::Head(_))
-        {
+        if now < leg.ends_at || !matches!(leg.state, State::Head(_)) {
             index += 1;
             continue;
         }
-        let kind = TransportErrorKind::Tls(TlsProblem::TimedOut);
         op.handle_input(
             Input::Failed {
-                leg: leg.sent.id(),
+                leg: leg.id,
                 error: TransportError::new(
-                    kind,
+                    TransportErrorKind::Tls(TlsProblem::TimedOut),
                     "the TLS handshake did not finish within the grant",
                 ),
             },
             now,
         );
-        let leg = legs.swap_remove(index);
-        leg.report(LegEnd::Transport(kind), now, observer);
+        legs.swap_remove(index);
     }
 }
 
 /// One leg in flight.
 pub(crate) struct InFlight {
-    /// The leg's id, grant and span (feature `tracing`, open until the leg is reported).
-    sent: SentLeg,
-    /// The response's status, once its head is in.
-    status: Option<u16>,
+    id: LegId,
+    /// Its grant's end, which bounds the drain after its answer.
+    ends_at: Instant,
     state: State,
 }
 
@@ -357,18 +350,13 @@ pub(crate) enum Delivery {
 
 impl InFlight {
     /// Starts the leg's request; it makes progress when [`next`] polls it.
-    pub(crate) fn start(http: &Http, leg: Leg, now: Instant, operation: &trace::Span) -> Self {
-        let sent = SentLeg::new(&leg, now, operation);
+    pub(crate) fn start(http: &Http, leg: Leg) -> Self {
         let request = leg.request.map(|body| Full::new(Bytes::from(body)));
         Self {
-            sent,
-            status: None,
+            id: leg.id,
+            ends_at: leg.ends_at,
             state: State::Head(http.request(request)),
         }
-    }
-
-    fn report(&self, end: LegEnd, now: Instant, observer: &mut (dyn Observer + Send)) {
-        self.sent.report(end, now, observer);
     }
 }
 
@@ -391,44 +379,37 @@ pub(crate) async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
     .await
 }
 
-/// Feeds what leg `index` delivered to the operation; a leg that is over is reported and
-/// dropped. Returns the instant the delivery was fed at (after a drain, the drain's end).
+/// Feeds what leg `index` delivered to the operation; a leg that is over is dropped (the
+/// operation reports it). Returns the instant the delivery was fed at (after a drain, the
+/// drain's end).
 pub(crate) async fn feed(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
     index: usize,
     delivery: Delivery,
-    observer: &mut (dyn Observer + Send),
 ) -> Instant {
-    let fed_at = TokioClock.now();
-    let mut now = fed_at;
+    let mut now = TokioClock.now();
     let leg = &mut legs[index];
-    let id = leg.sent.id();
-    let end = match delivery {
+    let id = leg.id;
+    match delivery {
         Delivery::Head(Ok(response)) => {
             let (head, body) = response.into_parts();
-            leg.status = Some(head.status.as_u16());
             if op.handle_input(Input::head(id, &head), now) == LegStatus::ReadMore {
                 leg.state = State::Body(body);
                 return now;
             }
             // Unread, the body closes its connection; an empty one is already pooled.
-            LegEnd::Status(head.status.as_u16())
         }
         Delivery::Head(Err(err)) => {
             let error = transport_error(&err);
-            let kind = error.kind;
             op.handle_input(Input::Failed { leg: id, error }, now);
-            LegEnd::Transport(kind)
         }
         Delivery::Frame(None) => {
             op.handle_input(Input::End { leg: id }, now);
-            LegEnd::Status(leg.status.unwrap_or_default())
         }
         Delivery::Frame(Some(Err(err))) => {
             let error = TransportError::new(TransportErrorKind::Io, chain(&err));
             op.handle_input(Input::Failed { leg: id, error }, now);
-            LegEnd::Transport(TransportErrorKind::Io)
         }
         Delivery::Frame(Some(Ok(frame))) => {
             // Trailers and empty frames carry nothing an MCP answer needs.
@@ -445,70 +426,22 @@ pub(crate) async fn feed(
             {
                 return now;
             }
-            if let (State::Body(body), true) = (&mut leg.state, now < leg.sent.ends_at()) {
-                let until = mcp_proto::drain_until(now, leg.sent.ends_at());
+            if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {
+                let until = mcp_proto::drain_until(now, leg.ends_at);
                 if drain_rest(body, until).await {
                     now = TokioClock.now();
                 }
             }
-            LegEnd::Status(leg.status.unwrap_or_default())
         }
-    };
-    let end = end.as_of(fed_at, leg.sent.ends_at());
-    let leg = legs.swap_remove(index);
-    leg.report(end, now, observer);
+    }
+    legs.swap_remove(index);
     now
 }
 
 /// Drops the legs the operation no longer has in flight (their grant expired, or the
-/// operation let them go), reporting each.
-pub(crate) fn prune(
-    op: &Operation,
-    legs: &mut Vec<InFlight>,
-    observer: &mut (dyn Observer + Send),
-    now: Instant,
-) {
-    let mut index = 0;
-    while index < legs.len() {
-        if op.is_in_flight(legs[index].sent.id()) {
-            index += 1;
-            continue;
-        }
-        let leg = legs.swap_remove(index);
-        let end = dropped_end(&leg, now);
-        leg.report(end, now, observer);
-    }
-}
-
-/// Drops every leg at the end of the operation, reporting each.
-pub(crate) fn drop_all(
-    legs: &mut Vec<InFlight>,
-    observer: &mut (dyn Observer + Send),
-    now: Instant,
-) {
-    for leg in legs.drain(..) {
-        let end = dropped_end(&leg, now);
-        leg.report(end, now, observer);
-    }
-}
-
-/// Drops every leg after a cancel, reporting each as cancelled.
-pub(crate) fn cancel_all(
-    legs: &mut Vec<InFlight>,
-    observer: &mut (dyn Observer + Send),
-    now: Instant,
-) {
-    for leg in legs.drain(..) {
-        leg.report(LegEnd::Cancelled, now, observer);
-    }
-}
-
-/// How a leg the driver drops without a delivery of its own ended: its grant ran out, its
-/// stream was open (the status it had), or the operation let it go before its head.
-fn dropped_end(leg: &InFlight, now: Instant) -> LegEnd {
-    leg.status
-        .map_or(LegEnd::Cancelled, LegEnd::Status)
-        .as_of(now, leg.sent.ends_at())
+/// operation let them go).
+pub(crate) fn prune(op: &Operation, legs: &mut Vec<InFlight>) {
+    legs.retain(|leg| op.is_in_flight(leg.id));
 }
 
 /// The kind of a failed request: no connection, an answer that is not HTTP (a head that

@@ -19,7 +19,7 @@ use tokio::time::Instant as TokioInstant;
 use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
 use crate::trace;
-use mcp_driver_common::{StderrTail, StdioLegs, process};
+use mcp_driver_common::{LegSpans, StderrTail, process};
 
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
@@ -214,7 +214,7 @@ impl StdioRun<'_> {
         let cancelled = self.cancel.waiter();
         tokio::pin!(cancelled);
         cancelled.as_mut().enable();
-        let mut legs = StdioLegs::default();
+        let mut legs = LegSpans::default();
         loop {
             if self.cancel.is_fired(armed) && !op.is_finished() {
                 op.handle_input(Input::Cancel, clock.now());
@@ -223,12 +223,11 @@ impl StdioRun<'_> {
             match op.poll_output(now) {
                 Output::Update(update) => self.shell.apply(update),
                 Output::Transmit(leg) => {
-                    legs.sent(&leg, now, &self.span);
-                    if self.transmit(op, &leg).await {
-                        legs.process_exited();
-                    }
+                    legs.sent(&leg, &self.span);
+                    self.transmit(op, &leg).await;
                 }
                 Output::Event(event) => self.observer.event(&event),
+                Output::LegEnded(report) => legs.ended(&report, self.observer),
                 Output::Authorize(_) => {
                     op.handle_input(Input::NoAuthorizer, now);
                 }
@@ -259,7 +258,6 @@ impl StdioRun<'_> {
                                     op.handle_input(Input::Stdout(&chunk), clock.now());
                                 }
                                 None => {
-                                    legs.process_exited();
                                     if let Some(child) = self.child.take() {
                                         let exit = child.exit().await;
                                         op.handle_input(Input::Exit(&exit), clock.now());
@@ -269,13 +267,8 @@ impl StdioRun<'_> {
                         }
                     }
                 }
-                Output::Done(result) => {
-                    let cancelled = matches!(result, Err(Error::Cancelled { .. }));
-                    legs.report(op, self.observer, TokioClock.now(), cancelled);
-                    return result;
-                }
+                Output::Done(result) => return result,
             }
-            legs.report(op, self.observer, TokioClock.now(), false);
         }
     }
 

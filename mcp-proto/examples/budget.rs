@@ -65,6 +65,8 @@ fn tool_call(title: &str, durations: &[f64]) {
                 }
             }
             Output::Event(_) => {}
+            // The operation's own account of each leg: what a trace prints.
+            Output::LegEnded(report) => println!("    {report}"),
             Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until);
                 op.handle_input(Input::Timeout, clock.now());

@@ -116,11 +116,12 @@ pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
     ServerInfo, SessionInfo, Subscription, SubscriptionEnd, accept_elicitation_with_defaults,
 };
-pub use observe::{LegEnd, LegReport, NoObserver, Observer};
+pub use observe::{NoObserver, Observer};
 pub use operation::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, Input,
-    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation,
-    Outcome, Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
+    LISTEN_HEAD_WAIT, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, MAX_REISSUES,
+    MAX_RESUMPTIONS, Operation, Outcome, Output, ProcessExit, TransportError, TransportErrorKind,
+    drain_until,
 };
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};

@@ -295,6 +295,8 @@ impl World {
                     }
                 }
                 Output::AwaitSession(_) | Output::Update(_) => unreachable!("handled above"),
+                // The reports are checked by the stand-in driver's suites.
+                Output::LegEnded(_) => {}
                 Output::Wait(until) => {
                     self.clock.set(until.max(self.clock.now()));
                     op.handle_input(Input::Timeout, self.clock.now());
@@ -478,6 +480,11 @@ fn an_auth_answer_past_its_cap_is_refused_without_reading_on() {
         },
         clock.now(),
     );
+    // The refused leg is over, and reported so.
+    let Output::LegEnded(refused) = op.poll_output(clock.now()) else {
+        panic!()
+    };
+    assert_eq!(refused.to_string().rsplit(' ').next(), Some("status=401"));
     // The refusal waits for the session (no other operation is authorizing): it claims the
     // authorization, and the flow's first leg goes out.
     assert!(matches!(

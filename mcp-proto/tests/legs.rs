@@ -12,7 +12,7 @@ use mcp_proto::{
     TransportErrorKind,
 };
 use serde_json::{Map, json};
-use support::{config, drive, healthy, json_head, live_session, secs, sse_head};
+use support::{PollPastReports, config, drive, healthy, json_head, live_session, secs, sse_head};
 
 #[test]
 fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
@@ -20,7 +20,7 @@ fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
         let clock = ManualClock::new();
         let mut session = live_session(config(), &clock);
         let mut op = session.call_tool("x", Map::new(), clock.now());
-        let Output::Transmit(call) = op.poll_output(clock.now()) else {
+        let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
             panic!()
         };
         clock.set(call.ends_at + late_by);
@@ -36,7 +36,7 @@ fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
             ),
             LegStatus::Complete
         );
-        let Output::Done(Err(err)) = op.poll_output(clock.now()) else {
+        let Output::Done(Err(err)) = op.poll_past_reports(clock.now()) else {
             panic!("the late answer ends the operation")
         };
         assert!(
@@ -50,7 +50,7 @@ fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
     let clock = ManualClock::new();
     let mut session = live_session(config(), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(
@@ -87,7 +87,7 @@ fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
         LegStatus::Complete
     );
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
         Output::Done(Err(Error::LegTimedOut { .. }))
     ));
 }
@@ -97,7 +97,7 @@ fn inputs_for_a_leg_that_is_over_are_ignored() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(init) = op.poll_output(clock.now()) else {
+    let Output::Transmit(init) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {
@@ -124,7 +124,7 @@ fn inputs_for_a_leg_that_is_over_are_ignored() {
         LegStatus::ReadMore
     );
     op.handle_input(Input::End { leg: init.id }, clock.now());
-    let Output::Transmit(initialized) = op.poll_output(clock.now()) else {
+    let Output::Transmit(initialized) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(initialized.kind, LegKind::Initialized);
@@ -162,7 +162,9 @@ fn inputs_for_a_leg_that_is_over_are_ignored() {
         },
         clock.now(),
     );
-    assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == initialized.ends_at));
+    assert!(
+        matches!(op.poll_past_reports(clock.now()), Output::Wait(at) if at == initialized.ends_at)
+    );
 
     // The legs go on as if nothing happened.
     assert_eq!(
@@ -178,7 +180,7 @@ fn inputs_for_a_leg_that_is_over_are_ignored() {
     );
     // The committed handshake is the session's first, then the call goes out.
     let call = loop {
-        match op.poll_output(clock.now()) {
+        match op.poll_past_reports(clock.now()) {
             Output::Update(update) => session.apply(update),
             Output::Transmit(call) => break call,
             other => panic!("{other:?}"),
@@ -198,7 +200,7 @@ fn a_driver_that_declines_the_standalone_stream_sends_the_call_at_once() {
     let clock = ManualClock::new();
     let mut session = live_session(config().with_listen(true), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(listen) = op.poll_output(clock.now()) else {
+    let Output::Transmit(listen) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(listen.kind, LegKind::Listen);
@@ -211,7 +213,7 @@ fn a_driver_that_declines_the_standalone_stream_sends_the_call_at_once() {
         clock.now(),
     );
     assert!(!op.is_in_flight(listen.id));
-    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
         panic!("no wait for a stream that will never open")
     };
     assert_eq!(call.kind, LegKind::CallTool);
@@ -223,7 +225,7 @@ fn a_standalone_stream_that_runs_out_ends_quietly_and_the_call_goes_on() {
     let clock = ManualClock::new();
     let mut session = live_session(config().with_listen(true), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(listen) = op.poll_output(clock.now()) else {
+    let Output::Transmit(listen) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     let sse = sse_head();
@@ -239,12 +241,12 @@ fn a_standalone_stream_that_runs_out_ends_quietly_and_the_call_goes_on() {
         LegStatus::ReadMore
     );
     clock.advance(secs(0.4));
-    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     // The call's grant (20 - 0.4 rounded up) ends after the stream's (the budget's end).
     assert_eq!(call.timeout, secs(20.0));
-    let Output::Wait(first) = op.poll_output(clock.now()) else {
+    let Output::Wait(first) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(first, listen.ends_at, "the wait is the earliest timer");
@@ -252,7 +254,7 @@ fn a_standalone_stream_that_runs_out_ends_quietly_and_the_call_goes_on() {
     op.handle_input(Input::Timeout, clock.now());
     assert!(!op.is_in_flight(listen.id), "the stream ran out");
     assert!(op.is_in_flight(call.id), "the call did not");
-    assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == call.ends_at));
+    assert!(matches!(op.poll_past_reports(clock.now()), Output::Wait(at) if at == call.ends_at));
     // A chunk of the stream after that is ignored; the call's answer is still read.
     assert_eq!(
         op.handle_input(
@@ -288,7 +290,10 @@ fn a_standalone_stream_that_runs_out_ends_quietly_and_the_call_goes_on() {
         LegStatus::ReadMore
     );
     op.handle_input(Input::End { leg: call.id }, clock.now());
-    assert!(matches!(op.poll_output(clock.now()), Output::Done(Ok(_))));
+    assert!(matches!(
+        op.poll_past_reports(clock.now()),
+        Output::Done(Ok(_))
+    ));
 }
 
 #[test]
@@ -389,7 +394,7 @@ fn a_lost_session_takes_its_standalone_stream_with_it_and_the_new_one_gets_its_o
     let clock = ManualClock::new();
     let mut session = live_session(config().with_listen(true), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(old_stream) = op.poll_output(clock.now()) else {
+    let Output::Transmit(old_stream) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     let sse = sse_head();
@@ -404,7 +409,7 @@ fn a_lost_session_takes_its_standalone_stream_with_it_and_the_new_one_gets_its_o
         ),
         LegStatus::ReadMore
     );
-    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     // The server forgot the session: the call's 404 re-initialises inside the operation.

@@ -92,6 +92,7 @@ enum Next {
 /// A leg the model believes is in flight.
 #[derive(Debug, Clone, Copy)]
 struct ModelLeg {
+    number: u32,
     kind: LegKind,
     grant: u64,
     ends_at: i64,
@@ -150,6 +151,8 @@ struct Model {
     pages_total: u32,
     reinitialized: bool,
     in_flight: Option<ModelLeg>,
+    /// Legs over whose reports have not been polled yet: their numbers and grants.
+    reports: std::collections::VecDeque<(u32, u64)>,
     /// The end, decided but not yet returned by a poll.
     ending: Option<Expected>,
     returned: bool,
@@ -187,16 +190,23 @@ impl Model {
         }
     }
 
+    /// The leg in flight is over: its report comes next (after the events already due).
+    fn leg_over(&mut self) {
+        if let Some(leg) = self.in_flight.take() {
+            self.reports.push_back((leg.number, leg.grant));
+        }
+    }
+
     /// The leg in flight ends with `expected` (when the operation has not ended already).
     fn end(&mut self, expected: Expected) {
-        self.in_flight = None;
+        self.leg_over();
         if !self.finished() {
             self.ending = Some(expected);
         }
     }
 
     fn healthy(&mut self, leg: ModelLeg, sse: bool) {
-        self.in_flight = None;
+        self.leg_over();
         if sse && leg.kind != LegKind::Initialized {
             // The stream carries a notification before the answer.
             self.events += 1;
@@ -234,7 +244,7 @@ impl Model {
             self.end(Expected::SessionExpired { method });
         } else {
             self.reinitialized = true;
-            self.in_flight = None;
+            self.leg_over();
             self.next = Next::Initialize;
             self.has_session = false;
             self.pages_done = 0;
@@ -352,6 +362,16 @@ fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseEr
         model.events -= 1;
         return Ok(true);
     }
+    if let Some((number, grant)) = model.reports.pop_front() {
+        let Output::LegEnded(report) = &output else {
+            return Err(TestCaseError::fail(format!(
+                "expected the report of leg {number}, got {output:?}"
+            )));
+        };
+        prop_assert_eq!(report.number, number);
+        prop_assert_eq!(report.grant, Duration::from_millis(grant));
+        return Ok(true);
+    }
     if model.returned {
         prop_assert!(
             matches!(output, Output::Done(Err(Error::AlreadyFinished))),
@@ -426,6 +446,7 @@ fn check_poll(real: &mut Real<'_>, model: &mut Model) -> Result<bool, TestCaseEr
             real.leg = Some(leg.id);
             model.legs_sent += 1;
             model.in_flight = Some(ModelLeg {
+                number: leg.id.number(),
                 kind,
                 grant,
                 ends_at: model.now + i64::try_from(grant).unwrap(),
@@ -645,6 +666,7 @@ fn run(
                     prop_assert!(result.is_ok());
                     break;
                 }
+                Output::LegEnded(_) => {}
                 other => return Err(TestCaseError::fail(format!("warm-up: {other:?}"))),
             }
         }
@@ -667,6 +689,7 @@ fn run(
         pages_total,
         reinitialized: false,
         in_flight: None,
+        reports: std::collections::VecDeque::new(),
         ending: None,
         returned: false,
         legs_sent: 0,

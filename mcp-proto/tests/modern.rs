@@ -10,7 +10,7 @@ use mcp_proto::{
     accept_elicitation_with_defaults,
 };
 use serde_json::{Map, json};
-use support::{Answer, drive, refused};
+use support::{Answer, PollPastReports, drive, refused};
 
 fn modern() -> SessionConfig {
     SessionConfig::new("http://mcp.example.test:8080/mcp")
@@ -501,14 +501,14 @@ fn a_cancelled_modern_call_sends_no_notice() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern().with_cancel_notice(true));
     let mut op = session.call_tool("echo", Map::new(), clock.now());
-    let mcp_proto::Output::Transmit(leg) = op.poll_output(clock.now()) else {
+    let mcp_proto::Output::Transmit(leg) = op.poll_past_reports(clock.now()) else {
         panic!("the call goes out first")
     };
     assert_eq!(leg.kind, LegKind::CallTool);
     op.handle_input(Input::Cancel, clock.now());
     // Closing the call's stream is the cancellation: straight to the result.
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
         mcp_proto::Output::Done(Err(Error::Cancelled { .. }))
     ));
 }

@@ -16,14 +16,15 @@ use mcp_proto::{
     TransportError, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
-use support::{config, json_head, live_session, secs};
+use support::{PollPastReports, config, json_head, live_session, secs};
 
-/// Drains `op` until it hands out a leg, must wait, or ends; its updates go to `session`, and
-/// an operation that awaits the session is handed it once before it waits.
+/// Drains `op` until it hands out a leg, must wait, or ends (past its events and the legs'
+/// reports); its updates go to `session`, and an operation that awaits the session is handed
+/// it once before it waits.
 fn settle(op: &mut Operation, session: &mut Session, clock: &ManualClock) -> Output {
     loop {
         match op.poll_on(session, clock.now()) {
-            Output::Event(_) => {}
+            Output::Event(_) | Output::LegEnded(_) => {}
             other => return other,
         }
     }
@@ -346,7 +347,7 @@ fn the_handshake_claim_ends_only_once_the_session_is_live() {
     // session yet: the second must not take the claim and send a second `initialize`.
     second.handle_input(Input::Session(&mut session), clock.now());
     assert!(matches!(
-        second.poll_output(clock.now()),
+        second.poll_past_reports(clock.now()),
         Output::AwaitSession(_)
     ));
     assert!(session.is_establishing());

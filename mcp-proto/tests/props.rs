@@ -90,6 +90,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
     let mut steps = steps.iter().copied();
     let mut legs = Vec::new();
     let mut refused_at = None;
+    let mut reported = Vec::new();
     // The furthest the clock has been: elapsed is measured against it, as wall time would be.
     let mut furthest = t0;
     let result = loop {
@@ -99,6 +100,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
                 op.handle_input(Input::NoAuthorizer, clock.now());
             }
             Output::Event(_) => {}
+            Output::LegEnded(report) => reported.push((report.number, report.grant)),
             Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until);
                 op.handle_input(Input::Timeout, clock.now());
@@ -135,6 +137,11 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
             }
         }
     };
+    // Every leg handed out was reported once, with its grant, before the result.
+    reported.sort_unstable();
+    let handed: Vec<Duration> = legs.iter().map(|(_, grant)| *grant).collect();
+    let grants: Vec<Duration> = reported.iter().map(|(_, grant)| *grant).collect();
+    assert_eq!(grants, handed, "one report per leg");
     // Nothing is ever transmitted once the operation has ended.
     for _ in 0..3 {
         assert!(matches!(

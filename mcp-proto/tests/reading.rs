@@ -9,7 +9,7 @@ use mcp_proto::{
     Resolution, Session, SessionConfig, TransportError, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
-use support::{Answer, drive, healthy, secs};
+use support::{Answer, PollPastReports, drive, healthy, secs};
 
 const SERVER: &str = "mcp.example.test:8080";
 
@@ -287,7 +287,7 @@ fn reading_stops_as_soon_as_the_answer_is_in() {
             .is_ok()
     );
     let mut op = session.call_tool("echo", Map::new(), clock.now());
-    let Output::Transmit(leg) = op.poll_output(clock.now()) else {
+    let Output::Transmit(leg) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     let id = serde_json::from_slice::<Value>(leg.request.body()).unwrap()["id"].clone();
@@ -319,9 +319,12 @@ fn reading_stops_as_soon_as_the_answer_is_in() {
         LegStatus::Complete
     );
     // The stream stays open, the driver stops reading: the result is ready without an end of body.
-    assert!(matches!(op.poll_output(clock.now()), Output::Done(Ok(_))));
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
+        Output::Done(Ok(_))
+    ));
+    assert!(matches!(
+        op.poll_past_reports(clock.now()),
         Output::Done(Err(Error::AlreadyFinished))
     ));
 }
@@ -373,7 +376,7 @@ fn a_declared_length_over_the_cap_is_refused_before_reading() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let mut op = session.probe(clock.now());
-    let Output::Transmit(leg) = op.poll_output(clock.now()) else {
+    let Output::Transmit(leg) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     let mut headers = http::HeaderMap::new();
@@ -391,7 +394,7 @@ fn a_declared_length_over_the_cap_is_refused_before_reading() {
         LegStatus::Complete
     );
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
         Output::Done(Err(Error::AnswerTooLarge { .. }))
     ));
 }
@@ -555,7 +558,7 @@ fn a_session_id_that_is_not_visible_ascii_is_never_echoed() {
     for bad in [&b"abc def"[..], b"a\tb", &[b'x'; 257], b"caf\xc3\xa9"] {
         let mut session = Session::new(config());
         let mut op = session.probe(clock.now());
-        let Output::Transmit(leg) = op.poll_output(clock.now()) else {
+        let Output::Transmit(leg) = op.poll_past_reports(clock.now()) else {
             panic!()
         };
         let mut headers = http::HeaderMap::new();
@@ -574,7 +577,7 @@ fn a_session_id_that_is_not_visible_ascii_is_never_echoed() {
             ),
             LegStatus::Complete
         );
-        match op.poll_output(clock.now()) {
+        match op.poll_past_reports(clock.now()) {
             Output::Done(Err(Error::Malformed { detail, .. })) => {
                 assert!(detail.contains("session id"))
             }
@@ -739,11 +742,11 @@ fn cancelling_ends_the_operation_with_its_own_error() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());
     let mut op = session.call_tool("echo", Map::new(), clock.now());
-    let Output::Transmit(_leg) = op.poll_output(clock.now()) else {
+    let Output::Transmit(_leg) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     op.handle_input(Input::Cancel, clock.now());
-    match op.poll_output(clock.now()) {
+    match op.poll_past_reports(clock.now()) {
         Output::Done(Err(err @ Error::Cancelled { .. })) => {
             assert_eq!(
                 err.to_string(),

@@ -36,6 +36,8 @@ fn lines(values: &[Value]) -> Reply {
 struct Run {
     /// Every leg: its label and grant in whole seconds.
     legs: Vec<(String, u64)>,
+    /// The operation's reports, in the order the legs ended.
+    reports: Vec<mcp_proto::LegReport>,
     events: Vec<Event>,
     result: Result<mcp_proto::Outcome, Error>,
 }
@@ -50,6 +52,7 @@ fn drive(
 ) -> Run {
     let mut op = op;
     let mut legs = Vec::new();
+    let mut reports = Vec::new();
     let mut events = Vec::new();
     for _ in 0..200 {
         match op.poll_output(clock.now()) {
@@ -86,12 +89,16 @@ fn drive(
                 op.handle_input(Input::Timeout, clock.now());
             }
             Output::Event(event) => events.push(event),
+            Output::LegEnded(report) => reports.push(report),
             Output::Authorize(_) => {
                 op.handle_input(Input::NoAuthorizer, clock.now());
             }
             Output::Done(result) => {
+                // Every leg handed out ends in one report, before the result.
+                assert_eq!(reports.len(), legs.len(), "each leg is reported once");
                 return Run {
                     legs,
+                    reports,
                     events,
                     result,
                 };
@@ -363,6 +370,16 @@ fn a_server_that_exits_mid_call_is_named_with_its_last_words_and_restarted_next_
         }
         other => panic!("{other:?}"),
     }
+    // The trace says which legs were over and which one the exit cut off.
+    let ends: Vec<String> = run
+        .reports
+        .iter()
+        .map(|r| format!("{} {}", r.kind.label(), r.end.word()))
+        .collect();
+    assert_eq!(
+        ends[ends.len() - 2..],
+        ["notifications/initialized ok", "tools/call exited"]
+    );
     assert!(!session.process_running());
     let run = call(&mut session, &clock, &mut server);
     assert_eq!(labels(&run)[..2], ["spawn", "initialize"]);

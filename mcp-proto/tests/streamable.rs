@@ -10,7 +10,9 @@ use mcp_proto::{
     Output, Resolution, Session, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
-use support::{Answer, config, drive, healthy, json_head, live_session, secs, sse_head};
+use support::{
+    Answer, PollPastReports, config, drive, healthy, json_head, live_session, secs, sse_head,
+};
 
 fn event(message: Value) -> String {
     format!("event: message\ndata: {message}\n\n")
@@ -168,7 +170,7 @@ fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
     let clock = ManualClock::new();
     let mut session = live_session(config().with_resolution(Resolution::MILLISECOND), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(leg) = op.poll_output(clock.now()) else {
+    let Output::Transmit(leg) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     let mut headers = http::HeaderMap::new();
@@ -196,7 +198,9 @@ fn the_retry_wait_defaults_to_a_second_and_never_passes_the_deadline() {
     );
     let closed = clock.now();
     op.handle_input(Input::End { leg: leg.id }, closed);
-    assert!(matches!(op.poll_output(clock.now()), Output::Wait(at) if at == closed + secs(1.0)));
+    assert!(
+        matches!(op.poll_past_reports(clock.now()), Output::Wait(at) if at == closed + secs(1.0))
+    );
     drop(leg);
 
     // With 0.3 s of budget left and a 5 s retry, waiting would spend the budget: the operation
@@ -370,12 +374,12 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     let clock = ManualClock::new();
     let mut session = live_session(config().with_cancel_notice(true), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(_call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     op.handle_input(Input::Cancel, clock.now());
     // The notice goes out after the cancel, under a grant of its own, before the result.
-    let Output::Transmit(notice) = op.poll_output(clock.now()) else {
+    let Output::Transmit(notice) = op.poll_past_reports(clock.now()) else {
         panic!("a call was interrupted: the notice comes first")
     };
     assert_eq!(notice.kind, LegKind::CancelNotice);
@@ -385,7 +389,7 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
     assert_eq!(body["params"]["requestId"], 2);
     assert_eq!(notice.request.headers()["mcp-session-id"], "session-1");
     assert!(
-        matches!(op.poll_output(clock.now()), Output::Wait(at) if at == notice.ends_at),
+        matches!(op.poll_past_reports(clock.now()), Output::Wait(at) if at == notice.ends_at),
         "the result waits for the notice's head"
     );
     assert_eq!(
@@ -400,7 +404,7 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
         LegStatus::Complete
     );
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
         Output::Done(Err(Error::Cancelled {
             method: "tools/call",
             ..
@@ -409,41 +413,41 @@ fn a_cancelled_call_can_tell_the_server_and_a_cancelled_handshake_cannot() {
 
     // A notice whose head never comes ends with its own grant.
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(_call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     op.handle_input(Input::Cancel, clock.now());
-    let Output::Transmit(notice) = op.poll_output(clock.now()) else {
+    let Output::Transmit(notice) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     clock.set(notice.ends_at);
     op.handle_input(Input::Timeout, clock.now());
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
         Output::Done(Err(Error::Cancelled { .. }))
     ));
 
     // Off (the default), a cancel ends the operation at once.
     let mut quiet = live_session(config(), &clock);
     let mut op = quiet.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(_call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     op.handle_input(Input::Cancel, clock.now());
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
         Output::Done(Err(Error::Cancelled { .. }))
     ));
 
     let mut fresh = Session::new(config().with_cancel_notice(true));
     let mut op = fresh.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(_init) = op.poll_output(clock.now()) else {
+    let Output::Transmit(_init) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     op.handle_input(Input::Cancel, clock.now());
     assert!(
         matches!(
-            op.poll_output(clock.now()),
+            op.poll_past_reports(clock.now()),
             Output::Done(Err(Error::Cancelled {
                 method: "initialize",
                 ..
@@ -465,7 +469,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     let mut op = session.call_tool("ask", Map::new(), clock.now());
 
     // The stream opens first; the call waits for its head, then goes out beside it.
-    let Output::Transmit(listen) = op.poll_output(clock.now()) else {
+    let Output::Transmit(listen) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(listen.kind, LegKind::Listen);
@@ -473,7 +477,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     assert_eq!(listen.request.headers()["accept"], "text/event-stream");
     assert_eq!(listen.request.headers()["mcp-session-id"], "session-1");
     assert!(
-        matches!(op.poll_output(clock.now()), Output::Wait(at) if at == clock.now() + secs(1.0))
+        matches!(op.poll_past_reports(clock.now()), Output::Wait(at) if at == clock.now() + secs(1.0))
     );
     clock.advance(secs(0.5));
     assert_eq!(
@@ -487,11 +491,11 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
         ),
         LegStatus::ReadMore
     );
-    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(call.kind, LegKind::CallTool);
-    assert!(matches!(op.poll_output(clock.now()), Output::Wait(_)));
+    assert!(matches!(op.poll_past_reports(clock.now()), Output::Wait(_)));
 
     // The server's tool raises an elicitation on the standalone stream.
     clock.advance(secs(0.5));
@@ -508,10 +512,10 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
         LegStatus::ReadMore
     );
     assert!(matches!(
-        op.poll_output(clock.now()),
+        op.poll_past_reports(clock.now()),
         Output::Event(Event::ServerRequest { .. })
     ));
-    let Output::Transmit(reply) = op.poll_output(clock.now()) else {
+    let Output::Transmit(reply) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(reply.kind, LegKind::Respond);
@@ -540,7 +544,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
     // Back to the call, whose answer now arrives. The wait is the earliest timer: the
     // standalone stream's grant (the rest of the budget) ends before the call's rounded one.
     assert!(
-        matches!(op.poll_output(clock.now()), Output::Wait(at) if at == listen.ends_at.min(call.ends_at))
+        matches!(op.poll_past_reports(clock.now()), Output::Wait(at) if at == listen.ends_at.min(call.ends_at))
     );
     assert_eq!(
         op.handle_input(
@@ -566,7 +570,7 @@ fn the_standalone_stream_carries_server_requests_that_are_answered_beside_the_ca
         ),
         LegStatus::Complete
     );
-    let Output::Done(Ok(outcome)) = op.poll_output(clock.now()) else {
+    let Output::Done(Ok(outcome)) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!(outcome.into_call().unwrap().text(), "hi Ada");
@@ -589,7 +593,7 @@ fn a_server_without_a_standalone_stream_is_fine() {
     for status in [400, 404, 405, 409] {
         let mut session = live_session(config().with_listen(true), &clock);
         let mut op = session.call_tool("x", Map::new(), clock.now());
-        let Output::Transmit(listen) = op.poll_output(clock.now()) else {
+        let Output::Transmit(listen) = op.poll_past_reports(clock.now()) else {
             panic!()
         };
         assert_eq!(listen.kind, LegKind::Listen);
@@ -605,7 +609,7 @@ fn a_server_without_a_standalone_stream_is_fine() {
             ),
             LegStatus::Complete
         );
-        let Output::Transmit(call) = op.poll_output(clock.now()) else {
+        let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
             panic!()
         };
         let json_head = json_head();
@@ -633,7 +637,7 @@ fn a_server_without_a_standalone_stream_is_fine() {
         );
         op.handle_input(Input::End { leg: call.id }, clock.now());
         assert!(
-            matches!(op.poll_output(clock.now()), Output::Done(Ok(_))),
+            matches!(op.poll_past_reports(clock.now()), Output::Done(Ok(_))),
             "{status}"
         );
     }
@@ -641,15 +645,15 @@ fn a_server_without_a_standalone_stream_is_fine() {
     // A stream whose head never comes holds the call back for at most a second.
     let mut session = live_session(config().with_listen(true), &clock);
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(_listen) = op.poll_output(clock.now()) else {
+    let Output::Transmit(_listen) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
-    let Output::Wait(at) = op.poll_output(clock.now()) else {
+    let Output::Wait(at) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     clock.set(at);
     op.handle_input(Input::Timeout, clock.now());
-    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     assert_eq!((call.kind, call.timeout), (LegKind::CallTool, secs(19.0)));
@@ -791,26 +795,26 @@ fn a_cancel_notice_gets_only_what_is_left_and_none_goes_out_after_the_budget() {
         &clock,
     );
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(_call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(_call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     clock.advance(secs(1.7));
     op.handle_input(Input::Cancel, clock.now());
-    let Output::Transmit(notice) = op.poll_output(clock.now()) else {
+    let Output::Transmit(notice) = op.poll_past_reports(clock.now()) else {
         panic!("budget is left: the notice goes out")
     };
     assert_eq!(notice.kind, LegKind::CancelNotice);
     assert_eq!(notice.timeout, secs(0.3));
     // The budget is spent by the time the caller cancels: no notice, the result at once.
     let mut op = session.call_tool("x", Map::new(), clock.now());
-    let Output::Transmit(call) = op.poll_output(clock.now()) else {
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
         panic!()
     };
     clock.set(call.ends_at);
     op.handle_input(Input::Cancel, clock.now());
     assert!(
         matches!(
-            op.poll_output(clock.now()),
+            op.poll_past_reports(clock.now()),
             Output::Done(Err(Error::Cancelled { .. }))
         ),
         "a spent budget sends nothing more, a notice included"

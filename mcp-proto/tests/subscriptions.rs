@@ -77,6 +77,7 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
         LegStatus::ReadMore
     );
     let mut events = Vec::new();
+    let mut reports = Vec::new();
     let result = loop {
         match op.poll_output(clock.now()) {
             Output::Update(update) => session.apply(update),
@@ -84,6 +85,7 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
                 op.handle_input(Input::NoAuthorizer, clock.now());
             }
             Output::Event(event) => events.push(event),
+            Output::LegEnded(report) => reports.push(report),
             Output::Wait(until) | Output::AwaitSession(until) => {
                 // The stream stays open: the budget ends it.
                 clock.set(until);
@@ -98,6 +100,9 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
     };
     assert!(!end.by_server);
     assert_eq!(end.acknowledged, Some(json!({"toolsListChanged": true})));
+    // The stream was read to the budget's end: its leg's report says it ran out.
+    let ends: Vec<String> = reports.iter().map(|r| r.end.word()).collect();
+    assert_eq!(ends, ["timeout"], "{reports:?}");
     let methods: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {

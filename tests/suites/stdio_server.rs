@@ -778,6 +778,7 @@ mod core {
                     }
                 }
                 Output::Event(event) => events.push(event),
+                Output::LegEnded(_) => {}
                 Output::Authorize(_) => {
                     op.handle_input(Input::NoAuthorizer, Instant::now());
                 }

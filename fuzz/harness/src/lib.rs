@@ -33,6 +33,38 @@ mod files;
 mod stdio;
 mod streamable;
 
+/// The operation's account of its legs, checked: every report names a leg it handed out, no
+/// leg is reported twice, and by the result every leg handed out has been reported.
+#[derive(Debug, Default)]
+pub(crate) struct Reports(Vec<u32>);
+
+impl Reports {
+    /// `report` came, when `handed` legs had been handed out.
+    pub(crate) fn saw(&mut self, report: &mcp_proto::LegReport, handed: u32) {
+        let number = report.number;
+        assert!(
+            (1..=handed).contains(&number),
+            "a report of leg {number}, of {handed} handed out"
+        );
+        assert!(!self.0.contains(&number), "leg {number} was reported twice");
+        assert!(
+            !report.grant.is_zero(),
+            "leg {number} is reported granted zero"
+        );
+        self.0.push(number);
+    }
+
+    /// The result came, after `handed` legs.
+    pub(crate) fn all(&self, handed: u32) {
+        assert_eq!(
+            self.0.len(),
+            handed as usize,
+            "{handed} legs handed out, {} reported before the result",
+            self.0.len()
+        );
+    }
+}
+
 pub use auth::auth;
 pub use connect::{CONNECT_HEAD_LIMIT, connect};
 pub use files::{credentials, servers};

@@ -135,6 +135,7 @@ struct Run {
     exited_in_flight: bool,
     cancelled: bool,
     outputs: usize,
+    reports: crate::Reports,
 }
 
 impl Harness<'_> {
@@ -194,6 +195,7 @@ impl Harness<'_> {
             exited_in_flight: false,
             cancelled: false,
             outputs: 0,
+            reports: crate::Reports::default(),
         };
         let mut due = 0;
         loop {
@@ -206,13 +208,17 @@ impl Harness<'_> {
             let output = run.op.poll_on(&mut self.session, now);
             if run.exited_in_flight {
                 assert!(
-                    matches!(output, Output::Done(_) | Output::Event(_)),
+                    matches!(
+                        output,
+                        Output::Done(_) | Output::Event(_) | Output::LegEnded(_)
+                    ),
                     "the process exited while a message was in flight, and the operation went on: {output:?}"
                 );
             }
             match output {
                 Output::Update(_) => unreachable!("poll_on applies every update"),
                 Output::Event(event) => check_event(&event),
+                Output::LegEnded(report) => run.reports.saw(&report, run.op.legs_sent()),
                 Output::Authorize(_) => panic!("an authorization over stdio"),
                 Output::Transmit(leg) => {
                     due = 0;
@@ -234,6 +240,7 @@ impl Harness<'_> {
                     }
                 }
                 Output::Done(result) => {
+                    run.reports.all(run.op.legs_sent());
                     self.done(&mut run, result);
                     return;
                 }

@@ -751,7 +751,7 @@ impl Driver<'_, '_> {
             match self.poll() {
                 Output::Update(_) => unreachable!("next_output applies updates"),
                 Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
-                Output::Event(_) => {}
+                Output::Event(_) | Output::LegEnded(_) => {}
                 Output::Wait(until) | Output::AwaitSession(until) => {
                     // Every leg was answered to its end, so this is the wait before resuming a
                     // stream, which always ends before the deadline. (The clock only moves
@@ -866,7 +866,7 @@ impl Driver<'_, '_> {
                     Output::Authorize(_) => {
                         panic!("no OAuth is configured, so no authorization step")
                     }
-                    Output::Event(_) => {}
+                    Output::Event(_) | Output::LegEnded(_) => {}
                     Output::Wait(_) | Output::AwaitSession(_) => break,
                     Output::Done(result) => return Some(result),
                     Output::Transmit(nested) => {
@@ -1356,6 +1356,8 @@ struct Harness<'s> {
     transmits: u32,
     /// `Done` was returned once.
     done: bool,
+    /// The operation's reports of its legs, checked.
+    reports: crate::Reports,
     /// The leg whose JSON body is being read, and the bytes of it fed so far.
     json_fed: Option<(usize, usize)>,
     /// The next `Done` must be this kind of error.
@@ -1486,8 +1488,10 @@ impl Harness<'_> {
                 }
             }
             Output::Event(_) => {}
+            Output::LegEnded(report) => self.reports.saw(report, self.op.legs_sent()),
             Output::Done(result) => {
                 self.done = true;
+                self.reports.all(self.op.legs_sent());
                 assert!(self.op.is_finished(), "Done, yet not finished");
                 match result {
                     Ok(outcome) => assert!(
@@ -2323,6 +2327,7 @@ pub fn operation(data: &[u8]) {
         calls: Vec::new(),
         transmits: 0,
         done: false,
+        reports: crate::Reports::default(),
         json_fed: None,
         expect: None,
         cancelled: false,
@@ -2449,7 +2454,7 @@ fn finish(h: &mut Harness<'_>) {
             Output::Update(_) => unreachable!("next_output applies updates"),
             Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Done(_) => break,
-            Output::Event(_) => continue,
+            Output::Event(_) | Output::LegEnded(_) => continue,
             Output::Transmit(leg) => {
                 // The driver's timer fires at the end of the grant.
                 h.clock.advance(leg.timeout);

@@ -239,6 +239,10 @@ pub enum Output {
     AwaitSession(Instant),
     /// Hand this to the caller, then poll again.
     Event(Event),
+    /// A leg ended (answered, failed, timed out, dropped or cancelled): hand the report to the
+    /// caller's [`Observer`](crate::Observer), then poll again. Every leg handed out ends in
+    /// exactly one report, before [`Output::Done`]; the driver measures nothing itself.
+    LegEnded(LegReport),
     /// An authorization needs a person: give the URL to the caller's authorizer (a browser
     /// and the listener its redirect comes back to), bounded by `ends_at`, and feed the
     /// redirect URL ([`Input::Redirect`]). Without an authorizer, give [`Input::NoAuthorizer`]
@@ -421,4 +425,98 @@ pub struct Authorize {
     pub timeout: Duration,
     /// The instant that time ends.
     pub ends_at: Instant,
+}
+
+/// How one leg ended: its grant, how long it took by the clock the driver fed the operation
+/// with (from the poll that handed it out to the input that ended it), and how it ended. The
+/// operation hands one out for every leg it handed out ([`Output::LegEnded`]); drivers pass it
+/// on to the caller's [`Observer`](crate::Observer) and build nothing of it themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegReport {
+    /// The leg's number within the operation (1-based).
+    pub number: u32,
+    /// Which request it carried.
+    pub kind: LegKind,
+    /// Its grant.
+    pub grant: Duration,
+    /// From the poll that handed the leg out to the input that ended it.
+    pub elapsed: Duration,
+    /// How it ended.
+    pub end: LegEnd,
+}
+
+/// One line for traces, the same in every tool that prints legs:
+/// `leg=2 method=tools/call granted_ms=19000 elapsed_ms=12 status=200`.
+///
+/// ```
+/// use mcp_proto::{LegEnd, LegKind, LegReport};
+/// use std::time::Duration;
+/// let report = LegReport {
+///     number: 3,
+///     kind: LegKind::Resume,
+///     grant: Duration::from_secs(14),
+///     elapsed: Duration::from_millis(250),
+///     end: LegEnd::Status(200),
+/// };
+/// assert_eq!(report.to_string(), "leg=3 method=resume granted_ms=14000 elapsed_ms=250 status=200");
+/// ```
+impl fmt::Display for LegReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "leg={} method={} granted_ms={} elapsed_ms={} status={}",
+            self.number,
+            self.kind.label(),
+            self.grant.as_millis(),
+            self.elapsed.as_millis(),
+            self.end.word()
+        )
+    }
+}
+
+/// How a leg ended, as the operation saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegEnd {
+    /// A response head arrived with this status (the body may still have been refused).
+    Status(u16),
+    /// The transport failed.
+    Transport(TransportErrorKind),
+    /// The caller cancelled the operation while the leg was in flight.
+    Cancelled,
+    /// Over stdio: the leg is over as it should be (its line was written, and a request's
+    /// answer came; a process started or ended).
+    Done,
+    /// Over stdio: the server process exited while the leg was in flight.
+    Exited,
+}
+
+impl LegEnd {
+    /// `self` for a leg whose last input came at `now`, unless that was at or after the
+    /// leg's end: the operation took the input as the leg's timeout, and the report says so.
+    pub(crate) fn as_of(self, now: Instant, ends_at: Instant) -> Self {
+        if now >= ends_at {
+            Self::Transport(TransportErrorKind::TimedOut)
+        } else {
+            self
+        }
+    }
+
+    /// One word for traces: the status code, or `timeout`, `connect`, `protocol`, `io`,
+    /// `declined`, `tls`, `proxy`, `cancelled`; over stdio `ok` or `exited`.
+    pub fn word(&self) -> String {
+        match self {
+            Self::Status(code) => code.to_string(),
+            Self::Transport(TransportErrorKind::TimedOut) => "timeout".to_owned(),
+            Self::Transport(TransportErrorKind::Connect) => "connect".to_owned(),
+            Self::Transport(TransportErrorKind::Protocol) => "protocol".to_owned(),
+            Self::Transport(TransportErrorKind::Declined) => "declined".to_owned(),
+            Self::Transport(TransportErrorKind::Tls(_)) => "tls".to_owned(),
+            Self::Transport(TransportErrorKind::Proxy) => "proxy".to_owned(),
+            Self::Transport(_) => "io".to_owned(),
+            Self::Cancelled => "cancelled".to_owned(),
+            Self::Done => "ok".to_owned(),
+            Self::Exited => "exited".to_owned(),
+        }
+    }
 }

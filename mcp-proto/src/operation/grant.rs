@@ -4,12 +4,17 @@
 //! Every leg and the person's authorization step are granted here, by [`Grants::grant`], and
 //! nowhere else: the refusal rule is one `match`. A granted leg enters the leg table with its
 //! end armed in the timer table ([`Grants::hand_out`]); the operation reads the table, never
-//! the clock. This module decides what a spent budget means for each kind of leg; it never
-//! builds a request and never ends the operation (it tells the operation how: [`Refusal`]).
+//! the clock. A leg that leaves the table is reported ([`LegReport`], how it ended by what
+//! the operation saw of it), so every leg handed out has exactly one report. This module
+//! decides what a spent budget means for each kind of leg; it never builds a request and
+//! never ends the operation (it tells the operation how: [`Refusal`]).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::driving::{CANCEL_NOTICE_GRANT, Leg, LegId, LegKind};
+use super::driving::{
+    CANCEL_NOTICE_GRANT, Leg, LegEnd, LegId, LegKind, LegReport, TransportErrorKind,
+};
 use super::legs::{InFlight, LegTable, Reading, Role};
 use super::timers::{Timer, TimerTable};
 use crate::deadline::{Budget, OperationDeadline};
@@ -66,15 +71,80 @@ pub(super) struct Grants {
     pub(super) timers: TimerTable,
     /// How many legs were handed out (the last leg's number).
     sent: u32,
+    /// Over stdio: a leg with nothing to show for a status is over as it should be.
+    stdio: bool,
+    /// The latest instant an input or a poll brought: a leg that leaves the table ends then.
+    now: Instant,
+    /// Reports of legs that left the table, oldest first.
+    reports: VecDeque<LegReport>,
+    /// The caller cancelled: the legs in flight end cancelled.
+    cancelled: bool,
 }
 
 impl Grants {
-    pub(super) fn new(deadline: OperationDeadline) -> Self {
+    pub(super) fn new(deadline: OperationDeadline, stdio: bool) -> Self {
         Self {
+            now: deadline.started(),
             deadline,
             legs: LegTable::default(),
             timers: TimerTable::default(),
             sent: 0,
+            stdio,
+            reports: VecDeque::new(),
+            cancelled: false,
+        }
+    }
+
+    /// The operation was given `now` (with an input, or polled): legs leaving the table from
+    /// here end then.
+    pub(super) fn at(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+    }
+
+    /// The next report of a leg that ended.
+    pub(super) fn next_report(&mut self) -> Option<LegReport> {
+        self.reports.pop_front()
+    }
+
+    /// The leg in `role` failed in the transport as `kind` (or its grant ran out:
+    /// [`TransportErrorKind::TimedOut`]); its report will say so.
+    pub(super) fn failed(&mut self, role: Role, kind: TransportErrorKind) {
+        if let Some(leg) = self.legs.get_mut(role) {
+            leg.failure.get_or_insert(kind);
+        }
+    }
+
+    /// Over stdio: the server process exited; the legs in flight were cut off by it.
+    pub(super) fn exited(&mut self) {
+        for leg in self.legs.iter_mut() {
+            leg.exited = true;
+        }
+    }
+
+    /// The caller cancelled: the legs in flight, when they leave the table (as the operation
+    /// ends), are reported cancelled.
+    pub(super) fn cancel(&mut self) {
+        self.cancelled = true;
+    }
+
+    /// How `leg` ended, by what the operation saw of it: its failure, the process's exit
+    /// (a leg that ends the process ends with it), its status (an HTTP leg dropped before its
+    /// head was let go: cancelled), or over as it should be; an end at or after its grant's is
+    /// its timeout, except a kill's, which has no wait to time out.
+    fn end_of(&self, leg: &InFlight) -> LegEnd {
+        let ends_process = matches!(leg.kind, LegKind::Shutdown | LegKind::Kill);
+        let end = match leg.failure {
+            _ if self.cancelled => return LegEnd::Cancelled,
+            Some(kind) => return LegEnd::Transport(kind),
+            None if leg.exited && !ends_process => return LegEnd::Exited,
+            None if leg.status != 0 => LegEnd::Status(leg.status),
+            None if self.stdio => LegEnd::Done,
+            None => LegEnd::Cancelled,
+        };
+        if leg.kind == LegKind::Kill {
+            end
+        } else {
+            end.as_of(self.now, leg.ends_at)
         }
     }
 
@@ -137,6 +207,7 @@ impl Grants {
         now: Instant,
         (answers, request_id): (LegKind, Option<i64>),
     ) -> Leg {
+        self.at(now);
         let ends_at = now.checked_add(grant).unwrap_or(now);
         let carried_session = request.headers().contains_key(crate::wire::SESSION_HEADER);
         self.sent += 1;
@@ -151,6 +222,10 @@ impl Grants {
                 request_id,
                 grant,
                 carried_session,
+                sent_at: now,
+                ends_at,
+                failure: None,
+                exited: false,
                 status: 0,
                 written: false,
                 session_id: None,
@@ -170,7 +245,10 @@ impl Grants {
     /// Forgets the leg in `role` and stops its timer.
     pub(super) fn end(&mut self, role: Role) -> Option<InFlight> {
         self.timers.stop(Timer::LegEnd(role));
-        self.legs.remove(role)
+        let leg = self.legs.remove(role)?;
+        self.reports
+            .push_back(report(&leg, self.end_of(&leg), self.now));
+        Some(leg)
     }
 
     /// The role of leg `id`, if it is in flight: `Ok` while its grant lasts, `Err` when an
@@ -186,8 +264,22 @@ impl Grants {
 
     /// Drops every leg and timer: the operation ended.
     pub(super) fn clear(&mut self) {
-        self.legs.clear();
+        for role in Role::ALL {
+            self.end(role);
+        }
         self.timers.clear();
+        // A leg handed out after a cancel (its notice) is not the cancelled one.
+        self.cancelled = false;
+    }
+}
+
+fn report(leg: &InFlight, end: LegEnd, now: Instant) -> LegReport {
+    LegReport {
+        number: leg.id.number(),
+        kind: leg.kind,
+        grant: leg.grant,
+        elapsed: now.saturating_duration_since(leg.sent_at),
+        end,
     }
 }
 
@@ -198,11 +290,10 @@ mod tests {
 
     fn grants(budget_ms: u64, t0: Instant) -> Grants {
         let budget = Budget::from_duration(Duration::from_millis(budget_ms));
-        Grants::new(OperationDeadline::start(
-            t0,
-            budget,
-            Resolution::MILLISECOND,
-        ))
+        Grants::new(
+            OperationDeadline::start(t0, budget, Resolution::MILLISECOND),
+            false,
+        )
     }
 
     #[test]

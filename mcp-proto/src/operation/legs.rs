@@ -6,9 +6,9 @@
 //! the server a call was cancelled. At most one leg of each role is in flight, so the table is
 //! an array; a leg's grant lives in the timer table, under its role.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::driving::{LegId, LegKind};
+use super::driving::{LegId, LegKind, TransportErrorKind};
 use crate::sse::SseParser;
 
 /// What the operation does with a leg.
@@ -26,6 +26,8 @@ pub(super) enum Role {
 
 impl Role {
     pub(super) const COUNT: usize = 4;
+    pub(super) const ALL: [Self; Self::COUNT] =
+        [Self::Work, Self::Reply, Self::Listen, Self::Notice];
 
     pub(super) const fn of(kind: LegKind) -> Self {
         match kind {
@@ -56,6 +58,13 @@ pub(super) struct InFlight {
     /// The JSON-RPC id its answer must carry.
     pub(super) request_id: Option<i64>,
     pub(super) grant: Duration,
+    /// When it was handed out, and when its grant ends: its report's measure.
+    pub(super) sent_at: Instant,
+    pub(super) ends_at: Instant,
+    /// How its transport failed (or that its grant ran out), once it did.
+    pub(super) failure: Option<TransportErrorKind>,
+    /// Over stdio: the server process exited while it was in flight.
+    pub(super) exited: bool,
     /// Whether the request carried a session id (a 404 then means the session expired).
     pub(super) carried_session: bool,
     /// The response's status, once its head is in.
@@ -94,7 +103,7 @@ pub(super) struct LegTable {
 impl LegTable {
     /// The role of the leg `id`, if it is still in flight.
     pub(super) fn find(&self, id: LegId) -> Option<Role> {
-        [Role::Work, Role::Reply, Role::Listen, Role::Notice]
+        Role::ALL
             .into_iter()
             .find(|role| self.get(*role).is_some_and(|leg| leg.id == id))
     }
@@ -128,8 +137,8 @@ impl LegTable {
             .any(InFlight::may_be_half_written)
     }
 
-    pub(super) fn clear(&mut self) {
-        self.slots = Default::default();
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
+        self.slots.iter_mut().flatten()
     }
 }
 

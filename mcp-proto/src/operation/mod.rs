@@ -81,8 +81,9 @@ use timers::Timer;
 use view::View;
 
 pub use driving::{
-    Authorize, CANCEL_NOTICE_GRANT, DRAIN_BYTES, DRAIN_WAIT, Input, LISTEN_HEAD_WAIT, Leg, LegId,
-    LegKind, LegStatus, Output, ProcessExit, TransportError, TransportErrorKind, drain_until,
+    Authorize, CANCEL_NOTICE_GRANT, DRAIN_BYTES, DRAIN_WAIT, Input, LISTEN_HEAD_WAIT, Leg, LegEnd,
+    LegId, LegKind, LegReport, LegStatus, Output, ProcessExit, TransportError, TransportErrorKind,
+    drain_until,
 };
 pub use types::{Action, DEFAULT_RETRY, Event, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
 
@@ -190,7 +191,7 @@ impl Operation {
         let mut op = Self {
             session: view,
             action,
-            grants: Grants::new(deadline),
+            grants: Grants::new(deadline, stdio),
             next,
             pending: None,
             reinitialized: false,
@@ -283,6 +284,7 @@ impl Operation {
 
     /// The next thing the driver must do. See the [module docs](self).
     pub fn poll_output(&mut self, now: Instant) -> Output {
+        self.grants.at(now);
         loop {
             if let Some(output) = self.step(now) {
                 return output;
@@ -298,6 +300,9 @@ impl Operation {
         }
         if let Some(event) = self.events.pop_front() {
             return Some(Output::Event(event));
+        }
+        if let Some(report) = self.grants.next_report() {
+            return Some(Output::LegEnded(report));
         }
         if self.is_finished() {
             return self.poll_finished(now);
@@ -516,6 +521,7 @@ impl Operation {
     /// any other input it is [`LegStatus::Complete`]. Drain
     /// [`poll_output`](Self::poll_output) after every input.
     pub fn handle_input(&mut self, input: Input<'_>, now: Instant) -> LegStatus {
+        self.grants.at(now);
         match input {
             Input::Head {
                 leg,
@@ -550,6 +556,9 @@ impl Operation {
         let Some(role) = self.in_time(id, now) else {
             return LegStatus::Complete;
         };
+        if let Some(leg) = self.grants.legs.get_mut(role) {
+            leg.status = status.as_u16();
+        }
         match role {
             Role::Work if self.is_auth_leg() => {
                 self.auth.head(status, headers);
@@ -679,6 +688,7 @@ impl Operation {
         let interrupted = self.awaited().0;
         self.give_up_call(true);
         self.events.clear();
+        self.grants.cancel();
         let method = interrupted.request_name();
         self.fail(|server| Error::Cancelled { server, method });
     }
@@ -741,6 +751,8 @@ impl Operation {
     /// The standalone stream and the cancel notice are dropped quietly; any other leg's
     /// failure ends the operation.
     fn leg_failed(&mut self, role: Role, error: Option<&TransportError>) {
+        let kind = error.map_or(TransportErrorKind::TimedOut, |error| error.kind);
+        self.grants.failed(role, kind);
         if role == Role::Work && error.is_none() {
             self.give_up_call(false);
         }

@@ -86,6 +86,7 @@ impl Operation {
     /// answer fails with [`Error::ServerExited`]; a shutdown is complete.
     pub(super) fn handle_exit(&mut self, exit: &ProcessExit, now: Instant) {
         self.session.process_exited();
+        self.grants.exited();
         let Some(leg) = self.grants.legs.get(Role::Work) else {
             return;
         };

@@ -7,10 +7,27 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_proto::{
-    Clock, Event, Input, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output,
-    Session, TransportError,
+    Clock, Event, Input, LegId, LegKind, LegReport, LegStatus, ManualClock, Operation, Outcome,
+    Output, Session, TransportError,
 };
 use serde_json::{Value, json};
+
+/// Polls past the legs' reports (tests that step an operation by hand and look at what it hands
+/// out next, not at its account of the legs).
+pub trait PollPastReports {
+    fn poll_past_reports(&mut self, now: std::time::Instant) -> Output;
+}
+
+impl PollPastReports for Operation {
+    fn poll_past_reports(&mut self, now: std::time::Instant) -> Output {
+        loop {
+            match self.poll_output(now) {
+                Output::LegEnded(_) => {}
+                output => return output,
+            }
+        }
+    }
+}
 
 /// Feeds a whole answer to a leg the way a driver does: the head, then the body while the
 /// operation reads on, then its end.
@@ -117,6 +134,8 @@ pub struct SeenLeg {
 #[derive(Debug)]
 pub struct Run {
     pub legs: Vec<SeenLeg>,
+    /// The operation's report of each leg, in the order they ended.
+    pub reports: Vec<LegReport>,
     pub events: Vec<Event>,
     pub result: Result<Outcome, mcp_proto::Error>,
     pub elapsed: Duration,
@@ -154,6 +173,7 @@ pub fn drive(
         durations: durations.iter().map(|&s| secs(s)).collect(),
         answer: Box::new(answer),
         legs: Vec::new(),
+        reports: Vec::new(),
         events: Vec::new(),
     };
     let started = clock.now();
@@ -165,6 +185,7 @@ pub fn drive(
         // Alone on its session: what the operation learns goes to the session as it comes.
         match op.poll_on(stand_in.session, clock.now()) {
             Output::Event(event) => stand_in.events.push(event),
+            Output::LegEnded(report) => stand_in.reports.push(report),
             Output::Update(_) => unreachable!("poll_on applies the updates"),
             Output::AwaitSession(_) => panic!("a lone operation waits for its session"),
             Output::Wait(until) => {
@@ -183,8 +204,23 @@ pub fn drive(
             }
         }
     };
+    // Every leg handed out ends in exactly one report, before the result (an operation driven
+    // from the middle also reports the legs handed out before).
+    let mut reported: Vec<u32> = stand_in.reports.iter().map(|r| r.number).collect();
+    reported.sort_unstable();
+    let before = reported.len();
+    reported.dedup();
+    assert_eq!(reported.len(), before, "a leg was reported twice");
+    for leg in &stand_in.legs {
+        assert!(
+            reported.contains(&leg.number),
+            "leg {} was not reported",
+            leg.number
+        );
+    }
     Run {
         legs: stand_in.legs,
+        reports: stand_in.reports,
         events: stand_in.events,
         result,
         elapsed: clock.now() - started,
@@ -197,6 +233,7 @@ struct StandIn<'a> {
     durations: VecDeque<Duration>,
     answer: Box<dyn FnMut(LegKind, u32) -> Answer + 'a>,
     legs: Vec<SeenLeg>,
+    reports: Vec<LegReport>,
     events: Vec<Event>,
 }
 
@@ -290,6 +327,7 @@ impl StandIn<'_> {
                 match op.poll_on(self.session, self.clock.now()) {
                     Output::Update(_) => unreachable!("poll_on applies the updates"),
                     Output::Event(event) => self.events.push(event),
+                    Output::LegEnded(report) => self.reports.push(report),
                     Output::Wait(_) | Output::AwaitSession(_) => break,
                     Output::Authorize(_) => {
                         op.handle_input(Input::NoAuthorizer, self.clock.now());
