@@ -257,17 +257,14 @@ impl Child {
         }
     }
 
-    /// Ends the process within `grant`: stdin closed, half the grant to exit on its own, then
-    /// SIGTERM and the rest of it, then SIGKILL. Always reaped: no zombie is left.
-    pub(crate) fn shut_down(mut self, grant: Duration) -> ProcessExit {
-        let status = self
-            .process
-            .take()
-            .and_then(|process| end_process(process, self.stdin.take(), grant));
-        ProcessExit {
-            status,
-            stderr: self.stderr_tail(),
-        }
+    /// The first step of a close: the server reads the end of its input.
+    fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// The second step of a close: SIGTERM, without waiting.
+    fn terminate(&self) {
+        process::terminate(self.process.as_ref().map(std::process::Child::id));
     }
 }
 
@@ -307,51 +304,6 @@ fn wait_writable(stdin: &ChildStdin, slice: Duration) {
 fn wait_writable(_: &ChildStdin, slice: Duration) {
     std::thread::sleep(slice);
 }
-
-/// The shutdown sequence: close stdin, wait half of `grant`, SIGTERM, wait the rest, SIGKILL,
-/// reap. Returns the exit status when the process exited on its own terms.
-fn end_process(
-    mut process: std::process::Child,
-    stdin: Option<ChildStdin>,
-    grant: Duration,
-) -> Option<i32> {
-    drop(stdin);
-    let started = Instant::now();
-    let (polite, end) = (started + grant / 2, started + grant);
-    let mut terminated = false;
-    loop {
-        match process.try_wait() {
-            Ok(Some(status)) => return status.code(),
-            Ok(None) => {}
-            Err(_) => break,
-        }
-        let now = Instant::now();
-        if now >= end {
-            break;
-        }
-        if now >= polite && !terminated {
-            terminate(&process);
-            terminated = true;
-        }
-        std::thread::sleep(Duration::from_millis(5).min(end - now));
-    }
-    let _ = process.kill();
-    process.wait().ok().and_then(|status| status.code())
-}
-
-/// Asks the process to terminate (SIGTERM on Unix; elsewhere the kill that follows does).
-#[cfg(unix)]
-fn terminate(process: &std::process::Child) {
-    let pid = i32::try_from(process.id())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw);
-    if let Some(pid) = pid {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    }
-}
-
-#[cfg(not(unix))]
-fn terminate(_: &std::process::Child) {}
 
 /// The server process of a client, and whose turn it is: stdio operations take turns (one
 /// process, one stdout), each waiting for its turn inside its own budget.
@@ -514,12 +466,16 @@ impl StdioDriver<'_> {
                     false
                 }
             },
-            LegKind::Shutdown => {
-                let exit = match self.child.take() {
-                    Some(child) => child.shut_down(leg.timeout),
-                    None => ProcessExit::default(),
-                };
-                op.handle_input(Input::Exit(&exit), clock.now());
+            // The steps of a close: the process's exit, read as stdout ends, ends the close.
+            LegKind::Shutdown | LegKind::Terminate => {
+                if let Some(child) = self.child.as_mut() {
+                    if leg.kind == LegKind::Shutdown {
+                        child.close_stdin();
+                    } else {
+                        child.terminate();
+                    }
+                }
+                op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 false
             }
             LegKind::Kill => {

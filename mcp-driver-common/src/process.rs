@@ -1,11 +1,12 @@
 //! A local (stdio) server's process as both drivers start and end it: the command a
-//! [`StdioCommand`] describes ([`command`]), and the one rule for a process that gets no time
-//! ([`kill_at_once`]), which the kill leg ([`LegKind::Kill`](mcp_proto::LegKind::Kill)) and a
-//! dropped client both follow.
+//! [`StdioCommand`] describes ([`command`]), the close's SIGTERM ([`terminate`], the
+//! [`LegKind::Terminate`](mcp_proto::LegKind::Terminate) step), and the one rule for a process
+//! that gets no time ([`kill_at_once`]), which the kill leg
+//! ([`LegKind::Kill`](mcp_proto::LegKind::Kill)) and a dropped client both follow.
 //!
 //! What it must never do: wait on the server, or decide when a process ends (that is
-//! `mcp-proto`'s, leg by leg: the spawn, the polite shutdown, the kill). Reading and writing
-//! the pipes is each driver's.
+//! `mcp-proto`'s, step by step: the spawn, stdin closed, the SIGTERM, the kill). Reading and
+//! writing the pipes is each driver's.
 
 use std::process::{Command, Stdio};
 
@@ -26,6 +27,24 @@ pub fn command(stdio: &StdioCommand) -> Command {
         command.current_dir(dir);
     }
     command
+}
+
+/// Sends the process `pid` SIGTERM, without waiting: the terminate step of a close
+/// ([`LegKind::Terminate`](mcp_proto::LegKind::Terminate)). Elsewhere than on Unix it does
+/// nothing: the kill that follows at the close's end ends the process. `None` (a process
+/// already reaped) sends nothing, so no other process gets the signal.
+pub fn terminate(pid: Option<u32>) {
+    #[cfg(unix)]
+    {
+        let pid = pid
+            .and_then(|pid| i32::try_from(pid).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
 }
 
 /// A local server's process as a driver holds it, for [`kill_at_once`]: each step does nothing
@@ -104,6 +123,14 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    #[test]
+    fn a_terminated_server_gets_sigterm() {
+        let mut child = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+        terminate(Some(child.id()));
+        let status = child.wait().expect("the child is ours");
+        assert_eq!(status.signal(), Some(15), "{status:?}");
     }
 
     #[test]

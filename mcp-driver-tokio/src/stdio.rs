@@ -134,27 +134,14 @@ impl Child {
         }
     }
 
-    /// Ends the process within `grant`: stdin closed, half the grant to exit on its own, then
-    /// SIGTERM and the rest of it, then SIGKILL. Always reaped.
-    async fn shut_down(mut self, grant: Duration) -> ProcessExit {
+    /// The first step of a close: the server reads the end of its input.
+    fn close_stdin(&mut self) {
         drop(self.stdin.take());
-        let status = match tokio::time::timeout(grant / 2, self.process.wait()).await {
-            Ok(status) => status.ok().and_then(|s| s.code()),
-            Err(_) => {
-                terminate(&self.process);
-                match tokio::time::timeout(grant - grant / 2, self.process.wait()).await {
-                    Ok(status) => status.ok().and_then(|s| s.code()),
-                    Err(_) => {
-                        let _ = self.process.kill().await;
-                        None
-                    }
-                }
-            }
-        };
-        ProcessExit {
-            status,
-            stderr: self.stderr_tail(),
-        }
+    }
+
+    /// The second step of a close: SIGTERM, without waiting.
+    fn terminate(&self) {
+        process::terminate(self.process.id());
     }
 }
 
@@ -177,21 +164,6 @@ impl Drop for Child {
         process::kill_at_once(self.stdin.take(), self);
     }
 }
-
-/// Asks the process to terminate (SIGTERM on Unix; elsewhere the kill that follows does).
-#[cfg(unix)]
-fn terminate(process: &tokio::process::Child) {
-    let pid = process
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(rustix::process::Pid::from_raw);
-    if let Some(pid) = pid {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    }
-}
-
-#[cfg(not(unix))]
-fn terminate(_: &tokio::process::Child) {}
 
 /// Everything one stdio operation borrows from its client.
 pub(crate) struct StdioRun<'a> {
@@ -290,12 +262,16 @@ impl StdioRun<'_> {
                 }
                 false
             }
-            LegKind::Shutdown => {
-                let exit = match self.child.take() {
-                    Some(child) => child.shut_down(leg.timeout).await,
-                    None => ProcessExit::default(),
-                };
-                op.handle_input(Input::Exit(&exit), clock.now());
+            // The steps of a close: the process's exit, read as stdout ends, ends the close.
+            LegKind::Shutdown | LegKind::Terminate => {
+                if let Some(child) = self.child.as_mut() {
+                    if leg.kind == LegKind::Shutdown {
+                        child.close_stdin();
+                    } else {
+                        child.terminate();
+                    }
+                }
+                op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 false
             }
             LegKind::Kill => {

@@ -63,7 +63,12 @@ fn drive(
                     LegKind::Spawn => {
                         op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                     }
-                    LegKind::Shutdown | LegKind::Kill => {
+                    // The process ends when its stdin closes.
+                    LegKind::Shutdown => {
+                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                        op.handle_input(Input::Exit(&ProcessExit::default()), clock.now());
+                    }
+                    LegKind::Kill => {
                         op.handle_input(Input::Exit(&ProcessExit::default()), clock.now());
                     }
                     _ => {
@@ -436,6 +441,77 @@ fn closing_ends_the_process_and_closing_none_sends_nothing() {
     assert_eq!(labels(&run), ["shutdown"]);
     assert_eq!(grants(&run), [2]);
     assert!(!session.process_running());
+}
+
+/// A close as the stand-in saw it: each step handed out with the time it went out at, each
+/// report's end, and the result.
+type Closed = (
+    Vec<(LegKind, Duration)>,
+    Vec<String>,
+    Result<mcp_proto::Outcome, Error>,
+);
+
+/// Closes a running process that exits on the step `exits_on` (never, with `None`).
+fn close_a_process_that_exits_on(exits_on: Option<LegKind>) -> Closed {
+    let clock = ManualClock::new();
+    let mut session = Session::new(config_with_budget(20));
+    let _ = call(&mut session, &clock, &mut legacy("x", Duration::ZERO));
+    let mut op = session.close(clock.now());
+    let started = clock.now();
+    let (mut steps, mut ends) = (Vec::new(), Vec::new());
+    for _ in 0..50 {
+        match op.poll_output(clock.now()) {
+            Output::Transmit(leg) => {
+                steps.push((leg.kind, clock.now() - started));
+                if leg.kind != LegKind::Kill {
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                }
+                if leg.kind == LegKind::Kill || exits_on == Some(leg.kind) {
+                    op.handle_input(Input::Exit(&ProcessExit::default()), clock.now());
+                }
+            }
+            Output::Wait(until) => {
+                clock.set(until);
+                op.handle_input(Input::Timeout, clock.now());
+            }
+            Output::LegEnded(report) => ends.push(report.end.word()),
+            Output::Update(update) => session.apply(update),
+            Output::Done(result) => {
+                assert!(!session.process_running());
+                return (steps, ends, result);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    panic!("the close did not end");
+}
+
+#[test]
+fn a_close_hands_out_each_step_of_ending_the_process_inside_its_grant() {
+    let secs = Duration::from_secs;
+    // A server that ends when its stdin closes: one step.
+    let (steps, _, result) = close_a_process_that_exits_on(Some(LegKind::Shutdown));
+    assert_eq!(steps, [(LegKind::Shutdown, secs(0))]);
+    assert!(matches!(result, Ok(mcp_proto::Outcome::Closed)));
+    // One that ends on SIGTERM: half the close's 2 s grant for it to exit on its own first.
+    let (steps, _, result) = close_a_process_that_exits_on(Some(LegKind::Terminate));
+    assert_eq!(
+        steps,
+        [(LegKind::Shutdown, secs(0)), (LegKind::Terminate, secs(1))]
+    );
+    assert!(matches!(result, Ok(mcp_proto::Outcome::Closed)));
+    // One that ignores both: killed at the grant's end, and not a moment later.
+    let (steps, ends, result) = close_a_process_that_exits_on(None);
+    assert_eq!(
+        steps,
+        [
+            (LegKind::Shutdown, secs(0)),
+            (LegKind::Terminate, secs(1)),
+            (LegKind::Kill, secs(2))
+        ]
+    );
+    assert_eq!(ends, ["ok", "ok", "ok"]);
+    assert!(matches!(result, Ok(mcp_proto::Outcome::Closed)));
 }
 
 #[test]

@@ -81,11 +81,15 @@ pub enum LegKind {
     ///
     /// [`StdioCommand`]: crate::StdioCommand
     Spawn,
-    /// Over stdio: end the server process (close its stdin, wait, then terminate it); no
-    /// message. The close of a stdio session. End the process within the leg's grant: stdin
-    /// closed, half the grant for it to exit on its own, then SIGTERM, then SIGKILL at the
-    /// grant's end; reap it; report [`Input::Exit`].
+    /// Over stdio: close the server's stdin, the first step of a close; no message. Close
+    /// it, report [`Input::Sent`], and read stdout on: the process's exit
+    /// ([`Input::Exit`]) ends the close. The operation waits half the leg's grant for it,
+    /// then hands out [`LegKind::Terminate`], then, at the grant's end, [`LegKind::Kill`].
     Shutdown,
+    /// Over stdio: send the server process SIGTERM (elsewhere nothing: the kill that follows
+    /// ends it), the second step of a close; no message, no wait. Send it, report
+    /// [`Input::Sent`], and read stdout on until the process exits.
+    Terminate,
     /// Over stdio: end the server process **at once**: close its stdin, SIGKILL it, reap it,
     /// and report [`Input::Exit`]; no message, no
     /// wait. Handed out when nothing may wait any more: a close after the budget was spent,
@@ -119,6 +123,7 @@ impl LegKind {
             | Self::Listen
             | Self::Spawn
             | Self::Shutdown
+            | Self::Terminate
             | Self::Kill
             | Self::Auth(_) => None,
         }
@@ -134,6 +139,7 @@ impl LegKind {
             Self::Listen => "listen",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",
+            Self::Terminate => "terminate",
             Self::Kill => "kill",
             Self::Auth(kind) => kind.label(),
             other => match other.method() {
@@ -152,6 +158,7 @@ impl LegKind {
             Self::Respond => "POST",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",
+            Self::Terminate => "terminate",
             Self::Kill => "kill",
             Self::Auth(kind) => kind.label(),
             other => match other.method() {
@@ -304,7 +311,8 @@ pub enum Input<'a> {
     /// Feed them whenever they arrive, also while no leg awaits an answer.
     Stdout(&'a [u8]),
     /// Over stdio: the server process ended (or closed its stdout). A request awaiting its
-    /// answer fails with [`Error::ServerExited`]; a shutdown or a kill is complete.
+    /// answer fails with [`Error::ServerExited`]; a close (at any of its steps) or a kill is
+    /// complete.
     Exit(&'a ProcessExit),
     /// The instant [`Output::Wait`] (or [`Output::AwaitSession`]) named has come: every timer
     /// due expires (a leg whose grant ended times out; a pause is over).

@@ -132,7 +132,10 @@ impl Grants {
     /// head was let go: cancelled), or over as it should be; an end at or after its grant's is
     /// its timeout, except a kill's, which has no wait to time out.
     fn end_of(&self, leg: &InFlight) -> LegEnd {
-        let ends_process = matches!(leg.kind, LegKind::Shutdown | LegKind::Kill);
+        let ends_process = matches!(
+            leg.kind,
+            LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
+        );
         let end = match leg.failure {
             _ if self.cancelled => return LegEnd::Cancelled,
             Some(kind) => return LegEnd::Transport(kind),
@@ -187,7 +190,7 @@ impl Grants {
             (Leg(LegKind::CancelNotice), Err(_)) if stdio => Ok(unit.min(CANCEL_NOTICE_GRANT)),
             (Leg(LegKind::CancelNotice | LegKind::Listen), Err(_)) => Err(Refusal::Dropped),
             (Leg(LegKind::Resume | LegKind::Respond), Err(_)) => Err(Refusal::AwaitedLate),
-            (Leg(LegKind::Shutdown), Err(_)) => Err(Refusal::KillInstead),
+            (Leg(LegKind::Shutdown | LegKind::Terminate), Err(_)) => Err(Refusal::KillInstead),
             (who, Err(spent)) => Err(Refusal::Spent {
                 budget: Budget::from_duration(spent.total),
                 method: who.method(),

@@ -84,7 +84,7 @@ impl InFlight {
         !self.written
             && !matches!(
                 self.kind,
-                LegKind::Spawn | LegKind::Shutdown | LegKind::Kill
+                LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
             )
     }
 

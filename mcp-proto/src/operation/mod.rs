@@ -38,6 +38,7 @@
 
 mod answer;
 mod authorize;
+mod close;
 mod driving;
 mod era;
 mod failure;
@@ -71,6 +72,7 @@ use mcp_auth::{QUOTE_LIMIT, clip};
 
 use answer::{Answering, Meaning, Relist};
 use authorize::{Authorizing, PersonAnswer, Polled};
+use close::Closing;
 use era::{EraState, Move};
 use grant::{Grantee, Grants, Refusal};
 use legs::Role;
@@ -143,6 +145,8 @@ pub struct Operation {
     /// Over stdio: the server process must be ended at once before the result goes out (a
     /// message was left half-written in its stdin).
     kill: bool,
+    /// Over stdio, a close: which of its steps is next.
+    closing: Closing,
     /// The era the operation speaks, and whether it may still change it.
     era: EraState,
     /// The filter the server acknowledged on a subscription's stream.
@@ -202,6 +206,7 @@ impl Operation {
             answering,
             notice: None,
             kill: false,
+            closing: Closing::default(),
             era,
             acknowledged: None,
             auth: Authorizing::default(),
@@ -330,6 +335,7 @@ impl Operation {
         }
         if self.grants.timers.is_armed(Timer::ListenHead)
             || self.grants.timers.is_armed(Timer::ResumePause)
+            || self.grants.timers.is_armed(Timer::CloseStep)
         {
             return Some(self.wait(now));
         }
@@ -676,6 +682,8 @@ impl Operation {
             // check refuses it.
             Timer::SessionWait if self.auth.is_waiting() => self.auth.stop_waiting(),
             Timer::SessionWait => self.next = Step::Initialize,
+            // The process did not exit in time: the close's next step goes out.
+            Timer::CloseStep => self.closing.wait_over(),
             Timer::ResumePause | Timer::ListenHead => {}
         }
     }
@@ -871,7 +879,7 @@ impl Operation {
                 Action::ReadResource { .. } | Action::LoadSkill(_) => LegKind::ReadResource,
                 Action::GetPrompt { .. } => LegKind::GetPrompt,
                 Action::Subscribe(_) => LegKind::Subscribe,
-                Action::Close if self.session.config().is_stdio() => LegKind::Shutdown,
+                Action::Close if self.session.config().is_stdio() => self.closing.next_kind(),
                 Action::Close => LegKind::Close,
             },
         }

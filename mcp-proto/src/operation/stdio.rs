@@ -56,7 +56,14 @@ impl Operation {
             LegKind::Respond | LegKind::CancelNotice => {
                 self.grants.end(role);
             }
-            // A request: its answer comes on stdout. A shutdown or a kill: its end is the exit.
+            // A step of a close: the wait for the exit begins (or goes on, after a SIGTERM).
+            LegKind::Shutdown | LegKind::Terminate => {
+                let ends_at = self.grants.end(role).map_or(now, |leg| leg.ends_at);
+                if let Some(at) = self.closing.done(kind, now, ends_at) {
+                    self.grants.timers.set(super::timers::Timer::CloseStep, at);
+                }
+            }
+            // A request: its answer comes on stdout. A kill: its end is the exit.
             _ => {
                 if let Some(leg) = self.grants.legs.get_mut(role) {
                     leg.written = true;
@@ -87,16 +94,24 @@ impl Operation {
     pub(super) fn handle_exit(&mut self, exit: &ProcessExit, now: Instant) {
         self.session.process_exited();
         self.grants.exited();
-        let Some(leg) = self.grants.legs.get(Role::Work) else {
-            return;
-        };
-        let (id, kind, method) = (leg.id, leg.kind, leg.answers.request_name());
-        if matches!(kind, LegKind::Shutdown | LegKind::Kill) {
+        let work = self.grants.legs.get(Role::Work);
+        let kind = work.map(|leg| leg.kind);
+        if self.closing.is_underway()
+            || matches!(
+                kind,
+                Some(LegKind::Shutdown | LegKind::Terminate | LegKind::Kill)
+            )
+        {
             // A kill after the result (a half-written message) leaves the result as it was.
             self.grants.end(Role::Work);
+            self.grants.timers.stop(super::timers::Timer::CloseStep);
             self.finish(Ok(super::Outcome::Closed));
             return;
         }
+        let Some(leg) = work else {
+            return;
+        };
+        let (id, method) = (leg.id, leg.answers.request_name());
         if self.in_time(id, now).is_none() {
             return;
         }

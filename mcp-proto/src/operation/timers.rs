@@ -1,8 +1,9 @@
 //! The operation's one timer table: every instant at which something happens without input.
 //!
 //! Each slot is one timer: the end of each kind of leg in flight (its grant), the pause before
-//! a closed stream is resumed, and the wait for the standalone stream's head that holds the
-//! work request back. [`Output::Wait`](super::Output::Wait) is the table's minimum, and
+//! a closed stream is resumed, the wait for the standalone stream's head that holds the work
+//! request back, the person's step, the wait for the session, and the waits between a local
+//! server's close steps. [`Output::Wait`](super::Output::Wait) is the table's minimum, and
 //! [`Operation::handle_timeout`](super::Operation::handle_timeout) expires whatever is due.
 //! The table stores instants only; what an expiry means is decided by the operation.
 
@@ -23,10 +24,12 @@ pub(super) enum Timer {
     Person,
     /// The end of the wait for the session another operation establishes (the budget's end).
     SessionWait,
+    /// Over stdio, a close: the end of the wait for the process to exit before the next step.
+    CloseStep,
 }
 
 impl Timer {
-    const COUNT: usize = Role::COUNT + 4;
+    const COUNT: usize = Role::COUNT + 5;
 
     /// Every timer, in the order they are expired when several are due at once: leg ends
     /// first (a leg that ran out fails before anything it gates proceeds).
@@ -39,6 +42,7 @@ impl Timer {
         Self::ListenHead,
         Self::Person,
         Self::SessionWait,
+        Self::CloseStep,
     ];
 
     const fn index(self) -> usize {
@@ -48,6 +52,7 @@ impl Timer {
             Self::ListenHead => Role::COUNT + 1,
             Self::Person => Role::COUNT + 2,
             Self::SessionWait => Role::COUNT + 3,
+            Self::CloseStep => Role::COUNT + 4,
         }
     }
 }

@@ -29,7 +29,10 @@ pub(super) struct Request<'a> {
 impl Request<'_> {
     /// The request of a work leg of `kind`, and the JSON-RPC id its answer must carry.
     pub(super) fn build(&self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
-        if matches!(kind, LegKind::Spawn | LegKind::Shutdown | LegKind::Kill) {
+        if matches!(
+            kind,
+            LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
+        ) {
             // No message: the driver starts or ends the process.
             return (http::Request::new(Vec::new()), None);
         }

@@ -230,10 +230,19 @@ pub(super) fn a_local_server_that_ignores_eof_is_terminated_on_close<D: Driver>(
     let script = StdioScript::new().era(ServerEra::Legacy).ignore_eof(true);
     let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
     client.call_tool("echo", echo("x")).unwrap();
+    let recorder = client.observe();
     let started = Instant::now();
     client.close().unwrap();
-    // The close's grant (2 s at most) bounds it: stdin closed, then SIGTERM, then SIGKILL.
-    assert!(started.elapsed() < Duration::from_secs(2) + super::support::MARGIN);
+    let took = started.elapsed();
+    // The close's steps, each the operation's: stdin closed, half the close's 2 s grant for
+    // the server to exit on its own, then SIGTERM, which ends it (the kill at the grant's end
+    // is not needed).
+    assert_eq!(labels(&recorder), ["shutdown", "terminate"]);
+    assert!(took >= POLITE_SHUTDOWN, "SIGTERM came early: {took:?}");
+    assert!(
+        took < Duration::from_secs(2) + super::support::MARGIN,
+        "{took:?}"
+    );
     assert_eq!(running_processes_tagged(&tag), 0);
 }
 
