@@ -88,6 +88,7 @@
 mod authorize;
 mod cancel;
 mod connector;
+mod drive;
 mod leg;
 mod stdio;
 
@@ -109,7 +110,7 @@ use cancel::Shared;
 
 /// The `User-Agent` of every request (and of a proxy's `CONNECT`).
 const USER_AGENT: &str = concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION"));
-use leg::Driver;
+use drive::Driver;
 
 /// A blocking MCP client for one server: a [`Session`](mcp_proto::Session) plus the HTTP agents
 /// that carry it.
@@ -144,7 +145,7 @@ pub(crate) struct ClientShared {
     /// The session, and the condition variable the operations waiting for it wait on
     /// (signalled when the session changed, an operation ended, or one waiting for it was
     /// cancelled).
-    pub(crate) shell: Shell<leg::SharedAuthorizer, Condvar>,
+    pub(crate) shell: Shell<drive::SharedAuthorizer, Condvar>,
     /// Over stdio: the server process, and whose turn it is.
     stdio: stdio::Turns,
     tls: Arc<rustls::ClientConfig>,
@@ -228,42 +229,47 @@ impl Client {
         let opened = shell.open(&action, deadline, clock.now());
         let mut reporter = shell.reporter();
         if let Some(command) = &opened.stdio {
-            let lane_shared = lane.shared();
-            let result = self
+            let shared = lane.shared();
+            return self
                 .shared
                 .stdio
-                .take_turn(opened.deadline.end(), lane_shared, |child| {
-                    let mut op = opened.start(action, clock.now());
-                    let span = trace::operation(&op, &opened.server);
-                    let mut driver = stdio::StdioDriver {
+                .take_turn(opened.deadline.end(), shared, |child| {
+                    let op = opened.start(action, clock.now());
+                    if let Some(child) = child.as_ref() {
+                        shared.set_waker(child.mailbox.clone());
+                    }
+                    let mut wire = stdio::StdioWire {
                         child,
                         command,
-                        shared: lane_shared,
-                        client: &self.shared,
-                        observer: &mut reporter,
-                        span: span.clone(),
+                        shared,
                     };
-                    let result = driver.drive(&mut op);
-                    trace::ended(&span, &result);
-                    result
+                    self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
                 });
-            return result;
         }
-        let mut op = opened.start(action, clock.now());
-        let span = trace::operation(&op, &opened.server);
+        let op = opened.start(action, clock.now());
         let (agent, shared, buf) = lane.parts();
-        let mut driver = Driver::new(
-            agent,
+        let mut wire = leg::HttpWire::new(agent, shared, buf);
+        self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
+    }
+
+    /// Drives `op` over `wire` to its end, in the operation's span: the one loop
+    /// ([`Driver::drive`]) for HTTP and stdio alike.
+    fn drive(
+        &self,
+        mut op: mcp_proto::Operation,
+        server: &str,
+        shared: &Shared,
+        observer: &mut dyn mcp_proto::Observer,
+        wire: &mut impl drive::Wire,
+    ) -> Result<Outcome, Error> {
+        let mut driver = Driver {
             shared,
-            &self.shared,
-            &mut reporter,
-            shell.authorizer(),
-            buf,
-            span.clone(),
-        );
-        let result = driver.drive(&mut op);
-        trace::ended(&span, &result);
-        result
+            client: &self.shared,
+            observer,
+            authorizer: self.shared.shell.authorizer(),
+            span: trace::operation(&op, server),
+        };
+        driver.drive(&mut op, wire)
     }
 }
 

@@ -1,10 +1,12 @@
-//! The stdio transport's I/O: the server as a child process, its stdout fed to the operation
-//! as it comes, its stderr's last lines kept for the error, and its end.
+//! The stdio transport of the blocking driver ([`StdioWire`]): the server as a child process,
+//! its stdout fed to the operation as it comes, its stderr's last lines kept for the error,
+//! and each step of its end carried out as the operation hands it out; and the turns that
+//! operations take on one process.
 //!
 //! The state machine decides everything (when to start the process, what each line means,
-//! when a leg is late, how long a shutdown may take, when a process is killed); this module
-//! starts processes, writes lines, reads each pipe on a thread of its own, and waits. It holds
-//! no policy.
+//! when a leg is late, when each step of a close is due, when a process is killed); this
+//! module starts processes, writes lines, reads each pipe on a thread of its own, signals and
+//! waits for what the operation names. It holds no policy.
 //!
 //! The server's stdin is non-blocking (on Unix): a write waits for room in the pipe with
 //! `poll(2)`, in slices, until the leg's grant ends or a cancel comes, so a server that stopped
@@ -17,13 +19,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, Error, Input, Leg, LegKind, MonotonicClock, Observer, Operation, Outcome, Output,
-    ProcessExit, StdioCommand, TransportError, TransportErrorKind,
+    Clock, Input, Leg, LegKind, MonotonicClock, Operation, ProcessExit, StdioCommand,
+    TransportError, TransportErrorKind,
 };
 
 use crate::cancel::{Shared, Wake};
-use crate::trace;
-use mcp_driver_common::{LegSpans, StderrTail, process};
+use crate::drive::Wire;
+use mcp_driver_common::{StderrTail, process};
 
 /// The most stdout bytes waiting to be fed (1 MiB): past it the reader stops reading (the server then
 /// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
@@ -256,15 +258,15 @@ impl Child {
             stderr: self.stderr_tail(),
         }
     }
+}
 
-    /// The first step of a close: the server reads the end of its input.
+impl process::Steps for Child {
     fn close_stdin(&mut self) {
         drop(self.stdin.take());
     }
 
-    /// The second step of a close: SIGTERM, without waiting.
-    fn terminate(&self) {
-        process::terminate(self.process.as_ref().map(std::process::Child::id));
+    fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(std::process::Child::id)
     }
 }
 
@@ -387,70 +389,46 @@ impl Drop for Turn<'_> {
     }
 }
 
-/// Runs one operation over stdio: the loop of the proto's module docs with a process for a
-/// transport.
-pub(crate) struct StdioDriver<'a> {
+/// The stdio transport of the blocking driver: the server process a turn holds, started,
+/// written to and ended as the operation's legs say; its stdout fed as it comes.
+pub(crate) struct StdioWire<'a> {
     pub(crate) child: &'a mut Option<Child>,
     pub(crate) command: &'a StdioCommand,
     pub(crate) shared: &'a Shared,
-    /// The session, which learns what the operation learns.
-    pub(crate) client: &'a crate::ClientShared,
-    pub(crate) observer: &'a mut dyn Observer,
-    pub(crate) span: trace::Span,
 }
 
-impl StdioDriver<'_> {
-    pub(crate) fn drive(&mut self, op: &mut Operation) -> Result<Outcome, Error> {
+impl Wire for StdioWire<'_> {
+    fn transmit(&mut self, op: &mut Operation, leg: Leg) {
+        self.carry_out(op, &leg);
+    }
+
+    fn wait(&mut self, op: &mut Operation, until: Instant) {
         let clock = MonotonicClock;
-        let mut legs = LegSpans::default();
-        if let Some(child) = self.child.as_ref() {
-            self.shared.set_waker(child.mailbox.clone());
-        }
-        loop {
-            if self.shared.is_cancelled() && !op.is_finished() {
-                op.handle_input(Input::Cancel, clock.now());
-                self.shared.settle();
+        let Some(child) = self.child.as_ref() else {
+            self.shared.sleep_until(until);
+            op.handle_input(Input::Timeout, clock.now());
+            return;
+        };
+        match child.wait(until, self.shared) {
+            Delivery::Chunk(chunk) => {
+                op.handle_input(Input::Stdout(&chunk), clock.now());
             }
-            let now = clock.now();
-            match op.poll_output(now) {
-                Output::Update(update) => self.client.shell.apply(update),
-                Output::Transmit(leg) => {
-                    legs.sent(&leg, &self.span);
-                    self.transmit(op, &leg);
+            Delivery::Closed => {
+                if let Some(child) = self.child.take() {
+                    let exit = child.exit();
+                    op.handle_input(Input::Exit(&exit), clock.now());
                 }
-                Output::Event(event) => self.observer.event(&event),
-                Output::LegEnded(report) => legs.ended(&report, self.observer),
-                Output::Authorize(_) => {
-                    op.handle_input(Input::NoAuthorizer, now);
-                }
-                // Over stdio nothing is shared to wait for: operations run one at a time.
-                Output::Wait(until) | Output::AwaitSession(until) => match self.child.as_ref() {
-                    None => {
-                        self.shared.sleep_until(until);
-                        op.handle_input(Input::Timeout, clock.now());
-                    }
-                    Some(child) => match child.wait(until, self.shared) {
-                        Delivery::Chunk(chunk) => {
-                            op.handle_input(Input::Stdout(&chunk), clock.now());
-                        }
-                        Delivery::Closed => {
-                            if let Some(child) = self.child.take() {
-                                let exit = child.exit();
-                                op.handle_input(Input::Exit(&exit), clock.now());
-                            }
-                        }
-                        Delivery::Timeout => {
-                            op.handle_input(Input::Timeout, clock.now());
-                        }
-                    },
-                },
-                Output::Done(result) => return result,
+            }
+            Delivery::Timeout => {
+                op.handle_input(Input::Timeout, clock.now());
             }
         }
     }
+}
 
-    /// Carries out `leg`. Returns true when the process turned out to be gone.
-    fn transmit(&mut self, op: &mut Operation, leg: &Leg) -> bool {
+impl StdioWire<'_> {
+    /// Carries out `leg`: the process started, a line written, a step of its end done.
+    fn carry_out(&mut self, op: &mut Operation, leg: &Leg) {
         let clock = MonotonicClock;
         match leg.kind {
             LegKind::Spawn => match Child::spawn(self.command) {
@@ -458,30 +436,20 @@ impl StdioDriver<'_> {
                     self.shared.set_waker(child.mailbox.clone());
                     *self.child = Some(child);
                     op.handle_input(Input::Sent { leg: leg.id }, clock.now());
-                    false
                 }
                 Err(err) => {
                     let error = TransportError::new(TransportErrorKind::Connect, err.to_string());
                     op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
-                    false
                 }
             },
             // The steps of a close: the process's exit, read as stdout ends, ends the close.
             LegKind::Shutdown | LegKind::Terminate => {
-                if let Some(child) = self.child.as_mut() {
-                    if leg.kind == LegKind::Shutdown {
-                        child.close_stdin();
-                    } else {
-                        child.terminate();
-                    }
-                }
-                op.handle_input(Input::Sent { leg: leg.id }, clock.now());
-                false
+                let done = process::close_step(leg, self.child.as_mut());
+                op.handle_input(done, clock.now());
             }
             LegKind::Kill => {
                 let exit = self.child.take().map(Child::kill).unwrap_or_default();
                 op.handle_input(Input::Exit(&exit), clock.now());
-                false
             }
             _ => {
                 let line = leg.request.body();
@@ -512,10 +480,8 @@ impl StdioDriver<'_> {
                         // The process stopped reading: it is gone, or going.
                         let exit = self.child.take().map(Child::exit).unwrap_or_default();
                         op.handle_input(Input::Exit(&exit), clock.now());
-                        return true;
                     }
                 }
-                false
             }
         }
     }

@@ -47,6 +47,33 @@ pub fn terminate(pid: Option<u32>) {
     let _ = pid;
 }
 
+/// A local server's process as a driver holds it, for the steps of a close
+/// ([`close_step`]).
+pub trait Steps {
+    /// Closes the server's stdin (the server reads the end of its input).
+    fn close_stdin(&mut self);
+    /// The process's id, `None` once it is reaped.
+    fn pid(&self) -> Option<u32>;
+}
+
+/// Carries out a step of a close at once, on `child` (none: a process already gone): a
+/// [`LegKind::Shutdown`](mcp_proto::LegKind::Shutdown) closes its stdin, a
+/// [`LegKind::Terminate`](mcp_proto::LegKind::Terminate) sends it SIGTERM. Returns what to tell
+/// the operation: the step is done. The waits between steps are the operation's.
+pub fn close_step<C: Steps>(
+    leg: &mcp_proto::Leg,
+    child: Option<&mut C>,
+) -> mcp_proto::Input<'static> {
+    if let Some(child) = child {
+        if leg.kind == mcp_proto::LegKind::Shutdown {
+            child.close_stdin();
+        } else {
+            terminate(child.pid());
+        }
+    }
+    mcp_proto::Input::Sent { leg: leg.id }
+}
+
 /// A local server's process as a driver holds it, for [`kill_at_once`]: each step does nothing
 /// when the process is gone already (reaped, or never started).
 pub trait Kill {

@@ -3,17 +3,15 @@
 use std::sync::Arc;
 
 use mcp_driver_common::shell::Shell;
-use mcp_proto::{
-    Action, Clock, Error, Input, Observer, OperationDeadline, Outcome, Output, SessionConfig,
-};
-use tokio::sync::futures::Notified;
+use mcp_proto::{Action, Clock, Error, Operation, OperationDeadline, Outcome, SessionConfig};
 use tokio::time::Instant as TokioInstant;
 
 use crate::Network;
 use crate::authorize::Authorizer;
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
-use crate::leg::{self, Handshakes, Http, InFlight};
+use crate::drive::Run;
+use crate::leg::{self, Handshakes, Http, HttpWire};
 use crate::shell::{Changed, ClientShell};
 use crate::trace;
 
@@ -113,11 +111,8 @@ impl Client {
     }
 
     /// Runs `action` as one operation under `deadline` (one the session opens at the first
-    /// poll when `None`) and
-    /// drives it to its end: the loop of the proto's
-    /// module docs. Every leg in flight is read in one `select!`, beside the proto's next
-    /// timer, the cancel handle and, while the operation waits for its session, the session's
-    /// changes.
+    /// poll when `None`) and drives it to its end: the one loop ([`Run::drive`]) for HTTP and
+    /// stdio alike, over the transport the session's configuration names.
     async fn operate(
         &self,
         action: Action,
@@ -127,172 +122,57 @@ impl Client {
         let shared = &*self.shared;
         let cancel = &*self.cancel;
         let armed = cancel.arm();
-        let cancelled = cancel.waiter();
-        tokio::pin!(cancelled);
-        cancelled.as_mut().enable();
         let shell = &shared.shell;
         let mut reporting = shell.reporter();
-        let observer: &mut (dyn Observer + Send) = &mut reporting;
-        let authorizer = shell.authorizer();
         // The deadline opens at the first poll, whatever the operation waits for first.
         // Declared before the operation, `opened` wakes the waiting ones after it is gone.
         let mut opened = shell.open(&action, deadline, clock.now());
-        if let Some(command) = opened.stdio.take() {
-            // One server process, one stdout: stdio operations take turns, each waiting for
-            // its turn inside its budget. One whose turn never came (its budget ran out, or it
-            // was cancelled) runs without the process: it ends at once, having sent nothing.
-            let turn = tokio::select! {
-                biased;
-                () = &mut cancelled => None,
-                turn = async {
-                    match opened.deadline.end() {
-                        Some(end) => tokio::time::timeout_at(TokioInstant::from_std(end), shared.child.lock()).await.ok(),
-                        None => Some(shared.child.lock().await),
-                    }
-                } => turn,
-            };
-            let mut no_process = None;
-            let mut turn = turn;
-            let child = match turn.as_deref_mut() {
-                Some(child) => child,
-                None => &mut no_process,
-            };
+        let run = |op: &Operation, observer| Run {
+            shell,
+            observer,
+            cancel,
+            armed,
+            authorizer: shell.authorizer(),
+            span: trace::operation(op, &opened.server),
+        };
+        let Some(command) = opened.stdio.take() else {
             let mut op = opened.start(action, clock.now());
-            let span = trace::operation(&op, &opened.server);
-            let run = crate::stdio::StdioRun {
-                child,
-                shell,
-                command,
-                observer,
-                cancel,
-                armed,
-                span: span.clone(),
+            let mut wire = HttpWire {
+                http: &shared.http,
+                handshakes: &shared.handshakes,
+                legs: Vec::new(),
             };
-            let result = run.drive(&mut op).await;
-            trace::ended(&span, &result);
-            return result;
-        }
-        // One clock reading per wake-up: the inputs it brought, the legs pruned after them and
-        // the outputs drained before the next wait all happen "now".
-        let mut now = clock.now();
-        let mut op = opened.start(action, now);
-        let span = trace::operation(&op, &opened.server);
-        let mut legs: Vec<InFlight> = Vec::new();
-        let mut spans = mcp_driver_common::LegSpans::default();
-        // One timer for the whole operation, moved to the proto's next instant each time.
-        let timer = tokio::time::sleep_until(TokioInstant::from_std(now));
-        tokio::pin!(timer);
-        // While the operation waits for its session: the session's next change.
-        let mut changed = std::pin::pin!(None::<Notified<'_>>);
-        // Whether the operation was just given its session (and the session's next change
-        // registered, under its lock): if it awaits it still, it waits for that change.
-        let mut offered = false;
-        loop {
-            // Mutate, then drain until the operation must wait.
-            let until = loop {
-                if cancel.is_fired(armed) && !op.is_finished() {
-                    now = clock.now();
-                    op.handle_input(Input::Cancel, now);
-                    legs.clear();
+            return run(&op, &mut reporting).drive(&mut op, &mut wire).await;
+        };
+        // One server process, one stdout: stdio operations take turns, each waiting for its
+        // turn inside its budget. One whose turn never came (its budget ran out, or it was
+        // cancelled) runs without the process: it ends at once, having sent nothing.
+        let cancelled = cancel.waiter();
+        tokio::pin!(cancelled);
+        cancelled.as_mut().enable();
+        let mut turn = tokio::select! {
+            biased;
+            () = &mut cancelled => None,
+            turn = async {
+                match opened.deadline.end() {
+                    Some(end) => tokio::time::timeout_at(TokioInstant::from_std(end), shared.child.lock()).await.ok(),
+                    None => Some(shared.child.lock().await),
                 }
-                let output = op.poll_output(now);
-                offered &= matches!(output, Output::AwaitSession(_));
-                match output {
-                    Output::Update(update) => shell.apply(update),
-                    Output::Transmit(leg) => {
-                        spans.sent(&leg, &span);
-                        legs.push(InFlight::start(&shared.http, leg));
-                    }
-                    Output::LegEnded(report) => spans.ended(&report, observer),
-                    Output::Event(event) => {
-                        observer.event(&event);
-                        // The observer's time is not the operation's: read the clock again.
-                        now = clock.now();
-                    }
-                    Output::AwaitSession(until) if offered => break until,
-                    Output::AwaitSession(_) => {
-                        // Under the session's lock: give it the session, and register for the
-                        // session's next change before letting go, so no change is missed.
-                        let mut session = shell.session();
-                        op.handle_input(Input::Session(&mut session), now);
-                        changed.set(Some(shell.changed().notified()));
-                        if let Some(notified) = changed.as_mut().as_pin_mut() {
-                            notified.enable();
-                        }
-                        offered = true;
-                    }
-                    Output::Wait(until) => break until,
-                    Output::Authorize(step) => {
-                        // `None`: cancelled meanwhile (the loop's next turn cancels the operation).
-                        let redirect = match authorizer.as_deref() {
-                            // The person's time ends with the step; a cancel ends it sooner.
-                            Some(authorizer) => tokio::select! {
-                                biased;
-                                () = &mut cancelled, if !op.is_finished() => None,
-                                redirect = tokio::time::timeout_at(
-                                    TokioInstant::from_std(step.ends_at),
-                                    authorizer.authorize(&step),
-                                ) => Some(Some(redirect.unwrap_or_else(|_| {
-                                    Err("no redirect before the budget ran out".to_owned())
-                                }))),
-                            },
-                            None => Some(None),
-                        };
-                        trace::authorized(
-                            &span,
-                            redirect
-                                .as_ref()
-                                .and_then(|r| r.as_ref().map(Result::is_ok)),
-                        );
-                        now = clock.now();
-                        match redirect {
-                            Some(Some(Ok(url))) => {
-                                op.handle_input(Input::Redirect(&url), now);
-                            }
-                            Some(Some(Err(detail))) => {
-                                op.handle_input(Input::AuthorizerFailed(&detail), now);
-                            }
-                            Some(None) => {
-                                op.handle_input(Input::NoAuthorizer, now);
-                            }
-                            None => {}
-                        }
-                    }
-                    Output::Done(result) => {
-                        trace::ended(&span, &result);
-                        return result;
-                    }
-                }
-            };
-            let cancellable = !op.is_finished();
-            let waits_for_session = std::mem::take(&mut offered);
-            let until = TokioInstant::from_std(until);
-            if timer.deadline() != until {
-                timer.as_mut().reset(until);
-            }
-            tokio::select! {
-                biased;
-                // Once fired, the operation is cancelled (and so finished) before the next wait:
-                // this branch is never polled again.
-                () = &mut cancelled, if cancellable => {
-                    now = clock.now();
-                }
-                () = &mut timer => {
-                    now = clock.now();
-                    leg::handshake_timeouts(&mut op, &mut legs, &shared.handshakes, now);
-                    op.handle_input(Input::Timeout, now);
-                }
-                () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
-                    changed.set(None);
-                    now = clock.now();
-                }
-                (index, delivery) = leg::next(&mut legs) => {
-                    now = leg::feed(&mut op, &mut legs, index, delivery).await;
-                }
-            }
-            // Legs the operation no longer has (expired, dropped, or over with it) go now.
-            leg::prune(&op, &mut legs);
-        }
+            } => turn,
+        };
+        let mut no_process = None;
+        let child = match turn.as_deref_mut() {
+            Some(child) => child,
+            None => &mut no_process,
+        };
+        let mut op = opened.start(action, clock.now());
+        let mut wire = crate::stdio::StdioWire {
+            child,
+            command,
+            cancel,
+            armed,
+        };
+        run(&op, &mut reporting).drive(&mut op, &mut wire).await
     }
 }
 

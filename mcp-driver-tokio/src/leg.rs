@@ -1,9 +1,10 @@
-//! Legs on the wire: each leg in flight is a request and then a body, read beside the others;
-//! what they deliver goes to the operation under the leg's id.
+//! The HTTP transport of the tokio driver ([`HttpWire`]): each leg in flight is a request and
+//! then a body, read beside the others; what they deliver goes to the operation under the
+//! leg's id.
 //!
 //! Nothing here decides anything: every head, frame and failure goes to the operation, which
-//! says whether to read on. The only waits are the operation's (its next timer, in the
-//! client's loop) and the drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::drain_until) and
+//! says whether to read on. The only waits are the operation's (its next timer, in the one
+//! loop of `drive.rs`) and the drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::drain_until) and
 //! [`DRAIN_BYTES`].
 
 use std::error::Error as StdError;
@@ -35,6 +36,7 @@ use tokio::net::TcpStream;
 use tower_service::Service as _;
 
 use crate::clock::TokioClock;
+use crate::drive::Wire;
 
 /// The HTTP client every leg goes through.
 pub(crate) type Http = HyperClient<Connector, Full<Bytes>>;
@@ -294,7 +296,7 @@ pub(crate) fn transport_error(err: &hyper_util::client::legacy::Error) -> Transp
 /// At a timer: the legs whose grant ended while a TLS handshake was in progress (their head
 /// not in) fail as a handshake that timed out, reported at once; the operation's own timers
 /// then expire as usual.
-pub(crate) fn handshake_timeouts(
+fn handshake_timeouts(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
     handshakes: &Handshakes,
@@ -360,10 +362,43 @@ impl InFlight {
     }
 }
 
+/// The HTTP transport of the tokio driver: every leg in flight is a request and then a body,
+/// read beside the others.
+pub(crate) struct HttpWire<'a> {
+    pub(crate) http: &'a Http,
+    pub(crate) handshakes: &'a Handshakes,
+    pub(crate) legs: Vec<InFlight>,
+}
+
+impl Wire for HttpWire<'_> {
+    type Came = (usize, Delivery);
+
+    async fn transmit(&mut self, _: &mut Operation, leg: Leg, now: Instant) -> Instant {
+        self.legs.push(InFlight::start(self.http, leg));
+        now
+    }
+
+    async fn next(&mut self) -> (usize, Delivery) {
+        next(&mut self.legs).await
+    }
+
+    async fn feed(&mut self, op: &mut Operation, (index, delivery): (usize, Delivery)) -> Instant {
+        feed(op, &mut self.legs, index, delivery).await
+    }
+
+    fn at_timer(&mut self, op: &mut Operation, now: Instant) {
+        handshake_timeouts(op, &mut self.legs, self.handshakes, now);
+    }
+
+    fn prune(&mut self, op: &Operation) {
+        self.legs.retain(|leg| op.is_in_flight(leg.id));
+    }
+}
+
 /// The next delivery of any leg in flight, with its index; never resolves when none is in
 /// flight, so it can sit in a `select!` beside the operation's timer. Cancel-safe: dropping it
 /// loses nothing.
-pub(crate) async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
+async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
     std::future::poll_fn(|cx| {
         for (index, leg) in legs.iter_mut().enumerate() {
             let delivery = match &mut leg.state {
@@ -382,7 +417,7 @@ pub(crate) async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
 /// Feeds what leg `index` delivered to the operation; a leg that is over is dropped (the
 /// operation reports it). Returns the instant the delivery was fed at (after a drain, the
 /// drain's end).
-pub(crate) async fn feed(
+async fn feed(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
     index: usize,
@@ -436,12 +471,6 @@ pub(crate) async fn feed(
     }
     legs.swap_remove(index);
     now
-}
-
-/// Drops the legs the operation no longer has in flight (their grant expired, or the
-/// operation let them go).
-pub(crate) fn prune(op: &Operation, legs: &mut Vec<InFlight>) {
-    legs.retain(|leg| op.is_in_flight(leg.id));
 }
 
 /// The kind of a failed request: no connection, an answer that is not HTTP (a head that

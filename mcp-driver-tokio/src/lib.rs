@@ -92,6 +92,7 @@ mod authorize;
 mod cancel;
 mod client;
 mod clock;
+mod drive;
 mod leg;
 mod shell;
 mod stdio;

@@ -1,16 +1,17 @@
-//! The stdio transport's I/O on tokio: the server as a child process (`tokio::process`), its
-//! stdout fed to the operation as it comes, its stderr's last lines kept for the error, and
-//! its end.
+//! The stdio transport of the tokio driver ([`StdioWire`]): the server as a child process
+//! (`tokio::process`), its stdout fed to the operation as it comes, its stderr's last lines
+//! kept for the error, and each step of its end carried out as the operation hands it out.
 //!
 //! The state machine decides everything (when to start the process, what each line means,
-//! when a leg is late, how long a shutdown may take); this module starts processes, writes
-//! lines, reads pipes and waits. It holds no policy.
+//! when a leg is late, when each step of a close is due, when a process is killed); this
+//! module starts processes, writes lines, reads pipes and signals. It holds no policy and
+//! waits only for a write's room in the pipe, within the leg's grant.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    Clock, Error, Input, LegKind, Observer, Operation, Outcome, Output, ProcessExit, StdioCommand,
-    TransportError, TransportErrorKind,
+    Clock, Input, Leg, LegKind, Operation, ProcessExit, StdioCommand, TransportError,
+    TransportErrorKind,
 };
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout, Command};
@@ -18,8 +19,8 @@ use tokio::time::Instant as TokioInstant;
 
 use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
-use crate::trace;
-use mcp_driver_common::{LegSpans, StderrTail, process};
+use crate::drive::Wire;
+use mcp_driver_common::{StderrTail, process};
 
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
@@ -133,15 +134,15 @@ impl Child {
             stderr: self.stderr_tail(),
         }
     }
+}
 
-    /// The first step of a close: the server reads the end of its input.
+impl process::Steps for Child {
     fn close_stdin(&mut self) {
         drop(self.stdin.take());
     }
 
-    /// The second step of a close: SIGTERM, without waiting.
-    fn terminate(&self) {
-        process::terminate(self.process.id());
+    fn pid(&self) -> Option<u32> {
+        self.process.id()
     }
 }
 
@@ -165,114 +166,67 @@ impl Drop for Child {
     }
 }
 
-/// Everything one stdio operation borrows from its client.
-pub(crate) struct StdioRun<'a> {
+/// The stdio transport of the tokio driver: the server process the operation's turn holds,
+/// started, written to and ended as its legs say; its stdout fed as it comes.
+pub(crate) struct StdioWire<'a> {
     pub(crate) child: &'a mut Option<Child>,
-    /// The session: what the operation learns is applied to it as it comes.
-    pub(crate) shell: &'a crate::shell::ClientShell,
     pub(crate) command: StdioCommand,
-    pub(crate) observer: &'a mut (dyn Observer + Send),
     pub(crate) cancel: &'a CancelShared,
     /// The cancel count the operation armed itself with when it was called.
     pub(crate) armed: u64,
-    pub(crate) span: trace::Span,
 }
 
-impl StdioRun<'_> {
-    /// Drives `op` to its end over stdio.
-    pub(crate) async fn drive(mut self, op: &mut Operation) -> Result<Outcome, Error> {
-        let clock = TokioClock;
-        let armed = self.armed;
-        let cancelled = self.cancel.waiter();
-        tokio::pin!(cancelled);
-        cancelled.as_mut().enable();
-        let mut legs = LegSpans::default();
-        loop {
-            if self.cancel.is_fired(armed) && !op.is_finished() {
-                op.handle_input(Input::Cancel, clock.now());
-            }
-            let now = clock.now();
-            match op.poll_output(now) {
-                Output::Update(update) => self.shell.apply(update),
-                Output::Transmit(leg) => {
-                    legs.sent(&leg, &self.span);
-                    self.transmit(op, &leg).await;
-                }
-                Output::Event(event) => self.observer.event(&event),
-                Output::LegEnded(report) => legs.ended(&report, self.observer),
-                Output::Authorize(_) => {
-                    op.handle_input(Input::NoAuthorizer, now);
-                }
-                // Over stdio nothing is shared to wait for: operations run one at a time.
-                Output::Wait(until) | Output::AwaitSession(until) => {
-                    let until = TokioInstant::from_std(until);
-                    let cancellable = !op.is_finished();
-                    match self.child.as_mut() {
-                        None => tokio::select! {
-                            biased;
-                            () = &mut cancelled, if cancellable => {}
-                            () = tokio::time::sleep_until(until) => {
-                                op.handle_input(Input::Timeout, clock.now());
-                            }
-                        },
-                        Some(child) => {
-                            let read = tokio::select! {
-                                biased;
-                                () = &mut cancelled, if cancellable => continue,
-                                read = child.read() => read,
-                                () = tokio::time::sleep_until(until) => {
-                                    op.handle_input(Input::Timeout, clock.now());
-                                    continue;
-                                }
-                            };
-                            match read {
-                                Some(chunk) => {
-                                    op.handle_input(Input::Stdout(&chunk), clock.now());
-                                }
-                                None => {
-                                    if let Some(child) = self.child.take() {
-                                        let exit = child.exit().await;
-                                        op.handle_input(Input::Exit(&exit), clock.now());
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                Output::Done(result) => return result,
-            }
+impl Wire for StdioWire<'_> {
+    /// The next stdout bytes, `None` once stdout ended.
+    type Came = Option<Vec<u8>>;
+
+    async fn transmit(&mut self, op: &mut Operation, leg: Leg, _: Instant) -> Instant {
+        self.carry_out(op, &leg).await;
+        TokioClock.now()
+    }
+
+    async fn next(&mut self) -> Option<Vec<u8>> {
+        match self.child.as_mut() {
+            Some(child) => child.read().await,
+            None => std::future::pending().await,
         }
     }
 
-    /// Carries out `leg`. Returns true when the process turned out to be gone.
-    async fn transmit(&mut self, op: &mut Operation, leg: &mcp_proto::Leg) -> bool {
+    async fn feed(&mut self, op: &mut Operation, came: Option<Vec<u8>>) -> Instant {
+        match came {
+            Some(chunk) => {
+                op.handle_input(Input::Stdout(&chunk), TokioClock.now());
+            }
+            None => {
+                if let Some(child) = self.child.take() {
+                    let exit = child.exit().await;
+                    op.handle_input(Input::Exit(&exit), TokioClock.now());
+                }
+            }
+        }
+        TokioClock.now()
+    }
+}
+
+impl StdioWire<'_> {
+    /// Carries out `leg`: the process started, a line written, a step of its end done.
+    async fn carry_out(&mut self, op: &mut Operation, leg: &Leg) {
         let clock = TokioClock;
         match leg.kind {
-            LegKind::Spawn => {
-                match Child::spawn(&self.command) {
-                    Ok(child) => {
-                        *self.child = Some(child);
-                        op.handle_input(Input::Sent { leg: leg.id }, clock.now());
-                    }
-                    Err(err) => {
-                        let error =
-                            TransportError::new(TransportErrorKind::Connect, err.to_string());
-                        op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
-                    }
+            LegKind::Spawn => match Child::spawn(&self.command) {
+                Ok(child) => {
+                    *self.child = Some(child);
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 }
-                false
-            }
+                Err(err) => {
+                    let error = TransportError::new(TransportErrorKind::Connect, err.to_string());
+                    op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
+                }
+            },
             // The steps of a close: the process's exit, read as stdout ends, ends the close.
             LegKind::Shutdown | LegKind::Terminate => {
-                if let Some(child) = self.child.as_mut() {
-                    if leg.kind == LegKind::Shutdown {
-                        child.close_stdin();
-                    } else {
-                        child.terminate();
-                    }
-                }
-                op.handle_input(Input::Sent { leg: leg.id }, clock.now());
-                false
+                let done = process::close_step(leg, self.child.as_mut());
+                op.handle_input(done, clock.now());
             }
             LegKind::Kill => {
                 let exit = match self.child.take() {
@@ -280,7 +234,6 @@ impl StdioRun<'_> {
                     None => ProcessExit::default(),
                 };
                 op.handle_input(Input::Exit(&exit), clock.now());
-                false
             }
             LegKind::CancelNotice => {
                 let written = self
@@ -290,9 +243,8 @@ impl StdioRun<'_> {
                 if written {
                     op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 } else {
-                    op.handle_input(mcp_driver_common::process::stdin_full(leg.id), clock.now());
+                    op.handle_input(process::stdin_full(leg.id), clock.now());
                 }
-                false
             }
             _ => {
                 let until = TokioInstant::from_std(leg.ends_at);
@@ -302,7 +254,7 @@ impl StdioRun<'_> {
                 cancelled.as_mut().enable();
                 let written = match self.child.as_mut() {
                     // Cancelled already: the loop passes it on.
-                    Some(_) if cancel.is_fired(self.armed) => return false,
+                    Some(_) if cancel.is_fired(self.armed) => return,
                     Some(child) => {
                         // A server that stops reading must not hold the write past the grant,
                         // nor past a cancel: the operation decides what either means.
@@ -310,12 +262,12 @@ impl StdioRun<'_> {
                             tokio::time::timeout_at(until, child.write_line(leg.request.body()));
                         tokio::select! {
                             biased;
-                            () = &mut cancelled => return false,
+                            () = &mut cancelled => return,
                             written = write => match written {
                                 Ok(result) => result.is_ok(),
                                 Err(_) => {
                                     op.handle_input(Input::Timeout, clock.now());
-                                    return false;
+                                    return;
                                 }
                             },
                         }
@@ -324,14 +276,14 @@ impl StdioRun<'_> {
                 };
                 if written {
                     op.handle_input(Input::Sent { leg: leg.id }, clock.now());
-                    return false;
+                    return;
                 }
+                // The process stopped reading: it is gone, or going.
                 let exit = match self.child.take() {
                     Some(child) => child.exit().await,
                     None => ProcessExit::default(),
                 };
                 op.handle_input(Input::Exit(&exit), clock.now());
-                true
             }
         }
     }

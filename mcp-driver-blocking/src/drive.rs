@@ -1,0 +1,180 @@
+//! The blocking driver's one loop: the loop of [`mcp_proto::operation`]'s module docs, the same
+//! for every operation, HTTP and stdio alike, and the same shape as the tokio driver's.
+//!
+//! [`Driver::drive`] polls the operation and does what each output says: an update goes to
+//! the session, an event and a leg's report to the caller's observer, a leg to the transport
+//! ([`Wire::transmit`]), the person's step to the caller's authorizer, a wait to the transport
+//! again ([`Wire::wait`]: read what comes, or sleep to the instant). What differs between HTTP
+//! and stdio is only how bytes move ([`HttpWire`](crate::leg::HttpWire),
+//! [`StdioWire`](crate::stdio::StdioWire)). Nothing here decides anything.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use mcp_proto::{
+    Authorize, Clock, Error, Input, Leg, MonotonicClock, Observer, Operation, Outcome, Output,
+};
+
+use crate::cancel::Shared;
+use crate::trace;
+use mcp_driver_common::LegSpans;
+
+/// The caller's authorizer, shared by the operations of a client (one person's step at a
+/// time).
+pub(crate) type SharedAuthorizer = std::sync::Arc<Mutex<Box<dyn crate::Authorizer>>>;
+
+/// How long the wait for the authorizer's answer goes before it looks for a cancel again.
+const AUTHORIZER_SLICE: Duration = Duration::from_millis(20);
+
+/// How bytes move for an operation: its legs on the wire, and what comes back.
+pub(crate) trait Wire {
+    /// Carries `leg` out and feeds what it brings at once: over HTTP the request and its
+    /// head, over stdio its line written (or its step of the process's life done). A cancel
+    /// cuts it short; the loop passes the cancel on.
+    fn transmit(&mut self, op: &mut Operation, leg: Leg);
+
+    /// Nothing to send: feeds the next thing that comes (a chunk of the body being read, the
+    /// server's stdout, its exit), or gives [`Input::Timeout`] once `until` has come. A cancel
+    /// cuts it short.
+    fn wait(&mut self, op: &mut Operation, until: Instant);
+}
+
+/// Runs one operation: what it needs from the client, borrowed for its duration.
+pub(crate) struct Driver<'a> {
+    pub(crate) shared: &'a Shared,
+    /// The session, and its other operations' news.
+    pub(crate) client: &'a crate::ClientShared,
+    pub(crate) observer: &'a mut dyn Observer,
+    /// The caller's authorizer, for the step of an authorization that needs a person.
+    pub(crate) authorizer: Option<SharedAuthorizer>,
+    /// The operation's span (feature `tracing`), parent of each leg's.
+    pub(crate) span: trace::Span,
+}
+
+impl Driver<'_> {
+    /// Drives `op` to its end over `wire` and returns its result.
+    pub(crate) fn drive(
+        &mut self,
+        op: &mut Operation,
+        wire: &mut impl Wire,
+    ) -> Result<Outcome, Error> {
+        let clock = MonotonicClock;
+        let mut spans = LegSpans::default();
+        // What the operation handed out while it was given its session (under the lock).
+        let mut next = None;
+        loop {
+            if self.shared.is_cancelled() && !op.is_finished() {
+                op.handle_input(Input::Cancel, clock.now());
+                self.shared.settle();
+            }
+            let output = next.take().unwrap_or_else(|| op.poll_output(clock.now()));
+            match output {
+                Output::Update(update) => self.client.shell.apply(update),
+                Output::Event(event) => self.observer.event(&event),
+                Output::LegEnded(report) => spans.ended(&report, self.observer),
+                Output::Transmit(leg) => {
+                    spans.sent(&leg, &self.span);
+                    wire.transmit(op, leg);
+                }
+                Output::Authorize(step) => self.authorize(op, &step),
+                Output::AwaitSession(_) => next = self.await_session(op),
+                Output::Wait(until) => wire.wait(op, until),
+                Output::Done(result) => {
+                    trace::ended(&self.span, &result);
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// Waits for the session another operation establishes: hands `op` the session, and
+    /// while it still awaits it, waits (under the session's lock, so no change is missed)
+    /// until the session changes, the operation is cancelled, or the instant it names (its
+    /// budget's end). Returns what the operation handed out once it stopped waiting.
+    fn await_session(&mut self, op: &mut Operation) -> Option<Output> {
+        let mut session = self.client.shell.session();
+        loop {
+            let now = MonotonicClock.now();
+            op.handle_input(Input::Session(&mut session), now);
+            let until = match op.poll_output(now) {
+                Output::AwaitSession(until) => until,
+                Output::Update(update) => {
+                    session.apply(update);
+                    self.client.shell.changed().notify_all();
+                    continue;
+                }
+                output => return Some(output),
+            };
+            if self.shared.is_cancelled() {
+                return None;
+            }
+            if now >= until {
+                drop(session);
+                op.handle_input(Input::Timeout, now);
+                return None;
+            }
+            session = self
+                .client
+                .shell
+                .changed()
+                .wait_timeout(session, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Hands the person's step to the caller's authorizer and feeds back its redirect; without
+    /// an authorizer (or when it fails) the operation is told at once. The authorizer runs on
+    /// a thread of its own, so that the step's end (the operation's timer) and a cancel bound
+    /// it whatever it does: one that never returns is left to finish on its own, its answer
+    /// dropped.
+    fn authorize(&mut self, op: &mut Operation, step: &Authorize) {
+        let Some(authorizer) = self.authorizer.clone() else {
+            trace::authorized(&self.span, None);
+            op.handle_input(Input::NoAuthorizer, MonotonicClock.now());
+            return;
+        };
+        let (answer, answered) = std::sync::mpsc::channel();
+        let asked = step.clone();
+        std::thread::spawn(move || {
+            let redirect = authorizer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .authorize(&asked);
+            let _ = answer.send(redirect);
+        });
+        loop {
+            let now = MonotonicClock.now();
+            if now >= step.ends_at {
+                trace::authorized(&self.span, Some(false));
+                op.handle_input(Input::Timeout, now);
+                return;
+            }
+            if self.shared.is_cancelled() {
+                // The loop passes the cancel on.
+                return;
+            }
+            match answered.recv_timeout((step.ends_at - now).min(AUTHORIZER_SLICE)) {
+                Ok(redirect) => {
+                    trace::authorized(&self.span, Some(redirect.is_ok()));
+                    match redirect {
+                        Ok(url) => {
+                            op.handle_input(Input::Redirect(&url), MonotonicClock.now());
+                        }
+                        Err(detail) => {
+                            op.handle_input(Input::AuthorizerFailed(&detail), MonotonicClock.now());
+                        }
+                    }
+                    return;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    // The authorizer panicked: the caller's code failed.
+                    let failed = "the authorizer panicked";
+                    op.handle_input(Input::AuthorizerFailed(failed), MonotonicClock.now());
+                    return;
+                }
+            }
+        }
+    }
+}

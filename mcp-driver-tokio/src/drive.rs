@@ -1,0 +1,226 @@
+//! The tokio driver's one loop: the loop of [`mcp_proto::operation`]'s module docs, the same for
+//! every operation, HTTP and stdio alike, and the same shape as the blocking driver's.
+//!
+//! [`Run::drive`] polls the operation and does what each output says: an update goes to the
+//! session, an event and a leg's report to the caller's observer, a leg to the transport
+//! ([`Wire::transmit`]), the person's step to the caller's authorizer, and a wait is one
+//! `select!` on whatever comes first: a cancel, the operation's next timer, the session's
+//! change (while it awaits the session), or what the transport brings ([`Wire::next`], fed
+//! by [`Wire::feed`]). What differs
+//! between HTTP and stdio is only how bytes move ([`HttpWire`](crate::leg::HttpWire),
+//! [`StdioWire`](crate::stdio::StdioWire)). Nothing here decides anything.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcp_proto::{Authorize, Clock, Error, Input, Leg, Observer, Operation, Outcome, Output};
+use tokio::sync::futures::Notified;
+use tokio::time::{Instant as TokioInstant, Sleep, sleep_until};
+
+use crate::authorize::Authorizer;
+use crate::cancel::CancelShared;
+use crate::clock::TokioClock;
+use crate::shell::ClientShell;
+use crate::trace;
+use mcp_driver_common::LegSpans;
+
+/// How bytes move for an operation: its legs on the wire, and what comes back.
+pub(crate) trait Wire {
+    /// What came on the wire, to feed.
+    type Came;
+
+    /// Carries `leg` out, handed out at `now`: over HTTP its request starts (read beside the
+    /// others), over stdio its line is written (bounded by its grant and a cancel) or its step
+    /// of the process's life done. Returns the instant it was done at (`now`, when it did not
+    /// wait).
+    async fn transmit(&mut self, op: &mut Operation, leg: Leg, now: Instant) -> Instant;
+
+    /// The next thing that comes on a leg in flight (a head, a frame, stdout, the end of it).
+    /// Cancel-safe, and pending for ever when nothing can come, so it can sit in a `select!`.
+    async fn next(&mut self) -> Self::Came;
+
+    /// Feeds what came to the operation; returns the instant it was fed at.
+    async fn feed(&mut self, op: &mut Operation, came: Self::Came) -> Instant;
+
+    /// The operation's timer fired at `now`, before it is told: what only the transport knows
+    /// about the legs whose grant ended (a TLS handshake in progress) goes in first.
+    fn at_timer(&mut self, op: &mut Operation, now: Instant) {
+        let _ = (op, now);
+    }
+
+    /// Drops what the operation no longer has in flight.
+    fn prune(&mut self, op: &Operation) {
+        let _ = op;
+    }
+}
+
+/// One operation's run: what it needs from the client, borrowed for its duration.
+pub(crate) struct Run<'a> {
+    pub(crate) shell: &'a ClientShell,
+    pub(crate) observer: &'a mut (dyn Observer + Send),
+    pub(crate) cancel: &'a CancelShared,
+    /// The cancel count the operation armed itself with when it was called.
+    pub(crate) armed: u64,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    /// The operation's span (feature `tracing`), parent of each leg's.
+    pub(crate) span: trace::Span,
+}
+
+/// What the loop waits on beside the wire: a cancel, the operation's one timer (moved to the
+/// proto's next instant each time), and, while the operation awaits its session, the
+/// session's next change (registered under the session's lock when the session was offered,
+/// so no change is missed).
+struct Waits<'p, 'a> {
+    cancelled: Pin<&'p mut Notified<'a>>,
+    timer: Pin<&'p mut Sleep>,
+    changed: Pin<&'p mut Option<Notified<'a>>>,
+    /// The operation was just given its session: if it awaits it still, it waits for the
+    /// session's change.
+    offered: bool,
+}
+
+impl<'a> Waits<'_, 'a> {
+    /// Gives `op` the session, under its lock, registering for its next change before letting
+    /// go.
+    fn offer(&mut self, shell: &'a ClientShell, op: &mut Operation, now: Instant) {
+        let mut session = shell.session();
+        op.handle_input(Input::Session(&mut session), now);
+        self.changed.set(Some(shell.changed().notified()));
+        if let Some(notified) = self.changed.as_mut().as_pin_mut() {
+            notified.enable();
+        }
+        self.offered = true;
+    }
+
+    /// Waits until `until` for whatever comes first (a cancel, the timer, the session's
+    /// change, what the wire brings), feeds it, and drops what the operation let go. Returns
+    /// the instant it woke at.
+    async fn wait(&mut self, op: &mut Operation, wire: &mut impl Wire, until: Instant) -> Instant {
+        let clock = TokioClock;
+        let (cancellable, waits_for_session) =
+            (!op.is_finished(), std::mem::take(&mut self.offered));
+        let until = TokioInstant::from_std(until);
+        if self.timer.deadline() != until {
+            self.timer.as_mut().reset(until);
+        }
+        let changed = &mut self.changed;
+        let now = tokio::select! {
+            biased;
+            // Once fired, the operation is cancelled (and so finished) before the next wait:
+            // this branch is never polled again.
+            () = self.cancelled.as_mut(), if cancellable => clock.now(),
+            () = self.timer.as_mut() => {
+                let now = clock.now();
+                wire.at_timer(op, now);
+                op.handle_input(Input::Timeout, now);
+                now
+            }
+            () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
+                changed.set(None);
+                clock.now()
+            }
+            came = wire.next() => wire.feed(op, came).await,
+        };
+        // Legs the operation no longer has (expired, dropped, or over with it) go now.
+        wire.prune(op);
+        now
+    }
+}
+
+impl Run<'_> {
+    /// Drives `op` to its end over `wire` and returns its result.
+    pub(crate) async fn drive(
+        mut self,
+        op: &mut Operation,
+        wire: &mut impl Wire,
+    ) -> Result<Outcome, Error> {
+        let clock = TokioClock;
+        let (cancel, armed, shell) = (self.cancel, self.armed, self.shell);
+        // One clock reading per wake-up: the inputs it brought, the legs pruned after them and
+        // the outputs drained before the next wait all happen "now".
+        let mut now = clock.now();
+        let (cancelled, timer) = (cancel.waiter(), sleep_until(TokioInstant::from_std(now)));
+        tokio::pin!(cancelled, timer);
+        cancelled.as_mut().enable();
+        let changed = std::pin::pin!(None::<Notified<'_>>);
+        let mut waits = Waits {
+            cancelled,
+            timer,
+            changed,
+            offered: false,
+        };
+        let mut spans = LegSpans::default();
+        loop {
+            if cancel.is_fired(armed) && !op.is_finished() {
+                now = clock.now();
+                op.handle_input(Input::Cancel, now);
+                wire.prune(op);
+            }
+            let output = op.poll_output(now);
+            waits.offered &= matches!(output, Output::AwaitSession(_));
+            match output {
+                Output::Update(update) => shell.apply(update),
+                Output::Event(event) => {
+                    self.observer.event(&event);
+                    // The observer's time is not the operation's: read the clock again.
+                    now = clock.now();
+                }
+                Output::LegEnded(report) => spans.ended(&report, self.observer),
+                Output::Transmit(leg) => {
+                    spans.sent(&leg, &self.span);
+                    now = wire.transmit(op, leg, now).await;
+                }
+                Output::Authorize(step) => now = self.authorize(op, &step, &mut waits).await,
+                Output::AwaitSession(until) if waits.offered => {
+                    now = waits.wait(op, wire, until).await
+                }
+                Output::AwaitSession(_) => waits.offer(shell, op, now),
+                Output::Wait(until) => now = waits.wait(op, wire, until).await,
+                Output::Done(result) => {
+                    trace::ended(&self.span, &result);
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// Hands the person's step to the caller's authorizer and feeds back its redirect, bounded
+    /// by the step's end; a cancel ends it sooner (the loop's next turn passes the cancel on).
+    /// Without an authorizer the operation is told at once. Returns the instant after.
+    async fn authorize(
+        &mut self,
+        op: &mut Operation,
+        step: &Authorize,
+        waits: &mut Waits<'_, '_>,
+    ) -> Instant {
+        let redirect = match self.authorizer.as_deref() {
+            Some(authorizer) => tokio::select! {
+                biased;
+                () = waits.cancelled.as_mut(), if !op.is_finished() => None,
+                redirect = tokio::time::timeout_at(
+                    TokioInstant::from_std(step.ends_at),
+                    authorizer.authorize(step),
+                ) => Some(Some(redirect.unwrap_or_else(|_| {
+                    Err("no redirect before the budget ran out".to_owned())
+                }))),
+            },
+            None => Some(None),
+        };
+        trace::authorized(
+            &self.span,
+            redirect
+                .as_ref()
+                .and_then(|r| r.as_ref().map(Result::is_ok)),
+        );
+        let now = TokioClock.now();
+        let _ = match redirect {
+            Some(Some(Ok(url))) => op.handle_input(Input::Redirect(&url), now),
+            Some(Some(Err(detail))) => op.handle_input(Input::AuthorizerFailed(&detail), now),
+            Some(None) => op.handle_input(Input::NoAuthorizer, now),
+            // Cancelled meanwhile: the loop's next turn cancels the operation.
+            None => mcp_proto::LegStatus::Complete,
+        };
+        now
+    }
+}
