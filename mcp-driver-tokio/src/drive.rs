@@ -185,41 +185,37 @@ impl Run<'_> {
         }
     }
 
-    /// Hands the person's step to the caller's authorizer and feeds back its redirect, bounded
-    /// by the step's end; a cancel ends it sooner (the loop's next turn passes the cancel on).
-    /// Without an authorizer the operation is told at once. Returns the instant after.
+    /// Hands the person's step to the caller's authorizer and feeds back its redirect. The
+    /// step ends at the instant the operation named, its own timer's: then the operation is
+    /// told the time came ([`Input::Timeout`]), as the blocking driver tells it; a cancel ends
+    /// it sooner (the loop's next turn passes the cancel on). Without an authorizer the
+    /// operation is told at once. Returns the instant after.
     async fn authorize(
         &mut self,
         op: &mut Operation,
         step: &Authorize,
         waits: &mut Waits<'_, '_>,
     ) -> Instant {
-        let redirect = match self.authorizer.as_deref() {
-            Some(authorizer) => tokio::select! {
-                biased;
-                () = waits.cancelled.as_mut(), if !op.is_finished() => None,
-                redirect = tokio::time::timeout_at(
-                    TokioInstant::from_std(step.ends_at),
-                    authorizer.authorize(step),
-                ) => Some(Some(redirect.unwrap_or_else(|_| {
-                    Err("no redirect before the budget ran out".to_owned())
-                }))),
-            },
-            None => Some(None),
+        let Some(authorizer) = self.authorizer.as_deref() else {
+            trace::authorized(&self.span, None);
+            let now = TokioClock.now();
+            op.handle_input(Input::NoAuthorizer, now);
+            return now;
         };
-        trace::authorized(
-            &self.span,
-            redirect
-                .as_ref()
-                .and_then(|r| r.as_ref().map(Result::is_ok)),
-        );
+        let redirect = tokio::select! {
+            biased;
+            () = waits.cancelled.as_mut(), if !op.is_finished() => return TokioClock.now(),
+            redirect = tokio::time::timeout_at(
+                TokioInstant::from_std(step.ends_at),
+                authorizer.authorize(step),
+            ) => redirect,
+        };
+        trace::authorized(&self.span, Some(matches!(redirect, Ok(Ok(_)))));
         let now = TokioClock.now();
         let _ = match redirect {
-            Some(Some(Ok(url))) => op.handle_input(Input::Redirect(&url), now),
-            Some(Some(Err(detail))) => op.handle_input(Input::AuthorizerFailed(&detail), now),
-            Some(None) => op.handle_input(Input::NoAuthorizer, now),
-            // Cancelled meanwhile: the loop's next turn cancels the operation.
-            None => mcp_proto::LegStatus::Complete,
+            Ok(Ok(url)) => op.handle_input(Input::Redirect(&url), now),
+            Ok(Err(detail)) => op.handle_input(Input::AuthorizerFailed(&detail), now),
+            Err(_) => op.handle_input(Input::Timeout, now),
         };
         now
     }
