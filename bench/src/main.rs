@@ -124,13 +124,7 @@ fn network_cases() -> Vec<(Group, Mode, ClientKind)> {
 }
 
 fn case_name(group: Group, mode: Mode, client: ClientKind) -> String {
-    let group = match group {
-        Group::Sequential => "sequential".to_owned(),
-        Group::Cold => "cold".to_owned(),
-        Group::InFlight(n) => format!("in-flight-{n}"),
-        Group::Shared(n) => format!("shared-{n}"),
-    };
-    format!("{group} {} {}", mode.label(), client.label())
+    format!("{} {} {}", group.name(), mode.label(), client.label())
 }
 
 fn run(options: &Options) -> Result<(), String> {

@@ -45,6 +45,9 @@ pub fn group_title(group: Group) -> String {
     match group {
         Group::Sequential => "Sequential `tools/call` on a reused session".to_owned(),
         Group::Cold => "Cold operations: new client and session, handshake + call".to_owned(),
+        Group::ColdClosed => {
+            "Cold operations, closed: new client and session, handshake + call + DELETE".to_owned()
+        }
         Group::InFlight(1) => "1 operation in flight (one task; 2-worker runtime)".to_owned(),
         Group::InFlight(n) => {
             format!("{n} operations in flight ({n} tasks, a client and session each)")
