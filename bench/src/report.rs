@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::cases::{ClientKind, Group, Measurement, Mode};
 use crate::memory::MemoryRun;
+use crate::sdks::SdkRun;
 
 /// One row of the server-ceiling table.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +118,55 @@ pub fn network_tables(all: &[Measurement]) -> String {
         }
         out.push('\n');
     }
+    out
+}
+
+/// The cross-SDK tables: one per case, in the order the cases first appear, then the line
+/// naming what each client said it runs (SDK and version, runtime).
+pub fn sdk_tables(runs: &[SdkRun]) -> String {
+    let mut groups: Vec<Group> = Vec::new();
+    for run in runs {
+        if !groups.contains(&run.group) {
+            groups.push(run.group);
+        }
+    }
+    let mut out = String::new();
+    for group in groups {
+        let _ = writeln!(out, "#### {}\n", group_title(group));
+        out.push_str(
+            "| mode | client | calls/s | p50 µs | p99 µs | client CPU ms / 1000 calls \
+             | server CPU ms / 1000 calls | peak RSS MiB | new conns/call |\n\
+             |---|---|--:|--:|--:|--:|--:|--:|--:|\n",
+        );
+        for run in runs.iter().filter(|r| r.group == group) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} |",
+                run.mode.label(),
+                run.sdk.label(),
+                run.stats.per_sec(),
+                us(run.stats.p50),
+                us(run.stats.p99),
+                opt(run.client_us_per_op(), 1),
+                opt(run.server_us_per_op(), 1),
+                opt(run.peak_kib.map(|k| k as f64 / 1024.0), 1),
+                opt(run.connections_per_op(), 2),
+            );
+        }
+        out.push('\n');
+    }
+    let mut named: Vec<String> = Vec::new();
+    for run in runs {
+        let line = format!("{}: {}", run.sdk.label(), run.version);
+        if !named.contains(&line) {
+            named.push(line);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "Clients as they reported themselves: {}.",
+        named.join("; ")
+    );
     out
 }
 
