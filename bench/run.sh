@@ -2,7 +2,9 @@
 # Reproduces every number of BENCHMARKS.md in one go:
 #   1. builds mcp-bench (binary and criterion benches) in release,
 #   2. runs the criterion parsing benchmarks (benches/parse.rs),
-#   3. runs `mcp-bench run`: the server ceiling, the network cases, the memory cases,
+#   3. runs `mcp-bench run`: the server ceiling, the network cases, the cross-SDK cases
+#      (the drivers, rmcp, the TypeScript SDK and the Python SDK, a client process each),
+#      the memory cases,
 #   4. writes the tables into BENCHMARKS.md between the result markers
 #      (or prints them with --print).
 #
@@ -10,7 +12,10 @@
 #   --print   print the tables instead of writing BENCHMARKS.md
 #   --quick   shorter windows (1 s per case instead of 2 s): a smoke run, not for the record
 #
-# Takes about 10 minutes on a fresh 2-core machine (about half of it the build).
+# The cross-SDK cases need the SDKs interop/install.sh installs into $INTEROP_HOME (default
+# ~/.cache/mcp-interop): `interop/install.sh && bench/run.sh`. Without them the run fails at
+# once, naming that step (`--no-sdks` leaves the cross-SDK table out instead).
+# Takes about 12 minutes on a fresh 2-core machine (about half of it the build).
 # `wrk` (apt-get install -y wrk), when installed, adds a row to the server-ceiling table.
 set -euo pipefail
 
@@ -26,6 +31,26 @@ for arg in "$@"; do
         *) extra+=("$arg") ;;
     esac
 done
+
+# The SDKs of the cross-SDK cases, checked before the build so that a missing one fails now
+# (mcp-bench checks again, before it measures anything, where --interop-home points).
+export INTEROP_HOME="${INTEROP_HOME:-$HOME/.cache/mcp-interop}"
+case " ${extra[*]-} " in
+    *" --no-sdks "* | *" --interop-home "*) ;;
+    *)
+        for peer in "$INTEROP_HOME/npm/node_modules/@modelcontextprotocol/sdk/package.json" \
+            "$INTEROP_HOME/venv-mcp/bin/python"; do
+            if [ ! -e "$peer" ]; then
+                echo "bench/run.sh: $peer is missing: run interop/install.sh first (or pass --no-sdks)" >&2
+                exit 1
+            fi
+        done
+        if ! command -v node >/dev/null; then
+            echo "bench/run.sh: node is not on PATH: the TypeScript SDK's client needs it (see interop/install.sh)" >&2
+            exit 1
+        fi
+        ;;
+esac
 
 target=${CARGO_TARGET_DIR:-$root/target}
 started=$(date +%s)

@@ -6,6 +6,9 @@
 //!   (`initialize`, `notifications/initialized`) and the call, then the client is dropped
 //!   (rmcp's is closed with `cancel().await`, which is how it ends its worker; that sends its
 //!   session `DELETE`).
+//! * **Cold, closed** ([`Group::ColdClosed`], the cross-SDK table's cold case): the same, and
+//!   every client ends its session with a `DELETE` before it goes (the drivers' `close`), as
+//!   the other SDKs' clients do when they close.
 //! * **In flight** ([`Group::InFlight`]): `n` tasks on a 2-worker tokio runtime, each with its
 //!   own client and session, each calling in a loop.
 //! * **Shared** ([`Group::Shared`]): `n` tasks on a 2-worker tokio runtime sharing **one**
@@ -14,7 +17,7 @@
 //!   session), rmcp's one `RunningService` behind an `Arc` (its calls take `&self`), one
 //!   hyper-util client and one handshake for the floor. The server counts the `initialize`
 //!   requests of every case ([`Measurement::initialize`]), which shows that the tasks shared
-//!   one handshake.
+//!   one handshake. The blocking driver shares its client the same way, between `n` threads.
 //!
 //! Each operation is timed on its own (p50, p99); calls/s is operations over the wall time of
 //! the measured window, after a warm-up. The clients ([`ClientKind`]):
@@ -108,10 +111,39 @@ pub enum Group {
     Sequential,
     /// A new client and session per operation.
     Cold,
+    /// A new client and session per operation, the session ended (`DELETE`) after the call.
+    ColdClosed,
     /// `n` operations in flight at once, each task with its own client.
     InFlight(usize),
     /// `n` operations in flight at once, the `n` tasks sharing one client and session.
     Shared(usize),
+}
+
+impl Group {
+    /// The name in case names and on a peer's command line: `sequential`, `cold`,
+    /// `cold-closed`, `in-flight-N`, `shared-N`.
+    pub fn name(self) -> String {
+        match self {
+            Self::Sequential => "sequential".to_owned(),
+            Self::Cold => "cold".to_owned(),
+            Self::ColdClosed => "cold-closed".to_owned(),
+            Self::InFlight(n) => format!("in-flight-{n}"),
+            Self::Shared(n) => format!("shared-{n}"),
+        }
+    }
+
+    /// The group [`Self::name`] gave `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        let count = |prefix: &str| name.strip_prefix(prefix)?.parse().ok();
+        match name {
+            "sequential" => Some(Self::Sequential),
+            "cold" => Some(Self::Cold),
+            "cold-closed" => Some(Self::ColdClosed),
+            _ => count("in-flight-")
+                .map(Self::InFlight)
+                .or_else(|| count("shared-").map(Self::Shared)),
+        }
+    }
 }
 
 /// The answer format of the server a case runs against.
@@ -201,7 +233,8 @@ impl Measurement {
     }
 }
 
-fn per_op(cpu: Option<Duration>, ops: u64) -> Option<f64> {
+/// `cpu` shared out over `ops` operations, in microseconds.
+pub(crate) fn per_op(cpu: Option<Duration>, ops: u64) -> Option<f64> {
     (ops > 0).then_some(())?;
     Some(cpu?.as_secs_f64() * 1e6 / ops as f64)
 }
@@ -220,16 +253,7 @@ pub fn run_case(
     // Read between cases, when no client runs: the server's counts are exact then.
     let counters_before = server.counters(mode.role());
     let before = CpuSnapshot::take(server_pid);
-    let sample = match (group, client) {
-        (Group::Sequential, ClientKind::Blocking | ClientKind::UreqFloor) => {
-            sequential_sync(client, url, cfg)
-        }
-        (Group::Sequential, _) => current_thread()?.block_on(sequential_async(client, url, cfg)),
-        (Group::Cold, ClientKind::Blocking | ClientKind::UreqFloor) => cold_sync(client, url, cfg),
-        (Group::Cold, _) => current_thread()?.block_on(cold_async(client, url, cfg)),
-        (Group::InFlight(n), _) => two_workers()?.block_on(in_flight(client, url, n, cfg)),
-        (Group::Shared(n), _) => two_workers()?.block_on(shared(client, url, n, cfg)),
-    }?;
+    let sample = sample(group, client, url, cfg)?;
     let cpu = before.until(&CpuSnapshot::take(server_pid));
     let counted = server.counters(mode.role()).zip(counters_before);
     let connections =
@@ -247,6 +271,36 @@ pub fn run_case(
         initialize,
         windows: 1,
     })
+}
+
+/// Runs one case of `client` against the server at `url` and times each operation: the
+/// measurement alone, with no counter read around it (what [`run_case`] and a client child
+/// process of the cross-SDK table share).
+///
+/// # Errors
+/// The first failed operation, or a case this client cannot run (the floors end no session,
+/// so they run no [`Group::ColdClosed`]).
+pub fn sample(group: Group, client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
+    let closed = group == Group::ColdClosed;
+    match (group, client) {
+        (Group::ColdClosed, ClientKind::UreqFloor | ClientKind::HyperFloor) => Err(format!(
+            "{} ends no session: it runs no cold-closed case",
+            client.label()
+        )),
+        (Group::Sequential, ClientKind::Blocking | ClientKind::UreqFloor) => {
+            sequential_sync(client, url, cfg)
+        }
+        (Group::Sequential, _) => current_thread()?.block_on(sequential_async(client, url, cfg)),
+        (Group::Cold | Group::ColdClosed, ClientKind::Blocking | ClientKind::UreqFloor) => {
+            cold_sync(client, url, cfg, closed)
+        }
+        (Group::Cold | Group::ColdClosed, _) => {
+            current_thread()?.block_on(cold_async(client, url, cfg, closed))
+        }
+        (Group::Shared(n), ClientKind::Blocking) => shared_sync(url, n, cfg),
+        (Group::InFlight(n), _) => two_workers()?.block_on(in_flight(client, url, n, cfg)),
+        (Group::Shared(n), _) => two_workers()?.block_on(shared(client, url, n, cfg)),
+    }
 }
 
 fn current_thread() -> Result<tokio::runtime::Runtime, String> {
@@ -398,7 +452,8 @@ fn sequential_sync(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample,
     }
 }
 
-fn cold_sync(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
+/// Cold operations on the calling thread; `closed`: each session is ended after its call.
+fn cold_sync(client: ClientKind, url: &str, cfg: RunCfg, closed: bool) -> Result<Sample, String> {
     match client {
         ClientKind::Blocking => {
             let config = config(url)?;
@@ -406,8 +461,11 @@ fn cold_sync(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, Strin
                 let client = mcp_driver_blocking::Client::new(config.clone());
                 client
                     .call_tool(TOOL, arguments())
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                if closed {
+                    client.close().map_err(|e| format!("close: {e}"))?;
+                }
+                Ok(())
             })
         }
         _ => {
@@ -578,7 +636,14 @@ async fn sequential_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<
     sample
 }
 
-async fn cold_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
+/// Cold async operations; `closed`: each session is ended after its call (rmcp's always is:
+/// `cancel` is how its worker ends).
+async fn cold_async(
+    client: ClientKind,
+    url: &str,
+    cfg: RunCfg,
+    closed: bool,
+) -> Result<Sample, String> {
     let config = config(url)?;
     let legs = capture_call(url);
     measure_async(cfg, async || match client {
@@ -587,8 +652,11 @@ async fn cold_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample
             client
                 .call_tool(TOOL, arguments())
                 .await
-                .map(drop)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            if closed {
+                client.close().await.map_err(|e| format!("close: {e}"))?;
+            }
+            Ok(())
         }
         ClientKind::Rmcp | ClientKind::RmcpPooled => {
             let client = rmcp_connect(url, client == ClientKind::RmcpPooled).await?;
@@ -605,11 +673,108 @@ async fn cold_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample
     .await
 }
 
-/// What one in-flight task measured.
+/// What one task of an in-flight case measured: it warms up until `warm_end`, then times
+/// every call it starts before `end`.
 struct TaskRun {
+    warm_end: Instant,
+    end: Instant,
     latencies: Vec<Duration>,
     warm_ops: u64,
     last_done: Instant,
+}
+
+impl TaskRun {
+    /// A task whose warm-up starts now.
+    fn starting_now(cfg: RunCfg) -> Self {
+        let warm_end = Instant::now() + cfg.warmup;
+        Self {
+            warm_end,
+            end: warm_end + cfg.duration,
+            latencies: Vec::with_capacity(4096),
+            warm_ops: 0,
+            last_done: warm_end,
+        }
+    }
+
+    /// When the next call starts, or `None` once the window is over: no call starts after it.
+    fn next_start(&self) -> Option<Instant> {
+        Some(Instant::now()).filter(|t| *t < self.end)
+    }
+
+    /// Counts the call that started at `t` and ended at `done`.
+    fn record(&mut self, t: Instant, done: Instant) {
+        if t >= self.warm_end {
+            self.latencies.push(done - t);
+            self.last_done = done;
+        } else {
+            self.warm_ops += 1;
+        }
+    }
+
+    /// The tasks' runs as one sample, or the first failure: its wall time runs from the first
+    /// task's end of warm-up to the last task's last call.
+    fn merged(runs: impl IntoIterator<Item = Result<Self, String>>) -> Result<Sample, String> {
+        let mut latencies = Vec::new();
+        let mut warm_ops = 0;
+        let mut window: Option<(Instant, Instant)> = None;
+        let mut failure = None;
+        for run in runs {
+            match run {
+                Ok(run) => {
+                    latencies.extend(run.latencies);
+                    warm_ops += run.warm_ops;
+                    let (first, last) = window.get_or_insert((run.warm_end, run.last_done));
+                    *first = (*first).min(run.warm_end);
+                    *last = (*last).max(run.last_done);
+                }
+                Err(err) => failure = Some(err),
+            }
+        }
+        if let Some(err) = failure {
+            return Err(err);
+        }
+        let (first, last) = window.ok_or("no task ran")?;
+        Ok(Sample::new(latencies, last - first, warm_ops))
+    }
+}
+
+/// `n` threads sharing one blocking client and its session, opened (one call made and
+/// checked) before they start ([`Group::Shared`] for the blocking driver).
+fn shared_sync(url: &str, n: usize, cfg: RunCfg) -> Result<Sample, String> {
+    let client = mcp_driver_blocking::Client::new(config(url)?);
+    let first = client
+        .call_tool(TOOL, arguments())
+        .map_err(|e| e.to_string())?;
+    check_text(&first.text())?;
+    let barrier = std::sync::Barrier::new(n);
+    let runs: Vec<Result<TaskRun, String>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..n)
+            .map(|_| {
+                let client = client.clone();
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    let mut run = TaskRun::starting_now(cfg);
+                    while let Some(t) = run.next_start() {
+                        client
+                            .call_tool(TOOL, arguments())
+                            .map_err(|e| e.to_string())?;
+                        run.record(t, Instant::now());
+                    }
+                    Ok(run)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err("a thread panicked".to_owned()))
+            })
+            .collect()
+    });
+    TaskRun::merged(runs)
 }
 
 /// `n` tasks, each with its own client and session ([`Group::InFlight`]).
@@ -647,60 +812,22 @@ where
             // Every task reaches the barrier, even a failed one, or the others wait forever.
             barrier.wait().await;
             let live = opened?;
-            let warm_end = Instant::now() + cfg.warmup;
-            let end = warm_end + cfg.duration;
-            let mut latencies = Vec::with_capacity(4096);
-            let mut warm_ops = 0;
-            let mut last_done = warm_end;
-            loop {
-                let t = Instant::now();
-                if t >= end {
-                    break;
-                }
-                let called = live.call().await;
-                if let Err(err) = called {
+            let mut run = TaskRun::starting_now(cfg);
+            while let Some(t) = run.next_start() {
+                if let Err(err) = live.call().await {
                     live.close().await;
                     return Err(err);
                 }
-                let done = Instant::now();
-                if t >= warm_end {
-                    latencies.push(done - t);
-                    last_done = done;
-                } else {
-                    warm_ops += 1;
-                }
+                run.record(t, Instant::now());
             }
             live.close().await;
-            Ok::<_, String>((
-                TaskRun {
-                    latencies,
-                    warm_ops,
-                    last_done,
-                },
-                warm_end,
-            ))
+            Ok::<_, String>(run)
         });
     }
     barrier.wait().await;
-    let mut latencies = Vec::new();
-    let mut warm_ops = 0;
-    let mut window: Option<(Instant, Instant)> = None;
-    let mut failure = None;
+    let mut runs = Vec::with_capacity(n);
     while let Some(joined) = tasks.join_next().await {
-        match joined.map_err(|e| e.to_string()).and_then(|r| r) {
-            Ok((run, warm_end)) => {
-                latencies.extend(run.latencies);
-                warm_ops += run.warm_ops;
-                let (first, last) = window.get_or_insert((warm_end, run.last_done));
-                *first = (*first).min(warm_end);
-                *last = (*last).max(run.last_done);
-            }
-            Err(err) => failure = Some(err),
-        }
+        runs.push(joined.map_err(|e| e.to_string()).and_then(|r| r));
     }
-    if let Some(err) = failure {
-        return Err(err);
-    }
-    let (first, last) = window.ok_or("no task ran")?;
-    Ok(Sample::new(latencies, last - first, warm_ops))
+    TaskRun::merged(runs)
 }

@@ -4,15 +4,23 @@
 //! ```text
 //! mcp-bench run [--secs S] [--rounds N] [--warmup-ms MS] [--only TEXT] [--criterion DIR]
 //!               [--out FILE] [--no-ceiling] [--no-network] [--no-memory]
+//!               [--interop-home DIR] [--no-sdks]
 //! mcp-bench serve                     # the server process (used by `run`)
 //! mcp-bench memory-child DRIVER URL   # one call, then its peak RSS (used by `run`)
+//! mcp-bench client-child KIND URL CASE WARMUP_MS WINDOW_MS
+//!                                     # a Rust client of the cross-SDK table (used by `run`)
 //! ```
 //!
 //! Each network case is measured for `S` seconds (default 2) in `N` windows (default 4): the
 //! cases take turns window by window, each window after its own warm-up (default 300 ms).
-//! `--only TEXT` keeps the network cases whose name (`sequential JSON mcp-driver-tokio`,
-//! `in-flight-16 SSE rmcp (default client)`, `shared-256 JSON floor: bare hyper-util POST`...)
-//! contains `TEXT`: handy under `perf`, or to run one group (`--only shared-`).
+//! Each case of the cross-SDK table runs in a client process of its own, one window of `S`
+//! seconds after one warm-up; the TypeScript and Python SDKs are those `interop/install.sh`
+//! installed into `--interop-home` (default `$INTEROP_HOME`, else `~/.cache/mcp-interop`), and
+//! the run fails at once, naming that step, when they are missing (`--no-sdks` leaves the
+//! table out). `--only TEXT` keeps the cases whose name (`sequential JSON mcp-driver-tokio`,
+//! `in-flight-16 SSE rmcp (default client)`, `shared-256 JSON floor: bare hyper-util POST`,
+//! `sdks cold-closed SSE Python SDK`...) contains `TEXT`: handy under `perf`, or to run one
+//! group (`--only shared-`, `--only sdks`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +29,7 @@ use std::time::Duration;
 use mcp_bench::cases::{ClientKind, Group, Measurement, Mode, RunCfg, run_case};
 use mcp_bench::memory::{self, MemoryRun};
 use mcp_bench::report::{self, CeilingRow, Check};
+use mcp_bench::sdks::{self, Peers, Sdk, SdkRun};
 use mcp_bench::server::{self, ServerProcess};
 use mcp_bench::stats::{CpuSnapshot, load_average};
 use mcp_proto::SessionConfig;
@@ -36,6 +45,8 @@ struct Options {
     ceiling: bool,
     network: bool,
     memory: bool,
+    /// `None` with `--no-sdks`: the folder `interop/install.sh` installs the SDKs into.
+    interop_home: Option<PathBuf>,
 }
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
@@ -51,6 +62,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         ceiling: true,
         network: true,
         memory: true,
+        interop_home: Some(sdks::default_interop_home()),
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -74,6 +86,8 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--no-ceiling" => options.ceiling = false,
             "--no-network" => options.network = false,
             "--no-memory" => options.memory = false,
+            "--interop-home" => options.interop_home = Some(value()?.into()),
+            "--no-sdks" => options.interop_home = None,
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -87,8 +101,13 @@ fn main() -> ExitCode {
         Some("memory-child") if args.len() == 3 => {
             memory::child_main(&args[1], &args[2]).map_err(|e| e.to_string())
         }
+        Some("client-child") => sdks::child_main(&args[1..]),
         Some("run") => parse_options(&args[1..]).and_then(|o| run(&o)),
-        _ => Err("usage: mcp-bench run [options] | serve | memory-child DRIVER URL".to_owned()),
+        _ => Err(
+            "usage: mcp-bench run [options] | serve | memory-child DRIVER URL \
+                  | client-child KIND URL CASE WARMUP_MS WINDOW_MS"
+                .to_owned(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -124,17 +143,36 @@ fn network_cases() -> Vec<(Group, Mode, ClientKind)> {
 }
 
 fn case_name(group: Group, mode: Mode, client: ClientKind) -> String {
-    let group = match group {
-        Group::Sequential => "sequential".to_owned(),
-        Group::Cold => "cold".to_owned(),
-        Group::InFlight(n) => format!("in-flight-{n}"),
-        Group::Shared(n) => format!("shared-{n}"),
-    };
-    format!("{group} {} {}", mode.label(), client.label())
+    format!("{} {} {}", group.name(), mode.label(), client.label())
+}
+
+/// The cases of the cross-SDK table in the order they run and are reported, `--only` applied.
+fn sdk_cases(only: Option<&str>) -> Vec<(Mode, Group, Sdk)> {
+    let mut cases = Vec::new();
+    for mode in [Mode::Json, Mode::Sse] {
+        for group in sdks::CASES {
+            for sdk in Sdk::ALL {
+                let name = format!("sdks {} {} {}", group.name(), mode.label(), sdk.label());
+                if only.is_none_or(|only| name.contains(only)) {
+                    cases.push((mode, group, sdk));
+                }
+            }
+        }
+    }
+    cases
 }
 
 fn run(options: &Options) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // Before anything is measured: a missing SDK fails the run now, naming the install step.
+    let sdk_cases = match &options.interop_home {
+        Some(_) if options.network => sdk_cases(options.only.as_deref()),
+        _ => Vec::new(),
+    };
+    let peers = match &options.interop_home {
+        Some(home) if !sdk_cases.is_empty() => Some(Peers::find(home)?),
+        _ => None,
+    };
     let load_before = load_average();
     let mut server = ServerProcess::spawn(&exe).map_err(|e| format!("server: {e}"))?;
     let mut out = String::new();
@@ -146,8 +184,8 @@ fn run(options: &Options) -> Result<(), String> {
     }
 
     let mut measured: Vec<Measurement> = Vec::new();
-    if options.network {
-        let cases: Vec<_> = network_cases()
+    let cases: Vec<_> = if options.network {
+        network_cases()
             .into_iter()
             .filter(|(group, mode, client)| {
                 let name = case_name(*group, *mode, *client);
@@ -156,7 +194,11 @@ fn run(options: &Options) -> Result<(), String> {
                     .as_ref()
                     .is_none_or(|only| name.contains(only.as_str()))
             })
-            .collect();
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !cases.is_empty() {
         // Every case runs `rounds` windows, the cases taking turns, so that a change of load
         // on the machine spreads over all of them instead of landing on a few.
         let slice = RunCfg {
@@ -191,6 +233,34 @@ fn run(options: &Options) -> Result<(), String> {
             );
         }
         checks.extend(report::network_checks(&measured));
+    }
+
+    let mut sdk_runs: Vec<SdkRun> = Vec::new();
+    if let Some(peers) = &peers {
+        eprint!("cross-SDK cases, a client process each: ");
+        for (mode, group, sdk) in sdk_cases.iter().copied() {
+            let run = sdks::run_one(peers, &exe, sdk, group, mode, &mut server, options.cfg)?;
+            eprint!(".");
+            sdk_runs.push(run);
+        }
+        eprintln!();
+        for run in &sdk_runs {
+            eprintln!(
+                "sdks {:<33}{:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs  CPU {:>6.1} µs/call  \
+                 peak {:>6.1} MiB",
+                format!(
+                    "{} {} {}",
+                    run.group.name(),
+                    run.mode.label(),
+                    run.sdk.label()
+                ),
+                run.stats.per_sec(),
+                run.stats.p50.as_secs_f64() * 1e6,
+                run.stats.p99.as_secs_f64() * 1e6,
+                run.client_us_per_op().unwrap_or(f64::NAN),
+                run.peak_kib.map_or(f64::NAN, |k| k as f64 / 1024.0),
+            );
+        }
     }
 
     let cap_kib = (SessionConfig::DEFAULT_BODY_CAP / 1024) as u64;
@@ -244,6 +314,10 @@ fn run(options: &Options) -> Result<(), String> {
     if !measured.is_empty() {
         out.push_str("\n### Network cases\n\n");
         out.push_str(&report::network_tables(&measured));
+    }
+    if !sdk_runs.is_empty() {
+        out.push_str("### Across SDKs: the same calls from five clients, a process each\n\n");
+        out.push_str(&report::sdk_tables(&sdk_runs));
     }
     if !parse_rows.is_empty() {
         out.push_str("### Parsing a `tools/list` answer\n\n");

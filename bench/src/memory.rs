@@ -31,9 +31,10 @@ pub struct MemoryRun {
     pub millis: f64,
 }
 
-/// The peak resident set of this process so far, KiB.
-pub fn vm_hwm_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+/// The peak resident set so far of process `pid` (`"self"` for this one), KiB; `None` when
+/// `/proc` cannot be read (the process is gone).
+pub fn vm_hwm_kib(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))?
@@ -67,7 +68,7 @@ pub fn child_main(driver: &str, url: &str) -> io::Result<()> {
             text.chars().take(160).collect()
         }
     };
-    let peak = vm_hwm_kib().unwrap_or(0);
+    let peak = vm_hwm_kib("self").unwrap_or(0);
     println!("{peak} {millis:.1} {outcome}");
     Ok(())
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::cases::{ClientKind, Group, Measurement, Mode};
 use crate::memory::MemoryRun;
+use crate::sdks::SdkRun;
 
 /// One row of the server-ceiling table.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +46,9 @@ pub fn group_title(group: Group) -> String {
     match group {
         Group::Sequential => "Sequential `tools/call` on a reused session".to_owned(),
         Group::Cold => "Cold operations: new client and session, handshake + call".to_owned(),
+        Group::ColdClosed => {
+            "Cold operations, closed: new client and session, handshake + call + DELETE".to_owned()
+        }
         Group::InFlight(1) => "1 operation in flight (one task; 2-worker runtime)".to_owned(),
         Group::InFlight(n) => {
             format!("{n} operations in flight ({n} tasks, a client and session each)")
@@ -55,18 +59,23 @@ pub fn group_title(group: Group) -> String {
     }
 }
 
+/// Each of `items` once, in the order it first appears.
+fn in_order<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut once = Vec::new();
+    for item in items {
+        if !once.contains(&item) {
+            once.push(item);
+        }
+    }
+    once
+}
+
 /// One table per group, in the order the groups first appear. The tables of the shared groups
 /// ([`Group::Shared`]) have one column more: the `initialize` requests per window, the
 /// handshakes the tasks sharing one client made between them.
 pub fn network_tables(all: &[Measurement]) -> String {
-    let mut groups: Vec<Group> = Vec::new();
-    for m in all {
-        if !groups.contains(&m.group) {
-            groups.push(m.group);
-        }
-    }
     let mut out = String::new();
-    for group in groups {
+    for group in in_order(all.iter().map(|m| m.group)) {
         let shared = matches!(group, Group::Shared(_));
         let _ = writeln!(out, "#### {}\n", group_title(group));
         out.push_str(
@@ -114,6 +123,46 @@ pub fn network_tables(all: &[Measurement]) -> String {
         }
         out.push('\n');
     }
+    out
+}
+
+/// The cross-SDK tables: one per case, in the order the cases first appear, then the line
+/// naming what each client said it runs (SDK and version, runtime).
+pub fn sdk_tables(runs: &[SdkRun]) -> String {
+    let mut out = String::new();
+    for group in in_order(runs.iter().map(|r| r.group)) {
+        let _ = writeln!(out, "#### {}\n", group_title(group));
+        out.push_str(
+            "| mode | client | calls/s | p50 µs | p99 µs | client CPU ms / 1000 calls \
+             | server CPU ms / 1000 calls | peak RSS MiB | new conns/call |\n\
+             |---|---|--:|--:|--:|--:|--:|--:|--:|\n",
+        );
+        for run in runs.iter().filter(|r| r.group == group) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} |",
+                run.mode.label(),
+                run.sdk.label(),
+                run.stats.per_sec(),
+                us(run.stats.p50),
+                us(run.stats.p99),
+                opt(run.client_us_per_op(), 1),
+                opt(run.server_us_per_op(), 1),
+                opt(run.peak_kib.map(|k| k as f64 / 1024.0), 1),
+                opt(run.connections_per_op(), 2),
+            );
+        }
+        out.push('\n');
+    }
+    let named = in_order(
+        runs.iter()
+            .map(|run| format!("{}: {}", run.sdk.label(), run.version)),
+    );
+    let _ = writeln!(
+        out,
+        "Clients as they reported themselves: {}.",
+        named.join("; ")
+    );
     out
 }
 
@@ -408,6 +457,47 @@ mod tests {
             initialize: Some(initialize),
             windows,
         }
+    }
+
+    #[test]
+    fn the_cross_sdk_tables_give_each_client_its_cpu_and_peak_memory() {
+        use crate::sdks::{Sdk, SdkRun};
+        let run = |sdk: Sdk, group: Group, version: &str| SdkRun {
+            sdk,
+            group,
+            mode: Mode::Json,
+            // 10 timed calls in 1 s after 10 untimed: 20 calls share the CPU time.
+            stats: Sample::new(
+                vec![Duration::from_micros(100); 10],
+                Duration::from_secs(1),
+                10,
+            )
+            .stats(),
+            version: version.to_owned(),
+            client_cpu: Some(Duration::from_millis(50)),
+            server_cpu: Some(Duration::from_millis(2)),
+            peak_kib: Some(130 * 1024),
+            connections: Some(20),
+        };
+        let runs = [
+            run(Sdk::TypeScript, Group::Sequential, "sdk 1.32.2 on node v20"),
+            run(Sdk::Python, Group::Sequential, "mcp 2.3.0 on CPython 3.11"),
+            run(Sdk::TypeScript, Group::ColdClosed, "sdk 1.32.2 on node v20"),
+        ];
+        let tables = sdk_tables(&runs);
+        assert_eq!(tables.matches("#### ").count(), 2, "one table per case");
+        let row = tables
+            .lines()
+            .find(|l| l.starts_with("| JSON | TypeScript SDK"))
+            .unwrap();
+        assert_eq!(
+            row,
+            "| JSON | TypeScript SDK | 10 | 100 | 100 | 2500.0 | 100.0 | 130.0 | 1.00 |"
+        );
+        assert!(tables.ends_with(
+            "Clients as they reported themselves: TypeScript SDK: sdk 1.32.2 on node v20; \
+             Python SDK: mcp 2.3.0 on CPython 3.11.\n"
+        ));
     }
 
     #[test]
