@@ -6,10 +6,8 @@ use std::time::Instant;
 
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Request, StatusCode};
-use mcp_proto::{
-    Clock, Input, LegId, LegKind, LegStatus, ManualClock, Operation, Outcome, Output, Session,
-    SessionConfig,
-};
+use mcp_proto::driver::{Input, LegId, LegStatus, Operation, Output};
+use mcp_proto::{Clock, LegKind, ManualClock, Outcome, Session, SessionConfig};
 use serde_json::{Map, Value, json};
 
 /// The tool every network case calls.

@@ -1,6 +1,6 @@
 //! The person's step of an authorization.
 //!
-//! [`Authorizer`] is the caller's: given the URL of [`Output::Authorize`](mcp_proto::Output),
+//! [`Authorizer`] is the caller's: given the URL of [`Output::Authorize`](mcp_proto::driver::Output),
 //! it gets a person to approve there and returns the redirect the browser was sent to.
 //! [`HeadlessAuthorizer`] is the one for servers that approve at once (test servers, the
 //! conformance suite). The driver decides nothing here: it hands the step over and feeds back
@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-pub use mcp_proto::Authorize;
+use mcp_proto::Authorize;
 
 /// Gets a person to approve an authorization: opens (or prints) `step.url`, waits at most
 /// `step.timeout` for the redirect, and returns the redirect URL the browser was sent to.

@@ -1,4 +1,4 @@
-//! The blocking driver's one loop: the loop of [`mcp_proto::operation`]'s module docs, the same
+//! The blocking driver's one loop: the loop of [`mcp_proto::driver`]'s module docs, the same
 //! for every operation, HTTP and stdio alike, and the same shape as the tokio driver's.
 //!
 //! [`Driver::drive`] polls the operation and does what each output says: an update goes to
@@ -11,9 +11,8 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_proto::{
-    Authorize, Clock, Error, Input, Leg, MonotonicClock, Observer, Operation, Outcome, Output,
-};
+use mcp_proto::driver::{Input, Leg, Operation, Output};
+use mcp_proto::{Authorize, Clock, Error, MonotonicClock, Observer, Outcome};
 
 use crate::cancel::Shared;
 use crate::trace;

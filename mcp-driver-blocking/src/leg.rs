@@ -3,15 +3,13 @@
 //!
 //! Nothing here decides anything: every head, chunk and failure goes to the operation, which
 //! says whether to read on. The only waits are the operation's (a pause it asked for) and the
-//! drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::drain_until).
+//! drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::driver::drain_until).
 
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
-use mcp_proto::{
-    Clock, DRAIN_BYTES, Input, Leg, LegId, LegKind, LegStatus, MonotonicClock, Operation,
-    TransportError, TransportErrorKind,
-};
+use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegId, LegStatus, Operation, TransportError};
+use mcp_proto::{Clock, LegKind, MonotonicClock, TransportErrorKind};
 
 use crate::cancel::Shared;
 use crate::drive::Wire;
@@ -59,7 +57,7 @@ impl<'a> HttpWire<'a> {
             return;
         }
         self.shared
-            .set_drain(Some(mcp_proto::drain_until(now, body.ends_at)));
+            .set_drain(Some(mcp_proto::driver::drain_until(now, body.ends_at)));
         let mut left = DRAIN_BYTES;
         while left > 0 {
             match body.reader.read(self.buf) {

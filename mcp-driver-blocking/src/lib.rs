@@ -99,7 +99,7 @@ use std::sync::{Arc, Condvar};
 
 use mcp_proto::{Action, Clock, Error, MonotonicClock, OperationDeadline, Outcome, SessionConfig};
 
-pub use authorize::{Authorize, Authorizer, HeadlessAuthorizer};
+pub use authorize::{Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 pub use mcp_driver_common::SessionGuard;
 /// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
@@ -256,7 +256,7 @@ impl Client {
     /// ([`Driver::drive`]) for HTTP and stdio alike.
     fn drive(
         &self,
-        mut op: mcp_proto::Operation,
+        mut op: mcp_proto::driver::Operation,
         server: &str,
         shared: &Shared,
         observer: &mut dyn mcp_proto::Observer,

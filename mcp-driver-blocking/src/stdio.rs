@@ -18,10 +18,8 @@ use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_proto::{
-    Clock, Input, Leg, LegKind, MonotonicClock, Operation, ProcessExit, StdioCommand,
-    TransportError, TransportErrorKind,
-};
+use mcp_proto::driver::{Input, Leg, Operation, ProcessExit, TransportError};
+use mcp_proto::{Clock, LegKind, MonotonicClock, StdioCommand, TransportErrorKind};
 
 use crate::cancel::{Shared, Wake};
 use crate::drive::Wire;

@@ -205,7 +205,7 @@ mod tests {
 
 /// The `mcp.leg` spans (feature `tracing`) of the legs in flight: each opens when its leg is
 /// handed out and closes with the operation's report of it, which also goes to the observer.
-/// The report is the operation's ([`mcp_proto::Output::LegEnded`]); this only carries it.
+/// The report is the operation's ([`mcp_proto::driver::Output::LegEnded`]); this only carries it.
 #[derive(Debug, Default)]
 pub struct LegSpans {
     open: Vec<(u32, trace::Span)>,
@@ -213,7 +213,7 @@ pub struct LegSpans {
 
 impl LegSpans {
     /// `leg` was handed out: its span opens inside the operation's.
-    pub fn sent(&mut self, leg: &mcp_proto::Leg, operation: &trace::Span) {
+    pub fn sent(&mut self, leg: &mcp_proto::driver::Leg, operation: &trace::Span) {
         let span = trace::leg(operation, leg.id.number(), leg.kind, leg.timeout);
         self.open.push((leg.id.number(), span));
     }

@@ -61,9 +61,9 @@ pub trait Steps {
 /// [`LegKind::Terminate`](mcp_proto::LegKind::Terminate) sends it SIGTERM. Returns what to tell
 /// the operation: the step is done. The waits between steps are the operation's.
 pub fn close_step<C: Steps>(
-    leg: &mcp_proto::Leg,
+    leg: &mcp_proto::driver::Leg,
     child: Option<&mut C>,
-) -> mcp_proto::Input<'static> {
+) -> mcp_proto::driver::Input<'static> {
     if let Some(child) = child {
         if leg.kind == mcp_proto::LegKind::Shutdown {
             child.close_stdin();
@@ -71,7 +71,7 @@ pub fn close_step<C: Steps>(
             terminate(child.pid());
         }
     }
-    mcp_proto::Input::Sent { leg: leg.id }
+    mcp_proto::driver::Input::Sent { leg: leg.id }
 }
 
 /// A local server's process as a driver holds it, for [`kill_at_once`]: each step does nothing
@@ -173,10 +173,10 @@ mod tests {
 
 /// What a driver tells the operation when a message that must be written at once (a cancel
 /// notice after the budget) found the server's stdin full: the leg is declined.
-pub fn stdin_full(leg: mcp_proto::LegId) -> mcp_proto::Input<'static> {
-    mcp_proto::Input::Failed {
+pub fn stdin_full(leg: mcp_proto::driver::LegId) -> mcp_proto::driver::Input<'static> {
+    mcp_proto::driver::Input::Failed {
         leg,
-        error: mcp_proto::TransportError::new(
+        error: mcp_proto::driver::TransportError::new(
             mcp_proto::TransportErrorKind::Declined,
             "the server's stdin is full",
         ),

@@ -22,10 +22,11 @@
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
+use mcp_proto::driver::Operation;
 use mcp_proto::{
-    Action, Budget, CallToolResult, GetPromptResult, Listing, Observer, Operation,
-    OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource, ResourceTemplate, Session,
-    SessionConfig, SessionInfo, SessionUpdate, StdioCommand, Tool, Transport,
+    Action, Budget, CallToolResult, GetPromptResult, Listing, Observer, OperationDeadline, Outcome,
+    Prompt, ReadResourceResult, Resource, ResourceTemplate, Session, SessionConfig, SessionInfo,
+    SessionUpdate, StdioCommand, Tool, Transport,
 };
 
 use crate::{OsEntropy, Reporter, SessionGuard, SharedObserver};

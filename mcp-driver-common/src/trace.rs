@@ -14,7 +14,8 @@
 
 #[cfg(feature = "tracing")]
 mod on {
-    use mcp_proto::{Error, Fault, LegKind, LegReport, Operation, Outcome};
+    use mcp_proto::driver::Operation;
+    use mcp_proto::{Error, Fault, LegKind, LegReport, Outcome};
     use tracing::field::Empty;
 
     pub use tracing::Span;
@@ -85,7 +86,8 @@ mod on {
 
 #[cfg(not(feature = "tracing"))]
 mod on {
-    use mcp_proto::{Error, LegKind, LegReport, Operation, Outcome};
+    use mcp_proto::driver::Operation;
+    use mcp_proto::{Error, LegKind, LegReport, Outcome};
 
     /// Stands for a span when the `tracing` feature is off: does nothing.
     #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! The person's step of an authorization.
 //!
-//! [`Authorizer`] is the caller's: given the URL of [`Output::Authorize`](mcp_proto::Output),
+//! [`Authorizer`] is the caller's: given the URL of [`Output::Authorize`](mcp_proto::driver::Output),
 //! it gets a person to approve there and resolves to the redirect the browser was sent to.
 //! [`HeadlessAuthorizer`] is the one for servers that approve at once (test servers, the
 //! conformance suite). The driver decides nothing here: it hands the step over, bounds it by
@@ -12,7 +12,7 @@ use std::pin::Pin;
 use bytes::Bytes;
 use http_body_util::Full;
 
-pub use mcp_proto::Authorize;
+use mcp_proto::Authorize;
 
 use crate::leg::{Http, http_client};
 

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use mcp_driver_common::shell::Shell;
-use mcp_proto::{Action, Clock, Error, Operation, OperationDeadline, Outcome, SessionConfig};
+use mcp_proto::driver::Operation;
+use mcp_proto::{Action, Clock, Error, OperationDeadline, Outcome, SessionConfig};
 use tokio::time::Instant as TokioInstant;
 
 use crate::Network;

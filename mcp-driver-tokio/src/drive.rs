@@ -1,4 +1,4 @@
-//! The tokio driver's one loop: the loop of [`mcp_proto::operation`]'s module docs, the same for
+//! The tokio driver's one loop: the loop of [`mcp_proto::driver`]'s module docs, the same for
 //! every operation, HTTP and stdio alike, and the same shape as the blocking driver's.
 //!
 //! [`Run::drive`] polls the operation and does what each output says: an update goes to the
@@ -14,7 +14,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_proto::{Authorize, Clock, Error, Input, Leg, Observer, Operation, Outcome, Output};
+use mcp_proto::driver::{Input, Leg, Operation, Output};
+use mcp_proto::{Authorize, Clock, Error, Observer, Outcome};
 use tokio::sync::futures::Notified;
 use tokio::time::{Instant as TokioInstant, Sleep, sleep_until};
 

@@ -4,7 +4,7 @@
 //!
 //! Nothing here decides anything: every head, frame and failure goes to the operation, which
 //! says whether to read on. The only waits are the operation's (its next timer, in the one
-//! loop of `drive.rs`) and the drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::drain_until) and
+//! loop of `drive.rs`) and the drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::driver::drain_until) and
 //! [`DRAIN_BYTES`].
 
 use std::error::Error as StdError;
@@ -27,10 +27,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use mcp_driver_common::network::{
     Network, Proxies, ProxyFailure, ProxyUrl, parse_connect_response,
 };
-use mcp_proto::{
-    Clock, DRAIN_BYTES, Input, Leg, LegId, LegStatus, Operation, TlsProblem, TransportError,
-    TransportErrorKind,
-};
+use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegId, LegStatus, Operation, TransportError};
+use mcp_proto::{Clock, TlsProblem, TransportErrorKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tower_service::Service as _;
@@ -462,7 +460,7 @@ async fn feed(
                 return now;
             }
             if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {
-                let until = mcp_proto::drain_until(now, leg.ends_at);
+                let until = mcp_proto::driver::drain_until(now, leg.ends_at);
                 if drain_rest(body, until).await {
                     now = TokioClock.now();
                 }

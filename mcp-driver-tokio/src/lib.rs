@@ -99,7 +99,7 @@ mod stdio;
 
 use mcp_driver_common::{tls, trace};
 
-pub use authorize::{Authorize, AuthorizeFuture, Authorizer, HeadlessAuthorizer};
+pub use authorize::{AuthorizeFuture, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 pub use client::Client;
 pub use clock::TokioClock;

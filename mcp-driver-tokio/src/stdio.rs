@@ -9,10 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_proto::{
-    Clock, Input, Leg, LegKind, Operation, ProcessExit, StdioCommand, TransportError,
-    TransportErrorKind,
-};
+use mcp_proto::driver::{Input, Leg, Operation, ProcessExit, TransportError};
+use mcp_proto::{Clock, LegKind, StdioCommand, TransportErrorKind};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::time::Instant as TokioInstant;

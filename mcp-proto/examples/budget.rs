@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcp_proto::{Clock, Input, LegKind, LegStatus, ManualClock, Output, Session, SessionConfig};
+use mcp_proto::driver::{Input, LegStatus, Output};
+use mcp_proto::{Clock, LegKind, ManualClock, Session, SessionConfig};
 use serde_json::{Map, Value, json};
 
 /// Plays a server whose legs take `durations` seconds, printing each leg.

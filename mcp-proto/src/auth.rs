@@ -40,7 +40,7 @@ impl OAuth {
     ///
     /// The operation only reads the store inside its poll (from memory: see
     /// [`CredentialStore`]); what an authorization obtains or spends comes out as an
-    /// [`Output::Update`](crate::Output::Update), and the store is written when the driver
+    /// [`Output::Update`](crate::driver::Output::Update), and the store is written when the driver
     /// applies it ([`Session::apply`](crate::Session::apply)), outside any poll.
     pub fn with_store(mut self, store: Arc<dyn CredentialStore>) -> Self {
         self.store = store;

@@ -243,7 +243,7 @@ impl SessionConfig {
     /// request id, so the server can stop working on it (default: off).
     ///
     /// When on, the operation hands the notice out as one more leg after
-    /// [`Input::Cancel`](crate::Input::Cancel), under a grant of its own of
+    /// [`Input::Cancel`](crate::driver::Input::Cancel), under a grant of its own of
     /// [`CANCEL_NOTICE_GRANT`](crate::CANCEL_NOTICE_GRANT) (the budget is over), and returns
     /// [`Error::Cancelled`] once its response head arrived or that grant ran out: a cancel then
     /// takes up to a second instead of returning at once. Nothing is sent when the call had

@@ -10,18 +10,20 @@
 //! # In scope
 //! * The budget arithmetic ([`Budget`], [`Resolution`], [`OperationDeadline`]) and the
 //!   [`Clock`] seam ([`MonotonicClock`], [`ManualClock`]).
-//! * The Streamable HTTP client side of MCP as a state machine ([`Session`], [`Operation`]):
-//!   request intents with their grants out, response heads and body chunks in, each input
-//!   naming its leg ([`LegId`]).
+//! * The Streamable HTTP client side of MCP as a state machine ([`Session`],
+//!   [`Operation`](driver::Operation)): request intents with their grants out, response heads
+//!   and body chunks in, each input naming its leg ([`LegId`](driver::LegId)).
 //! * Reading answers: JSON or an event stream ([`sse`]), checked ids, a body cap, typed
 //!   [`Error`]s that name the server and say whose fault they are ([`Fault`]).
 //! * Every decision of the transport: re-initialising an expired session, resuming a closed
 //!   stream, answering the server's requests, the standalone stream, the cancel notice, how
-//!   long a driver may drain a body after its answer ([`DRAIN_WAIT`], [`DRAIN_BYTES`]).
+//!   long a driver may drain a body after its answer ([`DRAIN_WAIT`](driver::DRAIN_WAIT),
+//!   [`DRAIN_BYTES`](driver::DRAIN_BYTES)).
 //!
 //! * Authorization ([`OAuth`], run by `mcp-auth`, re-exported as [`mcp_auth`]): a 401 starts an
 //!   OAuth flow whose every request is a leg of the same operation, under the same budget; the
-//!   step that needs a person is [`Output::Authorize`]; the token goes on every later request.
+//!   step that needs a person is [`Output::Authorize`](driver::Output::Authorize); the token
+//!   goes on every later request.
 //!
 //! # Out of scope
 //! * Sockets, TLS, threads, timers, async runtimes: the drivers (`mcp-driver-blocking`,
@@ -40,7 +42,8 @@
 //! | `auth`        | [`OAuth`]: how a session authorizes when its server asks              |
 //! | `config`      | [`SessionConfig`]: what a session knows before it talks               |
 //! | `session`     | [`Session`]: what operations established, shared by those in flight   |
-//! | [`operation`] | [`Operation`]: the state machine, split by concern in its own folder  |
+//! | `operation`   | the state machine, split by concern in its own folder                 |
+//! | [`driver`]    | what drivers exchange with it: [`Operation`](driver::Operation), its outputs and inputs |
 //! | `wire`        | request bytes and headers, session-id checks                          |
 //! | `headers`     | `x-mcp-header` annotations mirrored as `Mcp-Param-*` headers          |
 //! | `jsonrpc`     | JSON-RPC envelopes out, classification in                             |
@@ -49,7 +52,7 @@
 //! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
 //! | `tls`         | [`TlsProblem`] and the sentence of each                               |
-//! | `observe`     | [`Observer`] and [`LegReport`]: what drivers report                   |
+//! | `observe`     | [`Observer`]: where drivers pass on each [`LegReport`] and [`Event`]  |
 //!
 //! # The driver loop
 //!
@@ -66,14 +69,15 @@
 //!        └──────────── Done(result)
 //! ```
 //!
-//! Every input, over HTTP or stdio, goes through [`Operation::handle_input`]; its [`Input`]
-//! names what came and the leg it is about.
+//! Every input, over HTTP or stdio, goes through
+//! [`Operation::handle_input`](driver::Operation::handle_input); its
+//! [`Input`](driver::Input) names what came and the leg it is about.
 //!
-//! An [`Operation`] borrows nothing: it starts from a copy of its [`Session`] and hands what it
+//! An operation borrows nothing: it starts from a copy of its [`Session`] and hands what it
 //! learns back as [`SessionUpdate`]s, so any number of operations can be in flight on one
 //! session (one handshake for all of them, each under its own budget).
 //!
-//! See [`operation`] for a complete driver loop as a doc test.
+//! See [`driver`] for a complete driver loop as a doc test.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -82,12 +86,13 @@ mod catalog;
 mod clock;
 mod config;
 mod deadline;
+pub mod driver;
 mod error;
 mod headers;
 mod jsonrpc;
 mod model;
 mod observe;
-pub mod operation;
+mod operation;
 mod session;
 mod skills;
 pub mod sse;
@@ -118,10 +123,8 @@ pub use model::{
 };
 pub use observe::{NoObserver, Observer};
 pub use operation::{
-    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Event, Input,
-    LISTEN_HEAD_WAIT, Leg, LegEnd, LegId, LegKind, LegReport, LegStatus, MAX_REISSUES,
-    MAX_RESUMPTIONS, Operation, Outcome, Output, ProcessExit, TransportError, TransportErrorKind,
-    drain_until,
+    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, Event, LISTEN_HEAD_WAIT, LegEnd,
+    LegKind, LegReport, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, TransportErrorKind,
 };
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};

@@ -6,7 +6,7 @@
 //! operation's, so both drivers report in the same shape and a tool like `mcp-call --trace`
 //! works with either.
 //!
-//! [`Output::LegEnded`]: crate::Output::LegEnded
+//! [`Output::LegEnded`]: crate::driver::Output::LegEnded
 
 use crate::operation::{Event, LegReport};
 

@@ -6,7 +6,7 @@
 //! era, the access token, and it hands out request ids unique for its lifetime.
 //!
 //! It is state, not behaviour, and it is never borrowed by an operation: an
-//! [`Operation`](crate::Operation) starts from a copy of what the session knows (and a share of
+//! [`Operation`](crate::driver::Operation) starts from a copy of what the session knows (and a share of
 //! its request-id counter), and reports what it learns (a committed handshake, a session the
 //! server forgot, the era, a token) as [`SessionUpdate`]s, which the driver hands to
 //! [`Session::apply`]. So any number of operations can be in flight on one session, each
@@ -14,9 +14,9 @@
 //! it (behind a lock when they run in parallel) and applies updates in the order they come.
 //!
 //! One handshake at a time: an operation that needs a session while another is establishing
-//! one waits for it ([`Output::AwaitSession`](crate::Output::AwaitSession)), inside
+//! one waits for it ([`Output::AwaitSession`](crate::driver::Output::AwaitSession)), inside
 //! its own budget, and takes it with
-//! [`Input::Session`](crate::Input::Session). This module must never
+//! [`Input::Session`](crate::driver::Input::Session). This module must never
 //! depend on the operation's internals.
 
 use std::collections::HashMap;
@@ -44,7 +44,7 @@ pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
 /// from a copy of it and report what they learn as [`SessionUpdate`]s for
 /// [`apply`](Self::apply): any number of operations can be in flight on one session, one
 /// of them establishing it while the others that need it wait (see
-/// [`Output::AwaitSession`](crate::Output::AwaitSession)).
+/// [`Output::AwaitSession`](crate::driver::Output::AwaitSession)).
 #[derive(Debug)]
 pub struct Session {
     known: Known,
@@ -234,10 +234,10 @@ impl Session {
         }
     }
 
-    /// Applies what an operation learned ([`Output::Update`](crate::Output::Update)). Apply
+    /// Applies what an operation learned ([`Output::Update`](crate::driver::Output::Update)). Apply
     /// every update of every operation on this session, in the order each operation hands them
     /// out; then hand the session to the operations that await it
-    /// ([`Input::Session`](crate::Input::Session)).
+    /// ([`Input::Session`](crate::driver::Input::Session)).
     ///
     /// An update about a session that is no longer the current one changes nothing: when two
     /// operations find the same session gone, the second finds the first's new session, not a

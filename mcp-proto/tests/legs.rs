@@ -7,10 +7,8 @@ mod support;
 use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
-use mcp_proto::{
-    Clock, Error, Fault, Input, LegKind, LegStatus, ManualClock, Output, Session, TransportError,
-    TransportErrorKind,
-};
+use mcp_proto::driver::{Input, LegStatus, Output, TransportError};
+use mcp_proto::{Clock, Error, Fault, LegKind, ManualClock, Session, TransportErrorKind};
 use serde_json::{Map, json};
 use support::{PollPastReports, config, drive, healthy, json_head, live_session, secs, sse_head};
 

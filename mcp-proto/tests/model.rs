@@ -21,10 +21,10 @@
 use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::{Input, LegId, LegStatus, Operation, Output, TransportError};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, Input, LegId, LegKind, LegStatus, ManualClock, Operation,
-    OperationDeadline, Outcome, Output, Resolution, Session, SessionConfig, TransportError,
-    TransportErrorKind,
+    Action, Budget, Clock, Error, Event, LegKind, ManualClock, OperationDeadline, Outcome,
+    Resolution, Session, SessionConfig, TransportErrorKind,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

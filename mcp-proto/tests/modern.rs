@@ -5,8 +5,9 @@
 
 mod support;
 
+use mcp_proto::driver::Input;
 use mcp_proto::{
-    Clock, Error, Input, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig,
+    Clock, Error, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig,
     accept_elicitation_with_defaults,
 };
 use serde_json::{Map, json};
@@ -501,7 +502,7 @@ fn a_cancelled_modern_call_sends_no_notice() {
     let clock = ManualClock::new();
     let mut session = Session::new(modern().with_cancel_notice(true));
     let mut op = session.call_tool("echo", Map::new(), clock.now());
-    let mcp_proto::Output::Transmit(leg) = op.poll_past_reports(clock.now()) else {
+    let mcp_proto::driver::Output::Transmit(leg) = op.poll_past_reports(clock.now()) else {
         panic!("the call goes out first")
     };
     assert_eq!(leg.kind, LegKind::CallTool);
@@ -509,6 +510,6 @@ fn a_cancelled_modern_call_sends_no_notice() {
     // Closing the call's stream is the cancellation: straight to the result.
     assert!(matches!(
         op.poll_past_reports(clock.now()),
-        mcp_proto::Output::Done(Err(Error::Cancelled { .. }))
+        mcp_proto::driver::Output::Done(Err(Error::Cancelled { .. }))
     ));
 }

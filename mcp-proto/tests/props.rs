@@ -7,10 +7,11 @@ use support::FeedAnswer;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::{Input, Output};
 use mcp_proto::sse::SseParser;
 use mcp_proto::{
-    Action, Budget, Clock, Error, Input, LegKind, ManualClock, OperationDeadline, Output,
-    Resolution, Session, SessionConfig,
+    Action, Budget, Clock, Error, LegKind, ManualClock, OperationDeadline, Resolution, Session,
+    SessionConfig,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use mcp_proto::driver::{Input, Output, ProcessExit};
 use mcp_proto::{
-    Budget, Clock, Era, Error, Event, Input, LegKind, ManualClock, Output, ProcessExit,
-    ProtocolVersion, Session, SessionConfig, StdioCommand,
+    Budget, Clock, Era, Error, Event, LegKind, ManualClock, ProtocolVersion, Session,
+    SessionConfig, StdioCommand,
 };
 use serde_json::{Map, Value, json};
 
@@ -46,7 +47,7 @@ struct Run {
 /// message goes to `server`; a shutdown exits at once.
 fn drive(
     session: &mut Session,
-    op: mcp_proto::Operation,
+    op: mcp_proto::driver::Operation,
     clock: &ManualClock,
     server: &mut Server,
 ) -> Run {
@@ -526,7 +527,7 @@ fn a_program_that_cannot_start_is_the_callers_error() {
                 op.handle_input(
                     Input::Failed {
                         leg: leg.id,
-                        error: mcp_proto::TransportError::new(
+                        error: mcp_proto::driver::TransportError::new(
                             mcp_proto::TransportErrorKind::Connect,
                             "No such file or directory (os error 2)",
                         ),

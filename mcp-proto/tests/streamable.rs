@@ -5,9 +5,10 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_proto::driver::{Input, LegStatus, Output};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, Input, LegKind, LegStatus, ManualClock, OperationDeadline,
-    Output, Resolution, Session, accept_elicitation_with_defaults,
+    Action, Budget, Clock, Error, Event, LegKind, ManualClock, OperationDeadline, Resolution,
+    Session, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 use support::{

@@ -5,9 +5,10 @@
 mod support;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::{Input, LegStatus, Output};
 use mcp_proto::{
-    Clock, Event, Input, LegKind, LegStatus, ManualClock, Outcome, Output, ProtocolVersion,
-    Session, SessionConfig, Subscription,
+    Clock, Event, LegKind, ManualClock, Outcome, ProtocolVersion, Session, SessionConfig,
+    Subscription,
 };
 use serde_json::json;
 use support::{Answer, config, drive, live_session};

@@ -943,7 +943,7 @@ fn assert_stream_dropped<D: Driver>(client: &mut D, server: &TestServer) {
 fn a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer<D: Driver>() {
     // The answer comes 1 s into a 4 s budget; then the body goes on, two bytes every half
     // millisecond, until the client leaves. The drain after an answer is bounded by time
-    // (`mcp_proto::drain_until`: a moment, never past the leg's end), so the call ends at the
+    // (`mcp_proto::driver::drain_until`: a moment, never past the leg's end), so the call ends at the
     // answer. A drain bounded by the bytes it reads (64 KiB: 16 s and more of this trickle)
     // or by a wait per read overruns the budget several times over; one bounded by the leg's
     // end alone ends 3 s late, past the bound below by a second and a half.

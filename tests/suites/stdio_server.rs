@@ -2,7 +2,7 @@
 //! lines read from its stdout on a reader thread (every wait bounded, no sleep used to
 //! synchronise), its exit status and stderr.
 
-use mcp_proto::Input;
+use mcp_proto::driver::Input;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
@@ -662,9 +662,9 @@ fn the_helper_finds_the_binary_and_builds_its_command() {
 /// line, every stdout line fed back, the process's end reported with its status and stderr.
 mod core {
     use super::*;
+    use mcp_proto::driver::{Operation, Output, ProcessExit};
     use mcp_proto::{
-        Budget, Era, Error, Event, LegKind, Operation, Outcome, Output, ProcessExit, Session,
-        SessionConfig, StdioCommand,
+        Budget, Era, Error, Event, LegKind, Outcome, Session, SessionConfig, StdioCommand,
     };
     use serde_json::Map;
 

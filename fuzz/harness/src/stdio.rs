@@ -12,10 +12,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use mcp_proto::driver::{Input, Leg, LegId, Operation, Output, ProcessExit, TransportError};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, Input, Leg, LegId, LegKind, ListKind, ManualClock,
-    Operation, Outcome, Output, ProcessExit, ProtocolVersion, QUOTE_LIMIT, Resolution, Session,
-    SessionConfig, StdioCommand, TransportError, TransportErrorKind,
+    Action, Budget, Clock, Error, Event, LegKind, ListKind, ManualClock, Outcome, ProtocolVersion,
+    QUOTE_LIMIT, Resolution, Session, SessionConfig, StdioCommand, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
 

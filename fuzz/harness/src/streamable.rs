@@ -40,13 +40,13 @@ use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use mcp_proto::driver::{Input, Leg, LegId, LegStatus, Operation, Output, TransportError};
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
-    Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, Input, LAST_EVENT_ID_HEADER,
-    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, ListKind, MAX_REISSUES, METHOD_HEADER,
-    ManualClock, NAME_HEADER, Operation, OperationDeadline, Outcome, Output,
-    PROTOCOL_VERSION_HEADER, ProtocolVersion, Resolution, RpcError, SESSION_HEADER, Session,
-    SessionConfig, TransportError, TransportErrorKind, accept_elicitation_with_defaults,
+    Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
+    LISTEN_HEAD_WAIT, LegKind, ListKind, MAX_REISSUES, METHOD_HEADER, ManualClock, NAME_HEADER,
+    OperationDeadline, Outcome, PROTOCOL_VERSION_HEADER, ProtocolVersion, Resolution, RpcError,
+    SESSION_HEADER, Session, SessionConfig, TransportErrorKind, accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 
@@ -713,7 +713,7 @@ struct Fuzzed<'a> {
     used: bool,
 }
 
-/// A driver as the module docs of `mcp_proto::operation` describe it, one response at a time:
+/// A driver as the module docs of `mcp_proto::driver` describe it, one response at a time:
 /// it answers every leg (healthily, in the era of its request, or with the fuzzed answer),
 /// drains outputs between body chunks and runs the legs handed out meanwhile (answers to
 /// server requests) to their end before reading on, declines the standalone stream, and

@@ -261,7 +261,7 @@ pub enum Output {
     Done(Result<Outcome, Error>),
 }
 
-/// What came, for [`Operation::handle_input`](crate::Operation::handle_input): the one way a
+/// What came, for [`Operation::handle_input`](crate::driver::Operation::handle_input): the one way a
 /// driver tells the operation anything. Each input about a leg names it; an input for a leg
 /// the operation no longer has is ignored, and one that comes at or after the leg's end ends
 /// that leg as timed out (a driver never decides that a leg was late).

@@ -34,7 +34,7 @@
 //! something out or changes the operation (a refusal acted on, an authorization ended), and
 //! the next step decides.
 //!
-#![doc = include_str!("driving.md")]
+//! How a driver drives it is the public [`driver`](crate::driver) module's documentation.
 
 mod answer;
 mod authorize;
@@ -116,7 +116,7 @@ fn work_or_handshake(modern: Option<ProtocolVersion>, session: &View) -> Step {
     }
 }
 
-/// One MCP operation under one deadline. See the [module docs](self) for the driver loop.
+/// One MCP operation under one deadline. See the [module docs](crate::driver) for the driver loop.
 ///
 /// It owns its state: it started from a copy of its [`Session`] and borrows nothing, so any
 /// number of operations can be in flight on one session (each in its own task or thread);
@@ -287,7 +287,7 @@ impl Operation {
         self.grants.legs.find(id).is_some()
     }
 
-    /// The next thing the driver must do. See the [module docs](self).
+    /// The next thing the driver must do. See the [module docs](crate::driver).
     pub fn poll_output(&mut self, now: Instant) -> Output {
         self.grants.at(now);
         loop {
@@ -500,7 +500,7 @@ impl Operation {
     /// operation that awaits its session is handed it, so this never returns
     /// [`Output::Update`]. It returns `Wait` for the session only while another operation on
     /// it holds what this one waits for. A driver with several operations in flight at once
-    /// must also wake the others when an update was applied (see the [module docs](self)).
+    /// must also wake the others when an update was applied (see the [module docs](crate::driver)).
     pub fn poll_on(&mut self, session: &mut Session, now: Instant) -> Output {
         loop {
             match self.poll_output(now) {

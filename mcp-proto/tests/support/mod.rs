@@ -6,10 +6,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcp_proto::{
-    Clock, Event, Input, LegId, LegKind, LegReport, LegStatus, ManualClock, Operation, Outcome,
-    Output, Session, TransportError,
-};
+use mcp_proto::driver::{Input, LegId, LegStatus, Operation, Output, TransportError};
+use mcp_proto::{Clock, Event, LegKind, LegReport, ManualClock, Outcome, Session};
 use serde_json::{Value, json};
 
 /// Polls past the legs' reports (tests that step an operation by hand and look at what it hands
@@ -242,7 +240,7 @@ impl StandIn<'_> {
     fn run_leg(
         &mut self,
         op: &mut Operation,
-        leg: mcp_proto::Leg,
+        leg: mcp_proto::driver::Leg,
     ) -> Option<Result<Outcome, mcp_proto::Error>> {
         assert!(!leg.timeout.is_zero(), "a leg was granted zero");
         let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or(Value::Null);
