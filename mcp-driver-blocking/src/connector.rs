@@ -81,7 +81,7 @@ impl Connector {
             ().chain(tunnel)
                 .chain(TcpConnector::default())
                 .chain(Slice(Arc::clone(&shared)))
-                .chain(Tls(tls))
+                .chain(Tls(tls, Arc::clone(&shared)))
                 .chain(Boxed);
         Self {
             chain: Box::new(chain),
@@ -267,7 +267,8 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
 }
 
 /// The chain step that runs the TLS handshake for `https` targets.
-struct Tls(Arc<ClientConfig>);
+/// The TLS step, and the lane's state (whose leg end may cut a handshake short).
+struct Tls(Arc<ClientConfig>, Arc<Shared>);
 
 impl fmt::Debug for Tls {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -296,7 +297,8 @@ impl<In: Transport> UreqConnector<In> for Tls {
         let mut sock = TransportAdapter::new(transport.boxed(), Arc::clone(&details.current_time));
         sock.set_timeout(left(details));
         while conn.is_handshaking() {
-            conn.complete_io(&mut sock).map_err(handshake_error)?;
+            conn.complete_io(&mut sock)
+                .map_err(|err| handshake_error(err, self.1.leg_ended()))?;
         }
         let buffers = LazyBuffers::new(
             details.config.input_buffer_size(),
@@ -310,8 +312,12 @@ impl<In: Transport> UreqConnector<In> for Tls {
 }
 
 /// A failed handshake: the certificate or the handshake refused (a rustls error), or the
-/// grant ran out ([`HANDSHAKE_TIMED_OUT`]).
-fn handshake_error(err: io::Error) -> ureq::Error {
+/// grant ran out ([`HANDSHAKE_TIMED_OUT`]): ureq's timeout, or the leg's end, which shut the
+/// socket down under the handshake (`leg_ended`).
+fn handshake_error(err: io::Error, leg_ended: bool) -> ureq::Error {
+    if leg_ended {
+        return ureq::Error::Tls(HANDSHAKE_TIMED_OUT);
+    }
     if err.get_ref().is_some_and(|e| e.is::<rustls::Error>()) {
         if let Some(Ok(tls)) = err.into_inner().map(|e| e.downcast::<rustls::Error>()) {
             return ureq::Error::Rustls(*tls);

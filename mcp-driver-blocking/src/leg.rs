@@ -88,8 +88,10 @@ impl Wire for HttpWire<'_> {
         }
         self.shared.begin_leg();
         let (id, ends_at) = (leg.id, leg.ends_at);
+        self.shared.leg_ends_at(Some(ends_at));
         let sent = send(self.agent, leg.request, leg.timeout);
         let now = clock.now();
+        self.shared.leg_ends_at(None);
         if self.shared.is_cancelled() && !op.is_finished() {
             return;
         }
@@ -125,8 +127,10 @@ impl Wire for HttpWire<'_> {
             op.handle_input(Input::Timeout, clock.now());
             return;
         };
+        self.shared.leg_ends_at(Some(body.ends_at));
         let read = body.reader.read(self.buf);
         let now = clock.now();
+        self.shared.leg_ends_at(None);
         if self.shared.is_cancelled() && !op.is_finished() {
             return;
         }

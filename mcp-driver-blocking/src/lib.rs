@@ -155,7 +155,7 @@ pub(crate) struct ClientShared {
 impl ClientShared {
     /// A lane for one more operation at once: its own agent and cancel state.
     fn new_lane(&self) -> cancel::Lane {
-        let shared = Arc::new(Shared::default());
+        let shared = Shared::for_lane();
         let agent_config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)

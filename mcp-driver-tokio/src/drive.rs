@@ -12,7 +12,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mcp_proto::driver::{Input, Leg, Operation, Output};
 use mcp_proto::{Authorize, Clock, Error, Observer, Outcome};
@@ -68,6 +68,10 @@ pub(crate) struct Run<'a> {
     pub(crate) span: trace::Span,
 }
 
+/// How much earlier than the operation's next instant tokio's timer is armed: its wheel's
+/// tick and its rounding up, with a margin. The rest is spun through (see [`Waits::wait`]).
+const TIMER_SLACK: Duration = Duration::from_millis(2);
+
 /// What the loop waits on beside the wire: a cancel, the operation's one timer (moved to the
 /// proto's next instant each time), and, while the operation awaits its session, the
 /// session's next change (registered under the session's lock when the session was offered,
@@ -79,9 +83,27 @@ struct Waits<'p, 'a> {
     /// The operation was just given its session: if it awaits it still, it waits for the
     /// session's change.
     offered: bool,
+    /// The instant being spun towards, and when (by the system's clock) the spin began.
+    spin: Option<(Instant, std::time::Instant)>,
 }
 
 impl<'a> Waits<'_, 'a> {
+    /// Whether to spin on towards `until`: for at most twice [`TIMER_SLACK`] of the system's
+    /// clock, so that a clock that does not move (tokio's paused time in tests) falls back to
+    /// the timer, which moves it.
+    fn spin(&mut self, until: Instant) -> bool {
+        let now = std::time::Instant::now();
+        match self.spin {
+            Some((towards, from)) if towards == until => {
+                now.saturating_duration_since(from) < TIMER_SLACK * 2
+            }
+            _ => {
+                self.spin = Some((until, now));
+                true
+            }
+        }
+    }
+
     /// Gives `op` the session, under its lock, registering for its next change before letting
     /// go.
     fn offer(&mut self, shell: &'a ClientShell, op: &mut Operation, now: Instant) {
@@ -97,32 +119,44 @@ impl<'a> Waits<'_, 'a> {
     /// Waits until `until` for whatever comes first (a cancel, the timer, the session's
     /// change, what the wire brings), feeds it, and drops what the operation let go. Returns
     /// the instant it woke at.
+    ///
+    /// tokio's timer has a 1 ms wheel and rounds its deadlines up, so a leg's end would come up
+    /// to a few milliseconds late: it is armed [`TIMER_SLACK`] early, and the rest is spun
+    /// through (the wire still read, the task yielding between looks at the clock), so the
+    /// operation hears of `until` within microseconds of it.
     async fn wait(&mut self, op: &mut Operation, wire: &mut impl Wire, until: Instant) -> Instant {
         let clock = TokioClock;
         let (cancellable, waits_for_session) =
             (!op.is_finished(), std::mem::take(&mut self.offered));
-        let until = TokioInstant::from_std(until);
-        if self.timer.deadline() != until {
-            self.timer.as_mut().reset(until);
+        let early = until.checked_sub(TIMER_SLACK).unwrap_or(until);
+        let late = clock.now() >= early;
+        let spinning = late && self.spin(until);
+        // Past the early instant and done spinning (the clock does not move: tokio's time is
+        // paused), the timer is armed at the instant itself.
+        let armed = TokioInstant::from_std(if late { until } else { early });
+        if !spinning && self.timer.deadline() != armed {
+            self.timer.as_mut().reset(armed);
         }
         let changed = &mut self.changed;
-        let now = tokio::select! {
+        // What woke the wait, and whether the operation's instant may have come with it (a
+        // cancel or the session's change is acted on first).
+        let (now, timed) = tokio::select! {
             biased;
             // Once fired, the operation is cancelled (and so finished) before the next wait:
             // this branch is never polled again.
-            () = self.cancelled.as_mut(), if cancellable => clock.now(),
-            () = self.timer.as_mut() => {
-                let now = clock.now();
-                wire.at_timer(op, now);
-                op.handle_input(Input::Timeout, now);
-                now
-            }
+            () = self.cancelled.as_mut(), if cancellable => (clock.now(), false),
+            () = self.timer.as_mut(), if !spinning => (clock.now(), true),
             () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
                 changed.set(None);
-                clock.now()
+                (clock.now(), false)
             }
-            came = wire.next() => wire.feed(op, came).await,
+            came = wire.next() => (wire.feed(op, came).await, true),
+            () = tokio::task::yield_now(), if spinning => (clock.now(), true),
         };
+        if timed && now >= until {
+            wire.at_timer(op, now);
+            op.handle_input(Input::Timeout, now);
+        }
         // Legs the operation no longer has (expired, dropped, or over with it) go now.
         wire.prune(op);
         now
@@ -150,6 +184,7 @@ impl Run<'_> {
             timer,
             changed,
             offered: false,
+            spin: None,
         };
         let mut spans = LegSpans::default();
         loop {
