@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 
 use std::collections::VecDeque;
 
+use super::failure::Failure;
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
 use crate::catalog::{
     CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult, Tool,
 };
-use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
 use crate::skills::{self, LoadedSkill, SkillFile};
@@ -167,42 +167,6 @@ pub(super) enum Meaning {
     SubscriptionEnded,
     /// The result is not what the request asks for.
     Failed(Failure),
-}
-
-/// Why a result is refused (the operation names the server and the request).
-#[derive(Debug)]
-pub(super) enum Failure {
-    /// Not what the request's result must be.
-    Malformed(String),
-    /// An `initialize` answer naming a version this client does not speak.
-    Version(String),
-    /// A skill's file did not match its entry.
-    Skill { uri: String, reason: String },
-    /// The server handed back a cursor it had already given.
-    RepeatedCursor(String),
-    /// The page ceiling was reached with a next page still announced.
-    TooManyPages(u32),
-}
-
-impl Failure {
-    /// The error on `server` for the request `method`.
-    pub(super) fn into_error(self, server: String, method: &'static str) -> Error {
-        match self {
-            Self::Malformed(detail) => Error::Malformed {
-                server,
-                method,
-                detail,
-            },
-            Self::Version(version) => Error::UnsupportedProtocolVersion { server, version },
-            Self::Skill { uri, reason } => Error::SkillRejected {
-                server,
-                uri,
-                reason,
-            },
-            Self::RepeatedCursor(cursor) => Error::RepeatedCursor { server, cursor },
-            Self::TooManyPages(pages) => Error::TooManyPages { server, pages },
-        }
-    }
 }
 
 /// What a result is read against: the operation's other parts, borrowed for one answer.

@@ -74,6 +74,7 @@ use answer::{Answering, Meaning, Relist};
 use authorize::{Authorizing, PersonAnswer, Polled};
 use close::Closing;
 use era::{EraState, Move};
+use failure::Failure;
 use grant::{Grantee, Grants, Refusal};
 use legs::Role;
 use listen::Listen;
@@ -238,7 +239,8 @@ impl Operation {
             if let Some(started) = self.auth.take(&mut self.session, session) {
                 self.grants.timers.stop(Timer::SessionWait);
                 if let Err(error) = started {
-                    self.fail(|server| Error::Authorization { server, error });
+                    let method = self.next_leg_kind().request_name();
+                    self.fail(method, Failure::Authorization(error));
                 }
             }
             return;
@@ -362,11 +364,7 @@ impl Operation {
     fn fail_awaited_timed_out(&mut self) {
         let (kind, _, grant) = self.awaited();
         let method = kind.request_name();
-        self.fail(|server| Error::LegTimedOut {
-            server,
-            method,
-            grant,
-        });
+        self.fail(method, Failure::TimedOut(grant));
     }
 
     /// The handshake in force: committed to the session, or answered and not yet confirmed.
@@ -445,12 +443,7 @@ impl Operation {
                 method,
                 leg,
             }) => {
-                self.fail(|server| Error::BudgetExhausted {
-                    server,
-                    budget,
-                    method,
-                    leg,
-                });
+                self.fail(method, Failure::Spent { budget, leg });
                 None
             }
             // The request was sent and its answer did not come within the budget: that is
@@ -575,11 +568,7 @@ impl Operation {
                 // Any 2xx, with or without a body, means the server has the answer.
                 let method = self.awaited().0.request_name();
                 let status = status.as_u16();
-                self.fail(|server| Error::HttpStatus {
-                    server,
-                    method,
-                    status,
-                });
+                self.fail(method, Failure::Status(status));
                 LegStatus::Complete
             }
             Role::Listen => {
@@ -698,7 +687,7 @@ impl Operation {
         self.events.clear();
         self.grants.cancel();
         let method = interrupted.request_name();
-        self.fail(|server| Error::Cancelled { server, method });
+        self.fail(method, Failure::Cancelled);
     }
 
     /// The `tools/call` awaited is given up on (`cancelled` by the caller, else its grant ran
@@ -784,11 +773,7 @@ impl Operation {
                     .get(Role::Work)
                     .is_some_and(|l| l.kind == LegKind::Spawn) =>
             {
-                let reason = error.map_or_else(
-                    || "it did not start within its grant".to_owned(),
-                    |e| clip(&e.detail, QUOTE_LIMIT),
-                );
-                self.fail(|server| Error::SpawnFailed { server, reason });
+                self.fail("spawn", Failure::spawn(error));
             }
             // A modern answer stream that broke mid-way lost its request: it is sent again.
             Role::Work
@@ -802,7 +787,8 @@ impl Operation {
                     && self.reissue() => {}
             Role::Work | Role::Reply => {
                 let (method, grant) = self.failed_request(role);
-                self.fail(|server| failure::transport_failure(server, method, grant, error));
+                let error = error.cloned();
+                self.fail(method, Failure::Transport { grant, error });
             }
         }
     }
@@ -840,8 +826,9 @@ impl Operation {
         }
     }
 
-    fn fail(&mut self, error: impl FnOnce(String) -> Error) {
-        let error = error(self.label());
+    /// Ends the operation with `failure`, about the request `method`.
+    fn fail(&mut self, method: &'static str, failure: Failure) {
+        let error = failure.into_error(self.label(), method);
         self.finish(Err(error));
     }
 
@@ -889,10 +876,7 @@ impl Operation {
     /// resend, inside the same deadline, once; a second loss ends the operation.
     fn session_lost(&mut self, kind: LegKind) {
         if self.reinitialized {
-            self.fail(|server| Error::SessionExpired {
-                server,
-                method: kind.request_name(),
-            });
+            self.fail(kind.request_name(), Failure::SessionExpired);
             return;
         }
         self.reinitialized = true;
@@ -949,16 +933,12 @@ impl Operation {
                 let method = self.next_leg_kind().request_name();
                 match error {
                     mcp_auth::AuthError::AuthorizationRequired { issuer, .. } => {
-                        self.fail(|server| Error::AuthorizationRequired {
-                            server,
-                            method,
-                            issuer: Some(issuer),
-                            reason:
-                                "a person must approve in a browser and no authorizer is configured"
-                                    .to_owned(),
-                        });
+                        let reason =
+                            "a person must approve in a browser and no authorizer is configured";
+                        let (issuer, reason) = (Some(issuer), reason.to_owned());
+                        self.fail(method, Failure::AuthorizationRequired { issuer, reason });
                     }
-                    error => self.fail(|server| Error::Authorization { server, error }),
+                    error => self.fail(method, Failure::Authorization(error)),
                 }
                 None
             }
@@ -1003,12 +983,7 @@ impl Operation {
         let method = self.next_leg_kind().request_name();
         let issuer = self.auth.issuer();
         let reason = reason.to_owned();
-        self.fail(|server| Error::AuthorizationRequired {
-            server,
-            method,
-            issuer,
-            reason,
-        });
+        self.fail(method, Failure::AuthorizationRequired { issuer, reason });
     }
 
     /// A response arrived for the work leg: check it and act on what it means.
@@ -1034,13 +1009,14 @@ impl Operation {
                     return;
                 }
                 let message = clip(&error.message, QUOTE_LIMIT);
-                self.fail(|server| Error::JsonRpc {
-                    server,
+                self.fail(
                     method,
-                    code: error.code,
-                    message,
-                    data: error.data,
-                });
+                    Failure::JsonRpc {
+                        code: error.code,
+                        message,
+                        data: error.data,
+                    },
+                );
                 return;
             }
             Incoming::Result { id, result } => {
@@ -1061,11 +1037,7 @@ impl Operation {
                 match detail {
                     Ok(result) => result,
                     Err(detail) => {
-                        self.fail(|server| Error::Malformed {
-                            server,
-                            method,
-                            detail,
-                        });
+                        self.fail(method, Failure::Malformed(detail));
                         return;
                     }
                 }
@@ -1093,7 +1065,7 @@ impl Operation {
             Meaning::Probed => self.era.probed(),
             Meaning::More => {}
             Meaning::SubscriptionEnded => self.subscription_ended(true),
-            Meaning::Failed(failure) => self.fail(|server| failure.into_error(server, method)),
+            Meaning::Failed(failure) => self.fail(method, failure),
         }
     }
 

@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 
 use super::authorize::Refused;
 use super::era::is_modern_error;
+use super::failure::Failure;
 use super::legs::{Reading, Role};
 use super::{LegKind, LegStatus, Operation};
-use crate::error::Error;
 use crate::jsonrpc::{self, Incoming};
 use crate::sse::{SseError, SseEvent, SseParser};
 use crate::wire::{SESSION_HEADER, valid_session_id};
@@ -89,11 +89,7 @@ impl Operation {
             {
                 self.finish(Ok(super::Outcome::Closed));
             } else {
-                self.fail(|server| Error::HttpStatus {
-                    server,
-                    method,
-                    status: status.as_u16(),
-                });
+                self.fail(method, Failure::Status(status.as_u16()));
             }
             return LegStatus::Complete;
         }
@@ -101,12 +97,13 @@ impl Operation {
         if let Some(refused) = self.auth.refused(status, headers, &mut self.session) {
             self.grants.end(Role::Work);
             if refused == Refused::Unconfigured {
-                self.fail(|server| Error::AuthorizationRequired {
-                    server,
+                self.fail(
                     method,
-                    issuer: None,
-                    reason: "no OAuth client is configured for it".to_owned(),
-                });
+                    Failure::AuthorizationRequired {
+                        issuer: None,
+                        reason: "no OAuth client is configured for it".to_owned(),
+                    },
+                );
             }
             return LegStatus::Complete;
         }
@@ -126,11 +123,7 @@ impl Operation {
             return LegStatus::Complete;
         }
         if !status.is_success() && !explained {
-            self.fail(|server| Error::HttpStatus {
-                server,
-                method,
-                status: status.as_u16(),
-            });
+            self.fail(method, Failure::Status(status.as_u16()));
             return LegStatus::Complete;
         }
         let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
@@ -147,13 +140,9 @@ impl Operation {
             if let Some(raw) = headers.get(SESSION_HEADER) {
                 if !valid_session_id(raw.as_bytes()) {
                     let shown = clip(&String::from_utf8_lossy(raw.as_bytes()), QUOTE_LIMIT);
-                    self.fail(|server| Error::Malformed {
-                        server,
-                        method,
-                        detail: format!(
+                    self.fail(method, Failure::Malformed(format!(
                             "the session id \"{shown}\" is not 1 to 256 visible ASCII characters, so it is not echoed"
-                        ),
-                    });
+                        )));
                     return LegStatus::Complete;
                 }
                 leg.session_id = Some(String::from_utf8_lossy(raw.as_bytes()).into_owned());
@@ -166,11 +155,7 @@ impl Operation {
         match media_type(headers).as_ref() {
             "" | "application/json" => {
                 if declared_length.is_some_and(|n| n > cap as u64) {
-                    self.fail(|server| Error::AnswerTooLarge {
-                        server,
-                        method,
-                        limit: cap,
-                    });
+                    self.fail(method, Failure::TooLarge(cap));
                     return LegStatus::Complete;
                 }
                 // Reserve what the server announced (never past the cap): no regrowth.
@@ -185,11 +170,7 @@ impl Operation {
             }
             other => {
                 let content_type = clip(other, QUOTE_LIMIT);
-                self.fail(|server| Error::UnsupportedContentType {
-                    server,
-                    method,
-                    content_type,
-                });
+                self.fail(method, Failure::ContentType(content_type));
                 return LegStatus::Complete;
             }
         }
@@ -208,11 +189,7 @@ impl Operation {
             Reading::Head => return LegStatus::Complete,
             Reading::Json(buffer) => {
                 if buffer.len().saturating_add(chunk.len()) > cap {
-                    self.fail(|server| Error::AnswerTooLarge {
-                        server,
-                        method,
-                        limit: cap,
-                    });
+                    self.fail(method, Failure::TooLarge(cap));
                     return LegStatus::Complete;
                 }
                 buffer.extend_from_slice(chunk);
@@ -272,11 +249,7 @@ impl Operation {
                 } else {
                     "the event stream carried no message"
                 };
-                self.fail(|server| Error::Malformed {
-                    server,
-                    method,
-                    detail: detail.to_owned(),
-                });
+                self.fail(method, Failure::Malformed(detail.to_owned()));
             }
         }
     }
@@ -310,20 +283,12 @@ impl Operation {
         match fed {
             Ok(()) => LegStatus::ReadMore,
             Err(SseError::EventTooLarge { .. }) => {
-                self.fail(|server| Error::AnswerTooLarge {
-                    server,
-                    method,
-                    limit: cap,
-                });
+                self.fail(method, Failure::TooLarge(cap));
                 LegStatus::Complete
             }
             Err(err) => {
                 let detail = err.to_string();
-                self.fail(|server| Error::Malformed {
-                    server,
-                    method,
-                    detail,
-                });
+                self.fail(method, Failure::Malformed(detail));
                 LegStatus::Complete
             }
         }
@@ -342,11 +307,7 @@ impl Operation {
             Ok(message) => message,
             Err(bad) => {
                 let detail = bad.detail("an event's data", "an event's data");
-                self.fail(|server| Error::Malformed {
-                    server,
-                    method,
-                    detail,
-                });
+                self.fail(method, Failure::Malformed(detail));
                 return LegStatus::Complete;
             }
         };
@@ -371,13 +332,6 @@ impl Operation {
         else {
             return;
         };
-        let malformed = |detail: String| {
-            move |server| Error::Malformed {
-                server,
-                method,
-                detail,
-            }
-        };
         if !(200..300).contains(&status) {
             // A refusal's body: a JSON-RPC error explains it, anything else leaves the status.
             let error = decode(body).map(jsonrpc::classify);
@@ -391,29 +345,34 @@ impl Operation {
                     self.read_answer(error);
                 }
                 _ if self.fell_back_after(status) => {}
-                _ => self.fail(|server| Error::HttpStatus {
-                    server,
-                    method,
-                    status,
-                }),
+                _ => self.fail(method, Failure::Status(status)),
             }
             return;
         }
         if body.iter().all(u8::is_ascii_whitespace) {
-            self.fail(malformed(format!("empty body with status {status}")));
+            self.fail(
+                method,
+                Failure::Malformed(format!("empty body with status {status}")),
+            );
             return;
         }
         let message = match decode(body) {
             Ok(message) => message,
             Err(bad) => {
-                self.fail(malformed(bad.detail("the answer", "the body")));
+                self.fail(
+                    method,
+                    Failure::Malformed(bad.detail("the answer", "the body")),
+                );
                 return;
             }
         };
         match jsonrpc::classify(message) {
             answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => self.read_answer(answer),
             Incoming::Request { .. } | Incoming::Notification { .. } | Incoming::Neither => {
-                self.fail(malformed("neither a result nor an error".to_owned()));
+                self.fail(
+                    method,
+                    Failure::Malformed("neither a result nor an error".to_owned()),
+                );
             }
         }
     }

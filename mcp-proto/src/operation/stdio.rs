@@ -24,10 +24,10 @@
 
 use std::time::Instant;
 
+use super::failure::Failure;
 use super::legs::Role;
 use super::read::decode;
 use super::{Event, LegId, LegKind, Operation, ProcessExit};
-use crate::error::Error;
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::transport::Framed;
 use mcp_auth::{QUOTE_LIMIT, clip};
@@ -116,12 +116,7 @@ impl Operation {
             return;
         }
         let (status, stderr) = (exit.status, clip(&exit.stderr, QUOTE_LIMIT));
-        self.fail(|server| Error::ServerExited {
-            server,
-            method,
-            status,
-            stderr,
-        });
+        self.fail(method, Failure::Exited { status, stderr });
     }
 
     fn stdio_line(&mut self, line: &[u8]) {
@@ -172,11 +167,7 @@ impl Operation {
             .filter(|leg| leg.request_id.is_some())
             .map(|leg| leg.answers.request_name());
         if let Some(method) = awaiting {
-            self.fail(|server| Error::AnswerTooLarge {
-                server,
-                method,
-                limit: cap,
-            });
+            self.fail(method, Failure::TooLarge(cap));
         }
     }
 }
