@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::driving::{
     CANCEL_NOTICE_GRANT, Leg, LegEnd, LegId, LegKind, LegReport, TransportErrorKind,
 };
-use super::legs::{InFlight, LegTable, Reading, Role};
+use super::legs::{InFlight, LegTable, Role};
 use super::timers::{Timer, TimerTable};
 use crate::deadline::{Budget, OperationDeadline};
 
@@ -231,8 +231,6 @@ impl Grants {
                 exited: false,
                 status: 0,
                 written: false,
-                session_id: None,
-                reading: Reading::Head,
             },
         );
         self.timers.set(Timer::LegEnd(role), ends_at);

@@ -24,8 +24,11 @@ pub(super) enum Listen {
     Due,
     /// Sent, its head not in yet.
     Opening,
-    /// Open and being read.
-    Open(SseParser),
+    /// Open and being read (`events`: what a chunk completed, kept between chunks).
+    Open {
+        parser: SseParser,
+        events: Vec<SseEvent>,
+    },
 }
 
 impl Listen {
@@ -62,19 +65,18 @@ impl Listen {
             *self = Self::Off;
             return false;
         }
-        *self = Self::Open(SseParser::new(cap));
+        *self = Self::Open {
+            parser: SseParser::new(cap),
+            events: Vec::new(),
+        };
         true
     }
 
     /// The next chunk of the stream: the messages it completed (requests to answer,
     /// notifications to report; responses do not belong here), and whether the stream broke
     /// the rules (it is dropped; what came before the break is still delivered).
-    pub(super) fn chunk(
-        &mut self,
-        bytes: &[u8],
-        events: &mut Vec<SseEvent>,
-    ) -> (Vec<Incoming>, bool) {
-        let Self::Open(parser) = self else {
+    pub(super) fn chunk(&mut self, bytes: &[u8]) -> (Vec<Incoming>, bool) {
+        let Self::Open { parser, events } = self else {
             return (Vec::new(), true);
         };
         let fed = parser.feed(bytes, events);

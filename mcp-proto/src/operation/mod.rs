@@ -17,7 +17,7 @@
 //! | `legs`     | the leg table (one slot per role)         | which legs are in flight, found by id    |
 //! | `timers`   | the timer table                           | every instant something happens unasked  |
 //! | `transmit` | none                                      | the request each leg carries             |
-//! | `read`     | each leg's reading (head, JSON, SSE)      | heads, bodies, the messages in them      |
+//! | `read`     | the work leg's reading (head, JSON, SSE)  | heads, bodies, the messages in them      |
 //! | `answer`   | pages, skill files, the input round       | what a result means (`Meaning`)          |
 //! | `era`      | none (the era lives on the operation)     | era detection: fallback, switch forward  |
 //! | `authorize`| the flow, the auth leg's answer           | a 401 or 403: OAuth legs, the person     |
@@ -66,7 +66,6 @@ use crate::error::Error;
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{Notification, ProtocolVersion, SessionInfo, SubscriptionEnd};
 use crate::session::Session;
-use crate::sse::SseEvent;
 use crate::wire;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
@@ -78,6 +77,7 @@ use failure::Failure;
 use grant::{Grantee, Grants, Refusal};
 use legs::Role;
 use listen::Listen;
+use read::{Framed, Read, Reading};
 use replies::Replies;
 use resume::Resumption;
 use timers::Timer;
@@ -156,7 +156,8 @@ pub struct Operation {
     auth: Authorizing,
     finished: Option<Result<Outcome, Error>>,
     returned: bool,
-    scratch: Vec<SseEvent>,
+    /// The work leg's answer, as far as it has been read.
+    reading: Reading,
 }
 
 impl Operation {
@@ -213,7 +214,7 @@ impl Operation {
             auth: Authorizing::default(),
             finished: None,
             returned: false,
-            scratch: Vec::new(),
+            reading: Reading::default(),
         };
         if nothing_to_close {
             // Ended before it began, as every operation ends: the stdout framer (with any
@@ -359,6 +360,60 @@ impl Operation {
         }
     }
 
+    /// Routes what the work leg's reading framed: each message where it belongs (a server's
+    /// request or notification; the answer, after which nothing more is read), then acts on
+    /// what followed them.
+    fn framed(&mut self, framed: Framed, now: Instant) -> LegStatus {
+        self.resume.saw_event_id(self.reading.last_event_id());
+        for message in framed.messages {
+            if let Some(answer) = self.server_message(message) {
+                self.read_answer(answer);
+                return LegStatus::Complete;
+            }
+        }
+        // Named after the request whose answer was awaited (a resumption's GET serves it).
+        let answers = self.awaited().0;
+        let method = answers.request_name();
+        match framed.then {
+            Read::More => return LegStatus::ReadMore,
+            Read::Over => {}
+            Read::Again => {
+                self.grants.end(Role::Work);
+            }
+            Read::Closed => {
+                self.grants.end(Role::Work);
+                self.finish(Ok(Outcome::Closed));
+            }
+            Read::SessionLost => self.session_lost(answers),
+            Read::Accepted => {
+                self.grants.end(Role::Work);
+                self.handshake_confirmed();
+            }
+            // Nothing a modern server would say: perhaps a legacy server refused the modern
+            // request.
+            Read::Refused(status) => {
+                if !self.fell_back_after(status) {
+                    self.fail(method, Failure::Status(status));
+                }
+            }
+            Read::EndedEarly { .. } if self.schedule_resumption(now) => {}
+            // The server closed the subscription's stream: it is over.
+            Read::EndedEarly { .. } if answers == LegKind::Subscribe => {
+                self.subscription_ended(true);
+            }
+            Read::EndedEarly { saw_message } => {
+                let detail = if saw_message {
+                    "the event stream carried no response to the request"
+                } else {
+                    "the event stream carried no message"
+                };
+                self.fail(method, Failure::Malformed(detail.to_owned()));
+            }
+            Read::Failed(failure) => self.fail(method, failure),
+        }
+        LegStatus::Complete
+    }
+
     /// The awaited request did not get its answer within the budget: it timed out (the server
     /// was asked, so this is not a refused leg).
     fn fail_awaited_timed_out(&mut self) {
@@ -485,6 +540,9 @@ impl Operation {
         if self.session.config().is_stdio() && !request.body().is_empty() {
             request.body_mut().push(b'\n');
         }
+        if Role::of(kind) == Role::Work {
+            self.reading.restart();
+        }
         self.grants.hand_out(kind, request, grant, now, answers)
     }
 
@@ -563,7 +621,18 @@ impl Operation {
                 self.auth.head(status, headers);
                 LegStatus::ReadMore
             }
-            Role::Work => self.work_head(status, headers),
+            Role::Work => {
+                let Some(leg) = self.grants.legs.get(Role::Work) else {
+                    return LegStatus::Complete;
+                };
+                let context = read::Context {
+                    session: &mut self.session,
+                    auth: &mut self.auth,
+                    era: &self.era,
+                };
+                let read = self.reading.head(leg, status, headers, context);
+                self.framed(Framed::then(read), now)
+            }
             Role::Reply if !status.is_success() => {
                 // Any 2xx, with or without a body, means the server has the answer.
                 let method = self.awaited().0.request_name();
@@ -599,9 +668,12 @@ impl Operation {
                 self.auth_end();
                 LegStatus::Complete
             }
-            Role::Work => self.work_chunk(chunk),
+            Role::Work => {
+                let framed = self.reading.chunk(chunk);
+                self.framed(framed, now)
+            }
             Role::Listen => {
-                let (messages, broken) = self.listen.chunk(chunk, &mut self.scratch);
+                let (messages, broken) = self.listen.chunk(chunk);
                 for message in messages {
                     // Responses belong on the stream of their request; nothing to do here.
                     let _ = self.server_message(message);
@@ -623,7 +695,11 @@ impl Operation {
         };
         match role {
             Role::Work if self.is_auth_leg() => self.auth_end(),
-            Role::Work => self.work_end(now),
+            Role::Work => {
+                let status = self.grants.legs.get(role).map_or(0, |leg| leg.status);
+                let framed = self.reading.end(status, self.era.modern().is_some());
+                self.framed(framed, now);
+            }
             Role::Listen => self.listen_off(),
             Role::Reply | Role::Notice => {
                 self.grants.end(role);
@@ -778,11 +854,7 @@ impl Operation {
             // A modern answer stream that broke mid-way lost its request: it is sent again.
             Role::Work
                 if error.is_some_and(|e| e.kind == TransportErrorKind::Io)
-                    && self
-                        .grants
-                        .legs
-                        .get(Role::Work)
-                        .is_some_and(|l| l.is_streaming())
+                    && self.reading.is_streaming()
                     && self.era.modern().is_some()
                     && self.reissue() => {}
             Role::Work | Role::Reply => {
@@ -1054,7 +1126,7 @@ impl Operation {
             probe_first: self.era.probes_first(),
             session: &mut self.session,
             events: &mut self.events,
-            session_id: leg.session_id,
+            session_id: self.reading.take_session_id(),
         };
         match self.answering.read(leg.answers, result, context) {
             Meaning::Finish(outcome) => self.finish(Ok(outcome)),
@@ -1123,7 +1195,8 @@ impl Operation {
             return self.reissue();
         }
         let plan = self.grants.legs.get(Role::Work);
-        let Some((at, awaited)) = plan.and_then(|leg| self.resume.plan(leg, now)) else {
+        let retry = self.reading.retry();
+        let Some((at, awaited)) = plan.and_then(|leg| self.resume.plan(leg, retry, now)) else {
             return false;
         };
         if self.grants.ends_by(at) {

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::legs::{InFlight, Reading};
+use super::legs::InFlight;
 use super::{DEFAULT_RETRY, LegKind, MAX_REISSUES, MAX_RESUMPTIONS};
 
 /// Where the work stream stopped, and the resumption waiting to go out.
@@ -77,21 +77,24 @@ impl Resumption {
 }
 
 impl Resumption {
-    /// The work stream `leg` ended at `now` without its answer. If it carried an event id,
-    /// the server may have closed it on purpose (protocol 2025-11-25) and will answer on a
-    /// resumed stream: the instant the pause for the server's `retry` ends, and what the
-    /// resumed stream is to carry. `None` when the stream cannot be resumed.
-    pub(super) fn plan(&self, leg: &InFlight, now: Instant) -> Option<(Instant, Awaited)> {
+    /// The work stream `leg` ended at `now` without its answer; `retry` is what the stream
+    /// asked for, if anything. If it carried an event id, the server may have closed it on
+    /// purpose (protocol 2025-11-25) and will answer on a resumed stream: the instant the
+    /// pause for the server's `retry` ends, and what the resumed stream is to carry. `None`
+    /// when the stream cannot be resumed.
+    pub(super) fn plan(
+        &self,
+        leg: &InFlight,
+        retry: Option<Duration>,
+        now: Instant,
+    ) -> Option<(Instant, Awaited)> {
         let resumable = leg.request_id.is_some()
             && self.last_event_id.is_some()
             && self.count < MAX_RESUMPTIONS;
         if !resumable {
             return None;
         }
-        let retry = match &leg.reading {
-            Reading::Sse { parser, .. } => parser.retry().unwrap_or(DEFAULT_RETRY),
-            _ => DEFAULT_RETRY,
-        };
+        let retry = retry.unwrap_or(DEFAULT_RETRY);
         let awaited = Awaited {
             answers: leg.answers,
             request_id: leg.request_id,
