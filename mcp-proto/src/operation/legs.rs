@@ -69,7 +69,7 @@ pub(super) struct InFlight {
     /// The response's status, once its head is in.
     pub(super) status: u16,
     /// Over stdio: whether the driver reported the whole message written
-    /// ([`Operation::handle_sent`](super::Operation::handle_sent)).
+    /// ([`Input::Sent`](super::Input::Sent)).
     pub(super) written: bool,
 }
 

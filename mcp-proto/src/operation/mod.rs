@@ -24,6 +24,7 @@
 //! | `replies`  | answers owed to the server                | server requests and their answers        |
 //! | `resume`   | the last event id, the pending resumption | streams closed before their answer       |
 //! | `listen`   | the standalone stream                     | server messages outside any answer       |
+//! | `stdio`    | the stdout framer the session lent        | its lines: a message, noise, too long    |
 //! | `view`     | its copy of the session, what it learned  | the session, without borrowing it        |
 //!
 //! Request bytes come from the crate's `wire` module; what the session keeps between
@@ -80,6 +81,7 @@ use listen::Listen;
 use read::{Framed, Read, Reading};
 use replies::Replies;
 use resume::Resumption;
+use stdio::{Line, Stdout};
 use timers::Timer;
 use view::View;
 
@@ -158,6 +160,8 @@ pub struct Operation {
     returned: bool,
     /// The work leg's answer, as far as it has been read.
     reading: Reading,
+    /// Over stdio: the server's stdout, cut into lines.
+    stdout: Stdout,
 }
 
 impl Operation {
@@ -181,7 +185,9 @@ impl Operation {
         if nothing_to_close {
             session.reset();
         }
-        let view = View::of(session);
+        let (known, framer) = session.lend();
+        let view = View::of(known);
+        let stdout = Stdout::lent(framer, view.config().body_cap());
         // The modern era has no handshake: the work goes out first. Over stdio a process
         // comes first, when none runs.
         let next = if restarting {
@@ -215,6 +221,7 @@ impl Operation {
             finished: None,
             returned: false,
             reading: Reading::default(),
+            stdout,
         };
         if nothing_to_close {
             // Ended before it began, as every operation ends: the stdout framer (with any
@@ -707,6 +714,110 @@ impl Operation {
         }
     }
 
+    /// Over stdio: the message of leg `id` was written to the server's stdin (for a
+    /// [`LegKind::Spawn`] leg: the process started). A notification or an answer is over
+    /// then; a request now awaits its answer on stdout.
+    fn handle_sent(&mut self, id: LegId, now: Instant) {
+        let Some(role) = self.in_time(id, now) else {
+            return;
+        };
+        let Some(kind) = self.grants.legs.get(role).map(|leg| leg.kind) else {
+            return;
+        };
+        match kind {
+            LegKind::Spawn => {
+                self.grants.end(role);
+                self.session.process_started();
+                self.stdout.restart();
+                self.next = work_or_handshake(self.era.modern(), &self.session);
+            }
+            LegKind::Initialized => {
+                self.grants.end(role);
+                self.handshake_confirmed();
+            }
+            LegKind::Respond | LegKind::CancelNotice => {
+                self.grants.end(role);
+            }
+            // A step of a close: the wait for the exit begins (or goes on, after a SIGTERM).
+            LegKind::Shutdown | LegKind::Terminate => {
+                let ends_at = self.grants.end(role).map_or(now, |leg| leg.ends_at);
+                if let Some(at) = self.closing.done(kind, now, ends_at) {
+                    self.grants.timers.set(Timer::CloseStep, at);
+                }
+            }
+            // A request: its answer comes on stdout. A kill: its end is the exit.
+            _ => {
+                if let Some(leg) = self.grants.legs.get_mut(role) {
+                    leg.written = true;
+                }
+            }
+        }
+    }
+
+    /// Over stdio: the next bytes the server wrote on its stdout, each line it completed
+    /// routed (see `stdio`).
+    fn handle_stdout(&mut self, chunk: &[u8], now: Instant) {
+        let lines = self.stdout.feed(chunk);
+        // A leg whose grant has ended by now times out before any line is read for it.
+        let work = self.grants.legs.get(Role::Work).map(|leg| leg.id);
+        if let (false, Some(id)) = (lines.is_empty(), work) {
+            let _ = self.in_time(id, now);
+        }
+        for line in lines {
+            let awaiting = self.grants.legs.get(Role::Work).and_then(|leg| {
+                let method = leg.answers.request_name();
+                leg.request_id.map(|id| (id, method))
+            });
+            match line {
+                Line::Noise(line) => self.events.push_back(Event::StdoutNoise { line }),
+                Line::TooLong => {
+                    if let Some((_, method)) = awaiting {
+                        let cap = self.session.config().body_cap();
+                        self.fail(method, Failure::TooLarge(cap));
+                    }
+                }
+                Line::Message(_) if self.is_finished() => {}
+                Line::Message(message) => {
+                    // A response: the awaited request's, or one that came too late for its own.
+                    let Some(answer) = self.server_message(message) else {
+                        continue;
+                    };
+                    if awaiting.is_some_and(|(id, _)| stdio::answers(&answer, id)) {
+                        self.read_answer(answer);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Over stdio: the server process ended (or closed its stdout). A request awaiting its
+    /// answer fails with [`Error::ServerExited`]; a close is complete.
+    fn handle_exit(&mut self, exit: &ProcessExit, now: Instant) {
+        self.session.process_exited();
+        self.stdout.restart();
+        self.grants.exited();
+        let work = self.grants.legs.get(Role::Work);
+        let kind = work.map(|leg| leg.kind);
+        let ends_process = matches!(
+            kind,
+            Some(LegKind::Shutdown | LegKind::Terminate | LegKind::Kill)
+        );
+        if self.closing.is_underway() || ends_process {
+            // A kill after the result (a half-written message) leaves the result as it was.
+            self.grants.end(Role::Work);
+            self.grants.timers.stop(Timer::CloseStep);
+            self.finish(Ok(Outcome::Closed));
+            return;
+        }
+        let Some((id, method)) = work.map(|leg| (leg.id, leg.answers.request_name())) else {
+            return;
+        };
+        if self.in_time(id, now).is_some() {
+            let (status, stderr) = (exit.status, clip(&exit.stderr, QUOTE_LIMIT));
+            self.fail(method, Failure::Exited { status, stderr });
+        }
+    }
+
     fn handle_transport_error(&mut self, id: LegId, error: TransportError, now: Instant) {
         if error.kind == TransportErrorKind::Tls(crate::tls::TlsProblem::TimedOut) {
             if let Some(role) = self.grants.legs.find(id) {
@@ -887,7 +998,7 @@ impl Operation {
             if self.action == Action::Close {
                 self.session.reset();
             }
-            self.session.hand_back();
+            self.session.hand_back(self.stdout.hand_back());
         }
         self.grants.clear();
         self.auth.stop();
