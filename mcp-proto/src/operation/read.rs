@@ -4,11 +4,11 @@
 //! [`Reading`] is the work leg's answer as far as it has been read. Its head says how the body
 //! is read: `Json`, collected up to the body cap and decoded at its end, or `Sse`, parsed as it
 //! arrives. Every chunk, and the end, hands back the messages it completed, in order and up to
-//! the answer, and what follows them ([`Framed`], [`Read`]); the operation routes the messages
-//! (a server's request to `replies`, a notification to its events, the answer to `answer`)
-//! and acts on the rest. What an answer *means* is `answer`'s; a stream that ends early is
-//! `resume`'s. Nothing here may read past the body cap, hold server text unclipped in a
-//! failure, or end the operation.
+//! the answer, and what follows them ([`Framed`]); `responses` routes the messages (a server's
+//! request to `replies`, a notification to the events, the answer to the operation). What
+//! follows is a [`Heard`], the decision every reading part returns and the operation acts on.
+//! What an answer *means* is `answer`'s; a stream that ends early is `resume`'s. Nothing here
+//! may read past the body cap, hold server text unclipped in a failure, or end the operation.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -17,12 +17,13 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
-use super::LegKind;
 use super::authorize::{Authorizing, Refused};
-use super::era::{EraState, is_modern_error};
+use super::era::{EraState, Move, is_modern_error};
 use super::failure::Failure;
-use super::legs::InFlight;
+use super::grant::Grants;
+use super::legs::Role;
 use super::view::View;
+use super::{LegKind, Outcome};
 use crate::jsonrpc::{self, Incoming};
 use crate::sse::{SseError, SseEvent, SseParser};
 use crate::wire::{SESSION_HEADER, valid_session_id};
@@ -70,29 +71,37 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Map<String, Value>, BadMessage> {
     }
 }
 
-/// What a head, a chunk or a body's end asks the operation to do (after the messages it
-/// framed, if any).
+/// What a leg's response (or, over stdio, a line, a write, the exit) says the operation must
+/// do: the decision every part that reads hands back, for the operation to act on.
 #[derive(Debug)]
-pub(super) enum Read {
+pub(super) enum Heard {
     /// Read on.
     More,
-    /// Nothing more: the leg is over as it is, or was already (an answer came).
+    /// Nothing more: the leg is over as it should be, goes out again, or awaits its answer.
     Over,
-    /// The request goes out again (a DPoP nonce to use, or a refusal that waits for the
-    /// session): this leg is over.
-    Again,
-    /// The close was answered: the session is gone.
-    Closed,
-    /// A `404` to a request that carried the session's id: the session is gone.
-    SessionLost,
+    /// The answer to the awaited request (a result or an error), to read for what it means.
+    Answer(Incoming),
+    /// The server process started.
+    Started,
     /// `notifications/initialized` was accepted (its body is not read).
     Accepted,
+    /// The operation's result (a close's: the session, or the process, is gone).
+    Done(Outcome),
+    /// An answer moved the era: the request goes out again, in the era it moved to.
+    Moved(Move),
+    /// A `404` to a request that carried the session's id: the session is gone.
+    SessionLost,
     /// A refusal with this status that no modern error explained: perhaps a legacy server's,
     /// else the status is the error.
     Refused(u16),
-    /// The event stream ended without the answer; whether any message came on it.
-    EndedEarly { saw_message: bool },
-    /// The answer cannot be read.
+    /// The event stream ended without the answer: it is resumed if it can be, else the
+    /// subscription it carried is over, else the operation fails with this.
+    EndedEarly(Failure),
+    /// The subscription is over: the server ended it (`by_server`), or the budget did.
+    SubscriptionEnded { by_server: bool },
+    /// The answer awaited can no longer come within the budget: the request timed out.
+    TimedOut,
+    /// The operation fails, about the request awaited.
     Failed(Failure),
 }
 
@@ -102,13 +111,13 @@ pub(super) struct Framed {
     /// The messages, in order: the server's requests and notifications, and last the answer
     /// (a result or an error) when it came; nothing after the answer is read.
     pub(super) messages: Vec<Incoming>,
-    /// What follows them (when the answer came: [`Read::Over`]).
-    pub(super) then: Read,
+    /// What follows them (when the answer came: [`Heard::Over`]).
+    pub(super) then: Heard,
 }
 
 impl Framed {
     /// No message, only `then` (what a head says, for one).
-    pub(super) fn then(then: Read) -> Self {
+    pub(super) fn then(then: Heard) -> Self {
         Self {
             messages: Vec::new(),
             then,
@@ -118,7 +127,7 @@ impl Framed {
     fn answer(answer: Incoming) -> Self {
         Self {
             messages: vec![answer],
-            then: Read::Over,
+            then: Heard::Over,
         }
     }
 }
@@ -126,6 +135,8 @@ impl Framed {
 /// What the head of a work leg is checked against: the operation's other parts, borrowed for
 /// one head.
 pub(super) struct Context<'a> {
+    /// The legs in flight: a head that says all there is to say ends the work leg.
+    pub(super) grants: &'a mut Grants,
     /// It notes the server's DPoP nonce, forgets a refused token and is reset by a close.
     pub(super) session: &'a mut View,
     /// It says what a refusal that asks for authorization means.
@@ -195,64 +206,74 @@ impl Reading {
         self.session_id.take()
     }
 
-    /// The head of `leg`'s answer, with `status` and `headers`: how its body is read, or
-    /// what it means instead. A second head is ignored.
+    /// The head of the answer to the work leg, of `kind`, with `status` and `headers`: how
+    /// its body is read, or what it means instead (then the leg is over: it leaves the table).
+    /// `carried_session`: its request carried the session's id. A second head is ignored.
     pub(super) fn head(
         &mut self,
-        leg: &InFlight,
+        (kind, carried_session): (LegKind, bool),
         status: StatusCode,
         headers: &HeaderMap,
         ctx: Context<'_>,
-    ) -> Read {
+    ) -> Heard {
         if !matches!(self.body, Body::Head) {
-            return Read::Over;
+            return Heard::Over;
         }
-        let cap = ctx.session.config().body_cap();
-        if leg.kind == LegKind::Close {
+        let Context {
+            grants,
+            session,
+            auth,
+            era,
+        } = ctx;
+        let cap = session.config().body_cap();
+        if kind == LegKind::Close {
             // 404: already gone; 405: the server does not end sessions on request.
-            ctx.session.reset();
+            session.reset();
             let gone = status.is_success()
                 || status == StatusCode::NOT_FOUND
                 || status == StatusCode::METHOD_NOT_ALLOWED;
-            return if gone {
-                Read::Closed
-            } else {
-                Read::Failed(Failure::Status(status.as_u16()))
-            };
+            if !gone {
+                return Heard::Failed(Failure::Status(status.as_u16()));
+            }
+            grants.end(Role::Work);
+            return Heard::Done(Outcome::Closed);
         }
-        ctx.session.note_dpop_nonce(headers);
-        match ctx.auth.refused(status, headers, ctx.session) {
-            Some(Refused::Unconfigured) => {
-                return Read::Failed(Failure::AuthorizationRequired {
+        session.note_dpop_nonce(headers);
+        if let Some(refused) = auth.refused(status, headers, session) {
+            if refused == Refused::Unconfigured {
+                return Heard::Failed(Failure::AuthorizationRequired {
                     issuer: None,
                     reason: "no OAuth client is configured for it".to_owned(),
                 });
             }
-            Some(Refused::Again | Refused::Waiting) => return Read::Again,
-            None => {}
+            // The request goes out again (with a fresh DPoP nonce, or once the session says
+            // so): this leg is over.
+            grants.end(Role::Work);
+            return Heard::Over;
         }
-        if status == StatusCode::NOT_FOUND && leg.carried_session {
-            return Read::SessionLost;
+        if status == StatusCode::NOT_FOUND && carried_session {
+            return Heard::SessionLost;
         }
         // A modern server explains a refusal (400, 404) with a JSON-RPC error in the body: it
         // is read (under the body cap) so that `-32022` can name the versions to retry with,
         // and so that a refusal that is not a modern error can mean a legacy server.
-        let explained = (ctx.era.modern().is_some() || ctx.era.is_open())
+        let explained = (era.modern().is_some() || era.is_open())
             && status.is_client_error()
             && media_type(headers) == "application/json";
         if !explained && !status.is_success() {
-            return Read::Refused(status.as_u16());
+            return Heard::Refused(status.as_u16());
         }
-        if leg.kind == LegKind::Initialized {
+        if kind == LegKind::Initialized {
             // A notification's answer is not read: 202 without a body is the norm, and any
             // 2xx, with or without a body, is accepted.
-            return Read::Accepted;
+            grants.end(Role::Work);
+            return Heard::Accepted;
         }
-        if leg.kind == LegKind::Initialize {
+        if kind == LegKind::Initialize {
             if let Some(raw) = headers.get(SESSION_HEADER) {
                 if !valid_session_id(raw.as_bytes()) {
                     let shown = clip(&String::from_utf8_lossy(raw.as_bytes()), QUOTE_LIMIT);
-                    return Read::Failed(Failure::Malformed(format!(
+                    return Heard::Failed(Failure::Malformed(format!(
                         "the session id \"{shown}\" is not 1 to 256 visible ASCII characters, so it is not echoed"
                     )));
                 }
@@ -266,29 +287,29 @@ impl Reading {
         self.body = match media_type(headers).as_ref() {
             "" | "application/json" => {
                 if declared_length.is_some_and(|n| n > cap as u64) {
-                    return Read::Failed(Failure::TooLarge(cap));
+                    return Heard::Failed(Failure::TooLarge(cap));
                 }
                 // Reserve what the server announced (never past the cap): no regrowth.
                 let reserve = declared_length.map_or(0, |n| n.min(cap as u64) as usize);
                 Body::Json(Vec::with_capacity(reserve))
             }
             "text/event-stream" => Body::Sse(SseParser::new(cap)),
-            other => return Read::Failed(Failure::ContentType(clip(other, QUOTE_LIMIT))),
+            other => return Heard::Failed(Failure::ContentType(clip(other, QUOTE_LIMIT))),
         };
         self.cap = cap;
-        Read::More
+        Heard::More
     }
 
     /// The next chunk of the body.
     pub(super) fn chunk(&mut self, bytes: &[u8]) -> Framed {
         match &mut self.body {
-            Body::Head => Framed::then(Read::Over),
+            Body::Head => Framed::then(Heard::Over),
             Body::Json(buffer) => {
                 if buffer.len().saturating_add(bytes.len()) > self.cap {
-                    return Framed::then(Read::Failed(Failure::TooLarge(self.cap)));
+                    return Framed::then(Heard::Failed(Failure::TooLarge(self.cap)));
                 }
                 buffer.extend_from_slice(bytes);
-                Framed::then(Read::More)
+                Framed::then(Heard::More)
             }
             Body::Sse(parser) => {
                 let fed = parser.feed(bytes, &mut self.events);
@@ -301,7 +322,7 @@ impl Reading {
     /// modern era (any JSON-RPC error then explains a refusal).
     pub(super) fn end(&mut self, status: u16, modern: bool) -> Framed {
         match &mut self.body {
-            Body::Head => Framed::then(Read::Over),
+            Body::Head => Framed::then(Heard::Over),
             Body::Json(buffer) => {
                 let body = std::mem::take(buffer);
                 json_answer(&body, status, modern)
@@ -309,10 +330,13 @@ impl Reading {
             Body::Sse(parser) => {
                 let fed = parser.finish(&mut self.events);
                 let mut framed = self.frame_events(fed);
-                if matches!(framed.then, Read::More) {
-                    framed.then = Read::EndedEarly {
-                        saw_message: self.saw_message,
+                if matches!(framed.then, Heard::More) {
+                    let detail = if self.saw_message {
+                        "the event stream carried no response to the request"
+                    } else {
+                        "the event stream carried no message"
                     };
+                    framed.then = Heard::EndedEarly(Failure::Malformed(detail.to_owned()));
                 }
                 framed
             }
@@ -333,7 +357,7 @@ impl Reading {
                 Ok(message) => jsonrpc::classify(message),
                 Err(bad) => {
                     let detail = bad.detail("an event's data", "an event's data");
-                    let then = Read::Failed(Failure::Malformed(detail));
+                    let then = Heard::Failed(Failure::Malformed(detail));
                     return Framed { messages, then };
                 }
             };
@@ -342,16 +366,16 @@ impl Reading {
                 Incoming::Neither => {}
                 answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
                     messages.push(answer);
-                    let then = Read::Over;
+                    let then = Heard::Over;
                     return Framed { messages, then };
                 }
                 message => messages.push(message),
             }
         }
         let then = match fed {
-            Ok(()) => Read::More,
-            Err(SseError::EventTooLarge { .. }) => Read::Failed(Failure::TooLarge(self.cap)),
-            Err(err) => Read::Failed(Failure::Malformed(err.to_string())),
+            Ok(()) => Heard::More,
+            Err(SseError::EventTooLarge { .. }) => Heard::Failed(Failure::TooLarge(self.cap)),
+            Err(err) => Heard::Failed(Failure::Malformed(err.to_string())),
         };
         Framed { messages, then }
     }
@@ -359,7 +383,7 @@ impl Reading {
 
 /// A whole JSON body with `status`: the answer, or why there is none.
 fn json_answer(body: &[u8], status: u16, modern: bool) -> Framed {
-    let malformed = |detail: String| Framed::then(Read::Failed(Failure::Malformed(detail)));
+    let malformed = |detail: String| Framed::then(Heard::Failed(Failure::Malformed(detail)));
     if !(200..300).contains(&status) {
         // A refusal's body: a JSON-RPC error explains it, anything else leaves the status. In
         // the legacy era only a modern error explains a refusal (it can move the operation to
@@ -370,7 +394,7 @@ fn json_answer(body: &[u8], status: u16, modern: bool) -> Framed {
             {
                 Framed::answer(error)
             }
-            _ => Framed::then(Read::Refused(status)),
+            _ => Framed::then(Heard::Refused(status)),
         };
     }
     if body.iter().all(u8::is_ascii_whitespace) {

@@ -1,44 +1,59 @@
-//! The stdio transport's side of an operation: the server's one stdout, cut into lines, each
-//! read as a message, as noise, or as a line past the cap.
+//! The stdio transport's side of an operation: the server's one stdout, cut into lines and
+//! each read as a message, as noise, or as a line past the cap; what a line written means; and
+//! the process's end.
 //!
 //! Over stdio a leg is one line written to the server's stdin: the leg's request body, its
 //! newline included (write it as it is). A notification, an answer to a server request or a
 //! cancel notice is over once written ([`Input::Sent`](super::Input::Sent)); a request waits
 //! for the line on stdout whose id is its own, under its grant. Lines arrive on one stream for
-//! everything ([`Input::Stdout`](super::Input::Stdout)): [`Stdout`] frames them and hands each
-//! back as a [`Line`]. The operation routes them: an answer to a request that already timed
-//! out is dropped by its id ([`answers`]), notifications become events, a legacy server's
-//! requests are answered, and a line that is not JSON-RPC at all is skipped and reported
-//! ([`Event::StdoutNoise`](super::Event::StdoutNoise)): the spec forbids such lines, real
-//! servers print banners, and skipping keeps them usable while the caller still sees what was
-//! skipped. A line past the body cap ends the awaited request
+//! everything ([`Input::Stdout`](super::Input::Stdout)): an answer to a request that already
+//! timed out is dropped by its id ([`answers`]), notifications become events, a legacy
+//! server's requests are answered, and a line that is not JSON-RPC at all is skipped and
+//! reported ([`Event::StdoutNoise`]): the spec forbids such lines, real servers print banners,
+//! and skipping keeps them usable while the caller still sees what was skipped. A line past
+//! the body cap ends the awaited request
 //! ([`Error::AnswerTooLarge`](crate::Error::AnswerTooLarge)) and is skipped to its end with
 //! bounded memory.
 //!
-//! The process itself is a leg too ([`LegKind::Spawn`](super::LegKind::Spawn)): an operation
-//! that finds no process running starts one, under a grant from its budget, and a process that
-//! exits ends the request awaiting it with [`Error::ServerExited`](crate::Error::ServerExited)
-//! (its stderr's last words quoted); the next operation starts it again. A message whose
-//! writing did not complete (its grant ran out while the server was not reading, or the caller
-//! cancelled) may have left part of a line that no later message can follow: the operation
-//! then ends the process at once ([`LegKind::Kill`](super::LegKind::Kill)) before it hands out
-//! its result. This module never reads a pipe or a clock, and decides nothing about the
-//! operation: it frames and classifies.
+//! The process itself is a leg too ([`LegKind::Spawn`]): an operation that finds no process
+//! running starts one, under a grant from its budget, and a process that exits ends the
+//! request awaiting it with [`Error::ServerExited`](crate::Error::ServerExited) (its stderr's
+//! last words quoted); the next operation starts it again. A message whose writing did not
+//! complete (its grant ran out while the server was not reading, or the caller cancelled) may
+//! have left part of a line that no later message can follow: the operation then ends the
+//! process at once ([`LegKind::Kill`]) before it hands out its result.
+//!
+//! [`Stdout`] holds the framer the session lent and hands back, line by line, what the
+//! operation must do ([`Heard`]); the legs that are over leave the leg table here. This module
+//! never reads a pipe or a clock, and never ends the operation.
 
-use super::read::decode;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::close::Closing;
+use super::failure::Failure;
+use super::grant::Grants;
+use super::legs::{LegTable, Role};
+use super::read::{Heard, decode};
+use super::replies::Replies;
+use super::timers::Timer;
+use super::view::View;
+use super::{Event, LegId, LegKind, Outcome, ProcessExit};
+use crate::config::SessionConfig;
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::transport::{Framed, LineFramer};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
-/// One line the server wrote on its stdout.
-#[derive(Debug)]
-pub(super) enum Line {
-    /// A JSON-RPC message: a request, a notification or a response.
-    Message(Incoming),
-    /// Not JSON-RPC at all (clipped): skipped, and reported.
-    Noise(String),
-    /// A line past the body cap, skipped to its end.
-    TooLong,
+/// What the lines are read against: the operation's other parts, borrowed for one line.
+pub(super) struct Lines<'a> {
+    /// The server's own messages go there, and their events (and the noise) to `events`.
+    pub(super) replies: &'a mut Replies,
+    pub(super) events: &'a mut VecDeque<Event>,
+    pub(super) config: &'a SessionConfig,
+    /// The work leg in flight, if any: the request whose answer a response may be.
+    pub(super) legs: &'a LegTable,
+    /// Whether the operation has its result: no message matters any more.
+    pub(super) finished: bool,
 }
 
 /// The server's stdout: the session's framer, with any partial line the last operation left,
@@ -48,6 +63,10 @@ pub(super) struct Stdout {
     framer: LineFramer,
     /// Whether the framer is the session's (it goes back); else a fresh one of this operation.
     lent: bool,
+    /// Lines framed and not read yet, oldest first.
+    lines: VecDeque<Framed>,
+    /// A close of the process: which of its steps is next.
+    pub(super) closing: Closing,
 }
 
 impl Stdout {
@@ -57,31 +76,127 @@ impl Stdout {
         Self {
             lent: framer.is_some(),
             framer: framer.unwrap_or_else(|| LineFramer::new(cap)),
+            lines: VecDeque::new(),
+            closing: Closing::default(),
         }
     }
 
-    /// The next bytes the server wrote, as they came (any split): the lines they completed,
-    /// in order.
-    pub(super) fn feed(&mut self, chunk: &[u8]) -> Vec<Line> {
+    /// The next bytes the server wrote, as they came (any split): true when they completed a
+    /// line, to read with [`Stdout::next`].
+    pub(super) fn feed(&mut self, chunk: &[u8]) -> bool {
         let mut framed = Vec::new();
         self.framer.feed(chunk, &mut framed);
-        framed
-            .into_iter()
-            .map(|item| match item {
-                Framed::Line(line) => match decode(&line).map(jsonrpc::classify) {
-                    Ok(Incoming::Neither) | Err(_) => {
-                        Line::Noise(clip(&String::from_utf8_lossy(&line), QUOTE_LIMIT))
-                    }
-                    Ok(message) => Line::Message(message),
-                },
-                Framed::TooLong => Line::TooLong,
-            })
-            .collect()
+        self.lines.extend(framed);
+        !self.lines.is_empty()
     }
 
-    /// The process started or exited: a partial line it left is gone with it.
-    pub(super) fn restart(&mut self) {
+    /// Reads the lines framed, in order, until one the operation must act on: the answer to
+    /// the awaited request, or a line past the cap while a request awaits its answer. `None`
+    /// once every line is read.
+    pub(super) fn next(&mut self, ctx: Lines<'_>) -> Option<Heard> {
+        while let Some(item) = self.lines.pop_front() {
+            let awaited = ctx.legs.get(Role::Work).and_then(|leg| leg.request_id);
+            let line = match item {
+                Framed::Line(line) => line,
+                Framed::TooLong if awaited.is_some() => {
+                    return Some(Heard::Failed(Failure::TooLarge(ctx.config.body_cap())));
+                }
+                Framed::TooLong => continue,
+            };
+            let message = match decode(&line).map(jsonrpc::classify) {
+                Ok(Incoming::Neither) | Err(_) => {
+                    let line = clip(&String::from_utf8_lossy(&line), QUOTE_LIMIT);
+                    ctx.events.push_back(Event::StdoutNoise { line });
+                    continue;
+                }
+                Ok(message) => message,
+            };
+            if ctx.finished {
+                continue;
+            }
+            // A response: the awaited request's, or one that came too late for its own.
+            let answer = ctx.replies.take(message, ctx.config, ctx.events);
+            if let (Some(answer), Some(awaited)) = (answer, awaited) {
+                if answers(&answer, awaited) {
+                    return Some(Heard::Answer(answer));
+                }
+            }
+        }
+        None
+    }
+
+    /// The leg in `role` was carried out at `now`: its message written (for a spawn: the
+    /// process started). A notification, an answer, a notice or a close's step is over then
+    /// (a step's wait for the exit begins); a request awaits its answer on stdout.
+    pub(super) fn sent(&mut self, role: Role, now: Instant, grants: &mut Grants) -> Heard {
+        let Some(leg) = grants.legs.get_mut(role) else {
+            return Heard::Over;
+        };
+        let kind = leg.kind;
+        match kind {
+            LegKind::Spawn
+            | LegKind::Initialized
+            | LegKind::Respond
+            | LegKind::CancelNotice
+            | LegKind::Shutdown
+            | LegKind::Terminate => {}
+            // A request: its answer comes on stdout. A kill: its end is the exit.
+            _ => {
+                leg.written = true;
+                return Heard::Over;
+            }
+        }
+        let ends_at = grants.end(role).map_or(now, |leg| leg.ends_at);
+        match kind {
+            LegKind::Spawn => {
+                // A fresh process has no partial line.
+                self.framer.reset();
+                Heard::Started
+            }
+            LegKind::Initialized => Heard::Accepted,
+            // A step of a close: the wait for the exit begins (or goes on, after a SIGTERM).
+            LegKind::Shutdown | LegKind::Terminate => {
+                if let Some(at) = self.closing.done(kind, now, ends_at) {
+                    grants.timers.set(Timer::CloseStep, at);
+                }
+                Heard::Over
+            }
+            _ => Heard::Over,
+        }
+    }
+
+    /// The server process ended (or closed its stdout) as `exit` says: `session` knows it, its
+    /// partial line is gone, and the legs in flight were cut off by it. A close (underway, or
+    /// a leg that ends the process) is complete; a request awaiting its answer fails with
+    /// [`Error::ServerExited`](crate::Error::ServerExited), unless its leg ran out first.
+    /// Returns the leg whose grant must still last for that, and what the operation must do.
+    pub(super) fn exited(
+        &mut self,
+        exit: &ProcessExit,
+        session: &mut View,
+        grants: &mut Grants,
+    ) -> (Option<LegId>, Heard) {
+        session.process_exited();
         self.framer.reset();
+        grants.exited();
+        let work = grants.legs.get(Role::Work);
+        let ends_process = work.is_some_and(|leg| {
+            matches!(
+                leg.kind,
+                LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
+            )
+        });
+        if self.closing.is_underway() || ends_process {
+            // A kill after the result (a half-written message) leaves the result as it was.
+            grants.end(Role::Work);
+            grants.timers.stop(Timer::CloseStep);
+            return (None, Heard::Done(Outcome::Closed));
+        }
+        let Some(id) = work.map(|leg| leg.id) else {
+            return (None, Heard::Over);
+        };
+        let (status, stderr) = (exit.status, clip(&exit.stderr, QUOTE_LIMIT));
+        (Some(id), Heard::Failed(Failure::Exited { status, stderr }))
     }
 
     /// The operation ended: the framer (and any partial line in it) for the session, when it
