@@ -3,7 +3,7 @@
 //!
 //! [`Run::drive`] polls the operation and does what each output says: an update goes to the
 //! session, an event and a leg's report to the caller's observer, a leg to the transport
-//! ([`Wire::transmit`]), the person's step to the caller's authorizer, and a wait is one
+//! ([`Wire::transmit`](crate::wire::Wire::transmit)), the person's step to the caller's authorizer, and a wait is one
 //! `select!` on whatever comes first: a cancel, the operation's next timer, the session's
 //! change (while it awaits the session), or what the transport brings ([`Wire::next`], fed
 //! by [`Wire::feed`]). What differs
@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_proto::driver::{Input, Leg, Operation, Output};
+use mcp_proto::driver::{Input, Operation, Output};
 use mcp_proto::{Authorize, Clock, Error, Observer, Outcome};
 use tokio::sync::futures::Notified;
 use tokio::time::{Instant as TokioInstant, Sleep, sleep_until};
@@ -24,37 +24,8 @@ use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
 use crate::shell::ClientShell;
 use crate::trace;
+use crate::wire::Wire;
 use mcp_driver_common::LegSpans;
-
-/// How bytes move for an operation: its legs on the wire, and what comes back.
-pub(crate) trait Wire {
-    /// What came on the wire, to feed.
-    type Came;
-
-    /// Carries `leg` out, handed out at `now`: over HTTP its request starts (read beside the
-    /// others), over stdio its line is written (bounded by its grant and a cancel) or its step
-    /// of the process's life done. Returns the instant it was done at (`now`, when it did not
-    /// wait).
-    async fn transmit(&mut self, op: &mut Operation, leg: Leg, now: Instant) -> Instant;
-
-    /// The next thing that comes on a leg in flight (a head, a frame, stdout, the end of it).
-    /// Cancel-safe, and pending for ever when nothing can come, so it can sit in a `select!`.
-    async fn next(&mut self) -> Self::Came;
-
-    /// Feeds what came to the operation; returns the instant it was fed at.
-    async fn feed(&mut self, op: &mut Operation, came: Self::Came) -> Instant;
-
-    /// The operation's timer fired at `now`, before it is told: what only the transport knows
-    /// about the legs whose grant ended (a TLS handshake in progress) goes in first.
-    fn at_timer(&mut self, op: &mut Operation, now: Instant) {
-        let _ = (op, now);
-    }
-
-    /// Drops what the operation no longer has in flight.
-    fn prune(&mut self, op: &Operation) {
-        let _ = op;
-    }
-}
 
 /// One operation's run: what it needs from the client, borrowed for its duration.
 pub(crate) struct Run<'a> {

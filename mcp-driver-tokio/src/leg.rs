@@ -34,7 +34,7 @@ use tokio::net::TcpStream;
 use tower_service::Service as _;
 
 use crate::clock::TokioClock;
-use crate::drive::Wire;
+use crate::wire::Wire;
 
 /// The HTTP client every leg goes through.
 pub(crate) type Http = HyperClient<Connector, Full<Bytes>>;

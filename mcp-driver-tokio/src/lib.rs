@@ -96,6 +96,7 @@ mod drive;
 mod leg;
 mod shell;
 mod stdio;
+mod wire;
 
 use mcp_driver_common::{tls, trace};
 

@@ -17,7 +17,7 @@ use tokio::time::Instant as TokioInstant;
 
 use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
-use crate::drive::Wire;
+use crate::wire::Wire;
 use mcp_driver_common::{StderrTail, process};
 
 /// How long the exit status of a process whose stdout closed is waited for.

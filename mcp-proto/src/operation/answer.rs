@@ -3,23 +3,27 @@
 //! pages, the skill's files read so far, the last round's input).
 //!
 //! The answer has already been read, classified and matched to its request (`read`, the
-//! operation); this module turns a result into a [`Meaning`] the operation acts on, and keeps
-//! the listing's walk bounded (a page ceiling, no repeated cursor). It never ends the
-//! operation itself, and holds no server text unclipped in a failure.
+//! operation); this module checks its envelope (the id, an error that refreshes a call's tools
+//! or moves the era), turns a result into a [`Meaning`] the operation acts on (a handshake
+//! answered and the stdio probe are taken here, by `progress` and `era`), and keeps the
+//! listing's walk bounded (a page ceiling, no repeated cursor). It never ends the operation
+//! itself, and holds no server text unclipped in a failure.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use serde_json::{Map, Value, json};
 
-use std::collections::VecDeque;
-
+use super::era::{HEADER_MISMATCH, Move};
+use super::failure::Failure;
+use super::legs::InFlight;
+use super::progress::Progress;
+use super::read::Heard;
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
 use crate::catalog::{
     CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult, Tool,
 };
-use crate::error::Error;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
 use crate::skills::{self, LoadedSkill, SkillFile};
 use crate::wire::InputRound;
@@ -155,13 +159,11 @@ pub(super) struct Answering {
 pub(super) enum Meaning {
     /// The operation's result.
     Finish(Outcome),
-    /// The handshake was answered: this is the session, once `notifications/initialized` is
-    /// accepted.
-    Handshake(SessionInfo),
-    /// The stdio probe before the work was answered: the server is modern, the work goes out.
-    Probed,
-    /// The walk goes on: the next page, the next file, the request again with the input the
-    /// server asked for, or the call again after its tools were listed anew.
+    /// An error moved the era: the operation acts on the move (the request goes out again).
+    Moved(Move),
+    /// The walk goes on: the handshake's notification, the work after the stdio probe, the
+    /// next page, the next file, the request again with the input the server asked for, or
+    /// the call again after its tools were listed anew.
     More,
     /// The server ended the subscription.
     SubscriptionEnded,
@@ -169,49 +171,24 @@ pub(super) enum Meaning {
     Failed(Failure),
 }
 
-/// Why a result is refused (the operation names the server and the request).
-#[derive(Debug)]
-pub(super) enum Failure {
-    /// Not what the request's result must be.
-    Malformed(String),
-    /// An `initialize` answer naming a version this client does not speak.
-    Version(String),
-    /// A skill's file did not match its entry.
-    Skill { uri: String, reason: String },
-    /// The server handed back a cursor it had already given.
-    RepeatedCursor(String),
-    /// The page ceiling was reached with a next page still announced.
-    TooManyPages(u32),
-}
-
-impl Failure {
-    /// The error on `server` for the request `method`.
-    pub(super) fn into_error(self, server: String, method: &'static str) -> Error {
-        match self {
-            Self::Malformed(detail) => Error::Malformed {
-                server,
-                method,
-                detail,
-            },
-            Self::Version(version) => Error::UnsupportedProtocolVersion { server, version },
-            Self::Skill { uri, reason } => Error::SkillRejected {
-                server,
-                uri,
-                reason,
-            },
-            Self::RepeatedCursor(cursor) => Error::RepeatedCursor { server, cursor },
-            Self::TooManyPages(pages) => Error::TooManyPages { server, pages },
+impl From<Meaning> for Heard {
+    /// What the operation does with what a result means.
+    fn from(meaning: Meaning) -> Self {
+        match meaning {
+            Meaning::Finish(outcome) => Self::Done(outcome),
+            Meaning::Moved(moved) => Self::Moved(moved),
+            Meaning::More => Self::Over,
+            Meaning::SubscriptionEnded => Self::SubscriptionEnded { by_server: true },
+            Meaning::Failed(failure) => Self::Failed(failure),
         }
     }
 }
 
 /// What a result is read against: the operation's other parts, borrowed for one answer.
 pub(super) struct Context<'a> {
-    pub(super) action: &'a Action,
-    /// The modern version spoken, or `None` in the legacy era.
-    pub(super) modern: Option<ProtocolVersion>,
-    /// Whether this answer is the stdio probe's, before the work.
-    pub(super) probe_first: bool,
+    /// Where the operation stands: its action, its era (an error may move it, a result
+    /// confirms it), and a handshake answered is next committed.
+    pub(super) progress: &'a mut Progress,
     pub(super) session: &'a mut View,
     pub(super) events: &'a mut VecDeque<Event>,
     /// The session id the server issued with the answer (`initialize` only).
@@ -230,6 +207,12 @@ impl Answering {
         }
     }
 
+    /// The page the listing's walk asks for next (1-based), and whether it is a call's walk of
+    /// its tools after a header mismatch.
+    pub(super) fn next_page(&self) -> (u32, bool) {
+        (self.paging.next_page(), self.relist == Relist::Walking)
+    }
+
     /// Forgets what belonged to an attempt that was abandoned (a lost session, another era):
     /// the listing's cursors and the last round's input; the skill's files are read again.
     pub(super) fn restart(&mut self) {
@@ -238,14 +221,63 @@ impl Answering {
         self.loading.restart();
     }
 
+    /// The answer to the work leg `leg`: its envelope checked, then what it means. An error
+    /// is accepted whatever its id (servers send `null`, none, or a string of their own when
+    /// they could not read the request at all), and may refresh a call's tools or move the era
+    /// before it is the operation's failure; a result must carry the request's id.
+    pub(super) fn answer(&mut self, leg: &InFlight, answer: Incoming, ctx: Context<'_>) -> Meaning {
+        let result = match answer {
+            Incoming::Error { error, .. } => {
+                if self.relist_after(error.code, leg.answers, ctx.progress.era.modern()) {
+                    return Meaning::More;
+                }
+                let stdio = ctx.session.config().is_stdio();
+                let data = error.data.as_ref();
+                let era = &mut ctx.progress.era;
+                let moved = era.reconsider(error.code, data, leg.status, leg.answers, stdio);
+                if let Some(moved) = moved {
+                    return Meaning::Moved(moved);
+                }
+                let message = clip(&error.message, QUOTE_LIMIT);
+                let (code, data) = (error.code, error.data);
+                return Meaning::Failed(Failure::JsonRpc {
+                    code,
+                    message,
+                    data,
+                });
+            }
+            Incoming::Result { id, result } => {
+                let expected = leg.request_id.map(RequestId::Number);
+                match result {
+                    Value::Object(result) if id == expected => result,
+                    _ if id != expected => {
+                        let shown = |id: Option<RequestId>| {
+                            id.map_or_else(|| "none".to_owned(), |id| id.to_string())
+                        };
+                        let (got, want) = (shown(id), shown(expected));
+                        return Meaning::Failed(Failure::Malformed(format!(
+                            "the answer's id {got} does not match the request's id {want}"
+                        )));
+                    }
+                    _ => {
+                        let detail = "neither a result nor an error".to_owned();
+                        return Meaning::Failed(Failure::Malformed(detail));
+                    }
+                }
+            }
+            _ => return Meaning::More,
+        };
+        if leg.answers != LegKind::Initialize {
+            // A request of this era was answered: the era is the server's, and the session
+            // keeps it. The handshake's era is confirmed once it is committed.
+            ctx.session.set_era(ctx.progress.era.confirm());
+        }
+        self.read(leg.answers, result, ctx)
+    }
+
     /// What the result of the request `answers` means.
-    pub(super) fn read(
-        &mut self,
-        answers: LegKind,
-        result: Map<String, Value>,
-        ctx: Context<'_>,
-    ) -> Meaning {
-        if ctx.modern.is_some()
+    fn read(&mut self, answers: LegKind, result: Map<String, Value>, ctx: Context<'_>) -> Meaning {
+        if ctx.progress.era.modern().is_some()
             && result.get("resultType").and_then(Value::as_str) == Some("input_required")
         {
             return match self.answer_input_requests(result, ctx) {
@@ -255,11 +287,22 @@ impl Answering {
         }
         let malformed = |detail: String| Meaning::Failed(Failure::Malformed(detail));
         match answers {
-            LegKind::Initialize => read_initialize(&result, ctx.session_id),
-            LegKind::Discover if ctx.probe_first => Meaning::Probed,
-            LegKind::Discover => {
-                Meaning::Finish(Outcome::Probe(read_discover(&result, ctx.modern)))
+            LegKind::Initialize => match read_initialize(&result, ctx.session_id) {
+                Ok(info) => {
+                    ctx.progress.answered(info);
+                    Meaning::More
+                }
+                Err(failure) => Meaning::Failed(failure),
+            },
+            // The stdio probe before the work: the server is modern, the work goes out.
+            LegKind::Discover if ctx.progress.era.probes_first() => {
+                ctx.progress.era.probed();
+                Meaning::More
             }
+            LegKind::Discover => Meaning::Finish(Outcome::Probe(read_discover(
+                &result,
+                ctx.progress.era.modern(),
+            ))),
             LegKind::Ping => match ctx.session.info().cloned() {
                 Some(info) => Meaning::Finish(Outcome::Probe(info)),
                 None => malformed("ping answered on a session that is not live".to_owned()),
@@ -271,8 +314,8 @@ impl Answering {
             },
             LegKind::Subscribe => Meaning::SubscriptionEnded,
             LegKind::ReadResource => match ReadResourceResult::from_result(result) {
-                Ok(read) if matches!(ctx.action, Action::LoadSkill(_)) => {
-                    self.read_skill_file(&read, ctx.action)
+                Ok(read) if matches!(&ctx.progress.action, Action::LoadSkill(_)) => {
+                    self.read_skill_file(&read, &ctx.progress.action)
                 }
                 Ok(read) => Meaning::Finish(Outcome::Resource(read)),
                 Err(detail) => malformed(detail),
@@ -383,7 +426,7 @@ impl Answering {
         answers: LegKind,
         modern: Option<ProtocolVersion>,
     ) -> bool {
-        if code != super::era::HEADER_MISMATCH
+        if code != HEADER_MISMATCH
             || answers != LegKind::CallTool
             || modern.is_none()
             || self.relist != Relist::Never
@@ -444,19 +487,23 @@ impl Answering {
     }
 }
 
-/// An `initialize` result: the handshake to commit, or why it cannot be.
-fn read_initialize(result: &Map<String, Value>, session_id: Option<String>) -> Meaning {
+/// An `initialize` result: the handshake to commit once `notifications/initialized` is
+/// accepted, or why it cannot be.
+fn read_initialize(
+    result: &Map<String, Value>,
+    session_id: Option<String>,
+) -> Result<SessionInfo, Failure> {
     let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
         let detail = "the initialize result has no protocolVersion".to_owned();
-        return Meaning::Failed(Failure::Malformed(detail));
+        return Err(Failure::Malformed(detail));
     };
     // A modern version has no handshake: an `initialize` answer naming one is not spoken.
     let spoken = ProtocolVersion::parse(version).filter(|v| !v.is_modern());
     let Some(protocol_version) = spoken else {
-        return Meaning::Failed(Failure::Version(clip(version, model::LABEL_LIMIT)));
+        return Err(Failure::Version(clip(version, model::LABEL_LIMIT)));
     };
     let server = result.get("serverInfo");
-    Meaning::Handshake(session_info(result, protocol_version, server, session_id))
+    Ok(session_info(result, protocol_version, server, session_id))
 }
 
 /// What `server/discover` says: who the server is and what it offers. The version is the one
@@ -472,7 +519,7 @@ fn read_discover(result: &Map<String, Value>, modern: Option<ProtocolVersion>) -
 /// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
 /// (reported as an event) and remembers the others' for the calls that follow.
 fn vet_tool_headers(tools: Vec<Tool>, ctx: Context<'_>) -> Vec<Tool> {
-    if ctx.modern.is_none() {
+    if ctx.progress.era.modern().is_none() {
         return tools;
     }
     let mut kept = Vec::with_capacity(tools.len());

@@ -12,8 +12,9 @@
 //! [`MAX_AUTHORIZATIONS`](mcp_auth::MAX_AUTHORIZATIONS) flows the operation gives up).
 //!
 //! This module keeps the authorization's state and says what each refusal, answer and poll
-//! means ([`Refused`], [`Polled`]); the operation grants the legs and the person's step and
-//! ends the operation. What the flow obtains or spends goes to the session as updates
+//! means ([`Refused`], [`Polled`]), and what came back from the person's step, in time or not
+//! (a [`Failure`] when the operation must end); the operation grants the legs and the person's
+//! step and ends the operation. What the flow obtains or spends goes to the session as updates
 //! ([`View::remember`]), never to the store from inside a poll. It must never put a credential
 //! in an error, a trace label or a `Debug` output, and never hand the token to a request for
 //! another origin (auth legs are built by the flow and carry no MCP header; only MCP legs carry
@@ -22,10 +23,14 @@
 use std::time::Instant;
 
 use http::{HeaderMap, StatusCode};
-use mcp_auth::{AuthError, AuthFlow, AuthRequest, AuthStep, Challenge, MAX_ANSWER_BYTES};
+use mcp_auth::{AuthError, AuthFlow, AuthStep, Challenge, MAX_ANSWER_BYTES};
 
+use super::LegKind;
+use super::failure::Failure;
+use super::timers::{Timer, TimerTable};
 use super::view::View;
 use crate::session::Session;
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// What came back from the browser step.
 pub(super) enum PersonAnswer<'a> {
@@ -87,8 +92,8 @@ pub(super) enum Refused {
 /// What a poll of a running authorization asks for.
 #[derive(Debug)]
 pub(super) enum Polled {
-    /// Send this request as an auth leg.
-    Send(AuthRequest),
+    /// Send this request as an auth leg of this kind.
+    Send(LegKind, http::Request<Vec<u8>>),
     /// The person's step: this URL, to the caller's authorizer.
     Person(String),
     /// Nothing yet: an answer is awaited.
@@ -96,7 +101,7 @@ pub(super) enum Polled {
     /// The flow obtained a token, now the session's: the refused request goes out again.
     Done,
     /// The flow ended without one.
-    Failed(AuthError),
+    Failed(Failure),
 }
 
 impl Authorizing {
@@ -173,7 +178,7 @@ impl Authorizing {
         &mut self,
         session: &mut View,
         shared: &mut Session,
-    ) -> Option<Result<(), AuthError>> {
+    ) -> Option<Result<(), Failure>> {
         let refusal = self.waiting.as_ref()?;
         let newer = shared
             .token()
@@ -200,15 +205,22 @@ impl Authorizing {
                 oauth.store().clone(),
             ),
         };
-        Some(flow.map(|flow| {
-            self.flow = Some(flow);
-            self.running = true;
-        }))
+        Some(
+            flow.map(|flow| {
+                self.flow = Some(flow);
+                self.running = true;
+            })
+            .map_err(Failure::Authorization),
+        )
     }
 
-    /// The next step of the running flow at `now`. What it obtained or spent goes to the
-    /// session as updates; a token becomes the session's.
-    pub(super) fn poll(&mut self, now: Instant, session: &mut View) -> Polled {
+    /// The next step of the running flow at `now`; while the person's step runs (its timer in
+    /// `timers`), its redirect is awaited. What the flow obtained or spent goes to the session
+    /// as updates; a token becomes the session's.
+    pub(super) fn poll(&mut self, now: Instant, session: &mut View, timers: &TimerTable) -> Polled {
+        if timers.is_armed(Timer::Person) {
+            return Polled::Pending;
+        }
         let wall = session.time_of_day(now);
         let step = match (self.flow.as_mut(), session.entropy()) {
             (Some(flow), Some(entropy)) => flow.poll(now, wall, entropy),
@@ -218,7 +230,7 @@ impl Authorizing {
         };
         self.remember(session);
         match step {
-            AuthStep::Send(request) => Polled::Send(request),
+            AuthStep::Send(auth) => Polled::Send(LegKind::Auth(auth.kind), auth.request),
             AuthStep::Authorize { url } => Polled::Person(url.into()),
             AuthStep::Pending => Polled::Pending,
             AuthStep::Done(token) => {
@@ -226,9 +238,17 @@ impl Authorizing {
                 session.set_token(token);
                 Polled::Done
             }
+            AuthStep::Failed(AuthError::AuthorizationRequired { issuer, .. }) => {
+                self.running = false;
+                let reason = "a person must approve in a browser and no authorizer is configured";
+                Polled::Failed(Failure::AuthorizationRequired {
+                    issuer: Some(issuer),
+                    reason: reason.to_owned(),
+                })
+            }
             AuthStep::Failed(error) => {
                 self.running = false;
-                Polled::Failed(error)
+                Polled::Failed(Failure::Authorization(error))
             }
         }
     }
@@ -264,16 +284,52 @@ impl Authorizing {
         self.remember(session);
     }
 
-    /// The person's step ended with a redirect, or with no authorizer at all.
-    pub(super) fn person(&mut self, answer: &PersonAnswer<'_>) {
-        let Some(flow) = self.flow.as_mut() else {
-            return;
-        };
+    /// What came back from the person's step, after
+    /// [`Output::Authorize`](super::Output::Authorize); `now` is when (none for an answer given
+    /// at once). Ignored when no step is awaited (its timer in `timers`); at or after the
+    /// step's end, whatever came back, the budget ran out. A redirect or no authorizer at all
+    /// go to the flow; the authorizer's failure ends the operation (its finish stops the flow).
+    pub(super) fn answered(
+        &mut self,
+        answer: &PersonAnswer<'_>,
+        now: Option<Instant>,
+        timers: &mut TimerTable,
+    ) -> Option<Failure> {
+        if !timers.is_armed(Timer::Person) {
+            return None;
+        }
+        let late = now.is_some_and(|now| timers.is_due(Timer::Person, now));
+        timers.stop(Timer::Person);
+        if late {
+            return Some(self.ran_out());
+        }
+        self.person(answer)
+    }
+
+    /// The person's step did not end within the budget.
+    pub(super) fn ran_out(&self) -> Failure {
+        self.unapproved("the authorization was not approved within the operation's budget")
+    }
+
+    fn person(&mut self, answer: &PersonAnswer<'_>) -> Option<Failure> {
+        if let PersonAnswer::Failed(detail) = answer {
+            let detail = clip(detail, QUOTE_LIMIT);
+            return Some(self.unapproved(&format!("the authorizer failed: {detail}")));
+        }
+        let flow = self.flow.as_mut()?;
         match answer {
             PersonAnswer::Redirect(url) => flow.handle_redirect(url),
-            PersonAnswer::NoAuthorizer => flow.handle_no_authorizer(),
-            // The operation ends: its finish stops the flow.
-            PersonAnswer::Failed(_) => {}
+            _ => flow.handle_no_authorizer(),
+        }
+        None
+    }
+
+    /// The person's step ended without a redirect, for `reason`: the operation asks for
+    /// authorization that no one gave.
+    fn unapproved(&self, reason: &str) -> Failure {
+        Failure::AuthorizationRequired {
+            issuer: self.issuer(),
+            reason: reason.to_owned(),
         }
     }
 

@@ -12,11 +12,13 @@
 //!
 //! The era found is written to the [`Session`](crate::Session) so later operations start in
 //! it. This module never decides anything about a request's content: it keeps the era's
-//! state and says how an answer moves it ([`Move`]); the operation acts on the move.
+//! state and says how an answer moves it ([`Move`]); the operation acts on the move, which
+//! this module applies to the session ([`EraState::moved`]) before the attempt starts over.
 
 use http::StatusCode;
 use serde_json::Value;
 
+use super::view::View;
 use super::{Action, LegKind};
 use crate::model::{Era, ProtocolVersion};
 use crate::session::Session;
@@ -203,6 +205,19 @@ impl EraState {
             return None;
         }
         Some(self.fall_back())
+    }
+
+    /// Acts on `moved`, which a request's answer made: the era is the server's (the session
+    /// keeps it). True when the operation now speaks another era and its attempt starts over
+    /// (a modern one has no session, and no claim to one); false when the same request goes
+    /// out again.
+    pub(super) fn moved(&mut self, moved: Move, session: &mut View) -> bool {
+        session.set_era(self.confirm());
+        if moved == Move::ToModern {
+            session.reset();
+            session.release_claim();
+        }
+        moved != Move::Retry
     }
 
     fn fall_back(&mut self) -> Move {

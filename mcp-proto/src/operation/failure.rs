@@ -1,21 +1,159 @@
-//! What a transport failure means to the caller: the typed error for a leg the driver
-//! reported failed or that ran out of its grant.
+//! Why an operation fails: every way it can end without its result, as a [`Failure`] the
+//! parts return, and the typed [`Error`] it becomes once the operation names the server and
+//! the request.
 //!
-//! The driver's words are quoted, clipped, and never trusted to carry anything but a
-//! description: a proxy's, a TLS library's or the OS's text goes through [`clip`]. This module
-//! decides nothing about the operation; it only names what happened.
+//! The parts decide that something failed; this module only names it. Text that came from
+//! elsewhere (a server's, a proxy's, a TLS library's or the OS's words) is clipped before it
+//! is kept here, and never trusted to carry anything but a description.
 
 use std::time::Duration;
 
 use super::driving::{TransportError, TransportErrorKind};
-use crate::deadline::format_seconds;
+use crate::deadline::{Budget, format_seconds};
 use crate::error::Error;
 use crate::tls::TlsProblem;
-use mcp_auth::{QUOTE_LIMIT, clip};
+use mcp_auth::{AuthError, QUOTE_LIMIT, clip};
+
+/// One way the operation fails, before it names the server and the request
+/// ([`Failure::into_error`]).
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// The budget was spent before the request was sent: the leg it would have been.
+    Spent { budget: Budget, leg: u32 },
+    /// The request was sent and its answer did not come within `grant`.
+    TimedOut(Duration),
+    /// The leg, granted `grant`, failed in the transport (`None`: it ran out).
+    Transport {
+        grant: Duration,
+        error: Option<TransportError>,
+    },
+    /// An HTTP status outside 2xx.
+    Status(u16),
+    /// A media type that is neither JSON nor an event stream (clipped).
+    ContentType(String),
+    /// Not what the request's answer must be.
+    Malformed(String),
+    /// The answer (or one event, or one line of it) passed the body cap.
+    TooLarge(usize),
+    /// The server refused the request with a JSON-RPC error (its message clipped).
+    JsonRpc {
+        code: i64,
+        message: String,
+        data: Option<serde_json::Value>,
+    },
+    /// A second `404` on a session re-established for this operation.
+    SessionExpired,
+    /// An `initialize` answer naming a version this client does not speak.
+    Version(String),
+    /// A skill's file did not match its entry.
+    Skill { uri: String, reason: String },
+    /// The server handed back a cursor it had already given.
+    RepeatedCursor(String),
+    /// The page ceiling was reached with a next page still announced.
+    TooManyPages(u32),
+    /// The server asks for authorization and no one here can give it.
+    AuthorizationRequired {
+        issuer: Option<String>,
+        reason: String,
+    },
+    /// The authorization flow failed.
+    Authorization(AuthError),
+    /// The local server could not be started (why, clipped).
+    SpawnFailed(String),
+    /// The local server exited while the request awaited its answer (its stderr clipped).
+    Exited { status: Option<i32>, stderr: String },
+    /// The caller cancelled.
+    Cancelled,
+}
+
+impl Failure {
+    /// A local server that did not start: the driver's words, or its grant ran out (`None`).
+    pub(super) fn spawn(error: Option<&TransportError>) -> Self {
+        Self::SpawnFailed(error.map_or_else(
+            || "it did not start within its grant".to_owned(),
+            |e| clip(&e.detail, QUOTE_LIMIT),
+        ))
+    }
+
+    /// The error on `server` for the request `method`.
+    pub(super) fn into_error(self, server: String, method: &'static str) -> Error {
+        match self {
+            Self::Spent { budget, leg } => Error::BudgetExhausted {
+                server,
+                budget,
+                method,
+                leg,
+            },
+            Self::TimedOut(grant) => Error::LegTimedOut {
+                server,
+                method,
+                grant,
+            },
+            Self::Transport { grant, error } => {
+                transport_failure(server, method, grant, error.as_ref())
+            }
+            Self::Status(status) => Error::HttpStatus {
+                server,
+                method,
+                status,
+            },
+            Self::ContentType(content_type) => Error::UnsupportedContentType {
+                server,
+                method,
+                content_type,
+            },
+            Self::Malformed(detail) => Error::Malformed {
+                server,
+                method,
+                detail,
+            },
+            Self::TooLarge(limit) => Error::AnswerTooLarge {
+                server,
+                method,
+                limit,
+            },
+            Self::JsonRpc {
+                code,
+                message,
+                data,
+            } => Error::JsonRpc {
+                server,
+                method,
+                code,
+                message,
+                data,
+            },
+            Self::SessionExpired => Error::SessionExpired { server, method },
+            Self::Version(version) => Error::UnsupportedProtocolVersion { server, version },
+            Self::Skill { uri, reason } => Error::SkillRejected {
+                server,
+                uri,
+                reason,
+            },
+            Self::RepeatedCursor(cursor) => Error::RepeatedCursor { server, cursor },
+            Self::TooManyPages(pages) => Error::TooManyPages { server, pages },
+            Self::AuthorizationRequired { issuer, reason } => Error::AuthorizationRequired {
+                server,
+                method,
+                issuer,
+                reason,
+            },
+            Self::Authorization(error) => Error::Authorization { server, error },
+            Self::SpawnFailed(reason) => Error::SpawnFailed { server, reason },
+            Self::Exited { status, stderr } => Error::ServerExited {
+                server,
+                method,
+                status,
+                stderr,
+            },
+            Self::Cancelled => Error::Cancelled { server, method },
+        }
+    }
+}
 
 /// The error of the request `method` on `server` whose leg, granted `grant`, failed with
 /// `error` in the transport; `None` (or a transport timeout) is that leg running out.
-pub(super) fn transport_failure(
+fn transport_failure(
     server: String,
     method: &'static str,
     grant: Duration,

@@ -3,8 +3,8 @@
 //!
 //! Every leg and the person's authorization step are granted here, by [`Grants::grant`], and
 //! nowhere else: the refusal rule is one `match`. A granted leg enters the leg table with its
-//! end armed in the timer table ([`Grants::hand_out`]); the operation reads the table, never
-//! the clock. A leg that leaves the table is reported ([`LegReport`], how it ended by what
+//! end armed in the timer table ([`Grants::hand_out`], and [`Grants::hand_out_person`] for the
+//! person's step); the operation reads the table, never the clock. A leg that leaves the table is reported ([`LegReport`], how it ended by what
 //! the operation saw of it), so every leg handed out has exactly one report. This module
 //! decides what a spent budget means for each kind of leg; it never builds a request and
 //! never ends the operation (it tells the operation how: [`Refusal`]).
@@ -13,11 +13,13 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::driving::{
-    CANCEL_NOTICE_GRANT, Leg, LegEnd, LegId, LegKind, LegReport, TransportErrorKind,
+    Authorize, CANCEL_NOTICE_GRANT, Leg, LegEnd, LegId, LegKind, LegReport, TransportError,
+    TransportErrorKind,
 };
-use super::legs::{InFlight, LegTable, Reading, Role};
+use super::legs::{InFlight, LegTable, Role};
 use super::timers::{Timer, TimerTable};
 use crate::deadline::{Budget, OperationDeadline};
+use crate::tls::TlsProblem;
 
 /// What asks for a grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,8 +233,6 @@ impl Grants {
                 exited: false,
                 status: 0,
                 written: false,
-                session_id: None,
-                reading: Reading::Head,
             },
         );
         self.timers.set(Timer::LegEnd(role), ends_at);
@@ -245,6 +245,30 @@ impl Grants {
         }
     }
 
+    /// Arms the person's step, granted `grant` at `now`, and hands it out to show `url`.
+    pub(super) fn hand_out_person(
+        &mut self,
+        url: String,
+        grant: Duration,
+        now: Instant,
+    ) -> Authorize {
+        let ends_at = now.checked_add(grant).unwrap_or(now);
+        self.timers.set(Timer::Person, ends_at);
+        Authorize {
+            url,
+            timeout: grant,
+            ends_at,
+        }
+    }
+
+    /// The operation waits for its session, at most to the budget's end (then what it waited
+    /// for is refused unsent): the instant of the next timer.
+    pub(super) fn await_session(&mut self, now: Instant) -> Instant {
+        let end = self.end_or(now);
+        self.timers.set(Timer::SessionWait, end);
+        self.timers.next().unwrap_or(now)
+    }
+
     /// Forgets the leg in `role` and stops its timer.
     pub(super) fn end(&mut self, role: Role) -> Option<InFlight> {
         self.timers.stop(Timer::LegEnd(role));
@@ -255,10 +279,22 @@ impl Grants {
     }
 
     /// The role of leg `id`, if it is in flight: `Ok` while its grant lasts, `Err` when an
-    /// input for it came at or after its end (it times out).
-    pub(super) fn role_at(&self, id: LegId, now: Instant) -> Option<Result<Role, Role>> {
+    /// input for it came at or after its end (it times out). A leg that `failed` with a TLS
+    /// handshake that ran out of its grant is `Ok` however late that is reported (its end is
+    /// stopped: it does not time out twice).
+    pub(super) fn role_at(
+        &mut self,
+        id: LegId,
+        now: Instant,
+        failed: Option<&TransportError>,
+    ) -> Option<Result<Role, Role>> {
         let role = self.legs.find(id)?;
-        Some(if self.timers.is_due(Timer::LegEnd(role), now) {
+        let timer = Timer::LegEnd(role);
+        if failed.is_some_and(|e| e.kind == TransportErrorKind::Tls(TlsProblem::TimedOut)) {
+            self.timers.stop(timer);
+            return Some(Ok(role));
+        }
+        Some(if self.timers.is_due(timer, now) {
             Err(role)
         } else {
             Ok(role)

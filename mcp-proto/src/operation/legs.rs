@@ -9,7 +9,6 @@
 use std::time::{Duration, Instant};
 
 use super::driving::{LegId, LegKind, TransportErrorKind};
-use crate::sse::SseParser;
 
 /// What the operation does with a leg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,11 +69,8 @@ pub(super) struct InFlight {
     /// The response's status, once its head is in.
     pub(super) status: u16,
     /// Over stdio: whether the driver reported the whole message written
-    /// ([`Operation::handle_sent`](super::Operation::handle_sent)).
+    /// ([`Input::Sent`](super::Input::Sent)).
     pub(super) written: bool,
-    /// The session id the server issued on this leg (`initialize` only).
-    pub(super) session_id: Option<String>,
-    pub(super) reading: Reading,
 }
 
 impl InFlight {
@@ -86,11 +82,6 @@ impl InFlight {
                 self.kind,
                 LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
             )
-    }
-
-    /// Whether its answer is an event stream being read.
-    pub(super) fn is_streaming(&self) -> bool {
-        matches!(self.reading, Reading::Sse { .. })
     }
 }
 
@@ -140,19 +131,4 @@ impl LegTable {
     pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
         self.slots.iter_mut().flatten()
     }
-}
-
-/// How far a leg's body has been read.
-#[derive(Debug)]
-pub(super) enum Reading {
-    /// Waiting for the head.
-    Head,
-    /// A JSON body, collected until it ends.
-    Json(Vec<u8>),
-    /// An event stream, parsed as it arrives.
-    Sse {
-        parser: SseParser,
-        /// Whether any message (not only priming events) came on it.
-        saw_message: bool,
-    },
 }

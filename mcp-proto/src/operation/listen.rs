@@ -5,12 +5,18 @@
 //! [`LISTEN_HEAD_WAIT`](super::LISTEN_HEAD_WAIT) (so the server has the stream before the tool that may use it runs),
 //! then goes out anyway. A stream the server refuses, breaks or closes is dropped without
 //! ending the operation: it is a convenience, never a reason to fail. This module reads the
-//! stream; the operation grants its leg and handles the messages it carries.
+//! stream, times the wait for its head and drops its leg; the operation grants the leg, and
+//! `replies` takes the messages it carries.
+
+use std::time::Instant;
 
 use http::{HeaderMap, StatusCode};
 
-use super::Action;
-use super::read::{decode, media_type};
+use super::grant::Grants;
+use super::legs::Role;
+use super::read::{Framed, Heard, decode, media_type};
+use super::timers::Timer;
+use super::{Action, LISTEN_HEAD_WAIT};
 use crate::config::SessionConfig;
 use crate::jsonrpc::{self, Incoming};
 use crate::sse::{SseEvent, SseParser};
@@ -24,8 +30,11 @@ pub(super) enum Listen {
     Due,
     /// Sent, its head not in yet.
     Opening,
-    /// Open and being read.
-    Open(SseParser),
+    /// Open and being read (`events`: what a chunk completed, kept between chunks).
+    Open {
+        parser: SseParser,
+        events: Vec<SseEvent>,
+    },
 }
 
 impl Listen {
@@ -52,42 +61,96 @@ impl Listen {
 }
 
 impl Listen {
-    /// The stream's head. Anything but a 2xx event stream means the server does not offer
-    /// one: false, and the operation goes on without it.
-    pub(super) fn head(&mut self, status: StatusCode, headers: &HeaderMap, cap: usize) -> bool {
+    /// The stream's leg went out at `now` and its grant ends at `ends_at`: the work waits for
+    /// its head, at most [`LISTEN_HEAD_WAIT`].
+    pub(super) fn sent(&mut self, now: Instant, ends_at: Instant, grants: &mut Grants) {
+        *self = Self::Opening;
+        let head_wait = now.checked_add(LISTEN_HEAD_WAIT).unwrap_or(now);
+        grants.timers.set(Timer::ListenHead, head_wait.min(ends_at));
+    }
+
+    /// The stream's head: the work waits no more. Anything but a 2xx event stream means the
+    /// server does not offer one: the stream is dropped, and the operation goes on without it.
+    pub(super) fn head(
+        &mut self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        cap: usize,
+        grants: &mut Grants,
+    ) -> Heard {
+        grants.timers.stop(Timer::ListenHead);
         if !matches!(self, Self::Opening)
             || !status.is_success()
             || media_type(headers) != "text/event-stream"
         {
-            *self = Self::Off;
-            return false;
+            self.off(grants);
+            return Heard::Over;
         }
-        *self = Self::Open(SseParser::new(cap));
-        true
+        *self = Self::Open {
+            parser: SseParser::new(cap),
+            events: Vec::new(),
+        };
+        Heard::More
     }
 
     /// The next chunk of the stream: the messages it completed (requests to answer,
-    /// notifications to report; responses do not belong here), and whether the stream broke
-    /// the rules (it is dropped; what came before the break is still delivered).
-    pub(super) fn chunk(
-        &mut self,
-        bytes: &[u8],
-        events: &mut Vec<SseEvent>,
-    ) -> (Vec<Incoming>, bool) {
-        let Self::Open(parser) = self else {
-            return (Vec::new(), true);
-        };
-        let fed = parser.feed(bytes, events);
+    /// notifications to report; responses belong on the stream of their request and are
+    /// dropped), and whether to read on. A stream that broke the rules is dropped; what came
+    /// before the break is still handed back.
+    pub(super) fn chunk(&mut self, bytes: &[u8], grants: &mut Grants) -> Framed {
         let mut messages = Vec::new();
-        for event in events.drain(..) {
-            if event.data.trim().is_empty() {
-                continue;
+        let broken = match self {
+            Self::Open { parser, events } => {
+                let fed = parser.feed(bytes, events);
+                let mut broken = fed.is_err();
+                for event in events.drain(..) {
+                    if event.data.trim().is_empty() {
+                        continue;
+                    }
+                    match decode(event.data.as_bytes()).map(jsonrpc::classify) {
+                        Ok(
+                            message @ (Incoming::Request { .. } | Incoming::Notification { .. }),
+                        ) => {
+                            messages.push(message);
+                        }
+                        Ok(_) => {}
+                        Err(_) => {
+                            broken = true;
+                            break;
+                        }
+                    }
+                }
+                broken
             }
-            match decode(event.data.as_bytes()) {
-                Ok(message) => messages.push(jsonrpc::classify(message)),
-                Err(_) => return (messages, true),
-            }
-        }
-        (messages, fed.is_err())
+            _ => true,
+        };
+        let then = if broken {
+            self.off(grants);
+            Heard::Over
+        } else {
+            Heard::More
+        };
+        Framed { messages, then }
+    }
+
+    /// The operation started over (another session, another era): the stream is dropped and,
+    /// when the configuration wants one and the era (`modern`) has it, opened again.
+    pub(super) fn restart(
+        &mut self,
+        grants: &mut Grants,
+        config: &SessionConfig,
+        action: &Action,
+        modern: bool,
+    ) {
+        self.off(grants);
+        *self = Self::for_operation(config, action, modern);
+    }
+
+    /// Drops the stream (its leg and the work's wait for its head); the operation goes on
+    /// without it.
+    pub(super) fn off(&mut self, grants: &mut Grants) {
+        *self = Self::Off;
+        grants.timers.stop(Timer::ListenHead);
+        grants.end(Role::Listen);
     }
 }

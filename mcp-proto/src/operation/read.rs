@@ -1,24 +1,29 @@
-//! Reading answers: the head's checks, a JSON body or an event stream, and the messages in
-//! them.
+//! Reading the work leg's answer: the head's checks, a JSON body or an event stream, and the
+//! messages in them.
 //!
-//! A work leg's reading goes `Head` -> `Json` (collected up to the body cap, then decoded at
-//! its end) or `Sse` (parsed incrementally; each event's message handled as it arrives, the
-//! leg over as soon as the answer is in). What an answer *means* is `answer`'s; what a server
-//! request gets is `replies`'; a stream that ends early is `resume`'s. Nothing here may read
-//! past the body cap or hold server text unclipped in an error.
+//! [`Reading`] is the work leg's answer as far as it has been read. Its head says how the body
+//! is read: `Json`, collected up to the body cap and decoded at its end, or `Sse`, parsed as it
+//! arrives. Every chunk, and the end, hands back the messages it completed, in order and up to
+//! the answer, and what follows them ([`Framed`]); `responses` routes the messages (a server's
+//! request to `replies`, a notification to the events, the answer to the operation). What
+//! follows is a [`Heard`], the decision every reading part returns and the operation acts on.
+//! What an answer *means* is `answer`'s; a stream that ends early is `resume`'s. Nothing here
+//! may read past the body cap, hold server text unclipped in a failure, or end the operation.
 
 use std::borrow::Cow;
-use std::time::Instant;
+use std::time::Duration;
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
-use super::authorize::Refused;
-use super::era::is_modern_error;
-use super::legs::{Reading, Role};
-use super::{LegKind, LegStatus, Operation};
-use crate::error::Error;
+use super::authorize::{Authorizing, Refused};
+use super::era::{EraState, Move, is_modern_error};
+use super::failure::Failure;
+use super::grant::Grants;
+use super::legs::Role;
+use super::view::View;
+use super::{LegKind, Outcome};
 use crate::jsonrpc::{self, Incoming};
 use crate::sse::{SseError, SseEvent, SseParser};
 use crate::wire::{SESSION_HEADER, valid_session_id};
@@ -66,355 +71,338 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Map<String, Value>, BadMessage> {
     }
 }
 
-impl Operation {
-    /// The work leg's head: its status, its session id, and how to read its body.
-    pub(super) fn work_head(&mut self, status: StatusCode, headers: &HeaderMap) -> LegStatus {
-        let cap = self.session.config().body_cap();
-        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
-            return LegStatus::Complete;
-        };
-        if !matches!(leg.reading, Reading::Head) {
-            return LegStatus::Complete;
+/// What a leg's response (or, over stdio, a line, a write, the exit) says the operation must
+/// do: the decision every part that reads hands back, for the operation to act on.
+#[derive(Debug)]
+pub(super) enum Heard {
+    /// Read on.
+    More,
+    /// Nothing more: the leg is over as it should be, goes out again, or awaits its answer.
+    Over,
+    /// The answer to the awaited request (a result or an error), to read for what it means.
+    Answer(Incoming),
+    /// The server process started.
+    Started,
+    /// `notifications/initialized` was accepted (its body is not read).
+    Accepted,
+    /// The operation's result (a close's: the session, or the process, is gone).
+    Done(Outcome),
+    /// An answer moved the era: the request goes out again, in the era it moved to.
+    Moved(Move),
+    /// A `404` to a request that carried the session's id: the session is gone.
+    SessionLost,
+    /// A refusal with this status that no modern error explained: perhaps a legacy server's,
+    /// else the status is the error.
+    Refused(u16),
+    /// The event stream ended without the answer: it is resumed if it can be, else the
+    /// subscription it carried is over, else the operation fails with this.
+    EndedEarly(Failure),
+    /// The subscription is over: the server ended it (`by_server`), or the budget did.
+    SubscriptionEnded { by_server: bool },
+    /// The answer awaited can no longer come within the budget: the request timed out.
+    TimedOut,
+    /// The operation fails, about the request awaited.
+    Failed(Failure),
+}
+
+/// What a chunk or the end of a body completed.
+#[derive(Debug)]
+pub(super) struct Framed {
+    /// The messages, in order: the server's requests and notifications, and last the answer
+    /// (a result or an error) when it came; nothing after the answer is read.
+    pub(super) messages: Vec<Incoming>,
+    /// What follows them (when the answer came: [`Heard::Over`]).
+    pub(super) then: Heard,
+}
+
+impl Framed {
+    /// No message, only `then` (what a head says, for one).
+    pub(super) fn then(then: Heard) -> Self {
+        Self {
+            messages: Vec::new(),
+            then,
         }
-        leg.status = status.as_u16();
-        let (kind, carried_session, answers) = (leg.kind, leg.carried_session, leg.answers);
-        let method = answers.request_name();
+    }
+
+    fn answer(answer: Incoming) -> Self {
+        Self {
+            messages: vec![answer],
+            then: Heard::Over,
+        }
+    }
+}
+
+/// What the head of a work leg is checked against: the operation's other parts, borrowed for
+/// one head.
+pub(super) struct Context<'a> {
+    /// The legs in flight: a head that says all there is to say ends the work leg.
+    pub(super) grants: &'a mut Grants,
+    /// It notes the server's DPoP nonce, forgets a refused token and is reset by a close.
+    pub(super) session: &'a mut View,
+    /// It says what a refusal that asks for authorization means.
+    pub(super) auth: &'a mut Authorizing,
+    /// Whether a JSON refusal may carry a modern error (the era is modern, or still open).
+    pub(super) era: &'a EraState,
+}
+
+/// The work leg's answer, as far as it has been read.
+#[derive(Debug, Default)]
+pub(super) struct Reading {
+    body: Body,
+    /// The body cap, from the head on.
+    cap: usize,
+    /// Whether any message (not only priming events) came on the stream.
+    saw_message: bool,
+    /// The session id the server issued with the head (`initialize` only).
+    session_id: Option<String>,
+    /// The events a chunk completed, kept between chunks to spare an allocation each.
+    events: Vec<SseEvent>,
+}
+
+/// How the body is read.
+#[derive(Debug, Default)]
+enum Body {
+    /// Waiting for the head.
+    #[default]
+    Head,
+    /// A JSON body, collected until it ends.
+    Json(Vec<u8>),
+    /// An event stream, parsed as it arrives.
+    Sse(SseParser),
+}
+
+impl Reading {
+    /// A new work leg went out: nothing of it is read yet.
+    pub(super) fn restart(&mut self) {
+        self.body = Body::Head;
+        self.saw_message = false;
+        self.session_id = None;
+        self.events.clear();
+    }
+
+    /// Whether the answer is an event stream being read.
+    pub(super) fn is_streaming(&self) -> bool {
+        matches!(self.body, Body::Sse(_))
+    }
+
+    /// The `retry` the event stream asked for, if it did.
+    pub(super) fn retry(&self) -> Option<Duration> {
+        match &self.body {
+            Body::Sse(parser) => parser.retry(),
+            _ => None,
+        }
+    }
+
+    /// The id of the last event the stream carried, if any.
+    pub(super) fn last_event_id(&self) -> Option<&str> {
+        match &self.body {
+            Body::Sse(parser) => parser.last_event_id(),
+            _ => None,
+        }
+    }
+
+    /// Takes the session id the head issued (`initialize` only).
+    pub(super) fn take_session_id(&mut self) -> Option<String> {
+        self.session_id.take()
+    }
+
+    /// The head of the answer to the work leg, of `kind`, with `status` and `headers`: how
+    /// its body is read, or what it means instead (then the leg is over: it leaves the table).
+    /// `carried_session`: its request carried the session's id. A second head is ignored.
+    pub(super) fn head(
+        &mut self,
+        (kind, carried_session): (LegKind, bool),
+        status: StatusCode,
+        headers: &HeaderMap,
+        ctx: Context<'_>,
+    ) -> Heard {
+        if !matches!(self.body, Body::Head) {
+            return Heard::Over;
+        }
+        let Context {
+            grants,
+            session,
+            auth,
+            era,
+        } = ctx;
+        let cap = session.config().body_cap();
         if kind == LegKind::Close {
             // 404: already gone; 405: the server does not end sessions on request.
-            self.grants.end(Role::Work);
-            self.session.reset();
-            if status.is_success()
+            session.reset();
+            let gone = status.is_success()
                 || status == StatusCode::NOT_FOUND
-                || status == StatusCode::METHOD_NOT_ALLOWED
-            {
-                self.finish(Ok(super::Outcome::Closed));
-            } else {
-                self.fail(|server| Error::HttpStatus {
-                    server,
-                    method,
-                    status: status.as_u16(),
-                });
+                || status == StatusCode::METHOD_NOT_ALLOWED;
+            if !gone {
+                return Heard::Failed(Failure::Status(status.as_u16()));
             }
-            return LegStatus::Complete;
+            grants.end(Role::Work);
+            return Heard::Done(Outcome::Closed);
         }
-        self.session.note_dpop_nonce(headers);
-        if let Some(refused) = self.auth.refused(status, headers, &mut self.session) {
-            self.grants.end(Role::Work);
+        session.note_dpop_nonce(headers);
+        if let Some(refused) = auth.refused(status, headers, session) {
             if refused == Refused::Unconfigured {
-                self.fail(|server| Error::AuthorizationRequired {
-                    server,
-                    method,
+                return Heard::Failed(Failure::AuthorizationRequired {
                     issuer: None,
                     reason: "no OAuth client is configured for it".to_owned(),
                 });
             }
-            return LegStatus::Complete;
+            // The request goes out again (with a fresh DPoP nonce, or once the session says
+            // so): this leg is over.
+            grants.end(Role::Work);
+            return Heard::Over;
         }
         if status == StatusCode::NOT_FOUND && carried_session {
-            // Named after the request whose answer was awaited (a resumption's GET serves it).
-            self.session_lost(answers);
-            return LegStatus::Complete;
+            return Heard::SessionLost;
         }
         // A modern server explains a refusal (400, 404) with a JSON-RPC error in the body: it
         // is read (under the body cap) so that `-32022` can name the versions to retry with,
         // and so that a refusal that is not a modern error can mean a legacy server.
-        let explained = (self.era.modern().is_some() || self.era.is_open())
+        let explained = (era.modern().is_some() || era.is_open())
             && status.is_client_error()
             && media_type(headers) == "application/json";
-        // Nothing a modern server would say: perhaps a legacy server refused the modern request.
-        if !explained && self.fell_back_after(status.as_u16()) {
-            return LegStatus::Complete;
+        if !explained && !status.is_success() {
+            return Heard::Refused(status.as_u16());
         }
-        if !status.is_success() && !explained {
-            self.fail(|server| Error::HttpStatus {
-                server,
-                method,
-                status: status.as_u16(),
-            });
-            return LegStatus::Complete;
-        }
-        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
-            return LegStatus::Complete;
-        };
         if kind == LegKind::Initialized {
             // A notification's answer is not read: 202 without a body is the norm, and any
             // 2xx, with or without a body, is accepted.
-            self.grants.end(Role::Work);
-            self.handshake_confirmed();
-            return LegStatus::Complete;
+            grants.end(Role::Work);
+            return Heard::Accepted;
         }
         if kind == LegKind::Initialize {
             if let Some(raw) = headers.get(SESSION_HEADER) {
                 if !valid_session_id(raw.as_bytes()) {
                     let shown = clip(&String::from_utf8_lossy(raw.as_bytes()), QUOTE_LIMIT);
-                    self.fail(|server| Error::Malformed {
-                        server,
-                        method,
-                        detail: format!(
-                            "the session id \"{shown}\" is not 1 to 256 visible ASCII characters, so it is not echoed"
-                        ),
-                    });
-                    return LegStatus::Complete;
+                    return Heard::Failed(Failure::Malformed(format!(
+                        "the session id \"{shown}\" is not 1 to 256 visible ASCII characters, so it is not echoed"
+                    )));
                 }
-                leg.session_id = Some(String::from_utf8_lossy(raw.as_bytes()).into_owned());
+                self.session_id = Some(String::from_utf8_lossy(raw.as_bytes()).into_owned());
             }
         }
         let declared_length = headers
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
-        match media_type(headers).as_ref() {
+        self.body = match media_type(headers).as_ref() {
             "" | "application/json" => {
                 if declared_length.is_some_and(|n| n > cap as u64) {
-                    self.fail(|server| Error::AnswerTooLarge {
-                        server,
-                        method,
-                        limit: cap,
-                    });
-                    return LegStatus::Complete;
+                    return Heard::Failed(Failure::TooLarge(cap));
                 }
                 // Reserve what the server announced (never past the cap): no regrowth.
                 let reserve = declared_length.map_or(0, |n| n.min(cap as u64) as usize);
-                leg.reading = Reading::Json(Vec::with_capacity(reserve));
+                Body::Json(Vec::with_capacity(reserve))
             }
-            "text/event-stream" => {
-                leg.reading = Reading::Sse {
-                    parser: SseParser::new(cap),
-                    saw_message: false,
-                };
-            }
-            other => {
-                let content_type = clip(other, QUOTE_LIMIT);
-                self.fail(|server| Error::UnsupportedContentType {
-                    server,
-                    method,
-                    content_type,
-                });
-                return LegStatus::Complete;
-            }
-        }
-        LegStatus::ReadMore
+            "text/event-stream" => Body::Sse(SseParser::new(cap)),
+            other => return Heard::Failed(Failure::ContentType(clip(other, QUOTE_LIMIT))),
+        };
+        self.cap = cap;
+        Heard::More
     }
 
-    /// The next chunk of the work leg's body.
-    pub(super) fn work_chunk(&mut self, chunk: &[u8]) -> LegStatus {
-        let cap = self.session.config().body_cap();
-        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
-            return LegStatus::Complete;
-        };
-        let method = leg.answers.request_name();
-        let mut events = std::mem::take(&mut self.scratch);
-        let fed = match &mut leg.reading {
-            Reading::Head => return LegStatus::Complete,
-            Reading::Json(buffer) => {
-                if buffer.len().saturating_add(chunk.len()) > cap {
-                    self.fail(|server| Error::AnswerTooLarge {
-                        server,
-                        method,
-                        limit: cap,
-                    });
-                    return LegStatus::Complete;
+    /// The next chunk of the body.
+    pub(super) fn chunk(&mut self, bytes: &[u8]) -> Framed {
+        match &mut self.body {
+            Body::Head => Framed::then(Heard::Over),
+            Body::Json(buffer) => {
+                if buffer.len().saturating_add(bytes.len()) > self.cap {
+                    return Framed::then(Heard::Failed(Failure::TooLarge(self.cap)));
                 }
-                buffer.extend_from_slice(chunk);
-                return LegStatus::ReadMore;
+                buffer.extend_from_slice(bytes);
+                Framed::then(Heard::More)
             }
-            Reading::Sse { parser, .. } => {
-                let fed = parser.feed(chunk, &mut events);
-                self.resume.saw_event_id(parser.last_event_id());
-                fed
-            }
-        };
-        let status = self.take_stream_events(&mut events, fed, cap);
-        self.scratch = events;
-        status
-    }
-
-    /// The work leg's body ended.
-    pub(super) fn work_end(&mut self, now: Instant) {
-        let cap = self.session.config().body_cap();
-        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
-            return;
-        };
-        let method = leg.answers.request_name();
-        match &mut leg.reading {
-            Reading::Head => {}
-            Reading::Json(buffer) => {
-                let buffer = std::mem::take(buffer);
-                let status = leg.status;
-                self.read_json_answer(&buffer, status);
-            }
-            Reading::Sse { parser, .. } => {
-                let mut events = std::mem::take(&mut self.scratch);
-                let fed = parser.finish(&mut events);
-                self.resume.saw_event_id(parser.last_event_id());
-                let status = self.take_stream_events(&mut events, fed, cap);
-                self.scratch = events;
-                if status == LegStatus::Complete {
-                    return;
-                }
-                if self.schedule_resumption(now) {
-                    return;
-                }
-                if self.awaited().0 == LegKind::Subscribe {
-                    // The server closed the subscription's stream: it is over.
-                    self.subscription_ended(true);
-                    return;
-                }
-                let saw_message = matches!(
-                    self.grants.legs.get(Role::Work).map(|l| &l.reading),
-                    Some(Reading::Sse {
-                        saw_message: true,
-                        ..
-                    })
-                );
-                let detail = if saw_message {
-                    "the event stream carried no response to the request"
-                } else {
-                    "the event stream carried no message"
-                };
-                self.fail(|server| Error::Malformed {
-                    server,
-                    method,
-                    detail: detail.to_owned(),
-                });
+            Body::Sse(parser) => {
+                let fed = parser.feed(bytes, &mut self.events);
+                self.frame_events(fed)
             }
         }
     }
 
-    fn take_stream_events(
-        &mut self,
-        events: &mut Vec<SseEvent>,
-        fed: Result<(), SseError>,
-        cap: usize,
-    ) -> LegStatus {
-        let Some(method) = self
-            .grants
-            .legs
-            .get(Role::Work)
-            .map(|l| l.answers.request_name())
-        else {
-            return LegStatus::Complete;
-        };
-        // Events completed before a parse error are still handled: an answer that arrived
-        // before the stream went bad is a good answer.
-        let mut complete = false;
-        for event in events.drain(..) {
-            if complete || !self.grants.legs.is_busy(Role::Work) {
+    /// The body ended; `status` is the head's, `modern` whether the operation speaks the
+    /// modern era (any JSON-RPC error then explains a refusal).
+    pub(super) fn end(&mut self, status: u16, modern: bool) -> Framed {
+        match &mut self.body {
+            Body::Head => Framed::then(Heard::Over),
+            Body::Json(buffer) => {
+                let body = std::mem::take(buffer);
+                json_answer(&body, status, modern)
+            }
+            Body::Sse(parser) => {
+                let fed = parser.finish(&mut self.events);
+                let mut framed = self.frame_events(fed);
+                if matches!(framed.then, Heard::More) {
+                    let detail = if self.saw_message {
+                        "the event stream carried no response to the request"
+                    } else {
+                        "the event stream carried no message"
+                    };
+                    framed.then = Heard::EndedEarly(Failure::Malformed(detail.to_owned()));
+                }
+                framed
+            }
+        }
+    }
+
+    /// The messages of the events the parser completed, up to the answer; when no answer came,
+    /// what the parser's verdict `fed` means. Events completed before a parse error are still
+    /// handed back: an answer that arrived before the stream went bad is a good answer.
+    fn frame_events(&mut self, fed: Result<(), SseError>) -> Framed {
+        let mut messages = Vec::new();
+        for event in self.events.drain(..) {
+            if event.data.trim().is_empty() {
+                // A priming event (an id and empty data) or a keep-alive.
                 continue;
             }
-            complete = self.read_stream_event(&event) == LegStatus::Complete;
-        }
-        if complete || !self.grants.legs.is_busy(Role::Work) {
-            return LegStatus::Complete;
-        }
-        match fed {
-            Ok(()) => LegStatus::ReadMore,
-            Err(SseError::EventTooLarge { .. }) => {
-                self.fail(|server| Error::AnswerTooLarge {
-                    server,
-                    method,
-                    limit: cap,
-                });
-                LegStatus::Complete
-            }
-            Err(err) => {
-                let detail = err.to_string();
-                self.fail(|server| Error::Malformed {
-                    server,
-                    method,
-                    detail,
-                });
-                LegStatus::Complete
-            }
-        }
-    }
-
-    fn read_stream_event(&mut self, event: &SseEvent) -> LegStatus {
-        let Some(leg) = self.grants.legs.get_mut(Role::Work) else {
-            return LegStatus::Complete;
-        };
-        let method = leg.answers.request_name();
-        if event.data.trim().is_empty() {
-            // A priming event (an id and empty data) or a keep-alive.
-            return LegStatus::ReadMore;
-        }
-        let message = match decode(event.data.as_bytes()) {
-            Ok(message) => message,
-            Err(bad) => {
-                let detail = bad.detail("an event's data", "an event's data");
-                self.fail(|server| Error::Malformed {
-                    server,
-                    method,
-                    detail,
-                });
-                return LegStatus::Complete;
-            }
-        };
-        if let Reading::Sse { saw_message, .. } = &mut leg.reading {
-            *saw_message = true;
-        }
-        match self.server_message(jsonrpc::classify(message)) {
-            Some(answer @ (Incoming::Result { .. } | Incoming::Error { .. })) => {
-                self.read_answer(answer);
-                LegStatus::Complete
-            }
-            _ => LegStatus::ReadMore,
-        }
-    }
-
-    fn read_json_answer(&mut self, body: &[u8], status: u16) {
-        let Some(method) = self
-            .grants
-            .legs
-            .get(Role::Work)
-            .map(|l| l.answers.request_name())
-        else {
-            return;
-        };
-        let malformed = |detail: String| {
-            move |server| Error::Malformed {
-                server,
-                method,
-                detail,
-            }
-        };
-        if !(200..300).contains(&status) {
-            // A refusal's body: a JSON-RPC error explains it, anything else leaves the status.
-            let error = decode(body).map(jsonrpc::classify);
-            match error {
-                // In the legacy era only a modern error explains a refusal (it can move the
-                // operation to the modern era); any other keeps the status as the error.
-                Ok(error @ Incoming::Error { .. })
-                    if self.era.modern().is_some()
-                        || error.error_code().is_some_and(is_modern_error) =>
-                {
-                    self.read_answer(error);
+            let message = match decode(event.data.as_bytes()) {
+                Ok(message) => jsonrpc::classify(message),
+                Err(bad) => {
+                    let detail = bad.detail("an event's data", "an event's data");
+                    let then = Heard::Failed(Failure::Malformed(detail));
+                    return Framed { messages, then };
                 }
-                _ if self.fell_back_after(status) => {}
-                _ => self.fail(|server| Error::HttpStatus {
-                    server,
-                    method,
-                    status,
-                }),
+            };
+            self.saw_message = true;
+            match message {
+                Incoming::Neither => {}
+                answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
+                    messages.push(answer);
+                    let then = Heard::Over;
+                    return Framed { messages, then };
+                }
+                message => messages.push(message),
             }
-            return;
         }
-        if body.iter().all(u8::is_ascii_whitespace) {
-            self.fail(malformed(format!("empty body with status {status}")));
-            return;
-        }
-        let message = match decode(body) {
-            Ok(message) => message,
-            Err(bad) => {
-                self.fail(malformed(bad.detail("the answer", "the body")));
-                return;
-            }
+        let then = match fed {
+            Ok(()) => Heard::More,
+            Err(SseError::EventTooLarge { .. }) => Heard::Failed(Failure::TooLarge(self.cap)),
+            Err(err) => Heard::Failed(Failure::Malformed(err.to_string())),
         };
-        match jsonrpc::classify(message) {
-            answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => self.read_answer(answer),
-            Incoming::Request { .. } | Incoming::Notification { .. } | Incoming::Neither => {
-                self.fail(malformed("neither a result nor an error".to_owned()));
+        Framed { messages, then }
+    }
+}
+
+/// A whole JSON body with `status`: the answer, or why there is none.
+fn json_answer(body: &[u8], status: u16, modern: bool) -> Framed {
+    let malformed = |detail: String| Framed::then(Heard::Failed(Failure::Malformed(detail)));
+    if !(200..300).contains(&status) {
+        // A refusal's body: a JSON-RPC error explains it, anything else leaves the status. In
+        // the legacy era only a modern error explains a refusal (it can move the operation to
+        // the modern era); any other keeps the status as the error.
+        return match decode(body).map(jsonrpc::classify) {
+            Ok(error @ Incoming::Error { .. })
+                if modern || error.error_code().is_some_and(is_modern_error) =>
+            {
+                Framed::answer(error)
             }
-        }
+            _ => Framed::then(Heard::Refused(status)),
+        };
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return malformed(format!("empty body with status {status}"));
+    }
+    match decode(body).map(jsonrpc::classify) {
+        Ok(answer @ (Incoming::Result { .. } | Incoming::Error { .. })) => Framed::answer(answer),
+        Ok(_) => malformed("neither a result nor an error".to_owned()),
+        Err(bad) => malformed(bad.detail("the answer", "the body")),
     }
 }

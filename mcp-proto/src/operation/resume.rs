@@ -4,12 +4,27 @@
 //!
 //! A resumption is never scheduled when the pause would end at or past the deadline: the
 //! answer cannot come in time, and the operation says so at once instead of idling. This
-//! module plans; the operation grants the resumption's leg and arms the pause.
+//! module plans, ends the broken stream's leg and arms the pause ([`Resumed`]); the operation
+//! grants the resumption's leg.
 
 use std::time::{Duration, Instant};
 
-use super::legs::{InFlight, Reading};
+use super::grant::Grants;
+use super::legs::{InFlight, Role};
+use super::timers::Timer;
 use super::{DEFAULT_RETRY, LegKind, MAX_REISSUES, MAX_RESUMPTIONS};
+
+/// What becomes of a work stream that ended before its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Resumed {
+    /// It is resumed after a pause, or its request goes out again: the leg is over.
+    Later,
+    /// The pause would spend the rest of the budget and leave nothing for the GET: the
+    /// awaited request times out now rather than idle until the deadline.
+    TooLate,
+    /// It cannot be resumed.
+    Not,
+}
 
 /// Where the work stream stopped, and the resumption waiting to go out.
 #[derive(Debug, Default)]
@@ -77,21 +92,24 @@ impl Resumption {
 }
 
 impl Resumption {
-    /// The work stream `leg` ended at `now` without its answer. If it carried an event id,
-    /// the server may have closed it on purpose (protocol 2025-11-25) and will answer on a
-    /// resumed stream: the instant the pause for the server's `retry` ends, and what the
-    /// resumed stream is to carry. `None` when the stream cannot be resumed.
-    pub(super) fn plan(&self, leg: &InFlight, now: Instant) -> Option<(Instant, Awaited)> {
+    /// The work stream `leg` ended at `now` without its answer; `retry` is what the stream
+    /// asked for, if anything. If it carried an event id, the server may have closed it on
+    /// purpose (protocol 2025-11-25) and will answer on a resumed stream: the instant the
+    /// pause for the server's `retry` ends, and what the resumed stream is to carry. `None`
+    /// when the stream cannot be resumed.
+    fn plan(
+        &self,
+        leg: &InFlight,
+        retry: Option<Duration>,
+        now: Instant,
+    ) -> Option<(Instant, Awaited)> {
         let resumable = leg.request_id.is_some()
             && self.last_event_id.is_some()
             && self.count < MAX_RESUMPTIONS;
         if !resumable {
             return None;
         }
-        let retry = match &leg.reading {
-            Reading::Sse { parser, .. } => parser.retry().unwrap_or(DEFAULT_RETRY),
-            _ => DEFAULT_RETRY,
-        };
+        let retry = retry.unwrap_or(DEFAULT_RETRY);
         let awaited = Awaited {
             answers: leg.answers,
             request_id: leg.request_id,
@@ -100,15 +118,51 @@ impl Resumption {
         Some((now.checked_add(retry).unwrap_or(now), awaited))
     }
 
-    /// The pause is on: the resumption waits to go out.
-    pub(super) fn pause(&mut self, awaited: Awaited) {
+    /// The work stream ended at `now` without its answer (`retry`: what it asked for): in the
+    /// `modern` era its request goes out again, in the legacy era it is resumed after a pause
+    /// (its leg ends, the pause's timer is armed), when it can be.
+    pub(super) fn after_early_end(
+        &mut self,
+        grants: &mut Grants,
+        retry: Option<Duration>,
+        now: Instant,
+        modern: bool,
+    ) -> Resumed {
+        if modern {
+            return if self.reissue(grants) {
+                Resumed::Later
+            } else {
+                Resumed::Not
+            };
+        }
+        let work = grants.legs.get(Role::Work);
+        let Some((at, awaited)) = work.and_then(|leg| self.plan(leg, retry, now)) else {
+            return Resumed::Not;
+        };
+        if grants.ends_by(at) {
+            return Resumed::TooLate;
+        }
+        grants.end(Role::Work);
         self.awaited = Some(awaited);
+        grants.timers.set(Timer::ResumePause, at);
+        Resumed::Later
+    }
+
+    /// A modern answer stream broke before its answer (or ended without it): the work leg in
+    /// flight is over and its request goes out again (see [`Resumption::reissues`]). Returns
+    /// whether it will.
+    pub(super) fn reissue(&mut self, grants: &mut Grants) -> bool {
+        if !grants.legs.is_busy(Role::Work) || !self.reissues() {
+            return false;
+        }
+        grants.end(Role::Work);
+        true
     }
 
     /// The modern era has no resumption: a stream that broke before its answer lost the
     /// request, which goes out again as a new request (a new id, a new leg, the same budget),
     /// at most [`MAX_REISSUES`] times. Returns whether it may once more.
-    pub(super) fn reissue(&mut self) -> bool {
+    fn reissues(&mut self) -> bool {
         if self.reissues >= MAX_REISSUES {
             return false;
         }

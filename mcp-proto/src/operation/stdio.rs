@@ -1,182 +1,219 @@
-//! The stdio transport's side of an operation: the process as a leg, one shared stdout cut
-//! into lines and matched to requests by id, and the process's end.
+//! The stdio transport's side of an operation: the server's one stdout, cut into lines and
+//! each read as a message, as noise, or as a line past the cap; what a line written means; and
+//! the process's end.
 //!
 //! Over stdio a leg is one line written to the server's stdin: the leg's request body, its
-//! newline included (write it as it is). A notification, an answer to a
-//! server request or a cancel notice is over once written ([`Operation::handle_sent`]); a
-//! request waits for the line on stdout whose id is its own, under its grant. Lines arrive on
-//! one stream for everything ([`Operation::handle_stdout`]): an answer to a request that
-//! already timed out is dropped by its id, notifications become events, a legacy server's
-//! requests are answered, and a line that is not JSON-RPC at all is skipped and reported
-//! ([`Event::StdoutNoise`]): the spec forbids such lines, real servers print banners, and
-//! skipping keeps them usable while the caller still sees what was skipped. A line past the
-//! body cap ends the awaited request ([`Error::AnswerTooLarge`]) and is skipped to its end
-//! with bounded memory.
+//! newline included (write it as it is). A notification, an answer to a server request or a
+//! cancel notice is over once written ([`Input::Sent`](super::Input::Sent)); a request waits
+//! for the line on stdout whose id is its own, under its grant. Lines arrive on one stream for
+//! everything ([`Input::Stdout`](super::Input::Stdout)): an answer to a request that already
+//! timed out is dropped by its id ([`answers`]), notifications become events, a legacy
+//! server's requests are answered, and a line that is not JSON-RPC at all is skipped and
+//! reported ([`Event::StdoutNoise`]): the spec forbids such lines, real servers print banners,
+//! and skipping keeps them usable while the caller still sees what was skipped. A line past
+//! the body cap ends the awaited request
+//! ([`Error::AnswerTooLarge`](crate::Error::AnswerTooLarge)) and is skipped to its end with
+//! bounded memory.
 //!
 //! The process itself is a leg too ([`LegKind::Spawn`]): an operation that finds no process
 //! running starts one, under a grant from its budget, and a process that exits ends the
-//! request awaiting it with [`Error::ServerExited`] (its stderr's last words quoted); the next
-//! operation starts it again. A message whose writing did not complete (its grant ran out
-//! while the server was not reading, or the caller cancelled) may have left part of a line
-//! that no later message can follow: the operation then ends the process at once
-//! ([`LegKind::Kill`]) before it hands out its result. This module never reads a pipe or a
-//! clock.
+//! request awaiting it with [`Error::ServerExited`](crate::Error::ServerExited) (its stderr's
+//! last words quoted); the next operation starts it again. A message whose writing did not
+//! complete (its grant ran out while the server was not reading, or the caller cancelled) may
+//! have left part of a line that no later message can follow: the operation then ends the
+//! process at once ([`LegKind::Kill`]) before it hands out its result.
+//!
+//! [`Stdout`] holds the framer the session lent and hands back, line by line, what the
+//! operation must do ([`Heard`]); the legs that are over leave the leg table here. This module
+//! never reads a pipe or a clock, and never ends the operation.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::legs::Role;
-use super::read::decode;
-use super::{Event, LegId, LegKind, Operation, ProcessExit};
-use crate::error::Error;
+use super::close::Closing;
+use super::failure::Failure;
+use super::grant::Grants;
+use super::legs::{LegTable, Role};
+use super::read::{Heard, decode};
+use super::replies::Replies;
+use super::timers::Timer;
+use super::view::View;
+use super::{Event, LegId, LegKind, Outcome, ProcessExit};
+use crate::config::SessionConfig;
 use crate::jsonrpc::{self, Incoming, RequestId};
-use crate::transport::Framed;
+use crate::transport::{Framed, LineFramer};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
-impl Operation {
-    /// Over stdio: the message of leg `id` was written to the server's stdin (for a
-    /// [`LegKind::Spawn`] leg: the process started). A notification or an answer is over
-    /// then; a request now awaits its answer on stdout.
-    pub(super) fn handle_sent(&mut self, id: LegId, now: Instant) {
-        let Some(role) = self.in_time(id, now) else {
-            return;
-        };
-        let Some(kind) = self.grants.legs.get(role).map(|leg| leg.kind) else {
-            return;
-        };
-        match kind {
-            LegKind::Spawn => {
-                self.grants.end(role);
-                self.session.process_started();
-                self.next = super::work_or_handshake(self.era.modern(), &self.session);
+/// What the lines are read against: the operation's other parts, borrowed for one line.
+pub(super) struct Lines<'a> {
+    /// The server's own messages go there, and their events (and the noise) to `events`.
+    pub(super) replies: &'a mut Replies,
+    pub(super) events: &'a mut VecDeque<Event>,
+    pub(super) config: &'a SessionConfig,
+    /// The work leg in flight, if any: the request whose answer a response may be.
+    pub(super) legs: &'a LegTable,
+    /// Whether the operation has its result: no message matters any more.
+    pub(super) finished: bool,
+}
+
+/// The server's stdout: the session's framer, with any partial line the last operation left,
+/// lent to this operation and handed back when it ends.
+#[derive(Debug)]
+pub(super) struct Stdout {
+    framer: LineFramer,
+    /// Whether the framer is the session's (it goes back); else a fresh one of this operation.
+    lent: bool,
+    /// Lines framed and not read yet, oldest first.
+    lines: VecDeque<Framed>,
+    /// A close of the process: which of its steps is next.
+    pub(super) closing: Closing,
+}
+
+impl Stdout {
+    /// The stdout an operation starts with: the session's `framer` when it lent one, else a
+    /// fresh one with lines of at most `cap` bytes.
+    pub(super) fn lent(framer: Option<LineFramer>, cap: usize) -> Self {
+        Self {
+            lent: framer.is_some(),
+            framer: framer.unwrap_or_else(|| LineFramer::new(cap)),
+            lines: VecDeque::new(),
+            closing: Closing::default(),
+        }
+    }
+
+    /// The next bytes the server wrote, as they came (any split): true when they completed a
+    /// line, to read with [`Stdout::next`].
+    pub(super) fn feed(&mut self, chunk: &[u8]) -> bool {
+        let mut framed = Vec::new();
+        self.framer.feed(chunk, &mut framed);
+        self.lines.extend(framed);
+        !self.lines.is_empty()
+    }
+
+    /// Reads the lines framed, in order, until one the operation must act on: the answer to
+    /// the awaited request, or a line past the cap while a request awaits its answer. `None`
+    /// once every line is read.
+    pub(super) fn next(&mut self, ctx: Lines<'_>) -> Option<Heard> {
+        while let Some(item) = self.lines.pop_front() {
+            let awaited = ctx.legs.get(Role::Work).and_then(|leg| leg.request_id);
+            let line = match item {
+                Framed::Line(line) => line,
+                Framed::TooLong if awaited.is_some() => {
+                    return Some(Heard::Failed(Failure::TooLarge(ctx.config.body_cap())));
+                }
+                Framed::TooLong => continue,
+            };
+            let message = match decode(&line).map(jsonrpc::classify) {
+                Ok(Incoming::Neither) | Err(_) => {
+                    let line = clip(&String::from_utf8_lossy(&line), QUOTE_LIMIT);
+                    ctx.events.push_back(Event::StdoutNoise { line });
+                    continue;
+                }
+                Ok(message) => message,
+            };
+            if ctx.finished {
+                continue;
             }
-            LegKind::Initialized => {
-                self.grants.end(role);
-                self.handshake_confirmed();
-            }
-            LegKind::Respond | LegKind::CancelNotice => {
-                self.grants.end(role);
-            }
-            // A step of a close: the wait for the exit begins (or goes on, after a SIGTERM).
-            LegKind::Shutdown | LegKind::Terminate => {
-                let ends_at = self.grants.end(role).map_or(now, |leg| leg.ends_at);
-                if let Some(at) = self.closing.done(kind, now, ends_at) {
-                    self.grants.timers.set(super::timers::Timer::CloseStep, at);
+            // A response: the awaited request's, or one that came too late for its own.
+            let answer = ctx.replies.take(message, ctx.config, ctx.events);
+            if let (Some(answer), Some(awaited)) = (answer, awaited) {
+                if answers(&answer, awaited) {
+                    return Some(Heard::Answer(answer));
                 }
             }
+        }
+        None
+    }
+
+    /// The leg in `role` was carried out at `now`: its message written (for a spawn: the
+    /// process started). A notification, an answer, a notice or a close's step is over then
+    /// (a step's wait for the exit begins); a request awaits its answer on stdout.
+    pub(super) fn sent(&mut self, role: Role, now: Instant, grants: &mut Grants) -> Heard {
+        let Some(leg) = grants.legs.get_mut(role) else {
+            return Heard::Over;
+        };
+        let kind = leg.kind;
+        match kind {
+            LegKind::Spawn
+            | LegKind::Initialized
+            | LegKind::Respond
+            | LegKind::CancelNotice
+            | LegKind::Shutdown
+            | LegKind::Terminate => {}
             // A request: its answer comes on stdout. A kill: its end is the exit.
             _ => {
-                if let Some(leg) = self.grants.legs.get_mut(role) {
-                    leg.written = true;
+                leg.written = true;
+                return Heard::Over;
+            }
+        }
+        let ends_at = grants.end(role).map_or(now, |leg| leg.ends_at);
+        match kind {
+            LegKind::Spawn => {
+                // A fresh process has no partial line.
+                self.framer.reset();
+                Heard::Started
+            }
+            LegKind::Initialized => Heard::Accepted,
+            // A step of a close: the wait for the exit begins (or goes on, after a SIGTERM).
+            LegKind::Shutdown | LegKind::Terminate => {
+                if let Some(at) = self.closing.done(kind, now, ends_at) {
+                    grants.timers.set(Timer::CloseStep, at);
                 }
+                Heard::Over
             }
+            _ => Heard::Over,
         }
     }
 
-    /// Over stdio: the next bytes the server wrote on its stdout, as they came (any split).
-    /// Feed them whenever they arrive, also while no leg awaits an answer.
-    pub(super) fn handle_stdout(&mut self, chunk: &[u8], now: Instant) {
-        let mut framed = Vec::new();
-        self.session.framer().feed(chunk, &mut framed);
-        for item in framed {
-            // A leg whose grant has ended by now times out before any line is read for it.
-            if let Some(id) = self.grants.legs.get(Role::Work).map(|leg| leg.id) {
-                let _ = self.in_time(id, now);
-            }
-            match item {
-                Framed::Line(line) => self.stdio_line(&line),
-                Framed::TooLong => self.stdio_line_too_long(),
-            }
-        }
-    }
-
-    /// Over stdio: the server process ended (or closed its stdout). A request awaiting its
-    /// answer fails with [`Error::ServerExited`]; a shutdown is complete.
-    pub(super) fn handle_exit(&mut self, exit: &ProcessExit, now: Instant) {
-        self.session.process_exited();
-        self.grants.exited();
-        let work = self.grants.legs.get(Role::Work);
-        let kind = work.map(|leg| leg.kind);
-        if self.closing.is_underway()
-            || matches!(
-                kind,
-                Some(LegKind::Shutdown | LegKind::Terminate | LegKind::Kill)
+    /// The server process ended (or closed its stdout) as `exit` says: `session` knows it, its
+    /// partial line is gone, and the legs in flight were cut off by it. A close (underway, or
+    /// a leg that ends the process) is complete; a request awaiting its answer fails with
+    /// [`Error::ServerExited`](crate::Error::ServerExited), unless its leg ran out first.
+    /// Returns the leg whose grant must still last for that, and what the operation must do.
+    pub(super) fn exited(
+        &mut self,
+        exit: &ProcessExit,
+        session: &mut View,
+        grants: &mut Grants,
+    ) -> (Option<LegId>, Heard) {
+        session.process_exited();
+        self.framer.reset();
+        grants.exited();
+        let work = grants.legs.get(Role::Work);
+        let ends_process = work.is_some_and(|leg| {
+            matches!(
+                leg.kind,
+                LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
             )
-        {
-            // A kill after the result (a half-written message) leaves the result as it was.
-            self.grants.end(Role::Work);
-            self.grants.timers.stop(super::timers::Timer::CloseStep);
-            self.finish(Ok(super::Outcome::Closed));
-            return;
-        }
-        let Some(leg) = work else {
-            return;
-        };
-        let (id, method) = (leg.id, leg.answers.request_name());
-        if self.in_time(id, now).is_none() {
-            return;
-        }
-        let (status, stderr) = (exit.status, clip(&exit.stderr, QUOTE_LIMIT));
-        self.fail(|server| Error::ServerExited {
-            server,
-            method,
-            status,
-            stderr,
         });
+        if self.closing.is_underway() || ends_process {
+            // A kill after the result (a half-written message) leaves the result as it was.
+            grants.end(Role::Work);
+            grants.timers.stop(Timer::CloseStep);
+            return (None, Heard::Done(Outcome::Closed));
+        }
+        let Some(id) = work.map(|leg| leg.id) else {
+            return (None, Heard::Over);
+        };
+        let (status, stderr) = (exit.status, clip(&exit.stderr, QUOTE_LIMIT));
+        (Some(id), Heard::Failed(Failure::Exited { status, stderr }))
     }
 
-    fn stdio_line(&mut self, line: &[u8]) {
-        let message = match decode(line).map(jsonrpc::classify) {
-            Ok(Incoming::Neither) | Err(_) => {
-                self.noise(line);
-                return;
-            }
-            Ok(message) => message,
-        };
-        if self.is_finished() {
-            return;
-        }
-        let Some(answer) = self.server_message(message) else {
-            return;
-        };
-        // A response: the awaited request's, or one that came too late for its own.
-        let awaited = self
-            .grants
-            .legs
-            .get(Role::Work)
-            .and_then(|leg| leg.request_id);
-        let Some(awaited) = awaited else {
-            return;
-        };
-        let ours = match &answer {
-            Incoming::Result { id, .. } => *id == Some(RequestId::Number(awaited)),
-            // An error naming no request (one the server could not read) is the awaited one's.
-            Incoming::Error { id, .. } => id.is_none() || *id == Some(RequestId::Number(awaited)),
-            _ => false,
-        };
-        if ours {
-            self.read_answer(answer);
-        }
+    /// The operation ended: the framer (and any partial line in it) for the session, when it
+    /// was the session's.
+    pub(super) fn hand_back(&mut self) -> Option<LineFramer> {
+        std::mem::take(&mut self.lent)
+            .then(|| std::mem::replace(&mut self.framer, LineFramer::new(0)))
     }
+}
 
-    fn noise(&mut self, line: &[u8]) {
-        let line = clip(&String::from_utf8_lossy(line), QUOTE_LIMIT);
-        self.events.push_back(Event::StdoutNoise { line });
-    }
-
-    fn stdio_line_too_long(&mut self) {
-        let cap = self.session.config().body_cap();
-        let awaiting = self
-            .grants
-            .legs
-            .get(Role::Work)
-            .filter(|leg| leg.request_id.is_some())
-            .map(|leg| leg.answers.request_name());
-        if let Some(method) = awaiting {
-            self.fail(|server| Error::AnswerTooLarge {
-                server,
-                method,
-                limit: cap,
-            });
-        }
+/// Whether the response `answer` is the one the request with JSON-RPC id `awaited` waits for:
+/// it carries that id, or it is an error naming no request (one the server could not read).
+pub(super) fn answers(answer: &Incoming, awaited: i64) -> bool {
+    let awaited = Some(RequestId::Number(awaited));
+    match answer {
+        Incoming::Result { id, .. } => *id == awaited,
+        Incoming::Error { id, .. } => id.is_none() || *id == awaited,
+        _ => false,
     }
 }

@@ -4,7 +4,7 @@
 //! a closed stream is resumed, the wait for the standalone stream's head that holds the work
 //! request back, the person's step, the wait for the session, and the waits between a local
 //! server's close steps. [`Output::Wait`](super::Output::Wait) is the table's minimum, and
-//! [`Operation::handle_timeout`](super::Operation::handle_timeout) expires whatever is due.
+//! [`Input::Timeout`](super::Input::Timeout) expires whatever is due.
 //! The table stores instants only; what an expiry means is decided by the operation.
 
 use std::time::Instant;
@@ -83,6 +83,14 @@ impl TimerTable {
     /// Whether `timer` is armed and due by `now`.
     pub(super) fn is_due(&self, timer: Timer, now: Instant) -> bool {
         self.get(timer).is_some_and(|at| at <= now)
+    }
+
+    /// Whether a wait holds the next leg back: the pause before a resumption, the work's
+    /// wait for the standalone stream's head, or the wait for a process to exit in a close.
+    pub(super) fn holds_back(&self) -> bool {
+        [Timer::ResumePause, Timer::ListenHead, Timer::CloseStep]
+            .into_iter()
+            .any(|timer| self.is_armed(timer))
     }
 
     /// The earliest armed timer.

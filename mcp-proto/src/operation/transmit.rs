@@ -1,19 +1,130 @@
-//! The request each leg carries: the JSON-RPC body, the era's metadata and headers.
+//! The request each leg carries: the JSON-RPC body, the era's metadata and headers, the token,
+//! the transport's framing.
 //!
 //! A request is built only after its leg was granted (`grant`): nothing of a refused leg
-//! exists. This module never grants, sends or reads anything.
+//! exists. What a leg carries is taken from the part that holds it only then ([`Sources`]: a
+//! resumption, an answer owed, the cancel notice), and the leg is handed out: entered in the
+//! leg table, its response not read yet. This module never grants, sends or reads anything.
+
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::answer::{Loading, Paging};
+use super::answer::{Answering, Loading, Paging};
+use super::ending::Ending;
+use super::grant::Grants;
+use super::legs::Role;
+use super::progress::Progress;
+use super::replies::Replies;
+use super::responses::Responses;
+use super::resume::Resumption;
 use super::view::View;
-use super::{Action, LegKind};
+use super::{Action, Leg, LegKind};
 use crate::jsonrpc;
 use crate::model::{ProtocolVersion, SessionInfo};
 use crate::wire;
 
+/// A request as a leg carries it (the body: JSON-RPC bytes, or over stdio the line).
+pub(super) type HttpRequest = http::Request<Vec<u8>>;
+
+/// A built request and what its answer answers: the request whose answer the leg reads (for
+/// a resumption, the original one) and the JSON-RPC id that answer must carry.
+pub(super) type Carried = (HttpRequest, (LegKind, Option<i64>));
+
+/// What any leg's request is built from: the operation's parts, borrowed for one leg.
+pub(super) struct Sources<'a> {
+    /// It lends the request id and presents the token.
+    pub(super) session: &'a mut View,
+    /// The action, its era, the handshake in force.
+    pub(super) progress: &'a Progress,
+    /// The listing's page, the skill's file, the input round.
+    pub(super) answering: &'a Answering,
+    /// The pending resumption, and the last event id.
+    pub(super) resume: &'a mut Resumption,
+    /// The answers owed to the server.
+    pub(super) replies: &'a mut Replies,
+    /// The cancel notice owed.
+    pub(super) ending: &'a mut Ending,
+    /// The leg table the leg enters, and the responses it is read by.
+    pub(super) grants: &'a mut Grants,
+    pub(super) responses: &'a mut Responses,
+}
+
+impl Sources<'_> {
+    /// Hands out a leg of `kind` at `now`, granted `grant`: its request built (`flow`: an auth
+    /// leg's, made by the authorization flow), the token on an MCP request and, over stdio,
+    /// framed as a line; a new work leg's response is read afresh, and the standalone
+    /// stream's head is awaited. `None` when what it would carry is gone.
+    pub(super) fn hand_out(
+        mut self,
+        kind: LegKind,
+        flow: Option<HttpRequest>,
+        grant: Duration,
+        now: Instant,
+    ) -> Option<Leg> {
+        let (request, answers) = self.carry(kind, flow, now)?;
+        if Role::of(kind) == Role::Work {
+            self.responses.reading.restart();
+        }
+        let leg = self.grants.hand_out(kind, request, grant, now, answers);
+        if kind == LegKind::Listen {
+            self.responses.listen.sent(now, leg.ends_at, self.grants);
+        }
+        Some(leg)
+    }
+
+    /// The request of a leg of `kind` built at `now`, and what its answer answers.
+    fn carry(
+        &mut self,
+        kind: LegKind,
+        built: Option<HttpRequest>,
+        now: Instant,
+    ) -> Option<Carried> {
+        let handshake = self.progress.handshake(self.session);
+        let wire = self.session.config().wire();
+        let (mut request, answers) = match kind {
+            LegKind::Resume => {
+                let (answers, request_id, _) = self.resume.take()?;
+                let request = wire.get(handshake, self.resume.last_event_id());
+                (request, (answers, request_id))
+            }
+            LegKind::Respond => (wire.post(self.replies.pop_body()?, handshake), (kind, None)),
+            LegKind::Listen => (wire.get(self.session.info(), None), (kind, None)),
+            LegKind::CancelNotice => {
+                let body = wire::cancelled(self.ending.take_notice()?);
+                (wire.post(body, handshake), (kind, None))
+            }
+            LegKind::Auth(_) => (built?, (kind, None)),
+            _ => {
+                // A new request opens a new answer stream: an event id of an earlier stream
+                // must never be used to resume this one.
+                self.resume.forget_stream();
+                let (request, request_id) = Request {
+                    session: self.session,
+                    action: &self.progress.action,
+                    handshake,
+                    modern: self.progress.era.modern(),
+                    paging: &self.answering.paging,
+                    loading: &self.answering.loading,
+                    input: self.answering.input.as_ref(),
+                }
+                .build(kind);
+                (request, (kind, request_id))
+            }
+        };
+        if !matches!(kind, LegKind::Auth(_)) {
+            self.session.present_token(&mut request, now);
+        }
+        // Over stdio a message is a line: the transport's framing is decided here, once.
+        if self.session.config().is_stdio() && !request.body().is_empty() {
+            request.body_mut().push(b'\n');
+        }
+        Some((request, answers))
+    }
+}
+
 /// What a work leg's request is built from: borrowed from the operation for one build.
-pub(super) struct Request<'a> {
+struct Request<'a> {
     pub(super) session: &'a View,
     pub(super) action: &'a Action,
     /// The handshake in force (committed, or answered and not yet confirmed).
@@ -28,7 +139,7 @@ pub(super) struct Request<'a> {
 
 impl Request<'_> {
     /// The request of a work leg of `kind`, and the JSON-RPC id its answer must carry.
-    pub(super) fn build(&self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
+    fn build(&self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
         if matches!(
             kind,
             LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill

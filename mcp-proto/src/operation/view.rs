@@ -22,9 +22,6 @@ use crate::transport::LineFramer;
 #[derive(Debug)]
 pub(super) struct View {
     known: Known,
-    /// Over stdio: the stdout framer, the session's when `lent` (handed back at the end).
-    framer: LineFramer,
-    lent: bool,
     /// Held while this operation establishes the session (see [`Session::is_establishing`]).
     claim: Option<Arc<Claim>>,
     /// Held while this operation authorizes for the session.
@@ -33,12 +30,9 @@ pub(super) struct View {
 }
 
 impl View {
-    pub(super) fn of(session: &mut Session) -> Self {
-        let (known, framer) = session.lend();
-        let cap = known.config.body_cap();
+    /// The copy of what the session knew when the operation started ([`Session::lend`]).
+    pub(super) fn of(known: Known) -> Self {
         Self {
-            lent: framer.is_some(),
-            framer: framer.unwrap_or_else(|| LineFramer::new(cap)),
             known,
             claim: None,
             auth_claim: None,
@@ -196,18 +190,16 @@ impl View {
         self.known.time_of_day(now)
     }
 
-    /// The server process started: a fresh process has no session and no partial line.
+    /// The server process started: a fresh process has no session.
     pub(super) fn process_started(&mut self) {
         self.known.process_running = true;
-        self.framer.reset();
         self.known.established = None;
         self.learned(Learned::ProcessStarted);
     }
 
-    /// The server process is gone: so are its session and its partial line.
+    /// The server process is gone: so is its session.
     pub(super) fn process_exited(&mut self) {
         self.known.process_running = false;
-        self.framer.reset();
         self.known.established = None;
         self.learned(Learned::ProcessExited);
     }
@@ -248,17 +240,12 @@ impl View {
         }
     }
 
-    pub(super) fn framer(&mut self) -> &mut LineFramer {
-        &mut self.framer
-    }
-
-    /// The operation ended: over stdio, the framer (and any partial line in it) goes back to
-    /// the session for the next operation.
-    pub(super) fn hand_back(&mut self) {
+    /// The operation ended: its claims are over and, over stdio, the stdout `framer` it was
+    /// lent (with any partial line in it) goes back to the session for the next operation.
+    pub(super) fn hand_back(&mut self, framer: Option<LineFramer>) {
         self.claim = None;
         self.auth_claim = None;
-        if std::mem::take(&mut self.lent) {
-            let framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
+        if let Some(framer) = framer {
             self.learned(Learned::Stdout(framer));
         }
     }

@@ -1,0 +1,111 @@
+//! How an operation ends: its result, held until what must follow it is over, then handed out
+//! once.
+//!
+//! What follows a result: over stdio, the kill of a process that a half-written message left
+//! unusable, and the `notifications/cancelled` of a `tools/call` given up on. [`Ending`] keeps
+//! the result, the kill and the notice owed, says which goes out next ([`After`]), and decides
+//! when a call given up on is announced. It never grants or builds a leg.
+
+use super::legs::{LegTable, Role};
+use super::{LegKind, Outcome};
+use crate::config::SessionConfig;
+use crate::error::Error;
+
+/// What goes out next once the operation has its result.
+#[derive(Debug)]
+pub(super) enum After {
+    /// A leg: over stdio the kill that ends the server process at once ([`LegKind::Kill`]),
+    /// or the `notifications/cancelled` of the call given up on ([`LegKind::CancelNotice`]).
+    Leg(LegKind),
+    /// A leg still in flight must end first.
+    Wait,
+    /// The result (or, polled again, that it was already handed out).
+    Done(Result<Outcome, Error>),
+}
+
+/// The operation's result and what must follow it.
+#[derive(Debug, Default)]
+pub(super) struct Ending {
+    result: Option<Result<Outcome, Error>>,
+    /// Whether the result was handed out.
+    returned: bool,
+    /// Over stdio: the server process must be ended at once before the result goes out (a
+    /// message was left half-written in its stdin, or a close ran out of budget).
+    kill: bool,
+    /// The id of the `tools/call` to announce as cancelled.
+    notice: Option<i64>,
+}
+
+impl Ending {
+    /// True once the result is ready (it may not have been handed out yet).
+    pub(super) fn is_finished(&self) -> bool {
+        self.result.is_some() || self.returned
+    }
+
+    /// The operation ended with `result` (its first end: later ones change nothing); `kill`
+    /// when the server process must be ended before it goes out.
+    pub(super) fn end(&mut self, result: Result<Outcome, Error>, kill: bool) {
+        if !self.is_finished() {
+            self.kill = kill;
+            self.result = Some(result);
+        }
+    }
+
+    /// A close after the budget: the process is ended at once.
+    pub(super) fn kill_now(&mut self) {
+        self.kill = true;
+    }
+
+    /// The request `awaited` (its kind and JSON-RPC id) is given up on: `cancelled` by the
+    /// caller, else its grant ran out. A `tools/call` that was sent is announced where the
+    /// transport needs it: over stdio always (there is no stream to close, and the server
+    /// would work on); over HTTP after a cancel in the `legacy` era when `config` asks
+    /// ([`SessionConfig::with_cancel_notice`]); in the modern era closing the call's stream is
+    /// the cancellation. The server never works on a call that was not sent.
+    pub(super) fn give_up(
+        &mut self,
+        (kind, call): (LegKind, Option<i64>),
+        config: &SessionConfig,
+        legacy: bool,
+        cancelled: bool,
+    ) {
+        let announced = config.is_stdio() || (cancelled && config.cancel_notice() && legacy);
+        if kind == LegKind::CallTool && announced {
+            self.notice = call;
+        }
+    }
+
+    /// Takes the notice owed, to send it.
+    pub(super) fn take_notice(&mut self) -> Option<i64> {
+        self.notice.take()
+    }
+
+    /// The notice is not sent (the budget refused it).
+    pub(super) fn drop_notice(&mut self) {
+        self.notice = None;
+    }
+
+    /// What goes out next, the result last, once the legs that must end first (the work, the
+    /// notice) are out of `legs`.
+    pub(super) fn after(&mut self, legs: &LegTable) -> After {
+        let busy = legs.is_busy(Role::Notice) || legs.is_busy(Role::Work);
+        if std::mem::take(&mut self.kill) {
+            // The process is ended: no notice can reach it.
+            self.notice = None;
+            return After::Leg(LegKind::Kill);
+        }
+        if self.notice.is_some() {
+            return After::Leg(LegKind::CancelNotice);
+        }
+        if busy {
+            return After::Wait;
+        }
+        match self.result.take() {
+            Some(result) => {
+                self.returned = true;
+                After::Done(result)
+            }
+            None => After::Done(Err(Error::AlreadyFinished)),
+        }
+    }
+}
