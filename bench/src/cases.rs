@@ -431,9 +431,9 @@ pub fn run_case(
                 .ok_or("the stdio server's binary was not found")?;
             // The server processes are the client's children: their CPU is theirs.
             let comm = comm_of(&path);
-            let before = CpuSnapshot::take_children(&comm);
+            let before = CpuSnapshot::children_before(&comm);
             let sample = sample(group, client, Endpoint::Stdio(&path), cfg)?;
-            let cpu = before.until(&CpuSnapshot::take_children(&comm));
+            let cpu = before.until(&CpuSnapshot::children_after(&comm));
             (sample, cpu, None)
         }
     };

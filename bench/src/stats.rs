@@ -248,14 +248,32 @@ impl CpuSnapshot {
         }
     }
 
-    /// Reads the counters now, the server being this process's children named `comm`
-    /// (the stdio servers a stdio case's clients start: [`children_cpu`]).
-    pub fn take_children(comm: &str) -> Self {
+    /// Reads the counters at the start of a stdio case, the server being this process's
+    /// children named `comm` (the stdio servers its clients start: [`children_cpu`]). The
+    /// children are read first and the client last, so that the scan of `/proc` this takes
+    /// is not counted as the client's: end the span with [`Self::children_after`].
+    pub fn children_before(comm: &str) -> Self {
+        let server = children_cpu(comm);
+        let machine = machine_busy();
         Self {
             at: Instant::now(),
             client: process_cpu("self"),
+            server,
+            machine,
+        }
+    }
+
+    /// Reads the counters at the end of a stdio case: the client first, then the children
+    /// (see [`Self::children_before`]).
+    pub fn children_after(comm: &str) -> Self {
+        let at = Instant::now();
+        let client = process_cpu("self");
+        let machine = machine_busy();
+        Self {
+            at,
+            client,
             server: children_cpu(comm),
-            machine: machine_busy(),
+            machine,
         }
     }
 
