@@ -767,16 +767,38 @@ struct Pipe {
     line: Vec<u8>,
 }
 
+/// How a pipe floor starts the stdio server at `path`: stdin and stdout piped, stderr to
+/// nowhere (as rmcp's is here: the server logs a line at its start and one at its end).
+fn server_command(path: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(path);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    command
+}
+
+/// The error of a server that would not start.
+fn not_started(path: &Path, err: &std::io::Error) -> String {
+    format!("cannot start {}: {err}", path.display())
+}
+
+/// What a pipe floor makes of the server's exit once its stdin closed: it must exit 0.
+fn exited(status: std::io::Result<std::process::ExitStatus>) -> Result<(), String> {
+    match status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("the server exited with {status}")),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
 impl Pipe {
     /// Starts the server at `path` and makes the handshake (`initialize` answered,
     /// `notifications/initialized` written).
     fn open(path: &Path, legs: &CallLegs) -> Result<Self, String> {
-        let mut child = std::process::Command::new(path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+        let mut child = server_command(path)
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", path.display()))?;
+            .map_err(|e| not_started(path, &e))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let mut pipe = Self {
@@ -808,12 +830,7 @@ impl Pipe {
     /// Closes its stdin and waits for it to exit, as a driver's close does.
     fn close(mut self) -> Result<(), String> {
         drop(self.stdin.take());
-        let status = self.child.wait().map_err(|e| e.to_string())?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("the server exited with {status}"))
-        }
+        exited(self.child.wait())
     }
 }
 
@@ -944,7 +961,7 @@ async fn rmcp_stdio(path: &Path) -> Result<RmcpClient, String> {
     let (transport, _) = TokioChildProcess::builder(tokio::process::Command::new(path))
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("rmcp cannot start {}: {e}", path.display()))?;
+        .map_err(|e| format!("rmcp {}", not_started(path, &e)))?;
     ().serve(transport)
         .await
         .map_err(|e| format!("rmcp handshake: {e}"))
@@ -1111,13 +1128,10 @@ struct TokioPipe {
 impl TokioPipe {
     /// Starts the server at `path` and makes the handshake.
     async fn open(path: &Path, legs: &CallLegs) -> Result<Self, String> {
-        let mut child = tokio::process::Command::new(path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+        let mut child = tokio::process::Command::from(server_command(path))
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", path.display()))?;
+            .map_err(|e| not_started(path, &e))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let mut pipe = Self {
@@ -1151,12 +1165,7 @@ impl TokioPipe {
 
     async fn close(mut self) -> Result<(), String> {
         drop(self.stdin.take());
-        let status = self.child.wait().await.map_err(|e| e.to_string())?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("the server exited with {status}"))
-        }
+        exited(self.child.wait().await)
     }
 }
 

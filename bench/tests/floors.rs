@@ -16,6 +16,14 @@ const SHORT: RunCfg = RunCfg {
     duration: Duration::from_millis(100),
 };
 
+/// The endpoint of a modern server at `url`.
+fn modern(url: &str) -> Endpoint<'_> {
+    Endpoint::Http {
+        url,
+        era: Era::Modern,
+    }
+}
+
 fn stdio_server() -> PathBuf {
     mcp_testkit::stdio_server_path().unwrap_or_else(|e| panic!("{e}"))
 }
@@ -48,11 +56,7 @@ fn a_modern_call_is_one_stateless_post_for_the_drivers_and_their_floors() {
         ] {
             let server = TestServer::start(Script::new().era(ServerEra::Modern));
             let url = server.url();
-            let endpoint = Endpoint::Http {
-                url: &url,
-                era: Era::Modern,
-            };
-            let measured = sample(group, client, endpoint, SHORT)
+            let measured = sample(group, client, modern(&url), SHORT)
                 .unwrap_or_else(|e| panic!("{} {}: {e}", group.name(), client.label()));
             let ops = measured.latencies.len() as u64 + measured.warm_ops;
             let case = format!("{} {}", group.name(), client.label());
@@ -78,11 +82,7 @@ fn a_modern_call_is_one_stateless_post_for_the_drivers_and_their_floors() {
 fn rmcp_runs_no_modern_case_and_says_why() {
     let server = TestServer::start(Script::new().era(ServerEra::Modern));
     let url = server.url();
-    let endpoint = Endpoint::Http {
-        url: &url,
-        era: Era::Modern,
-    };
-    let err = sample(Group::Sequential, ClientKind::Rmcp, endpoint, SHORT).unwrap_err();
+    let err = sample(Group::Sequential, ClientKind::Rmcp, modern(&url), SHORT).unwrap_err();
     assert!(err.contains("2026-07-28"), "{err}");
     assert!(server.requests().is_empty(), "nothing was sent");
     server.shutdown();
