@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Reproduces every number of BENCHMARKS.md in one go:
-#   1. builds mcp-bench (binary and criterion benches) in release,
+#   1. builds mcp-bench (binary and criterion benches) and the testkit's stdio server
+#      (mcp-testkit-stdio, which the stdio cases start) in release,
 #   2. runs the criterion parsing benchmarks (benches/parse.rs),
-#   3. runs `mcp-bench run`: the server ceiling, the network cases, the cross-SDK cases
+#   3. runs `mcp-bench run`: the server ceiling, the network cases (both eras over HTTP,
+#      and stdio), the cross-SDK cases
 #      (the drivers, rmcp, the TypeScript SDK and the Python SDK, a client process each),
 #      the memory cases,
 #   4. writes the tables into BENCHMARKS.md between the result markers
@@ -59,6 +61,8 @@ ulimit -n 65536 2>/dev/null || true
 echo "== build (release)" >&2
 build_start=$(date +%s)
 cargo build --release -p mcp-bench --bins --benches >&2
+# The stdio cases' server, found next to mcp-bench (mcp_testkit::stdio_server_path).
+cargo build --release -p mcp-testkit --bin mcp-testkit-stdio >&2
 build_secs=$(( $(date +%s) - build_start ))
 
 echo "== parsing benchmarks (criterion)" >&2

@@ -16,22 +16,38 @@
 //!   calling in a loop on it: a clone of the `mcp_driver_tokio::Client` (clones share one
 //!   session), rmcp's one `RunningService` behind an `Arc` (its calls take `&self`), one
 //!   hyper-util client and one handshake for the floor. The server counts the `initialize`
-//!   requests of every case ([`Measurement::initialize`]), which shows that the tasks shared
+//!   requests of every case ([`Measurement::legs`]), which shows that the tasks shared
 //!   one handshake. The blocking driver shares its client the same way, between `n` threads.
+//!
+//! Each case talks to one [`Target`]: `mcp-bench serve`'s HTTP server in the legacy era (every
+//! group above), the same server in the 2026-07-28 era (sequential and cold: a call is one
+//! stateless POST, no handshake, no session; the drivers pinned to
+//! [`ProtocolVersion::MODERN`], the floors posting the modern call's captured bytes), or the
+//! testkit's stdio server (`mcp-testkit-stdio`, legacy era), a process the client starts:
+//! sequential calls on a kept process, and cold operations that spawn it, make one call and
+//! close it (stdin closed, the exit awaited).
 //!
 //! Each operation is timed on its own (p50, p99); calls/s is operations over the wall time of
 //! the measured window, after a warm-up. The clients ([`ClientKind`]):
 //!
 //! * `mcp-driver-blocking` and its floor, a bare `ureq` agent posting the same bytes and
-//!   reading the whole body (no JSON parsing), on the calling thread;
+//!   reading the whole body (no JSON parsing), on the calling thread; over stdio the floor is
+//!   a bare `std::process` child: the same lines written to its stdin, one line read back per
+//!   request (no JSON parsing);
 //! * `mcp-driver-tokio` and its floor, a bare `hyper-util` legacy client (plain
-//!   `HttpConnector`, Nagle off) posting the same bytes and collecting the body;
+//!   `HttpConnector`, Nagle off) posting the same bytes and collecting the body; over stdio a
+//!   bare `tokio::process` child, as the blocking floor;
 //! * `rmcp` with its default transport (`StreamableHttpClientTransport::from_uri`, whose
 //!   reqwest client keeps **no idle connection**: every request opens one), and `rmcp` over a
-//!   pooled `reqwest::Client` (`with_client`), to separate the SDK from its pool setting.
+//!   pooled `reqwest::Client` (`with_client`), to separate the SDK from its pool setting; over
+//!   stdio rmcp's `TokioChildProcess`. rmcp speaks no 2026-07-28 era: it runs no modern case.
 //!
 //! Sequential and cold async cases run on a current-thread tokio runtime.
 
+use std::borrow::Cow;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,16 +56,21 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use mcp_proto::SessionConfig;
+use mcp_proto::{ProtocolVersion, SessionConfig, StdioCommand};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
-use crate::server::ServerProcess;
-use crate::stats::{CpuSnapshot, CpuUse, Sample, Stats};
-use crate::wire::{CallLegs, Captured, SESSION_HEADER, TEXT, TOOL, arguments, capture_call};
+pub use crate::server::Era;
+use crate::server::{Legs, ServerProcess};
+use crate::stats::{CpuSnapshot, CpuUse, Sample, Stats, comm_of};
+use crate::wire::{
+    CallLegs, Captured, SESSION_HEADER, TEXT, TOOL, arguments, capture_call, capture_modern_call,
+    capture_stdio_call,
+};
 
 /// How long each case warms up and then measures.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +88,8 @@ pub enum ClientKind {
     Blocking,
     /// `mcp-driver-tokio`.
     Tokio,
-    /// rmcp with `StreamableHttpClientTransport::from_uri` (its default reqwest client).
+    /// rmcp with `StreamableHttpClientTransport::from_uri` (its default reqwest client); over
+    /// stdio, `TokioChildProcess`.
     Rmcp,
     /// rmcp over a pooled `reqwest::Client::new()`.
     RmcpPooled,
@@ -75,6 +97,12 @@ pub enum ClientKind {
     UreqFloor,
     /// A bare hyper-util legacy client: the floor of the tokio driver.
     HyperFloor,
+    /// A bare `std::process` child written to and read from line by line: the blocking
+    /// driver's floor over stdio.
+    PipeFloor,
+    /// A bare `tokio::process` child written to and read from line by line: the tokio
+    /// driver's (and rmcp's) floor over stdio.
+    TokioPipeFloor,
 }
 
 impl ClientKind {
@@ -87,20 +115,39 @@ impl ClientKind {
             Self::RmcpPooled => "rmcp (pooled reqwest)",
             Self::UreqFloor => "floor: bare ureq POST",
             Self::HyperFloor => "floor: bare hyper-util POST",
+            Self::PipeFloor => "floor: bare std::process pipes",
+            Self::TokioPipeFloor => "floor: bare tokio::process pipes",
         }
     }
 
-    /// The bare-HTTP floor this client is compared to.
-    pub fn floor(self) -> Self {
-        match self {
-            Self::Blocking | Self::UreqFloor => Self::UreqFloor,
-            _ => Self::HyperFloor,
+    /// The name in the tables of a case against `target` (rmcp's stdio client is
+    /// `TokioChildProcess`).
+    pub fn label_for(self, target: Target) -> &'static str {
+        match (self, target) {
+            (Self::Rmcp, Target::Stdio) => "rmcp (TokioChildProcess)",
+            _ => self.label(),
+        }
+    }
+
+    /// The bare floor this client is compared to against `target`: the blocking driver's is
+    /// ureq's (over stdio `std::process`), every other client's hyper-util's (over stdio
+    /// `tokio::process`).
+    pub fn floor(self, target: Target) -> Self {
+        let blocking = matches!(self, Self::Blocking | Self::UreqFloor | Self::PipeFloor);
+        match (blocking, target) {
+            (true, Target::Http(..)) => Self::UreqFloor,
+            (false, Target::Http(..)) => Self::HyperFloor,
+            (true, Target::Stdio) => Self::PipeFloor,
+            (false, Target::Stdio) => Self::TokioPipeFloor,
         }
     }
 
     /// Whether the client is itself a floor.
     pub fn is_floor(self) -> bool {
-        matches!(self, Self::UreqFloor | Self::HyperFloor)
+        matches!(
+            self,
+            Self::UreqFloor | Self::HyperFloor | Self::PipeFloor | Self::TokioPipeFloor
+        )
     }
 }
 
@@ -173,13 +220,103 @@ impl Mode {
     }
 }
 
+/// What a case's client talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// `mcp-bench serve`'s HTTP server speaking this era, answering in this format.
+    Http(Era, Mode),
+    /// The testkit's stdio server (`mcp-testkit-stdio`, legacy era): a process the client
+    /// starts, one JSON-RPC message per line each way.
+    Stdio,
+}
+
+impl Target {
+    /// The answer format in the tables: `JSON`, `SSE`, or `stdio`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Http(_, mode) => mode.label(),
+            Self::Stdio => "stdio",
+        }
+    }
+
+    /// The era spoken.
+    pub fn era(self) -> Era {
+        match self {
+            Self::Http(era, _) => era,
+            Self::Stdio => Era::Legacy,
+        }
+    }
+
+    /// The start of the case names of this target: none for the legacy HTTP server (the
+    /// names the cases had before there were others), `modern ` for the 2026-07-28 one.
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Http(Era::Modern, _) => "modern ",
+            _ => "",
+        }
+    }
+}
+
+/// The name of a case, as `--only` matches it and the logs print it:
+/// `sequential JSON mcp-driver-tokio`, `modern cold SSE floor: bare ureq POST`,
+/// `sequential stdio rmcp (TokioChildProcess)`...
+pub fn case_name(group: Group, target: Target, client: ClientKind) -> String {
+    format!(
+        "{}{} {} {}",
+        target.prefix(),
+        group.name(),
+        target.label(),
+        client.label_for(target)
+    )
+}
+
+/// Where a case's client goes, found: what [`sample`] takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Endpoint<'a> {
+    /// The HTTP server at `url`, speaking `era`.
+    Http {
+        /// The MCP endpoint.
+        url: &'a str,
+        /// The era its server speaks (the drivers are pinned to it, the floors send its bytes).
+        era: Era,
+    },
+    /// The stdio server binary at this path, which the client starts.
+    Stdio(&'a Path),
+}
+
+/// The servers of a run: the legacy HTTP server process (always: the cross-SDK, ceiling and
+/// memory cases use it too), the modern one and the stdio server's binary when a case needs
+/// them.
+#[derive(Debug)]
+pub struct Servers {
+    /// `mcp-bench serve --era legacy`.
+    pub legacy: ServerProcess,
+    /// `mcp-bench serve --era modern`.
+    pub modern: Option<ServerProcess>,
+    /// `mcp-testkit-stdio`.
+    pub stdio: Option<PathBuf>,
+}
+
+impl Servers {
+    /// The HTTP server process of `era`.
+    fn http(&mut self, era: Era) -> Result<&mut ServerProcess, String> {
+        match era {
+            Era::Legacy => Ok(&mut self.legacy),
+            Era::Modern => self
+                .modern
+                .as_mut()
+                .ok_or_else(|| "no modern server process was started".to_owned()),
+        }
+    }
+}
+
 /// One measured case (possibly several windows of it, merged).
 #[derive(Debug, Clone)]
 pub struct Measurement {
     /// What was measured.
     pub group: Group,
-    /// The answer format.
-    pub mode: Mode,
+    /// What the client talked to.
+    pub target: Target,
     /// Who measured it.
     pub client: ClientKind,
     /// Throughput and latency (of `sample`).
@@ -188,11 +325,13 @@ pub struct Measurement {
     pub sample: Sample,
     /// CPU spent meanwhile.
     pub cpu: CpuUse,
-    /// TCP connections the server accepted during the case (warm-up and set-up included).
+    /// TCP connections the server accepted during the case (warm-up and set-up included);
+    /// `None` over stdio.
     pub connections: Option<u64>,
-    /// `initialize` requests (handshakes) the server received during the case (warm-up and
-    /// set-up included).
-    pub initialize: Option<u64>,
+    /// The requests the server received during the case, by JSON-RPC method (warm-up and
+    /// set-up included): the `initialize` requests are its handshakes. `None` over stdio
+    /// (the servers are the client's own children, counted by no one).
+    pub legs: Option<Legs>,
     /// Measured windows merged into this one (each opens its clients anew).
     pub windows: u32,
 }
@@ -215,7 +354,13 @@ impl Measurement {
         self.stats = self.sample.stats();
         self.cpu.merge(&other.cpu);
         self.connections = self.connections.zip(other.connections).map(|(a, b)| a + b);
-        self.initialize = self.initialize.zip(other.initialize).map(|(a, b)| a + b);
+        self.legs = match (self.legs.take(), other.legs) {
+            (Some(mut legs), Some(other)) => {
+                legs.merge(&other);
+                Some(legs)
+            }
+            _ => None,
+        };
         self.windows += other.windows;
     }
 
@@ -223,7 +368,21 @@ impl Measurement {
     /// (1 when every task shared one session).
     pub fn initialize_per_window(&self) -> Option<f64> {
         (self.windows > 0).then_some(())?;
-        Some(self.initialize? as f64 / f64::from(self.windows))
+        let initialize = self.legs.as_ref()?.count("initialize");
+        Some(initialize as f64 / f64::from(self.windows))
+    }
+
+    /// The requests the server saw per operation, by JSON-RPC method (`GET`, `DELETE` for
+    /// those), in the order first seen: what one operation cost on the wire.
+    pub fn legs_per_op(&self) -> Option<Vec<(String, f64)>> {
+        let ops = self.stats.all_ops;
+        (ops > 0).then_some(())?;
+        let legs = self.legs.as_ref()?;
+        Some(
+            legs.iter()
+                .map(|(label, n)| (label.to_owned(), n as f64 / ops as f64))
+                .collect(),
+        )
     }
 
     /// New TCP connections per operation (0 when every call reused one).
@@ -239,67 +398,119 @@ pub(crate) fn per_op(cpu: Option<Duration>, ops: u64) -> Option<f64> {
     Some(cpu?.as_secs_f64() * 1e6 / ops as f64)
 }
 
-/// Runs one case and reads the CPU counters around it.
+/// Runs one case and reads the CPU counters around it (and, for an HTTP server, its
+/// connections and requests).
+///
+/// # Errors
+/// The first failed operation, or a target this run has no server for.
 pub fn run_case(
     group: Group,
-    mode: Mode,
+    target: Target,
     client: ClientKind,
-    server: &mut ServerProcess,
+    servers: &mut Servers,
     cfg: RunCfg,
 ) -> Result<Measurement, String> {
-    let url = server.url(mode.role()).to_owned();
-    let url = url.as_str();
-    let server_pid = Some(server.pid());
-    // Read between cases, when no client runs: the server's counts are exact then.
-    let counters_before = server.counters(mode.role());
-    let before = CpuSnapshot::take(server_pid);
-    let sample = sample(group, client, url, cfg)?;
-    let cpu = before.until(&CpuSnapshot::take(server_pid));
-    let counted = server.counters(mode.role()).zip(counters_before);
-    let connections =
-        counted.map(|(after, before)| after.connections.saturating_sub(before.connections));
-    let initialize =
-        counted.map(|(after, before)| after.initialize.saturating_sub(before.initialize));
+    let (sample, cpu, counted) = match target {
+        Target::Http(era, mode) => {
+            let server = servers.http(era)?;
+            let url = server.url(mode.role()).to_owned();
+            let server_pid = Some(server.pid());
+            // Read between cases, when no client runs: the server's counts are exact then.
+            let counters_before = server.counters(mode.role());
+            let before = CpuSnapshot::take(server_pid);
+            let endpoint = Endpoint::Http { url: &url, era };
+            let sample = sample(group, client, endpoint, cfg)?;
+            let cpu = before.until(&CpuSnapshot::take(server_pid));
+            let counted = server.counters(mode.role()).zip(counters_before);
+            (sample, cpu, counted)
+        }
+        Target::Stdio => {
+            let path = servers
+                .stdio
+                .clone()
+                .ok_or("the stdio server's binary was not found")?;
+            // The server processes are the client's children: their CPU is theirs.
+            let comm = comm_of(&path);
+            let before = CpuSnapshot::children_before(&comm);
+            let sample = sample(group, client, Endpoint::Stdio(&path), cfg)?;
+            let cpu = before.until(&CpuSnapshot::children_after(&comm));
+            (sample, cpu, None)
+        }
+    };
+    let connections = counted
+        .as_ref()
+        .map(|(after, before)| after.connections.saturating_sub(before.connections));
+    let legs = counted.map(|(after, before)| after.legs.since(&before.legs));
     Ok(Measurement {
         group,
-        mode,
+        target,
         client,
         stats: sample.stats(),
         sample,
         cpu,
         connections,
-        initialize,
+        legs,
         windows: 1,
     })
 }
 
-/// Runs one case of `client` against the server at `url` and times each operation: the
-/// measurement alone, with no counter read around it (what [`run_case`] and a client child
-/// process of the cross-SDK table share).
+/// Runs one case of `client` against `endpoint` and times each operation: the measurement
+/// alone, with no counter read around it (what [`run_case`] and a client child process of
+/// the cross-SDK table share).
 ///
 /// # Errors
-/// The first failed operation, or a case this client cannot run (the floors end no session,
-/// so they run no [`Group::ColdClosed`]).
-pub fn sample(group: Group, client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
+/// The first failed operation, or a case this client cannot run: the floors end no session,
+/// so they run no [`Group::ColdClosed`]; rmcp speaks no 2026-07-28 era; over stdio only the
+/// sequential and cold cases run, and only the drivers, their pipe floors and rmcp.
+pub fn sample(
+    group: Group,
+    client: ClientKind,
+    endpoint: Endpoint<'_>,
+    cfg: RunCfg,
+) -> Result<Sample, String> {
+    let cannot = |why: &str| Err(format!("{} {why}", client.label()));
+    let (url, era) = match endpoint {
+        Endpoint::Stdio(path) => {
+            return match (group, client) {
+                (Group::Sequential, ClientKind::Blocking | ClientKind::PipeFloor) => {
+                    stdio_sequential_sync(client, path, cfg)
+                }
+                (Group::Cold, ClientKind::Blocking | ClientKind::PipeFloor) => {
+                    stdio_cold_sync(client, path, cfg)
+                }
+                (
+                    Group::Sequential | Group::Cold,
+                    ClientKind::Tokio | ClientKind::TokioPipeFloor | ClientKind::Rmcp,
+                ) => current_thread()?.block_on(stdio_async(group, client, path, cfg)),
+                _ => cannot(&format!("runs no {} case over stdio", group.name())),
+            };
+        }
+        Endpoint::Http { url, era } => (url, era),
+    };
     let closed = group == Group::ColdClosed;
     match (group, client) {
-        (Group::ColdClosed, ClientKind::UreqFloor | ClientKind::HyperFloor) => Err(format!(
-            "{} ends no session: it runs no cold-closed case",
-            client.label()
-        )),
-        (Group::Sequential, ClientKind::Blocking | ClientKind::UreqFloor) => {
-            sequential_sync(client, url, cfg)
+        (_, ClientKind::PipeFloor | ClientKind::TokioPipeFloor) => cannot("speaks only stdio"),
+        (_, ClientKind::Rmcp | ClientKind::RmcpPooled) if era == Era::Modern => {
+            cannot("speaks no 2026-07-28 era")
         }
-        (Group::Sequential, _) => current_thread()?.block_on(sequential_async(client, url, cfg)),
+        (Group::ColdClosed, ClientKind::UreqFloor | ClientKind::HyperFloor) => {
+            cannot("ends no session: it runs no cold-closed case")
+        }
+        (Group::Sequential, ClientKind::Blocking | ClientKind::UreqFloor) => {
+            sequential_sync(client, url, era, cfg)
+        }
+        (Group::Sequential, _) => {
+            current_thread()?.block_on(sequential_async(client, url, era, cfg))
+        }
         (Group::Cold | Group::ColdClosed, ClientKind::Blocking | ClientKind::UreqFloor) => {
-            cold_sync(client, url, cfg, closed)
+            cold_sync(client, url, era, cfg, closed)
         }
         (Group::Cold | Group::ColdClosed, _) => {
-            current_thread()?.block_on(cold_async(client, url, cfg, closed))
+            current_thread()?.block_on(cold_async(client, url, era, cfg, closed))
         }
-        (Group::Shared(n), ClientKind::Blocking) => shared_sync(url, n, cfg),
-        (Group::InFlight(n), _) => two_workers()?.block_on(in_flight(client, url, n, cfg)),
-        (Group::Shared(n), _) => two_workers()?.block_on(shared(client, url, n, cfg)),
+        (Group::Shared(n), ClientKind::Blocking) => shared_sync(url, era, n, cfg),
+        (Group::InFlight(n), _) => two_workers()?.block_on(in_flight(client, url, era, n, cfg)),
+        (Group::Shared(n), _) => two_workers()?.block_on(shared(client, url, era, n, cfg)),
     }
 }
 
@@ -365,11 +576,47 @@ async fn measure_async(
     }
 }
 
-fn config(url: &str) -> Result<SessionConfig, String> {
-    // The legacy era, pinned: rmcp's client and the bench server speak it.
+/// The drivers' configuration for the HTTP server at `url`, pinned to its era's version: the
+/// legacy era's latest (rmcp's client and the legacy server speak it), or the modern one.
+fn config(url: &str, era: Era) -> Result<SessionConfig, String> {
+    let version = match era {
+        Era::Legacy => ProtocolVersion::LATEST,
+        Era::Modern => ProtocolVersion::MODERN,
+    };
     SessionConfig::new(url)
-        .map(|c| c.with_protocol_version(mcp_proto::ProtocolVersion::LATEST))
+        .map(|c| c.with_protocol_version(version))
         .map_err(|e| e.to_string())
+}
+
+/// The drivers' configuration for the stdio server at `path`: legacy era, pinned as over HTTP
+/// (a configuration that pins none would first probe with `server/discover`, which a legacy
+/// stdio server refuses).
+fn stdio_config(path: &Path) -> SessionConfig {
+    SessionConfig::stdio(stdio_command(path)).with_protocol_version(ProtocolVersion::LATEST)
+}
+
+fn stdio_command(path: &Path) -> StdioCommand {
+    StdioCommand::new(path.to_string_lossy())
+}
+
+/// What a floor sends, captured once before the clock: the handshake's legs and the call in
+/// the legacy era, the one stateless call in the modern era.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per case, built before the clock and never moved in the measured loop"
+)]
+enum FloorLegs {
+    Legacy(CallLegs),
+    Modern(Captured),
+}
+
+impl FloorLegs {
+    fn capture(url: &str, era: Era) -> Self {
+        match era {
+            Era::Legacy => Self::Legacy(capture_call(url)),
+            Era::Modern => Self::Modern(capture_modern_call(url)),
+        }
+    }
 }
 
 fn check_text(text: &str) -> Result<(), String> {
@@ -422,6 +669,15 @@ fn ureq_handshake(agent: &ureq::Agent, legs: &CallLegs) -> Result<Captured, Stri
     Ok(legs.call.session(&session))
 }
 
+/// What a new floor client does before its first call: the handshake in the legacy era
+/// (returns the call carrying the session), nothing in the modern era (the call as captured).
+fn ureq_open<'a>(agent: &ureq::Agent, legs: &'a FloorLegs) -> Result<Cow<'a, Captured>, String> {
+    match legs {
+        FloorLegs::Legacy(legs) => ureq_handshake(agent, legs).map(Cow::Owned),
+        FloorLegs::Modern(call) => Ok(Cow::Borrowed(call)),
+    }
+}
+
 fn ureq_call(agent: &ureq::Agent, call: &Captured) -> Result<(), String> {
     match ureq_send(agent, call)? {
         (200, _) => Ok(()),
@@ -429,51 +685,202 @@ fn ureq_call(agent: &ureq::Agent, call: &Captured) -> Result<(), String> {
     }
 }
 
-fn sequential_sync(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
+/// Sequential calls on one blocking client, opened (one call made and checked) before the
+/// clock; `config` says where to.
+fn sequential_blocking(config: SessionConfig, cfg: RunCfg) -> Result<Sample, String> {
+    let stdio = config.is_stdio();
+    let client = mcp_driver_blocking::Client::new(config);
+    let first = client
+        .call_tool(TOOL, arguments())
+        .map_err(|e| e.to_string())?;
+    check_text(&first.text())?;
+    let sample = measure_sync(cfg, || {
+        client
+            .call_tool(TOOL, arguments())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    });
+    if stdio {
+        // Ends the kept process (stdin closed, its exit awaited) rather than killing it.
+        client.close().map_err(|e| format!("close: {e}"))?;
+    }
+    sample
+}
+
+fn sequential_sync(client: ClientKind, url: &str, era: Era, cfg: RunCfg) -> Result<Sample, String> {
     match client {
-        ClientKind::Blocking => {
-            let client = mcp_driver_blocking::Client::new(config(url)?);
-            let first = client
-                .call_tool(TOOL, arguments())
-                .map_err(|e| e.to_string())?;
-            check_text(&first.text())?;
-            measure_sync(cfg, || {
-                client
-                    .call_tool(TOOL, arguments())
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            })
-        }
+        ClientKind::Blocking => sequential_blocking(config(url, era)?, cfg),
         _ => {
             let agent = ureq_agent();
-            let call = ureq_handshake(&agent, &capture_call(url))?;
+            let legs = FloorLegs::capture(url, era);
+            let call = ureq_open(&agent, &legs)?;
             measure_sync(cfg, || ureq_call(&agent, &call))
         }
     }
 }
 
-/// Cold operations on the calling thread; `closed`: each session is ended after its call.
-fn cold_sync(client: ClientKind, url: &str, cfg: RunCfg, closed: bool) -> Result<Sample, String> {
-    match client {
-        ClientKind::Blocking => {
-            let config = config(url)?;
-            measure_sync(cfg, || {
-                let client = mcp_driver_blocking::Client::new(config.clone());
-                client
-                    .call_tool(TOOL, arguments())
-                    .map_err(|e| e.to_string())?;
-                if closed {
-                    client.close().map_err(|e| format!("close: {e}"))?;
-                }
-                Ok(())
-            })
+/// Cold operations of the blocking driver, each a new client for `config` that makes one
+/// call; `closed`: each client is closed after its call.
+fn cold_blocking(config: &SessionConfig, cfg: RunCfg, closed: bool) -> Result<Sample, String> {
+    measure_sync(cfg, || {
+        let client = mcp_driver_blocking::Client::new(config.clone());
+        client
+            .call_tool(TOOL, arguments())
+            .map_err(|e| e.to_string())?;
+        if closed {
+            client.close().map_err(|e| format!("close: {e}"))?;
         }
+        Ok(())
+    })
+}
+
+/// Cold operations on the calling thread; `closed`: each session is ended after its call.
+fn cold_sync(
+    client: ClientKind,
+    url: &str,
+    era: Era,
+    cfg: RunCfg,
+    closed: bool,
+) -> Result<Sample, String> {
+    match client {
+        ClientKind::Blocking => cold_blocking(&config(url, era)?, cfg, closed),
         _ => {
-            let legs = capture_call(url);
+            let legs = FloorLegs::capture(url, era);
             measure_sync(cfg, || {
                 let agent = ureq_agent();
-                let call = ureq_handshake(&agent, &legs)?;
+                let call = ureq_open(&agent, &legs)?;
                 ureq_call(&agent, &call)
+            })
+        }
+    }
+}
+
+// ---------------------------------------------------------------- stdio, blocking side
+
+/// A bare stdio server process: the blocking drivers' floor. Lines are written to its stdin
+/// as they are (one `write` each, as the drivers write them), one line is read back per
+/// request, checked to carry a `result` and not parsed; its stderr goes nowhere.
+struct Pipe {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    line: Vec<u8>,
+}
+
+/// How a pipe floor starts the stdio server at `path`: stdin and stdout piped, stderr to
+/// nowhere (as rmcp's is here: the server logs a line at its start and one at its end).
+fn server_command(path: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(path);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    command
+}
+
+/// The error of a server that would not start.
+fn not_started(path: &Path, err: &std::io::Error) -> String {
+    format!("cannot start {}: {err}", path.display())
+}
+
+/// What a pipe floor makes of the server's exit once its stdin closed: it must exit 0.
+fn exited(status: std::io::Result<std::process::ExitStatus>) -> Result<(), String> {
+    match status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("the server exited with {status}")),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+impl Pipe {
+    /// Starts the server at `path` and makes the handshake (`initialize` answered,
+    /// `notifications/initialized` written).
+    fn open(path: &Path, legs: &CallLegs) -> Result<Self, String> {
+        let mut child = server_command(path)
+            .spawn()
+            .map_err(|e| not_started(path, &e))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut pipe = Self {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            line: Vec::with_capacity(1024),
+        };
+        pipe.exchange(&legs.initialize.body)?;
+        pipe.write(&legs.initialized.body)?;
+        Ok(pipe)
+    }
+
+    fn write(&mut self, line: &[u8]) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin is closed")?;
+        stdin.write_all(line).map_err(|e| format!("write: {e}"))
+    }
+
+    /// Writes a request's line and reads its answer's.
+    fn exchange(&mut self, line: &[u8]) -> Result<(), String> {
+        self.write(line)?;
+        self.line.clear();
+        self.stdout
+            .read_until(b'\n', &mut self.line)
+            .map_err(|e| format!("read: {e}"))?;
+        answered(&self.line)
+    }
+
+    /// Closes its stdin and waits for it to exit, as a driver's close does.
+    fn close(mut self) -> Result<(), String> {
+        drop(self.stdin.take());
+        exited(self.child.wait())
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Whether a line a floor read is an answer with a result (a cheap look, no parsing).
+fn answered(line: &[u8]) -> Result<(), String> {
+    let key = b"\"result\":";
+    if line.ends_with(b"\n") && line.windows(key.len()).any(|w| w == key) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the stdio server answered {:?}",
+            String::from_utf8_lossy(&line[..line.len().min(200)])
+        ))
+    }
+}
+
+fn stdio_sequential_sync(client: ClientKind, path: &Path, cfg: RunCfg) -> Result<Sample, String> {
+    match client {
+        ClientKind::Blocking => sequential_blocking(stdio_config(path), cfg),
+        _ => {
+            let legs = capture_stdio_call(stdio_command(path));
+            let mut pipe = Pipe::open(path, &legs)?;
+            pipe.exchange(&legs.call.body)?;
+            let sample = measure_sync(cfg, || pipe.exchange(&legs.call.body))?;
+            pipe.close()?;
+            Ok(sample)
+        }
+    }
+}
+
+/// Cold stdio operations on the calling thread: the server started, the handshake and one
+/// call, the server closed (stdin closed, its exit awaited).
+fn stdio_cold_sync(client: ClientKind, path: &Path, cfg: RunCfg) -> Result<Sample, String> {
+    match client {
+        ClientKind::Blocking => cold_blocking(&stdio_config(path), cfg, true),
+        _ => {
+            let legs = capture_stdio_call(stdio_command(path));
+            measure_sync(cfg, || {
+                let mut pipe = Pipe::open(path, &legs)?;
+                pipe.exchange(&legs.call.body)?;
+                pipe.close()
             })
         }
     }
@@ -518,6 +925,14 @@ async fn hyper_handshake(client: &Hyper, legs: &CallLegs) -> Result<Captured, St
     Ok(legs.call.session(&session))
 }
 
+/// [`ureq_open`] for hyper-util.
+async fn hyper_open<'a>(client: &Hyper, legs: &'a FloorLegs) -> Result<Cow<'a, Captured>, String> {
+    match legs {
+        FloorLegs::Legacy(legs) => hyper_handshake(client, legs).await.map(Cow::Owned),
+        FloorLegs::Modern(call) => Ok(Cow::Borrowed(call)),
+    }
+}
+
 async fn hyper_call(client: &Hyper, call: &Captured) -> Result<(), String> {
     match hyper_send(client, call).await? {
         (200, _) => Ok(()),
@@ -540,6 +955,18 @@ async fn rmcp_connect(url: &str, pooled: bool) -> Result<RmcpClient, String> {
     served.map_err(|e| format!("rmcp handshake: {e}"))
 }
 
+/// rmcp's stdio client: `TokioChildProcess` starting the server at `path` (its stderr going
+/// nowhere, as the floors'), then the handshake.
+async fn rmcp_stdio(path: &Path) -> Result<RmcpClient, String> {
+    let (transport, _) = TokioChildProcess::builder(tokio::process::Command::new(path))
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("rmcp {}", not_started(path, &e)))?;
+    ().serve(transport)
+        .await
+        .map_err(|e| format!("rmcp handshake: {e}"))
+}
+
 async fn rmcp_call(client: &RmcpClient) -> Result<String, String> {
     let params = CallToolRequestParams::new(TOOL).with_arguments(arguments());
     let result = client
@@ -555,6 +982,25 @@ async fn rmcp_call(client: &RmcpClient) -> Result<String, String> {
     Ok(text)
 }
 
+/// A tokio client for `config` whose session is open (one call made and checked).
+async fn tokio_open(config: SessionConfig) -> Result<mcp_driver_tokio::Client, String> {
+    let client = mcp_driver_tokio::Client::new(config);
+    let first = client
+        .call_tool(TOOL, arguments())
+        .await
+        .map_err(|e| e.to_string())?;
+    check_text(&first.text())?;
+    Ok(client)
+}
+
+async fn tokio_call(client: &mcp_driver_tokio::Client) -> Result<(), String> {
+    client
+        .call_tool(TOOL, arguments())
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// An async client with a live session, or another task's handle on one ([`Live::share`]).
 #[expect(
     clippy::large_enum_variant,
@@ -568,18 +1014,11 @@ enum Live {
 }
 
 impl Live {
-    /// A client of `kind` for `url` whose session is open (one call made and checked).
-    async fn open(kind: ClientKind, url: &str) -> Result<Self, String> {
+    /// A client of `kind` for the HTTP server at `url`, speaking `era`, whose session is open
+    /// (one call made and checked; in the modern era there is no session: the call is made).
+    async fn open(kind: ClientKind, url: &str, era: Era) -> Result<Self, String> {
         match kind {
-            ClientKind::Tokio => {
-                let client = mcp_driver_tokio::Client::new(config(url)?);
-                let first = client
-                    .call_tool(TOOL, arguments())
-                    .await
-                    .map_err(|e| e.to_string())?;
-                check_text(&first.text())?;
-                Ok(Self::Tokio(client))
-            }
+            ClientKind::Tokio => Ok(Self::Tokio(tokio_open(config(url, era)?).await?)),
             ClientKind::Rmcp | ClientKind::RmcpPooled => {
                 let client = rmcp_connect(url, kind == ClientKind::RmcpPooled).await?;
                 check_text(&rmcp_call(&client).await?)?;
@@ -587,11 +1026,12 @@ impl Live {
             }
             ClientKind::HyperFloor => {
                 let client = hyper_client();
-                let call = hyper_handshake(&client, &capture_call(url)).await?;
+                let legs = FloorLegs::capture(url, era);
+                let call = hyper_open(&client, &legs).await?.into_owned();
                 hyper_call(&client, &call).await?;
                 Ok(Self::Hyper(client, call))
             }
-            other => Err(format!("{} is not an async client", other.label())),
+            other => Err(format!("{} is not an async HTTP client", other.label())),
         }
     }
 
@@ -608,11 +1048,7 @@ impl Live {
 
     async fn call(&self) -> Result<(), String> {
         match self {
-            Self::Tokio(client) => client
-                .call_tool(TOOL, arguments())
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string()),
+            Self::Tokio(client) => tokio_call(client).await,
             Self::Rmcp(client) => rmcp_call(client).await.map(drop),
             Self::Hyper(client, call) => hyper_call(client, call).await,
         }
@@ -629,8 +1065,13 @@ impl Live {
     }
 }
 
-async fn sequential_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<Sample, String> {
-    let live = Live::open(client, url).await?;
+async fn sequential_async(
+    client: ClientKind,
+    url: &str,
+    era: Era,
+    cfg: RunCfg,
+) -> Result<Sample, String> {
+    let live = Live::open(client, url, era).await?;
     let sample = measure_async(cfg, async || live.call().await).await;
     live.close().await;
     sample
@@ -641,11 +1082,12 @@ async fn sequential_async(client: ClientKind, url: &str, cfg: RunCfg) -> Result<
 async fn cold_async(
     client: ClientKind,
     url: &str,
+    era: Era,
     cfg: RunCfg,
     closed: bool,
 ) -> Result<Sample, String> {
-    let config = config(url)?;
-    let legs = capture_call(url);
+    let config = config(url, era)?;
+    let legs = FloorLegs::capture(url, era);
     measure_async(cfg, async || match client {
         ClientKind::Tokio => {
             let client = mcp_driver_tokio::Client::new(config.clone());
@@ -666,11 +1108,127 @@ async fn cold_async(
         }
         _ => {
             let client = hyper_client();
-            let call = hyper_handshake(&client, &legs).await?;
+            let call = hyper_open(&client, &legs).await?;
             hyper_call(&client, &call).await
         }
     })
     .await
+}
+
+// ---------------------------------------------------------------- stdio, async side
+
+/// [`Pipe`] on `tokio::process`: the tokio driver's (and rmcp's) floor over stdio.
+struct TokioPipe {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+    line: Vec<u8>,
+}
+
+impl TokioPipe {
+    /// Starts the server at `path` and makes the handshake.
+    async fn open(path: &Path, legs: &CallLegs) -> Result<Self, String> {
+        let mut child = tokio::process::Command::from(server_command(path))
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| not_started(path, &e))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut pipe = Self {
+            child,
+            stdin,
+            stdout: tokio::io::BufReader::new(stdout),
+            line: Vec::with_capacity(1024),
+        };
+        pipe.exchange(&legs.initialize.body).await?;
+        pipe.write(&legs.initialized.body).await?;
+        Ok(pipe)
+    }
+
+    async fn write(&mut self, line: &[u8]) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin is closed")?;
+        stdin
+            .write_all(line)
+            .await
+            .map_err(|e| format!("write: {e}"))
+    }
+
+    async fn exchange(&mut self, line: &[u8]) -> Result<(), String> {
+        self.write(line).await?;
+        self.line.clear();
+        self.stdout
+            .read_until(b'\n', &mut self.line)
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        answered(&self.line)
+    }
+
+    async fn close(mut self) -> Result<(), String> {
+        drop(self.stdin.take());
+        exited(self.child.wait().await)
+    }
+}
+
+/// The stdio cases of the async clients (tokio driver, its pipe floor, rmcp) on the current
+/// runtime: sequential calls on one kept process, opened before the clock and closed after
+/// it; or cold operations, each starting the server, making the handshake and one call, and
+/// closing it (stdin closed, its exit awaited; rmcp's `cancel`, which does the same).
+async fn stdio_async(
+    group: Group,
+    client: ClientKind,
+    path: &Path,
+    cfg: RunCfg,
+) -> Result<Sample, String> {
+    let legs = capture_stdio_call(stdio_command(path));
+    let cold = group == Group::Cold;
+    match client {
+        ClientKind::Tokio if cold => {
+            let config = stdio_config(path);
+            measure_async(cfg, async || {
+                let client = mcp_driver_tokio::Client::new(config.clone());
+                tokio_call(&client).await?;
+                client.close().await.map_err(|e| format!("close: {e}"))
+            })
+            .await
+        }
+        ClientKind::Tokio => {
+            let client = tokio_open(stdio_config(path)).await?;
+            let sample = measure_async(cfg, async || tokio_call(&client).await).await?;
+            client.close().await.map_err(|e| format!("close: {e}"))?;
+            Ok(sample)
+        }
+        ClientKind::Rmcp if cold => {
+            measure_async(cfg, async || {
+                let client = rmcp_stdio(path).await?;
+                let called = rmcp_call(&client).await.map(drop);
+                let _ = client.cancel().await;
+                called
+            })
+            .await
+        }
+        ClientKind::Rmcp => {
+            let client = rmcp_stdio(path).await?;
+            check_text(&rmcp_call(&client).await?)?;
+            let sample = measure_async(cfg, async || rmcp_call(&client).await.map(drop)).await;
+            let _ = client.cancel().await;
+            sample
+        }
+        _ if cold => {
+            measure_async(cfg, async || {
+                let mut pipe = TokioPipe::open(path, &legs).await?;
+                pipe.exchange(&legs.call.body).await?;
+                pipe.close().await
+            })
+            .await
+        }
+        _ => {
+            let mut pipe = TokioPipe::open(path, &legs).await?;
+            pipe.exchange(&legs.call.body).await?;
+            let sample = measure_async(cfg, async || pipe.exchange(&legs.call.body).await).await?;
+            pipe.close().await?;
+            Ok(sample)
+        }
+    }
 }
 
 /// What one task of an in-flight case measured: it warms up until `warm_end`, then times
@@ -740,8 +1298,8 @@ impl TaskRun {
 
 /// `n` threads sharing one blocking client and its session, opened (one call made and
 /// checked) before they start ([`Group::Shared`] for the blocking driver).
-fn shared_sync(url: &str, n: usize, cfg: RunCfg) -> Result<Sample, String> {
-    let client = mcp_driver_blocking::Client::new(config(url)?);
+fn shared_sync(url: &str, era: Era, n: usize, cfg: RunCfg) -> Result<Sample, String> {
+    let client = mcp_driver_blocking::Client::new(config(url, era)?);
     let first = client
         .call_tool(TOOL, arguments())
         .map_err(|e| e.to_string())?;
@@ -778,17 +1336,29 @@ fn shared_sync(url: &str, n: usize, cfg: RunCfg) -> Result<Sample, String> {
 }
 
 /// `n` tasks, each with its own client and session ([`Group::InFlight`]).
-async fn in_flight(kind: ClientKind, url: &str, n: usize, cfg: RunCfg) -> Result<Sample, String> {
+async fn in_flight(
+    kind: ClientKind,
+    url: &str,
+    era: Era,
+    n: usize,
+    cfg: RunCfg,
+) -> Result<Sample, String> {
     run_tasks(n, cfg, || {
         let url = url.to_owned();
-        async move { Live::open(kind, &url).await }
+        async move { Live::open(kind, &url, era).await }
     })
     .await
 }
 
 /// `n` tasks sharing one client and session, opened before they start ([`Group::Shared`]).
-async fn shared(kind: ClientKind, url: &str, n: usize, cfg: RunCfg) -> Result<Sample, String> {
-    let live = Live::open(kind, url).await?;
+async fn shared(
+    kind: ClientKind,
+    url: &str,
+    era: Era,
+    n: usize,
+    cfg: RunCfg,
+) -> Result<Sample, String> {
+    let live = Live::open(kind, url, era).await?;
     let sample = run_tasks(n, cfg, || std::future::ready(Ok(live.share()))).await;
     live.close().await;
     sample

@@ -1,20 +1,25 @@
 //! Benchmarks of the MCP drivers (`mcp-driver-blocking`, `mcp-driver-tokio`) against their
-//! bare-HTTP floors, against the official Rust SDK (`rmcp`) and against the TypeScript and
-//! Python SDKs' clients, all on one loopback server.
+//! bare-HTTP floors (in both protocol eras) and bare-pipe floors (stdio), against the official
+//! Rust SDK (`rmcp`, over HTTP and stdio) and against the TypeScript and Python SDKs' clients,
+//! all on one loopback server (or the testkit's stdio server).
 //!
 //! Everything is driven by `bench/run.sh`, which builds in release, runs the criterion parsing
 //! benchmarks (`benches/parse.rs`) and the `mcp-bench` binary, and writes the tables into
 //! `BENCHMARKS.md`. The pieces:
 //!
-//! * [`server`]: the loopback MCP server every client talks to (`mcp-testkit`'s, run in a
-//!   **separate process** so that its CPU time is accounted apart from the clients'), the
-//!   connections and `initialize` requests it counts for each case, and the measurement of
-//!   its own calls/s ceiling with raw keep-alive clients (and `wrk` when present).
-//! * [`wire`]: the exact requests `mcp-proto` sends (so the floors post the same bytes), and the
-//!   canned `tools/list` answers and the sans-IO driving used by the parsing benchmarks.
+//! * [`server`]: the loopback MCP server every HTTP client talks to (`mcp-testkit`'s, run in a
+//!   **separate process** per protocol era, so that its CPU time is accounted apart from the
+//!   clients'), the connections and requests (by JSON-RPC method) it counts for each case, and
+//!   the measurement of its own calls/s ceiling with raw keep-alive clients (and `wrk` when
+//!   present).
+//! * [`wire`]: the exact requests `mcp-proto` sends (legacy and 2026-07-28 calls over HTTP, the
+//!   lines over stdio, so the floors send the same bytes), and the canned `tools/list` answers
+//!   and the sans-IO driving used by the parsing benchmarks.
 //! * [`cases`]: the network cases (sequential calls on a reused session, cold operations,
 //!   operations in flight at once with a client per task, and operations in flight at once on
-//!   one client and session shared by the tasks), each client measured the same way.
+//!   one client and session shared by the tasks; sequential and cold ones in the 2026-07-28
+//!   era and over stdio against the testkit's stdio server), each client measured the same
+//!   way.
 //! * [`sdks`]: the cross-SDK table: the same cases from `mcp-driver-blocking`,
 //!   `mcp-driver-tokio`, rmcp, the TypeScript SDK and the Python SDK, each client in a process
 //!   of its own (`mcp-bench client-child`, `bench/peers/ts_client.mjs`,

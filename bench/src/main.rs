@@ -5,7 +5,8 @@
 //! mcp-bench run [--secs S] [--rounds N] [--warmup-ms MS] [--only TEXT] [--criterion DIR]
 //!               [--out FILE] [--no-ceiling] [--no-network] [--no-memory]
 //!               [--interop-home DIR] [--no-sdks]
-//! mcp-bench serve                     # the server process (used by `run`)
+//! mcp-bench serve [--era legacy|modern]
+//!                                     # the server process of one era (used by `run`)
 //! mcp-bench memory-child DRIVER URL   # one call, then its peak RSS (used by `run`)
 //! mcp-bench client-child KIND URL CASE WARMUP_MS WINDOW_MS
 //!                                     # a Rust client of the cross-SDK table (used by `run`)
@@ -20,13 +21,20 @@
 //! table out). `--only TEXT` keeps the cases whose name (`sequential JSON mcp-driver-tokio`,
 //! `in-flight-16 SSE rmcp (default client)`, `shared-256 JSON floor: bare hyper-util POST`,
 //! `sdks cold-closed SSE Python SDK`...) contains `TEXT`: handy under `perf`, or to run one
-//! group (`--only shared-`, `--only sdks`).
+//! group (`--only shared-`, `--only sdks`, `--only modern`, `--only stdio`).
+//!
+//! The 2026-07-28 era's cases talk to a second server process (`serve --era modern`); the
+//! stdio cases start `mcp-testkit-stdio`, which `bench/run.sh` builds next to `mcp-bench`
+//! (or wherever `MCP_TESTKIT_STDIO_BIN` points): the run fails at once, naming the build
+//! step, when a stdio case is selected and the binary is missing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_bench::cases::{ClientKind, Group, Measurement, Mode, RunCfg, run_case};
+use mcp_bench::cases::{
+    ClientKind, Era, Group, Measurement, Mode, RunCfg, Servers, Target, case_name, run_case,
+};
 use mcp_bench::memory::{self, MemoryRun};
 use mcp_bench::report::{self, CeilingRow, Check};
 use mcp_bench::sdks::{self, Peers, Sdk, SdkRun};
@@ -97,14 +105,14 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("serve") => server::serve_main().map_err(|e| e.to_string()),
+        Some("serve") => server::serve_main(&args[1..]).map_err(|e| e.to_string()),
         Some("memory-child") if args.len() == 3 => {
             memory::child_main(&args[1], &args[2]).map_err(|e| e.to_string())
         }
         Some("client-child") => sdks::child_main(&args[1..]),
         Some("run") => parse_options(&args[1..]).and_then(|o| run(&o)),
         _ => Err(
-            "usage: mcp-bench run [options] | serve | memory-child DRIVER URL \
+            "usage: mcp-bench run [options] | serve [--era legacy|modern] | memory-child DRIVER URL \
                   | client-child KIND URL CASE WARMUP_MS WINDOW_MS"
                 .to_owned(),
         ),
@@ -118,16 +126,30 @@ fn main() -> ExitCode {
     }
 }
 
-/// The network cases in the order they run and are reported.
-fn network_cases() -> Vec<(Group, Mode, ClientKind)> {
-    use ClientKind::{Blocking, HyperFloor, Rmcp, RmcpPooled, Tokio, UreqFloor};
+/// The network cases in the order they run and are reported: the legacy HTTP server's
+/// sequential and cold cases, the same against the 2026-07-28 server (the drivers and their
+/// floors: rmcp speaks no such era), the stdio server's (the drivers, their pipe floors,
+/// rmcp's `TokioChildProcess`), then the legacy server's in-flight and shared cases.
+fn network_cases() -> Vec<(Group, Target, ClientKind)> {
+    use ClientKind::{
+        Blocking, HyperFloor, PipeFloor, Rmcp, RmcpPooled, Tokio, TokioPipeFloor, UreqFloor,
+    };
     let all = [Blocking, UreqFloor, Tokio, HyperFloor, Rmcp, RmcpPooled];
+    let modern = [Blocking, UreqFloor, Tokio, HyperFloor];
+    let stdio = [Blocking, PipeFloor, Tokio, TokioPipeFloor, Rmcp];
     let mut cases = Vec::new();
-    for group in [Group::Sequential, Group::Cold] {
-        for mode in [Mode::Json, Mode::Sse] {
-            for client in all {
-                cases.push((group, mode, client));
+    for (era, clients) in [(Era::Legacy, &all[..]), (Era::Modern, &modern[..])] {
+        for group in [Group::Sequential, Group::Cold] {
+            for mode in [Mode::Json, Mode::Sse] {
+                for client in clients {
+                    cases.push((group, Target::Http(era, mode), *client));
+                }
             }
+        }
+    }
+    for group in [Group::Sequential, Group::Cold] {
+        for client in stdio {
+            cases.push((group, Target::Stdio, client));
         }
     }
     let in_flight = [1, 16, 256].map(Group::InFlight);
@@ -135,15 +157,11 @@ fn network_cases() -> Vec<(Group, Mode, ClientKind)> {
     for group in in_flight.into_iter().chain(shared) {
         for mode in [Mode::Json, Mode::Sse] {
             for client in [Tokio, HyperFloor, Rmcp, RmcpPooled] {
-                cases.push((group, mode, client));
+                cases.push((group, Target::Http(Era::Legacy, mode), client));
             }
         }
     }
     cases
-}
-
-fn case_name(group: Group, mode: Mode, client: ClientKind) -> String {
-    format!("{} {} {}", group.name(), mode.label(), client.label())
 }
 
 /// The cases of the cross-SDK table in the order they run and are reported, `--only` applied.
@@ -173,22 +191,11 @@ fn run(options: &Options) -> Result<(), String> {
         Some(home) if !sdk_cases.is_empty() => Some(Peers::find(home)?),
         _ => None,
     };
-    let load_before = load_average();
-    let mut server = ServerProcess::spawn(&exe).map_err(|e| format!("server: {e}"))?;
-    let mut out = String::new();
-    let mut checks: Vec<Check> = Vec::new();
-
-    let mut ceiling = Vec::new();
-    if options.ceiling {
-        ceiling = measure_ceiling(&server, options.cfg.duration)?;
-    }
-
-    let mut measured: Vec<Measurement> = Vec::new();
     let cases: Vec<_> = if options.network {
         network_cases()
             .into_iter()
-            .filter(|(group, mode, client)| {
-                let name = case_name(*group, *mode, *client);
+            .filter(|(group, target, client)| {
+                let name = case_name(*group, *target, *client);
                 options
                     .only
                     .as_ref()
@@ -198,6 +205,38 @@ fn run(options: &Options) -> Result<(), String> {
     } else {
         Vec::new()
     };
+    // Before anything is measured too: a stdio case without the stdio server's binary.
+    let stdio = if cases.iter().any(|(_, target, _)| *target == Target::Stdio) {
+        Some(mcp_testkit::stdio_server_path().map_err(|e| {
+            format!("the stdio cases need the stdio server (bench/run.sh builds it): {e}")
+        })?)
+    } else {
+        None
+    };
+    let load_before = load_average();
+    let legacy = ServerProcess::spawn(&exe, Era::Legacy).map_err(|e| format!("server: {e}"))?;
+    let modern = if cases
+        .iter()
+        .any(|(_, target, _)| target.era() == Era::Modern)
+    {
+        Some(ServerProcess::spawn(&exe, Era::Modern).map_err(|e| format!("modern server: {e}"))?)
+    } else {
+        None
+    };
+    let mut servers = Servers {
+        legacy,
+        modern,
+        stdio,
+    };
+    let mut out = String::new();
+    let mut checks: Vec<Check> = Vec::new();
+
+    let mut ceiling = Vec::new();
+    if options.ceiling {
+        ceiling = measure_ceiling(&servers.legacy, options.cfg.duration)?;
+    }
+
+    let mut measured: Vec<Measurement> = Vec::new();
     if !cases.is_empty() {
         // Every case runs `rounds` windows, the cases taking turns, so that a change of load
         // on the machine spreads over all of them instead of landing on a few.
@@ -207,9 +246,9 @@ fn run(options: &Options) -> Result<(), String> {
         };
         for round in 1..=options.rounds {
             eprint!("network cases, round {round}/{}: ", options.rounds);
-            for (i, (group, mode, client)) in cases.iter().copied().enumerate() {
-                let name = case_name(group, mode, client);
-                let m = run_case(group, mode, client, &mut server, slice)
+            for (i, (group, target, client)) in cases.iter().copied().enumerate() {
+                let name = case_name(group, target, client);
+                let m = run_case(group, target, client, &mut servers, slice)
                     .map_err(|e| format!("{name}: {e}"))?;
                 match measured.get_mut(i) {
                     Some(total) => total.merge(m),
@@ -220,16 +259,23 @@ fn run(options: &Options) -> Result<(), String> {
             eprintln!();
         }
         for m in &measured {
+            let legs = m.legs_per_op().map(|legs| {
+                legs.iter()
+                    .map(|(label, n)| format!("{label} {n:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            });
             eprintln!(
-                "{:<55}{:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs  conns/call {:.3}  \
-                 initialize/window {:.1}  other load {:.2}",
-                case_name(m.group, m.mode, m.client),
+                "{:<62}{:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs  conns/call {:.3}  \
+                 initialize/window {:.1}  other load {:.2}  per op: {}",
+                case_name(m.group, m.target, m.client),
                 m.stats.per_sec(),
                 m.stats.p50.as_secs_f64() * 1e6,
                 m.stats.p99.as_secs_f64() * 1e6,
                 m.connections_per_op().unwrap_or(f64::NAN),
                 m.initialize_per_window().unwrap_or(f64::NAN),
                 m.cpu.other_cores().unwrap_or(0.0),
+                legs.unwrap_or_else(|| "–".to_owned()),
             );
         }
         checks.extend(report::network_checks(&measured));
@@ -239,7 +285,15 @@ fn run(options: &Options) -> Result<(), String> {
     if let Some(peers) = &peers {
         eprint!("cross-SDK cases, a client process each: ");
         for (mode, group, sdk) in sdk_cases.iter().copied() {
-            let run = sdks::run_one(peers, &exe, sdk, group, mode, &mut server, options.cfg)?;
+            let run = sdks::run_one(
+                peers,
+                &exe,
+                sdk,
+                group,
+                mode,
+                &mut servers.legacy,
+                options.cfg,
+            )?;
             eprint!(".");
             sdk_runs.push(run);
         }
@@ -273,7 +327,7 @@ fn run(options: &Options) -> Result<(), String> {
                 "oversize-chunked",
                 "oversize-sse",
             ] {
-                let run = memory::measure(&exe, driver, role, server.url(role))
+                let run = memory::measure(&exe, driver, role, servers.legacy.url(role))
                     .map_err(|e| e.to_string())?;
                 eprintln!(
                     "memory {driver} {role}: {} KiB ({})",
@@ -288,7 +342,7 @@ fn run(options: &Options) -> Result<(), String> {
                 .filter(|c| c.what.contains("blocking")),
         );
     }
-    drop(server);
+    drop(servers);
     let load_after = load_average();
 
     let parse_rows = options

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::cases::{ClientKind, Group, Measurement, Mode};
+use crate::cases::{ClientKind, Era, Group, Measurement, Mode, Target, case_name};
 use crate::memory::MemoryRun;
 use crate::sdks::SdkRun;
 
@@ -37,8 +37,81 @@ fn ratio(a: f64, b: Option<f64>) -> Option<f64> {
 /// The calls/s of `client` in the same case as `m`.
 fn rate_of(all: &[Measurement], m: &Measurement, client: ClientKind) -> Option<f64> {
     all.iter()
-        .find(|o| o.group == m.group && o.mode == m.mode && o.client == client)
+        .find(|o| o.group == m.group && o.target == m.target && o.client == client)
         .map(|o| o.stats.per_sec())
+}
+
+/// The servers whose cases share a table: the legacy HTTP server (whichever answer format),
+/// the modern one, the stdio server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Legacy,
+    Modern,
+    Stdio,
+}
+
+impl Family {
+    fn of(target: Target) -> Self {
+        match target {
+            Target::Http(Era::Legacy, _) => Self::Legacy,
+            Target::Http(Era::Modern, _) => Self::Modern,
+            Target::Stdio => Self::Stdio,
+        }
+    }
+}
+
+/// The title of the table of `group` against `family`'s server.
+fn table_title(family: Family, group: Group) -> String {
+    match (family, group) {
+        (Family::Legacy, _) => group_title(group),
+        (Family::Modern, Group::Sequential) => {
+            "2026-07-28 era: sequential `tools/call`, each one stateless POST (no handshake, \
+             no session)"
+                .to_owned()
+        }
+        (Family::Modern, Group::Cold) => {
+            "2026-07-28 era: cold operations: new client, one call".to_owned()
+        }
+        (Family::Stdio, Group::Sequential) => {
+            "stdio: sequential `tools/call` on a kept server process".to_owned()
+        }
+        (Family::Stdio, Group::Cold) => {
+            "stdio: cold operations: spawn, handshake + call, close (stdin closed, exit awaited)"
+                .to_owned()
+        }
+        (Family::Modern, _) => format!("2026-07-28 era: {}", group_title(group)),
+        (Family::Stdio, _) => format!("stdio: {}", group_title(group)),
+    }
+}
+
+/// What the server saw per operation: the total, then each JSON-RPC method (`GET`, `DELETE`
+/// for those) in the order first seen, its count after it unless it is one:
+/// `3: initialize + notifications/initialized + tools/call`.
+fn legs_cell(m: &Measurement) -> String {
+    let Some(per_op) = m.legs_per_op() else {
+        return "–".to_owned();
+    };
+    let whole = |v: f64| (v - v.round()).abs() < 0.005;
+    let number = |v: f64| {
+        if whole(v) {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    let total: f64 = per_op.iter().map(|(_, v)| v).sum();
+    let parts: Vec<String> = per_op
+        .iter()
+        .filter(|(_, v)| *v >= 0.005)
+        .map(|(label, v)| {
+            if whole(*v) && v.round() == 1.0 {
+                label.clone()
+            } else {
+                format!("{label} ×{}", number(*v))
+            }
+        })
+        .collect();
+    format!("{}: {}", number(total), parts.join(" + "))
 }
 
 /// The title of a group's table.
@@ -70,39 +143,53 @@ fn in_order<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     once
 }
 
-/// One table per group, in the order the groups first appear. The tables of the shared groups
+/// One table per group and server (the legacy HTTP server, the modern one, the stdio
+/// server), in the order they first appear. The tables of the shared groups
 /// ([`Group::Shared`]) have one column more: the `initialize` requests per window, the
-/// handshakes the tasks sharing one client made between them.
+/// handshakes the tasks sharing one client made between them; the cold tables and the modern
+/// ones (HTTP) have one column more too: the requests the server saw per operation, by method.
 pub fn network_tables(all: &[Measurement]) -> String {
     let mut out = String::new();
-    for group in in_order(all.iter().map(|m| m.group)) {
+    for (family, group) in in_order(all.iter().map(|m| (Family::of(m.target), m.group))) {
         let shared = matches!(group, Group::Shared(_));
-        let _ = writeln!(out, "#### {}\n", group_title(group));
+        let cold = matches!(group, Group::Cold | Group::ColdClosed);
+        let legs = family != Family::Stdio && (cold || family == Family::Modern);
+        let _ = writeln!(out, "#### {}\n", table_title(family, group));
         out.push_str(
             "| mode | client | calls/s | p50 µs | p99 µs | × floor | × rmcp | × rmcp pooled \
              | client CPU µs/call | server CPU µs/call | new conns/call | other load (cores) |",
         );
-        out.push_str(if shared {
-            " initialize requests / window |\n"
-        } else {
-            "\n"
-        });
-        out.push_str("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
-        out.push_str(if shared { "--:|\n" } else { "\n" });
-        for m in all.iter().filter(|m| m.group == group) {
+        if shared {
+            out.push_str(" initialize requests / window |");
+        }
+        if legs {
+            out.push_str(" requests / op (the server saw) |");
+        }
+        out.push_str("\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        if shared {
+            out.push_str("--:|");
+        }
+        if legs {
+            out.push_str("---|");
+        }
+        out.push('\n');
+        let rows = all
+            .iter()
+            .filter(|m| m.group == group && Family::of(m.target) == family);
+        for m in rows {
             let rate = m.stats.per_sec();
             let floor = if m.client.is_floor() {
                 None
             } else {
-                ratio(rate, rate_of(all, m, m.client.floor()))
+                ratio(rate, rate_of(all, m, m.client.floor(m.target)))
             };
             let rmcp = ratio(rate, rate_of(all, m, ClientKind::Rmcp));
             let pooled = ratio(rate, rate_of(all, m, ClientKind::RmcpPooled));
             let _ = write!(
                 out,
                 "| {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                m.mode.label(),
-                m.client.label(),
+                m.target.label(),
+                m.client.label_for(m.target),
                 rate,
                 us(m.stats.p50),
                 us(m.stats.p99),
@@ -118,6 +205,9 @@ pub fn network_tables(all: &[Measurement]) -> String {
                 let per_window = m.initialize_per_window();
                 let whole = per_window.is_some_and(|v| v.fract() == 0.0);
                 let _ = write!(out, " {} |", opt(per_window, if whole { 0 } else { 2 }));
+            }
+            if legs {
+                let _ = write!(out, " {} |", legs_cell(m));
             }
             out.push('\n');
         }
@@ -359,35 +449,37 @@ pub fn checks_table(checks: &[Check]) -> String {
     out
 }
 
-/// The checks of the network targets: each driver ≥ 0.9× its floor and ≥ 2× rmcp (default
-/// client), sequential calls, both modes.
+/// The checks of the network targets: each driver ≥ 0.9× its floor on sequential calls and
+/// cold operations, against every server (both eras over HTTP, both answer formats; stdio),
+/// and ≥ 2× rmcp (default client) on sequential calls to the legacy HTTP server.
 pub fn network_checks(all: &[Measurement]) -> Vec<Check> {
     let mut checks = Vec::new();
-    for m in all.iter().filter(|m| m.group == Group::Sequential) {
+    for m in all
+        .iter()
+        .filter(|m| matches!(m.group, Group::Sequential | Group::Cold))
+    {
         if !matches!(m.client, ClientKind::Blocking | ClientKind::Tokio) {
             continue;
         }
         let rate = m.stats.per_sec();
-        if let Some(r) = ratio(rate, rate_of(all, m, m.client.floor())) {
+        let name = case_name(m.group, m.target, m.client);
+        let floor = m.client.floor(m.target);
+        if let Some(r) = ratio(rate, rate_of(all, m, floor)) {
             checks.push(Check {
-                what: format!(
-                    "sequential {} {} vs {}",
-                    m.mode.label(),
-                    m.client.label(),
-                    m.client.floor().label()
-                ),
+                what: format!("{name} vs {}", floor.label()),
                 measured: format!("{r:.2}×"),
                 target: "≥ 0.90×".to_owned(),
                 met: r >= 0.9,
             });
         }
-        if let Some(r) = ratio(rate, rate_of(all, m, ClientKind::Rmcp)) {
+        let legacy_sequential =
+            m.group == Group::Sequential && matches!(m.target, Target::Http(Era::Legacy, _));
+        if let (true, Some(r)) = (
+            legacy_sequential,
+            ratio(rate, rate_of(all, m, ClientKind::Rmcp)),
+        ) {
             checks.push(Check {
-                what: format!(
-                    "sequential {} {} vs rmcp (default client)",
-                    m.mode.label(),
-                    m.client.label()
-                ),
+                what: format!("{name} vs rmcp (default client)"),
                 measured: format!("{r:.2}×"),
                 target: "≥ 2.00×".to_owned(),
                 met: r >= 2.0,
@@ -438,9 +530,12 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::server::Legs;
     use crate::stats::{CpuUse, Sample};
 
     fn measured(group: Group, client: ClientKind, initialize: u64, windows: u32) -> Measurement {
+        let mut legs = Legs::default();
+        legs.add("initialize", initialize);
         let sample = Sample::new(
             vec![Duration::from_micros(100); 10],
             Duration::from_secs(1),
@@ -448,13 +543,13 @@ mod tests {
         );
         Measurement {
             group,
-            mode: Mode::Json,
+            target: Target::Http(Era::Legacy, Mode::Json),
             client,
             stats: sample.stats(),
             sample,
             cpu: CpuUse::default(),
             connections: Some(1),
-            initialize: Some(initialize),
+            legs: Some(legs),
             windows,
         }
     }
@@ -498,6 +593,73 @@ mod tests {
             "Clients as they reported themselves: TypeScript SDK: sdk 1.32.2 on node v20; \
              Python SDK: mcp 2.3.0 on CPython 3.11.\n"
         ));
+    }
+
+    #[test]
+    fn each_server_has_its_tables_and_the_floor_targets_cover_them_all() {
+        let on = |target: Target, group: Group, client: ClientKind, legs: &[(&str, u64)]| {
+            let mut m = measured(group, client, 0, 1);
+            m.target = target;
+            let mut counted = Legs::default();
+            for (label, n) in legs {
+                counted.add(label, *n);
+            }
+            m.legs = (target != Target::Stdio).then_some(counted);
+            m
+        };
+        let modern = Target::Http(Era::Modern, Mode::Sse);
+        let legacy = Target::Http(Era::Legacy, Mode::Json);
+        // 10 operations each (see `measured`).
+        let cold_legacy = [
+            ("initialize", 10),
+            ("notifications/initialized", 10),
+            ("tools/call", 10),
+        ];
+        let all = [
+            on(legacy, Group::Cold, ClientKind::Tokio, &cold_legacy),
+            on(legacy, Group::Cold, ClientKind::HyperFloor, &cold_legacy),
+            on(
+                modern,
+                Group::Cold,
+                ClientKind::Tokio,
+                &[("tools/call", 10)],
+            ),
+            on(
+                modern,
+                Group::Cold,
+                ClientKind::HyperFloor,
+                &[("tools/call", 20)],
+            ),
+            on(Target::Stdio, Group::Sequential, ClientKind::Blocking, &[]),
+            on(Target::Stdio, Group::Sequential, ClientKind::PipeFloor, &[]),
+            on(Target::Stdio, Group::Sequential, ClientKind::Rmcp, &[]),
+        ];
+        let tables = network_tables(&all);
+        let titles: Vec<&str> = tables.lines().filter(|l| l.starts_with("#### ")).collect();
+        assert_eq!(
+            titles,
+            [
+                "#### Cold operations: new client and session, handshake + call",
+                "#### 2026-07-28 era: cold operations: new client, one call",
+                "#### stdio: sequential `tools/call` on a kept server process",
+            ]
+        );
+        assert!(tables.contains("| 3: initialize + notifications/initialized + tools/call |\n"));
+        assert!(tables.contains("| SSE | mcp-driver-tokio |"));
+        assert!(tables.contains(" | 1: tools/call |\n"));
+        assert!(tables.contains(" | 2: tools/call ×2 |\n"));
+        let stdio = tables.split_once("#### stdio").unwrap().1;
+        assert!(!stdio.contains("requests / op"), "no counts over stdio");
+        assert!(stdio.contains("| stdio | rmcp (TokioChildProcess) |"));
+        let checks: Vec<String> = network_checks(&all).into_iter().map(|c| c.what).collect();
+        assert_eq!(
+            checks,
+            [
+                "cold JSON mcp-driver-tokio vs floor: bare hyper-util POST",
+                "modern cold SSE mcp-driver-tokio vs floor: bare hyper-util POST",
+                "sequential stdio mcp-driver-blocking vs floor: bare std::process pipes",
+            ]
+        );
     }
 
     #[test]

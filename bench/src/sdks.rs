@@ -505,7 +505,11 @@ pub fn child_main(args: &[String]) -> Result<(), String> {
     {
         return Ok(());
     }
-    match cases::sample(group, client, url, cfg) {
+    let endpoint = cases::Endpoint::Http {
+        url,
+        era: cases::Era::Legacy,
+    };
+    match cases::sample(group, client, endpoint, cfg) {
         Ok(sample) => {
             let us: Vec<f64> = sample
                 .latencies

@@ -2,15 +2,18 @@
 //!
 //! The server is `mcp-testkit`'s [`TestServer`]: hand-written HTTP/1.1, a thread per
 //! connection, keep-alive, answers as JSON (`Content-Length`) or as an event stream (chunked).
-//! It runs in a **child process** (`mcp-bench serve`), so that:
+//! It runs in a **child process** (`mcp-bench serve [--era legacy|modern]`), so that:
 //!
 //! * its CPU time is read apart from the clients' (`/proc/<pid>/stat`), and each case can say
 //!   how much of a call the server spent;
 //! * its memory (and the requests it records) never count against a client.
 //!
-//! [`ServerProcess::counters`] reads, per server, the TCP connections it has accepted and the
-//! `initialize` requests (handshakes) it has received, so that each case can say how many of
-//! each it cost.
+//! A process speaks one [`Era`]: the legacy one (the `initialize` handshake and sessions,
+//! `mcp-testkit`'s default) or the 2026-07-28 one (`ServerEra::Modern`: every call one
+//! stateless POST, `initialize` refused). [`ServerProcess::counters`] reads, per server, the
+//! TCP connections it has accepted and the requests it has received by JSON-RPC method
+//! ([`Legs`]: the handshakes, the calls, a `server/discover`, a `GET` or a `DELETE`), so that
+//! each case can say how many of each it cost.
 //!
 //! [`raw_ceiling`] measures the server alone: several raw keep-alive clients post prebuilt
 //! `tools/call` bytes as fast as the server answers; [`wrk_ceiling`] does the same with `wrk`
@@ -24,25 +27,57 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_testkit::{AnswerMode, Hostile, Script, TestServer};
+use mcp_testkit::{AnswerMode, Hostile, Script, ServerEra, TestServer};
 
 use crate::wire::{CallLegs, Captured, SESSION_HEADER, capture_call};
 
 /// The size of the hostile answer of the memory case.
 pub const OVERSIZE: usize = 100 << 20;
 
-/// The servers `mcp-bench serve` starts, by role.
-const ROLES: [&str; 5] = [
-    "json",
-    "sse",
-    "oversize-length",
-    "oversize-chunked",
-    "oversize-sse",
-];
+/// The protocol era a server process speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2025-11-25 and before: the `initialize` handshake, then calls on its session.
+    Legacy,
+    /// 2026-07-28: no handshake, no session; every call one stateless request.
+    Modern,
+}
 
-fn script(role: &str) -> Script {
+impl Era {
+    /// The name on `mcp-bench serve`'s command line: `legacy`, `modern`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Legacy => "legacy",
+            Self::Modern => "modern",
+        }
+    }
+
+    /// The era [`Self::name`] gave `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Legacy, Self::Modern]
+            .into_iter()
+            .find(|era| era.name() == name)
+    }
+
+    /// The servers a process of this era starts, by role: both answer formats, and in the
+    /// legacy era the hostile answers of the memory case too.
+    fn roles(self) -> &'static [&'static str] {
+        match self {
+            Self::Legacy => &[
+                "json",
+                "sse",
+                "oversize-length",
+                "oversize-chunked",
+                "oversize-sse",
+            ],
+            Self::Modern => &["json", "sse"],
+        }
+    }
+}
+
+fn script(role: &str, era: Era) -> Script {
     let call = "tools/call";
-    match role {
+    let script = match role {
         "json" => Script::new().answer_mode(AnswerMode::Json),
         "sse" => Script::new().answer_mode(AnswerMode::Sse),
         "oversize-length" => Script::new().hostile(call, Hostile::Oversize(OVERSIZE)),
@@ -51,6 +86,10 @@ fn script(role: &str) -> Script {
             .answer_mode(AnswerMode::Sse)
             .hostile(call, Hostile::Oversize(OVERSIZE)),
         other => unreachable!("no server role {other}"),
+    };
+    match era {
+        Era::Legacy => script,
+        Era::Modern => script.era(ServerEra::Modern),
     }
 }
 
@@ -58,47 +97,138 @@ fn script(role: &str) -> Script {
 /// and forgets them in the middle of a case (about a second of the fastest load).
 const RECORDED_CAP: usize = 50_000;
 
-/// One server of `mcp-bench serve` and the `initialize` requests it has received so far.
-struct Served {
-    role: &'static str,
-    server: TestServer,
-    /// `initialize` requests among the requests already forgotten.
-    initialize: Mutex<u64>,
-}
+/// Requests a server received, by label (the JSON-RPC method, `(response)`, or the HTTP
+/// method of a `GET` or `DELETE`: `TestServer::rpc_methods`), each label once, in the order
+/// it was first seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Legs(Vec<(String, u64)>);
 
-impl Served {
-    /// Counts the `initialize` requests among the recorded ones and forgets them all; returns
-    /// the total so far. A request recorded between the count and the forgetting is lost to
-    /// the count: the query between two cases, when no client is running, loses none.
-    fn count_initialize(&self) -> u64 {
-        let mut total = self
-            .initialize
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let methods = self.server.rpc_methods();
-        *total += methods.iter().filter(|m| *m == "initialize").count() as u64;
-        self.server.clear_requests();
-        *total
+impl Legs {
+    /// Counts `n` more requests labelled `label`.
+    pub fn add(&mut self, label: &str, n: u64) {
+        match self.0.iter_mut().find(|(l, _)| l == label) {
+            Some((_, count)) => *count += n,
+            None => self.0.push((label.to_owned(), n)),
+        }
+    }
+
+    /// The requests labelled `label`.
+    pub fn count(&self, label: &str) -> u64 {
+        self.0
+            .iter()
+            .find(|(l, _)| l == label)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// Every request counted.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Each label and its count, in the order first seen.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|(l, n)| (l.as_str(), *n))
+    }
+
+    /// What was counted since `before` (an earlier reading of the same totals).
+    pub fn since(&self, before: &Self) -> Self {
+        let mut out = Self::default();
+        for (label, n) in self.iter() {
+            let new = n.saturating_sub(before.count(label));
+            if new > 0 {
+                out.add(label, new);
+            }
+        }
+        out
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: &Self) {
+        for (label, n) in other.iter() {
+            self.add(label, n);
+        }
+    }
+
+    /// As one word for `mcp-bench serve`'s answer: `label=count,...`, `-` when empty.
+    fn to_word(&self) -> String {
+        if self.0.is_empty() {
+            return "-".to_owned();
+        }
+        let items: Vec<String> = self.iter().map(|(l, n)| format!("{l}={n}")).collect();
+        items.join(",")
+    }
+
+    /// The legs [`Self::to_word`] wrote.
+    fn from_word(word: &str) -> Option<Self> {
+        let mut legs = Self::default();
+        if word == "-" {
+            return Some(legs);
+        }
+        for item in word.split(',') {
+            let (label, n) = item.rsplit_once('=')?;
+            legs.add(label, n.parse().ok()?);
+        }
+        Some(legs)
     }
 }
 
-/// The body of `mcp-bench serve`: starts one server per role, prints `role url` lines and an
-/// empty line, then serves until standard input closes. Each line it reads on standard input
-/// is answered with one line of `role connections-accepted initialize-requests` triples
-/// (totals since the start; see [`ServerProcess::counters`]).
+/// One server of `mcp-bench serve` and the requests it has received so far.
+struct Served {
+    role: &'static str,
+    server: TestServer,
+    /// The requests already forgotten, by label.
+    forgotten: Mutex<Legs>,
+}
+
+impl Served {
+    /// Counts the recorded requests by label and forgets them all; returns the totals so far.
+    /// A request recorded between the count and the forgetting is lost to the count: the
+    /// query between two cases, when no client is running, loses none.
+    fn count_legs(&self) -> Legs {
+        let mut total = self
+            .forgotten
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for label in self.server.rpc_methods() {
+            total.add(&label, 1);
+        }
+        self.server.clear_requests();
+        total.clone()
+    }
+}
+
+/// The body of `mcp-bench serve [--era legacy|modern]`: starts one server per role of the era
+/// (default legacy), prints `role url` lines and an empty line, then serves until standard
+/// input closes. Each line it reads on standard input is answered with one line of
+/// `role connections-accepted legs` triples (totals since the start; `legs` is
+/// `label=count,...` or `-`; see [`ServerProcess::counters`]).
 ///
-/// The servers record every request. The `initialize` requests among them are counted, and
-/// the records forgotten, when a query comes (between cases, when no client is running, so
-/// the count is exact), and by a helper thread when more than [`RECORDED_CAP`] pile up, so
-/// that a long case does not grow the server's memory without bound.
-pub fn serve_main() -> io::Result<()> {
-    let servers: Vec<Served> = ROLES
+/// The servers record every request. They are counted by label, and the records forgotten,
+/// when a query comes (between cases, when no client is running, so the count is exact), and
+/// by a helper thread when more than [`RECORDED_CAP`] pile up, so that a long case does not
+/// grow the server's memory without bound.
+///
+/// # Errors
+/// A bad command line, or a server that cannot start.
+pub fn serve_main(args: &[String]) -> io::Result<()> {
+    let era = match args {
+        [] => Era::Legacy,
+        [flag, name] if flag == "--era" => Era::parse(name)
+            .ok_or_else(|| io::Error::other(format!("no era {name:?} (legacy or modern)")))?,
+        _ => {
+            return Err(io::Error::other(
+                "usage: mcp-bench serve [--era legacy|modern]",
+            ));
+        }
+    };
+    let servers: Vec<Served> = era
+        .roles()
         .iter()
         .map(|role| {
             Ok(Served {
                 role,
-                server: TestServer::try_start(script(role))?,
-                initialize: Mutex::new(0),
+                server: TestServer::try_start(script(role, era))?,
+                forgotten: Mutex::new(Legs::default()),
             })
         })
         .collect::<io::Result<_>>()?;
@@ -119,7 +249,7 @@ pub fn serve_main() -> io::Result<()> {
                         .server
                         .wait_for_requests(RECORDED_CAP, Duration::ZERO)
                     {
-                        served.count_initialize();
+                        served.count_legs();
                     }
                 }
             }
@@ -131,9 +261,9 @@ pub fn serve_main() -> io::Result<()> {
             }
             let mut out = io::stdout().lock();
             for served in &servers {
-                let initialize = served.count_initialize();
+                let legs = served.count_legs().to_word();
                 let accepted = served.server.connections_accepted();
-                let _ = write!(out, "{} {accepted} {initialize} ", served.role);
+                let _ = write!(out, "{} {accepted} {legs} ", served.role);
             }
             let _ = writeln!(out);
             let _ = out.flush();
@@ -147,17 +277,25 @@ pub fn serve_main() -> io::Result<()> {
 }
 
 /// What one server of the child process has received since it started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counters {
     /// TCP connections accepted.
     pub connections: u64,
+    /// Requests, by label.
+    pub legs: Legs,
+}
+
+impl Counters {
     /// `initialize` requests: handshakes begun.
-    pub initialize: u64,
+    pub fn initialize(&self) -> u64 {
+        self.legs.count("initialize")
+    }
 }
 
 /// The server child process. Dropping it closes its standard input, which stops it.
 #[derive(Debug)]
 pub struct ServerProcess {
+    era: Era,
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Lines<BufReader<ChildStdout>>,
@@ -165,10 +303,10 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `exe serve` and waits for its URLs.
-    pub fn spawn(exe: &std::path::Path) -> io::Result<Self> {
+    /// Starts `exe serve --era ERA` and waits for its URLs.
+    pub fn spawn(exe: &std::path::Path, era: Era) -> io::Result<Self> {
         let mut child = Command::new(exe)
-            .arg("serve")
+            .args(["serve", "--era", era.name()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
@@ -188,17 +326,23 @@ impl ServerProcess {
                 urls.push((role.to_owned(), url.to_owned()));
             }
         }
-        if urls.len() != ROLES.len() {
+        if urls.len() != era.roles().len() {
             let _ = child.kill();
             let _ = child.wait();
             return Err(io::Error::other("the server process did not start"));
         }
         Ok(Self {
+            era,
             child,
             stdin,
             lines,
             urls,
         })
+    }
+
+    /// The era its servers speak.
+    pub fn era(&self) -> Era {
+        self.era
     }
 
     /// The URL of the server playing `role` (`json`, `sse`, `oversize-chunked`...).
@@ -219,8 +363,8 @@ impl ServerProcess {
     }
 
     /// What the server playing `role` has received so far; `None` when the server process
-    /// did not answer. Read it when no client is running (between cases): the `initialize`
-    /// count is then exact.
+    /// did not answer. Read it when no client is running (between cases): the counts are
+    /// exact then.
     pub fn counters(&mut self, role: &str) -> Option<Counters> {
         let stdin = self.stdin.as_mut()?;
         writeln!(stdin).ok()?;
@@ -229,11 +373,11 @@ impl ServerProcess {
         let mut words = line.split_whitespace();
         while let Some(word) = words.next() {
             let connections = words.next()?;
-            let initialize = words.next()?;
+            let legs = words.next()?;
             if word == role {
                 return Some(Counters {
                     connections: connections.parse().ok()?,
-                    initialize: initialize.parse().ok()?,
+                    legs: Legs::from_word(legs)?,
                 });
             }
         }
@@ -248,7 +392,7 @@ impl ServerProcess {
     /// `initialize` requests (handshakes) the server playing `role` has received so far
     /// (as [`Self::counters`]).
     pub fn initialize_requests(&mut self, role: &str) -> Option<u64> {
-        self.counters(role).map(|c| c.initialize)
+        self.counters(role).map(|c| c.initialize())
     }
 }
 
@@ -507,25 +651,63 @@ mod tests {
     use super::*;
 
     #[test]
-    fn initialize_requests_are_counted_across_forgetting() {
+    fn requests_are_counted_by_method_across_forgetting() {
         let served = Served {
             role: "json",
-            server: TestServer::try_start(script("json")).unwrap(),
-            initialize: Mutex::new(0),
+            server: TestServer::try_start(script("json", Era::Legacy)).unwrap(),
+            forgotten: Mutex::new(Legs::default()),
         };
         let url = served.server.url();
         let legs = capture_call(&url);
         let mut conn = RawConn::connect(addr_of(&url)).unwrap();
         let call = raw_session(&mut conn, &url, &legs).unwrap();
         assert_eq!(conn.exchange(&call).unwrap().status, 200);
-        assert_eq!(served.count_initialize(), 1);
+        let counted = served.count_legs();
+        assert_eq!(counted.count("initialize"), 1);
+        assert_eq!(counted.total(), 3, "handshake and call: {counted:?}");
         assert!(
             served.server.requests().is_empty(),
             "the records are forgotten"
         );
-        assert_eq!(served.count_initialize(), 1, "the count is kept");
+        assert_eq!(served.count_legs(), counted, "the counts are kept");
         raw_session(&mut conn, &url, &legs).unwrap();
-        assert_eq!(served.count_initialize(), 2);
+        let later = served.count_legs();
+        assert_eq!(later.count("initialize"), 2);
+        let since = later.since(&counted);
+        let order: Vec<(&str, u64)> = since.iter().collect();
+        assert_eq!(
+            order,
+            [("initialize", 1), ("notifications/initialized", 1)],
+            "only the new handshake, in the order it came"
+        );
+        assert_eq!(Legs::from_word(&later.to_word()), Some(later));
+        assert_eq!(Legs::from_word("-"), Some(Legs::default()));
         served.server.shutdown();
+    }
+
+    #[test]
+    fn a_modern_server_answers_the_stateless_call_and_refuses_the_handshake() {
+        let server = TestServer::try_start(script("sse", Era::Modern)).unwrap();
+        let url = server.url();
+        let host = url
+            .strip_prefix("http://")
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap();
+        let mut conn = RawConn::connect(addr_of(&url)).unwrap();
+        let call = request_bytes(&crate::wire::capture_modern_call(&url), host);
+        assert_eq!(conn.exchange(&call).unwrap().status, 200);
+        assert_eq!(
+            conn.exchange(&call).unwrap().status,
+            200,
+            "no session to end"
+        );
+        let legacy = capture_call(&url);
+        let refused = conn
+            .exchange(&request_bytes(&legacy.initialize, host))
+            .unwrap();
+        assert_eq!(refused.status, 400);
+        server.shutdown();
     }
 }

@@ -1,7 +1,8 @@
 //! Latency statistics and CPU accounting.
 //!
 //! Latencies are recorded per operation ([`Stats::from_latencies`]); CPU time is read from
-//! `/proc` ([`CpuSnapshot`]): the client process's own time, the server process's time, and the
+//! `/proc` ([`CpuSnapshot`]): the client process's own time, the server's time (the server
+//! process, or for stdio the server processes the client started: [`children_cpu`]), and the
 //! whole machine's busy time, so that each case can say how much CPU each side spent per call
 //! and how busy the machine was with *other* work while it ran.
 
@@ -108,6 +109,62 @@ pub fn process_cpu(pid: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64((utime + stime) / TICKS_PER_SEC))
 }
 
+/// CPU time of this process's children named `comm` (the kernel's 15-byte process name):
+/// those still running (or exited and not yet reaped) with their user + system time, plus
+/// every child already reaped (`cutime` + `cstime` of this process, whatever its name). Read
+/// around a stdio case, whose clients start the stdio servers as their own children, the
+/// difference is what those servers spent, provided no other child of this process is
+/// reaped meanwhile. `None` when `/proc` cannot be read.
+pub fn children_cpu(comm: &str) -> Option<Duration> {
+    // Fields after the command name: state ppid ... (rest[1] is the ppid, rest[11] utime,
+    // rest[12] stime, rest[13] cutime, rest[14] cstime).
+    fn fields(stat: &str) -> Option<(&str, Vec<&str>)> {
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let rest = stat.get(close + 2..)?.split_whitespace().collect();
+        Some((stat.get(open + 1..close)?, rest))
+    }
+    let ticks = |fields: &[&str], at: usize| -> Option<f64> {
+        let a: f64 = fields.get(at)?.parse().ok()?;
+        let b: f64 = fields.get(at + 1)?.parse().ok()?;
+        Some(a + b)
+    };
+    let own = fs::read_to_string("/proc/self/stat").ok()?;
+    let (_, own) = fields(&own)?;
+    let mut total = ticks(&own, 13)?;
+    let me = std::process::id().to_string();
+    for entry in fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some((name, rest)) = fields(&stat)
+            && name == comm
+            && rest.get(1) == Some(&me.as_str())
+        {
+            total += ticks(&rest, 11).unwrap_or(0.0);
+        }
+    }
+    Some(Duration::from_secs_f64(total / TICKS_PER_SEC))
+}
+
+/// The name the kernel gives a process running `program` (its file name, at most 15 bytes),
+/// for [`children_cpu`].
+pub fn comm_of(program: &std::path::Path) -> String {
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
+}
+
 /// Busy (non-idle) CPU time of the whole machine, all cores added up.
 pub fn machine_busy() -> Option<Duration> {
     let stat = fs::read_to_string("/proc/stat").ok()?;
@@ -191,6 +248,35 @@ impl CpuSnapshot {
         }
     }
 
+    /// Reads the counters at the start of a stdio case, the server being this process's
+    /// children named `comm` (the stdio servers its clients start: [`children_cpu`]). The
+    /// children are read first and the client last, so that the scan of `/proc` this takes
+    /// is not counted as the client's: end the span with [`Self::children_after`].
+    pub fn children_before(comm: &str) -> Self {
+        let server = children_cpu(comm);
+        let machine = machine_busy();
+        Self {
+            at: Instant::now(),
+            client: process_cpu("self"),
+            server,
+            machine,
+        }
+    }
+
+    /// Reads the counters at the end of a stdio case: the client first, then the children
+    /// (see [`Self::children_before`]).
+    pub fn children_after(comm: &str) -> Self {
+        let at = Instant::now();
+        let client = process_cpu("self");
+        let machine = machine_busy();
+        Self {
+            at,
+            client,
+            server: children_cpu(comm),
+            machine,
+        }
+    }
+
     /// What was spent from `self` until `later`.
     pub fn until(&self, later: &Self) -> CpuUse {
         let diff = |a: Option<Duration>, b: Option<Duration>| Some(b?.saturating_sub(a?));
@@ -221,6 +307,48 @@ mod tests {
         assert_eq!(percentile(&[], 0.5), Duration::ZERO);
         let stats = Stats::from_latencies(values, Duration::from_secs(2), 0);
         assert!((stats.per_sec() - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_child_that_burns_cpu_counts_as_the_servers() {
+        let program = std::path::Path::new("/bin/sh");
+        let comm = comm_of(program);
+        assert_eq!(comm, "sh");
+        assert_eq!(
+            comm_of(std::path::Path::new("/x/mcp-testkit-stdio")),
+            "mcp-testkit-std"
+        );
+        let before = children_cpu(&comm).unwrap();
+        // A child that burns some CPU, says so, then waits for its stdin to close.
+        let mut child = std::process::Command::new(program)
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo burnt; read x || true",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line, "burnt\n");
+        let alive = children_cpu(&comm).unwrap().saturating_sub(before);
+        assert!(
+            alive >= Duration::from_millis(50),
+            "while it runs: {alive:?}"
+        );
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+        let reaped = children_cpu(&comm).unwrap().saturating_sub(before);
+        assert!(reaped >= alive, "reaped: {reaped:?}, alive: {alive:?}");
+        assert!(
+            reaped < alive * 2 + Duration::from_millis(100),
+            "counted once: {reaped:?} against {alive:?}"
+        );
     }
 
     #[test]

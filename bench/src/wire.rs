@@ -7,7 +7,9 @@ use std::time::Instant;
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Request, StatusCode};
 use mcp_proto::driver::{Input, LegId, LegStatus, Operation, Output};
-use mcp_proto::{Clock, LegKind, ManualClock, Outcome, Session, SessionConfig};
+use mcp_proto::{
+    Clock, LegKind, ManualClock, Outcome, ProtocolVersion, Session, SessionConfig, StdioCommand,
+};
 use serde_json::{Map, Value, json};
 
 /// The tool every network case calls.
@@ -70,8 +72,8 @@ impl Captured {
     }
 }
 
-/// The three requests of a cold `tools/call` of [`TOOL`], exactly as `mcp-proto` builds them
-/// for the endpoint `url`.
+/// The three requests of a cold `tools/call` of [`TOOL`] in the legacy era, exactly as
+/// `mcp-proto` builds them for the endpoint `url` (or, over stdio, the three lines it writes).
 #[derive(Debug, Clone)]
 pub struct CallLegs {
     /// `initialize` (no session id).
@@ -82,7 +84,29 @@ pub struct CallLegs {
     pub call: Captured,
 }
 
-/// Captures the legs of one `tools/call` by driving `mcp-proto` with canned answers.
+impl CallLegs {
+    /// The legs of a legacy call, checked to be exactly the handshake's two and the call.
+    fn from_legs(legs: Vec<(LegKind, Captured)>) -> Self {
+        let kinds: Vec<LegKind> = legs.iter().map(|(kind, _)| *kind).collect();
+        assert_eq!(
+            kinds,
+            [LegKind::Initialize, LegKind::Initialized, LegKind::CallTool]
+        );
+        let mut legs = legs.into_iter().map(|(_, captured)| captured);
+        let (Some(initialize), Some(initialized), Some(call)) =
+            (legs.next(), legs.next(), legs.next())
+        else {
+            unreachable!("three legs were checked above");
+        };
+        Self {
+            initialize,
+            initialized,
+            call,
+        }
+    }
+}
+
+/// Captures the legs of one legacy `tools/call` by driving `mcp-proto` with canned answers.
 ///
 /// # Panics
 /// If `url` is not a valid endpoint or `mcp-proto` asks for other legs than the three of a
@@ -90,7 +114,44 @@ pub struct CallLegs {
 pub fn capture_call(url: &str) -> CallLegs {
     let config = SessionConfig::new(url)
         .expect("a valid endpoint")
-        .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
+        .with_protocol_version(ProtocolVersion::LATEST);
+    CallLegs::from_legs(capture(config))
+}
+
+/// Captures the one request of a `tools/call` in the 2026-07-28 era (stateless: the version
+/// and the client's capabilities in `_meta`, the `MCP-Protocol-Version`, `Mcp-Method` and
+/// `Mcp-Name` headers), exactly as `mcp-proto` builds it for `url` when pinned to
+/// [`ProtocolVersion::MODERN`]. It carries no session: every call sends these very bytes.
+///
+/// # Panics
+/// If `url` is not a valid endpoint or `mcp-proto` sends anything but the call (a handshake,
+/// a probe): the modern floors would then not send what the drivers send.
+pub fn capture_modern_call(url: &str) -> Captured {
+    let config = SessionConfig::new(url)
+        .expect("a valid endpoint")
+        .with_protocol_version(ProtocolVersion::MODERN);
+    let mut legs = capture(config);
+    let kinds: Vec<LegKind> = legs.iter().map(|(kind, _)| *kind).collect();
+    assert_eq!(kinds, [LegKind::CallTool], "a modern call is one leg");
+    legs.remove(0).1
+}
+
+/// Captures the three lines (`initialize`, `notifications/initialized`, `tools/call`, each
+/// ending in its newline) that `mcp-proto` writes to a stdio server's stdin for one legacy
+/// `tools/call`; the process's own steps (spawn, close) are left out.
+///
+/// # Panics
+/// If `mcp-proto` writes other lines than those three.
+pub fn capture_stdio_call(command: StdioCommand) -> CallLegs {
+    let config = SessionConfig::stdio(command).with_protocol_version(ProtocolVersion::LATEST);
+    CallLegs::from_legs(capture(config))
+}
+
+/// Drives one `tools/call` of `config` through `mcp-proto` with canned answers, and returns
+/// the requests it sent (over stdio the lines it wrote), in order, with their kinds. The steps
+/// of a stdio process's life (spawn, shutdown...) are carried out and left out.
+fn capture(config: SessionConfig) -> Vec<(LegKind, Captured)> {
+    let stdio = config.is_stdio();
     let mut session = Session::new(config);
     let clock = ManualClock::new();
     let mut op = session.call_tool(TOOL, arguments(), clock.now());
@@ -99,14 +160,32 @@ pub fn capture_call(url: &str) -> CallLegs {
         match op.poll_output(clock.now()) {
             Output::Transmit(leg) => {
                 let (kind, leg_id) = (leg.kind, leg.id);
+                let process_step = matches!(
+                    kind,
+                    LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
+                );
                 let id = request_id(leg.request.body());
-                legs.push((kind, Captured::from_request(leg.request)));
+                if !process_step {
+                    legs.push((kind, Captured::from_request(leg.request)));
+                }
                 let answer = match kind {
                     LegKind::Initialize => Some(initialize_result()),
                     LegKind::CallTool => Some(json!({"content": [{"type": "text", "text": TEXT}]})),
                     _ => None,
                 };
-                feed(&mut op, &clock, leg_id, kind, id, answer);
+                if stdio {
+                    op.handle_input(Input::Sent { leg: leg_id }, clock.now());
+                    if let Some(result) = answer {
+                        let mut line = serde_json::to_vec(
+                            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                        )
+                        .expect("a Value serialises");
+                        line.push(b'\n');
+                        op.handle_input(Input::Stdout(&line), clock.now());
+                    }
+                } else {
+                    feed(&mut op, &clock, leg_id, kind, id, answer);
+                }
             }
             Output::Update(update) => session.apply(update),
             Output::Authorize(_) => {
@@ -122,21 +201,7 @@ pub fn capture_call(url: &str) -> CallLegs {
             }
         }
     }
-    let kinds: Vec<LegKind> = legs.iter().map(|(kind, _)| *kind).collect();
-    assert_eq!(
-        kinds,
-        [LegKind::Initialize, LegKind::Initialized, LegKind::CallTool]
-    );
-    let mut legs = legs.into_iter().map(|(_, captured)| captured);
-    let (Some(initialize), Some(initialized), Some(call)) = (legs.next(), legs.next(), legs.next())
-    else {
-        unreachable!("three legs were checked above");
-    };
-    CallLegs {
-        initialize,
-        initialized,
-        call,
-    }
+    legs
 }
 
 fn initialize_result() -> Value {
@@ -311,7 +376,7 @@ impl ListDriver {
         let config = SessionConfig::new("http://127.0.0.1:9/mcp")
             .expect("a valid endpoint")
             .with_body_cap(answer.sse.len() * 2)
-            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST);
+            .with_protocol_version(ProtocolVersion::LATEST);
         let mut session = Session::new(config);
         let clock = ManualClock::new();
         {
@@ -508,6 +573,37 @@ mod tests {
         assert_eq!(legs.call.session("abc").headers[SESSION_HEADER], "abc");
         assert!(!legs.initialize.headers.contains_key(SESSION_HEADER));
         assert_eq!(request_id(&legs.initialize.body), Some(1));
+    }
+
+    #[test]
+    fn the_captured_modern_call_is_one_stateless_post() {
+        let call = capture_modern_call("http://127.0.0.1:1234/mcp");
+        assert_eq!(call.method, http::Method::POST);
+        assert!(!call.headers.contains_key(SESSION_HEADER), "no session");
+        assert_eq!(call.headers["mcp-protocol-version"], "2026-07-28");
+        assert_eq!(call.headers["mcp-method"], "tools/call");
+        assert_eq!(call.headers["mcp-name"], TOOL);
+        let body: Value = serde_json::from_slice(&call.body).unwrap();
+        assert_eq!(body["method"], "tools/call");
+        assert_eq!(
+            body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+    }
+
+    #[test]
+    fn the_captured_stdio_lines_are_the_handshake_and_the_call() {
+        let legs = capture_stdio_call(StdioCommand::new("/bin/true"));
+        for (leg, method) in [
+            (&legs.initialize, "initialize"),
+            (&legs.initialized, "notifications/initialized"),
+            (&legs.call, "tools/call"),
+        ] {
+            assert!(leg.body.ends_with(b"\n"), "{method}: one line");
+            assert_eq!(leg.body.iter().filter(|b| **b == b'\n').count(), 1);
+            let message: Value = serde_json::from_slice(&leg.body).unwrap();
+            assert_eq!(message["method"], method);
+        }
     }
 
     #[test]
