@@ -222,6 +222,9 @@ impl Child {
     /// stdout but runs on is ended) and stderr's last lines.
     fn exit(mut self) -> ProcessExit {
         let started = Instant::now();
+        // A process that closed its stdout is usually exiting: look again soon, then less
+        // often (50 µs doubling to 5 ms), so its status costs it no fixed sleep.
+        let mut pause = Duration::from_micros(50);
         let status = loop {
             let Some(process) = self.process.as_mut() else {
                 break None;
@@ -232,7 +235,8 @@ impl Child {
                     break status.code();
                 }
                 Ok(None) if started.elapsed() < EXIT_STATUS_WAIT => {
-                    std::thread::sleep(Duration::from_millis(5));
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(5));
                 }
                 _ => break None,
             }
