@@ -45,6 +45,10 @@ pub(crate) struct Shared {
 /// never answers returns at the leg's end (ureq's own timeout, a fallback, ends it later: it
 /// is checked milliseconds apart). The operation reads what the read brought at or after the
 /// leg's end as the leg's timeout; nothing here decides that.
+/// How long before a leg's end its thread stops waiting and spins (looks at the clock,
+/// yielding) instead.
+const SPIN: std::time::Duration = std::time::Duration::from_millis(1);
+
 #[derive(Default)]
 struct LegEnd {
     state: Mutex<LegEndState>,
@@ -81,12 +85,20 @@ impl LegEnd {
                 continue;
             };
             let now = Instant::now();
-            if now < at {
+            if now + SPIN < at {
                 state = self
                     .changed
-                    .wait_timeout(state, at - now)
+                    .wait_timeout(state, at - now - SPIN)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
+                continue;
+            }
+            if now < at {
+                // The last stretch is spun through: a wait's wake-up comes a few hundred
+                // microseconds late under load, a look at the clock does not.
+                drop(state);
+                std::thread::yield_now();
+                state = self.lock();
                 continue;
             }
             state.at = None;
