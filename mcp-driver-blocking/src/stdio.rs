@@ -18,8 +18,8 @@ use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_proto::driver::{Input, Leg, Operation, ProcessExit, TransportError};
-use mcp_proto::{Clock, LegKind, MonotonicClock, StdioCommand, TransportErrorKind};
+use mcp_proto::driver::{Input, Leg, Operation, ProcessExit};
+use mcp_proto::{Clock, LegKind, MonotonicClock, StdioCommand};
 
 use crate::cancel::{Shared, Wake};
 use crate::drive::Wire;
@@ -433,17 +433,13 @@ impl StdioWire<'_> {
     fn carry_out(&mut self, op: &mut Operation, leg: &Leg) {
         let clock = MonotonicClock;
         match leg.kind {
-            LegKind::Spawn => match Child::spawn(self.command) {
-                Ok(child) => {
+            LegKind::Spawn => {
+                let started = Child::spawn(self.command).map(|child| {
                     self.shared.set_waker(child.mailbox.clone());
                     *self.child = Some(child);
-                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
-                }
-                Err(err) => {
-                    let error = TransportError::new(TransportErrorKind::Connect, err.to_string());
-                    op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
-                }
-            },
+                });
+                op.handle_input(process::spawned(leg, started), clock.now());
+            }
             // The steps of a close: the process's exit, read as stdout ends, ends the close.
             LegKind::Shutdown | LegKind::Terminate => {
                 let done = process::close_step(leg, self.child.as_mut());

@@ -47,6 +47,26 @@ pub fn terminate(pid: Option<u32>) {
     let _ = pid;
 }
 
+/// What to tell the operation once the spawn leg `leg` was carried out: the process started
+/// ([`Input::Sent`](mcp_proto::driver::Input::Sent)), or it could not be started, in the
+/// operating system's words (a connect failure: the operation says the program could not
+/// run).
+pub fn spawned(
+    leg: &mcp_proto::driver::Leg,
+    started: std::io::Result<()>,
+) -> mcp_proto::driver::Input<'static> {
+    match started {
+        Ok(()) => mcp_proto::driver::Input::Sent { leg: leg.id },
+        Err(err) => mcp_proto::driver::Input::Failed {
+            leg: leg.id,
+            error: mcp_proto::driver::TransportError::new(
+                mcp_proto::TransportErrorKind::Connect,
+                err.to_string(),
+            ),
+        },
+    }
+}
+
 /// A local server's process as a driver holds it, for the steps of a close
 /// ([`close_step`]).
 pub trait Steps {

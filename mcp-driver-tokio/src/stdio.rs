@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_proto::driver::{Input, Leg, Operation, ProcessExit, TransportError};
-use mcp_proto::{Clock, LegKind, StdioCommand, TransportErrorKind};
+use mcp_proto::driver::{Input, Leg, Operation, ProcessExit};
+use mcp_proto::{Clock, LegKind, StdioCommand};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::time::Instant as TokioInstant;
@@ -211,16 +211,10 @@ impl StdioWire<'_> {
     async fn carry_out(&mut self, op: &mut Operation, leg: &Leg) {
         let clock = TokioClock;
         match leg.kind {
-            LegKind::Spawn => match Child::spawn(&self.command) {
-                Ok(child) => {
-                    *self.child = Some(child);
-                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
-                }
-                Err(err) => {
-                    let error = TransportError::new(TransportErrorKind::Connect, err.to_string());
-                    op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
-                }
-            },
+            LegKind::Spawn => {
+                let started = Child::spawn(&self.command).map(|child| *self.child = Some(child));
+                op.handle_input(process::spawned(leg, started), clock.now());
+            }
             // The steps of a close: the process's exit, read as stdout ends, ends the close.
             LegKind::Shutdown | LegKind::Terminate => {
                 let done = process::close_step(leg, self.child.as_mut());
