@@ -79,17 +79,24 @@ pub trait Steps {
 /// Carries out a step of a close at once, on `child` (none: a process already gone): a
 /// [`LegKind::Shutdown`](mcp_proto::LegKind::Shutdown) closes its stdin, a
 /// [`LegKind::Terminate`](mcp_proto::LegKind::Terminate) sends it SIGTERM. Returns what to tell
-/// the operation: the step is done. The waits between steps are the operation's.
+/// the operation: the step is done, or, with no process to step, that it has ended (so the
+/// close waits for no exit that cannot come). The waits between steps are the operation's.
 pub fn close_step<C: Steps>(
     leg: &mcp_proto::driver::Leg,
     child: Option<&mut C>,
 ) -> mcp_proto::driver::Input<'static> {
-    if let Some(child) = child {
-        if leg.kind == mcp_proto::LegKind::Shutdown {
-            child.close_stdin();
-        } else {
-            terminate(child.pid());
-        }
+    /// The end of a process the driver no longer holds: nothing is known of it.
+    static GONE: mcp_proto::driver::ProcessExit = mcp_proto::driver::ProcessExit {
+        status: None,
+        stderr: String::new(),
+    };
+    let Some(child) = child else {
+        return mcp_proto::driver::Input::Exit(&GONE);
+    };
+    if leg.kind == mcp_proto::LegKind::Shutdown {
+        child.close_stdin();
+    } else {
+        terminate(child.pid());
     }
     mcp_proto::driver::Input::Sent { leg: leg.id }
 }
@@ -170,6 +177,41 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// A process the close's steps can act on, that records them.
+    #[derive(Default)]
+    struct Stepped(Vec<&'static str>);
+
+    impl Steps for Stepped {
+        fn close_stdin(&mut self) {
+            self.0.push("stdin closed");
+        }
+        fn pid(&self) -> Option<u32> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_close_step_without_a_process_says_it_ended_instead_of_leaving_the_close_to_wait() {
+        // A leg to carry the steps: the spawn leg of a stdio probe, renamed.
+        let config = mcp_proto::SessionConfig::stdio(StdioCommand::new("x"));
+        let now = Instant::now();
+        let mut leg = match mcp_proto::Session::new(config).probe(now).poll_output(now) {
+            mcp_proto::driver::Output::Transmit(leg) => leg,
+            other => panic!("{other:?}"),
+        };
+        leg.kind = mcp_proto::LegKind::Shutdown;
+        assert!(matches!(
+            close_step::<Stepped>(&leg, None),
+            mcp_proto::driver::Input::Exit(_)
+        ));
+        let mut child = Stepped::default();
+        assert!(matches!(
+            close_step(&leg, Some(&mut child)),
+            mcp_proto::driver::Input::Sent { .. }
+        ));
+        assert_eq!(child.0, ["stdin closed"]);
     }
 
     #[test]
