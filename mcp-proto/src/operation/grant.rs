@@ -149,7 +149,7 @@ impl Grants {
         if leg.kind == LegKind::Kill {
             end
         } else {
-            end.as_of(self.now, leg.ends_at)
+            end.as_of(self.now, leg.ends_at())
         }
     }
 
@@ -228,7 +228,6 @@ impl Grants {
                 grant,
                 carried_session,
                 sent_at: now,
-                ends_at,
                 failure: None,
                 exited: false,
                 status: 0,

@@ -59,7 +59,6 @@ pub(super) struct InFlight {
     pub(super) grant: Duration,
     /// When it was handed out, and when its grant ends: its report's measure.
     pub(super) sent_at: Instant,
-    pub(super) ends_at: Instant,
     /// How its transport failed (or that its grant ran out), once it did.
     pub(super) failure: Option<TransportErrorKind>,
     /// Over stdio: the server process exited while it was in flight.
@@ -74,6 +73,11 @@ pub(super) struct InFlight {
 }
 
 impl InFlight {
+    /// When its grant ends.
+    pub(super) fn ends_at(&self) -> Instant {
+        self.sent_at.checked_add(self.grant).unwrap_or(self.sent_at)
+    }
+
     /// Over stdio: whether the server's stdin may hold part of this leg's message (it carries
     /// one, and its writing was not reported complete).
     pub(super) fn may_be_half_written(&self) -> bool {

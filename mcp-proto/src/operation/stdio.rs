@@ -146,7 +146,7 @@ impl Stdout {
                 return Heard::Over;
             }
         }
-        let ends_at = grants.end(role).map_or(now, |leg| leg.ends_at);
+        let ends_at = grants.end(role).map_or(now, |leg| leg.ends_at());
         match kind {
             LegKind::Spawn => {
                 // A fresh process has no partial line.
