@@ -192,6 +192,9 @@ fn capture(config: SessionConfig) -> Vec<(LegKind, Captured)> {
                 op.handle_input(Input::NoAuthorizer, clock.now());
             }
             Output::Event(_) | Output::LegEnded(_) => {}
+            Output::Request(request) => {
+                op.respond(&request, clock.now());
+            }
             Output::Wait(_) | Output::AwaitSession(_) => {
                 op.handle_input(Input::Timeout, clock.now());
             }
@@ -393,6 +396,9 @@ impl ListDriver {
                         op.handle_input(Input::NoAuthorizer, clock.now());
                     }
                     Output::Event(_) | Output::LegEnded(_) => {}
+                    Output::Request(request) => {
+                        op.respond(&request, clock.now());
+                    }
                     Output::Wait(_) | Output::AwaitSession(_) => {
                         op.handle_input(Input::Timeout, clock.now());
                     }

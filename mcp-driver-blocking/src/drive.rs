@@ -2,7 +2,8 @@
 //! for every operation, HTTP and stdio alike, and the same shape as the tokio driver's.
 //!
 //! [`Driver::drive`] polls the operation and does what each output says: an update goes to
-//! the session, an event and a leg's report to the caller's observer, a leg to the transport
+//! the session, an event and a leg's report to the caller's observer, the server's request to
+//! the caller's responder, a leg to the transport
 //! ([`Wire::transmit`]), the person's step to the caller's authorizer, a wait to the transport
 //! again ([`Wire::wait`]: read what comes, or sleep to the instant). What differs between HTTP
 //! and stdio is only how bytes move ([`HttpWire`](crate::leg::HttpWire),
@@ -70,6 +71,10 @@ impl Driver<'_> {
             match output {
                 Output::Update(update) => self.client.shell.apply(update),
                 Output::Event(event) => self.observer.event(&event),
+                // The caller's responder runs here, between polls, never inside one.
+                Output::Request(request) => {
+                    op.respond(&request, clock.now());
+                }
                 Output::LegEnded(report) => spans.ended(&report, self.observer),
                 Output::Transmit(leg) => {
                     spans.sent(&leg, &self.span);

@@ -2,7 +2,8 @@
 //! every operation, HTTP and stdio alike, and the same shape as the blocking driver's.
 //!
 //! [`Run::drive`] polls the operation and does what each output says: an update goes to the
-//! session, an event and a leg's report to the caller's observer, a leg to the transport
+//! session, an event and a leg's report to the caller's observer, the server's request to the
+//! caller's responder, a leg to the transport
 //! ([`Wire::transmit`](crate::wire::Wire::transmit)), the person's step to the caller's authorizer, and a wait is one
 //! `select!` on whatever comes first: a cancel, the operation's next timer, the session's
 //! change (while it awaits the session), or what the transport brings ([`Wire::next`], fed
@@ -171,6 +172,11 @@ impl Run<'_> {
                 Output::Event(event) => {
                     self.observer.event(&event);
                     // The observer's time is not the operation's: read the clock again.
+                    now = clock.now();
+                }
+                // The caller's responder runs here, between polls, never inside one.
+                Output::Request(request) => {
+                    op.respond(&request, now);
                     now = clock.now();
                 }
                 Output::LegEnded(report) => spans.ended(&report, self.observer),

@@ -66,6 +66,10 @@ fn tool_call(title: &str, durations: &[f64]) {
                 }
             }
             Output::Event(_) => {}
+            // A server's request: the caller's responder answers it (none is registered here).
+            Output::Request(request) => {
+                op.respond(&request, clock.now());
+            }
             // The operation's own account of each leg: what a trace prints.
             Output::LegEnded(report) => println!("    {report}"),
             Output::Wait(until) | Output::AwaitSession(until) => {

@@ -198,7 +198,12 @@ impl SessionConfig {
     /// leg of the same budget. Registering `elicitation/create`, `sampling/createMessage` or
     /// `roots/list` also declares the matching client capability in `initialize`. `ping` is
     /// always answered with `{}`; a request nobody registered is answered with JSON-RPC error
-    /// -32601. `respond` must not block: it runs inside the state machine.
+    /// -32601, by the operation itself.
+    ///
+    /// The operation asks for the answer ([`Output::Request`](crate::driver::Output::Request))
+    /// and never runs `respond` itself: the driver runs it between polls, on the operation's
+    /// thread or task, so `respond` should return quickly; the budget runs while it does, and
+    /// an answer after the budget's end is not sent.
     ///
     /// ```
     /// use mcp_proto::{SessionConfig, accept_elicitation_with_defaults};
@@ -389,23 +394,23 @@ impl SessionConfig {
         }
     }
 
-    /// The answer this client gives to a server request for `method`.
-    pub(crate) fn answer_server_request(
-        &self,
-        method: &str,
-        params: &Value,
-    ) -> Result<Value, RpcError> {
-        if let Some((_, responder)) = self.responders.iter().find(|(m, _)| m == method) {
-            return (responder.0)(params);
+    /// Whether a responder is registered for the server's `method` requests (see
+    /// [`respond_to`](Self::respond_to)): only those are asked of the caller.
+    pub(crate) fn answers(&self, method: &str) -> bool {
+        self.responders.iter().any(|(m, _)| m == method)
+    }
+
+    /// The registered responder's answer to the server's `method` request with `params`
+    /// ([`respond_to`](Self::respond_to)), or the protocol's own (`{}` to `ping`, JSON-RPC
+    /// error -32601 to anything else) when none is registered for `method`. A driver calls
+    /// this for [`Output::Request`](crate::driver::Output::Request) (through
+    /// [`Operation::respond`](crate::driver::Operation::respond)), between polls: the
+    /// operation itself never runs the caller's code.
+    pub fn answer(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        match self.responders.iter().find(|(m, _)| m == method) {
+            Some((_, responder)) => (responder.0)(params),
+            None => protocol_answer(method),
         }
-        if method == "ping" {
-            return Ok(Value::Object(Map::new()));
-        }
-        Err(RpcError {
-            code: -32601,
-            message: format!("method not found: {}", clip(method, 100)),
-            data: None,
-        })
     }
 
     /// Propagates a W3C trace context: every request carries `traceparent` (and `tracestate`,
@@ -475,6 +480,19 @@ impl SessionConfig {
         }
         capabilities
     }
+}
+
+/// The answer to a server request nobody registered an answer for: `{}` to `ping`, else
+/// JSON-RPC error -32601.
+pub(crate) fn protocol_answer(method: &str) -> Result<Value, RpcError> {
+    if method == "ping" {
+        return Ok(Value::Object(Map::new()));
+    }
+    Err(RpcError {
+        code: -32601,
+        message: format!("method not found: {}", clip(method, 100)),
+        data: None,
+    })
 }
 
 /// A caller's answer to one kind of server request.

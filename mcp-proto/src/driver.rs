@@ -12,6 +12,6 @@
 #![doc = include_str!("operation/driving.md")]
 
 pub use crate::operation::{
-    DRAIN_BYTES, DRAIN_WAIT, Input, Leg, LegId, LegStatus, Operation, Output, ProcessExit,
-    TransportError, drain_until,
+    DRAIN_BYTES, DRAIN_WAIT, Input, Leg, LegId, LegStatus, Operation, Output, ProcessExit, ReplyId,
+    ServerRequest, TransportError, drain_until,
 };

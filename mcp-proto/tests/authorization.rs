@@ -302,6 +302,9 @@ impl World {
                     op.handle_input(Input::Timeout, self.clock.now());
                 }
                 Output::Event(_) => {}
+                Output::Request(request) => {
+                    op.respond(&request, self.clock.now());
+                }
                 Output::Done(result) => {
                     return result.map(|outcome| outcome.into_call().unwrap().text());
                 }

@@ -23,6 +23,9 @@ fn settle(op: &mut Operation, session: &mut Session, clock: &ManualClock) -> Out
     loop {
         match op.poll_on(session, clock.now()) {
             Output::Event(_) | Output::LegEnded(_) => {}
+            Output::Request(request) => {
+                op.respond(&request, clock.now());
+            }
             other => return other,
         }
     }

@@ -101,6 +101,9 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
                 op.handle_input(Input::NoAuthorizer, clock.now());
             }
             Output::Event(_) => {}
+            Output::Request(request) => {
+                op.respond(&request, clock.now());
+            }
             Output::LegEnded(report) => reported.push((report.number, report.grant)),
             Output::Wait(until) | Output::AwaitSession(until) => {
                 clock.set(until);

@@ -95,6 +95,9 @@ fn drive(
                 op.handle_input(Input::Timeout, clock.now());
             }
             Output::Event(event) => events.push(event),
+            Output::Request(request) => {
+                op.respond(&request, clock.now());
+            }
             Output::LegEnded(report) => reports.push(report),
             Output::Authorize(_) => {
                 op.handle_input(Input::NoAuthorizer, clock.now());

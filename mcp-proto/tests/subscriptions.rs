@@ -86,6 +86,9 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
                 op.handle_input(Input::NoAuthorizer, clock.now());
             }
             Output::Event(event) => events.push(event),
+            Output::Request(request) => {
+                op.respond(&request, clock.now());
+            }
             Output::LegEnded(report) => reports.push(report),
             Output::Wait(until) | Output::AwaitSession(until) => {
                 // The stream stays open: the budget ends it.

@@ -778,6 +778,9 @@ mod core {
                     }
                 }
                 Output::Event(event) => events.push(event),
+                Output::Request(request) => {
+                    op.respond(&request, Instant::now());
+                }
                 Output::LegEnded(_) => {}
                 Output::Authorize(_) => {
                     op.handle_input(Input::NoAuthorizer, Instant::now());

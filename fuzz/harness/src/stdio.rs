@@ -220,6 +220,10 @@ impl Harness<'_> {
                 Output::Event(event) => check_event(&event),
                 Output::LegEnded(report) => run.reports.saw(&report, run.op.legs_sent()),
                 Output::Authorize(_) => panic!("an authorization over stdio"),
+                Output::Request(request) => {
+                    assert!(request.ends_at <= run.op.deadline().end().unwrap());
+                    run.op.respond(&request, now);
+                }
                 Output::Transmit(leg) => {
                     due = 0;
                     self.transmit(&mut run, leg);

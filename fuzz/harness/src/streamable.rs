@@ -750,6 +750,7 @@ impl Driver<'_, '_> {
         loop {
             match self.poll() {
                 Output::Update(_) => unreachable!("next_output applies updates"),
+                Output::Request(_) => unreachable!("next_output answers requests"),
                 Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
                 Output::Event(_) | Output::LegEnded(_) => {}
                 Output::Wait(until) | Output::AwaitSession(until) => {
@@ -863,6 +864,7 @@ impl Driver<'_, '_> {
             loop {
                 match self.poll() {
                     Output::Update(_) => unreachable!("next_output applies updates"),
+                    Output::Request(_) => unreachable!("next_output answers requests"),
                     Output::Authorize(_) => {
                         panic!("no OAuth is configured, so no authorization step")
                     }
@@ -884,13 +886,24 @@ impl Driver<'_, '_> {
 
 /// The next output of `op` that is not about its session: what it learns is applied to
 /// `session`, and, alone on its session, an operation that awaits the session gets it at once.
+/// The caller's responders answer every request the server asks of the caller, as a driver
+/// does between polls; each is asked to be answered within the budget.
 fn next_output(op: &mut Operation, session: &mut Session, now: Instant) -> Output {
-    let output = op.poll_on(session, now);
-    assert!(
-        !matches!(output, Output::AwaitSession(_)),
-        "a lone operation awaits its session"
-    );
-    output
+    loop {
+        let output = op.poll_on(session, now);
+        assert!(
+            !matches!(output, Output::AwaitSession(_)),
+            "a lone operation awaits its session"
+        );
+        let Output::Request(request) = output else {
+            return output;
+        };
+        assert!(
+            op.deadline().end().is_none_or(|end| request.ends_at <= end),
+            "a request is to be answered after the budget's end"
+        );
+        op.respond(&request, now);
+    }
 }
 
 /// Establishes `session` with a healthy probe, so the next operation starts on a live session
@@ -1456,6 +1469,7 @@ impl Harness<'_> {
         }
         match &output {
             Output::Update(_) => unreachable!("next_output applies updates"),
+            Output::Request(_) => unreachable!("next_output answers requests"),
             Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Transmit(leg) => self.transmitted(leg, now),
             Output::Wait(until) | Output::AwaitSession(until) => {
@@ -2452,6 +2466,7 @@ fn finish(h: &mut Harness<'_>) {
     loop {
         match h.poll() {
             Output::Update(_) => unreachable!("next_output applies updates"),
+            Output::Request(_) => unreachable!("next_output answers requests"),
             Output::Authorize(_) => panic!("no OAuth is configured, so no authorization step"),
             Output::Done(_) => break,
             Output::Event(_) | Output::LegEnded(_) => continue,

@@ -18,6 +18,7 @@ use super::failure::Failure;
 use super::legs::InFlight;
 use super::progress::Progress;
 use super::read::Heard;
+use super::replies::{Asker, InputAnswer, Replies};
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
 use crate::catalog::{
@@ -191,6 +192,8 @@ pub(super) struct Context<'a> {
     pub(super) progress: &'a mut Progress,
     pub(super) session: &'a mut View,
     pub(super) events: &'a mut VecDeque<Event>,
+    /// What the caller is asked for an input round.
+    pub(super) replies: &'a mut Replies,
     /// The session id the server issued with the answer (`initialize` only).
     pub(super) session_id: Option<String>,
 }
@@ -328,10 +331,12 @@ impl Answering {
         }
     }
 
-    /// The server needs more input before it can answer (a multi round-trip request): answer
-    /// each of its `inputRequests` with the caller's responders, and let the same request go
-    /// out again (a new id, a new leg, the same budget) carrying the answers and the server's
-    /// `requestState` exactly as it came. At most [`MAX_INPUT_ROUNDS`] rounds.
+    /// The server needs more input before it can answer (a multi round-trip request): each of
+    /// its `inputRequests` is asked of the caller (through `replies`, when the caller answers
+    /// its method) or answered at once (an elicitation nobody answers is declined), and the
+    /// same request goes out again (a new id, a new leg, the same budget) once every answer
+    /// is in, carrying them and the server's `requestState` exactly as it came. At most
+    /// [`MAX_INPUT_ROUNDS`] rounds.
     fn answer_input_requests(
         &mut self,
         mut result: Map<String, Value>,
@@ -358,30 +363,45 @@ impl Answering {
         for (key, request) in requests {
             let method = request.get("method").and_then(Value::as_str).unwrap_or("");
             let params = request.get("params").cloned().unwrap_or(Value::Null);
-            let answer = ctx.session.config().answer_server_request(method, &params);
             ctx.events.push_back(Event::ServerRequest {
                 id: RequestId::String(key.clone()),
                 method: method.to_owned(),
-                params,
+                params: params.clone(),
             });
-            match answer {
-                Ok(answer) => {
-                    responses.insert(key, answer);
-                }
-                // Elicitation has a refusal of its own: a client with no responder declines.
-                Err(_) if method == "elicitation/create" => {
-                    responses.insert(key, json!({"action": "decline"}));
-                }
-                // Sampling and roots have none: the request cannot go on.
-                Err(_) => {
-                    return Err(format!(
-                        "the server asked for input with \"{}\", which this client does not answer (register a responder)",
-                        clip(method, QUOTE_LIMIT)
-                    ));
-                }
+            if ctx.session.config().answers(method) {
+                ctx.replies.ask(Asker::Input(key), method, params);
+            } else {
+                responses.insert(key, unanswered(method)?);
             }
         }
         self.input = Some(InputRound { responses, state });
+        Ok(())
+    }
+
+    /// The caller's answer to one of the input round's requests: kept for the request sent
+    /// again. An error declines an elicitation; sampling and roots have no refusal of their
+    /// own, so the request cannot go on.
+    pub(super) fn input_answered(&mut self, answered: InputAnswer) -> Result<(), String> {
+        let InputAnswer {
+            key,
+            method,
+            answer,
+        } = answered;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(_) if method == "elicitation/create" => json!({"action": "decline"}),
+            Err(error) => {
+                return Err(format!(
+                    "the server asked for input with \"{}\", and the caller's answer was an error ({}: {})",
+                    clip(&method, QUOTE_LIMIT),
+                    error.code,
+                    clip(&error.message, QUOTE_LIMIT)
+                ));
+            }
+        };
+        if let Some(round) = &mut self.input {
+            round.responses.insert(key, answer);
+        }
         Ok(())
     }
 
@@ -568,4 +588,17 @@ fn session_info(
             .map(str::to_owned),
         session_id,
     }
+}
+
+/// The answer to one of the `inputRequests` whose method the caller does not answer:
+/// elicitation has a refusal of its own (a client with no responder declines); sampling and
+/// roots have none, so the request cannot go on.
+fn unanswered(method: &str) -> Result<Value, String> {
+    if method == "elicitation/create" {
+        return Ok(json!({"action": "decline"}));
+    }
+    Err(format!(
+        "the server asked for input with \"{}\", which this client does not answer (register a responder)",
+        clip(method, QUOTE_LIMIT)
+    ))
 }

@@ -10,10 +10,12 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use http::{HeaderMap, StatusCode};
+use serde_json::Value;
 
 use super::types::{Event, Outcome};
 use crate::catalog::ListKind;
 use crate::error::Error;
+use crate::jsonrpc::RpcError;
 use crate::session::Session;
 use crate::tls::TlsProblem;
 
@@ -188,6 +190,29 @@ impl fmt::Display for LegId {
     }
 }
 
+/// Which of the server's requests a [`ServerRequest`] is, for the caller's
+/// [`Input::Reply`]: unique within the operation, never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReplyId(pub(crate) u32);
+
+/// A request the server sent for the caller to answer ([`Output::Request`]): a legacy
+/// server's JSON-RPC request on a stream or on stdout, or one of a modern result's
+/// `inputRequests`. Only a method the caller registered an answer for
+/// ([`SessionConfig::respond_to`](crate::SessionConfig::respond_to)) is asked; `ping` and the
+/// rest are answered by the operation itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerRequest {
+    /// Name it in the answer ([`Input::Reply`]).
+    pub reply: ReplyId,
+    /// The method (`elicitation/create`, `sampling/createMessage`, `roots/list`, ...).
+    pub method: String,
+    /// The params, verbatim.
+    pub params: Value,
+    /// The budget's end: an answer given at or after it cannot go out (the operation ends
+    /// with the budget spent, or the request the server answers times out).
+    pub ends_at: Instant,
+}
+
 /// One HTTP request to send, with the part of the budget it may spend.
 #[derive(Debug)]
 #[must_use = "a leg must be sent (or declined), or the operation waits for it until its grant ends"]
@@ -246,6 +271,11 @@ pub enum Output {
     AwaitSession(Instant),
     /// Hand this to the caller, then poll again.
     Event(Event),
+    /// The server asks the caller something: get the caller's answer and give it
+    /// ([`Input::Reply`]), then poll again. [`Operation::respond`](crate::driver::Operation::respond)
+    /// answers with the responder the caller registered. The operation goes on meanwhile (a
+    /// stream is still read); what needs the answer waits for it, until `ends_at` at most.
+    Request(ServerRequest),
     /// A leg ended (answered, failed, timed out, dropped or cancelled): hand the report to the
     /// caller's [`Observer`](crate::Observer), then poll again. Every leg handed out ends in
     /// exactly one report, before [`Output::Done`]; the driver measures nothing itself.
@@ -335,6 +365,15 @@ pub enum Input<'a> {
     /// There is no authorizer for [`Output::Authorize`]: the operation ends at once with
     /// [`Error::AuthorizationRequired`], having waited for no one.
     NoAuthorizer,
+    /// The caller's answer to the server's request [`Output::Request`] asked under `to`: a
+    /// result, or a JSON-RPC error for the server. Ignored when the operation no longer holds
+    /// that request (it started over, or it finished).
+    Reply {
+        /// The request it answers.
+        to: ReplyId,
+        /// The answer.
+        answer: Result<Value, RpcError>,
+    },
     /// The caller cancelled: polling now yields [`Error::Cancelled`] (after the
     /// `notifications/cancelled` leg, where one is due: see
     /// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)). Drop

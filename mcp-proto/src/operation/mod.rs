@@ -58,8 +58,8 @@ use view::View;
 
 pub use driving::{
     Authorize, CANCEL_NOTICE_GRANT, DRAIN_BYTES, DRAIN_WAIT, Input, LISTEN_HEAD_WAIT, Leg, LegEnd,
-    LegId, LegKind, LegReport, LegStatus, Output, ProcessExit, TransportError, TransportErrorKind,
-    drain_until,
+    LegId, LegKind, LegReport, LegStatus, Output, ProcessExit, ReplyId, ServerRequest,
+    TransportError, TransportErrorKind, drain_until,
 };
 pub use types::{Action, DEFAULT_RETRY, Event, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
 
@@ -186,6 +186,16 @@ impl Operation {
         }
     }
 
+    /// Answers the server's `request` ([`Output::Request`]) with the responder the caller
+    /// registered for its method ([`SessionConfig::answer`](crate::SessionConfig::answer)),
+    /// and gives the answer ([`Input::Reply`]). This runs the caller's code: a driver calls it
+    /// between polls, never from inside one.
+    pub fn respond(&mut self, request: &ServerRequest, now: Instant) -> LegStatus {
+        let answer = (self.session.config()).answer(&request.method, &request.params);
+        let to = request.reply;
+        self.handle_input(Input::Reply { to, answer }, now)
+    }
+
     /// The next queued event, for a driver that only wants events (legs are only handed out
     /// by [`poll_output`](Self::poll_output)).
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -236,6 +246,7 @@ impl Operation {
             Input::Redirect(url) => self.person(&PersonAnswer::Redirect(url), Some(now)),
             Input::AuthorizerFailed(why) => self.person(&PersonAnswer::Failed(why), Some(now)),
             Input::NoAuthorizer => self.person(&PersonAnswer::NoAuthorizer, None),
+            Input::Reply { to, answer } => self.reply(to, answer),
             Input::Cancel if self.is_finished() => Heard::Over,
             Input::Cancel => {
                 self.give_up_call(true);
@@ -262,6 +273,15 @@ impl Operation {
                 After::Wait => Some(self.wait(now)),
                 After::Done(result) => Some(Output::Done(result)),
             };
+        }
+        if let Some(request) = self.replies.hand_out(self.grants.end_or(now)) {
+            return Some(Output::Request(request));
+        }
+        // The request sent again after an input round waits for the caller's answers, at
+        // most to the budget's end.
+        if self.replies.awaits_input() && !self.grants.timers.is_armed(Timer::Reply) {
+            let end = self.grants.end_or(now);
+            self.grants.timers.set(Timer::Reply, end);
         }
         if self.replies.is_owed() && !self.grants.legs.is_busy(Role::Reply) {
             return self.transmit(LegKind::Respond, now, None);
@@ -452,6 +472,7 @@ impl Operation {
                     progress: &mut self.progress,
                     session: &mut self.session,
                     events: &mut self.events,
+                    replies: &mut self.replies,
                     session_id: self.responses.reading.take_session_id(),
                 };
                 let meaning = self.answering.answer(&leg, answer, context);
@@ -524,6 +545,9 @@ impl Operation {
             Timer::SessionWait => self.progress.stop_waiting(),
             // The process did not exit in time: the close's next step goes out.
             Timer::CloseStep => self.stdout.closing.wait_over(),
+            // The caller did not answer in time: the request goes out without the answers,
+            // and is refused (the budget is spent).
+            Timer::Reply => self.replies.give_up_input(),
             Timer::ResumePause | Timer::ListenHead => {}
         }
     }
@@ -548,6 +572,23 @@ impl Operation {
         } else if self.session.take_session(session) {
             self.grants.timers.stop(Timer::SessionWait);
             self.progress.took_session(&self.session);
+        }
+        Heard::Over
+    }
+
+    /// [`Input::Reply`]: the caller's answer to the request asked under `to` (see `replies`).
+    fn reply(&mut self, to: ReplyId, answer: Result<serde_json::Value, crate::RpcError>) -> Heard {
+        if self.is_finished() {
+            return Heard::Over;
+        }
+        let Some(input) = self.replies.answered(to, answer) else {
+            return Heard::Over;
+        };
+        if let Err(detail) = self.answering.input_answered(input) {
+            return Heard::Failed(Failure::Malformed(detail));
+        }
+        if !self.replies.awaits_input() {
+            self.grants.timers.stop(Timer::Reply);
         }
         Heard::Over
     }

@@ -2,8 +2,8 @@
 //!
 //! Each slot is one timer: the end of each kind of leg in flight (its grant), the pause before
 //! a closed stream is resumed, the wait for the standalone stream's head that holds the work
-//! request back, the person's step, the wait for the session, and the waits between a local
-//! server's close steps. [`Output::Wait`](super::Output::Wait) is the table's minimum, and
+//! request back, the person's step, the wait for the session, the waits between a local
+//! server's close steps, and the wait for the caller's answers to an input round. [`Output::Wait`](super::Output::Wait) is the table's minimum, and
 //! [`Input::Timeout`](super::Input::Timeout) expires whatever is due.
 //! The table stores instants only; what an expiry means is decided by the operation.
 
@@ -26,10 +26,12 @@ pub(super) enum Timer {
     SessionWait,
     /// Over stdio, a close: the end of the wait for the process to exit before the next step.
     CloseStep,
+    /// The end of the wait for the caller's answers to an input round (the budget's end).
+    Reply,
 }
 
 impl Timer {
-    const COUNT: usize = Role::COUNT + 5;
+    const COUNT: usize = Role::COUNT + 6;
 
     /// Every timer, in the order they are expired when several are due at once: leg ends
     /// first (a leg that ran out fails before anything it gates proceeds).
@@ -43,6 +45,7 @@ impl Timer {
         Self::Person,
         Self::SessionWait,
         Self::CloseStep,
+        Self::Reply,
     ];
 
     const fn index(self) -> usize {
@@ -53,6 +56,7 @@ impl Timer {
             Self::Person => Role::COUNT + 2,
             Self::SessionWait => Role::COUNT + 3,
             Self::CloseStep => Role::COUNT + 4,
+            Self::Reply => Role::COUNT + 5,
         }
     }
 }
@@ -86,11 +90,17 @@ impl TimerTable {
     }
 
     /// Whether a wait holds the next leg back: the pause before a resumption, the work's
-    /// wait for the standalone stream's head, or the wait for a process to exit in a close.
+    /// wait for the standalone stream's head, the wait for a process to exit in a close, or
+    /// the wait for the caller's answers to an input round.
     pub(super) fn holds_back(&self) -> bool {
-        [Timer::ResumePause, Timer::ListenHead, Timer::CloseStep]
-            .into_iter()
-            .any(|timer| self.is_armed(timer))
+        [
+            Timer::ResumePause,
+            Timer::ListenHead,
+            Timer::CloseStep,
+            Timer::Reply,
+        ]
+        .into_iter()
+        .any(|timer| self.is_armed(timer))
     }
 
     /// The earliest armed timer.

@@ -85,8 +85,11 @@ impl Action {
 pub enum Event {
     /// A notification (progress, logging, list changes).
     Notification(Notification),
-    /// A request from the server. It is answered by the operation itself (with the caller's
-    /// registered responder, `{}` for `ping`, or error -32601); this event is for the record.
+    /// A request from the server, for the record. One whose method the caller answers
+    /// ([`SessionConfig::respond_to`](crate::SessionConfig::respond_to)) is then asked of the
+    /// caller ([`Output::Request`](crate::driver::Output::Request), which the drivers answer with
+    /// the registered responder); the operation answers the rest itself (`{}` to `ping`, error
+    /// -32601 to anything else).
     ServerRequest {
         /// The server's id for it.
         id: RequestId,

@@ -11,7 +11,8 @@ use mcp_proto::{Clock, Event, LegKind, LegReport, ManualClock, Outcome, Session}
 use serde_json::{Value, json};
 
 /// Polls past the legs' reports (tests that step an operation by hand and look at what it hands
-/// out next, not at its account of the legs).
+/// out next, not at its account of the legs), answering the server's requests with the
+/// caller's responders as a driver does.
 pub trait PollPastReports {
     fn poll_past_reports(&mut self, now: std::time::Instant) -> Output;
 }
@@ -21,6 +22,9 @@ impl PollPastReports for Operation {
         loop {
             match self.poll_output(now) {
                 Output::LegEnded(_) => {}
+                Output::Request(request) => {
+                    self.respond(&request, now);
+                }
                 output => return output,
             }
         }
@@ -135,6 +139,8 @@ pub struct Run {
     /// The operation's report of each leg, in the order they ended.
     pub reports: Vec<LegReport>,
     pub events: Vec<Event>,
+    /// The methods of the server's requests the caller was asked, in order.
+    pub requests: Vec<String>,
     pub result: Result<Outcome, mcp_proto::Error>,
     pub elapsed: Duration,
 }
@@ -173,6 +179,7 @@ pub fn drive(
         legs: Vec::new(),
         reports: Vec::new(),
         events: Vec::new(),
+        requests: Vec::new(),
     };
     let started = clock.now();
     let mut op = op;
@@ -183,6 +190,10 @@ pub fn drive(
         // Alone on its session: what the operation learns goes to the session as it comes.
         match op.poll_on(stand_in.session, clock.now()) {
             Output::Event(event) => stand_in.events.push(event),
+            Output::Request(request) => {
+                stand_in.requests.push(request.method.clone());
+                op.respond(&request, clock.now());
+            }
             Output::LegEnded(report) => stand_in.reports.push(report),
             Output::Update(_) => unreachable!("poll_on applies the updates"),
             Output::AwaitSession(_) => panic!("a lone operation waits for its session"),
@@ -220,6 +231,7 @@ pub fn drive(
         legs: stand_in.legs,
         reports: stand_in.reports,
         events: stand_in.events,
+        requests: stand_in.requests,
         result,
         elapsed: clock.now() - started,
     }
@@ -233,6 +245,7 @@ struct StandIn<'a> {
     legs: Vec<SeenLeg>,
     reports: Vec<LegReport>,
     events: Vec<Event>,
+    requests: Vec<String>,
 }
 
 impl StandIn<'_> {
@@ -325,6 +338,10 @@ impl StandIn<'_> {
                 match op.poll_on(self.session, self.clock.now()) {
                     Output::Update(_) => unreachable!("poll_on applies the updates"),
                     Output::Event(event) => self.events.push(event),
+                    Output::Request(request) => {
+                        self.requests.push(request.method.clone());
+                        op.respond(&request, self.clock.now());
+                    }
                     Output::LegEnded(report) => self.reports.push(report),
                     Output::Wait(_) | Output::AwaitSession(_) => break,
                     Output::Authorize(_) => {
