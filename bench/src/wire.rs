@@ -193,7 +193,7 @@ fn capture(config: SessionConfig) -> Vec<(LegKind, Captured)> {
             }
             Output::Event(_) | Output::LegEnded(_) => {}
             Output::Request(request) => {
-                op.respond(&request, clock.now());
+                op.handle_input(request.reply_from(op.session_config()), clock.now());
             }
             Output::Wait(_) | Output::AwaitSession(_) => {
                 op.handle_input(Input::Timeout, clock.now());
@@ -397,7 +397,7 @@ impl ListDriver {
                     }
                     Output::Event(_) | Output::LegEnded(_) => {}
                     Output::Request(request) => {
-                        op.respond(&request, clock.now());
+                        op.handle_input(request.reply_from(op.session_config()), clock.now());
                     }
                     Output::Wait(_) | Output::AwaitSession(_) => {
                         op.handle_input(Input::Timeout, clock.now());

@@ -73,7 +73,7 @@ impl Driver<'_> {
                 Output::Event(event) => self.observer.event(&event),
                 // The caller's responder runs here, between polls, never inside one.
                 Output::Request(request) => {
-                    op.respond(&request, clock.now());
+                    op.handle_input(request.reply_from(op.session_config()), clock.now());
                 }
                 Output::LegEnded(report) => spans.ended(&report, self.observer),
                 Output::Transmit(leg) => {

@@ -176,7 +176,7 @@ impl Run<'_> {
                 }
                 // The caller's responder runs here, between polls, never inside one.
                 Output::Request(request) => {
-                    op.respond(&request, now);
+                    op.handle_input(request.reply_from(op.session_config()), now);
                     now = clock.now();
                 }
                 Output::LegEnded(report) => spans.ended(&report, self.observer),

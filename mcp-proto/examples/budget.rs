@@ -68,7 +68,7 @@ fn tool_call(title: &str, durations: &[f64]) {
             Output::Event(_) => {}
             // A server's request: the caller's responder answers it (none is registered here).
             Output::Request(request) => {
-                op.respond(&request, clock.now());
+                op.handle_input(request.reply_from(op.session_config()), clock.now());
             }
             // The operation's own account of each leg: what a trace prints.
             Output::LegEnded(report) => println!("    {report}"),

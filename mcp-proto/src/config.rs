@@ -404,7 +404,7 @@ impl SessionConfig {
     /// ([`respond_to`](Self::respond_to)), or the protocol's own (`{}` to `ping`, JSON-RPC
     /// error -32601 to anything else) when none is registered for `method`. A driver calls
     /// this for [`Output::Request`](crate::driver::Output::Request) (through
-    /// [`Operation::respond`](crate::driver::Operation::respond)), between polls: the
+    /// [`ServerRequest::reply_from`](crate::driver::ServerRequest::reply_from)), between polls: the
     /// operation itself never runs the caller's code.
     pub fn answer(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
         match self.responders.iter().find(|(m, _)| m == method) {

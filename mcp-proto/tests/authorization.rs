@@ -303,7 +303,7 @@ impl World {
                 }
                 Output::Event(_) => {}
                 Output::Request(request) => {
-                    op.respond(&request, self.clock.now());
+                    op.handle_input(request.reply_from(op.session_config()), self.clock.now());
                 }
                 Output::Done(result) => {
                     return result.map(|outcome| outcome.into_call().unwrap().text());

@@ -24,7 +24,7 @@ fn settle(op: &mut Operation, session: &mut Session, clock: &ManualClock) -> Out
         match op.poll_on(session, clock.now()) {
             Output::Event(_) | Output::LegEnded(_) => {}
             Output::Request(request) => {
-                op.respond(&request, clock.now());
+                op.handle_input(request.reply_from(op.session_config()), clock.now());
             }
             other => return other,
         }

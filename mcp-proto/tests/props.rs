@@ -102,7 +102,7 @@ fn run(budget_ms: u64, resolution: Resolution, steps: &[i64], list: bool) -> Obs
             }
             Output::Event(_) => {}
             Output::Request(request) => {
-                op.respond(&request, clock.now());
+                op.handle_input(request.reply_from(op.session_config()), clock.now());
             }
             Output::LegEnded(report) => reported.push((report.number, report.grant)),
             Output::Wait(until) | Output::AwaitSession(until) => {

@@ -96,7 +96,7 @@ fn drive(
             }
             Output::Event(event) => events.push(event),
             Output::Request(request) => {
-                op.respond(&request, clock.now());
+                op.handle_input(request.reply_from(op.session_config()), clock.now());
             }
             Output::LegEnded(report) => reports.push(report),
             Output::Authorize(_) => {

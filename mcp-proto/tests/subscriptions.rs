@@ -87,7 +87,7 @@ fn a_modern_subscription_lasts_its_budget_and_its_end_is_not_an_error() {
             }
             Output::Event(event) => events.push(event),
             Output::Request(request) => {
-                op.respond(&request, clock.now());
+                op.handle_input(request.reply_from(op.session_config()), clock.now());
             }
             Output::LegEnded(report) => reports.push(report),
             Output::Wait(until) | Output::AwaitSession(until) => {

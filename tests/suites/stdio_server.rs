@@ -779,7 +779,7 @@ mod core {
                 }
                 Output::Event(event) => events.push(event),
                 Output::Request(request) => {
-                    op.respond(&request, Instant::now());
+                    op.handle_input(request.reply_from(op.session_config()), Instant::now());
                 }
                 Output::LegEnded(_) => {}
                 Output::Authorize(_) => {

@@ -222,7 +222,8 @@ impl Harness<'_> {
                 Output::Authorize(_) => panic!("an authorization over stdio"),
                 Output::Request(request) => {
                     assert!(request.ends_at <= run.op.deadline().end().unwrap());
-                    run.op.respond(&request, now);
+                    run.op
+                        .handle_input(request.reply_from(run.op.session_config()), now);
                 }
                 Output::Transmit(leg) => {
                     due = 0;

@@ -902,7 +902,7 @@ fn next_output(op: &mut Operation, session: &mut Session, now: Instant) -> Outpu
             op.deadline().end().is_none_or(|end| request.ends_at <= end),
             "a request is to be answered after the budget's end"
         );
-        op.respond(&request, now);
+        op.handle_input(request.reply_from(op.session_config()), now);
     }
 }
 

@@ -15,10 +15,11 @@ use serde_json::{Map, Value, json};
 
 use super::era::{HEADER_MISMATCH, Move};
 use super::failure::Failure;
+use super::input::InputRounds;
 use super::legs::InFlight;
 use super::progress::Progress;
 use super::read::Heard;
-use super::replies::{Asker, InputAnswer, Replies};
+use super::replies::Replies;
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
 use crate::catalog::{
@@ -27,11 +28,7 @@ use crate::catalog::{
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
 use crate::skills::{self, LoadedSkill, SkillFile};
-use crate::wire::InputRound;
 use mcp_auth::{QUOTE_LIMIT, clip};
-
-/// The most times one operation answers a server's request for more input.
-const MAX_INPUT_ROUNDS: u32 = 8;
 
 /// A listing's walk: the entries so far (verbatim), the pages' caching hints, and where the
 /// next page starts.
@@ -150,9 +147,7 @@ pub(super) struct Answering {
     /// Where a tool call is in refreshing the tools' header annotations after a `-32020`.
     pub(super) relist: Relist,
     /// What the next try of the work request carries after the server asked for input.
-    pub(super) input: Option<InputRound>,
-    /// How many times the server asked for input in this operation.
-    input_rounds: u32,
+    pub(super) input: InputRounds,
 }
 
 /// What a result means for the operation.
@@ -205,8 +200,7 @@ impl Answering {
             paging: Paging::default(),
             loading: Loading::for_action(action),
             relist: Relist::Never,
-            input: None,
-            input_rounds: 0,
+            input: InputRounds::default(),
         }
     }
 
@@ -219,7 +213,7 @@ impl Answering {
     /// Forgets what belonged to an attempt that was abandoned (a lost session, another era):
     /// the listing's cursors and the last round's input; the skill's files are read again.
     pub(super) fn restart(&mut self) {
-        self.input = None;
+        self.input.restart();
         self.paging = Paging::default();
         self.loading.restart();
     }
@@ -283,7 +277,10 @@ impl Answering {
         if ctx.progress.era.modern().is_some()
             && result.get("resultType").and_then(Value::as_str) == Some("input_required")
         {
-            return match self.answer_input_requests(result, ctx) {
+            return match self
+                .input
+                .begin(result, ctx.session, ctx.events, ctx.replies)
+            {
                 Ok(()) => Meaning::More,
                 Err(detail) => Meaning::Failed(Failure::Malformed(detail)),
             };
@@ -329,80 +326,6 @@ impl Answering {
             },
             _ => Meaning::More,
         }
-    }
-
-    /// The server needs more input before it can answer (a multi round-trip request): each of
-    /// its `inputRequests` is asked of the caller (through `replies`, when the caller answers
-    /// its method) or answered at once (an elicitation nobody answers is declined), and the
-    /// same request goes out again (a new id, a new leg, the same budget) once every answer
-    /// is in, carrying them and the server's `requestState` exactly as it came. At most
-    /// [`MAX_INPUT_ROUNDS`] rounds.
-    fn answer_input_requests(
-        &mut self,
-        mut result: Map<String, Value>,
-        ctx: Context<'_>,
-    ) -> Result<(), String> {
-        self.input_rounds += 1;
-        if self.input_rounds > MAX_INPUT_ROUNDS {
-            return Err(format!(
-                "the server asked for more input {MAX_INPUT_ROUNDS} times; the request was not retried again"
-            ));
-        }
-        let requests = match result.remove("inputRequests") {
-            None => Map::new(),
-            Some(Value::Object(requests)) => requests,
-            Some(_) => return Err("\"inputRequests\" is not an object".to_owned()),
-        };
-        let state = result.remove("requestState");
-        if requests.is_empty() && state.is_none() {
-            return Err(
-                "an input_required result with neither inputRequests nor requestState".to_owned(),
-            );
-        }
-        let mut responses = Map::new();
-        for (key, request) in requests {
-            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-            let params = request.get("params").cloned().unwrap_or(Value::Null);
-            ctx.events.push_back(Event::ServerRequest {
-                id: RequestId::String(key.clone()),
-                method: method.to_owned(),
-                params: params.clone(),
-            });
-            if ctx.session.config().answers(method) {
-                ctx.replies.ask(Asker::Input(key), method, params);
-            } else {
-                responses.insert(key, unanswered(method)?);
-            }
-        }
-        self.input = Some(InputRound { responses, state });
-        Ok(())
-    }
-
-    /// The caller's answer to one of the input round's requests: kept for the request sent
-    /// again. An error declines an elicitation; sampling and roots have no refusal of their
-    /// own, so the request cannot go on.
-    pub(super) fn input_answered(&mut self, answered: InputAnswer) -> Result<(), String> {
-        let InputAnswer {
-            key,
-            method,
-            answer,
-        } = answered;
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(_) if method == "elicitation/create" => json!({"action": "decline"}),
-            Err(error) => {
-                return Err(format!(
-                    "the server asked for input with \"{}\", and the caller's answer was an error ({}: {})",
-                    clip(&method, QUOTE_LIMIT),
-                    error.code,
-                    clip(&error.message, QUOTE_LIMIT)
-                ));
-            }
-        };
-        if let Some(round) = &mut self.input {
-            round.responses.insert(key, answer);
-        }
-        Ok(())
     }
 
     /// A file of the skill being loaded came back: verify it against the skill's entry, then
@@ -588,17 +511,4 @@ fn session_info(
             .map(str::to_owned),
         session_id,
     }
-}
-
-/// The answer to one of the `inputRequests` whose method the caller does not answer:
-/// elicitation has a refusal of its own (a client with no responder declines); sampling and
-/// roots have none, so the request cannot go on.
-fn unanswered(method: &str) -> Result<Value, String> {
-    if method == "elicitation/create" {
-        return Ok(json!({"action": "decline"}));
-    }
-    Err(format!(
-        "the server asked for input with \"{}\", which this client does not answer (register a responder)",
-        clip(method, QUOTE_LIMIT)
-    ))
 }

@@ -213,6 +213,19 @@ pub struct ServerRequest {
     pub ends_at: Instant,
 }
 
+impl ServerRequest {
+    /// The answer of the responder the caller registered for this request's method in
+    /// `config` ([`SessionConfig::answer`](crate::SessionConfig::answer)), as the input that
+    /// gives it: `op.handle_input(request.reply_from(op.session_config()), now)`. This runs the
+    /// caller's code: a driver calls it between polls, never from inside one.
+    pub fn reply_from(&self, config: &crate::SessionConfig) -> Input<'static> {
+        Input::Reply {
+            to: self.reply,
+            answer: config.answer(&self.method, &self.params),
+        }
+    }
+}
+
 /// One HTTP request to send, with the part of the budget it may spend.
 #[derive(Debug)]
 #[must_use = "a leg must be sent (or declined), or the operation waits for it until its grant ends"]
@@ -272,8 +285,8 @@ pub enum Output {
     /// Hand this to the caller, then poll again.
     Event(Event),
     /// The server asks the caller something: get the caller's answer and give it
-    /// ([`Input::Reply`]), then poll again. [`Operation::respond`](crate::driver::Operation::respond)
-    /// answers with the responder the caller registered. The operation goes on meanwhile (a
+    /// ([`Input::Reply`]), then poll again. [`ServerRequest::reply_from`] answers with the
+    /// responder the caller registered. The operation goes on meanwhile (a
     /// stream is still read); what needs the answer waits for it, until `ends_at` at most.
     Request(ServerRequest),
     /// A leg ended (answered, failed, timed out, dropped or cancelled): hand the report to the

@@ -19,8 +19,10 @@ mod ending;
 mod era;
 mod failure;
 mod grant;
+mod input;
 mod legs;
 mod listen;
+mod open;
 mod progress;
 mod read;
 mod replies;
@@ -46,7 +48,7 @@ use failure::Failure;
 use grant::{Grantee, Grants, Refusal};
 use legs::Role;
 use listen::Listen;
-use progress::{Progress, Start};
+use progress::Progress;
 use read::Heard;
 use replies::Replies;
 use responses::{Piece, Responses};
@@ -94,32 +96,9 @@ pub struct Operation {
 
 impl Operation {
     /// An operation for `action` under `deadline`, starting from what `session` knows (see
-    /// [`Session::start`]).
+    /// [`Session::start`]), its parts assembled by `open`.
     pub(crate) fn new(session: &mut Session, action: Action, deadline: OperationDeadline) -> Self {
-        let start = Start::of(session, &action);
-        let (view, stdout) = start.lend(session);
-        let config = view.config();
-        let listen = Listen::for_operation(config, &action, start.era.modern().is_some());
-        let nothing_to_close = start.nothing_to_close;
-        let mut op = Self {
-            grants: Grants::new(deadline, config.is_stdio()),
-            responses: Responses::new(listen),
-            stdout,
-            answering: Answering::for_action(&action),
-            progress: start.progress(action, &view),
-            session: view,
-            events: VecDeque::new(),
-            replies: Replies::default(),
-            resume: Resumption::default(),
-            auth: Authorizing::default(),
-            ending: Ending::default(),
-        };
-        if nothing_to_close {
-            // Ended before it began, as every operation ends (the stdout framer goes back).
-            op.finish(Ok(Outcome::Closed));
-        }
-        op.handle_session(session);
-        op
+        open::operation(session, action, deadline)
     }
 
     /// The configuration of the session the operation runs on (its transport, its label).
@@ -184,16 +163,6 @@ impl Operation {
                 output => return output,
             }
         }
-    }
-
-    /// Answers the server's `request` ([`Output::Request`]) with the responder the caller
-    /// registered for its method ([`SessionConfig::answer`](crate::SessionConfig::answer)),
-    /// and gives the answer ([`Input::Reply`]). This runs the caller's code: a driver calls it
-    /// between polls, never from inside one.
-    pub fn respond(&mut self, request: &ServerRequest, now: Instant) -> LegStatus {
-        let answer = (self.session.config()).answer(&request.method, &request.params);
-        let to = request.reply;
-        self.handle_input(Input::Reply { to, answer }, now)
     }
 
     /// The next queued event, for a driver that only wants events (legs are only handed out
@@ -277,12 +246,7 @@ impl Operation {
         if let Some(request) = self.replies.hand_out(self.grants.end_or(now)) {
             return Some(Output::Request(request));
         }
-        // The request sent again after an input round waits for the caller's answers, at
-        // most to the budget's end.
-        if self.replies.awaits_input() && !self.grants.timers.is_armed(Timer::Reply) {
-            let end = self.grants.end_or(now);
-            self.grants.timers.set(Timer::Reply, end);
-        }
+        self.replies.hold_input(&mut self.grants, now);
         if self.replies.is_owed() && !self.grants.legs.is_busy(Role::Reply) {
             return self.transmit(LegKind::Respond, now, None);
         }
@@ -576,21 +540,16 @@ impl Operation {
         Heard::Over
     }
 
-    /// [`Input::Reply`]: the caller's answer to the request asked under `to` (see `replies`).
+    /// [`Input::Reply`]: the caller's answer to the request asked under `to` (see `replies`;
+    /// an input round's answer, see `input`).
     fn reply(&mut self, to: ReplyId, answer: Result<serde_json::Value, crate::RpcError>) -> Heard {
-        if self.is_finished() {
-            return Heard::Over;
+        match self.replies.answered(to, answer) {
+            Some(input) if !self.is_finished() => {
+                let (replies, timers) = (&self.replies, &mut self.grants.timers);
+                self.answering.input.answered(input, replies, timers)
+            }
+            _ => Heard::Over,
         }
-        let Some(input) = self.replies.answered(to, answer) else {
-            return Heard::Over;
-        };
-        if let Err(detail) = self.answering.input_answered(input) {
-            return Heard::Failed(Failure::Malformed(detail));
-        }
-        if !self.replies.awaits_input() {
-            self.grants.timers.stop(Timer::Reply);
-        }
-        Heard::Over
     }
 
     /// What came back from the person's step at `now` (see `authorize`).

@@ -18,6 +18,8 @@ use serde_json::Value;
 
 use super::Event;
 use super::driving::{ReplyId, ServerRequest};
+use super::grant::Grants;
+use super::timers::Timer;
 use crate::config::{SessionConfig, protocol_answer};
 use crate::jsonrpc::{Incoming, RequestId, RpcError};
 use crate::model::{Notification, SubscriptionEnd};
@@ -77,6 +79,15 @@ impl Replies {
         self.open
             .iter()
             .any(|(_, to, _)| matches!(to, Asker::Input(_)))
+    }
+
+    /// While the request sent again after an input round waits for the caller's answers, it
+    /// waits at most to the budget's end (then it is refused).
+    pub(super) fn hold_input(&self, grants: &mut Grants, now: Instant) {
+        if self.awaits_input() && !grants.timers.is_armed(Timer::Reply) {
+            let end = grants.end_or(now);
+            grants.timers.set(Timer::Reply, end);
+        }
     }
 
     /// The caller will not answer the input round in time: its open requests are dropped (the

@@ -106,7 +106,7 @@ impl Sources<'_> {
                     modern: self.progress.era.modern(),
                     paging: &self.answering.paging,
                     loading: &self.answering.loading,
-                    input: self.answering.input.as_ref(),
+                    input: self.answering.input.round.as_ref(),
                 }
                 .build(kind);
                 (request, (kind, request_id))

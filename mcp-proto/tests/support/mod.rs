@@ -23,7 +23,7 @@ impl PollPastReports for Operation {
             match self.poll_output(now) {
                 Output::LegEnded(_) => {}
                 Output::Request(request) => {
-                    self.respond(&request, now);
+                    self.handle_input(request.reply_from(self.session_config()), now);
                 }
                 output => return output,
             }
@@ -192,7 +192,7 @@ pub fn drive(
             Output::Event(event) => stand_in.events.push(event),
             Output::Request(request) => {
                 stand_in.requests.push(request.method.clone());
-                op.respond(&request, clock.now());
+                op.handle_input(request.reply_from(op.session_config()), clock.now());
             }
             Output::LegEnded(report) => stand_in.reports.push(report),
             Output::Update(_) => unreachable!("poll_on applies the updates"),
@@ -340,7 +340,7 @@ impl StandIn<'_> {
                     Output::Event(event) => self.events.push(event),
                     Output::Request(request) => {
                         self.requests.push(request.method.clone());
-                        op.respond(&request, self.clock.now());
+                        op.handle_input(request.reply_from(op.session_config()), self.clock.now());
                     }
                     Output::LegEnded(report) => self.reports.push(report),
                     Output::Wait(_) | Output::AwaitSession(_) => break,
