@@ -3,7 +3,7 @@
 //!
 //! [`Driver::drive`] polls the operation and does what each output says: an update goes to
 //! the session, an event and a leg's report to the caller's observer, the server's request to
-//! the caller's responder, a leg to the transport
+//! the caller's responder (here, between polls: never inside one), a leg to the transport
 //! ([`Wire::transmit`]), the person's step to the caller's authorizer, a wait to the transport
 //! again ([`Wire::wait`]: read what comes, or sleep to the instant). What differs between HTTP
 //! and stdio is only how bytes move ([`HttpWire`](crate::leg::HttpWire),
@@ -71,7 +71,7 @@ impl Driver<'_> {
             match output {
                 Output::Update(update) => self.client.shell.apply(update),
                 Output::Event(event) => self.observer.event(&event),
-                // The caller's responder runs here, between polls, never inside one.
+                // The responder runs first, then the clock is read.
                 Output::Request(request) => {
                     op.handle_input(request.reply_from(op.session_config()), clock.now());
                 }

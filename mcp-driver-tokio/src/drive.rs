@@ -3,7 +3,7 @@
 //!
 //! [`Run::drive`] polls the operation and does what each output says: an update goes to the
 //! session, an event and a leg's report to the caller's observer, the server's request to the
-//! caller's responder, a leg to the transport
+//! caller's responder (here, between polls: never inside one), a leg to the transport
 //! ([`Wire::transmit`](crate::wire::Wire::transmit)), the person's step to the caller's authorizer, and a wait is one
 //! `select!` on whatever comes first: a cancel, the operation's next timer, the session's
 //! change (while it awaits the session), or what the transport brings ([`Wire::next`], fed
@@ -174,10 +174,10 @@ impl Run<'_> {
                     // The observer's time is not the operation's: read the clock again.
                     now = clock.now();
                 }
-                // The caller's responder runs here, between polls, never inside one.
                 Output::Request(request) => {
-                    op.handle_input(request.reply_from(op.session_config()), now);
+                    let reply = request.reply_from(op.session_config());
                     now = clock.now();
+                    op.handle_input(reply, now);
                 }
                 Output::LegEnded(report) => spans.ended(&report, self.observer),
                 Output::Transmit(leg) => {
