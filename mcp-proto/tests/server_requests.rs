@@ -7,7 +7,7 @@
 
 mod support;
 
-use mcp_proto::driver::{Input, Operation, Output, ServerRequest};
+use mcp_proto::driver::{Input, LegId, Operation, Output, ReplyId, ServerRequest};
 use mcp_proto::{
     Clock, Error, Event, LegKind, ManualClock, ProtocolVersion, RpcError, Session, SessionConfig,
 };
@@ -37,6 +37,33 @@ fn next(op: &mut Operation, clock: &ManualClock) -> Output {
             output => return output,
         }
     }
+}
+
+/// The caller's answer to `to`, given now.
+fn give(op: &mut Operation, clock: &ManualClock, to: ReplyId, answer: Result<Value, RpcError>) {
+    op.handle_input(Input::Reply { to, answer }, clock.now());
+}
+
+/// Leg `leg` is answered with an event stream, which stays open.
+fn open_stream(op: &mut Operation, clock: &ManualClock, leg: LegId) {
+    let head = Input::Head {
+        leg,
+        status: http::StatusCode::OK,
+        headers: &sse_head(),
+    };
+    op.handle_input(head, clock.now());
+}
+
+/// One message on leg `leg`'s event stream.
+fn on_stream(op: &mut Operation, clock: &ManualClock, leg: LegId, message: &Value) {
+    let chunk = format!("event: message\ndata: {message}\n\n");
+    op.handle_input(
+        Input::Chunk {
+            leg,
+            bytes: chunk.as_bytes(),
+        },
+        clock.now(),
+    );
 }
 
 fn transmitted(output: Output) -> mcp_proto::driver::Leg {
@@ -111,25 +138,13 @@ fn an_input_round_asks_the_caller_and_the_request_waits_for_every_answer() {
         _ => (&questions[1], &questions[0]),
     };
     let content = json!({"action": "accept", "content": {"name": "Grace"}});
-    op.handle_input(
-        Input::Reply {
-            to: who.reply,
-            answer: Ok(content.clone()),
-        },
-        clock.now(),
-    );
+    give(&mut op, &clock, who.reply, Ok(content.clone()));
     assert!(
         matches!(next(&mut op, &clock), Output::Wait(at) if at == end),
         "one answer of two is not enough"
     );
     let listed = json!({"roots": [{"uri": "file:///work"}]});
-    op.handle_input(
-        Input::Reply {
-            to: roots.reply,
-            answer: Ok(listed.clone()),
-        },
-        clock.now(),
-    );
+    give(&mut op, &clock, roots.reply, Ok(listed.clone()));
     let retry = transmitted(next(&mut op, &clock));
     assert_eq!(retry.kind, LegKind::CallTool);
     assert_eq!(retry.timeout, secs(15.0), "the round spent the same budget");
@@ -171,12 +186,11 @@ fn a_caller_that_does_not_answer_in_time_ends_the_operation_with_its_budget_spen
     }
     assert_eq!(op.legs_sent(), 1, "nothing was sent after the budget's end");
     // The caller's answer, too late, is ignored.
-    op.handle_input(
-        Input::Reply {
-            to: question.reply,
-            answer: Ok(json!({"action": "decline"})),
-        },
-        clock.now(),
+    give(
+        &mut op,
+        &clock,
+        question.reply,
+        Ok(json!({"action": "decline"})),
     );
     assert!(matches!(
         op.poll_output(clock.now()),
@@ -210,13 +224,7 @@ fn a_caller_error_declines_an_elicitation_and_ends_a_sampling_round() {
         );
         assert!(matches!(next(&mut op, &clock), Output::Event(_)));
         let question = asked(next(&mut op, &clock));
-        op.handle_input(
-            Input::Reply {
-                to: question.reply,
-                answer: Err(refusal.clone()),
-            },
-            clock.now(),
-        );
+        give(&mut op, &clock, question.reply, Err(refusal.clone()));
         match next(&mut op, &clock) {
             Output::Transmit(retry) if !ends => {
                 assert_eq!(
@@ -242,22 +250,10 @@ fn a_legacy_reply_goes_out_once_the_caller_answers_and_the_stream_is_read_meanwh
     let mut session = live_session(answering(config()), &clock);
     let mut op = session.call_tool("ask", Map::new(), clock.now());
     let call = transmitted(next(&mut op, &clock));
-    let head = Input::Head {
-        leg: call.id,
-        status: http::StatusCode::OK,
-        headers: &sse_head(),
-    };
-    op.handle_input(head, clock.now());
+    open_stream(&mut op, &clock, call.id);
     let ask = json!({"jsonrpc": "2.0", "id": "srv-9", "method": "elicitation/create",
         "params": {"message": "who?", "requestedSchema": {"type": "object"}}});
-    let chunk = format!("event: message\ndata: {ask}\n\n");
-    op.handle_input(
-        Input::Chunk {
-            leg: call.id,
-            bytes: chunk.as_bytes(),
-        },
-        clock.now(),
-    );
+    on_stream(&mut op, &clock, call.id, &ask);
     assert!(matches!(
         next(&mut op, &clock),
         Output::Event(Event::ServerRequest { .. })
@@ -269,14 +265,7 @@ fn a_legacy_reply_goes_out_once_the_caller_answers_and_the_stream_is_read_meanwh
     assert!(matches!(next(&mut op, &clock), Output::Wait(_)));
     let progress = json!({"jsonrpc": "2.0", "method": "notifications/message",
         "params": {"level": "info", "data": "working"}});
-    let chunk = format!("event: message\ndata: {progress}\n\n");
-    op.handle_input(
-        Input::Chunk {
-            leg: call.id,
-            bytes: chunk.as_bytes(),
-        },
-        clock.now(),
-    );
+    on_stream(&mut op, &clock, call.id, &progress);
     assert!(matches!(
         next(&mut op, &clock),
         Output::Event(Event::Notification(_))
@@ -287,13 +276,7 @@ fn a_legacy_reply_goes_out_once_the_caller_answers_and_the_stream_is_read_meanwh
     let content = json!({"action": "accept", "content": {"name": "Grace"}});
     for _ in 0..2 {
         // A second answer to the same request is ignored.
-        op.handle_input(
-            Input::Reply {
-                to: question.reply,
-                answer: Ok(content.clone()),
-            },
-            clock.now(),
-        );
+        give(&mut op, &clock, question.reply, Ok(content.clone()));
     }
     let reply = transmitted(next(&mut op, &clock));
     assert_eq!(reply.kind, LegKind::Respond);
@@ -323,24 +306,11 @@ fn ping_and_unregistered_methods_never_reach_the_caller() {
     let mut session = live_session(config, &clock);
     let mut op = session.call_tool("ask", Map::new(), clock.now());
     let call = transmitted(next(&mut op, &clock));
-    op.handle_input(
-        Input::Head {
-            leg: call.id,
-            status: http::StatusCode::OK,
-            headers: &sse_head(),
-        },
-        clock.now(),
-    );
+    open_stream(&mut op, &clock, call.id);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     let roots = json!({"jsonrpc": "2.0", "id": 2, "method": "roots/list"});
-    let chunk = format!("event: message\ndata: {ping}\n\nevent: message\ndata: {roots}\n\n");
-    op.handle_input(
-        Input::Chunk {
-            leg: call.id,
-            bytes: chunk.as_bytes(),
-        },
-        clock.now(),
-    );
+    on_stream(&mut op, &clock, call.id, &ping);
+    on_stream(&mut op, &clock, call.id, &roots);
     let mut replies = Vec::new();
     loop {
         match next(&mut op, &clock) {

@@ -18,7 +18,7 @@ use super::read::Heard;
 use super::replies::{Asker, InputAnswer, Replies};
 use super::timers::{Timer, TimerTable};
 use super::view::View;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{RequestId, RpcError};
 use crate::wire::InputRound;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
@@ -79,7 +79,7 @@ impl InputRounds {
             if session.config().answers(method) {
                 replies.ask(Asker::Input(key), method, params);
             } else {
-                responses.insert(key, unanswered(method)?);
+                responses.insert(key, refused(method, None)?);
             }
         }
         self.round = Some(InputRound { responses, state });
@@ -101,17 +101,9 @@ impl InputRounds {
             method,
             answer,
         } = answered;
-        let answer = match answer {
+        let answer = match answer.or_else(|error| refused(&method, Some(&error))) {
             Ok(answer) => answer,
-            Err(_) if method == "elicitation/create" => json!({"action": "decline"}),
-            Err(error) => {
-                return Heard::Failed(Failure::Malformed(format!(
-                    "the server asked for input with \"{}\", and the caller's answer was an error ({}: {})",
-                    clip(&method, QUOTE_LIMIT),
-                    error.code,
-                    clip(&error.message, QUOTE_LIMIT)
-                )));
-            }
+            Err(detail) => return Heard::Failed(Failure::Malformed(detail)),
         };
         if let Some(round) = &mut self.round {
             round.responses.insert(key, answer);
@@ -123,15 +115,23 @@ impl InputRounds {
     }
 }
 
-/// The answer to one of the `inputRequests` whose method the caller does not answer:
-/// elicitation has a refusal of its own (a client with no responder declines); sampling and
-/// roots have none, so the request cannot go on.
-fn unanswered(method: &str) -> Result<Value, String> {
+/// The answer to one of the `inputRequests` the caller did not answer: it registered no
+/// responder for its method (`error` is `None`), or its answer was `error`. Elicitation has a
+/// refusal of its own (the client declines); sampling and roots have none, so the request
+/// cannot go on.
+fn refused(method: &str, error: Option<&RpcError>) -> Result<Value, String> {
     if method == "elicitation/create" {
         return Ok(json!({"action": "decline"}));
     }
-    Err(format!(
-        "the server asked for input with \"{}\", which this client does not answer (register a responder)",
-        clip(method, QUOTE_LIMIT)
-    ))
+    let method = clip(method, QUOTE_LIMIT);
+    Err(match error {
+        None => format!(
+            "the server asked for input with \"{method}\", which this client does not answer (register a responder)"
+        ),
+        Some(error) => format!(
+            "the server asked for input with \"{method}\", and the caller's answer was an error ({}: {})",
+            error.code,
+            clip(&error.message, QUOTE_LIMIT)
+        ),
+    })
 }

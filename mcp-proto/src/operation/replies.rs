@@ -49,8 +49,8 @@ pub(super) struct InputAnswer {
 pub(super) struct Replies {
     /// Answers ready to go out.
     queue: VecDeque<(RequestId, Result<Value, RpcError>)>,
-    /// Requests to hand to the caller, oldest first.
-    asked: VecDeque<(ReplyId, String, Value)>,
+    /// Requests to hand to the caller, oldest first, with their params (each is also open).
+    asked: VecDeque<(ReplyId, Value)>,
     /// Requests the caller was asked (or is about to be) and has not answered: where each
     /// answer goes, and the method it answers.
     open: Vec<(ReplyId, Asker, String)>,
@@ -101,17 +101,18 @@ impl Replies {
     pub(super) fn ask(&mut self, to: Asker, method: &str, params: Value) {
         self.last += 1;
         let reply = ReplyId(self.last);
-        self.asked.push_back((reply, method.to_owned(), params));
+        self.asked.push_back((reply, params));
         self.open.push((reply, to, method.to_owned()));
     }
 
     /// The next request to hand to the caller, to be answered before `ends_at` (the budget's
     /// end).
     pub(super) fn hand_out(&mut self, ends_at: Instant) -> Option<ServerRequest> {
-        let (reply, method, params) = self.asked.pop_front()?;
+        let (reply, params) = self.asked.pop_front()?;
+        let (_, _, method) = self.open.iter().find(|(id, _, _)| *id == reply)?;
         Some(ServerRequest {
             reply,
-            method,
+            method: method.clone(),
             params,
             ends_at,
         })
@@ -127,7 +128,6 @@ impl Replies {
     ) -> Option<InputAnswer> {
         let at = self.open.iter().position(|(id, _, _)| *id == reply)?;
         let (_, to, method) = self.open.remove(at);
-        self.asked.retain(|(id, _, _)| *id != reply);
         match to {
             Asker::Stream(id) => {
                 self.queue.push_back((id, answer));
