@@ -20,8 +20,9 @@ use std::time::Instant;
 
 use ureq::unversioned::transport::ShutdownHandle;
 
+use crate::leg_end::{self, Lane as _, LegEnd};
+
 /// The state a client shares with its cancel handles and its connector.
-#[derive(Default)]
 pub(crate) struct Shared {
     /// Set by `cancel()` while an operation is in flight; cleared when an operation starts and
     /// when it ends, so a cancel between operations reaches none of them.
@@ -36,86 +37,31 @@ pub(crate) struct Shared {
     /// Over stdio: what the operation's thread waits on (the process's mailbox), woken by a
     /// cancel.
     waker: Mutex<Option<Arc<dyn Wake>>>,
-    /// The end of the grant of the leg in flight, kept by a thread of the lane's own.
-    leg_end: Arc<LegEnd>,
-}
-
-/// The end of the grant of the leg in flight, to the microsecond: a thread of the lane's own
-/// waits for it and shuts the lane's sockets down then, so that a read blocked on a server that
-/// never answers returns at the leg's end (ureq's own timeout, a fallback, ends it later: it
-/// is checked milliseconds apart). The operation reads what the read brought at or after the
-/// leg's end as the leg's timeout; nothing here decides that.
-/// How long before a leg's end its thread stops waiting and spins (looks at the clock,
-/// yielding) instead.
-const SPIN: std::time::Duration = std::time::Duration::from_millis(1);
-
-#[derive(Default)]
-struct LegEnd {
-    state: Mutex<LegEndState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct LegEndState {
-    /// When the sockets are shut down, unless the leg is over first.
-    at: Option<Instant>,
-    /// The leg's end came and shut the sockets down.
-    fired: bool,
-    /// The lane is gone: the thread ends.
-    gone: bool,
-}
-
-impl LegEnd {
-    fn lock(&self) -> MutexGuard<'_, LegEndState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The thread: waits for the armed instant, then shuts `shared`'s sockets down.
-    fn watch(&self, shared: &Weak<Shared>) {
-        let mut state = self.lock();
-        loop {
-            if state.gone {
-                return;
-            }
-            let Some(at) = state.at else {
-                state = self
-                    .changed
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
-                continue;
-            };
-            let now = Instant::now();
-            if now + SPIN < at {
-                state = self
-                    .changed
-                    .wait_timeout(state, at - now - SPIN)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
-                continue;
-            }
-            if now < at {
-                // The last stretch is spun through: a wait's wake-up comes a few hundred
-                // microseconds late under load, a look at the clock does not.
-                drop(state);
-                std::thread::yield_now();
-                state = self.lock();
-                continue;
-            }
-            state.at = None;
-            state.fired = true;
-            drop(state);
-            if let Some(shared) = shared.upgrade() {
-                shared.shut_down_sockets();
-            }
-            state = self.lock();
-        }
-    }
+    /// The end of the grant of the leg in flight (see [`crate::leg_end`]).
+    leg_end: LegEnd,
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        self.leg_end.lock().gone = true;
-        self.leg_end.changed.notify_all();
+        self.leg_end.forget();
+    }
+}
+
+impl leg_end::Lane for Shared {
+    fn leg_end(&self) -> &LegEnd {
+        &self.leg_end
+    }
+
+    /// Shuts every live socket of the lane down (a blocked read or write on one returns at
+    /// once); sockets that are gone are forgotten.
+    fn shut_down_sockets(&self) {
+        self.lock().sockets.retain(|socket| match socket.upgrade() {
+            Some(socket) => {
+                socket.shutdown();
+                true
+            }
+            None => false,
+        });
     }
 }
 
@@ -216,49 +162,28 @@ impl Shared {
         self.shut_down_sockets();
     }
 
-    /// A lane's cancel state, with the thread that ends its legs on time
-    /// ([`Self::leg_ends_at`]).
+    /// A lane's cancel state, whose legs end on time ([`Self::leg_ends_at`]).
     pub(crate) fn for_lane() -> Arc<Self> {
-        let shared = Arc::new(Self::default());
-        let (leg_end, weak) = (Arc::clone(&shared.leg_end), Arc::downgrade(&shared));
-        let spawned = std::thread::Builder::new()
-            .name("mcp-leg-end".into())
-            .spawn(move || leg_end.watch(&weak));
-        // Without the thread, ureq's own timeout still ends the leg, a few milliseconds late.
-        drop(spawned);
-        shared
+        Arc::new_cyclic(|lane| Self {
+            cancelled: AtomicBool::default(),
+            connect_failed: AtomicBool::default(),
+            inner: Mutex::default(),
+            drain_until: Mutex::default(),
+            woken: Condvar::default(),
+            waker: Mutex::default(),
+            leg_end: LegEnd::of(Weak::clone(lane) as Weak<dyn leg_end::Lane>),
+        })
     }
 
     /// The leg about to block on the lane's sockets ends at `at` (`None`: it is over): its
     /// sockets are shut down then, if it still runs.
     pub(crate) fn leg_ends_at(&self, at: Option<Instant>) {
-        let mut state = self.leg_end.lock();
-        let sooner = at.is_some_and(|at| state.at.is_none_or(|armed| at < armed));
-        if at.is_some() {
-            state.fired = false;
-        }
-        state.at = at;
-        drop(state);
-        if sooner {
-            self.leg_end.changed.notify_one();
-        }
+        self.leg_end.arm(at);
     }
 
     /// Whether the leg in flight reached its end, which shut the lane's sockets down.
     pub(crate) fn leg_ended(&self) -> bool {
-        self.leg_end.lock().fired
-    }
-
-    /// Shuts every live socket of the lane down (a blocked read or write on one returns at
-    /// once); sockets that are gone are forgotten.
-    fn shut_down_sockets(&self) {
-        self.lock().sockets.retain(|socket| match socket.upgrade() {
-            Some(socket) => {
-                socket.shutdown();
-                true
-            }
-            None => false,
-        });
+        self.leg_end.fired()
     }
 
     /// Sleeps until `until` or until the operation is cancelled, whichever comes first.

@@ -90,6 +90,7 @@ mod cancel;
 mod connector;
 mod drive;
 mod leg;
+mod leg_end;
 mod stdio;
 
 use mcp_driver_common::{tls, trace};
