@@ -11,7 +11,7 @@
 //! One thread for the process, not one per client: a client made per operation (a cold call)
 //! would otherwise pay for a thread's start and end each time. The thread is woken only when
 //! a lane arms an end earlier than the one it waits for; ends that are disarmed leave the
-//! map at once, so the thread never waits for a leg that is over.
+//! map at once, so a leg that is over costs the thread at most one wake-up, with nothing to do.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,8 +107,8 @@ impl LegEnd {
     }
 
     /// Called by the thread when `at` came: if it is still the lane's armed end, the lane's
-    /// sockets are shut down (under the lane's lock, so the lane's next leg does not start
-    /// meanwhile).
+    /// sockets are shut down, under this leg end's lock, so the lane's next arm (its next leg)
+    /// waits until the shutdown is done and is never reached by it.
     fn fire(&self, lane: &dyn Lane, at: Instant) {
         let mut state = self.lock();
         if state.at != Some(at) {

@@ -32,9 +32,10 @@
 //!   spent, whether a leg was late, caps on bodies and pages, when to resume, how to answer a
 //!   server request ([`SessionConfig::respond_to`]), how long to drain a body after its
 //!   answer are all `mcp_proto`'s. Retries do not exist.
-//! * Async: see `mcp-driver-tokio`. Helper threads: none are started on the operation path
-//!   (ureq itself resolves a host *name* on a helper thread, so that the grant bounds the
-//!   lookup; an IP address is used as is).
+//! * Async: see `mcp-driver-tokio`. Helper threads: one for the whole process (`mcp-leg-end`,
+//!   started by the first leg), which shuts a blocked leg's socket down at its grant's end; none
+//!   per client or per operation (ureq itself resolves a host *name* on a helper thread, so that
+//!   the grant bounds the lookup; an IP address is used as is).
 //! * The standalone `GET` stream ([`SessionConfig::with_listen`]): it must be read beside
 //!   the call, which a driver that reads one response at a time cannot do, so its leg is
 //!   declined and the call goes on without it. Use `mcp-driver-tokio` for servers that need it.
@@ -42,9 +43,10 @@
 //! # Timing
 //! The grant of a leg bounds all of it: resolve, connect, TLS, send, head and every body read.
 //! A server that trickles a byte at a time cannot stretch a leg, and a stalled server ends the
-//! operation with [`Error::LegTimedOut`] a few milliseconds past its budget (reads wait in
-//! slices of at most 50 ms, because the kernel's socket timeouts lose precision as they grow:
-//! see `examples/blocking_overrun.rs`).
+//! operation with [`Error::LegTimedOut`] under a millisecond past its budget at millisecond
+//! resolution: the process's leg-end thread shuts the socket down at the grant's end, and
+//! reads wait in slices of at most 50 ms as a fallback, because the kernel's socket timeouts
+//! lose precision as they grow (see `examples/blocking_overrun.rs`).
 //!
 //! # Tracing
 //! With the `tracing` feature (on by default) every operation is a `mcp.operation` span

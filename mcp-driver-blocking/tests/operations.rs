@@ -63,3 +63,29 @@ fn an_https_url_speaking_to_a_plain_http_server_fails_in_tls() {
         [LegEnd::Transport(TransportErrorKind::Tls(handshake))]
     );
 }
+
+/// How many threads of this process are named `name` (Linux keeps each one's name in
+/// `/proc/self/task/<tid>/comm`).
+#[cfg(target_os = "linux")]
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task lists this process's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn clients_share_one_leg_end_thread_for_the_whole_process() {
+    // A thread per client made every cold call pay for a thread's start and end, and kept one
+    // thread alive per idle client.
+    let server = TestServer::start(Script::new());
+    let clients: Vec<Client> = (0..8)
+        .map(|_| client(&server, Duration::from_secs(10)).0)
+        .collect();
+    for client in &clients {
+        client.call_tool("echo", text_args("one")).unwrap();
+    }
+    assert_eq!(threads_named("mcp-leg-end"), 1);
+}
