@@ -235,7 +235,7 @@ impl Drop for OperationGuard {
 pub(crate) struct Lane {
     agent: ureq::Agent,
     shared: Arc<Shared>,
-    buf: Vec<u8>,
+    kept: crate::leg::Kept,
 }
 
 impl Lane {
@@ -243,7 +243,7 @@ impl Lane {
         Self {
             agent,
             shared,
-            buf: Vec::new(),
+            kept: crate::leg::Kept::default(),
         }
     }
 
@@ -251,8 +251,8 @@ impl Lane {
         &self.shared
     }
 
-    pub(crate) fn parts(&mut self) -> (&ureq::Agent, &Shared, &mut Vec<u8>) {
-        (&self.agent, &self.shared, &mut self.buf)
+    pub(crate) fn parts(&mut self) -> (&ureq::Agent, &Shared, &mut crate::leg::Kept) {
+        (&self.agent, &self.shared, &mut self.kept)
     }
 }
 

@@ -25,8 +25,18 @@ const CHUNK: usize = 16 * 1024;
 pub(crate) struct HttpWire<'a> {
     agent: &'a ureq::Agent,
     shared: &'a Shared,
-    /// The body read buffer, kept by the client between legs and operations.
+    /// The body read buffer, kept by the lane between legs and operations.
     buf: &'a mut Vec<u8>,
+    /// The bodies still being read, the newest last: empty between operations, its
+    /// allocation kept by the lane.
+    bodies: &'a mut Vec<Body>,
+}
+
+/// What a lane keeps of its HTTP transport between operations: allocations only (an
+/// operation's bodies never outlive it).
+#[derive(Default)]
+pub(crate) struct Kept {
+    buf: Vec<u8>,
     bodies: Vec<Body>,
 }
 
@@ -38,14 +48,22 @@ struct Body {
 }
 
 impl<'a> HttpWire<'a> {
-    pub(crate) fn new(agent: &'a ureq::Agent, shared: &'a Shared, buf: &'a mut Vec<u8>) -> Self {
-        buf.resize(CHUNK, 0);
+    pub(crate) fn new(agent: &'a ureq::Agent, shared: &'a Shared, kept: &'a mut Kept) -> Self {
+        kept.buf.resize(CHUNK, 0);
+        kept.bodies.clear();
         Self {
             agent,
             shared,
-            buf,
-            bodies: Vec::new(),
+            buf: &mut kept.buf,
+            bodies: &mut kept.bodies,
         }
+    }
+
+    /// The lane's sockets are shut down at the end of the grant of the body read next (the
+    /// newest), if any: armed once for a leg and its body's reads, not around each read.
+    fn arm_next_read(&self) {
+        self.shared
+            .leg_ends_at(self.bodies.last().map(|body| body.ends_at));
     }
 
     /// The answer is in. If the rest of the body ends within the proto's drain bounds, read it
@@ -66,6 +84,15 @@ impl<'a> HttpWire<'a> {
             }
         }
         self.shared.set_drain(None);
+    }
+}
+
+impl Drop for HttpWire<'_> {
+    /// The operation is over: the bodies it did not read to their end close their
+    /// connections now, not when the lane's next operation starts.
+    fn drop(&mut self) {
+        self.bodies.clear();
+        self.shared.leg_ends_at(None);
     }
 }
 
@@ -91,8 +118,8 @@ impl Wire for HttpWire<'_> {
         self.shared.leg_ends_at(Some(ends_at));
         let sent = send(self.agent, leg.request, leg.timeout);
         let now = clock.now();
-        self.shared.leg_ends_at(None);
         if self.shared.is_cancelled() && !op.is_finished() {
+            self.arm_next_read();
             return;
         }
         match sent {
@@ -114,6 +141,8 @@ impl Wire for HttpWire<'_> {
                 op.handle_input(Input::Failed { leg: id, error }, now);
             }
         }
+        // Still armed at this leg's end when its body is read next (no map update).
+        self.arm_next_read();
     }
 
     fn wait(&mut self, op: &mut Operation, until: Instant) {
@@ -127,16 +156,19 @@ impl Wire for HttpWire<'_> {
             op.handle_input(Input::Timeout, clock.now());
             return;
         };
+        // Armed already when this body's leg armed it last (no map update then).
         self.shared.leg_ends_at(Some(body.ends_at));
         let read = body.reader.read(self.buf);
         let now = clock.now();
-        self.shared.leg_ends_at(None);
         if self.shared.is_cancelled() && !op.is_finished() {
+            self.arm_next_read();
             return;
         }
         let id = body.id;
         match read {
             Ok(0) => {
+                // The connection is back in the pool: nothing of it may be shut down now.
+                self.arm_next_read();
                 op.handle_input(Input::End { leg: id }, now);
             }
             Ok(n) => {
@@ -152,6 +184,7 @@ impl Wire for HttpWire<'_> {
                 op.handle_input(Input::Failed { leg: id, error }, now);
             }
         }
+        self.arm_next_read();
     }
 }
 

@@ -250,8 +250,8 @@ impl Client {
                 });
         }
         let op = opened.start(action, clock.now());
-        let (agent, shared, buf) = lane.parts();
-        let mut wire = leg::HttpWire::new(agent, shared, buf);
+        let (agent, shared, kept) = lane.parts();
+        let mut wire = leg::HttpWire::new(agent, shared, kept);
         self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
     }
 

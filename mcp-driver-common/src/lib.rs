@@ -215,7 +215,10 @@ impl LegSpans {
     /// `leg` was handed out: its span opens inside the operation's.
     pub fn sent(&mut self, leg: &mcp_proto::driver::Leg, operation: &trace::Span) {
         let span = trace::leg(operation, leg.id.number(), leg.kind, leg.timeout);
-        self.open.push((leg.id.number(), span));
+        // A span no subscriber records is not kept (nor is anything allocated for it).
+        if trace::is_live(&span) {
+            self.open.push((leg.id.number(), span));
+        }
     }
 
     /// The operation reported a leg's end: its span records it and closes, and `observer`

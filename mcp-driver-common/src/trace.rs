@@ -53,6 +53,12 @@ mod on {
         span.record("result", word);
     }
 
+    /// Whether `span` records anything (a subscriber wants it): a disabled one need not be
+    /// kept.
+    pub fn is_live(span: &Span) -> bool {
+        !span.is_disabled()
+    }
+
     /// The span of a leg being sent, inside its operation's.
     pub fn leg(operation: &Span, number: u32, kind: LegKind, grant: std::time::Duration) -> Span {
         tracing::info_span!(
@@ -100,6 +106,11 @@ mod on {
 
     /// Nothing to record (feature `tracing` off).
     pub fn ended(_: &Span, _: &Result<Outcome, Error>) {}
+
+    /// No span records anything (feature `tracing` off).
+    pub fn is_live(_: &Span) -> bool {
+        false
+    }
 
     /// No span (feature `tracing` off).
     pub fn leg(_: &Span, _: u32, _: LegKind, _: std::time::Duration) -> Span {

@@ -63,6 +63,27 @@ pub(super) enum Refusal {
     Dropped,
 }
 
+/// The reports of legs that left the table, oldest first. Most operations have one report at
+/// a time, taken before the next leg ends: it is kept without an allocation.
+#[derive(Debug, Default)]
+struct Reports {
+    first: Option<LegReport>,
+    later: VecDeque<LegReport>,
+}
+
+impl Reports {
+    fn push(&mut self, report: LegReport) {
+        match self.first {
+            None if self.later.is_empty() => self.first = Some(report),
+            _ => self.later.push_back(report),
+        }
+    }
+
+    fn pop(&mut self) -> Option<LegReport> {
+        self.first.take().or_else(|| self.later.pop_front())
+    }
+}
+
 /// The deadline, the legs in flight and their timers.
 #[derive(Debug)]
 pub(super) struct Grants {
@@ -78,7 +99,7 @@ pub(super) struct Grants {
     /// The latest instant an input or a poll brought: a leg that leaves the table ends then.
     now: Instant,
     /// Reports of legs that left the table, oldest first.
-    reports: VecDeque<LegReport>,
+    reports: Reports,
     /// The caller cancelled: the legs in flight end cancelled.
     cancelled: bool,
 }
@@ -92,7 +113,7 @@ impl Grants {
             timers: TimerTable::default(),
             sent: 0,
             stdio,
-            reports: VecDeque::new(),
+            reports: Reports::default(),
             cancelled: false,
         }
     }
@@ -105,7 +126,7 @@ impl Grants {
 
     /// The next report of a leg that ended.
     pub(super) fn next_report(&mut self) -> Option<LegReport> {
-        self.reports.pop_front()
+        self.reports.pop()
     }
 
     /// The leg in `role` failed in the transport as `kind` (or its grant ran out:
@@ -272,8 +293,7 @@ impl Grants {
     pub(super) fn end(&mut self, role: Role) -> Option<InFlight> {
         self.timers.stop(Timer::LegEnd(role));
         let leg = self.legs.remove(role)?;
-        self.reports
-            .push_back(report(&leg, self.end_of(&leg), self.now));
+        self.reports.push(report(&leg, self.end_of(&leg), self.now));
         Some(leg)
     }
 

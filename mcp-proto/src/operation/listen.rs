@@ -130,7 +130,11 @@ impl Listen {
         } else {
             Heard::More
         };
-        Framed { messages, then }
+        Framed {
+            messages,
+            answer: None,
+            then,
+        }
     }
 
     /// The operation started over (another session, another era): the stream is dropped and,

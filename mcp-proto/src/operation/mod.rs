@@ -138,6 +138,16 @@ impl Operation {
     pub fn poll_output(&mut self, now: Instant) -> Output {
         self.grants.at(now);
         loop {
+            // What is queued first, each returned where it is built (no move of an output).
+            if let Some(update) = self.session.next_update() {
+                return Output::Update(update);
+            }
+            if let Some(event) = self.events.pop_front() {
+                return Output::Event(event);
+            }
+            if let Some(report) = self.grants.next_report() {
+                return Output::LegEnded(report);
+            }
             if let Some(output) = self.step(now) {
                 return output;
             }
@@ -230,12 +240,6 @@ impl Operation {
     /// One step towards the next output: the output, or `None` when the step changed the
     /// operation (a leg refused, the authorization ended) and the next step decides.
     fn step(&mut self, now: Instant) -> Option<Output> {
-        let queued = (self.session.next_update().map(Output::Update))
-            .or_else(|| self.events.pop_front().map(Output::Event))
-            .or_else(|| self.grants.next_report().map(Output::LegEnded));
-        if queued.is_some() {
-            return queued;
-        }
         if self.is_finished() {
             return match self.ending.after(&self.grants.legs) {
                 After::Leg(kind) => self.transmit(kind, now, None),

@@ -108,9 +108,12 @@ pub(super) enum Heard {
 /// What a chunk or the end of a body completed.
 #[derive(Debug)]
 pub(super) struct Framed {
-    /// The messages, in order: the server's requests and notifications, and last the answer
-    /// (a result or an error) when it came; nothing after the answer is read.
+    /// The server's requests and notifications, in order.
     pub(super) messages: Vec<Incoming>,
+    /// The answer (a result or an error) when it came, after `messages`; nothing after it is
+    /// read. Apart from `messages` so that a body that is only the answer (the common case)
+    /// costs no allocation.
+    pub(super) answer: Option<Incoming>,
     /// What follows them (when the answer came: [`Heard::Over`]).
     pub(super) then: Heard,
 }
@@ -120,13 +123,15 @@ impl Framed {
     pub(super) fn then(then: Heard) -> Self {
         Self {
             messages: Vec::new(),
+            answer: None,
             then,
         }
     }
 
     fn answer(answer: Incoming) -> Self {
         Self {
-            messages: vec![answer],
+            messages: Vec::new(),
+            answer: Some(answer),
             then: Heard::Over,
         }
     }
@@ -358,16 +363,23 @@ impl Reading {
                 Err(bad) => {
                     let detail = bad.detail("an event's data", "an event's data");
                     let then = Heard::Failed(Failure::Malformed(detail));
-                    return Framed { messages, then };
+                    return Framed {
+                        messages,
+                        answer: None,
+                        then,
+                    };
                 }
             };
             self.saw_message = true;
             match message {
                 Incoming::Neither => {}
                 answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
-                    messages.push(answer);
-                    let then = Heard::Over;
-                    return Framed { messages, then };
+                    let (answer, then) = (Some(answer), Heard::Over);
+                    return Framed {
+                        messages,
+                        answer,
+                        then,
+                    };
                 }
                 message => messages.push(message),
             }
@@ -377,7 +389,11 @@ impl Reading {
             Err(SseError::EventTooLarge { .. }) => Heard::Failed(Failure::TooLarge(self.cap)),
             Err(err) => Heard::Failed(Failure::Malformed(err.to_string())),
         };
-        Framed { messages, then }
+        Framed {
+            messages,
+            answer: None,
+            then,
+        }
     }
 }
 

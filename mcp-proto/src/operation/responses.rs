@@ -184,7 +184,7 @@ impl Responses {
             resume.saw_event_id(self.reading.last_event_id());
         }
         // The server's own messages are taken as they came; the answer is last.
-        for message in framed.messages {
+        for message in framed.messages.into_iter().chain(framed.answer) {
             if let Some(answer) = replies.take(message, session.config(), events) {
                 return Heard::Answer(answer);
             }
