@@ -46,8 +46,9 @@ pub(super) enum PersonAnswer<'a> {
 #[derive(Debug, Default)]
 pub(super) struct Authorizing {
     /// The flow of this operation: running, or ended with a token (kept so that the next
-    /// refusal continues its chain).
-    flow: Option<AuthFlow>,
+    /// refusal continues its chain). Boxed: it is large, and most operations never start one
+    /// (every operation is moved as it starts).
+    flow: Option<Box<AuthFlow>>,
     /// Whether the flow is running: its legs go out before the work.
     running: bool,
     /// The answer to the auth leg in flight, collected until its end.
@@ -56,7 +57,7 @@ pub(super) struct Authorizing {
     nonce_retries: u32,
     /// The server's refusal this operation has not acted on yet: it waits for the session
     /// (another operation may be authorizing, or have a newer token) before it authorizes.
-    waiting: Option<Refusal>,
+    waiting: Option<Box<Refusal>>,
 }
 
 /// A refusal that asks for authorization, and the token it refused (if any).
@@ -130,7 +131,7 @@ impl Authorizing {
     /// The authorization server the flow is at, once known.
     pub(super) fn issuer(&self) -> Option<String> {
         self.flow
-            .as_ref()
+            .as_deref()
             .and_then(AuthFlow::issuer)
             .map(str::to_owned)
     }
@@ -162,10 +163,10 @@ impl Authorizing {
         }
         // One authorization for the session at a time: what to do is decided with the session
         // in hand (`take`), since another operation may be authorizing already.
-        self.waiting = Some(Refusal {
+        self.waiting = Some(Box::new(Refusal {
             challenge,
             presented,
-        });
+        }));
         Some(Refused::Waiting)
     }
 
@@ -188,7 +189,7 @@ impl Authorizing {
         } else if !session.claim_authorization(shared) {
             return None;
         }
-        let Refusal { challenge, .. } = self.waiting.take()?;
+        let Refusal { challenge, .. } = *self.waiting.take()?;
         if newer {
             return Some(Ok(()));
         }
@@ -197,13 +198,14 @@ impl Authorizing {
             return Some(Ok(()));
         };
         let flow = match self.flow.take() {
-            Some(earlier) => Ok(earlier.rechallenge(challenge)),
+            Some(earlier) => Ok(Box::new(earlier.rechallenge(challenge))),
             None => AuthFlow::new(
                 config.url(),
                 challenge,
                 oauth.client().clone(),
                 oauth.store().clone(),
-            ),
+            )
+            .map(Box::new),
         };
         Some(
             flow.map(|flow| {
@@ -338,7 +340,7 @@ impl Authorizing {
     fn remember(&mut self, session: &mut View) {
         let changes = self
             .flow
-            .as_mut()
+            .as_deref_mut()
             .map(AuthFlow::take_changes)
             .unwrap_or_default();
         for change in changes {
