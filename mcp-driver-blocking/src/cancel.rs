@@ -235,7 +235,7 @@ impl Drop for OperationGuard {
 pub(crate) struct Lane {
     agent: ureq::Agent,
     shared: Arc<Shared>,
-    kept: crate::leg::Kept,
+    kept: crate::bodies::Kept,
 }
 
 impl Lane {
@@ -243,7 +243,7 @@ impl Lane {
         Self {
             agent,
             shared,
-            kept: crate::leg::Kept::default(),
+            kept: crate::bodies::Kept::default(),
         }
     }
 
@@ -251,7 +251,7 @@ impl Lane {
         &self.shared
     }
 
-    pub(crate) fn parts(&mut self) -> (&ureq::Agent, &Shared, &mut crate::leg::Kept) {
+    pub(crate) fn parts(&mut self) -> (&ureq::Agent, &Shared, &mut crate::bodies::Kept) {
         (&self.agent, &self.shared, &mut self.kept)
     }
 }

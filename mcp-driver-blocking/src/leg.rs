@@ -8,9 +8,10 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
-use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegId, LegStatus, Operation, TransportError};
+use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegStatus, Operation, TransportError};
 use mcp_proto::{Clock, LegKind, MonotonicClock, TransportErrorKind};
 
+use crate::bodies::{Body, Kept};
 use crate::cancel::Shared;
 use crate::drive::Wire;
 
@@ -30,21 +31,6 @@ pub(crate) struct HttpWire<'a> {
     /// The bodies still being read, the newest last: empty between operations, its
     /// allocation kept by the lane.
     bodies: &'a mut Vec<Body>,
-}
-
-/// What a lane keeps of its HTTP transport between operations: allocations only (an
-/// operation's bodies never outlive it).
-#[derive(Default)]
-pub(crate) struct Kept {
-    buf: Vec<u8>,
-    bodies: Vec<Body>,
-}
-
-/// A body being read: its leg, the end of its grant, and the reader.
-struct Body {
-    id: LegId,
-    ends_at: Instant,
-    reader: ureq::BodyReader<'static>,
 }
 
 impl<'a> HttpWire<'a> {

@@ -88,6 +88,7 @@
 #![deny(missing_docs)]
 
 mod authorize;
+mod bodies;
 mod cancel;
 mod connector;
 mod drive;

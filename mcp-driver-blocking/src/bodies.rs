@@ -1,0 +1,24 @@
+//! What the HTTP transport ([`crate::leg`]) reads and what a lane keeps of it between
+//! operations. A leaf: it imports nothing of the crate, so that the lanes (in
+//! [`crate::cancel`]) can keep it without importing the transport, which imports them.
+
+use std::time::Instant;
+
+use mcp_proto::driver::LegId;
+
+/// A body being read: its leg, the end of its grant, and the reader.
+pub(crate) struct Body {
+    pub(crate) id: LegId,
+    pub(crate) ends_at: Instant,
+    pub(crate) reader: ureq::BodyReader<'static>,
+}
+
+/// What a lane keeps of its HTTP transport between operations: allocations only (an
+/// operation's bodies never outlive it).
+#[derive(Default)]
+pub(crate) struct Kept {
+    /// The body read buffer.
+    pub(crate) buf: Vec<u8>,
+    /// The stack of bodies being read (empty between operations).
+    pub(crate) bodies: Vec<Body>,
+}
