@@ -28,7 +28,7 @@ pub(crate) struct HttpWire<'a> {
     shared: &'a Shared,
     /// The body read buffer, kept by the lane between legs and operations.
     buf: &'a mut Vec<u8>,
-    /// The bodies still being read, the newest last: empty between operations, its
+    /// The bodies still being read, the newest last: emptied when the wire is dropped, its
     /// allocation kept by the lane.
     bodies: &'a mut Vec<Body>,
 }
@@ -36,7 +36,6 @@ pub(crate) struct HttpWire<'a> {
 impl<'a> HttpWire<'a> {
     pub(crate) fn new(agent: &'a ureq::Agent, shared: &'a Shared, kept: &'a mut Kept) -> Self {
         kept.buf.resize(CHUNK, 0);
-        kept.bodies.clear();
         Self {
             agent,
             shared,
@@ -105,7 +104,6 @@ impl Wire for HttpWire<'_> {
         let sent = send(self.agent, leg.request, leg.timeout);
         let now = clock.now();
         if self.shared.is_cancelled() && !op.is_finished() {
-            self.arm_next_read();
             return;
         }
         match sent {
@@ -147,14 +145,11 @@ impl Wire for HttpWire<'_> {
         let read = body.reader.read(self.buf);
         let now = clock.now();
         if self.shared.is_cancelled() && !op.is_finished() {
-            self.arm_next_read();
             return;
         }
         let id = body.id;
         match read {
             Ok(0) => {
-                // The connection is back in the pool: nothing of it may be shut down now.
-                self.arm_next_read();
                 op.handle_input(Input::End { leg: id }, now);
             }
             Ok(n) => {

@@ -355,6 +355,30 @@ mod tests {
     }
 
     #[test]
+    fn reports_come_out_oldest_first_however_they_were_kept() {
+        let report = |number| LegReport {
+            number,
+            kind: LegKind::CallTool,
+            grant: Duration::from_secs(1),
+            elapsed: Duration::ZERO,
+            end: LegEnd::Done,
+        };
+        let mut reports = Reports::default();
+        reports.push(report(1));
+        reports.push(report(2));
+        assert_eq!(reports.pop().map(|r| r.number), Some(1));
+        // The first place is free again, but an older report waits: the new one queues.
+        reports.push(report(3));
+        let numbers: Vec<u32> = std::iter::from_fn(|| reports.pop())
+            .map(|r| r.number)
+            .collect();
+        assert_eq!(numbers, [2, 3]);
+        reports.push(report(4));
+        assert_eq!(reports.pop().map(|r| r.number), Some(4));
+        assert!(reports.pop().is_none());
+    }
+
+    #[test]
     fn one_rule_refuses_each_kind_of_leg_its_own_way_once_the_budget_is_spent() {
         let t0 = Instant::now();
         let g = grants(100, t0);

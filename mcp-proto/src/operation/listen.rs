@@ -130,11 +130,7 @@ impl Listen {
         } else {
             Heard::More
         };
-        Framed {
-            messages,
-            answer: None,
-            then,
-        }
+        Framed::messages(messages, then)
     }
 
     /// The operation started over (another session, another era): the stream is dropped and,

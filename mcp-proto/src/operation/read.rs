@@ -121,8 +121,13 @@ pub(super) struct Framed {
 impl Framed {
     /// No message, only `then` (what a head says, for one).
     pub(super) fn then(then: Heard) -> Self {
+        Self::messages(Vec::new(), then)
+    }
+
+    /// The server's `messages`, no answer, then `then`.
+    pub(super) fn messages(messages: Vec<Incoming>, then: Heard) -> Self {
         Self {
-            messages: Vec::new(),
+            messages,
             answer: None,
             then,
         }
@@ -130,9 +135,8 @@ impl Framed {
 
     fn answer(answer: Incoming) -> Self {
         Self {
-            messages: Vec::new(),
             answer: Some(answer),
-            then: Heard::Over,
+            ..Self::then(Heard::Over)
         }
     }
 }
@@ -362,23 +366,16 @@ impl Reading {
                 Ok(message) => jsonrpc::classify(message),
                 Err(bad) => {
                     let detail = bad.detail("an event's data", "an event's data");
-                    let then = Heard::Failed(Failure::Malformed(detail));
-                    return Framed {
-                        messages,
-                        answer: None,
-                        then,
-                    };
+                    return Framed::messages(messages, Heard::Failed(Failure::Malformed(detail)));
                 }
             };
             self.saw_message = true;
             match message {
                 Incoming::Neither => {}
                 answer @ (Incoming::Result { .. } | Incoming::Error { .. }) => {
-                    let (answer, then) = (Some(answer), Heard::Over);
                     return Framed {
-                        messages,
-                        answer,
-                        then,
+                        answer: Some(answer),
+                        ..Framed::messages(messages, Heard::Over)
                     };
                 }
                 message => messages.push(message),
@@ -389,11 +386,7 @@ impl Reading {
             Err(SseError::EventTooLarge { .. }) => Heard::Failed(Failure::TooLarge(self.cap)),
             Err(err) => Heard::Failed(Failure::Malformed(err.to_string())),
         };
-        Framed {
-            messages,
-            answer: None,
-            then,
-        }
+        Framed::messages(messages, then)
     }
 }
 
