@@ -48,10 +48,6 @@ impl Drop for Shared {
 }
 
 impl leg_end::Lane for Shared {
-    fn leg_end(&self) -> &LegEnd {
-        &self.leg_end
-    }
-
     /// Shuts every live socket of the lane down (a blocked read or write on one returns at
     /// once); sockets that are gone are forgotten.
     fn shut_down_sockets(&self) {

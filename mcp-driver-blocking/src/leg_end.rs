@@ -9,19 +9,17 @@
 //! decides that, and nothing here may block a lane for longer than a map update.
 //!
 //! One thread for the process, not one per client: a client made per operation (a cold call)
-//! would otherwise pay for a thread's start and end each time. The thread is woken only when
-//! a lane arms an end earlier than the one it waits for; ends that are disarmed leave the
-//! map at once, so a leg that is over costs the thread at most one wake-up, with nothing to do.
+//! would otherwise pay for a thread's start and end each time. Each lane has a slot in the
+//! watch, taken when the lane is made: arming is a write to it under the watch's lock (no map
+//! update, no allocation), and the thread looks through the slots for the earliest end. The
+//! thread is woken only when a lane arms an end earlier than the one it waits for, so a leg
+//! that is over costs the thread at most one wake-up, with nothing to do.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// What a leg end reaches: the lane whose sockets it shuts down.
 pub(crate) trait Lane: Send + Sync {
-    /// The lane's leg end.
-    fn leg_end(&self) -> &LegEnd;
     /// Shuts every live socket of the lane down, so a call blocked on one returns at once.
     fn shut_down_sockets(&self);
 }
@@ -31,63 +29,69 @@ pub(crate) trait Lane: Send + Sync {
 /// look at the clock does not.
 const SPIN: Duration = Duration::from_millis(1);
 
-/// A lane's side: its armed end, and whether the last one came.
+/// A lane's side: its slot in the watch.
 pub(crate) struct LegEnd {
-    /// The lane's key in the watch's map, unique in the process.
-    id: u64,
-    /// The lane whose sockets are shut down.
-    lane: Weak<dyn Lane>,
-    state: Mutex<Armed>,
+    slot: usize,
 }
 
-#[derive(Default)]
-struct Armed {
+/// A lane's armed end, and whether the last one came.
+struct Slot {
     /// When the lane's sockets are shut down, unless the leg is over first.
     at: Option<Instant>,
     /// The leg's end came and shut the sockets down.
     fired: bool,
+    /// The lane whose sockets are shut down (dangling once the lane is gone).
+    lane: Weak<dyn Lane>,
+}
+
+/// The lane of a free slot.
+struct Gone;
+
+impl Lane for Gone {
+    fn shut_down_sockets(&self) {}
 }
 
 impl LegEnd {
-    /// `lane`'s leg end, not armed.
+    /// `lane`'s leg end, not armed: a slot of its own in the watch.
     pub(crate) fn of(lane: Weak<dyn Lane>) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        Self {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        let slot = Slot {
+            at: None,
+            fired: false,
             lane,
-            state: Mutex::default(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Armed> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        };
+        let mut ends = WATCH.lock();
+        let slot = match ends.free.pop() {
+            Some(free) => {
+                ends.slots[free] = slot;
+                free
+            }
+            None => {
+                ends.slots.push(slot);
+                ends.slots.len() - 1
+            }
+        };
+        Self { slot }
     }
 
     /// The leg about to block on the lane's sockets ends at `at` (`None`: it is over).
     pub(crate) fn arm(&self, at: Option<Instant>) {
-        let before = {
-            let mut state = self.lock();
-            if at.is_some() {
-                state.fired = false;
-            }
-            std::mem::replace(&mut state.at, at)
-        };
-        if before == at {
+        // Started before the lock is taken (the thread takes it first thing).
+        let watch = Watch::get();
+        let mut ends = WATCH.lock();
+        let slot = &mut ends.slots[self.slot];
+        if slot.at == at {
             return;
         }
-        let Some(watch) = Watch::get() else {
+        slot.at = at;
+        let Some(at) = at else {
+            return;
+        };
+        slot.fired = false;
+        if ends.looks_at.is_none_or(|look| at < look) {
+            ends.looks_at = Some(at);
             // Without the thread, ureq's own timeout still ends the leg, a few milliseconds
             // late.
-            return;
-        };
-        let mut ends = watch.lock();
-        if let Some(before) = before {
-            ends.armed.remove(&(before, self.id));
-        }
-        if let Some(at) = at {
-            ends.armed.insert((at, self.id), Weak::clone(&self.lane));
-            if ends.looks_at.is_none_or(|look| at < look) {
-                ends.looks_at = Some(at);
+            if let Some(watch) = watch {
                 watch.changed.notify_one();
             }
         }
@@ -95,28 +99,18 @@ impl LegEnd {
 
     /// Whether the leg in flight reached its end, which shut the lane's sockets down.
     pub(crate) fn fired(&self) -> bool {
-        self.lock().fired
+        WATCH.lock().slots[self.slot].fired
     }
 
-    /// The lane is gone: its end, if armed, leaves the map.
+    /// The lane is gone: its slot is free for the next lane.
     pub(crate) fn forget(&self) {
-        let Some(at) = self.lock().at.take() else {
-            return;
+        let mut ends = WATCH.lock();
+        ends.slots[self.slot] = Slot {
+            at: None,
+            fired: false,
+            lane: Weak::<Gone>::new(),
         };
-        WATCH.lock().armed.remove(&(at, self.id));
-    }
-
-    /// Called by the thread when `at` came: if it is still the lane's armed end, the lane's
-    /// sockets are shut down, under this leg end's lock, so the lane's next arm (its next leg)
-    /// waits until the shutdown is done and is never reached by it.
-    fn fire(&self, lane: &dyn Lane, at: Instant) {
-        let mut state = self.lock();
-        if state.at != Some(at) {
-            return;
-        }
-        state.at = None;
-        state.fired = true;
-        lane.shut_down_sockets();
+        ends.free.push(self.slot);
     }
 }
 
@@ -127,15 +121,26 @@ struct Watch {
 }
 
 struct Ends {
-    /// Every armed end, earliest first, with its lane.
-    armed: BTreeMap<(Instant, u64), Weak<dyn Lane>>,
+    /// Every lane's slot, free ones included (listed in `free`).
+    slots: Vec<Slot>,
+    free: Vec<usize>,
     /// When the thread looks next (`None`: when woken).
     looks_at: Option<Instant>,
 }
 
+impl Ends {
+    /// The earliest armed end, and its slot.
+    fn earliest(&self) -> Option<(Instant, usize)> {
+        (self.slots.iter().enumerate())
+            .filter_map(|(index, slot)| slot.at.map(|at| (at, index)))
+            .min()
+    }
+}
+
 static WATCH: Watch = Watch {
     ends: Mutex::new(Ends {
-        armed: BTreeMap::new(),
+        slots: Vec::new(),
+        free: Vec::new(),
         looks_at: None,
     }),
     changed: Condvar::new(),
@@ -160,11 +165,13 @@ impl Watch {
         self.ends.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The thread: waits for the earliest armed end, then fires it.
+    /// The thread: waits for the earliest armed end, then fires it: the lane's sockets are
+    /// shut down under the watch's lock, so the lane's next arm (its next leg) waits until
+    /// the shutdown is done and is never reached by it.
     fn run(&self) {
         let mut ends = self.lock();
         loop {
-            let Some((&(at, id), _)) = ends.armed.first_key_value() else {
+            let Some((at, index)) = ends.earliest() else {
                 ends.looks_at = None;
                 ends = self
                     .changed
@@ -189,11 +196,16 @@ impl Watch {
                 ends = self.lock();
                 continue;
             }
-            let lane = ends.armed.remove(&(at, id));
-            drop(ends);
-            if let Some(lane) = lane.and_then(|lane| lane.upgrade()) {
-                lane.leg_end().fire(&*lane, at);
+            let slot = &mut ends.slots[index];
+            slot.at = None;
+            slot.fired = true;
+            let lane = slot.lane.upgrade();
+            if let Some(lane) = &lane {
+                lane.shut_down_sockets();
             }
+            // The lane may be dropped with this last reference: its `forget` takes the lock.
+            drop(ends);
+            drop(lane);
             ends = self.lock();
         }
     }
