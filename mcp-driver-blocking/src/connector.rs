@@ -531,6 +531,16 @@ impl UreqResolver for Lookup {
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        // The common case, an address with its port (`127.0.0.1:8080`, `[::1]:8080`), in one
+        // parse: this runs before every request, pooled connection or not.
+        if let Some(addr) = uri
+            .authority()
+            .and_then(|a| a.as_str().parse::<SocketAddr>().ok())
+        {
+            let mut addrs = self.empty();
+            addrs.push(addr);
+            return Ok(addrs);
+        }
         let literal = uri.host().and_then(|host| {
             let bare = host
                 .strip_prefix('[')
@@ -581,6 +591,14 @@ mod tests {
         assert_eq!(
             resolve("https://[::1]/mcp").unwrap(),
             ["[::1]:443".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            resolve("http://[::1]:9000/mcp").unwrap(),
+            ["[::1]:9000".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            resolve("http://user@10.1.2.3:81/").unwrap(),
+            ["10.1.2.3:81".parse::<SocketAddr>().unwrap()]
         );
         assert_eq!(
             resolve("http://10.1.2.3/").unwrap(),

@@ -9,11 +9,13 @@
 //! and stdio is only how bytes move ([`HttpWire`](crate::leg::HttpWire),
 //! [`StdioWire`](crate::stdio::StdioWire)). Nothing here decides anything.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use mcp_driver_common::shell::SessionSignal;
 use mcp_proto::driver::{Input, Leg, Operation, Output};
-use mcp_proto::{Authorize, Clock, Error, MonotonicClock, Observer, Outcome};
+use mcp_proto::{Authorize, Clock, Error, MonotonicClock, Observer, Outcome, Session};
 
 use crate::cancel::Shared;
 use crate::trace;
@@ -22,6 +24,44 @@ use mcp_driver_common::LegSpans;
 /// The caller's authorizer, shared by the operations of a client (one person's step at a
 /// time).
 pub(crate) type SharedAuthorizer = std::sync::Arc<Mutex<Box<dyn crate::Authorizer>>>;
+
+/// The signal the operations waiting for the session wait on: a condition variable that
+/// counts its waiters, so that the end of every operation (which wakes them) costs no system
+/// call when none waits, which is nearly always.
+#[derive(Debug, Default)]
+pub(crate) struct SessionChanged {
+    changed: Condvar,
+    /// How many operations wait: counted under the session's lock, before the wait releases it.
+    waiting: AtomicUsize,
+}
+
+impl SessionChanged {
+    /// Waits (releasing `session`) until woken or `timeout` has passed. A change made after
+    /// this call took the lock and before it waits is not missed: the waker reads the count
+    /// after its own change, which the lock orders after this count.
+    fn wait_timeout<'a>(
+        &self,
+        session: MutexGuard<'a, Session>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, Session> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let session = self
+            .changed
+            .wait_timeout(session, timeout)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        session
+    }
+}
+
+impl SessionSignal for SessionChanged {
+    fn notify_all(&self) {
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.changed.notify_all();
+        }
+    }
+}
 
 /// How long the wait for the authorizer's answer goes before it looks for a cancel again.
 const AUTHORIZER_SLICE: Duration = Duration::from_millis(20);
@@ -121,9 +161,7 @@ impl Driver<'_> {
                 .client
                 .shell
                 .changed()
-                .wait_timeout(session, until - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+                .wait_timeout(session, until - now);
         }
     }
 

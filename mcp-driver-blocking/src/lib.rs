@@ -99,7 +99,7 @@ mod stdio;
 use mcp_driver_common::{tls, trace};
 
 use mcp_driver_common::shell::Shell;
-use std::sync::{Arc, Condvar};
+use std::sync::Arc;
 
 use mcp_proto::{Action, Clock, Error, MonotonicClock, OperationDeadline, Outcome, SessionConfig};
 
@@ -149,7 +149,7 @@ pub(crate) struct ClientShared {
     /// The session, and the condition variable the operations waiting for it wait on
     /// (signalled when the session changed, an operation ended, or one waiting for it was
     /// cancelled).
-    pub(crate) shell: Shell<drive::SharedAuthorizer, Condvar>,
+    pub(crate) shell: Shell<drive::SharedAuthorizer, drive::SessionChanged>,
     /// Over stdio: the server process, and whose turn it is.
     stdio: stdio::Turns,
     tls: Arc<rustls::ClientConfig>,
@@ -205,7 +205,7 @@ impl Client {
     pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
         let tls = tls::client_config(network)?;
         let shared = Arc::new(ClientShared {
-            shell: Shell::new(config, Condvar::new()),
+            shell: Shell::new(config, drive::SessionChanged::default()),
             stdio: stdio::Turns::default(),
             tls,
             proxies: network.proxies(),
