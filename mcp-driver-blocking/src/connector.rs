@@ -584,26 +584,16 @@ mod tests {
 
     #[test]
     fn addresses_are_used_as_they_are() {
-        assert_eq!(
-            resolve("http://127.0.0.1:8080/mcp").unwrap(),
-            ["127.0.0.1:8080".parse::<SocketAddr>().unwrap()]
-        );
-        assert_eq!(
-            resolve("https://[::1]/mcp").unwrap(),
-            ["[::1]:443".parse::<SocketAddr>().unwrap()]
-        );
-        assert_eq!(
-            resolve("http://[::1]:9000/mcp").unwrap(),
-            ["[::1]:9000".parse::<SocketAddr>().unwrap()]
-        );
-        assert_eq!(
-            resolve("http://user@10.1.2.3:81/").unwrap(),
-            ["10.1.2.3:81".parse::<SocketAddr>().unwrap()]
-        );
-        assert_eq!(
-            resolve("http://10.1.2.3/").unwrap(),
-            ["10.1.2.3:80".parse::<SocketAddr>().unwrap()]
-        );
+        for (url, addr) in [
+            ("http://127.0.0.1:8080/mcp", "127.0.0.1:8080"),
+            ("https://[::1]/mcp", "[::1]:443"),
+            ("http://[::1]:9000/mcp", "[::1]:9000"),
+            ("http://user@10.1.2.3:81/", "10.1.2.3:81"),
+            ("http://10.1.2.3/", "10.1.2.3:80"),
+        ] {
+            let addr: SocketAddr = addr.parse().unwrap();
+            assert_eq!(resolve(url).unwrap(), [addr], "{url}");
+        }
     }
 
     #[test]
