@@ -47,6 +47,9 @@ pub struct SessionConfig {
     progress: bool,
     listen: bool,
     cancel_notice: bool,
+    /// Whether modern requests declare the tasks extension (a server may then answer a
+    /// `tools/call` with a task, which the operation polls).
+    tasks: bool,
     /// `traceparent` (and `tracestate`) added to every request's `_meta`, when configured.
     trace_context: Map<String, Value>,
     /// The pinned version, or `None` to detect the server's era.
@@ -123,6 +126,7 @@ impl SessionConfig {
             progress: false,
             listen: false,
             cancel_notice: false,
+            tasks: false,
             trace_context: Map::new(),
             protocol_version: None,
             url,
@@ -259,6 +263,29 @@ impl SessionConfig {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`) on every 2026-07-28
+    /// request (default: off). A server may then answer a `tools/call` with a task instead of
+    /// its result: the operation polls it with `tasks/get`, inside the same budget, and returns
+    /// the call's result once the task completes. When the budget runs out first, the
+    /// operation ends with [`Error::TaskRunning`], which hands the task back
+    /// ([`Error::task`]); the task goes on on the server.
+    ///
+    /// Polls ramp from 20 ms, doubling up to the server's `pollIntervalMs`, and the last
+    /// one is timed to be answered before the budget ends. Not yet: the legacy era's tasks
+    /// (2025-11-25), answering a task's `inputRequests` (a task waiting for input is polled
+    /// until the budget ends, then handed back), and cancelling the task with the operation.
+    ///
+    /// ```
+    /// use mcp_proto::SessionConfig;
+    /// let config = SessionConfig::new("http://127.0.0.1:8000/mcp")?.with_tasks(true);
+    /// assert!(config.tasks());
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn with_tasks(mut self, on: bool) -> Self {
+        self.tasks = on;
+        self
+    }
+
     /// Pins the protocol version to speak. By default none is pinned and the server's era is
     /// detected, as the 2026-07-28 revision's backward-compatibility rules describe:
     ///
@@ -380,6 +407,11 @@ impl SessionConfig {
     /// Whether tool calls open the standalone stream.
     pub fn listen(&self) -> bool {
         self.listen
+    }
+
+    /// Whether modern requests declare the tasks extension (see [`Self::with_tasks`]).
+    pub fn tasks(&self) -> bool {
+        self.tasks
     }
 
     /// Whether a cancelled `tools/call` is followed by `notifications/cancelled`.

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::deadline::{Budget, format_seconds};
 use crate::model::ProtocolVersion;
+use crate::task::TaskHandle;
 use crate::tls::{TlsProblem, tls_message};
 
 /// Everything that can end an operation without its result.
@@ -280,6 +281,34 @@ pub enum Error {
         /// The last lines the server wrote on stderr (clipped, controls folded).
         stderr: String,
     },
+    /// The budget ran out while the server still ran the task the tool call became: the
+    /// task goes on, the operation does not. [`Error::task`] hands the task back, to look at
+    /// again under a new budget or to cancel.
+    #[error(
+        "The {budget} operation budget for MCP server \"{server}\" ran out while its task \"{}\" was {}; the task goes on on the server: look at it again under a new budget, or cancel it",
+        task.task_id,
+        task.status
+    )]
+    TaskRunning {
+        /// The server's label.
+        server: String,
+        /// The budget that ran out.
+        budget: Budget,
+        /// The task, as the server last described it.
+        task: Box<TaskHandle>,
+    },
+    /// The task the tool call became was cancelled on the server before it was done.
+    #[error("MCP server \"{server}\" cancelled the task \"{task_id}\" of the {method} request{}", reason_suffix(message.as_deref()))]
+    TaskCancelled {
+        /// The server's label.
+        server: String,
+        /// The request the task ran.
+        method: &'static str,
+        /// The server's id of the task (clipped).
+        task_id: String,
+        /// The server's status message, if any (clipped).
+        message: Option<String>,
+    },
     /// The caller cancelled the operation.
     #[error("the {method} request to MCP server \"{server}\" was cancelled by the caller")]
     Cancelled {
@@ -307,6 +336,11 @@ pub enum Error {
     /// The operation was polled after it had already returned its result.
     #[error("the operation already returned its result")]
     AlreadyFinished,
+}
+
+/// `: <reason>` when the server gave one, else nothing.
+fn reason_suffix(reason: Option<&str>) -> String {
+    reason.map_or_else(String::new, |reason| format!(": {reason}"))
 }
 
 /// Who or what is at fault when an operation fails (h11's split of local from remote).
@@ -380,6 +414,8 @@ impl Error {
             Self::AuthorizationRequired { .. } => "authorization_required",
             Self::Authorization { .. } => "authorization",
             Self::Cancelled { .. } => "cancelled",
+            Self::TaskRunning { .. } => "task_running",
+            Self::TaskCancelled { .. } => "task_cancelled",
             Self::InvalidUrl { .. } => "invalid_url",
             Self::InvalidHeader { .. } => "invalid_header",
             Self::AlreadyFinished => "already_finished",
@@ -395,7 +431,8 @@ impl Error {
     /// ```
     pub fn fault(&self) -> Fault {
         match self {
-            Self::BudgetExhausted { .. } => Fault::Budget,
+            Self::BudgetExhausted { .. } | Self::TaskRunning { .. } => Fault::Budget,
+            Self::TaskCancelled { .. } => Fault::Server,
             Self::LegTimedOut { .. }
             | Self::Unreachable { .. }
             | Self::Tls { .. }
@@ -429,6 +466,15 @@ impl Error {
         }
     }
 
+    /// The task still running on the server when the budget ran out
+    /// ([`Error::TaskRunning`]): keep it to look at the task again, or to cancel it.
+    pub fn task(&self) -> Option<&TaskHandle> {
+        match self {
+            Self::TaskRunning { task, .. } => Some(task),
+            _ => None,
+        }
+    }
+
     /// The label of the server the error is about, when it is about one.
     pub fn server(&self) -> Option<&str> {
         match self {
@@ -451,6 +497,8 @@ impl Error {
             | Self::SpawnFailed { server, .. }
             | Self::ServerExited { server, .. }
             | Self::Authorization { server, .. }
+            | Self::TaskRunning { server, .. }
+            | Self::TaskCancelled { server, .. }
             | Self::Cancelled { server, .. } => Some(server),
             Self::InvalidUrl { .. }
             | Self::InvalidHeader { .. }

@@ -53,6 +53,20 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
+impl RpcError {
+    /// Reads a JSON-RPC error object as leniently as the envelope it came in: a missing or
+    /// non-integer code is 0, a missing message `"no message"`.
+    pub(crate) fn read(error: &Value) -> Self {
+        Self {
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: (error.get("message").and_then(Value::as_str))
+                .unwrap_or("no message")
+                .to_owned(),
+            data: error.get("data").cloned(),
+        }
+    }
+}
+
 /// A message that arrived from the server, classified.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Incoming {
@@ -112,21 +126,8 @@ pub(crate) fn classify(mut message: Map<String, Value>) -> Incoming {
         };
     }
     if let Some(error) = message.get("error") {
-        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("no message")
-            .to_owned();
-        let data = error.get("data").cloned();
-        return Incoming::Error {
-            id,
-            error: RpcError {
-                code,
-                message,
-                data,
-            },
-        };
+        let error = RpcError::read(error);
+        return Incoming::Error { id, error };
     }
     match message.remove("result") {
         Some(result) => Incoming::Result { id, result },

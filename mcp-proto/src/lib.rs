@@ -50,6 +50,7 @@
 //! | [`sse`]       | the incremental event-stream parser                                   |
 //! | `model`       | typed results ([`CallToolResult`], [`SessionInfo`], ...)              |
 //! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
+//! | `task`        | tasks: [`TaskHandle`], [`TaskStatus`], both eras' shapes, the poll timing |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
 //! | `tls`         | [`TlsProblem`] and the sentence of each                               |
 //! | `observe`     | [`Observer`]: where drivers pass on each [`LegReport`] and [`Event`]  |
@@ -97,6 +98,7 @@ mod session;
 mod skills;
 pub mod sse;
 mod start;
+mod task;
 mod tls;
 mod transport;
 mod wire;
@@ -128,6 +130,7 @@ pub use operation::{
 };
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};
+pub use task::{TaskEra, TaskHandle, TaskStatus};
 pub use tls::TlsProblem;
 pub use transport::{StdioCommand, Transport};
 pub use wire::{

@@ -20,6 +20,7 @@ use super::legs::InFlight;
 use super::progress::Progress;
 use super::read::Heard;
 use super::replies::Replies;
+use super::tasking::{Seen, Tasking, When};
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
 use crate::catalog::{
@@ -28,6 +29,7 @@ use crate::catalog::{
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
 use crate::skills::{self, LoadedSkill, SkillFile};
+use crate::task::{self, TaskEra};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// A listing's walk: the entries so far (verbatim), the pages' caching hints, and where the
@@ -148,6 +150,8 @@ pub(super) struct Answering {
     pub(super) relist: Relist,
     /// What the next try of the work request carries after the server asked for input.
     pub(super) input: InputRounds,
+    /// The task the call became, when the server made one.
+    pub(super) task: Tasking,
 }
 
 /// What a result means for the operation.
@@ -180,6 +184,16 @@ impl From<Meaning> for Heard {
     }
 }
 
+impl From<Seen> for Meaning {
+    fn from(seen: Seen) -> Self {
+        match seen {
+            Seen::Running => Self::More,
+            Seen::Done(outcome) => Self::Finish(outcome),
+            Seen::Failed(failure) => Self::Failed(failure),
+        }
+    }
+}
+
 /// What a result is read against: the operation's other parts, borrowed for one answer.
 pub(super) struct Context<'a> {
     /// Where the operation stands: its action, its era (an error may move it, a result
@@ -191,6 +205,8 @@ pub(super) struct Context<'a> {
     pub(super) replies: &'a mut Replies,
     /// The session id the server issued with the answer (`initialize` only).
     pub(super) session_id: Option<String>,
+    /// When the answer came, for the task's next poll.
+    pub(super) when: When,
 }
 
 impl Answering {
@@ -201,6 +217,7 @@ impl Answering {
             loading: Loading::for_action(action),
             relist: Relist::Never,
             input: InputRounds::default(),
+            task: Tasking::default(),
         }
     }
 
@@ -286,7 +303,20 @@ impl Answering {
             };
         }
         let malformed = |detail: String| Meaning::Failed(Failure::Malformed(detail));
+        let era = ctx.progress.era.modern().map(|_| TaskEra::Modern);
+        if let Some(era) = era.filter(|&era| task::is_created_task(&result, era)) {
+            return match answers {
+                LegKind::CallTool if ctx.session.config().tasks() => {
+                    self.task.created(result, era, ctx.when).into()
+                }
+                _ => malformed(format!(
+                    "{} was answered with a task, which it cannot create",
+                    answers.request_name()
+                )),
+            };
+        }
         match answers {
+            LegKind::TaskGet => self.task.polled(result, ctx.when).into(),
             LegKind::Initialize => match read_initialize(&result, ctx.session_id) {
                 Ok(info) => {
                     ctx.progress.answered(info);

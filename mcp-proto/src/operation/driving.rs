@@ -59,6 +59,8 @@ pub enum LegKind {
     ReadResource,
     /// `prompts/get`.
     GetPrompt,
+    /// `tasks/get`: one look at the task a `tools/call` became, under the same budget.
+    TaskGet,
     /// `subscriptions/listen` (modern era), or the session's GET stream (legacy era), read
     /// until the budget or the server ends it.
     Subscribe,
@@ -117,6 +119,7 @@ impl LegKind {
             Self::CallTool => Some("tools/call"),
             Self::ReadResource => Some("resources/read"),
             Self::GetPrompt => Some("prompts/get"),
+            Self::TaskGet => Some("tasks/get"),
             Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
             Self::Respond

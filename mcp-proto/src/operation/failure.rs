@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::driving::{TransportError, TransportErrorKind};
 use crate::deadline::{Budget, format_seconds};
 use crate::error::Error;
+use crate::task::{TaskEra, TaskState};
 use crate::tls::TlsProblem;
 use mcp_auth::{AuthError, QUOTE_LIMIT, clip};
 
@@ -62,6 +63,17 @@ pub(super) enum Failure {
     SpawnFailed(String),
     /// The local server exited while the request awaited its answer (its stderr clipped).
     Exited { status: Option<i32>, stderr: String },
+    /// The budget ran out while the server still ran the task the call became.
+    TaskRunning {
+        task: Box<TaskState>,
+        era: TaskEra,
+        budget: Budget,
+    },
+    /// The server cancelled the task the call became (its status message, clipped).
+    TaskCancelled {
+        task_id: String,
+        message: Option<String>,
+    },
     /// The caller cancelled.
     Cancelled,
 }
@@ -145,6 +157,17 @@ impl Failure {
                 method,
                 status,
                 stderr,
+            },
+            Self::TaskRunning { task, era, budget } => Error::TaskRunning {
+                task: Box::new(task.handle(&server, era)),
+                server,
+                budget,
+            },
+            Self::TaskCancelled { task_id, message } => Error::TaskCancelled {
+                server,
+                method,
+                task_id: clip(&task_id, QUOTE_LIMIT),
+                message,
             },
             Self::Cancelled => Error::Cancelled { server, method },
         }

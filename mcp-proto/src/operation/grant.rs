@@ -174,6 +174,16 @@ impl Grants {
         }
     }
 
+    /// The latest instant an input or a poll brought.
+    pub(super) fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The operation's budget, as errors name it.
+    pub(super) fn budget(&self) -> Budget {
+        Budget::from_duration(self.deadline.total())
+    }
+
     pub(super) fn deadline(&self) -> &OperationDeadline {
         &self.deadline
     }

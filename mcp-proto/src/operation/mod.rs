@@ -29,70 +29,37 @@ mod replies;
 mod responses;
 mod resume;
 mod stdio;
+mod tasking;
 mod timers;
 mod transmit;
 mod types;
 mod view;
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::deadline::OperationDeadline;
 use crate::error::Error;
 use crate::session::Session;
 
-use answer::Answering;
-use authorize::{Authorizing, PersonAnswer, Polled};
-use ending::{After, Ending};
+use authorize::{PersonAnswer, Polled};
+use ending::After;
 use failure::Failure;
-use grant::{Grantee, Grants, Refusal};
+use grant::{Grantee, Refusal};
 use legs::Role;
 use listen::Listen;
-use progress::Progress;
 use read::Heard;
-use replies::Replies;
-use responses::{Piece, Responses};
-use resume::Resumption;
-use stdio::Stdout;
+use responses::Piece;
+use tasking::Hold;
 use timers::Timer;
 use transmit::HttpRequest;
-use view::View;
 
 pub use driving::{
     Authorize, CANCEL_NOTICE_GRANT, DRAIN_BYTES, DRAIN_WAIT, Input, LISTEN_HEAD_WAIT, Leg, LegEnd,
     LegId, LegKind, LegReport, LegStatus, Output, ProcessExit, ReplyId, ServerRequest,
     TransportError, TransportErrorKind, drain_until,
 };
+pub use open::Operation;
 pub use types::{Action, DEFAULT_RETRY, Event, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
-
-/// One MCP operation under one deadline. See the [driver docs](crate::driver) for the driver loop.
-///
-/// It owns its state: it started from a copy of its [`Session`] and borrows nothing, so any
-/// number of operations can be in flight on one session (each in its own task or thread);
-/// what it learns about the session comes out as [`Output::Update`].
-#[derive(Debug)]
-pub struct Operation {
-    /// Its copy of the session, and what it learned that the session has not seen yet.
-    session: View,
-    /// The deadline, the legs in flight and the timers: every grant is made there.
-    grants: Grants,
-    /// Its action, its era, and where it stands on the way to its work.
-    progress: Progress,
-    /// What the caller sees next, oldest first.
-    events: VecDeque<Event>,
-    replies: Replies,
-    resume: Resumption,
-    /// The work leg's response as far as it has been read, and the standalone stream.
-    responses: Responses,
-    /// What the answers built up: the listing's pages, the skill's files, the input round.
-    answering: Answering,
-    /// The authorization the server asked for, while it runs and after (for a step-up).
-    auth: Authorizing,
-    /// Over stdio: the server's stdout, and a close's next step.
-    stdout: Stdout,
-    /// The result, and what must follow it.
-    ending: Ending,
-}
 
 impl Operation {
     /// An operation for `action` under `deadline`, starting from what `session` knows (see
@@ -282,6 +249,19 @@ impl Operation {
         if self.grants.timers.holds_back() {
             return Some(self.wait(now));
         }
+        match self.answering.task.hold(now) {
+            Hold::Until(at) => {
+                self.grants.timers.set(Timer::TaskPoll, at);
+                return Some(self.wait(now));
+            }
+            // No poll could be answered inside the budget any more: the task is handed back.
+            Hold::HandBack => {
+                let running = self.answering.task.hand_back(None, self.grants.budget());
+                self.fail(LegKind::TaskGet.request_name(), running);
+                return None;
+            }
+            Hold::No | Hold::Poll => {}
+        }
         let kind = if self.resume.is_pending() {
             LegKind::Resume
         } else {
@@ -349,6 +329,9 @@ impl Operation {
 
     /// The next leg when nothing is in flight and nothing holds it back.
     fn next_kind(&self) -> LegKind {
+        if self.answering.task.is_live() {
+            return LegKind::TaskGet;
+        }
         let (page, close) = (self.answering.next_page(), self.stdout.closing.next_kind());
         let stdio = self.session.config().is_stdio();
         self.progress.next_kind(page, close, stdio)
@@ -442,6 +425,7 @@ impl Operation {
                     events: &mut self.events,
                     replies: &mut self.replies,
                     session_id: self.responses.reading.take_session_id(),
+                    when: tasking::When::after(&leg, &self.grants),
                 };
                 let meaning = self.answering.answer(&leg, answer, context);
                 return self.act_as(meaning.into(), method);
@@ -516,7 +500,7 @@ impl Operation {
             // The caller did not answer in time: the request goes out without the answers,
             // and is refused (the budget is spent).
             Timer::Reply => self.replies.give_up_input(),
-            Timer::ResumePause | Timer::ListenHead => {}
+            Timer::ResumePause | Timer::ListenHead | Timer::TaskPoll => {}
         }
     }
 
@@ -592,6 +576,10 @@ impl Operation {
 
     /// Ends the operation with `failure`, about the request `method`.
     fn fail(&mut self, method: &'static str, failure: Failure) {
+        let failure = self
+            .answering
+            .task
+            .hand_back(Some(failure), self.grants.budget());
         let error = failure.into_error(self.session.config().label().to_owned(), method);
         self.finish(Err(error));
     }

@@ -12,13 +12,44 @@ use super::authorize::Authorizing;
 use super::ending::Ending;
 use super::grant::Grants;
 use super::listen::Listen;
-use super::progress::Start;
+use super::progress::{Progress, Start};
 use super::replies::Replies;
 use super::responses::Responses;
 use super::resume::Resumption;
-use super::{Action, Operation, Outcome};
+use super::stdio::Stdout;
+use super::view::View;
+use super::{Action, Event, Outcome};
 use crate::deadline::OperationDeadline;
 use crate::session::Session;
+
+/// One MCP operation under one deadline. See the [driver docs](crate::driver) for the driver loop.
+///
+/// It owns its state: it started from a copy of its [`Session`] and borrows nothing, so any
+/// number of operations can be in flight on one session (each in its own task or thread);
+/// what it learns about the session comes out as [`Output::Update`](super::Output::Update).
+#[derive(Debug)]
+pub struct Operation {
+    /// Its copy of the session, and what it learned that the session has not seen yet.
+    pub(super) session: View,
+    /// The deadline, the legs in flight and the timers: every grant is made there.
+    pub(super) grants: Grants,
+    /// Its action, its era, and where it stands on the way to its work.
+    pub(super) progress: Progress,
+    /// What the caller sees next, oldest first.
+    pub(super) events: VecDeque<Event>,
+    pub(super) replies: Replies,
+    pub(super) resume: Resumption,
+    /// The work leg's response as far as it has been read, and the standalone stream.
+    pub(super) responses: Responses,
+    /// What the answers built up: the listing's pages, the skill's files, the input round.
+    pub(super) answering: Answering,
+    /// The authorization the server asked for, while it runs and after (for a step-up).
+    pub(super) auth: Authorizing,
+    /// Over stdio: the server's stdout, and a close's next step.
+    pub(super) stdout: Stdout,
+    /// The result, and what must follow it.
+    pub(super) ending: Ending,
+}
 
 /// The operation for `action` under `deadline`, starting from what `session` knows. A close
 /// with nothing to close is over at once; an operation that needs its session is offered it.

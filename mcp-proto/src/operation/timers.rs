@@ -3,7 +3,8 @@
 //! Each slot is one timer: the end of each kind of leg in flight (its grant), the pause before
 //! a closed stream is resumed, the wait for the standalone stream's head that holds the work
 //! request back, the person's step, the wait for the session, the waits between a local
-//! server's close steps, and the wait for the caller's answers to an input round. [`Output::Wait`](super::Output::Wait) is the table's minimum, and
+//! server's close steps, the wait for the caller's answers to an input round, and the wait for
+//! a task's next poll. [`Output::Wait`](super::Output::Wait) is the table's minimum, and
 //! [`Input::Timeout`](super::Input::Timeout) expires whatever is due.
 //! The table stores instants only; what an expiry means is decided by the operation.
 
@@ -28,10 +29,12 @@ pub(super) enum Timer {
     CloseStep,
     /// The end of the wait for the caller's answers to an input round (the budget's end).
     Reply,
+    /// The next poll of the task the call became.
+    TaskPoll,
 }
 
 impl Timer {
-    const COUNT: usize = Role::COUNT + 6;
+    const COUNT: usize = Role::COUNT + 7;
 
     /// Every timer, in the order they are expired when several are due at once: leg ends
     /// first (a leg that ran out fails before anything it gates proceeds).
@@ -46,6 +49,7 @@ impl Timer {
         Self::SessionWait,
         Self::CloseStep,
         Self::Reply,
+        Self::TaskPoll,
     ];
 
     const fn index(self) -> usize {
@@ -57,6 +61,7 @@ impl Timer {
             Self::SessionWait => Role::COUNT + 3,
             Self::CloseStep => Role::COUNT + 4,
             Self::Reply => Role::COUNT + 5,
+            Self::TaskPoll => Role::COUNT + 6,
         }
     }
 }

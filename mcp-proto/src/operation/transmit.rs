@@ -107,6 +107,7 @@ impl Sources<'_> {
                     paging: &self.answering.paging,
                     loading: &self.answering.loading,
                     input: self.answering.input.round.as_ref(),
+                    task_id: self.answering.task.task_id(),
                 }
                 .build(kind);
                 (request, (kind, request_id))
@@ -135,6 +136,8 @@ struct Request<'a> {
     pub(super) loading: &'a Loading,
     /// What the request carries after the server asked for input.
     pub(super) input: Option<&'a wire::InputRound>,
+    /// The task a poll looks at.
+    pub(super) task_id: Option<&'a str>,
 }
 
 impl Request<'_> {
@@ -221,7 +224,12 @@ impl Request<'_> {
     ) -> (http::Request<Vec<u8>>, Option<i64>) {
         let id = self.session.take_request_id();
         let config = self.session.config();
-        let mut meta = wire::modern_meta(version, config.capabilities(), config.client_info());
+        let mut capabilities = config.capabilities();
+        if config.tasks() {
+            let tasks = serde_json::json!({"io.modelcontextprotocol/tasks": {}});
+            capabilities.insert("extensions".to_owned(), tasks);
+        }
+        let mut meta = wire::modern_meta(version, capabilities, config.client_info());
         meta.extend(config.trace_context().clone());
         let method = kind.request_name();
         let (body, name, params) = match (kind, self.action) {
@@ -234,16 +242,21 @@ impl Request<'_> {
                 (body, Some(name.as_str()), params)
             }
             _ => {
-                let mut params = match kind {
-                    LegKind::List { .. } => self.paging.params(),
+                let mut params = match (kind, self.task_id) {
+                    (LegKind::List { .. }, _) => self.paging.params(),
+                    (LegKind::TaskGet, Some(id)) => {
+                        Map::from_iter([("taskId".to_owned(), Value::from(id))])
+                    }
                     _ => self.action_params(),
                 };
                 if let Some(input) = self.input {
                     input.add_to(&mut params);
                 }
                 params.insert("_meta".to_owned(), Value::Object(meta));
-                // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI.
+                // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI,
+                // the task a poll looks at (so a load balancer routes it to the task's server).
                 let name = match self.action {
+                    _ if kind == LegKind::TaskGet => self.task_id,
                     Action::ReadResource { uri } => Some(uri.as_str()),
                     Action::LoadSkill(_) => self.loading.next_uri(),
                     Action::GetPrompt { name, .. } => Some(name.as_str()),

@@ -131,6 +131,8 @@ pub struct SeenLeg {
     pub grant: Duration,
     pub request: http::Request<Vec<u8>>,
     pub body: Value,
+    /// When it was handed out.
+    pub sent_at: std::time::Instant,
 }
 
 #[derive(Debug)]
@@ -264,6 +266,7 @@ impl StandIn<'_> {
             grant: leg.timeout,
             request: leg.request,
             body,
+            sent_at: self.clock.now(),
         });
         let spent = self.durations.pop_front().unwrap_or_default();
         let reply = (self.answer)(leg.kind, leg.id.number());

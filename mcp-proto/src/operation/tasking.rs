@@ -1,0 +1,252 @@
+//! The operation's task: a `tools/call` the server answered with a task, polled with
+//! `tasks/get` inside the same budget until it is done, or handed back when the budget
+//! cannot see it done.
+//!
+//! Polls ramp up like FastMCP's own client: the first after 20 ms, each wait twice the last,
+//! capped at the server's `pollIntervalMs` (or one second when it gives none), and never
+//! below 20 ms, so a hostile `0` cannot spin the client. A quick task is seen done in
+//! milliseconds, and a long one is polled at the server's cadence. A wait never crosses the
+//! budget's end: when the interval ends too close to it, the last poll is timed to be answered
+//! before the end ([`task::next_poll`]). When not even that fits, the task is handed back at
+//! once.
+//!
+//! This part keeps the task's state and decides when the next poll goes out. It never grants
+//! a leg, never reads a clock and never ends the operation: what it reads becomes a
+//! [`Seen`], and a spent budget a [`Failure`] the operation acts on.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::failure::Failure;
+use super::grant::Grants;
+use super::legs::InFlight;
+use super::types::Outcome;
+use crate::deadline::Budget;
+use crate::model::CallToolResult;
+use crate::task::{self, DEFAULT_POLL_INTERVAL, Poll, TaskEra, TaskPayload, TaskState};
+use mcp_auth::{QUOTE_LIMIT, clip};
+
+/// The shortest wait between two polls, and the first one.
+const MIN_POLL_WAIT: Duration = Duration::from_millis(20);
+
+/// The operation's task, once the server made one.
+#[derive(Debug, Default)]
+pub(super) struct Tasking {
+    live: Option<Box<Live>>,
+}
+
+#[derive(Debug)]
+struct Live {
+    /// What the server last said of it (its payload taken).
+    task: TaskState,
+    era: TaskEra,
+    /// The next wait, before the server's interval caps it.
+    backoff: Duration,
+    next: Next,
+}
+
+/// What the task waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// The next poll, at this instant.
+    At(Instant),
+    /// The answer to the poll in flight.
+    Answer,
+    /// Nothing: no poll can be answered inside the budget; the task is handed back.
+    HandBack,
+}
+
+/// What an answer about the task means for the operation.
+#[derive(Debug)]
+pub(super) enum Seen {
+    /// The task runs on: the next poll is timed.
+    Running,
+    /// It is done: the call's result.
+    Done(Outcome),
+    /// It failed, or what the server said of it is not a task.
+    Failed(Failure),
+}
+
+/// What holds the next leg of an operation with a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hold {
+    /// Nothing: the operation has no task, or it awaits a poll's answer.
+    No,
+    /// The poll is due: `tasks/get` goes out now.
+    Poll,
+    /// The poll is due at this instant.
+    Until(Instant),
+    /// The task is handed back: the operation ends.
+    HandBack,
+}
+
+/// When an answer came, as the task's timing needs it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct When {
+    now: Instant,
+    /// The budget's end (`None`: beyond what an instant holds).
+    end: Option<Instant>,
+    /// How long the request took to be answered: what the next poll is expected to take.
+    answer_takes: Duration,
+}
+
+impl When {
+    /// The answer to `leg` came at the operation's latest instant.
+    pub(super) fn after(leg: &InFlight, grants: &Grants) -> Self {
+        let now = grants.now();
+        let unit = grants.deadline().resolution().unit();
+        Self {
+            now,
+            end: grants.deadline().end(),
+            answer_takes: now.saturating_duration_since(leg.sent_at).max(unit),
+        }
+    }
+}
+
+impl Tasking {
+    /// Whether the server made a task that is not over.
+    pub(super) fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// The id of the task, for the poll's request.
+    pub(super) fn task_id(&self) -> Option<&str> {
+        self.live.as_deref().map(|live| live.task.id.as_str())
+    }
+
+    /// The server answered the call with a task just created.
+    pub(super) fn created(&mut self, result: Map<String, Value>, era: TaskEra, when: When) -> Seen {
+        match task::read_created(result, era) {
+            Ok(task) => {
+                let live = Live {
+                    task,
+                    era,
+                    backoff: MIN_POLL_WAIT,
+                    next: Next::Answer,
+                };
+                self.live = Some(Box::new(live));
+                self.schedule(when);
+                Seen::Running
+            }
+            Err(detail) => Seen::Failed(Failure::Malformed(detail)),
+        }
+    }
+
+    /// A poll's answer: the call's result when the task is done, the next poll when it is not.
+    pub(super) fn polled(&mut self, result: Map<String, Value>, when: When) -> Seen {
+        let Some(live) = self.live.as_deref_mut() else {
+            return Seen::Failed(Failure::Malformed("a task poll without a task".to_owned()));
+        };
+        let mut task = match task::read_polled(result, live.era) {
+            Ok(task) => task,
+            Err(detail) => return Seen::Failed(Failure::Malformed(detail)),
+        };
+        if task.id != live.task.id {
+            let detail = format!(
+                "the poll of task \"{}\" was answered for task \"{}\"",
+                clip(&live.task.id, QUOTE_LIMIT),
+                clip(&task.id, QUOTE_LIMIT)
+            );
+            return Seen::Failed(Failure::Malformed(detail));
+        }
+        let payload = std::mem::replace(&mut task.payload, TaskPayload::None);
+        let (status, message) = (task.status, task.status_message.clone());
+        live.task = task;
+        if !status.is_terminal() {
+            self.schedule(when);
+            return Seen::Running;
+        }
+        let id = self
+            .live
+            .take()
+            .map(|live| live.task.id)
+            .unwrap_or_default();
+        match payload {
+            TaskPayload::Result(result) => match CallToolResult::from_result(result) {
+                Ok(call) => Seen::Done(Outcome::Call(call)),
+                Err(detail) => Seen::Failed(Failure::Malformed(detail)),
+            },
+            TaskPayload::Error(error) => Seen::Failed(Failure::JsonRpc {
+                code: error.code,
+                message: clip(&error.message, QUOTE_LIMIT),
+                data: error.data,
+            }),
+            _ if status == task::TaskStatus::Cancelled => Seen::Failed(Failure::TaskCancelled {
+                task_id: id,
+                message,
+            }),
+            // A legacy task's result is fetched with `tasks/result`: not read yet.
+            _ => Seen::Failed(Failure::Malformed(format!(
+                "the task \"{}\" is {status}, and its result is not read yet in this era",
+                clip(&id, QUOTE_LIMIT)
+            ))),
+        }
+    }
+
+    /// What holds the next leg at `now`; a due poll is handed out (it awaits its answer next).
+    pub(super) fn hold(&mut self, now: Instant) -> Hold {
+        let Some(live) = self.live.as_deref_mut() else {
+            return Hold::No;
+        };
+        match live.next {
+            Next::Answer => Hold::No,
+            Next::HandBack => Hold::HandBack,
+            Next::At(at) if at > now => Hold::Until(at),
+            Next::At(_) => {
+                live.next = Next::Answer;
+                Hold::Poll
+            }
+        }
+    }
+
+    /// `failure` as the operation ends with it: a budget spent (or a poll that ran out with
+    /// it) while the task runs hands the task back ([`Failure::TaskRunning`]), and so does
+    /// no failure at all (`None`: no poll could be answered inside the budget any more). Any
+    /// other failure is kept as it is.
+    pub(super) fn hand_back(&mut self, failure: Option<Failure>, budget: Budget) -> Failure {
+        let spent = matches!(
+            failure,
+            None | Some(
+                Failure::Spent { .. }
+                    | Failure::TimedOut(_)
+                    | Failure::Transport { error: None, .. }
+            )
+        );
+        match (self.live.take(), failure) {
+            (Some(live), _) if spent => Failure::TaskRunning {
+                task: Box::new(live.task),
+                era: live.era,
+                budget,
+            },
+            (live, Some(failure)) => {
+                self.live = live;
+                failure
+            }
+            // Handed back without a task: nothing the operation can do but say it ran out.
+            (live, None) => {
+                self.live = live;
+                Failure::TimedOut(Duration::ZERO)
+            }
+        }
+    }
+
+    /// Times the next poll after an answer at `when`.
+    fn schedule(&mut self, when: When) {
+        let Some(live) = self.live.as_deref_mut() else {
+            return;
+        };
+        let ceiling = (live.task.poll_interval)
+            .unwrap_or(DEFAULT_POLL_INTERVAL)
+            .max(MIN_POLL_WAIT);
+        let wait = live.backoff.min(ceiling);
+        live.backoff = (live.backoff * 2).min(ceiling);
+        live.next = match when.end {
+            None => Next::At(when.now.checked_add(wait).unwrap_or(when.now)),
+            Some(end) => match task::next_poll(when.now, wait, end, when.answer_takes) {
+                Poll::At(at) | Poll::Last(at) => Next::At(at),
+                Poll::None => Next::HandBack,
+            },
+        };
+    }
+}

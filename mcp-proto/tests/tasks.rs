@@ -1,0 +1,254 @@
+//! Tasks in the modern era (the extension `io.modelcontextprotocol/tasks`): a `tools/call`
+//! the server answers with a task is polled with `tasks/get` inside the same budget, each poll
+//! a leg granted what is left, until the task completes; when the budget cannot see it done,
+//! the task is handed back in the operation's error, and nothing is polled after the deadline.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_proto::{
+    Budget, Clock, Error, Fault, LegKind, ManualClock, ProtocolVersion, Resolution, Session,
+    SessionConfig, TaskEra, TaskStatus,
+};
+use serde_json::{Map, Value, json};
+use support::{Answer, drive};
+
+const TASK: &str = "786512e2-9e0d-44bd-8f29-789f320fe840";
+
+fn modern() -> SessionConfig {
+    SessionConfig::new("http://mcp.example.test:8080/mcp")
+        .unwrap()
+        .with_protocol_version(ProtocolVersion::MODERN)
+        .with_resolution(Resolution::MILLISECOND)
+        .with_tasks(true)
+}
+
+/// A task as FastMCP with `fastmcp-tasks` describes it (`resultType` "task" when created,
+/// "complete" when polled).
+fn task(result_type: &str, status: &str, interval_ms: u64) -> Value {
+    json!({
+        "resultType": result_type, "taskId": TASK, "status": status,
+        "statusMessage": format!("the task is {status}"),
+        "createdAt": "2026-12-03T13:48:32Z", "lastUpdatedAt": "2026-12-03T13:48:32Z",
+        "ttlMs": 900000, "pollIntervalMs": interval_ms,
+    })
+}
+
+fn created(interval_ms: u64) -> Answer {
+    Answer::Result(task("task", "working", interval_ms))
+}
+
+fn working(interval_ms: u64) -> Answer {
+    Answer::Result(task("complete", "working", interval_ms))
+}
+
+fn completed() -> Answer {
+    let mut done = task("complete", "completed", 5000);
+    done["result"] = json!({"content": [{"type": "text", "text": "slept 2.0"}], "isError": false});
+    Answer::Result(done)
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+#[test]
+fn a_call_that_becomes_a_task_is_polled_inside_the_budget_until_it_completes() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let t0 = clock.now();
+    let op = session.call_tool("slow", Map::new(), t0);
+    // Every answer takes 10 ms.
+    let run = drive(&mut session, op, &clock, &[0.01; 8], |kind, leg| {
+        match (kind, leg) {
+            (LegKind::CallTool, _) => created(5000),
+            (LegKind::TaskGet, 2 | 3) => working(5000),
+            (LegKind::TaskGet, _) => completed(),
+            _ => unreachable!("{kind:?}"),
+        }
+    });
+    let call = run.result.clone().unwrap().into_call().unwrap();
+    assert_eq!(call.text(), "slept 2.0");
+    assert_eq!(
+        run.methods(),
+        ["tools/call", "tasks/get", "tasks/get", "tasks/get"]
+    );
+    // The call declared the extension; every poll names its task, in the body and the header.
+    assert_eq!(
+        run.legs[0].body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}})
+    );
+    for poll in &run.legs[1..] {
+        assert_eq!(poll.body["method"], "tasks/get");
+        assert_eq!(poll.body["params"]["taskId"], TASK);
+        let headers = poll.request.headers();
+        assert_eq!(headers["mcp-method"], "tasks/get");
+        assert_eq!(headers["mcp-name"], TASK);
+    }
+    // The polls ramp from 20 ms, doubling, under the server's 5 s interval: a quick task is
+    // seen done in milliseconds. Each poll is a leg granted what is left of the budget.
+    let sent: Vec<Duration> = run.legs.iter().map(|leg| leg.sent_at - t0).collect();
+    assert_eq!(sent, [ms(0), ms(30), ms(80), ms(170)]);
+    let grants: Vec<Duration> = run.legs.iter().map(|leg| leg.grant).collect();
+    let budget = Budget::DEFAULT.as_duration();
+    assert_eq!(
+        grants,
+        sent.iter().map(|&at| budget - at).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_budget_spent_while_the_task_runs_hands_the_task_back_and_polls_nothing_after_it() {
+    let clock = ManualClock::new();
+    let config = modern().with_budget(Budget::from_secs(2));
+    let mut session = Session::new(config);
+    let t0 = clock.now();
+    let op = session.call_tool("slow", Map::new(), t0);
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[0.01; 64],
+        |kind, _| match kind {
+            LegKind::CallTool => created(500),
+            _ => working(500),
+        },
+    );
+    let err = run.result.clone().unwrap_err();
+    assert!(matches!(err, Error::TaskRunning { .. }), "{err:?}");
+    assert_eq!(err.fault(), Fault::Budget);
+    let handle = err.task().unwrap();
+    assert_eq!(handle.task_id, TASK);
+    assert_eq!(handle.era, TaskEra::Modern);
+    assert_eq!(handle.status, TaskStatus::Working);
+    assert_eq!(
+        handle.status_message.as_deref(),
+        Some("the task is working")
+    );
+    assert_eq!(handle.ttl, Some(Duration::from_secs(900)));
+    assert_eq!(handle.server, "mcp.example.test:8080");
+    let text = err.to_string();
+    assert!(
+        text.contains(TASK) && text.contains("goes on on the server"),
+        "{text}"
+    );
+
+    // The last poll was timed to be answered before the end (its answer takes 10 ms), and
+    // nothing went out after it; the operation ended inside its budget.
+    let end = t0 + Duration::from_secs(2);
+    let last = run.legs.last().unwrap();
+    assert_eq!(last.sent_at, end - ms(10), "{:?}", run.methods());
+    assert!(run.elapsed <= Duration::from_secs(2), "{:?}", run.elapsed);
+    // The waits between polls never exceeded the server's interval.
+    for pair in run.legs.windows(2) {
+        assert!(pair[1].sent_at - pair[0].sent_at <= ms(510));
+    }
+}
+
+#[test]
+fn a_poll_that_cannot_be_answered_in_time_is_not_sent() {
+    // The call's answer takes 1.995 s of a 2 s budget: a poll would take as long, so none
+    // goes out, and the task is handed back at once.
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern().with_budget(Budget::from_secs(2)));
+    let op = session.call_tool("slow", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[1.995], |_, _| created(500));
+    assert_eq!(run.methods(), ["tools/call"]);
+    let err = run.result.unwrap_err();
+    assert_eq!(err.task().map(|task| task.task_id.as_str()), Some(TASK));
+}
+
+#[test]
+fn a_poll_that_runs_out_with_the_budget_hands_the_task_back() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern().with_budget(Budget::from_secs(2)));
+    let op = session.call_tool("slow", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[0.01], |kind, _| match kind {
+        LegKind::CallTool => created(500),
+        _ => Answer::Stall,
+    });
+    assert_eq!(run.methods(), ["tools/call", "tasks/get"]);
+    let err = run.result.unwrap_err();
+    assert!(matches!(err, Error::TaskRunning { .. }), "{err:?}");
+}
+
+#[test]
+fn a_failed_task_is_the_server_s_error_and_a_cancelled_one_its_own() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("slow", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
+        LegKind::CallTool => created(10),
+        _ => {
+            let mut failed = task("complete", "failed", 10);
+            failed["error"] = json!({"code": -32603, "message": "API rate limit exceeded"});
+            Answer::Result(failed)
+        }
+    });
+    match run.result.unwrap_err() {
+        Error::JsonRpc {
+            code,
+            message,
+            method,
+            ..
+        } => {
+            assert_eq!(
+                (code, message.as_str()),
+                (-32603, "API rate limit exceeded")
+            );
+            assert_eq!(method, "tasks/get");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let op = session.call_tool("slow", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
+        LegKind::CallTool => created(10),
+        _ => Answer::Result(task("complete", "cancelled", 10)),
+    });
+    let err = run.result.unwrap_err();
+    assert!(
+        matches!(&err, Error::TaskCancelled { task_id, message: Some(m), .. } if task_id == TASK && m == "the task is cancelled"),
+        "{err:?}"
+    );
+    assert_eq!(err.fault(), Fault::Server);
+}
+
+#[test]
+fn a_task_where_none_may_be_is_an_invalid_answer() {
+    // Without the extension declared, the server may not make a task.
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern().with_tasks(false));
+    let op = session.call_tool("slow", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |_, _| created(10));
+    let err = run.result.unwrap_err();
+    assert!(matches!(err, Error::Malformed { .. }), "{err:?}");
+    assert!(err.to_string().contains("cannot create"), "{err}");
+    let call = &run.legs[0].body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+    assert!(call.get("extensions").is_none(), "{call}");
+
+    // A listing cannot become a task, extension or not.
+    let mut session = Session::new(modern());
+    let op = session.list_tools(clock.now());
+    let run = drive(&mut session, op, &clock, &[], |_, _| created(10));
+    assert!(
+        matches!(run.result, Err(Error::Malformed { .. })),
+        "{:?}",
+        run.result
+    );
+
+    // A poll answered for another task.
+    let mut session = Session::new(modern());
+    let op = session.call_tool("slow", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
+        LegKind::CallTool => created(10),
+        _ => {
+            let mut other = task("complete", "working", 10);
+            other["taskId"] = json!("someone-else");
+            Answer::Result(other)
+        }
+    });
+    let err = run.result.unwrap_err();
+    assert!(err.to_string().contains("someone-else"), "{err}");
+}
