@@ -15,6 +15,8 @@ flock 9
 
 MCP_VERSION=2.3.0
 FASTMCP_VERSION=4.2.3
+# fastmcp-tasks pins its own FastMCP (fastmcp-slim 4.1.4): a venv of its own.
+FASTMCP_TASKS_VERSION=4.1.4
 NPM_PEERS=(
   @modelcontextprotocol/sdk@1.32.2
   @modelcontextprotocol/server-everything@2026.8.31
@@ -41,6 +43,7 @@ venv_with() { # <dir> <package> <version>
 
 venv_with "$INTEROP_HOME/venv-mcp" mcp "$MCP_VERSION"
 venv_with "$INTEROP_HOME/venv-fastmcp" fastmcp "$FASTMCP_VERSION"
+venv_with "$INTEROP_HOME/venv-fastmcp-tasks" fastmcp-tasks "$FASTMCP_TASKS_VERSION"
 
 # npm packages under one prefix; reinstalled when any pinned version differs.
 npm_prefix="$INTEROP_HOME/npm"

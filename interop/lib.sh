@@ -3,7 +3,7 @@
 # through `check`, starts its peers with `start_peer` (each in its own process group, ended on
 # exit), and ends with `finish`. It never sleeps for a fixed time: readiness is polled.
 # Environment (set by run.sh): MCP_CALL, DRIVER, INTEROP_HOME, INTEROP_DIR.
-# shellcheck disable=SC2034 # TAG, NPM, PY_MCP, PY_FASTMCP, LOOPBACK: for the rows
+# shellcheck disable=SC2034 # TAG, NPM, PY_MCP, PY_FASTMCP, PY_FASTMCP_TASKS, LOOPBACK: for the rows
 
 set -u
 : "${MCP_CALL:?MCP_CALL: the release mcp-call to test}"
@@ -18,6 +18,7 @@ TAG="interop-$ROW-$DRIVER-$$"
 NPM="$INTEROP_HOME/npm/node_modules"
 PY_MCP="$INTEROP_HOME/venv-mcp/bin/python"
 PY_FASTMCP="$INTEROP_HOME/venv-fastmcp/bin/python"
+PY_FASTMCP_TASKS="$INTEROP_HOME/venv-fastmcp-tasks/bin/python"
 LOOPBACK="$INTEROP_DIR/peers/loopback.cjs"
 _failed=0
 _peers=()

@@ -514,6 +514,9 @@ fn run(cli: Cli) -> u8 {
     // The spinner shows the server's progress, and --trace prints it: ask for it then (a
     // progress notification never extends the budget).
     let config = config.with_progress(interactive || cli.trace);
+    // A tool the server runs as a task is polled inside the budget; one still running when the
+    // budget ends is named on stderr (`task: <id>`), so the operator knows the work goes on.
+    let config = config.with_tasks(true);
     let reporter = Reporter::new(cli.trace, interactive, budget);
     let mut network = mcp_driver_common::network::Network::new();
     if let Some(file) = &cli.cacert {
@@ -616,6 +619,9 @@ fn run(cli: Cli) -> u8 {
                     &sentence(&err, &label),
                     exit,
                 );
+                if let Some(task) = err.task() {
+                    report_task(cli.json, task);
+                }
                 failure = Some(exit);
                 failed += 1;
                 // One run stops at its error; a measured series (--repeat) goes on.
@@ -811,6 +817,22 @@ fn report_error(
         eprintln!("{value}");
     } else {
         eprintln!("mcp-call: {message}");
+    }
+}
+
+/// Names the task still running on the server when the budget ended: `task: <id>` on
+/// stderr, or with `--json` one object `{"task":{"id","status","message","ttl_ms"}}`.
+fn report_task(json: bool, task: &mcp_proto::TaskHandle) {
+    if json {
+        let value = serde_json::json!({"task": {
+            "id": task.task_id,
+            "status": task.status.as_str(),
+            "message": task.status_message,
+            "ttl_ms": task.ttl.map(|ttl| ttl.as_millis() as u64),
+        }});
+        eprintln!("{value}");
+    } else {
+        eprintln!("task: {}", task.task_id);
     }
 }
 

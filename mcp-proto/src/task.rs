@@ -263,7 +263,7 @@ pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Times the next poll. `now` is when the last answer came, `interval` the server's (or
 /// [`DEFAULT_POLL_INTERVAL`]), `end` the budget's end, `answer_takes` how long a poll takes
-/// to be answered (the last one's round trip, at least one resolution unit).
+/// to be answered (the last one's round trip).
 ///
 /// A poll at `now + interval` is kept if its answer can come before `end`. Otherwise the last
 /// poll goes out at `end - answer_takes`, if that is not in the past; else there is none.

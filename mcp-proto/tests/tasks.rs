@@ -147,6 +147,32 @@ fn a_budget_spent_while_the_task_runs_hands_the_task_back_and_polls_nothing_afte
 }
 
 #[test]
+fn the_last_poll_is_timed_by_the_round_trip_not_by_the_resolution() {
+    // At the default resolution (one second) the last poll still goes out a round trip
+    // before the end, not a second before it.
+    let clock = ManualClock::new();
+    let config = modern()
+        .with_resolution(Resolution::SECOND)
+        .with_budget(Budget::from_secs(2));
+    let mut session = Session::new(config);
+    let t0 = clock.now();
+    let op = session.call_tool("slow", Map::new(), t0);
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[0.01; 64],
+        |kind, _| match kind {
+            LegKind::CallTool => created(500),
+            _ => working(500),
+        },
+    );
+    assert!(matches!(run.result, Err(Error::TaskRunning { .. })));
+    let last = run.legs.last().unwrap();
+    assert_eq!(last.sent_at - t0, Duration::from_secs(2) - ms(10));
+}
+
+#[test]
 fn a_poll_that_cannot_be_answered_in_time_is_not_sent() {
     // The call's answer takes 1.995 s of a 2 s budget: a poll would take as long, so none
     // goes out, and the task is handed back at once.

@@ -30,6 +30,9 @@ use mcp_auth::{QUOTE_LIMIT, clip};
 /// The shortest wait between two polls, and the first one.
 const MIN_POLL_WAIT: Duration = Duration::from_millis(20);
 
+/// The least a poll's answer is expected to take.
+const MIN_ANSWER: Duration = Duration::from_millis(1);
+
 /// The operation's task, once the server made one.
 #[derive(Debug, Default)]
 pub(super) struct Tasking {
@@ -93,13 +96,14 @@ pub(super) struct When {
 
 impl When {
     /// The answer to `leg` came at the operation's latest instant.
+    /// (The round trip as measured, at least a millisecond; not rounded to the resolution,
+    /// which would waste up to a unit of the budget at its end.)
     pub(super) fn after(leg: &InFlight, grants: &Grants) -> Self {
         let now = grants.now();
-        let unit = grants.deadline().resolution().unit();
         Self {
             now,
             end: grants.deadline().end(),
-            answer_takes: now.saturating_duration_since(leg.sent_at).max(unit),
+            answer_takes: (now.saturating_duration_since(leg.sent_at)).max(MIN_ANSWER),
         }
     }
 }

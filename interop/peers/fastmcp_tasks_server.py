@@ -1,0 +1,40 @@
+"""A small MCP server on FastMCP with the tasks extension (PyPI `fastmcp-tasks`), for the
+interop rows. It adds no behaviour of its own: polling, status and results are the
+extension's (Docket's in-memory backend).
+
+    python fastmcp_tasks_server.py PORT     (streamable HTTP on 127.0.0.1:PORT/mcp, 2026-07-28)
+
+Tools: sleep(seconds) may run as a task (the server makes one when the client declares the
+extension); batch(seconds) must (a client without the extension gets -32021). Both answer
+"slept <seconds>". The server suggests polling every 500 ms.
+"""
+
+import sys
+from datetime import timedelta
+
+import anyio
+from fastmcp import FastMCP
+from fastmcp.utilities.tasks import TaskConfig
+from fastmcp_tasks import TasksExtension
+
+server = FastMCP(name="interop-fastmcp-tasks", version="1.0.0")
+server.add_extension(TasksExtension(url="memory://"))
+EVERY = timedelta(milliseconds=500)
+
+
+@server.tool(task=TaskConfig(mode="optional", poll_interval=EVERY))
+async def sleep(seconds: float) -> str:
+    """Sleeps, then says so."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool(task=TaskConfig(mode="required", poll_interval=EVERY))
+async def batch(seconds: float) -> str:
+    """Sleeps as a task only, then says so."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+if __name__ == "__main__":
+    server.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=False)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# FastMCP with the tasks extension (PyPI fastmcp-tasks 4.1.4) over streamable HTTP,
+# peers/fastmcp_tasks_server.py, 2026-07-28 era. Checks: a tool that may run as a task
+# becomes one and its result comes back inside the budget, polled with tasks/get (each poll
+# a leg of the same budget); a tool that must run as a task works (it answers -32021 to a
+# client that does not declare the extension); a budget spent while the task runs ends
+# within the budget, exit 3, naming the task (`task: <id>`, and in --json); no poll after it.
+. "$INTEROP_DIR/lib.sh"
+
+port=$(free_port)
+start_peer server "$PY_FASTMCP_TASKS" "$INTEROP_DIR/peers/fastmcp_tasks_server.py" "$port"
+wait_port server "$port" 60
+T=(--url "http://127.0.0.1:$port/mcp")
+
+mcp "${T[@]}" --trace --timeout 10 call sleep '{"seconds": 1}'
+check "a task's result comes back inside the budget, polled with tasks/get" rc=0 \
+  out='^slept 1' err='method=tools/call .*status=200' err='method=tasks/get .*status=200' \
+  max_ms=9000
+
+mcp "${T[@]}" --trace --timeout 10 call batch '{"seconds": 0.2}'
+check "a tool that must run as a task works" rc=0 out='^slept 0.2' err='method=tasks/get'
+
+mcp "${T[@]}" --trace --timeout 2 --resolution ms call sleep '{"seconds": 30}'
+check "a budget spent while the task runs ends within it, naming the task" rc=3 \
+  err='^task: [A-Za-z0-9_-]+$' err='ran out while its task' max_ms=2600
+last_poll=$(grep -o 'method=tasks/get [^ ]* elapsed_ms=[0-9]*' <<<"$ERR" | tail -1)
+[ -n "$last_poll" ] && ok "the task was polled before the budget ended ($last_poll)" ||
+  fail "the task was polled before the budget ended" "no tasks/get leg in: $(_excerpt "$ERR" 600)"
+
+mcp "${T[@]}" --json --timeout 1 call sleep '{"seconds": 30}'
+check "--json carries the task" rc=3 err='"kind":"task_running"' err='"task":\{"id":"[^"]+"' err='"status":"working"'
+
+finish
