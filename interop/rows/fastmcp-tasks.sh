@@ -4,7 +4,8 @@
 # becomes one and its result comes back inside the budget, polled with tasks/get (each poll
 # a leg of the same budget); a tool that must run as a task works (it answers -32021 to a
 # client that does not declare the extension); a budget spent while the task runs ends
-# within the budget, exit 3, naming the task (`task: <id>`, and in --json); no poll after it.
+# within the budget, exit 3, naming the task (`task: <id>`, and in --json); a call cancelled
+# (SIGINT) while its task runs cancels the task with tasks/cancel, never notifications/cancelled.
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
@@ -29,5 +30,19 @@ last_poll=$(grep -o 'method=tasks/get [^ ]* elapsed_ms=[0-9]*' <<<"$ERR" | tail 
 
 mcp "${T[@]}" --json --timeout 1 call sleep '{"seconds": 30}'
 check "--json carries the task" rc=3 err='"kind":"task_running"' err='"task":\{"id":"[^"]+"' err='"status":"working"'
+
+# Cancelled once the first poll is answered (the trace line is the signal, not a sleep).
+"$MCP_CALL" --driver "$DRIVER" "${T[@]}" --trace call sleep '{"seconds": 30}' \
+  >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null &
+pid=$!
+for _ in $(seq 400); do
+  grep -q 'method=tasks/get' "$ROW_TMP/err" && break
+  sleep 0.05
+done
+kill -INT "$pid"
+wait "$pid"
+RC=$? OUT=$(cat "$ROW_TMP/out") ERR=$(cat "$ROW_TMP/err") MS=0
+check "a cancelled call cancels its task on the server" rc=6 \
+  err='method=tasks/cancel .*status=200' no_err='notifications/cancelled'
 
 finish

@@ -271,9 +271,10 @@ impl SessionConfig {
     /// ([`Error::task`]); the task goes on on the server.
     ///
     /// Polls ramp from 20 ms, doubling up to the server's `pollIntervalMs`, and the last
-    /// one is timed to be answered before the budget ends. Not yet: the legacy era's tasks
-    /// (2025-11-25), answering a task's `inputRequests` (a task waiting for input is polled
-    /// until the budget ends, then handed back), and cancelling the task with the operation.
+    /// one is timed to be answered before the budget ends. A cancelled operation cancels its
+    /// task (`tasks/cancel`, under the cancel notice's grant). Not yet: the legacy era's tasks
+    /// (2025-11-25), and answering a task's `inputRequests` (a task waiting for input is
+    /// polled until the budget ends, then handed back).
     ///
     /// ```
     /// use mcp_proto::SessionConfig;

@@ -278,3 +278,52 @@ fn a_task_where_none_may_be_is_an_invalid_answer() {
     let err = run.result.unwrap_err();
     assert!(err.to_string().contains("someone-else"), "{err}");
 }
+
+#[test]
+fn a_cancelled_call_cancels_its_task_on_the_server() {
+    use mcp_proto::driver::{Input, Output};
+    use support::{FeedAnswer, json_head};
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let mut op = session.call_tool("slow", Map::new(), clock.now());
+    // The next output that is not a report or an update (applied to the session).
+    let next = |op: &mut mcp_proto::driver::Operation, session: &mut Session| loop {
+        match op.poll_on(session, clock.now()) {
+            Output::LegEnded(_) | Output::Event(_) => {}
+            output => break output,
+        }
+    };
+    let Output::Transmit(call) = next(&mut op, &mut session) else {
+        panic!("the call goes out first")
+    };
+    let id: Value = serde_json::from_slice(call.request.body()).unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": id["id"], "result": task("task", "working", 500)});
+    let body = serde_json::to_vec(&answer).unwrap();
+    let ok = http::StatusCode::OK;
+    op.feed_answer(call.id, ok, &json_head(), &body, clock.now());
+    // The first poll waits its 20 ms; the caller cancels before it.
+    let waited = next(&mut op, &mut session);
+    assert!(matches!(waited, Output::Wait(_)), "{waited:?}");
+    clock.advance(ms(5));
+    op.handle_input(Input::Cancel, clock.now());
+    let Output::Transmit(cancel) = next(&mut op, &mut session) else {
+        panic!("the task's cancel goes out")
+    };
+    assert_eq!(cancel.kind, LegKind::TaskCancel);
+    assert_eq!(cancel.timeout, mcp_proto::CANCEL_NOTICE_GRANT);
+    let sent: Value = serde_json::from_slice(cancel.request.body()).unwrap();
+    assert_eq!(
+        sent["method"], "tasks/cancel",
+        "never notifications/cancelled"
+    );
+    assert_eq!(sent["params"]["taskId"], TASK);
+    assert_eq!(cancel.request.headers()["mcp-name"], TASK);
+    assert_eq!(cancel.request.headers()["mcp-method"], "tasks/cancel");
+    let ack = json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"resultType": "complete"}});
+    let body = serde_json::to_vec(&ack).unwrap();
+    op.feed_answer(cancel.id, ok, &json_head(), &body, clock.now());
+    assert!(matches!(
+        next(&mut op, &mut session),
+        Output::Done(Err(Error::Cancelled { .. }))
+    ));
+}

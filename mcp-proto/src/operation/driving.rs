@@ -78,6 +78,10 @@ pub enum LegKind {
     /// report it declined ([`TransportErrorKind::Declined`]). A server that stopped reading
     /// must not hold the end of an operation.
     CancelNotice,
+    /// `tasks/cancel` after the caller cancelled a call the server runs as a task (never
+    /// `notifications/cancelled`: the extension forbids it for a task), under the cancel
+    /// notice's grant; the operation's result follows its response's head.
+    TaskCancel,
     /// A GET opening the session's standalone stream, read beside the other legs (see
     /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
     Listen,
@@ -122,6 +126,7 @@ impl LegKind {
             Self::TaskGet => Some("tasks/get"),
             Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
+            Self::TaskCancel => Some("tasks/cancel"),
             Self::Respond
             | Self::Resume
             | Self::Close

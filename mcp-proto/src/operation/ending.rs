@@ -2,7 +2,8 @@
 //! once.
 //!
 //! What follows a result: over stdio, the kill of a process that a half-written message left
-//! unusable, and the `notifications/cancelled` of a `tools/call` given up on. [`Ending`] keeps
+//! unusable, the `notifications/cancelled` of a `tools/call` given up on, and the
+//! `tasks/cancel` of a task whose call the caller cancelled. [`Ending`] keeps
 //! the result, the kill and the notice owed, says which goes out next ([`After`]), and decides
 //! when a call given up on is announced. It never grants or builds a leg.
 
@@ -34,6 +35,8 @@ pub(super) struct Ending {
     kill: bool,
     /// The id of the `tools/call` to announce as cancelled.
     notice: Option<i64>,
+    /// The task the cancelled call became is to be cancelled (`tasks/cancel`).
+    task_cancel: bool,
 }
 
 impl Ending {
@@ -75,14 +78,25 @@ impl Ending {
         }
     }
 
+    /// The caller cancelled a call the server runs as a task: `tasks/cancel` follows.
+    pub(super) fn cancel_task(&mut self) {
+        self.task_cancel = true;
+    }
+
+    /// Takes the task's cancel owed, to send it: whether one was.
+    pub(super) fn take_task_cancel(&mut self) -> bool {
+        std::mem::take(&mut self.task_cancel)
+    }
+
     /// Takes the notice owed, to send it.
     pub(super) fn take_notice(&mut self) -> Option<i64> {
         self.notice.take()
     }
 
-    /// The notice is not sent (the budget refused it).
+    /// The notice (or the task's cancel) is not sent (the budget refused it).
     pub(super) fn drop_notice(&mut self) {
         self.notice = None;
+        self.task_cancel = false;
     }
 
     /// What goes out next, the result last, once the legs that must end first (the work, the
@@ -91,8 +105,11 @@ impl Ending {
         let busy = legs.is_busy(Role::Notice) || legs.is_busy(Role::Work);
         if std::mem::take(&mut self.kill) {
             // The process is ended: no notice can reach it.
-            self.notice = None;
+            self.drop_notice();
             return After::Leg(LegKind::Kill);
+        }
+        if self.task_cancel {
+            return After::Leg(LegKind::TaskCancel);
         }
         if self.notice.is_some() {
             return After::Leg(LegKind::CancelNotice);

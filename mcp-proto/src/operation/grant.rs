@@ -218,10 +218,14 @@ impl Grants {
         let unit = self.deadline.resolution().unit();
         match (who, self.deadline.grant(now)) {
             (Leg(LegKind::Kill), _) => Ok(unit),
-            (Leg(LegKind::CancelNotice), Ok(left)) => Ok(left.min(CANCEL_NOTICE_GRANT)),
+            (Leg(LegKind::CancelNotice | LegKind::TaskCancel), Ok(left)) => {
+                Ok(left.min(CANCEL_NOTICE_GRANT))
+            }
             (_, Ok(left)) => Ok(left),
             (Leg(LegKind::CancelNotice), Err(_)) if stdio => Ok(unit.min(CANCEL_NOTICE_GRANT)),
-            (Leg(LegKind::CancelNotice | LegKind::Listen), Err(_)) => Err(Refusal::Dropped),
+            (Leg(LegKind::CancelNotice | LegKind::TaskCancel | LegKind::Listen), Err(_)) => {
+                Err(Refusal::Dropped)
+            }
             (Leg(LegKind::Resume | LegKind::Respond), Err(_)) => Err(Refusal::AwaitedLate),
             (Leg(LegKind::Shutdown | LegKind::Terminate), Err(_)) => Err(Refusal::KillInstead),
             (who, Err(spent)) => Err(Refusal::Spent {
@@ -425,10 +429,9 @@ mod tests {
             g.grant(leg(LegKind::Listen), late, false),
             Err(Refusal::Dropped)
         );
-        assert_eq!(
-            g.grant(leg(LegKind::CancelNotice), late, false),
-            Err(Refusal::Dropped)
-        );
+        for notice in [LegKind::CancelNotice, LegKind::TaskCancel] {
+            assert_eq!(g.grant(leg(notice), late, false), Err(Refusal::Dropped));
+        }
         let unit = Duration::from_millis(1);
         assert_eq!(g.grant(leg(LegKind::CancelNotice), late, true), Ok(unit));
         assert_eq!(g.grant(leg(LegKind::Kill), late, true), Ok(unit));

@@ -550,6 +550,10 @@ impl Operation {
 
     /// The request awaited is given up on (`cancelled`, else it ran out): see `ending`.
     fn give_up_call(&mut self, cancelled: bool) {
+        // A task goes on without its call: a cancelled one is cancelled on the server too.
+        if cancelled && self.answering.task.is_live() {
+            self.ending.cancel_task();
+        }
         let (kind, call, _) = self.awaited();
         let (config, legacy) = (self.session.config(), self.progress.era.modern().is_none());
         self.ending.give_up((kind, call), config, legacy, cancelled);

@@ -95,6 +95,7 @@ impl Sources<'_> {
                 (wire.post(body, handshake), (kind, None))
             }
             LegKind::Auth(_) => (built?, (kind, None)),
+            LegKind::TaskCancel if !self.ending.take_task_cancel() => return None,
             _ => {
                 // A new request opens a new answer stream: an event id of an earlier stream
                 // must never be used to resume this one.
@@ -244,7 +245,7 @@ impl Request<'_> {
             _ => {
                 let mut params = match (kind, self.task_id) {
                     (LegKind::List { .. }, _) => self.paging.params(),
-                    (LegKind::TaskGet, Some(id)) => {
+                    (LegKind::TaskGet | LegKind::TaskCancel, Some(id)) => {
                         Map::from_iter([("taskId".to_owned(), Value::from(id))])
                     }
                     _ => self.action_params(),
@@ -254,9 +255,9 @@ impl Request<'_> {
                 }
                 params.insert("_meta".to_owned(), Value::Object(meta));
                 // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI,
-                // the task a poll looks at (so a load balancer routes it to the task's server).
+                // the task a poll or cancel is about (so a load balancer routes it to the task's server).
                 let name = match self.action {
-                    _ if kind == LegKind::TaskGet => self.task_id,
+                    _ if matches!(kind, LegKind::TaskGet | LegKind::TaskCancel) => self.task_id,
                     Action::ReadResource { uri } => Some(uri.as_str()),
                     Action::LoadSkill(_) => self.loading.next_uri(),
                     Action::GetPrompt { name, .. } => Some(name.as_str()),
