@@ -2,7 +2,7 @@
 # FastMCP with the tasks extension (PyPI fastmcp-tasks 4.1.4) over streamable HTTP,
 # peers/fastmcp_tasks_server.py, 2026-07-28 era. Checks: a tool that may run as a task
 # becomes one and its result comes back inside the budget, polled with tasks/get (each poll
-# a leg of the same budget); a tool that must run as a task works (it answers -32021 to a
+# a leg of the same budget; --trace shows the task's status as it changes); a tool that must run as a task works (it answers -32021 to a
 # client that does not declare the extension); a budget spent while the task runs ends
 # within the budget, exit 3, naming the task (`task: <id>`, and in --json); a call cancelled
 # (SIGINT) while its task runs cancels the task with tasks/cancel, never notifications/cancelled.
@@ -16,7 +16,7 @@ T=(--url "http://127.0.0.1:$port/mcp")
 mcp "${T[@]}" --trace --timeout 10 call sleep '{"seconds": 1}'
 check "a task's result comes back inside the budget, polled with tasks/get" rc=0 \
   out='^slept 1' err='method=tools/call .*status=200' err='method=tasks/get .*status=200' \
-  max_ms=9000
+  err='^task=[A-Za-z0-9_-]+ status=working' err='^task=[A-Za-z0-9_-]+ status=completed' max_ms=9000
 
 mcp "${T[@]}" --trace --timeout 10 call batch '{"seconds": 0.2}'
 check "a tool that must run as a task works" rc=0 out='^slept 0.2' err='method=tasks/get'

@@ -148,20 +148,32 @@ impl Observer for Reporter {
             }
             return;
         }
-        let Event::Notification(notification) = event else {
-            return;
+        let text = match event {
+            // A tool the server runs as a task: its status (and message) as it changes.
+            Event::TaskStatus {
+                task_id,
+                status,
+                message,
+            } => match message {
+                Some(message) => format!("task={task_id} status={status} message={message:?}"),
+                None => format!("task={task_id} status={status}"),
+            },
+            Event::Notification(notification) => {
+                let Some(progress) = notification.progress() else {
+                    return;
+                };
+                let mut text = match progress.total {
+                    Some(total) => format!("progress {}/{}", progress.progress, total),
+                    None => format!("progress {}", progress.progress),
+                };
+                if let Some(message) = progress.message {
+                    text.push_str(": ");
+                    text.push_str(&message);
+                }
+                text
+            }
+            _ => return,
         };
-        let Some(progress) = notification.progress() else {
-            return;
-        };
-        let mut text = match progress.total {
-            Some(total) => format!("progress {}/{}", progress.progress, total),
-            None => format!("progress {}", progress.progress),
-        };
-        if let Some(message) = progress.message {
-            text.push_str(": ");
-            text.push_str(&message);
-        }
         let mut state = self.state();
         if state.trace {
             // One line per notification, beside the legs' lines.

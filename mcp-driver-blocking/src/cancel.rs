@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use ureq::unversioned::transport::ShutdownHandle;
 
-use crate::leg_end::{self, Lane as _, LegEnd};
+use crate::leg_end::{self, LegEnd};
 
 /// The state a client shares with its cancel handles and its connector.
 pub(crate) struct Shared {
@@ -51,13 +51,7 @@ impl leg_end::Lane for Shared {
     /// Shuts every live socket of the lane down (a blocked read or write on one returns at
     /// once); sockets that are gone are forgotten.
     fn shut_down_sockets(&self) {
-        self.lock().sockets.retain(|socket| match socket.upgrade() {
-            Some(socket) => {
-                socket.shutdown();
-                true
-            }
-            None => false,
-        });
+        self.lock().shut_down_sockets();
     }
 }
 
@@ -73,6 +67,20 @@ struct Inner {
     active: bool,
     /// Every socket this client opened that may still be alive.
     sockets: Vec<Weak<dyn ShutdownHandle>>,
+}
+
+impl Inner {
+    /// Shuts every live socket down (a blocked read or write on one returns at once);
+    /// sockets that are gone are forgotten.
+    fn shut_down_sockets(&mut self) {
+        self.sockets.retain(|socket| match socket.upgrade() {
+            Some(socket) => {
+                socket.shutdown();
+                true
+            }
+            None => false,
+        });
+    }
 }
 
 impl Shared {
@@ -140,7 +148,7 @@ impl Shared {
     }
 
     fn cancel(&self) {
-        let inner = self.lock();
+        let mut inner = self.lock();
         if !inner.active {
             return;
         }
@@ -154,8 +162,10 @@ impl Shared {
         {
             mailbox.wake();
         }
-        drop(inner);
-        self.shut_down_sockets();
+        // Under the lock: the operation settles the cancel (`settle`, which takes it) only
+        // once every socket is shut down, so a leg it sends after the cancel (its cancel
+        // notice, a task's cancel) is never cut by this one.
+        inner.shut_down_sockets();
     }
 
     /// A lane's cancel state, whose legs end on time ([`Self::leg_ends_at`]).

@@ -96,6 +96,24 @@ fn a_call_that_becomes_a_task_is_polled_inside_the_budget_until_it_completes() {
         grants,
         sent.iter().map(|&at| budget - at).collect::<Vec<_>>()
     );
+    // The caller hears of the task when it is made and when it changes, not at every poll.
+    let seen: Vec<(TaskStatus, Option<&str>)> = (run.events.iter())
+        .filter_map(|event| match event {
+            mcp_proto::Event::TaskStatus {
+                task_id,
+                status,
+                message,
+            } if task_id == TASK => Some((*status, message.as_deref())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (TaskStatus::Working, Some("the task is working")),
+            (TaskStatus::Completed, Some("the task is completed")),
+        ]
+    );
 }
 
 #[test]

@@ -307,7 +307,7 @@ impl Answering {
         if let Some(era) = era.filter(|&era| task::is_created_task(&result, era)) {
             return match answers {
                 LegKind::CallTool if ctx.session.config().tasks() => {
-                    self.task.created(result, era, ctx.when).into()
+                    self.task.created(result, era, ctx.when, ctx.events).into()
                 }
                 _ => malformed(format!(
                     "{} was answered with a task, which it cannot create",
@@ -316,7 +316,7 @@ impl Answering {
             };
         }
         match answers {
-            LegKind::TaskGet => self.task.polled(result, ctx.when).into(),
+            LegKind::TaskGet => self.task.polled(result, ctx.when, ctx.events).into(),
             LegKind::Initialize => match read_initialize(&result, ctx.session_id) {
                 Ok(info) => {
                     ctx.progress.answered(info);

@@ -14,6 +14,7 @@
 //! a leg, never reads a clock and never ends the operation: what it reads becomes a
 //! [`Seen`], and a spent budget a [`Failure`] the operation acts on.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -21,7 +22,7 @@ use serde_json::{Map, Value};
 use super::failure::Failure;
 use super::grant::Grants;
 use super::legs::InFlight;
-use super::types::Outcome;
+use super::types::{Event, Outcome};
 use crate::deadline::Budget;
 use crate::model::CallToolResult;
 use crate::task::{self, DEFAULT_POLL_INTERVAL, Poll, TaskEra, TaskPayload, TaskState};
@@ -58,6 +59,15 @@ enum Next {
     Answer,
     /// Nothing: no poll can be answered inside the budget; the task is handed back.
     HandBack,
+}
+
+/// The event that reports `task` as the server described it.
+fn status_event(task: &TaskState) -> Event {
+    Event::TaskStatus {
+        task_id: task.id.clone(),
+        status: task.status,
+        message: task.status_message.clone(),
+    }
 }
 
 /// What an answer about the task means for the operation.
@@ -120,9 +130,16 @@ impl Tasking {
     }
 
     /// The server answered the call with a task just created.
-    pub(super) fn created(&mut self, result: Map<String, Value>, era: TaskEra, when: When) -> Seen {
+    pub(super) fn created(
+        &mut self,
+        result: Map<String, Value>,
+        era: TaskEra,
+        when: When,
+        events: &mut VecDeque<Event>,
+    ) -> Seen {
         match task::read_created(result, era) {
             Ok(task) => {
+                events.push_back(status_event(&task));
                 let live = Live {
                     task,
                     era,
@@ -138,7 +155,12 @@ impl Tasking {
     }
 
     /// A poll's answer: the call's result when the task is done, the next poll when it is not.
-    pub(super) fn polled(&mut self, result: Map<String, Value>, when: When) -> Seen {
+    pub(super) fn polled(
+        &mut self,
+        result: Map<String, Value>,
+        when: When,
+        events: &mut VecDeque<Event>,
+    ) -> Seen {
         let Some(live) = self.live.as_deref_mut() else {
             return Seen::Failed(Failure::Malformed("a task poll without a task".to_owned()));
         };
@@ -156,6 +178,9 @@ impl Tasking {
         }
         let payload = std::mem::replace(&mut task.payload, TaskPayload::None);
         let (status, message) = (task.status, task.status_message.clone());
+        if (status, &message) != (live.task.status, &live.task.status_message) {
+            events.push_back(status_event(&task));
+        }
         live.task = task;
         if !status.is_terminal() {
             self.schedule(when);

@@ -105,6 +105,16 @@ pub enum Event {
         /// The line, clipped, control characters folded.
         line: String,
     },
+    /// The task the call became, as the server describes it: when it is created, and each
+    /// time a poll finds its status or its message changed.
+    TaskStatus {
+        /// The server's id of the task.
+        task_id: String,
+        /// Where it stands.
+        status: crate::TaskStatus,
+        /// The server's message about it, if any (clipped).
+        message: Option<String>,
+    },
     /// A tool the listing leaves out because its `x-mcp-header` annotations break the
     /// protocol's rules (modern era): the other tools stay usable.
     ToolRejected {
