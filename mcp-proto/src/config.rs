@@ -268,7 +268,7 @@ impl SessionConfig {
     /// its result: the operation polls it with `tasks/get`, inside the same budget, and returns
     /// the call's result once the task completes. When the budget runs out first, the
     /// operation ends with [`Error::TaskRunning`], which hands the task back
-    /// ([`Error::task`]); the task goes on on the server.
+    /// ([`Error::task`]); the task keeps running on the server.
     ///
     /// Polls ramp from 20 ms, doubling up to the server's `pollIntervalMs`, and the last
     /// one is timed to be answered before the budget ends. A cancelled operation cancels its

@@ -285,7 +285,7 @@ pub enum Error {
     /// task goes on, the operation does not. [`Error::task`] hands the task back, to look at
     /// again under a new budget or to cancel.
     #[error(
-        "The {budget} operation budget for MCP server \"{server}\" ran out while its task \"{}\" was {}; the task goes on on the server: look at it again under a new budget, or cancel it",
+        "The {budget} operation budget for MCP server \"{server}\" ran out while its task \"{}\" was {}; the task keeps running on the server: look at it again under a new budget, or cancel it",
         task.task_id,
         task.status
     )]

@@ -148,7 +148,7 @@ fn a_budget_spent_while_the_task_runs_hands_the_task_back_and_polls_nothing_afte
     assert_eq!(handle.server, "mcp.example.test:8080");
     let text = err.to_string();
     assert!(
-        text.contains(TASK) && text.contains("goes on on the server"),
+        text.contains(TASK) && text.contains("keeps running on the server"),
         "{text}"
     );
 
