@@ -162,21 +162,17 @@ pub(crate) fn read_created(
     era: TaskEra,
 ) -> Result<TaskState, String> {
     match era {
-        TaskEra::Modern => read_task(result, era),
+        TaskEra::Modern => read_polled(result, era),
         TaskEra::Legacy => match result.remove("task") {
-            Some(Value::Object(task)) => read_task(task, era),
+            Some(Value::Object(task)) => read_polled(task, era),
             _ => Err("the created task has no \"task\" object".to_owned()),
         },
     }
 }
 
-/// Reads one poll's answer (a `tasks/get` result), in the shape of `era`.
-pub(crate) fn read_polled(result: Map<String, Value>, era: TaskEra) -> Result<TaskState, String> {
-    read_task(result, era)
-}
-
-/// Reads the fields of a task (in the legacy era, the fields of its `task` object).
-fn read_task(mut task: Map<String, Value>, era: TaskEra) -> Result<TaskState, String> {
+/// Reads one poll's answer (a `tasks/get` result) in the shape of `era`: the fields of a
+/// task (in the legacy era, also those of a created task's `task` object).
+pub(crate) fn read_polled(mut task: Map<String, Value>, era: TaskEra) -> Result<TaskState, String> {
     let id = match task.remove("taskId") {
         Some(Value::String(id)) if !id.is_empty() => id,
         Some(Value::String(_)) => return Err("the task's \"taskId\" is empty".to_owned()),
@@ -245,46 +241,31 @@ fn millis(value: Option<&Value>, key: &str) -> Result<Option<Duration>, String> 
     }
 }
 
-/// When the next poll goes out, decided inside the budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Poll {
-    /// At this instant: the server's interval is over, well before the budget ends.
-    At(Instant),
-    /// At this instant, the last one: the interval would end too close to the budget's end,
-    /// so this poll is timed to be answered before it.
-    Last(Instant),
-    /// None: even a poll sent now would not be answered before the budget ends. The task is
-    /// handed back now.
-    None,
-}
-
-/// The interval used when the server suggests none: what the TypeScript and Python SDKs use.
+/// The longest wait between two polls when the server suggests no interval.
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Times the next poll. `now` is when the last answer came, `interval` the server's (or
-/// [`DEFAULT_POLL_INTERVAL`]), `end` the budget's end, `answer_takes` how long a poll takes
-/// to be answered (the last one's round trip).
+/// When the next poll goes out: `now` is when the last answer came, `interval` the wait the
+/// server's interval allows, `end` the budget's end (`None`: beyond what an instant holds),
+/// `answer_takes` how long a poll takes to be answered (the last one's round trip).
 ///
 /// A poll at `now + interval` is kept if its answer can come before `end`. Otherwise the last
-/// poll goes out at `end - answer_takes`, if that is not in the past; else there is none.
-/// A wait never crosses the budget's end, and a poll is never sent that cannot be answered
-/// within what is left of the budget, as far as the last round trip tells.
+/// poll goes out at `end - answer_takes`, if that is not in the past; else there is none
+/// (`None`: the task is handed back now). A wait never crosses the budget's end, and a poll is
+/// never sent that cannot be answered within what is left, as far as the last round trip tells.
 pub(crate) fn next_poll(
     now: Instant,
     interval: Duration,
-    end: Instant,
+    end: Option<Instant>,
     answer_takes: Duration,
-) -> Poll {
-    let Some(latest) = end.checked_sub(answer_takes) else {
-        return Poll::None;
+) -> Option<Instant> {
+    let at = now.checked_add(interval);
+    let Some(end) = end else {
+        return Some(at.unwrap_or(now));
     };
-    if latest < now {
-        return Poll::None;
-    }
-    match now.checked_add(interval) {
-        Some(at) if at <= latest => Poll::At(at),
-        _ => Poll::Last(latest),
-    }
+    let latest = end
+        .checked_sub(answer_takes)
+        .filter(|&latest| latest >= now)?;
+    Some(at.map_or(latest, |at| at.min(latest)))
 }
 
 #[cfg(test)]
@@ -448,29 +429,31 @@ mod tests {
         let ms = Duration::from_millis;
         let end = t0 + s(20);
         // Plenty of budget: the server's interval.
-        assert_eq!(next_poll(t0, s(5), end, ms(10)), Poll::At(t0 + s(5)));
+        assert_eq!(next_poll(t0, s(5), Some(end), ms(10)), Some(t0 + s(5)));
         // The interval would end within a round trip of the end: the last poll is timed to be
         // answered before it.
         assert_eq!(
-            next_poll(t0 + s(15), s(5), end, ms(10)),
-            Poll::Last(end - ms(10))
+            next_poll(t0 + s(15), s(5), Some(end), ms(10)),
+            Some(end - ms(10))
         );
         assert_eq!(
-            next_poll(t0 + s(18), s(5), end, ms(10)),
-            Poll::Last(end - ms(10))
+            next_poll(t0 + s(18), s(5), Some(end), ms(10)),
+            Some(end - ms(10))
         );
         // Exactly at the latest instant: still a poll, the last.
         assert_eq!(
-            next_poll(end - ms(10), s(5), end, ms(10)),
-            Poll::Last(end - ms(10))
+            next_poll(end - ms(10), s(5), Some(end), ms(10)),
+            Some(end - ms(10))
         );
         // Less left than a round trip: no poll at all.
-        assert_eq!(next_poll(end - ms(9), s(5), end, ms(10)), Poll::None);
-        assert_eq!(next_poll(end, s(5), end, ms(10)), Poll::None);
+        assert_eq!(next_poll(end - ms(9), s(5), Some(end), ms(10)), None);
+        assert_eq!(next_poll(end, s(5), Some(end), ms(10)), None);
         // A round trip longer than the whole budget.
-        assert_eq!(next_poll(t0, s(1), end, s(30)), Poll::None);
+        assert_eq!(next_poll(t0, s(1), Some(end), s(30)), None);
         // An interval of zero polls at once.
-        assert_eq!(next_poll(t0, Duration::ZERO, end, ms(10)), Poll::At(t0));
+        assert_eq!(next_poll(t0, Duration::ZERO, Some(end), ms(10)), Some(t0));
+        // A budget whose end no instant holds: the interval alone.
+        assert_eq!(next_poll(t0, s(5), None, ms(10)), Some(t0 + s(5)));
     }
 
     #[test]

@@ -116,78 +116,59 @@ fn a_call_that_becomes_a_task_is_polled_inside_the_budget_until_it_completes() {
     );
 }
 
-#[test]
-fn a_budget_spent_while_the_task_runs_hands_the_task_back_and_polls_nothing_after_it() {
-    let clock = ManualClock::new();
-    let config = modern().with_budget(Budget::from_secs(2));
-    let mut session = Session::new(config);
-    let t0 = clock.now();
-    let op = session.call_tool("slow", Map::new(), t0);
-    let run = drive(
-        &mut session,
-        op,
-        &clock,
-        &[0.01; 64],
-        |kind, _| match kind {
-            LegKind::CallTool => created(500),
-            _ => working(500),
-        },
-    );
-    let err = run.result.clone().unwrap_err();
-    assert!(matches!(err, Error::TaskRunning { .. }), "{err:?}");
-    assert_eq!(err.fault(), Fault::Budget);
-    let handle = err.task().unwrap();
-    assert_eq!(handle.task_id, TASK);
-    assert_eq!(handle.era, TaskEra::Modern);
-    assert_eq!(handle.status, TaskStatus::Working);
-    assert_eq!(
-        handle.status_message.as_deref(),
-        Some("the task is working")
-    );
-    assert_eq!(handle.ttl, Some(Duration::from_secs(900)));
-    assert_eq!(handle.server, "mcp.example.test:8080");
-    let text = err.to_string();
-    assert!(
-        text.contains(TASK) && text.contains("keeps running on the server"),
-        "{text}"
-    );
-
-    // The last poll was timed to be answered before the end (its answer takes 10 ms), and
-    // nothing went out after it; the operation ended inside its budget.
-    let end = t0 + Duration::from_secs(2);
-    let last = run.legs.last().unwrap();
-    assert_eq!(last.sent_at, end - ms(10), "{:?}", run.methods());
-    assert!(run.elapsed <= Duration::from_secs(2), "{:?}", run.elapsed);
-    // The waits between polls never exceeded the server's interval.
-    for pair in run.legs.windows(2) {
-        assert!(pair[1].sent_at - pair[0].sent_at <= ms(510));
-    }
-}
-
-#[test]
-fn the_last_poll_is_timed_by_the_round_trip_not_by_the_resolution() {
-    // At the default resolution (one second) the last poll still goes out a round trip
-    // before the end, not a second before it.
+/// A 2 s budget at `resolution` on a task that never ends, each answer taking 10 ms: the run,
+/// and when it started.
+fn never_done(resolution: Resolution) -> (support::Run, std::time::Instant) {
     let clock = ManualClock::new();
     let config = modern()
-        .with_resolution(Resolution::SECOND)
+        .with_resolution(resolution)
         .with_budget(Budget::from_secs(2));
     let mut session = Session::new(config);
     let t0 = clock.now();
     let op = session.call_tool("slow", Map::new(), t0);
-    let run = drive(
-        &mut session,
-        op,
-        &clock,
-        &[0.01; 64],
-        |kind, _| match kind {
-            LegKind::CallTool => created(500),
-            _ => working(500),
-        },
-    );
-    assert!(matches!(run.result, Err(Error::TaskRunning { .. })));
-    let last = run.legs.last().unwrap();
-    assert_eq!(last.sent_at - t0, Duration::from_secs(2) - ms(10));
+    let answers = |kind, _| match kind {
+        LegKind::CallTool => created(500),
+        _ => working(500),
+    };
+    (drive(&mut session, op, &clock, &[0.01; 64], answers), t0)
+}
+
+#[test]
+fn a_budget_spent_while_the_task_runs_hands_the_task_back_and_polls_nothing_after_it() {
+    // At either resolution: at one second, the last poll still goes out a round trip before
+    // the end, not a second before it.
+    for resolution in [Resolution::MILLISECOND, Resolution::SECOND] {
+        let (run, t0) = never_done(resolution);
+        let err = run.result.clone().unwrap_err();
+        assert!(matches!(err, Error::TaskRunning { .. }), "{err:?}");
+        assert_eq!(err.fault(), Fault::Budget);
+        let handle = err.task().unwrap();
+        assert_eq!(handle.task_id, TASK);
+        assert_eq!(handle.era, TaskEra::Modern);
+        assert_eq!(handle.status, TaskStatus::Working);
+        assert_eq!(
+            handle.status_message.as_deref(),
+            Some("the task is working")
+        );
+        assert_eq!(handle.ttl, Some(Duration::from_secs(900)));
+        assert_eq!(handle.server, "mcp.example.test:8080");
+        let text = err.to_string();
+        assert!(
+            text.contains(TASK) && text.contains("keeps running on the server"),
+            "{text}"
+        );
+
+        // The last poll was timed to be answered before the end (its answer takes 10 ms), and
+        // nothing went out after it; the operation ended inside its budget.
+        let end = t0 + Duration::from_secs(2);
+        let last = run.legs.last().unwrap();
+        assert_eq!(last.sent_at, end - ms(10), "{:?}", run.methods());
+        assert!(run.elapsed <= Duration::from_secs(2), "{:?}", run.elapsed);
+        // The waits between polls never exceeded the server's interval.
+        for pair in run.legs.windows(2) {
+            assert!(pair[1].sent_at - pair[0].sent_at <= ms(510));
+        }
+    }
 }
 
 #[test]

@@ -228,8 +228,8 @@ impl Grants {
             }
             (Leg(LegKind::Resume | LegKind::Respond), Err(_)) => Err(Refusal::AwaitedLate),
             (Leg(LegKind::Shutdown | LegKind::Terminate), Err(_)) => Err(Refusal::KillInstead),
-            (who, Err(spent)) => Err(Refusal::Spent {
-                budget: Budget::from_duration(spent.total),
+            (who, Err(_)) => Err(Refusal::Spent {
+                budget: self.budget(),
                 method: who.method(),
                 leg: self.sent + 1,
             }),

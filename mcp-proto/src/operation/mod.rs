@@ -256,8 +256,9 @@ impl Operation {
             }
             // No poll could be answered inside the budget any more: the task is handed back.
             Hold::HandBack => {
-                let running = self.answering.task.hand_back(None, self.grants.budget());
-                self.fail(LegKind::TaskGet.request_name(), running);
+                if let Some(running) = self.answering.task.running(self.grants.budget()) {
+                    self.fail(LegKind::TaskGet.request_name(), running);
+                }
                 return None;
             }
             Hold::No | Hold::Poll => {}
@@ -580,10 +581,7 @@ impl Operation {
 
     /// Ends the operation with `failure`, about the request `method`.
     fn fail(&mut self, method: &'static str, failure: Failure) {
-        let failure = self
-            .answering
-            .task
-            .hand_back(Some(failure), self.grants.budget());
+        let failure = self.answering.task.hand_back(failure, self.grants.budget());
         let error = failure.into_error(self.session.config().label().to_owned(), method);
         self.finish(Err(error));
     }

@@ -25,7 +25,7 @@ use super::legs::InFlight;
 use super::types::{Event, Outcome};
 use crate::deadline::Budget;
 use crate::model::CallToolResult;
-use crate::task::{self, DEFAULT_POLL_INTERVAL, Poll, TaskEra, TaskPayload, TaskState};
+use crate::task::{self, DEFAULT_POLL_INTERVAL, TaskEra, TaskPayload, TaskState};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// The shortest wait between two polls, and the first one.
@@ -230,34 +230,27 @@ impl Tasking {
     }
 
     /// `failure` as the operation ends with it: a budget spent (or a poll that ran out with
-    /// it) while the task runs hands the task back ([`Failure::TaskRunning`]), and so does
-    /// no failure at all (`None`: no poll could be answered inside the budget any more). Any
-    /// other failure is kept as it is.
-    pub(super) fn hand_back(&mut self, failure: Option<Failure>, budget: Budget) -> Failure {
+    /// it) while the task runs hands the task back ([`Failure::TaskRunning`]); any other
+    /// failure is kept as it is.
+    pub(super) fn hand_back(&mut self, failure: Failure, budget: Budget) -> Failure {
         let spent = matches!(
             failure,
-            None | Some(
-                Failure::Spent { .. }
-                    | Failure::TimedOut(_)
-                    | Failure::Transport { error: None, .. }
-            )
+            Failure::Spent { .. } | Failure::TimedOut(_) | Failure::Transport { error: None, .. }
         );
-        match (self.live.take(), failure) {
-            (Some(live), _) if spent => Failure::TaskRunning {
-                task: Box::new(live.task),
-                era: live.era,
-                budget,
-            },
-            (live, Some(failure)) => {
-                self.live = live;
-                failure
-            }
-            // Handed back without a task: nothing the operation can do but say it ran out.
-            (live, None) => {
-                self.live = live;
-                Failure::TimedOut(Duration::ZERO)
-            }
+        match spent.then(|| self.running(budget)).flatten() {
+            Some(running) => running,
+            None => failure,
         }
+    }
+
+    /// The task handed back as the operation's failure, if one runs (it is forgotten here).
+    pub(super) fn running(&mut self, budget: Budget) -> Option<Failure> {
+        let live = self.live.take()?;
+        Some(Failure::TaskRunning {
+            task: Box::new(live.task),
+            era: live.era,
+            budget,
+        })
     }
 
     /// Times the next poll after an answer at `when`.
@@ -270,12 +263,9 @@ impl Tasking {
             .max(MIN_POLL_WAIT);
         let wait = live.backoff.min(ceiling);
         live.backoff = (live.backoff * 2).min(ceiling);
-        live.next = match when.end {
-            None => Next::At(when.now.checked_add(wait).unwrap_or(when.now)),
-            Some(end) => match task::next_poll(when.now, wait, end, when.answer_takes) {
-                Poll::At(at) | Poll::Last(at) => Next::At(at),
-                Poll::None => Next::HandBack,
-            },
+        live.next = match task::next_poll(when.now, wait, when.end, when.answer_takes) {
+            Some(at) => Next::At(at),
+            None => Next::HandBack,
         };
     }
 }
