@@ -1,5 +1,7 @@
 //! `mcp-call`'s credentials file: registrations and tokens kept between runs, keyed by issuer
-//! (and tokens by resource), as `mcp_auth` keeps them in memory.
+//! (and tokens by resource), as `mcp_auth` keeps them in memory; and the tasks a server still
+//! runs for this client, keyed by the server's URL, so that `mcp-call task <ID>` can look again
+//! under a new budget.
 //!
 //! One JSON file, written whole on every change through a temporary file renamed over it,
 //! mode 0600 in a directory of mode 0700 (on Unix). Token lifetimes are kept as Unix times
@@ -18,6 +20,7 @@ use mcp_proto::mcp_auth::{
     AccessToken, ClientCredentials, ClientSource, CredentialStore, Secret, TokenEndpointAuth,
     TokenSet,
 };
+use mcp_proto::{TaskEra, TaskHandle};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -26,6 +29,30 @@ use url::Url;
 struct File {
     #[serde(default)]
     issuers: BTreeMap<String, Issuer>,
+    /// The tasks handed back, by server URL, then task id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    tasks: BTreeMap<String, BTreeMap<String, Task>>,
+}
+
+/// A task a server runs, as the last look at it left it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Task {
+    /// `modern` or `legacy`: how it is polled.
+    era: String,
+    /// Seconds since the Unix epoch after which the server forgets it (its TTL from the last
+    /// look), if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<u64>,
+}
+
+/// The era a stored task was created in, by its word in the file (`None`: a word this version
+/// does not know, which is no task it can poll).
+fn era_of(word: &str) -> Option<TaskEra> {
+    match word {
+        "modern" => Some(TaskEra::Modern),
+        "legacy" => Some(TaskEra::Legacy),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -152,9 +179,7 @@ impl FileStore {
     /// The stored token for the server at `url` that has not expired: one whose resource is
     /// the URL or a parent of it. For presenting before the server asks.
     pub(crate) fn token_for(&self, url: &str) -> Option<AccessToken> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = unix_now();
         self.with(|file| {
             file.issuers.iter().find_map(|(issuer, entry)| {
                 entry.tokens.iter().find_map(|(resource, tokens)| {
@@ -167,6 +192,55 @@ impl FileStore {
             let tokens = self.tokens(&issuer, &resource)?;
             Some(AccessToken::from_store(&tokens, &issuer, &resource))
         })
+    }
+
+    /// Keeps `task`, which the server at `url` still runs, for a later look; tasks of that
+    /// server whose TTL has passed are forgotten on the way.
+    pub(crate) fn remember_task(&self, url: &str, task: &TaskHandle) {
+        let now = unix_now();
+        let era = match task.era {
+            TaskEra::Legacy => "legacy",
+            _ => "modern",
+        };
+        let expires_at = task.ttl.map(|ttl| now.saturating_add(ttl.as_secs()));
+        self.with(|file| {
+            let tasks = file.tasks.entry(url.to_owned()).or_default();
+            tasks.retain(|_, kept| kept.expires_at.is_none_or(|at| at > now));
+            let era = era.to_owned();
+            tasks.insert(task.task_id.clone(), Task { era, expires_at });
+        });
+        self.persist();
+    }
+
+    /// The era of the task `id` kept for the server at `url`, if it is kept and its TTL has
+    /// not passed.
+    pub(crate) fn task_era(&self, url: &str, id: &str) -> Option<TaskEra> {
+        let now = unix_now();
+        self.with(|file| {
+            let task = file.tasks.get(url)?.get(id)?;
+            if task.expires_at.is_some_and(|at| at <= now) {
+                return None;
+            }
+            era_of(&task.era)
+        })
+    }
+
+    /// Forgets the task `id` of the server at `url` (it is over, or the server knows it no
+    /// more).
+    pub(crate) fn forget_task(&self, url: &str, id: &str) {
+        let forgotten = self.with(|file| {
+            let Some(tasks) = file.tasks.get_mut(url) else {
+                return false;
+            };
+            let forgotten = tasks.remove(id).is_some();
+            if tasks.is_empty() {
+                file.tasks.remove(url);
+            }
+            forgotten
+        });
+        if forgotten {
+            self.persist();
+        }
     }
 
     /// Forgets every token for the server at `url`; answers how many sets were dropped.
@@ -185,6 +259,13 @@ impl FileStore {
         }
         dropped
     }
+}
+
+/// The time of day as a Unix time, in seconds.
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Whether tokens for `resource` serve the server at `url`: the same URL, or one on the same
@@ -426,6 +507,46 @@ mod tests {
             last.tokens("https://as.example", "https://mcp.example/mcp")
                 .is_none()
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_handed_back_task_is_kept_beside_the_tokens_until_it_is_over_or_expired() {
+        let dir = std::env::temp_dir().join(format!("mcp-call-store3-{}", std::process::id()));
+        let path = dir.join("credentials.json");
+        let store = FileStore::open(&path).unwrap();
+        store.save_tokens(
+            "https://as.example",
+            "https://mcp.example/mcp",
+            tokens(None),
+        );
+        let handle = |id: &str, era, ttl| TaskHandle {
+            server: "mcp.example".into(),
+            task_id: id.into(),
+            era,
+            ttl,
+            status: mcp_proto::TaskStatus::Working,
+            status_message: None,
+        };
+        let url = "https://mcp.example/mcp";
+        store.remember_task(url, &handle("t-1", TaskEra::Modern, None));
+        store.remember_task(
+            url,
+            &handle("t-2", TaskEra::Legacy, Some(Duration::from_secs(60))),
+        );
+        // An expired one (a TTL of zero) is not offered.
+        store.remember_task(url, &handle("t-3", TaskEra::Modern, Some(Duration::ZERO)));
+        let again = FileStore::open(&path).unwrap();
+        assert_eq!(again.task_era(url, "t-1"), Some(TaskEra::Modern));
+        assert_eq!(again.task_era(url, "t-2"), Some(TaskEra::Legacy));
+        assert_eq!(again.task_era(url, "t-3"), None);
+        assert_eq!(again.task_era("https://other.example/mcp", "t-1"), None);
+        again.forget_task(url, "t-1");
+        let last = FileStore::open(&path).unwrap();
+        assert_eq!(last.task_era(url, "t-1"), None);
+        assert_eq!(last.task_era(url, "t-2"), Some(TaskEra::Legacy));
+        // The tokens beside them are untouched.
+        assert!(last.token_for(url).is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

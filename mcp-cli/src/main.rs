@@ -171,6 +171,16 @@ enum Command {
         #[arg(default_value = "{}", value_parser = parse_arguments)]
         args: Map<String, Value>,
     },
+    /// Looks again at a task the server still runs (one a call handed back when its budget
+    /// ran out, `task: <ID>`): polls it under a new budget and prints the call's result as
+    /// `call` does, or with --cancel asks the server to cancel it.
+    Task {
+        /// The task's id, as `task: <ID>` named it.
+        id: String,
+        /// Cancel the task (`tasks/cancel`) instead of waiting for its result.
+        #[arg(long)]
+        cancel: bool,
+    },
     /// Lists the entries of --config: name, transport (http or stdio) and URL or command.
     Servers,
     /// Authorizes with the server's OAuth authorization server: prints `authorize: <URL>`
@@ -209,8 +219,10 @@ enum Protocol {
 }
 
 impl Command {
-    /// The operation the command runs (`None` for a command that asks no server).
-    fn action(&self) -> Option<Action> {
+    /// The operation the command runs (`None` for a command that asks no server); a task's
+    /// is looked up in `era` (the era it was created in, from the credentials file, else the
+    /// one --protocol speaks).
+    fn action(&self, era: impl FnOnce(&str) -> mcp_proto::TaskEra) -> Option<Action> {
         Some(match self {
             Self::Ping | Self::Login => Action::Probe,
             Self::Tools => Action::List(ListKind::Tools),
@@ -226,6 +238,13 @@ impl Command {
                 name: name.clone(),
                 arguments: args.clone(),
             },
+            Self::Task { id, cancel } => {
+                let task = mcp_proto::TaskHandle::new("", id.as_str(), era(id));
+                match cancel {
+                    true => Action::CancelTask(task),
+                    false => Action::ResumeTask(task),
+                }
+            }
             Self::Completions { .. } | Self::Servers | Self::Logout => return None,
         })
     }
@@ -437,6 +456,9 @@ fn checked(cli: &Cli, target: Option<Target>) -> Result<Option<Target>, String> 
         Some(Target::Stdio(_)) if !cli.headers.is_empty() => {
             Err("--header applies to HTTP servers, not to a local (stdio) one".to_owned())
         }
+        Some(Target::Stdio(_)) if matches!(cli.command, Command::Task { .. }) => {
+            Err("task applies to HTTP servers: a local (stdio) server's tasks end with its process, and this one is started anew".to_owned())
+        }
         Some(Target::Stdio(_)) if matches!(cli.command, Command::Login | Command::Logout) => {
             Err("login and logout apply to HTTP servers: a local (stdio) server takes its credentials from its environment (--env)".to_owned())
         }
@@ -509,8 +531,8 @@ fn run(cli: Cli) -> u8 {
         Some(auth) => config.with_oauth(auth.oauth.clone()),
         None => config,
     };
-    let interactive =
-        std::io::stderr().is_terminal() && matches!(cli.command, Command::Call { .. });
+    let interactive = std::io::stderr().is_terminal()
+        && matches!(cli.command, Command::Call { .. } | Command::Task { .. });
     // The spinner shows the server's progress, and --trace prints it: ask for it then (a
     // progress notification never extends the budget).
     let config = config.with_progress(interactive || cli.trace);
@@ -540,6 +562,10 @@ fn run(cli: Cli) -> u8 {
             return code::USAGE;
         }
     };
+    // Tasks handed back are kept beside the credentials, for `task <ID>` to look again.
+    let tasks = auth
+        .as_ref()
+        .map(|auth| (auth.store.clone(), auth.url.clone()));
     if let Some(auth) = auth {
         if let Some(loopback) = auth.loopback {
             client.set_authorizer(loopback);
@@ -558,8 +584,35 @@ fn run(cli: Cli) -> u8 {
     let mut failed = 0;
     let mut latencies = Vec::new();
     let started = Instant::now();
-    let Some(mut action) = cli.command.action() else {
+    let era_of = |id: &str| {
+        let kept = tasks
+            .as_ref()
+            .and_then(|(store, url)| store.task_era(url, id));
+        kept.unwrap_or(match cli.protocol {
+            Protocol::Pin(version) if !version.is_modern() => mcp_proto::TaskEra::Legacy,
+            _ => mcp_proto::TaskEra::Modern,
+        })
+    };
+    let Some(mut action) = cli.command.action(era_of) else {
         return code::OK;
+    };
+    // What the run learns of a task: one still running is kept, one that is over forgotten.
+    let looked_at = match &action {
+        Action::ResumeTask(task) | Action::CancelTask(task) => Some(task.task_id.clone()),
+        _ => None,
+    };
+    let keep_task = |outcome: &Result<Outcome, Error>| {
+        let Some((store, url)) = &tasks else { return };
+        match (outcome, &looked_at) {
+            (Err(err), _) if err.task().is_some() => {
+                store.remember_task(url, err.task().unwrap_or_else(|| unreachable!()));
+            }
+            // The server answered about it: it is over, cancelled, or unknown to the server.
+            (Ok(_) | Err(Error::TaskCancelled { .. } | Error::JsonRpc { .. }), Some(id)) => {
+                store.forget_task(url, id);
+            }
+            _ => {}
+        }
     };
     // `--arg` pairs are typed from the tool's schema: one listing first, an operation of its
     // own. A failure there ends the run (and the session still ends tidily below).
@@ -604,6 +657,7 @@ fn run(cli: Cli) -> u8 {
                           outcome: Result<Outcome, mcp_proto::Error>| {
         latencies.push(latency);
         last_deadline = Some(deadline);
+        keep_task(&outcome);
         match outcome.map(|outcome| print_outcome(outcome, cli.json)) {
             Ok(code) => {
                 status = status.max(code);
@@ -933,6 +987,13 @@ fn print_outcome(outcome: Outcome, json: bool) -> u8 {
         Outcome::Prompt(prompt) => println!("{}", prompt.text()),
         Outcome::Call(result) => return print_call(&result, json),
         Outcome::Probe(info) => return print_probe(&info, json),
+        Outcome::TaskCancelRequested(id) if json => {
+            println!(
+                "{}",
+                serde_json::json!({"task": {"id": id, "cancel": "requested"}})
+            );
+        }
+        Outcome::TaskCancelRequested(id) => println!("cancel requested: {id}"),
         // Not an outcome of any command (close): nothing to print.
         _ => {}
     }

@@ -41,7 +41,7 @@ pub mod proto {
     pub use mcp_proto::{
         Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Observer,
         OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource, ResourceTemplate,
-        SessionConfig, SessionInfo, Tool, mcp_auth,
+        SessionConfig, SessionInfo, TaskHandle, Tool, mcp_auth,
     };
     pub use serde_json;
 }

@@ -266,7 +266,8 @@ action_results! {
 /// Writes the public methods both drivers' `Client`s have, once: `new`, `connect`, `session`,
 /// `set_token`, `set_observer`, `set_authorizer`, `cancel_handle`, the typed operations
 /// (`probe`, `list_tools`, `list_resources`, `list_resource_templates`, `list_prompts`,
-/// `read_resource`, `get_prompt`, `call_tool`, `close`, `close_within`), `open_deadline`,
+/// `read_resource`, `get_prompt`, `call_tool`, `resume_task`, `cancel_task`, `close`,
+/// `close_within`), `open_deadline`,
 /// `run`, `run_within`, and `Debug`. See the [module docs](crate::shell) for why a macro.
 ///
 /// The driver writes the rest: the struct, `with_network`, `Clone`, and a private
@@ -437,6 +438,26 @@ macro_rules! client_shell {
                     arguments: $crate::proto::serde_json::Map<String, $crate::proto::serde_json::Value>,
                 ) -> $crate::proto::CallToolResult =
                     $crate::proto::Action::CallTool { name: name.to_owned(), arguments };
+
+                /// Polls `task` (handed back by an earlier call whose budget ran out:
+                /// [`Error::TaskRunning`](mcp_proto::Error::TaskRunning)) with `tasks/get`
+                /// under the configured budget until it is done, and returns the call's
+                /// result. When this budget runs out too, the task is handed back again
+                /// (with its newest status). The polls speak the task's era.
+                fn resume_task(task: &$crate::proto::TaskHandle) -> $crate::proto::CallToolResult =
+                    $crate::proto::Action::ResumeTask(task.clone());
+            }
+
+            /// Asks the server to cancel `task` (one `tasks/cancel`, under the configured
+            /// budget). `Ok` once the server acknowledged it: cancelling is cooperative, and
+            /// the task may still end otherwise (a later look says how).
+            ///
+            /// # Errors
+            /// Whatever ends the operation, as [`mcp_proto::Error`] says (a JSON-RPC error
+            /// when the server knows no such task).
+            pub $($async)* fn cancel_task(&self, task: &$crate::proto::TaskHandle) -> Result<(), $crate::proto::Error> {
+                let cancel = $crate::proto::Action::CancelTask(task.clone());
+                self.operate(cancel, None)$($await)*.map(|_| ())
             }
 
             /// Ends the session on the server (a `DELETE`, under the session's close budget:

@@ -74,6 +74,25 @@ impl Session {
         self.start(action, self.default_deadline(now))
     }
 
+    /// Starts polling `task` (a handle an earlier operation handed back with
+    /// [`Error::TaskRunning`](crate::Error::TaskRunning)) under the configured budget, until
+    /// it is done: the call's result, or the task handed back again when this budget runs out
+    /// too. The polls speak the task's era, and declare the tasks extension whatever
+    /// [`SessionConfig::with_tasks`](crate::SessionConfig::with_tasks) says.
+    ///
+    /// The handle must come from a session to the same server: the task id means nothing to
+    /// another one (it answers with an error).
+    pub fn resume_task(&mut self, task: crate::TaskHandle, now: Instant) -> Operation {
+        self.start(Action::ResumeTask(task), self.default_deadline(now))
+    }
+
+    /// Starts a `tasks/cancel` of `task` under the configured budget. The server's
+    /// acknowledgement ends it ([`Outcome::TaskCancelRequested`](crate::Outcome)); cancelling
+    /// is cooperative, so the task may still end otherwise.
+    pub fn cancel_task(&mut self, task: crate::TaskHandle, now: Instant) -> Operation {
+        self.start(Action::CancelTask(task), self.default_deadline(now))
+    }
+
     /// Ends the session on the server: a DELETE with the session header, under a small
     /// budget of its own (the configured budget, at most
     /// [`CLOSE_BUDGET_CAP`](crate::SessionConfig::CLOSE_BUDGET_CAP)). A 405 (the server does

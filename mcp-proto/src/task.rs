@@ -102,6 +102,22 @@ pub struct TaskHandle {
     pub status_message: Option<String>,
 }
 
+impl TaskHandle {
+    /// The handle of the task `task_id` on `server` (its label), created in `era`, for a
+    /// caller that kept only the id: its status is taken as working, its TTL as unknown, until
+    /// a look at it says otherwise.
+    pub fn new(server: impl Into<String>, task_id: impl Into<String>, era: TaskEra) -> Self {
+        Self {
+            server: server.into(),
+            task_id: task_id.into(),
+            era,
+            ttl: None,
+            status: TaskStatus::Working,
+            status_message: None,
+        }
+    }
+}
+
 /// What the server said of a task in one answer: a task just created, or one poll of it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TaskState {

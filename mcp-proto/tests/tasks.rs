@@ -222,7 +222,7 @@ fn a_failed_task_is_the_server_s_error_and_a_cancelled_one_its_own() {
                 (code, message.as_str()),
                 (-32603, "API rate limit exceeded")
             );
-            assert_eq!(method, "tasks/get");
+            assert_eq!(method, "tasks/get", "the poll that found it failed");
         }
         other => panic!("{other:?}"),
     }
@@ -234,8 +234,12 @@ fn a_failed_task_is_the_server_s_error_and_a_cancelled_one_its_own() {
     });
     let err = run.result.unwrap_err();
     assert!(
-        matches!(&err, Error::TaskCancelled { task_id, message: Some(m), .. } if task_id == TASK && m == "the task is cancelled"),
+        matches!(&err, Error::TaskCancelled { task_id, message: Some(m), method, .. } if task_id == TASK && m == "the task is cancelled" && *method == "tools/call"),
         "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("of the tools/call request"),
+        "{err}"
     );
     assert_eq!(err.fault(), Fault::Server);
 }
@@ -308,7 +312,7 @@ fn a_cancelled_call_cancels_its_task_on_the_server() {
     let Output::Transmit(cancel) = next(&mut op, &mut session) else {
         panic!("the task's cancel goes out")
     };
-    assert_eq!(cancel.kind, LegKind::TaskCancel);
+    assert_eq!(cancel.kind, LegKind::TaskCancelNotice);
     assert_eq!(cancel.timeout, mcp_proto::CANCEL_NOTICE_GRANT);
     let sent: Value = serde_json::from_slice(cancel.request.body()).unwrap();
     assert_eq!(
@@ -325,4 +329,96 @@ fn a_cancelled_call_cancels_its_task_on_the_server() {
         next(&mut op, &mut session),
         Output::Done(Err(Error::Cancelled { .. }))
     ));
+}
+
+/// The handle a 2 s budget handed back on a task that never ended.
+fn handed_back() -> mcp_proto::TaskHandle {
+    let (run, _) = never_done(Resolution::MILLISECOND);
+    run.result.unwrap_err().task().unwrap().clone()
+}
+
+#[test]
+fn a_handed_back_task_is_resumed_under_a_new_budget_until_it_completes() {
+    let handle = handed_back();
+    // A new session, even one that does not ask for tasks: the polls declare the extension
+    // (the server refuses them otherwise), and no call is made again.
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern().with_tasks(false));
+    let t0 = clock.now();
+    let op = session.resume_task(handle, t0);
+    let run = drive(&mut session, op, &clock, &[0.01; 8], |kind, leg| {
+        match (kind, leg) {
+            (LegKind::TaskGet, 1) => working(50),
+            (LegKind::TaskGet, _) => completed(),
+            _ => unreachable!("{kind:?}"),
+        }
+    });
+    let call = run.result.clone().unwrap().into_call().unwrap();
+    assert_eq!(call.text(), "slept 2.0");
+    assert_eq!(run.methods(), ["tasks/get", "tasks/get"]);
+    for poll in &run.legs {
+        assert_eq!(poll.body["params"]["taskId"], TASK);
+        assert_eq!(poll.request.headers()["mcp-name"], TASK);
+        assert_eq!(
+            poll.body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"],
+            json!({"io.modelcontextprotocol/tasks": {}})
+        );
+    }
+    // The first poll goes out at once; the next one after the ramp's first 20 ms.
+    let sent: Vec<Duration> = run.legs.iter().map(|leg| leg.sent_at - t0).collect();
+    assert_eq!(sent, [ms(0), ms(30)]);
+    let budget = Budget::DEFAULT.as_duration();
+    assert_eq!(run.legs[0].grant, budget, "the new budget, whole");
+}
+
+#[test]
+fn a_resumed_task_that_outlives_its_budget_too_is_handed_back_again_with_its_news() {
+    let handle = handed_back();
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern().with_budget(Budget::from_secs(1)));
+    let t0 = clock.now();
+    let op = session.resume_task(handle, t0);
+    let run = drive(&mut session, op, &clock, &[0.01; 64], |_, _| {
+        let mut news = task("complete", "working", 200);
+        news["statusMessage"] = json!("page 3 of 9");
+        Answer::Result(news)
+    });
+    let err = run.result.unwrap_err();
+    let again = err.task().unwrap();
+    assert_eq!(again.task_id, TASK);
+    assert_eq!(again.status_message.as_deref(), Some("page 3 of 9"));
+    assert!(run.elapsed <= Duration::from_secs(1), "{:?}", run.elapsed);
+    let last = run.legs.last().unwrap();
+    assert!(last.sent_at + ms(10) <= t0 + Duration::from_secs(1));
+}
+
+#[test]
+fn a_task_is_cancelled_by_its_handle_and_the_acknowledgement_ends_the_operation() {
+    let handle = handed_back();
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern().with_tasks(false));
+    let op = session.cancel_task(handle.clone(), clock.now());
+    let run = drive(&mut session, op, &clock, &[0.01], |kind, _| {
+        assert_eq!(kind, LegKind::TaskCancel);
+        Answer::Result(json!({"resultType": "complete"}))
+    });
+    assert_eq!(
+        run.result.clone().unwrap(),
+        mcp_proto::Outcome::TaskCancelRequested(TASK.to_owned())
+    );
+    assert_eq!(run.methods(), ["tasks/cancel"]);
+    let cancel = &run.legs[0];
+    assert_eq!(cancel.body["params"]["taskId"], TASK);
+    assert_eq!(cancel.request.headers()["mcp-name"], TASK);
+    assert_eq!(cancel.request.headers()["mcp-method"], "tasks/cancel");
+
+    // A server that knows no such task says so, and the error names the request.
+    let op = session.cancel_task(handle, clock.now());
+    let run = drive(&mut session, op, &clock, &[0.01], |_, _| {
+        support::refused(-32602, "unknown task", None)
+    });
+    match run.result.unwrap_err() {
+        Error::JsonRpc { code, method, .. } => assert_eq!((code, method), (-32602, "tasks/cancel")),
+        other => panic!("{other:?}"),
+    }
 }

@@ -177,6 +177,8 @@ const ASKED_URLS: [&str; 4] = [
 const WRITTEN_ACCESS: &str = "fuzz-written-access-token-7c1e";
 const WRITTEN_REFRESH: &str = "fuzz-written-refresh-token-9a4d";
 const WRITTEN_SECRET: &str = "fuzz-written-client-secret-3b8f";
+/// The task id a task write keeps or forgets.
+const WRITTEN_TASK: &str = "fuzz-written-task-7c1d";
 
 /// What a file holds, read independently of the store: per issuer, its client's fields and
 /// its token sets' fields (by resource), each as the JSON the file has for it (`null` and
@@ -300,6 +302,10 @@ enum Write {
     ForgetTokens,
     /// Forget every token for the first pair's resource, as `mcp-call logout` does.
     ForgetServer,
+    /// Keep a task handed back (beside the credentials, which it must not touch).
+    RememberTask,
+    /// Forget a task, as a finished `mcp-call task <id>` does.
+    ForgetTask,
 }
 
 fn written_tokens() -> TokenSet {
@@ -338,13 +344,15 @@ fn written_client() -> ClientCredentials {
 /// field for field; the file stays private (mode 0600 on Unix).
 pub fn credentials(data: &[u8]) {
     let mut bytes = Bytes::new(data);
-    let write = match bytes.byte() % 6 {
+    let write = match bytes.byte() % 8 {
         0 => Write::NewTokens,
         1 => Write::ReplaceTokens,
         2 => Write::NewClient,
         3 => Write::ReplaceClient,
         4 => Write::ForgetTokens,
-        _ => Write::ForgetServer,
+        5 => Write::ForgetServer,
+        6 => Write::RememberTask,
+        _ => Write::ForgetTask,
     };
     let file = bytes.rest();
     let scratch = Scratch::new();
@@ -453,6 +461,23 @@ pub fn credentials(data: &[u8]) {
             let url = first_pair.map_or_else(|| NEW_RESOURCE.to_owned(), |(_, resource)| resource);
             store.forget_server(&url);
             touched_resource = Some(url);
+        }
+        Write::RememberTask | Write::ForgetTask => {
+            let url = first_pair.map_or_else(|| NEW_RESOURCE.to_owned(), |(_, resource)| resource);
+            // Whatever the file held of tasks reads without a panic.
+            let _ = store.task_era(&url, WRITTEN_TASK);
+            match write {
+                Write::RememberTask => {
+                    let era = mcp_proto::TaskEra::Legacy;
+                    let task = mcp_proto::TaskHandle::new("fuzzed", WRITTEN_TASK, era);
+                    store.remember_task(&url, &task);
+                    assert_eq!(store.task_era(&url, WRITTEN_TASK), Some(era));
+                }
+                _ => {
+                    store.forget_task(&url, WRITTEN_TASK);
+                    assert_eq!(store.task_era(&url, WRITTEN_TASK), None);
+                }
+            }
         }
     }
     drop(store);

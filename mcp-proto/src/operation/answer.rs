@@ -217,7 +217,10 @@ impl Answering {
             loading: Loading::for_action(action),
             relist: Relist::Never,
             input: InputRounds::default(),
-            task: Tasking::default(),
+            task: match action {
+                Action::ResumeTask(handle) => Tasking::resumed(handle),
+                _ => Tasking::default(),
+            },
         }
     }
 
@@ -317,6 +320,12 @@ impl Answering {
         }
         match answers {
             LegKind::TaskGet => self.task.polled(result, ctx.when, ctx.events).into(),
+            LegKind::TaskCancel => match &ctx.progress.action {
+                Action::CancelTask(task) => {
+                    Meaning::Finish(Outcome::TaskCancelRequested(task.task_id.clone()))
+                }
+                _ => Meaning::More,
+            },
             LegKind::Initialize => match read_initialize(&result, ctx.session_id) {
                 Ok(info) => {
                     ctx.progress.answered(info);

@@ -59,8 +59,12 @@ pub enum LegKind {
     ReadResource,
     /// `prompts/get`.
     GetPrompt,
-    /// `tasks/get`: one look at the task a `tools/call` became, under the same budget.
+    /// `tasks/get`: one look at the task a `tools/call` became (or the task an operation
+    /// resumes), under the operation's budget.
     TaskGet,
+    /// `tasks/cancel` as an operation's own work (the caller cancels a task it was handed
+    /// back): its answer is read, and ends the operation.
+    TaskCancel,
     /// `subscriptions/listen` (modern era), or the session's GET stream (legacy era), read
     /// until the budget or the server ends it.
     Subscribe,
@@ -81,7 +85,7 @@ pub enum LegKind {
     /// `tasks/cancel` after the caller cancelled a call the server runs as a task (never
     /// `notifications/cancelled`: the extension forbids it for a task), under the cancel
     /// notice's grant; the operation's result follows its response's head.
-    TaskCancel,
+    TaskCancelNotice,
     /// A GET opening the session's standalone stream, read beside the other legs (see
     /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
     Listen,
@@ -124,9 +128,9 @@ impl LegKind {
             Self::ReadResource => Some("resources/read"),
             Self::GetPrompt => Some("prompts/get"),
             Self::TaskGet => Some("tasks/get"),
+            Self::TaskCancel | Self::TaskCancelNotice => Some("tasks/cancel"),
             Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
-            Self::TaskCancel => Some("tasks/cancel"),
             Self::Respond
             | Self::Resume
             | Self::Close
@@ -157,6 +161,15 @@ impl LegKind {
                 None => "leg",
             },
         }
+    }
+
+    /// Whether the leg's request is about a task (`params.taskId`; over HTTP in the modern
+    /// era, also the `Mcp-Name` header).
+    pub(crate) const fn is_about_task(self) -> bool {
+        matches!(
+            self,
+            Self::TaskGet | Self::TaskCancel | Self::TaskCancelNotice
+        )
     }
 
     /// What an error about this leg names as its request: the JSON-RPC method, or the HTTP

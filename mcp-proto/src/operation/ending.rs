@@ -109,7 +109,7 @@ impl Ending {
             return After::Leg(LegKind::Kill);
         }
         if self.task_cancel {
-            return After::Leg(LegKind::TaskCancel);
+            return After::Leg(LegKind::TaskCancelNotice);
         }
         if self.notice.is_some() {
             return After::Leg(LegKind::CancelNotice);

@@ -22,6 +22,7 @@ use super::view::View;
 use super::{Action, LegKind};
 use crate::model::{Era, ProtocolVersion};
 use crate::session::Session;
+use crate::task::TaskEra;
 
 /// `HeaderMismatch`: the request's headers do not match its body.
 pub(super) const HEADER_MISMATCH: i64 = -32020;
@@ -92,7 +93,16 @@ impl EraState {
     /// a local server anew (another build of it, perhaps: its era is found again).
     pub(super) fn starting(session: &Session, action: &Action, restarting: bool) -> Self {
         let config = session.config();
-        let (modern, open) = if restarting && config.protocol_version().is_none() {
+        // A task lives in the era it was created in: its polls and its cancel speak it.
+        let task_era = match action {
+            Action::ResumeTask(task) | Action::CancelTask(task) => Some(task.era),
+            _ => None,
+        };
+        let pinned = config.protocol_version().filter(|v| v.is_modern());
+        let (modern, open) = if let Some(era) = task_era {
+            let modern = pinned.unwrap_or(ProtocolVersion::MODERN);
+            ((era == TaskEra::Modern).then_some(modern), false)
+        } else if restarting && config.protocol_version().is_none() {
             (Some(ProtocolVersion::MODERN), true)
         } else {
             match config.protocol_version() {

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::driving::{TransportError, TransportErrorKind};
+use super::driving::{LegKind, TransportError, TransportErrorKind};
 use crate::deadline::{Budget, format_seconds};
 use crate::error::Error;
 use crate::task::{TaskEra, TaskState};
@@ -163,9 +163,10 @@ impl Failure {
                 server,
                 budget,
             },
+            // The task ran the call, whichever poll found it cancelled.
             Self::TaskCancelled { task_id, message } => Error::TaskCancelled {
                 server,
-                method,
+                method: LegKind::CallTool.request_name(),
                 task_id: clip(&task_id, QUOTE_LIMIT),
                 message,
             },

@@ -218,12 +218,12 @@ impl Grants {
         let unit = self.deadline.resolution().unit();
         match (who, self.deadline.grant(now)) {
             (Leg(LegKind::Kill), _) => Ok(unit),
-            (Leg(LegKind::CancelNotice | LegKind::TaskCancel), Ok(left)) => {
+            (Leg(LegKind::CancelNotice | LegKind::TaskCancelNotice), Ok(left)) => {
                 Ok(left.min(CANCEL_NOTICE_GRANT))
             }
             (_, Ok(left)) => Ok(left),
             (Leg(LegKind::CancelNotice), Err(_)) if stdio => Ok(unit.min(CANCEL_NOTICE_GRANT)),
-            (Leg(LegKind::CancelNotice | LegKind::TaskCancel | LegKind::Listen), Err(_)) => {
+            (Leg(LegKind::CancelNotice | LegKind::TaskCancelNotice | LegKind::Listen), Err(_)) => {
                 Err(Refusal::Dropped)
             }
             (Leg(LegKind::Resume | LegKind::Respond), Err(_)) => Err(Refusal::AwaitedLate),
@@ -429,7 +429,7 @@ mod tests {
             g.grant(leg(LegKind::Listen), late, false),
             Err(Refusal::Dropped)
         );
-        for notice in [LegKind::CancelNotice, LegKind::TaskCancel] {
+        for notice in [LegKind::CancelNotice, LegKind::TaskCancelNotice] {
             assert_eq!(g.grant(leg(notice), late, false), Err(Refusal::Dropped));
         }
         let unit = Duration::from_millis(1);

@@ -32,7 +32,7 @@ impl Role {
         match kind {
             LegKind::Respond => Self::Reply,
             LegKind::Listen => Self::Listen,
-            LegKind::CancelNotice | LegKind::TaskCancel => Self::Notice,
+            LegKind::CancelNotice | LegKind::TaskCancelNotice => Self::Notice,
             _ => Self::Work,
         }
     }

@@ -330,12 +330,13 @@ impl Operation {
 
     /// The next leg when nothing is in flight and nothing holds it back.
     fn next_kind(&self) -> LegKind {
-        if self.answering.task.is_live() {
-            return LegKind::TaskGet;
-        }
         let (page, close) = (self.answering.next_page(), self.stdout.closing.next_kind());
         let stdio = self.session.config().is_stdio();
-        self.progress.next_kind(page, close, stdio)
+        match self.progress.next_kind(page, close, stdio) {
+            // The call became a task: it is polled from now on.
+            LegKind::CallTool if self.answering.task.is_live() => LegKind::TaskGet,
+            kind => kind,
+        }
     }
 
     /// The request whose answer is being read or awaited (the work leg in flight, or the one a

@@ -171,6 +171,8 @@ impl Progress {
                 Action::ReadResource { .. } | Action::LoadSkill(_) => LegKind::ReadResource,
                 Action::GetPrompt { .. } => LegKind::GetPrompt,
                 Action::Subscribe(_) => LegKind::Subscribe,
+                Action::ResumeTask(_) => LegKind::TaskGet,
+                Action::CancelTask(_) => LegKind::TaskCancel,
                 Action::Close if stdio => close,
                 Action::Close => LegKind::Close,
             },

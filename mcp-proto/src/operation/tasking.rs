@@ -25,7 +25,7 @@ use super::legs::InFlight;
 use super::types::{Event, Outcome};
 use crate::deadline::Budget;
 use crate::model::CallToolResult;
-use crate::task::{self, DEFAULT_POLL_INTERVAL, TaskEra, TaskPayload, TaskState};
+use crate::task::{self, DEFAULT_POLL_INTERVAL, TaskEra, TaskHandle, TaskPayload, TaskState};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// The shortest wait between two polls, and the first one.
@@ -127,6 +127,28 @@ impl Tasking {
     /// The id of the task, for the poll's request.
     pub(super) fn task_id(&self) -> Option<&str> {
         self.live.as_deref().map(|live| live.task.id.as_str())
+    }
+
+    /// The task an operation resumes (a handle an earlier one handed back): its first poll is
+    /// the operation's work, and awaits its answer from the start.
+    pub(super) fn resumed(handle: &TaskHandle) -> Self {
+        let task = TaskState {
+            id: handle.task_id.clone(),
+            status: handle.status,
+            status_message: handle.status_message.clone(),
+            ttl: handle.ttl,
+            poll_interval: None,
+            payload: TaskPayload::None,
+        };
+        let live = Live {
+            task,
+            era: handle.era,
+            backoff: MIN_POLL_WAIT,
+            next: Next::Answer,
+        };
+        Self {
+            live: Some(Box::new(live)),
+        }
     }
 
     /// The server answered the call with a task just created.

@@ -95,7 +95,7 @@ impl Sources<'_> {
                 (wire.post(body, handshake), (kind, None))
             }
             LegKind::Auth(_) => (built?, (kind, None)),
-            LegKind::TaskCancel if !self.ending.take_task_cancel() => return None,
+            LegKind::TaskCancelNotice if !self.ending.take_task_cancel() => return None,
             _ => {
                 // A new request opens a new answer stream: an event id of an earlier stream
                 // must never be used to resume this one.
@@ -108,7 +108,10 @@ impl Sources<'_> {
                     paging: &self.answering.paging,
                     loading: &self.answering.loading,
                     input: self.answering.input.round.as_ref(),
-                    task_id: self.answering.task.task_id(),
+                    task_id: match &self.progress.action {
+                        Action::CancelTask(task) => Some(task.task_id.as_str()),
+                        _ => self.answering.task.task_id(),
+                    },
                 }
                 .build(kind);
                 (request, (kind, request_id))
@@ -226,7 +229,8 @@ impl Request<'_> {
         let id = self.session.take_request_id();
         let config = self.session.config();
         let mut capabilities = config.capabilities();
-        if config.tasks() {
+        let task_action = matches!(self.action, Action::ResumeTask(_) | Action::CancelTask(_));
+        if config.tasks() || task_action {
             let tasks = serde_json::json!({"io.modelcontextprotocol/tasks": {}});
             capabilities.insert("extensions".to_owned(), tasks);
         }
@@ -245,7 +249,7 @@ impl Request<'_> {
             _ => {
                 let mut params = match (kind, self.task_id) {
                     (LegKind::List { .. }, _) => self.paging.params(),
-                    (LegKind::TaskGet | LegKind::TaskCancel, Some(id)) => {
+                    (kind, Some(id)) if kind.is_about_task() => {
                         Map::from_iter([("taskId".to_owned(), Value::from(id))])
                     }
                     _ => self.action_params(),
@@ -257,7 +261,7 @@ impl Request<'_> {
                 // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI,
                 // the task a poll or cancel is about (so a load balancer routes it to the task's server).
                 let name = match self.action {
-                    _ if matches!(kind, LegKind::TaskGet | LegKind::TaskCancel) => self.task_id,
+                    _ if kind.is_about_task() => self.task_id,
                     Action::ReadResource { uri } => Some(uri.as_str()),
                     Action::LoadSkill(_) => self.loading.next_uri(),
                     Action::GetPrompt { name, .. } => Some(name.as_str()),

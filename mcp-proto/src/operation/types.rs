@@ -15,6 +15,7 @@ use crate::catalog::{
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
 use crate::skills::{LoadedSkill, Skill};
+use crate::task::TaskHandle;
 
 /// How long to wait before resuming a closed stream when the server named no `retry`.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -58,6 +59,16 @@ pub enum Action {
         /// Its arguments (omitted when empty).
         arguments: Map<String, Value>,
     },
+    /// Polls a task the server runs (`tasks/get`) until it is done, under a new budget: the
+    /// task a call became, handed back when an earlier operation's budget ran out
+    /// ([`Error::TaskRunning`](crate::Error::TaskRunning)). Ends with the call's result
+    /// ([`Outcome::Call`]), or hands the task back again when this budget runs out too. The
+    /// task's era decides the era spoken.
+    ResumeTask(TaskHandle),
+    /// Asks the server to cancel a task (`tasks/cancel`), one request under the configured
+    /// budget. Ends with [`Outcome::TaskCancelRequested`] once the server acknowledged it:
+    /// cancelling is cooperative, and the task may still end otherwise.
+    CancelTask(TaskHandle),
     /// End the session on the server (a DELETE).
     Close,
 }
@@ -74,6 +85,8 @@ impl Action {
             Self::LoadSkill(_) => "skill",
             Self::Subscribe(_) => "subscriptions/listen",
             Self::GetPrompt { .. } => "prompts/get",
+            Self::ResumeTask(_) => "tasks/get",
+            Self::CancelTask(_) => "tasks/cancel",
             Self::Close => "close",
         }
     }
@@ -151,6 +164,9 @@ pub enum Outcome {
     Resource(ReadResourceResult),
     /// A prompt's messages.
     Prompt(GetPromptResult),
+    /// The server acknowledged the cancel of the task with this id (it may still end
+    /// otherwise: cancelling is cooperative).
+    TaskCancelRequested(String),
     /// The session is closed (or there was none to close).
     Closed,
 }
