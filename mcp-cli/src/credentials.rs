@@ -43,6 +43,9 @@ struct Task {
     /// look), if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at: Option<u64>,
+    /// The legacy session it belongs to (a resume speaks in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
 }
 
 /// The era a stored task was created in, by its word in the file (`None`: a word this version
@@ -207,21 +210,27 @@ impl FileStore {
             let tasks = file.tasks.entry(url.to_owned()).or_default();
             tasks.retain(|_, kept| kept.expires_at.is_none_or(|at| at > now));
             let era = era.to_owned();
-            tasks.insert(task.task_id.clone(), Task { era, expires_at });
+            let session_id = task.session_id.clone();
+            let kept = Task {
+                era,
+                expires_at,
+                session_id,
+            };
+            tasks.insert(task.task_id.clone(), kept);
         });
         self.persist();
     }
 
-    /// The era of the task `id` kept for the server at `url`, if it is kept and its TTL has
-    /// not passed.
-    pub(crate) fn task_era(&self, url: &str, id: &str) -> Option<TaskEra> {
+    /// The task `id` kept for the server at `url` (its era and legacy session), if it is kept
+    /// and its TTL has not passed.
+    pub(crate) fn task(&self, url: &str, id: &str) -> Option<(TaskEra, Option<String>)> {
         let now = unix_now();
         self.with(|file| {
             let task = file.tasks.get(url)?.get(id)?;
             if task.expires_at.is_some_and(|at| at <= now) {
                 return None;
             }
-            era_of(&task.era)
+            Some((era_of(&task.era)?, task.session_id.clone()))
         })
     }
 
@@ -527,6 +536,7 @@ mod tests {
             ttl,
             status: mcp_proto::TaskStatus::Working,
             status_message: None,
+            session_id: (era == TaskEra::Legacy).then(|| "session-9".to_owned()),
         };
         let url = "https://mcp.example/mcp";
         store.remember_task(url, &handle("t-1", TaskEra::Modern, None));
@@ -537,14 +547,15 @@ mod tests {
         // An expired one (a TTL of zero) is not offered.
         store.remember_task(url, &handle("t-3", TaskEra::Modern, Some(Duration::ZERO)));
         let again = FileStore::open(&path).unwrap();
-        assert_eq!(again.task_era(url, "t-1"), Some(TaskEra::Modern));
-        assert_eq!(again.task_era(url, "t-2"), Some(TaskEra::Legacy));
-        assert_eq!(again.task_era(url, "t-3"), None);
-        assert_eq!(again.task_era("https://other.example/mcp", "t-1"), None);
+        assert_eq!(again.task(url, "t-1"), Some((TaskEra::Modern, None)));
+        let legacy = Some((TaskEra::Legacy, Some("session-9".to_owned())));
+        assert_eq!(again.task(url, "t-2"), legacy);
+        assert_eq!(again.task(url, "t-3"), None);
+        assert_eq!(again.task("https://other.example/mcp", "t-1"), None);
         again.forget_task(url, "t-1");
         let last = FileStore::open(&path).unwrap();
-        assert_eq!(last.task_era(url, "t-1"), None);
-        assert_eq!(last.task_era(url, "t-2"), Some(TaskEra::Legacy));
+        assert_eq!(last.task(url, "t-1"), None);
+        assert_eq!(last.task(url, "t-2"), legacy);
         // The tokens beside them are untouched.
         assert!(last.token_for(url).is_some());
         std::fs::remove_dir_all(&dir).unwrap();

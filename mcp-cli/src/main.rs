@@ -219,10 +219,10 @@ enum Protocol {
 }
 
 impl Command {
-    /// The operation the command runs (`None` for a command that asks no server); a task's
-    /// is looked up in `era` (the era it was created in, from the credentials file, else the
-    /// one --protocol speaks).
-    fn action(&self, era: impl FnOnce(&str) -> mcp_proto::TaskEra) -> Option<Action> {
+    /// The operation the command runs (`None` for a command that asks no server); a task is
+    /// looked up with `task` (the era it was created in and its legacy session, from the
+    /// credentials file, else the era --protocol speaks).
+    fn action(&self, task: impl FnOnce(&str) -> mcp_proto::TaskHandle) -> Option<Action> {
         Some(match self {
             Self::Ping | Self::Login => Action::Probe,
             Self::Tools => Action::List(ListKind::Tools),
@@ -239,7 +239,7 @@ impl Command {
                 arguments: args.clone(),
             },
             Self::Task { id, cancel } => {
-                let task = mcp_proto::TaskHandle::new("", id.as_str(), era(id));
+                let task = task(id);
                 match cancel {
                     true => Action::CancelTask(task),
                     false => Action::ResumeTask(task),
@@ -584,36 +584,50 @@ fn run(cli: Cli) -> u8 {
     let mut failed = 0;
     let mut latencies = Vec::new();
     let started = Instant::now();
-    let era_of = |id: &str| {
-        let kept = tasks
-            .as_ref()
-            .and_then(|(store, url)| store.task_era(url, id));
-        kept.unwrap_or(match cli.protocol {
-            Protocol::Pin(version) if !version.is_modern() => mcp_proto::TaskEra::Legacy,
-            _ => mcp_proto::TaskEra::Modern,
-        })
+    let task_of = |id: &str| {
+        let kept = tasks.as_ref().and_then(|(store, url)| store.task(url, id));
+        let (era, session_id) = kept.unwrap_or(match cli.protocol {
+            Protocol::Pin(version) if !version.is_modern() => (mcp_proto::TaskEra::Legacy, None),
+            _ => (mcp_proto::TaskEra::Modern, None),
+        });
+        let mut task = mcp_proto::TaskHandle::new(label.as_str(), id, era);
+        task.session_id = session_id;
+        task
     };
-    let Some(mut action) = cli.command.action(era_of) else {
+    let Some(mut action) = cli.command.action(task_of) else {
         return code::OK;
     };
     // What the run learns of a task: one still running is kept, one that is over forgotten.
     let looked_at = match &action {
-        Action::ResumeTask(task) | Action::CancelTask(task) => Some(task.task_id.clone()),
+        Action::ResumeTask(task) | Action::CancelTask(task) => {
+            Some((task.task_id.clone(), task.session_id.is_some()))
+        }
         _ => None,
     };
+    // Answers whether the session must outlive the command: a legacy task handed back lives in
+    // its session, which a close would end.
     let keep_task = |outcome: &Result<Outcome, Error>| {
-        let Some((store, url)) = &tasks else { return };
+        let Some((store, url)) = &tasks else {
+            return false;
+        };
         match (outcome, &looked_at) {
             (Err(err), _) if err.task().is_some() => {
-                store.remember_task(url, err.task().unwrap_or_else(|| unreachable!()));
+                let task = err.task().unwrap_or_else(|| unreachable!());
+                store.remember_task(url, task);
+                return task.session_id.is_some();
             }
+            // A cancel is a request: the task is kept (and its session) until a look says
+            // how it ended.
+            (Ok(Outcome::TaskCancelRequested(_)), Some((_, in_session))) => return *in_session,
             // The server answered about it: it is over, cancelled, or unknown to the server.
-            (Ok(_) | Err(Error::TaskCancelled { .. } | Error::JsonRpc { .. }), Some(id)) => {
+            (Ok(_) | Err(Error::TaskCancelled { .. } | Error::JsonRpc { .. }), Some((id, _))) => {
                 store.forget_task(url, id);
             }
             _ => {}
         }
+        false
     };
+    let mut keep_session = false;
     // `--arg` pairs are typed from the tool's schema: one listing first, an operation of its
     // own. A failure there ends the run (and the session still ends tidily below).
     let mut runs = cli.repeat;
@@ -657,7 +671,7 @@ fn run(cli: Cli) -> u8 {
                           outcome: Result<Outcome, mcp_proto::Error>| {
         latencies.push(latency);
         last_deadline = Some(deadline);
-        keep_task(&outcome);
+        keep_session |= keep_task(&outcome);
         match outcome.map(|outcome| print_outcome(outcome, cli.json)) {
             Ok(code) => {
                 status = status.max(code);
@@ -710,12 +724,15 @@ fn run(cli: Cli) -> u8 {
     // failure and a Ctrl-C too), inside what the last operation left of its budget (at most
     // the close's cap): once that is spent nothing is sent, and a local server is killed at
     // once. What the operator waits for ends with the budget. Best effort; traced.
-    reporter.start_operation();
-    if let Err(err) = client.close_within(last_deadline.as_ref()) {
-        // A close the spent budget refused shows in the trace as what it is.
-        reporter.refused(&err);
+    // A legacy task handed back keeps its session open: `task <ID>` resumes in it.
+    if !keep_session {
+        reporter.start_operation();
+        if let Err(err) = client.close_within(last_deadline.as_ref()) {
+            // A close the spent budget refused shows in the trace as what it is.
+            reporter.refused(&err);
+        }
+        reporter.end_operation();
     }
-    reporter.end_operation();
     // A failed run outweighs every success: the exit code is the last failure's.
     failure.unwrap_or(status)
 }

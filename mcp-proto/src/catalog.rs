@@ -190,6 +190,12 @@ impl Tool {
     pub fn output_schema(&self) -> Option<&Value> {
         self.raw.get("outputSchema")
     }
+
+    /// Whether the tool runs as a task (`execution.taskSupport`, 2025-11-25; forbidden when
+    /// the listing says nothing).
+    pub fn task_support(&self) -> crate::TaskSupport {
+        crate::TaskSupport::of_tool(&self.raw)
+    }
 }
 
 impl Entry for Tool {

@@ -263,18 +263,26 @@ impl SessionConfig {
         self
     }
 
-    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`) on every 2026-07-28
-    /// request (default: off). A server may then answer a `tools/call` with a task instead of
-    /// its result: the operation polls it with `tasks/get`, inside the same budget, and returns
-    /// the call's result once the task completes. When the budget runs out first, the
-    /// operation ends with [`Error::TaskRunning`], which hands the task back
-    /// ([`Error::task`]); the task keeps running on the server.
+    /// Runs tool calls as tasks where the server does (default: off). In the 2026-07-28 era
+    /// every request declares the tasks extension (`io.modelcontextprotocol/tasks`), and a
+    /// server may then answer a `tools/call` with a task instead of its result. In the
+    /// 2025-11-25 era a call asks for a task (`params.task`) when the server runs calls as
+    /// tasks (`tasks.requests.tools.call`) and the tool requires it (`execution.taskSupport:
+    /// "required"`, read from the tools listing: one is walked first, inside the same budget,
+    /// when the session has none).
     ///
-    /// Polls ramp from 20 ms, doubling up to the server's `pollIntervalMs`, and the last
-    /// one is timed to be answered before the budget ends. A cancelled operation cancels its
-    /// task (`tasks/cancel`, under the cancel notice's grant). Not yet: the legacy era's tasks
-    /// (2025-11-25), and answering a task's `inputRequests` (a task waiting for input is
-    /// polled until the budget ends, then handed back).
+    /// The operation polls the task with `tasks/get` inside the same budget (and in the
+    /// legacy era fetches its result with `tasks/result`), and returns the call's result once
+    /// the task completes. When the budget runs out first, the operation ends with
+    /// [`Error::TaskRunning`], which hands the task back ([`Error::task`]); the task keeps
+    /// running on the server, and [`Session::resume_task`](crate::Session::resume_task) or
+    /// [`Session::cancel_task`](crate::Session::cancel_task) take it up under a new budget.
+    ///
+    /// Polls ramp from 20 ms, doubling up to the server's interval, and the last one is timed
+    /// to be answered before the budget ends. A cancelled operation cancels its task
+    /// (`tasks/cancel`, under the cancel notice's grant). Not yet: answering a 2026-07-28
+    /// task's `inputRequests` (a task waiting for input is polled until the budget ends, then
+    /// handed back), and asking for a task for a legacy tool where it is only optional.
     ///
     /// ```
     /// use mcp_proto::SessionConfig;

@@ -19,9 +19,10 @@
 //!   stream, answering the server's requests, the standalone stream, the cancel notice, how
 //!   long a driver may drain a body after its answer ([`DRAIN_WAIT`](driver::DRAIN_WAIT),
 //!   [`DRAIN_BYTES`](driver::DRAIN_BYTES)).
-//! * Tasks (2026-07-28, [`SessionConfig::with_tasks`]): a tool call the server runs as a task
+//! * Tasks, both eras ([`SessionConfig::with_tasks`]): a tool call the server runs as a task
 //!   is polled inside the same budget; one still running when the budget ends is handed back
-//!   ([`Error::TaskRunning`], [`TaskHandle`]), and a cancelled call cancels its task.
+//!   ([`Error::TaskRunning`], [`TaskHandle`]) to resume ([`Session::resume_task`]) or cancel
+//!   ([`Session::cancel_task`]) under a new budget, and a cancelled call cancels its task.
 //!
 //! * Authorization ([`OAuth`], run by `mcp-auth`, re-exported as [`mcp_auth`]): a 401 starts an
 //!   OAuth flow whose every request is a leg of the same operation, under the same budget; the
@@ -133,7 +134,7 @@ pub use operation::{
 };
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};
-pub use task::{TaskEra, TaskHandle, TaskStatus};
+pub use task::{TaskEra, TaskHandle, TaskStatus, TaskSupport};
 pub use tls::TlsProblem;
 pub use transport::{StdioCommand, Transport};
 pub use wire::{

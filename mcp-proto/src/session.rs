@@ -35,6 +35,9 @@ use crate::transport::LineFramer;
 
 /// The `x-mcp-header` annotations of each tool of the last modern listing.
 pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
+/// The tools that may run as tasks (2025-11-25 `execution.taskSupport`), by name: a tool not
+/// in it is forbidden.
+pub(crate) type TaskTools = HashMap<String, crate::TaskSupport>;
 
 /// A session with one server.
 ///
@@ -68,6 +71,8 @@ pub(crate) struct Known {
     pub(crate) established: Option<Arc<SessionInfo>>,
     pub(crate) ids: RequestIds,
     pub(crate) tool_headers: Arc<ToolHeaders>,
+    /// What the last tools listing said of tasks (`None`: no listing was read yet).
+    pub(crate) task_tools: Option<Arc<TaskTools>>,
     /// The server's era, once an operation found it out.
     pub(crate) era: Option<Era>,
     /// The access token every MCP request carries, once an authorization obtained one.
@@ -131,6 +136,7 @@ pub(crate) enum Learned {
     Era(Era),
     /// The header annotations of the tools of a modern listing.
     ToolHeaders(Arc<ToolHeaders>),
+    TaskTools(Arc<TaskTools>),
     /// An authorization obtained this token (its claim rides along, as with `Established`).
     Token(AccessToken, Option<Arc<Claim>>),
     /// The server refused this token.
@@ -161,6 +167,7 @@ impl fmt::Debug for SessionUpdate {
             Learned::Era(Era::Modern) => "Era(Modern)",
             Learned::Era(Era::Legacy) => "Era(Legacy)",
             Learned::ToolHeaders(_) => "ToolHeaders",
+            Learned::TaskTools(_) => "TaskTools",
             Learned::Token(..) => "Token",
             Learned::TokenRefused(_) => "TokenRefused",
             Learned::DpopNonce(_) => "DpopNonce",
@@ -221,6 +228,7 @@ impl Session {
                 established: None,
                 ids: RequestIds::default(),
                 tool_headers: Arc::default(),
+                task_tools: None,
                 era: None,
                 token: None,
                 dpop_nonce: None,
@@ -258,6 +266,7 @@ impl Session {
             }
             Learned::Era(era) => self.known.era = Some(era),
             Learned::ToolHeaders(headers) => self.known.tool_headers = headers,
+            Learned::TaskTools(tools) => self.known.task_tools = Some(tools),
             Learned::Token(token, _claim) => self.set_token(token),
             Learned::TokenRefused(token) => {
                 if self.known.token.as_ref() == Some(&token) {
@@ -347,6 +356,27 @@ impl Session {
     /// This does not tell the server; to end the session there, run [`Session::close`].
     pub fn reset(&mut self) {
         self.known.established = None;
+    }
+
+    /// Speaks in the legacy session `session_id` from now on, without a handshake: the session
+    /// a task belongs to, resumed from another process (what the server said of itself is not
+    /// known then). Nothing changes when that session is the live one already.
+    pub(crate) fn adopt(&mut self, session_id: &str) {
+        let live = self.known.established.as_ref();
+        if live.is_some_and(|info| info.session_id.as_deref() == Some(session_id)) {
+            return;
+        }
+        let version = (self.known.config.protocol_version())
+            .filter(|version| !version.is_modern())
+            .unwrap_or(ProtocolVersion::LATEST);
+        self.known.established = Some(Arc::new(SessionInfo {
+            protocol_version: version,
+            server: crate::model::server_info(None),
+            capabilities: serde_json::Value::Object(serde_json::Map::new()),
+            instructions: None,
+            session_id: Some(session_id.to_owned()),
+        }));
+        self.known.era = Some(Era::Legacy);
     }
 
     /// A deadline of the configured budget, opened at `now`.

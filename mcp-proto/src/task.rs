@@ -83,6 +83,30 @@ impl std::fmt::Display for TaskStatus {
     }
 }
 
+/// Whether a tool runs as a task, as its listing says (2025-11-25: `execution.taskSupport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Only as a task: a call without `params.task` is refused.
+    Required,
+    /// As a task when the client asks for one.
+    Optional,
+    /// Never as a task (also when the listing says nothing, or something unknown).
+    Forbidden,
+}
+
+impl TaskSupport {
+    /// What `execution.taskSupport` says, read from a tool's listing entry.
+    pub(crate) fn of_tool(tool: &Map<String, Value>) -> Self {
+        let support = tool.get("execution").and_then(|e| e.get("taskSupport"));
+        match support.and_then(Value::as_str) {
+            Some("required") => Self::Required,
+            Some("optional") => Self::Optional,
+            _ => Self::Forbidden,
+        }
+    }
+}
+
 /// A task still running on a server, handed back to the caller when the operation that
 /// polled it ran out of budget. The work goes on; the operation does not. Keep the handle
 /// to look again later under a new budget, or to cancel the task.
@@ -100,6 +124,10 @@ pub struct TaskHandle {
     pub status: TaskStatus,
     /// The server's last message about the task, if any (clipped).
     pub status_message: Option<String>,
+    /// 2025-11-25: the session the task belongs to (servers keep tasks per session), if the
+    /// server issued one. A resume or cancel speaks in that session, without a handshake, so
+    /// it must not be closed while the task is wanted.
+    pub session_id: Option<String>,
 }
 
 impl TaskHandle {
@@ -114,6 +142,7 @@ impl TaskHandle {
             ttl: None,
             status: TaskStatus::Working,
             status_message: None,
+            session_id: None,
         }
     }
 }
@@ -151,8 +180,14 @@ pub(crate) enum TaskPayload {
 
 impl TaskState {
     /// The handle of this task on `server`, for a caller whose budget ran out.
-    pub(crate) fn handle(&self, server: &str, era: TaskEra) -> TaskHandle {
+    pub(crate) fn handle(
+        &self,
+        server: &str,
+        era: TaskEra,
+        session_id: Option<String>,
+    ) -> TaskHandle {
         TaskHandle {
+            session_id,
             server: server.to_owned(),
             task_id: self.id.clone(),
             era,
@@ -475,7 +510,7 @@ mod tests {
     #[test]
     fn a_handle_keeps_what_the_caller_needs_to_look_again() {
         let task = read_created(fastmcp_created(), TaskEra::Modern).unwrap();
-        let handle = task.handle("tasks-peer", TaskEra::Modern);
+        let handle = task.handle("tasks-peer", TaskEra::Modern, None);
         assert_eq!(handle.server, "tasks-peer");
         assert_eq!(handle.task_id, task.id);
         assert_eq!(handle.status, TaskStatus::Working);

@@ -199,6 +199,7 @@ pub(crate) fn call_tool(
     progress_token: Option<i64>,
     meta: Option<&Map<String, Value>>,
     input: Option<&InputRound>,
+    task: bool,
 ) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Meta<'a> {
@@ -215,6 +216,9 @@ pub(crate) fn call_tool(
         input_responses: Option<&'a Map<String, Value>>,
         #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
         request_state: Option<&'a Value>,
+        /// 2025-11-25: the call is to run as a task (the server's default TTL).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        task: Option<Map<String, Value>>,
         #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<Meta<'a>>,
     }
@@ -227,6 +231,7 @@ pub(crate) fn call_tool(
         arguments,
         input_responses: input.map(|round| &round.responses),
         request_state: input.and_then(|round| round.state.as_ref()),
+        task: task.then(Map::new),
         meta,
     };
     crate::jsonrpc::request_with(id, "tools/call", &params)

@@ -422,3 +422,202 @@ fn a_task_is_cancelled_by_its_handle_and_the_acknowledgement_ends_the_operation(
         other => panic!("{other:?}"),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 2025-11-25: tasks in the core
+// ---------------------------------------------------------------------------------------------
+
+const LEGACY_TASK: &str = "88e7c13a8c3bbec63d67e17206648ffe";
+
+fn legacy() -> SessionConfig {
+    SessionConfig::new("http://mcp.example.test:8080/mcp")
+        .unwrap()
+        .with_protocol_version(ProtocolVersion::V2025_11_25)
+        .with_resolution(Resolution::MILLISECOND)
+        .with_tasks(true)
+}
+
+/// A legacy task as server-everything describes it (`ttl`, `pollInterval`).
+fn legacy_task(status: &str, message: &str) -> Value {
+    json!({
+        "taskId": LEGACY_TASK, "status": status, "statusMessage": message,
+        "createdAt": "2026-12-03T16:40:00Z", "lastUpdatedAt": "2026-12-03T16:40:01Z",
+        "ttl": 300000, "pollInterval": 1000,
+    })
+}
+
+/// server-everything 2026.8.31: tasks for tools/call, and one tool that requires them.
+fn legacy_server(kind: LegKind, polls: &mut u32) -> Answer {
+    match kind {
+        LegKind::Initialize => Answer::Result(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "tasks": {"cancel": {}, "list": {}, "requests": {"tools": {"call": {}}}}},
+            "serverInfo": {"name": "mcp-servers/everything", "version": "2.0.0"}
+        })),
+        LegKind::List { .. } => Answer::Result(json!({"tools": [
+            {"name": "echo", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}},
+            {"name": "simulate-research-query", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+        ]})),
+        LegKind::CallTool => {
+            Answer::Result(json!({"task": legacy_task("working", "Gathering sources...")}))
+        }
+        LegKind::TaskGet => {
+            *polls += 1;
+            match *polls {
+                1 => Answer::Result(legacy_task("working", "Analyzing content...")),
+                _ => Answer::Result(legacy_task("completed", "Generating report...")),
+            }
+        }
+        LegKind::TaskResult => Answer::Result(json!({
+            "content": [{"type": "text", "text": "# Research Report: rust"}],
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": LEGACY_TASK}}
+        })),
+        other => support::healthy(other),
+    }
+}
+
+#[test]
+fn a_legacy_tool_that_requires_a_task_is_called_as_one_polled_and_its_result_fetched() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(legacy());
+    let op = session.call_tool("simulate-research-query", Map::new(), clock.now());
+    let mut polls = 0;
+    let run = drive(&mut session, op, &clock, &[0.01; 16], |kind, _| {
+        legacy_server(kind, &mut polls)
+    });
+    let call = run.result.clone().unwrap().into_call().unwrap();
+    assert_eq!(call.text(), "# Research Report: rust");
+    // The tools are walked first (did the tool require a task?), inside the same budget.
+    assert_eq!(
+        run.methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tasks/get",
+            "tasks/get",
+            "tasks/result"
+        ]
+    );
+    let call = &run.legs[3].body;
+    assert_eq!(call["params"]["task"], json!({}), "{call}");
+    for leg in &run.legs[4..] {
+        assert_eq!(leg.body["params"]["taskId"], LEGACY_TASK, "{}", leg.body);
+        assert_eq!(leg.request.headers()["mcp-session-id"], "session-1");
+    }
+
+    // The session remembers the listing: the next call of a tool that needs no task is one
+    // leg, without `task`.
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, _| {
+        support::healthy(kind)
+    });
+    assert_eq!(run.methods(), ["tools/call"]);
+    assert!(run.legs[0].body["params"].get("task").is_none());
+}
+
+#[test]
+fn a_legacy_call_asks_for_no_task_when_tasks_are_off_or_the_server_runs_none() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(legacy().with_tasks(false));
+    let op = session.call_tool("simulate-research-query", Map::new(), clock.now());
+    let mut polls = 0;
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
+        LegKind::CallTool => support::healthy(kind),
+        other => legacy_server(other, &mut polls),
+    });
+    assert_eq!(
+        run.methods(),
+        ["initialize", "notifications/initialized", "tools/call"]
+    );
+    assert!(run.legs[2].body["params"].get("task").is_none());
+
+    // A server that declares no tasks: no listing first, no task asked.
+    let mut session = Session::new(legacy());
+    let op = session.call_tool("simulate-research-query", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, _| {
+        support::healthy(kind)
+    });
+    assert_eq!(
+        run.methods(),
+        ["initialize", "notifications/initialized", "tools/call"]
+    );
+}
+
+#[test]
+fn a_legacy_task_is_handed_back_with_its_session_and_resumed_in_it_without_a_handshake() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(legacy().with_budget(Budget::from_secs(2)));
+    let op = session.call_tool("simulate-research-query", Map::new(), clock.now());
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[0.01; 64],
+        |kind, _| match kind {
+            LegKind::TaskGet => Answer::Result(legacy_task("working", "Analyzing content...")),
+            other => legacy_server(other, &mut 0),
+        },
+    );
+    let err = run.result.unwrap_err();
+    let handle = err.task().unwrap().clone();
+    assert_eq!(handle.era, TaskEra::Legacy);
+    assert_eq!(handle.task_id, LEGACY_TASK);
+    assert_eq!(handle.session_id.as_deref(), Some("session-1"));
+    assert_eq!(handle.ttl, Some(Duration::from_secs(300)));
+    assert!(run.elapsed <= Duration::from_secs(2), "{:?}", run.elapsed);
+
+    // Another process: a new session resumes in the task's own, with no handshake.
+    let mut again = Session::new(legacy());
+    let op = again.resume_task(handle.clone(), clock.now());
+    let mut polls = 1;
+    let run = drive(&mut again, op, &clock, &[0.01; 8], |kind, _| {
+        legacy_server(kind, &mut polls)
+    });
+    assert_eq!(run.methods(), ["tasks/get", "tasks/result"]);
+    for leg in &run.legs {
+        assert_eq!(leg.request.headers()["mcp-session-id"], "session-1");
+        assert_eq!(leg.request.headers()["mcp-protocol-version"], "2025-11-25");
+    }
+    let call = run.result.unwrap().into_call().unwrap();
+    assert_eq!(call.text(), "# Research Report: rust");
+
+    // Its cancel too.
+    let mut other = Session::new(legacy());
+    let op = other.cancel_task(handle, clock.now());
+    let run = drive(&mut other, op, &clock, &[], |_, _| {
+        Answer::Result(legacy_task("cancelled", "Client cancelled task execution."))
+    });
+    assert_eq!(run.methods(), ["tasks/cancel"]);
+    assert_eq!(run.legs[0].request.headers()["mcp-session-id"], "session-1");
+    assert_eq!(run.legs[0].body["params"]["taskId"], LEGACY_TASK);
+    assert!(matches!(
+        run.result,
+        Ok(mcp_proto::Outcome::TaskCancelRequested(_))
+    ));
+}
+
+#[test]
+fn a_failed_legacy_task_is_the_error_its_result_request_answers() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(legacy());
+    let op = session.call_tool("simulate-research-query", Map::new(), clock.now());
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[0.01; 16],
+        |kind, _| match kind {
+            LegKind::TaskGet => Answer::Result(legacy_task("failed", "the source is down")),
+            LegKind::TaskResult => Answer::Json(json!({
+                "jsonrpc": "2.0", "id": 6, "error": {"code": -32603, "message": "the source is down"}
+            })),
+            other => legacy_server(other, &mut 0),
+        },
+    );
+    match run.result.unwrap_err() {
+        Error::JsonRpc { code, method, .. } => assert_eq!((code, method), (-32603, "tasks/result")),
+        other => panic!("{other:?}"),
+    }
+}

@@ -465,17 +465,18 @@ pub fn credentials(data: &[u8]) {
         Write::RememberTask | Write::ForgetTask => {
             let url = first_pair.map_or_else(|| NEW_RESOURCE.to_owned(), |(_, resource)| resource);
             // Whatever the file held of tasks reads without a panic.
-            let _ = store.task_era(&url, WRITTEN_TASK);
+            let _ = store.task(&url, WRITTEN_TASK);
             match write {
                 Write::RememberTask => {
                     let era = mcp_proto::TaskEra::Legacy;
                     let task = mcp_proto::TaskHandle::new("fuzzed", WRITTEN_TASK, era);
                     store.remember_task(&url, &task);
-                    assert_eq!(store.task_era(&url, WRITTEN_TASK), Some(era));
+                    let kept = store.task(&url, WRITTEN_TASK).map(|(era, _)| era);
+                    assert_eq!(kept, Some(era));
                 }
                 _ => {
                     store.forget_task(&url, WRITTEN_TASK);
-                    assert_eq!(store.task_era(&url, WRITTEN_TASK), None);
+                    assert_eq!(store.task(&url, WRITTEN_TASK), None);
                 }
             }
         }

@@ -230,6 +230,21 @@ impl Answering {
         (self.paging.next_page(), self.relist == Relist::Walking)
     }
 
+    /// Before a legacy call goes out: when the server runs calls as tasks and no listing said
+    /// whether this tool must, the tools are walked first (inside the same budget).
+    pub(super) fn list_before_call(&mut self, progress: &Progress, session: &View) {
+        let Action::CallTool { name, .. } = &progress.action else {
+            return;
+        };
+        if self.relist == Relist::Never
+            && progress.is_at_work()
+            && progress.era.modern().is_none()
+            && super::tasking::legacy_call_is_task(session, name).is_none()
+        {
+            self.relist = Relist::Walking;
+        }
+    }
+
     /// Forgets what belonged to an attempt that was abandoned (a lost session, another era):
     /// the listing's cursors and the last round's input; the skill's files are read again.
     pub(super) fn restart(&mut self) {
@@ -306,11 +321,28 @@ impl Answering {
             };
         }
         let malformed = |detail: String| Meaning::Failed(Failure::Malformed(detail));
-        let era = ctx.progress.era.modern().map(|_| TaskEra::Modern);
+        // A legacy call becomes a task only when it asked to be one.
+        let era = match (ctx.progress.era.modern(), &ctx.progress.action) {
+            (Some(_), _) => Some(TaskEra::Modern),
+            (None, Action::CallTool { name, .. })
+                if answers == LegKind::CallTool
+                    && super::tasking::legacy_call_is_task(ctx.session, name) == Some(true) =>
+            {
+                Some(TaskEra::Legacy)
+            }
+            (None, _) => None,
+        };
         if let Some(era) = era.filter(|&era| task::is_created_task(&result, era)) {
             return match answers {
                 LegKind::CallTool if ctx.session.config().tasks() => {
-                    self.task.created(result, era, ctx.when, ctx.events).into()
+                    let session_id = match era {
+                        TaskEra::Legacy => ctx.session.info().and_then(|i| i.session_id.clone()),
+                        _ => None,
+                    };
+                    (self
+                        .task
+                        .created(result, era, session_id, ctx.when, ctx.events))
+                    .into()
                 }
                 _ => malformed(format!(
                     "{} was answered with a task, which it cannot create",
@@ -320,6 +352,7 @@ impl Answering {
         }
         match answers {
             LegKind::TaskGet => self.task.polled(result, ctx.when, ctx.events).into(),
+            LegKind::TaskResult => self.task.fetched(result).into(),
             LegKind::TaskCancel => match &ctx.progress.action {
                 Action::CancelTask(task) => {
                     Meaning::Finish(Outcome::TaskCancelRequested(task.task_id.clone()))
@@ -500,8 +533,14 @@ fn read_discover(result: &Map<String, Value>, modern: Option<ProtocolVersion>) -
 
 /// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
 /// (reported as an event) and remembers the others' for the calls that follow.
+/// In the legacy era, remembers which tools may run as tasks instead.
 fn vet_tool_headers(tools: Vec<Tool>, ctx: Context<'_>) -> Vec<Tool> {
     if ctx.progress.era.modern().is_none() {
+        let tasks = tools.iter().filter_map(|tool| match tool.task_support() {
+            crate::TaskSupport::Forbidden => None,
+            support => Some((tool.name.clone(), support)),
+        });
+        ctx.session.remember_task_tools(tasks.collect());
         return tools;
     }
     let mut kept = Vec::with_capacity(tools.len());

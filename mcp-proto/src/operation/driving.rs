@@ -62,6 +62,10 @@ pub enum LegKind {
     /// `tasks/get`: one look at the task a `tools/call` became (or the task an operation
     /// resumes), under the operation's budget.
     TaskGet,
+    /// `tasks/result` (2025-11-25): the result of a task a poll found over, or waiting for
+    /// input (the server's requests come on its answer's stream); the server answers it once
+    /// the task is over.
+    TaskResult,
     /// `tasks/cancel` as an operation's own work (the caller cancels a task it was handed
     /// back): its answer is read, and ends the operation.
     TaskCancel,
@@ -128,6 +132,7 @@ impl LegKind {
             Self::ReadResource => Some("resources/read"),
             Self::GetPrompt => Some("prompts/get"),
             Self::TaskGet => Some("tasks/get"),
+            Self::TaskResult => Some("tasks/result"),
             Self::TaskCancel | Self::TaskCancelNotice => Some("tasks/cancel"),
             Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
@@ -168,7 +173,7 @@ impl LegKind {
     pub(crate) const fn is_about_task(self) -> bool {
         matches!(
             self,
-            Self::TaskGet | Self::TaskCancel | Self::TaskCancelNotice
+            Self::TaskGet | Self::TaskResult | Self::TaskCancel | Self::TaskCancelNotice
         )
     }
 

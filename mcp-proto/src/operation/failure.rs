@@ -67,6 +67,8 @@ pub(super) enum Failure {
     TaskRunning {
         task: Box<TaskState>,
         era: TaskEra,
+        /// The legacy session it belongs to.
+        session_id: Option<String>,
         budget: Budget,
     },
     /// The server cancelled the task the call became (its status message, clipped).
@@ -158,8 +160,13 @@ impl Failure {
                 status,
                 stderr,
             },
-            Self::TaskRunning { task, era, budget } => Error::TaskRunning {
-                task: Box::new(task.handle(&server, era)),
+            Self::TaskRunning {
+                task,
+                era,
+                session_id,
+                budget,
+            } => Error::TaskRunning {
+                task: Box::new(task.handle(&server, era, session_id)),
                 server,
                 budget,
             },

@@ -263,6 +263,8 @@ impl Operation {
             }
             Hold::No | Hold::Poll => {}
         }
+        self.answering
+            .list_before_call(&self.progress, &self.session);
         let kind = if self.resume.is_pending() {
             LegKind::Resume
         } else {
@@ -334,7 +336,9 @@ impl Operation {
         let stdio = self.session.config().is_stdio();
         match self.progress.next_kind(page, close, stdio) {
             // The call became a task: it is polled from now on.
-            LegKind::CallTool if self.answering.task.is_live() => LegKind::TaskGet,
+            LegKind::CallTool | LegKind::TaskGet if self.answering.task.is_live() => {
+                self.answering.task.request()
+            }
             kind => kind,
         }
     }

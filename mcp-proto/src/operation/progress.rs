@@ -18,6 +18,7 @@ use super::{Action, LegKind, Outcome};
 use crate::catalog::ListKind;
 use crate::model::SessionInfo;
 use crate::session::Session;
+use crate::task::TaskEra;
 
 /// The next leg to build when nothing is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,12 @@ impl Start {
         // A local server started anew may be another build of it (upgraded, or another
         // program on the PATH): its era is found again, not remembered.
         let restarting = stdio && !session.process_running() && !close;
+        // A legacy task lives in its session: its resume or cancel speaks in it.
+        if let Action::ResumeTask(task) | Action::CancelTask(task) = action {
+            if let (TaskEra::Legacy, Some(id), false) = (task.era, &task.session_id, stdio) {
+                session.adopt(id);
+            }
+        }
         let era = EraState::starting(session, action, restarting);
         let nothing_to_close = close
             && if stdio {
@@ -177,6 +184,11 @@ impl Progress {
                 Action::Close => LegKind::Close,
             },
         }
+    }
+
+    /// Whether the work is next (no process to start, no handshake, no probe before it).
+    pub(super) fn is_at_work(&self) -> bool {
+        self.next == Step::Work && !self.era.probes_first()
     }
 
     /// The server process started: `session` knows it, and its handshake or the work is

@@ -1,6 +1,9 @@
-//! The operation's task: a `tools/call` the server answered with a task, polled with
-//! `tasks/get` inside the same budget until it is done, or handed back when the budget
-//! cannot see it done.
+//! The operation's task: a `tools/call` the server answered with a task (or one an earlier
+//! operation handed back, resumed), polled with `tasks/get` inside the same budget until it is
+//! done, or handed back when the budget cannot see it done. In the legacy era (2025-11-25) a
+//! task that is over, or waits for input, is then asked for its result with `tasks/result`
+//! (the server's requests for input come on that answer's stream); a legacy call asks for a
+//! task only when the tool requires one ([`legacy_call_is_task`]).
 //!
 //! Polls ramp up like FastMCP's own client: the first after 20 ms, each wait twice the last,
 //! capped at the server's `pollIntervalMs` (or one second when it gives none), and never
@@ -19,13 +22,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use super::driving::LegKind;
 use super::failure::Failure;
 use super::grant::Grants;
 use super::legs::InFlight;
 use super::types::{Event, Outcome};
+use super::view::View;
 use crate::deadline::Budget;
 use crate::model::CallToolResult;
-use crate::task::{self, DEFAULT_POLL_INTERVAL, TaskEra, TaskHandle, TaskPayload, TaskState};
+use crate::task::{
+    self, DEFAULT_POLL_INTERVAL, TaskEra, TaskHandle, TaskPayload, TaskState, TaskStatus,
+    TaskSupport,
+};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// The shortest wait between two polls, and the first one.
@@ -48,6 +56,10 @@ struct Live {
     /// The next wait, before the server's interval caps it.
     backoff: Duration,
     next: Next,
+    /// Whether the request in flight (or due) is `tasks/result`, not `tasks/get`.
+    fetching: bool,
+    /// The legacy session it belongs to.
+    session_id: Option<String>,
 }
 
 /// What the task waits for.
@@ -55,7 +67,9 @@ struct Live {
 enum Next {
     /// The next poll, at this instant.
     At(Instant),
-    /// The answer to the poll in flight.
+    /// `tasks/result` (legacy era): the task is over, or waits for input.
+    Fetch,
+    /// The answer to the poll (or the fetch) in flight.
     Answer,
     /// Nothing: no poll can be answered inside the budget; the task is handed back.
     HandBack,
@@ -118,6 +132,24 @@ impl When {
     }
 }
 
+/// Whether a legacy (2025-11-25) `tools/call` of `name` on `session` asks for a task: when
+/// tasks are configured, the server runs calls as tasks (`tasks.requests.tools.call`) and the
+/// tool requires it. `None`: the server would, and no tools listing said whether this tool
+/// requires it (the listing is walked first).
+pub(super) fn legacy_call_is_task(session: &View, name: &str) -> Option<bool> {
+    let capabilities = session.info().map(|info| &info.capabilities);
+    let declared = capabilities
+        .and_then(|caps| caps.get("tasks"))
+        .and_then(|tasks| tasks.get("requests"))
+        .and_then(|requests| requests.get("tools"))
+        .and_then(|tools| tools.get("call"))
+        .is_some_and(Value::is_object);
+    if !session.config().tasks() || !declared {
+        return Some(false);
+    }
+    Some(session.task_support(name)? == TaskSupport::Required)
+}
+
 impl Tasking {
     /// Whether the server made a task that is not over.
     pub(super) fn is_live(&self) -> bool {
@@ -145,6 +177,8 @@ impl Tasking {
             era: handle.era,
             backoff: MIN_POLL_WAIT,
             next: Next::Answer,
+            fetching: false,
+            session_id: handle.session_id.clone(),
         };
         Self {
             live: Some(Box::new(live)),
@@ -156,6 +190,7 @@ impl Tasking {
         &mut self,
         result: Map<String, Value>,
         era: TaskEra,
+        session_id: Option<String>,
         when: When,
         events: &mut VecDeque<Event>,
     ) -> Seen {
@@ -167,6 +202,8 @@ impl Tasking {
                     era,
                     backoff: MIN_POLL_WAIT,
                     next: Next::Answer,
+                    fetching: false,
+                    session_id,
                 };
                 self.live = Some(Box::new(live));
                 self.schedule(when);
@@ -204,6 +241,13 @@ impl Tasking {
             events.push_back(status_event(&task));
         }
         live.task = task;
+        // A legacy task's result, and the requests it waits on, come with `tasks/result`.
+        let fetch = matches!(status, TaskStatus::Completed | TaskStatus::Failed)
+            || (status == TaskStatus::InputRequired && live.era == TaskEra::Legacy);
+        if fetch && matches!(payload, TaskPayload::None) {
+            live.next = Next::Fetch;
+            return Seen::Running;
+        }
         if !status.is_terminal() {
             self.schedule(when);
             return Seen::Running;
@@ -223,15 +267,29 @@ impl Tasking {
                 message: clip(&error.message, QUOTE_LIMIT),
                 data: error.data,
             }),
-            _ if status == task::TaskStatus::Cancelled => Seen::Failed(Failure::TaskCancelled {
+            _ => Seen::Failed(Failure::TaskCancelled {
                 task_id: id,
                 message,
             }),
-            // A legacy task's result is fetched with `tasks/result`: not read yet.
-            _ => Seen::Failed(Failure::Malformed(format!(
-                "the task \"{}\" is {status}, and its result is not read yet in this era",
-                clip(&id, QUOTE_LIMIT)
-            ))),
+        }
+    }
+
+    /// The answer to `tasks/result` (legacy era): the result of the call the task ran (its
+    /// error comes as the request's own JSON-RPC error).
+    pub(super) fn fetched(&mut self, result: Map<String, Value>) -> Seen {
+        self.live = None;
+        match CallToolResult::from_result(result) {
+            Ok(call) => Seen::Done(Outcome::Call(call)),
+            Err(detail) => Seen::Failed(Failure::Malformed(detail)),
+        }
+    }
+
+    /// The request that looks at the task next: `tasks/get`, or `tasks/result` once a legacy
+    /// task is over or waits for input.
+    pub(super) fn request(&self) -> LegKind {
+        match self.live.as_deref() {
+            Some(live) if live.fetching => LegKind::TaskResult,
+            _ => LegKind::TaskGet,
         }
     }
 
@@ -245,7 +303,11 @@ impl Tasking {
             Next::HandBack => Hold::HandBack,
             Next::At(at) if at > now => Hold::Until(at),
             Next::At(_) => {
-                live.next = Next::Answer;
+                (live.next, live.fetching) = (Next::Answer, false);
+                Hold::Poll
+            }
+            Next::Fetch => {
+                (live.next, live.fetching) = (Next::Answer, true);
                 Hold::Poll
             }
         }
@@ -271,6 +333,7 @@ impl Tasking {
         Some(Failure::TaskRunning {
             task: Box::new(live.task),
             era: live.era,
+            session_id: live.session_id,
             budget,
         })
     }

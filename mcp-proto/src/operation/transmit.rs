@@ -209,10 +209,16 @@ impl Request<'_> {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
                 let meta = (!trace.is_empty()).then_some(trace);
-                wire::call_tool(id, name, arguments, progress, meta, None)
+                let task = super::tasking::legacy_call_is_task(self.session, name) == Some(true);
+                wire::call_tool(id, name, arguments, progress, meta, None, task)
             }
             (LegKind::ReadResource | LegKind::GetPrompt, _) => {
                 jsonrpc::request(id, kind.request_name(), traced(self.action_params()))
+            }
+            (kind, _) if kind.is_about_task() => {
+                let id_of = Value::from(self.task_id.unwrap_or_default());
+                let params = Map::from_iter([("taskId".to_owned(), id_of)]);
+                jsonrpc::request(id, kind.request_name(), traced(params))
             }
             _ => jsonrpc::request(id, kind.request_name(), traced(Map::new())),
         };
@@ -241,7 +247,8 @@ impl Request<'_> {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
                 let input = self.input;
-                let body = wire::call_tool(id, name, arguments, progress, Some(&meta), input);
+                let body =
+                    wire::call_tool(id, name, arguments, progress, Some(&meta), input, false);
                 let params =
                     crate::headers::param_values(self.session.tool_headers(name), arguments);
                 (body, Some(name.as_str()), params)

@@ -15,7 +15,7 @@ use mcp_auth::{AccessToken, Entropy};
 
 use crate::config::SessionConfig;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
-use crate::session::{Claim, Known, Learned, Session, SessionUpdate, ToolHeaders};
+use crate::session::{Claim, Known, Learned, Session, SessionUpdate, TaskTools, ToolHeaders};
 use crate::transport::LineFramer;
 
 /// The operation's copy of its session, and what it learned that the session has not seen.
@@ -141,6 +141,24 @@ impl View {
         let headers = Arc::new(headers);
         self.known.tool_headers = Arc::clone(&headers);
         self.learned(Learned::ToolHeaders(headers));
+    }
+
+    pub(super) fn remember_task_tools(&mut self, tools: TaskTools) {
+        let tools = Arc::new(tools);
+        self.known.task_tools = Some(Arc::clone(&tools));
+        self.learned(Learned::TaskTools(tools));
+    }
+
+    /// Whether the tool `name` runs as a task, as the last tools listing said (`None`: no
+    /// listing was read).
+    pub(super) fn task_support(&self, name: &str) -> Option<crate::TaskSupport> {
+        let tools = self.known.task_tools.as_ref()?;
+        Some(
+            tools
+                .get(name)
+                .copied()
+                .unwrap_or(crate::TaskSupport::Forbidden),
+        )
     }
 
     pub(super) fn tool_headers(&self, name: &str) -> &[crate::headers::ParamHeader] {
