@@ -6,14 +6,18 @@ extension's (Docket's in-memory backend).
 
 Tools: sleep(seconds) may run as a task (the server makes one when the client declares the
 extension); batch(seconds) must (a client without the extension gets -32021). Both answer
-"slept <seconds>". The server suggests polling every 500 ms.
+"slept <seconds>". ask() must run as a task and asks for a name first (a form elicitation
+whose name defaults to "Ada", the task `input_required` until `tasks/update` answers), then
+answers "hello <name>" (or "declined" / "cancelled"). The server suggests polling every
+500 ms.
 """
 
 import sys
 from datetime import timedelta
 
 import anyio
-from fastmcp import FastMCP
+import mcp_types
+from fastmcp import Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
 
@@ -34,6 +38,28 @@ async def batch(seconds: float) -> str:
     """Sleeps as a task only, then says so."""
     await anyio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool(task=TaskConfig(mode="required", poll_interval=EVERY))
+async def ask(ctx: Context) -> str | mcp_types.InputRequiredResult:
+    """Asks who is there (the guard pattern), then greets them."""
+    answers = ctx.input_responses or {}
+    if "name" not in answers:
+        form = mcp_types.ElicitRequestFormParams(
+            message="Who is there?",
+            requested_schema={
+                "type": "object",
+                "properties": {"name": {"type": "string", "default": "Ada"}},
+                "required": ["name"],
+            },
+        )
+        request = mcp_types.ElicitRequest(params=form)
+        return mcp_types.InputRequiredResult(input_requests={"name": request})
+    answer = answers["name"]
+    answer = answer if isinstance(answer, dict) else answer.model_dump()
+    if answer.get("action") != "accept":
+        return str(answer.get("action"))
+    return f"hello {(answer.get('content') or {}).get('name')}"
 
 
 if __name__ == "__main__":

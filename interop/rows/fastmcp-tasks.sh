@@ -8,7 +8,8 @@
 # budget, exit 3, naming the task (`task: <id>`, and in --json); `mcp-call task <id>` gets
 # its result under a new budget, `--cancel` cancels it (a later look says cancelled); a call
 # cancelled (SIGINT) while its task runs cancels the task with tasks/cancel, never
-# notifications/cancelled.
+# notifications/cancelled; a task that asks for input (`ask`) gets the answer of --elicit
+# with tasks/update, and one nobody answers is declined.
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
@@ -24,6 +25,14 @@ check "a task's result comes back inside the budget, polled with tasks/get" rc=0
 
 mcp "${T[@]}" --trace --timeout 10 call batch '{"seconds": 0.2}'
 check "a tool that must run as a task works" rc=0 out='^slept 0.2' err='method=tasks/get'
+
+# A task that asks for input: answered once, with tasks/update, then polled to its end.
+mcp "${T[@]}" --trace --elicit defaults call ask
+check "a task waiting for input gets the answer with tasks/update" rc=0 out='^hello Ada$' \
+  err='^elicitation: Who is there\? \(accept\)$' err='method=tasks/update .*status=200' \
+  err='status=input_required'
+mcp "${T[@]}" call ask
+check "without --elicit the task's request is declined" rc=0 out='^decline$'
 
 # A 10 s task-only tool: done inside a 30 s budget, its polls legs of that budget.
 mcp "${T[@]}" --trace --timeout 30 call batch '{"seconds": 10}'

@@ -6,7 +6,8 @@
 # tasks/result, all inside one budget; a 2 s budget ends within it naming the task (exit 3)
 # and sends no DELETE (the task lives in its session); `mcp-call task <id>` gets the result in
 # that session without a handshake; `task --cancel` cancels it (a later look: cancelled, exit
-# 5); a call cancelled (SIGINT) while its task runs sends tasks/cancel.
+# 5); a call cancelled (SIGINT) while its task runs sends tasks/cancel; an ambiguous query's
+# clarification (an elicitation on the tasks/result stream) is answered with --elicit.
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
@@ -23,6 +24,13 @@ check "a tool that requires a task runs as one, its result fetched inside the bu
   err='method=tasks/get .*status=200' err='method=tasks/result .*status=200' \
   err='^task=[0-9a-f]+ status=working message="Gathering sources' \
   err='^task=[0-9a-f]+ status=completed' max_ms=15000
+
+# An ambiguous query asks for a clarification on the tasks/result stream: answered there.
+mcp "${T[@]}" --trace --elicit defaults --timeout 30 call simulate-research-query \
+  '{"topic":"python","ambiguous":true}'
+check "a task waiting for input gets the answer on its tasks/result stream" rc=0 \
+  out='User accepted without selection' err='status=input_required' \
+  err='^elicitation: The research query' err='method=response .*status=202'
 
 mcp "${T[@]}" --trace --timeout 2 --resolution ms call "${QUERY[@]}"
 check "a budget spent while the task runs ends within it, naming the task, its session kept" \

@@ -8,6 +8,7 @@
 mod args;
 mod credentials;
 mod driver;
+mod elicit;
 mod login;
 mod report;
 mod servers;
@@ -103,6 +104,12 @@ struct Cli {
     /// Print one line per leg on stderr.
     #[arg(long)]
     trace: bool,
+    /// Answer the server's elicitations (requests for input during a call or its task):
+    /// `decline`, or `defaults` (accept a form with the defaults its schema declares). Each
+    /// is shown on stderr; a URL to open is shown with its domain and always declined.
+    /// Without it, no elicitation is offered to the server.
+    #[arg(long, value_enum, value_name = "decline|defaults")]
+    elicit: Option<elicit::Elicit>,
     /// OAuth: a client id issued for this server (instead of registering one), offered to the
     /// authorization server the server names.
     #[arg(long, value_name = "ID")]
@@ -175,7 +182,9 @@ enum Command {
     /// ran out, `task: <ID>`): polls it under a new budget and prints the call's result as
     /// `call` does, or with --cancel asks the server to cancel it.
     Task {
-        /// The task's id, as `task: <ID>` named it.
+        /// The task's id, as `task: <ID>` named it (it may begin with `-`: ids are the
+        /// server's, often base64url).
+        #[arg(allow_hyphen_values = true)]
         id: String,
         /// Cancel the task (`tasks/cancel`) instead of waiting for its result.
         #[arg(long)]
@@ -539,6 +548,12 @@ fn run(cli: Cli) -> u8 {
     // A tool the server runs as a task is polled inside the budget; one still running when the
     // budget ends is named on stderr (`task: <id>`), so the operator knows the work goes on.
     let config = config.with_tasks(true);
+    let config = match cli.elicit {
+        Some(mode) => config.respond_to("elicitation/create", move |params| {
+            elicit::respond(mode, params)
+        }),
+        None => config,
+    };
     let reporter = Reporter::new(cli.trace, interactive, budget);
     let mut network = mcp_driver_common::network::Network::new();
     if let Some(file) = &cli.cacert {

@@ -1228,3 +1228,22 @@ fn cacert_trusts_an_internal_ca_that_is_refused_without_it() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_task_id_that_begins_with_a_dash_is_an_id_not_a_flag() {
+    // FastMCP's task ids are base64url: `-mDMkl...` is one. A server that runs no tasks
+    // answers the look (and the cancel) with an error naming the request.
+    let server = TestServer::start(Script::default());
+    let url = server.url();
+    for (args, method) in [
+        (&["task", "-mDMklCE"][..], "tasks/get"),
+        (&["task", "--cancel", "-mDMklCE"][..], "tasks/cancel"),
+    ] {
+        let mut all = vec!["--url", &url, "--protocol", "2025-11-25"];
+        all.extend_from_slice(args);
+        let out = mcp_call(&all);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 5, "{err}");
+        assert!(err.contains(method), "{err}");
+    }
+}

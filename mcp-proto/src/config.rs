@@ -280,9 +280,12 @@ impl SessionConfig {
     ///
     /// Polls ramp from 20 ms, doubling up to the server's interval, and the last one is timed
     /// to be answered before the budget ends. A cancelled operation cancels its task
-    /// (`tasks/cancel`, under the cancel notice's grant). Not yet: answering a 2026-07-28
-    /// task's `inputRequests` (a task waiting for input is polled until the budget ends, then
-    /// handed back), and asking for a task for a legacy tool where it is only optional.
+    /// (`tasks/cancel`, under the cancel notice's grant). A task waiting for input is answered
+    /// through the responders ([`respond_to`](Self::respond_to)) inside the same budget: in
+    /// the 2026-07-28 era its `inputRequests` (each key once, however many polls show it)
+    /// with `tasks/update`; in the 2025-11-25 era the requests the server sends on the
+    /// `tasks/result` stream. Not yet: asking for a task for a legacy tool where it is only
+    /// optional.
     ///
     /// ```
     /// use mcp_proto::SessionConfig;

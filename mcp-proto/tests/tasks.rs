@@ -2,6 +2,10 @@
 //! the server answers with a task is polled with `tasks/get` inside the same budget, each poll
 //! a leg granted what is left, until the task completes; when the budget cannot see it done,
 //! the task is handed back in the operation's error, and nothing is polled after the deadline.
+//! A handed-back task is resumed or cancelled under a new budget; a task waiting for input is
+//! answered with `tasks/update`. And in the legacy era (2025-11-25, tasks in the core): the
+//! call asks for a task when the tool requires one, the result comes with `tasks/result`, and
+//! the task lives in its session.
 
 mod support;
 
@@ -620,4 +624,82 @@ fn a_failed_legacy_task_is_the_error_its_result_request_answers() {
         Error::JsonRpc { code, method, .. } => assert_eq!((code, method), (-32603, "tasks/result")),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_task_waiting_for_input_is_answered_once_per_request_with_tasks_update() {
+    let clock = ManualClock::new();
+    let config = modern().respond_to("elicitation/create", |params| {
+        assert_eq!(params["message"], "Who is asking?");
+        Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+    });
+    let mut session = Session::new(config);
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let asking = || {
+        let mut waiting = task("complete", "input_required", 500);
+        waiting["inputRequests"] = json!({"name": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Who is asking?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+        }}});
+        Answer::Result(waiting)
+    };
+    let run = drive(&mut session, op, &clock, &[0.01; 16], |kind, leg| {
+        match (kind, leg) {
+            (LegKind::CallTool, _) => created(500),
+            // The server has not taken the answer in yet: the same key again.
+            (LegKind::TaskGet, 2 | 4) => asking(),
+            (LegKind::TaskUpdate, _) => Answer::Result(json!({"resultType": "complete"})),
+            (LegKind::TaskGet, _) => completed(),
+            _ => unreachable!("{kind:?}"),
+        }
+    });
+    assert_eq!(
+        run.methods(),
+        [
+            "tools/call",
+            "tasks/get",
+            "tasks/update",
+            "tasks/get",
+            "tasks/get"
+        ]
+    );
+    assert_eq!(run.requests, ["elicitation/create"], "asked once");
+    let update = &run.legs[2];
+    assert_eq!(update.body["params"]["taskId"], TASK);
+    assert_eq!(
+        update.body["params"]["inputResponses"],
+        json!({"name": {"action": "accept", "content": {"name": "Ada"}}})
+    );
+    assert_eq!(update.request.headers()["mcp-name"], TASK);
+    assert_eq!(update.request.headers()["mcp-method"], "tasks/update");
+    // The polls after it carry no answers, and the first comes soon (the ramp starts over).
+    assert!(run.legs[3].body["params"].get("inputResponses").is_none());
+    assert_eq!(run.legs[3].sent_at - run.legs[2].sent_at, ms(30));
+    let call = run.result.unwrap().into_call().unwrap();
+    assert_eq!(call.text(), "slept 2.0");
+}
+
+#[test]
+fn a_task_waiting_for_input_nobody_answers_is_declined_and_polled_on() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.call_tool("ask", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[0.01; 16], |kind, leg| {
+        match (kind, leg) {
+            (LegKind::CallTool, _) => created(500),
+            (LegKind::TaskGet, 2) => {
+                let mut waiting = task("complete", "input_required", 500);
+                waiting["inputRequests"] =
+                    json!({"k1": {"method": "elicitation/create", "params": {"message": "?"}}});
+                Answer::Result(waiting)
+            }
+            (LegKind::TaskUpdate, _) => Answer::Result(json!({})),
+            _ => completed(),
+        }
+    });
+    assert_eq!(
+        run.legs[2].body["params"]["inputResponses"],
+        json!({"k1": {"action": "decline"}})
+    );
+    assert!(run.result.is_ok(), "{:?}", run.result);
 }

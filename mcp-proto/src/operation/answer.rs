@@ -190,6 +190,8 @@ impl From<Seen> for Meaning {
             Seen::Running => Self::More,
             Seen::Done(outcome) => Self::Finish(outcome),
             Seen::Failed(failure) => Self::Failed(failure),
+            // Read where the round it starts is kept (`Answering::read`).
+            Seen::Input(_) => Self::More,
         }
     }
 }
@@ -351,8 +353,27 @@ impl Answering {
             };
         }
         match answers {
-            LegKind::TaskGet => self.task.polled(result, ctx.when, ctx.events).into(),
+            LegKind::TaskGet => match self.task.polled(result, ctx.when, ctx.events) {
+                // The task's requests for input are a round like a request's own.
+                Seen::Input(requests) => {
+                    let asked = Map::from_iter([("inputRequests".to_owned(), requests.into())]);
+                    match self
+                        .input
+                        .begin(asked, ctx.session, ctx.events, ctx.replies)
+                    {
+                        Ok(()) => Meaning::More,
+                        Err(detail) => malformed(detail),
+                    }
+                }
+                seen => seen.into(),
+            },
             LegKind::TaskResult => self.task.fetched(result).into(),
+            LegKind::TaskUpdate => {
+                let round = self.input.round.take();
+                let keys = round.iter().flat_map(|round| round.responses.keys());
+                self.task.updated(keys, ctx.when);
+                Meaning::More
+            }
             LegKind::TaskCancel => match &ctx.progress.action {
                 Action::CancelTask(task) => {
                     Meaning::Finish(Outcome::TaskCancelRequested(task.task_id.clone()))

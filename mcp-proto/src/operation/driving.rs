@@ -66,6 +66,9 @@ pub enum LegKind {
     /// input (the server's requests come on its answer's stream); the server answers it once
     /// the task is over.
     TaskResult,
+    /// `tasks/update` (2026-07-28): the caller's answers to a task's requests for input
+    /// (`inputResponses`, by key); the task is polled again after its acknowledgement.
+    TaskUpdate,
     /// `tasks/cancel` as an operation's own work (the caller cancels a task it was handed
     /// back): its answer is read, and ends the operation.
     TaskCancel,
@@ -133,6 +136,7 @@ impl LegKind {
             Self::GetPrompt => Some("prompts/get"),
             Self::TaskGet => Some("tasks/get"),
             Self::TaskResult => Some("tasks/result"),
+            Self::TaskUpdate => Some("tasks/update"),
             Self::TaskCancel | Self::TaskCancelNotice => Some("tasks/cancel"),
             Self::Subscribe => Some("subscriptions/listen"),
             Self::CancelNotice => Some("notifications/cancelled"),
@@ -173,7 +177,11 @@ impl LegKind {
     pub(crate) const fn is_about_task(self) -> bool {
         matches!(
             self,
-            Self::TaskGet | Self::TaskResult | Self::TaskCancel | Self::TaskCancelNotice
+            Self::TaskGet
+                | Self::TaskResult
+                | Self::TaskUpdate
+                | Self::TaskCancel
+                | Self::TaskCancelNotice
         )
     }
 

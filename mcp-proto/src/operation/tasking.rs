@@ -17,7 +17,7 @@
 //! a leg, never reads a clock and never ends the operation: what it reads becomes a
 //! [`Seen`], and a spent budget a [`Failure`] the operation acts on.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -56,8 +56,11 @@ struct Live {
     /// The next wait, before the server's interval caps it.
     backoff: Duration,
     next: Next,
-    /// Whether the request in flight (or due) is `tasks/result`, not `tasks/get`.
-    fetching: bool,
+    /// The request in flight (or due): `tasks/get`, `tasks/result` or `tasks/update`.
+    request: LegKind,
+    /// The keys of the task's requests for input already answered (a poll may show them
+    /// again before the server took the answers in: they are not asked twice).
+    answered: BTreeSet<String>,
     /// The legacy session it belongs to.
     session_id: Option<String>,
 }
@@ -69,6 +72,9 @@ enum Next {
     At(Instant),
     /// `tasks/result` (legacy era): the task is over, or waits for input.
     Fetch,
+    /// `tasks/update` (modern era): the caller's answers to the task's requests for input
+    /// (the reply timer holds it until they are in).
+    Update,
     /// The answer to the poll (or the fetch) in flight.
     Answer,
     /// Nothing: no poll can be answered inside the budget; the task is handed back.
@@ -93,6 +99,9 @@ pub(super) enum Seen {
     Done(Outcome),
     /// It failed, or what the server said of it is not a task.
     Failed(Failure),
+    /// It waits for input: these requests (by key) are asked of the caller, and
+    /// `tasks/update` carries the answers.
+    Input(Map<String, Value>),
 }
 
 /// What holds the next leg of an operation with a task.
@@ -177,7 +186,8 @@ impl Tasking {
             era: handle.era,
             backoff: MIN_POLL_WAIT,
             next: Next::Answer,
-            fetching: false,
+            request: LegKind::TaskGet,
+            answered: BTreeSet::new(),
             session_id: handle.session_id.clone(),
         };
         Self {
@@ -202,7 +212,8 @@ impl Tasking {
                     era,
                     backoff: MIN_POLL_WAIT,
                     next: Next::Answer,
-                    fetching: false,
+                    request: LegKind::TaskGet,
+                    answered: BTreeSet::new(),
                     session_id,
                 };
                 self.live = Some(Box::new(live));
@@ -248,6 +259,17 @@ impl Tasking {
             live.next = Next::Fetch;
             return Seen::Running;
         }
+        // What the task asks that was not answered yet goes to the caller; then
+        // `tasks/update` carries the answers.
+        if let TaskPayload::Input(mut requests) = payload {
+            requests.retain(|key, _| !live.answered.contains(key));
+            if requests.is_empty() {
+                self.schedule(when);
+                return Seen::Running;
+            }
+            live.next = Next::Update;
+            return Seen::Input(requests);
+        }
         if !status.is_terminal() {
             self.schedule(when);
             return Seen::Running;
@@ -284,13 +306,22 @@ impl Tasking {
         }
     }
 
-    /// The request that looks at the task next: `tasks/get`, or `tasks/result` once a legacy
-    /// task is over or waits for input.
-    pub(super) fn request(&self) -> LegKind {
-        match self.live.as_deref() {
-            Some(live) if live.fetching => LegKind::TaskResult,
-            _ => LegKind::TaskGet,
+    /// The server acknowledged `tasks/update` with the answers to `keys`: they are not asked
+    /// again, and the task is polled again soon (the ramp starts over).
+    pub(super) fn updated<'k>(&mut self, keys: impl Iterator<Item = &'k String>, when: When) {
+        if let Some(live) = self.live.as_deref_mut() {
+            live.answered.extend(keys.cloned());
+            live.backoff = MIN_POLL_WAIT;
         }
+        self.schedule(when);
+    }
+
+    /// The request about the task that goes out next: `tasks/get`, `tasks/result` once a
+    /// legacy task is over or waits for input, `tasks/update` with the caller's answers.
+    pub(super) fn request(&self) -> LegKind {
+        self.live
+            .as_deref()
+            .map_or(LegKind::TaskGet, |live| live.request)
     }
 
     /// What holds the next leg at `now`; a due poll is handed out (it awaits its answer next).
@@ -303,11 +334,15 @@ impl Tasking {
             Next::HandBack => Hold::HandBack,
             Next::At(at) if at > now => Hold::Until(at),
             Next::At(_) => {
-                (live.next, live.fetching) = (Next::Answer, false);
+                (live.next, live.request) = (Next::Answer, LegKind::TaskGet);
                 Hold::Poll
             }
             Next::Fetch => {
-                (live.next, live.fetching) = (Next::Answer, true);
+                (live.next, live.request) = (Next::Answer, LegKind::TaskResult);
+                Hold::Poll
+            }
+            Next::Update => {
+                (live.next, live.request) = (Next::Answer, LegKind::TaskUpdate);
                 Hold::Poll
             }
         }

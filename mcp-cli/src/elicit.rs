@@ -1,0 +1,82 @@
+//! `--elicit`: how `mcp-call` answers a server's `elicitation/create` (a request for input
+//! during a call, or during the task a call became), and what it shows of it on stderr.
+//!
+//! A form is answered as the flag says: declined, or accepted with the defaults its schema
+//! declares. A URL-mode elicitation (the server asks the person to open a page) is shown with
+//! its URL and the URL's domain, and always declined: nothing here opens a page a server
+//! named. What is shown is clipped and has its control characters folded, so a server cannot
+//! write to the terminal through it.
+
+use clap::ValueEnum;
+use mcp_proto::{QUOTE_LIMIT, RpcError, clip};
+use serde_json::{Value, json};
+
+/// How a form elicitation is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Elicit {
+    /// Decline every elicitation.
+    Decline,
+    /// Accept a form with the defaults its schema declares (a URL is still declined).
+    Defaults,
+}
+
+/// A server's text, safe to print on one line.
+fn shown(text: &str) -> String {
+    clip(text, QUOTE_LIMIT)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The answer to an `elicitation/create` with `params`, after one line on stderr:
+/// `elicitation: <message>` (for a URL, ` url=<url> domain=<host>` too) and what was answered.
+pub(crate) fn respond(mode: Elicit, params: &Value) -> Result<Value, RpcError> {
+    let message = shown(params.get("message").and_then(Value::as_str).unwrap_or(""));
+    let decline = json!({"action": "decline"});
+    if params.get("mode").and_then(Value::as_str) == Some("url") {
+        let url = params.get("url").and_then(Value::as_str).unwrap_or("");
+        let domain = url::Url::parse(url)
+            .ok()
+            .and_then(|url| url.host_str().map(shown))
+            .unwrap_or_else(|| "(none)".to_owned());
+        eprintln!(
+            "elicitation: {message} url={} domain={domain} (declined: mcp-call opens no page a server names)",
+            shown(url)
+        );
+        return Ok(decline);
+    }
+    let answer = match mode {
+        Elicit::Decline => decline,
+        Elicit::Defaults => mcp_proto::accept_elicitation_with_defaults(params),
+    };
+    let action = answer["action"].as_str().unwrap_or("decline");
+    eprintln!("elicitation: {message} ({action})");
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_is_answered_as_told_and_a_url_is_always_declined() {
+        let form = json!({"message": "Who?\u{1b}[2J", "requestedSchema": {"type": "object",
+            "properties": {"name": {"type": "string", "default": "Ada"}}}});
+        let accepted = respond(Elicit::Defaults, &form).unwrap();
+        assert_eq!(
+            accepted,
+            json!({"action": "accept", "content": {"name": "Ada"}})
+        );
+        assert_eq!(
+            respond(Elicit::Decline, &form).unwrap()["action"],
+            "decline"
+        );
+        let page = json!({"mode": "url", "message": "Sign in", "url": "https://pay.example/x",
+            "elicitationId": "e1"});
+        assert_eq!(
+            respond(Elicit::Defaults, &page).unwrap()["action"],
+            "decline"
+        );
+        assert_eq!(shown("a\nb\u{1b}c"), "a b c");
+    }
+}
