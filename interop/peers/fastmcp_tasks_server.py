@@ -8,7 +8,8 @@ Tools: sleep(seconds) may run as a task (the server makes one when the client de
 extension); batch(seconds) must (a client without the extension gets -32021). Both answer
 "slept <seconds>". ask() must run as a task and asks for a name first (a form elicitation
 whose name defaults to "Ada", the task `input_required` until `tasks/update` answers), then
-answers "hello <name>" (or "declined" / "cancelled"). The server suggests polling every
+answers "hello <name>" (or "declined" / "cancelled"). remaining() says what the request's
+`_meta` carried under `dev.mcp-deadline/remainingMs`. The server suggests polling every
 500 ms.
 """
 
@@ -60,6 +61,14 @@ async def ask(ctx: Context) -> str | mcp_types.InputRequiredResult:
     if answer.get("action") != "accept":
         return str(answer.get("action"))
     return f"hello {(answer.get('content') or {}).get('name')}"
+
+
+@server.tool
+def remaining(ctx: Context) -> str:
+    """Says what the request's `_meta` told of the client's budget (a key of mcp-call's own)."""
+    meta = ctx.request_context.meta if ctx.request_context else None
+    extra = meta.model_dump() if meta is not None and hasattr(meta, "model_dump") else (meta or {})
+    return f"remainingMs={extra.get('dev.mcp-deadline/remainingMs')}"
 
 
 if __name__ == "__main__":

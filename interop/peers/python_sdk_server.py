@@ -7,14 +7,15 @@ for the interop rows. It adds no behaviour of its own: what a row observes is th
 sse: answers as an event stream (the SDK's default); json: json_response=True;
 stateless: stateless_http=True (no session id, nothing to DELETE).
 Tools: echo(text), add(a, b), fail(reason) (raises: the SDK answers isError: true),
-sleep(seconds).
+sleep(seconds), chatty(text) (logs "info: <text>" at info and "careful: <text>" at warning,
+logger "interop", then returns the text).
 Resource interop://greeting; prompt greet(name).
 """
 
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer(name="interop-python-sdk", version="1.0.0")
@@ -43,6 +44,14 @@ async def sleep(seconds: float) -> str:
     """Answers after the given number of seconds."""
     await anyio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool()
+async def chatty(text: str, ctx: Context) -> str:
+    """Logs twice (info, warning), then returns its text."""
+    await ctx.log("info", f"info: {text}", logger_name="interop")
+    await ctx.log("warning", f"careful: {text}", logger_name="interop")
+    return text
 
 
 @server.resource("interop://greeting", mime_type="text/plain")

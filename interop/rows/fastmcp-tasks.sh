@@ -9,7 +9,9 @@
 # its result under a new budget, `--cancel` cancels it (a later look says cancelled); a call
 # cancelled (SIGINT) while its task runs cancels the task with tasks/cancel, never
 # notifications/cancelled; a task that asks for input (`ask`) gets the answer of --elicit
-# with tasks/update, and one nobody answers is declined.
+# with tasks/update, and one nobody answers is declined; --send-deadline puts the budget left
+# in each request's _meta (the `remaining` tool says what it saw); --cancel-at-deadline cancels
+# the task inside the budget instead of handing it back.
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
@@ -34,6 +36,12 @@ check "a task waiting for input gets the answer with tasks/update" rc=0 out='^he
 mcp "${T[@]}" call ask
 check "without --elicit the task's request is declined" rc=0 out='^decline$'
 
+# --send-deadline: the server sees what is left of the budget; without it, nothing.
+mcp "${T[@]}" --send-deadline --timeout 7 --resolution ms call remaining
+check "--send-deadline tells the server the budget left" rc=0 out='^remainingMs=(69[0-9][0-9]|7000)$'
+mcp "${T[@]}" call remaining
+check "without --send-deadline the server is told nothing" rc=0 out='^remainingMs=None$'
+
 # A 10 s task-only tool: done inside a 30 s budget, its polls legs of that budget.
 mcp "${T[@]}" --trace --timeout 30 call batch '{"seconds": 10}'
 check "a 10 s task completes inside a 30 s budget" rc=0 out='^slept 10' \
@@ -49,6 +57,14 @@ id=$(sed -n 's/^task: //p' <<<"$ERR")
 mcp "${T[@]}" --trace --timeout 30 task "$id"
 check "mcp-call task <id> gets the result under a new budget" rc=0 out='^slept 10' \
   err='^leg=1 method=tasks/get granted_ms=30000 ' no_err='tools/call'
+
+# Configured to cancel instead: tasks/cancel goes out before the end.
+mcp "${T[@]}" --trace --cancel-at-deadline --timeout 2 --resolution ms call batch '{"seconds": 10}'
+check "--cancel-at-deadline cancels the task inside the budget" rc=3 \
+  err='method=tasks/cancel .*status=200' err='asked to cancel' max_ms=2600
+id=$(sed -n 's/^task: //p' <<<"$ERR")
+mcp "${T[@]}" --json task "$id"
+check "the cancelled task says so" rc=5 err='"kind":"task_cancelled"'
 
 mcp "${T[@]}" --json --timeout 1 call sleep '{"seconds": 30}'
 check "--json carries the task" rc=3 err='"kind":"task_running"' err='"task":\{"id":"[^"]+"' err='"status":"working"'

@@ -3,7 +3,9 @@
 # default), peers/python_sdk_server.py sse. Checks: ping finds the modern era (2026-07-28),
 # tools listing, a tool call, a tool answering isError (exit 1, --json), resources listing and
 # read, prompts listing and get, a call cut at a 1 s budget, and a legacy session
-# (--protocol 2025-11-25) ended by a DELETE answered 200.
+# (--protocol 2025-11-25) ended by a DELETE answered 200; --log-level: the server's log
+# messages on stderr, the level carried by the modern request (the server filters) and applied
+# to a legacy session's (the SDK declares no logging, so no logging/setLevel is sent).
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -18,4 +20,14 @@ python_peer 'the python sdk'
 CLOSE='method=close .*status=200'
 CLOSE_ARGS=(--protocol 2025-11-25)
 peer_checks
+
+mcp "${T[@]}" --log-level warning call chatty '{"text":"hi"}'
+check "--log-level: the modern request carries the level, the server's messages are printed" \
+  rc=0 out='^hi$' err='^log warning interop: careful: hi$' no_err='^log info'
+mcp "${T[@]}" --protocol 2025-11-25 --log-level info --trace call chatty '{"text":"hi"}'
+check "--log-level on a legacy session that declares no logging: printed, no setLevel" rc=0 \
+  err='^log info interop: info: hi$' err='^log warning interop: careful: hi$' \
+  no_err='logging/setLevel'
+mcp "${T[@]}" call chatty '{"text":"hi"}'
+check "without --log-level nothing is printed" rc=0 no_err='^log '
 finish

@@ -4,7 +4,8 @@
 # peers/loopback.cjs. Checks: ping finds the legacy era (2025-11-25), tools listing, echo,
 # get-sum with a string for a number (isError: exit 1, --json), resources listing and read,
 # prompts listing and get, trigger-long-running-operation (10 s, progress) cut at a 1 s budget,
-# and the DELETE answered 200.
+# and the DELETE answered 200; --log-level sends logging/setLevel after the handshake (the
+# server declares logging).
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -25,4 +26,8 @@ SLOW=(trigger-long-running-operation '{"duration":10,"steps":10}')
 CLOSE='method=close .*status=200'
 CLOSE_ARGS=()
 peer_checks
+
+mcp "${T[@]}" --log-level error --trace call "${ECHO[@]:0:2}"
+check "--log-level: logging/setLevel after the handshake, answered" rc=0 \
+  err='^leg=[0-9]+ method=logging/setLevel .*status=200' out='Echo: hi there'
 finish

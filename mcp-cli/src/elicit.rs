@@ -21,7 +21,7 @@ pub(crate) enum Elicit {
 }
 
 /// A server's text, safe to print on one line.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     clip(text, QUOTE_LIMIT)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

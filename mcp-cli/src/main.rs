@@ -110,6 +110,18 @@ struct Cli {
     /// Without it, no elicitation is offered to the server.
     #[arg(long, value_enum, value_name = "decline|defaults")]
     elicit: Option<elicit::Elicit>,
+    /// Tell the server, on every request, the milliseconds left of the budget (in `_meta`,
+    /// under `dev.mcp-deadline/remainingMs`: this project's own key, not a standard one).
+    #[arg(long)]
+    send_deadline: bool,
+    /// Cancel a task still running when the budget ends (`tasks/cancel`, sent before the end)
+    /// instead of handing it back to look at later.
+    #[arg(long)]
+    cancel_at_deadline: bool,
+    /// Ask the server for its log messages at LEVEL and above (debug, info, notice, warning,
+    /// error, critical, alert, emergency) and print them on stderr: `log <level> <logger>: ...`.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_log_level)]
+    log_level: Option<mcp_proto::LogLevel>,
     /// OAuth: a client id issued for this server (instead of registering one), offered to the
     /// authorization server the server names.
     #[arg(long, value_name = "ID")]
@@ -273,6 +285,13 @@ server could not be reached; 5 the server answered with an error; 6 cancelled (C
 authorization server refused or broke the rules (its metadata, registration or token answer). With --repeat, \
 the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
 given (read leniently: anything unusable means the default, 20).";
+
+fn parse_log_level(text: &str) -> Result<mcp_proto::LogLevel, String> {
+    mcp_proto::LogLevel::parse(text.trim()).ok_or_else(|| {
+        let levels: Vec<&str> = mcp_proto::LogLevel::ALL.map(|l| l.as_str()).to_vec();
+        format!("not a log level: {}", levels.join(", "))
+    })
+}
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     let seconds: f64 = text
@@ -547,14 +566,21 @@ fn run(cli: Cli) -> u8 {
     let config = config.with_progress(interactive || cli.trace);
     // A tool the server runs as a task is polled inside the budget; one still running when the
     // budget ends is named on stderr (`task: <id>`), so the operator knows the work goes on.
-    let config = config.with_tasks(true);
+    let config = config
+        .with_tasks(true)
+        .with_send_deadline(cli.send_deadline)
+        .with_cancel_spent_tasks(cli.cancel_at_deadline);
+    let config = match cli.log_level {
+        Some(level) => config.with_log_level(level),
+        None => config,
+    };
     let config = match cli.elicit {
         Some(mode) => config.respond_to("elicitation/create", move |params| {
             elicit::respond(mode, params)
         }),
         None => config,
     };
-    let reporter = Reporter::new(cli.trace, interactive, budget);
+    let reporter = Reporter::new(cli.trace, cli.log_level, interactive, budget);
     let mut network = mcp_driver_common::network::Network::new();
     if let Some(file) = &cli.cacert {
         network = network.with_root_pem_file(file);

@@ -30,6 +30,8 @@ pub(crate) struct Reporter {
 
 struct State {
     trace: bool,
+    /// `--log-level`: the server's log messages at this level and above go to stderr.
+    logs: Option<mcp_proto::LogLevel>,
     interactive: bool,
     budget: Budget,
     started: Instant,
@@ -38,10 +40,16 @@ struct State {
 }
 
 impl Reporter {
-    pub(crate) fn new(trace: bool, interactive: bool, budget: Budget) -> Self {
+    pub(crate) fn new(
+        trace: bool,
+        logs: Option<mcp_proto::LogLevel>,
+        interactive: bool,
+        budget: Budget,
+    ) -> Self {
         Self {
             inner: Arc::new(Mutex::new(State {
                 trace,
+                logs,
                 interactive,
                 budget,
                 started: Instant::now(),
@@ -148,6 +156,21 @@ impl Observer for Reporter {
             }
             return;
         }
+        if let Event::Notification(notification) = event {
+            if let Some(log) = notification.log() {
+                let state = self.state();
+                let asked = state.logs;
+                let level = mcp_proto::LogLevel::parse(&log.level);
+                if asked.is_some_and(|asked| level.is_none_or(|level| level >= asked)) {
+                    let line = log_line(&log);
+                    match &state.spinner {
+                        Some(spinner) if !spinner.is_hidden() => spinner.println(&line),
+                        _ => eprintln!("{line}"),
+                    }
+                }
+                return;
+            }
+        }
         let text = match event {
             // A tool the server runs as a task: its status (and message) as it changes.
             Event::TaskStatus {
@@ -184,4 +207,20 @@ impl Observer for Reporter {
         }
         state.progress = Some(text);
     }
+}
+
+/// A server's log message as one line: `log <level>[ <logger>]: <data>` (a string as it is,
+/// anything else as compact JSON), clipped, control characters folded.
+fn log_line(log: &mcp_proto::LogMessage) -> String {
+    let data = match &log.data {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let logger = log
+        .logger
+        .as_deref()
+        .map(|l| format!(" {l}"))
+        .unwrap_or_default();
+    let line = format!("log {}{logger}: {data}", log.level);
+    crate::elicit::shown(&line)
 }

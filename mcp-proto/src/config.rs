@@ -17,7 +17,10 @@ use crate::jsonrpc::RpcError;
 use crate::model::{ClientInfo, ProtocolVersion};
 use crate::transport::{StdioCommand, Transport};
 use crate::wire::{Endpoint, RESERVED_HEADERS};
+
+mod meta;
 use mcp_auth::{QUOTE_LIMIT, clip};
+pub use meta::DEADLINE_META_KEY;
 
 /// Everything a session needs to know before it talks to a server.
 ///
@@ -52,6 +55,12 @@ pub struct SessionConfig {
     tasks: bool,
     /// `traceparent` (and `tracestate`) added to every request's `_meta`, when configured.
     trace_context: Map<String, Value>,
+    /// Whether every request tells the server what is left of the budget.
+    send_deadline: bool,
+    /// Whether a task the budget cannot see done is cancelled instead of handed back.
+    cancel_spent_tasks: bool,
+    /// The least severe log message the server is asked to send, if any.
+    log_level: Option<crate::LogLevel>,
     /// The pinned version, or `None` to detect the server's era.
     protocol_version: Option<ProtocolVersion>,
     /// The URL exactly as the caller gave it (a 2025-03-26 server's OAuth `resource`).
@@ -128,6 +137,9 @@ impl SessionConfig {
             cancel_notice: false,
             tasks: false,
             trace_context: Map::new(),
+            send_deadline: false,
+            cancel_spent_tasks: false,
+            log_level: None,
             protocol_version: None,
             url,
             oauth: None,
@@ -426,6 +438,38 @@ impl SessionConfig {
         self.tasks
     }
 
+    /// Cancels a task the budget cannot see done instead of handing it back (default: off, the
+    /// task is handed back and keeps running). The last poll is then timed to leave room for
+    /// `tasks/cancel` too, which goes out before the budget's end; the operation still ends
+    /// with [`Error::TaskRunning`], saying so. A budget spent by a poll that never came back
+    /// leaves no room: that task is handed back as it is.
+    pub fn with_cancel_spent_tasks(mut self, on: bool) -> Self {
+        self.cancel_spent_tasks = on;
+        self
+    }
+
+    /// Whether a task the budget cannot see done is cancelled instead of handed back.
+    pub fn cancels_spent_tasks(&self) -> bool {
+        self.cancel_spent_tasks
+    }
+
+    /// Asks the server for its log messages at `level` and above (default: none asked). In the
+    /// 2026-07-28 era every request carries `io.modelcontextprotocol/logLevel` in `_meta`
+    /// (the server then sends them on that request's answer); in the legacy era a session's
+    /// handshake is followed by `logging/setLevel` (when the server declares `logging`), a leg
+    /// of the same budget whose refusal changes nothing. The messages come out as events
+    /// ([`Notification::log`](crate::Notification::log)). MCP deprecates logging as of
+    /// 2026-07-28; servers still send it.
+    pub fn with_log_level(mut self, level: crate::LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
+    /// The least severe log message the server is asked to send, if any.
+    pub fn log_level(&self) -> Option<crate::LogLevel> {
+        self.log_level
+    }
+
     /// Whether a cancelled `tools/call` is followed by `notifications/cancelled`.
     pub fn cancel_notice(&self) -> bool {
         self.cancel_notice
@@ -455,59 +499,6 @@ impl SessionConfig {
             Some((_, responder)) => (responder.0)(params),
             None => protocol_answer(method),
         }
-    }
-
-    /// Propagates a W3C trace context: every request carries `traceparent` (and `tracestate`,
-    /// when given) in its `params._meta`, as the 2026-07-28 revision documents for
-    /// OpenTelemetry (legacy-era requests too). Off unless configured.
-    ///
-    /// # Errors
-    /// [`Error::InvalidHeader`] when `traceparent` is not `version-traceid-parentid-flags` in
-    /// lower-case hex (W3C Trace Context, ids not all zero) or `tracestate` has characters a
-    /// header value cannot carry or more than 512 of them.
-    ///
-    /// ```
-    /// use mcp_proto::SessionConfig;
-    /// let config = SessionConfig::new("https://tools.example.org/mcp")?
-    ///     .with_trace_context("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01", None)?;
-    /// assert!(SessionConfig::new("https://tools.example.org/mcp")?
-    ///     .with_trace_context("00-not-a-trace", None)
-    ///     .is_err());
-    /// # Ok::<(), mcp_proto::Error>(())
-    /// ```
-    pub fn with_trace_context(
-        mut self,
-        traceparent: &str,
-        tracestate: Option<&str>,
-    ) -> Result<Self, Error> {
-        let invalid = |name: &str, reason| Error::InvalidHeader {
-            name: name.to_owned(),
-            reason,
-        };
-        if !valid_traceparent(traceparent) {
-            return Err(invalid(
-                "traceparent",
-                "it is not a W3C traceparent (version-traceid-parentid-flags, lower-case hex)",
-            ));
-        }
-        let mut context = Map::new();
-        context.insert("traceparent".to_owned(), Value::from(traceparent));
-        if let Some(state) = tracestate {
-            if state.len() > 512 || !state.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-                return Err(invalid(
-                    "tracestate",
-                    "it has more than 512 characters or one a header value cannot carry",
-                ));
-            }
-            context.insert("tracestate".to_owned(), Value::from(state));
-        }
-        self.trace_context = context;
-        Ok(self)
-    }
-
-    /// The trace context every request carries in `_meta` (empty when not configured).
-    pub fn trace_context(&self) -> &Map<String, Value> {
-        &self.trace_context
     }
 
     /// The client capabilities declared in `initialize`, from the registered responders.
@@ -550,22 +541,4 @@ impl std::fmt::Debug for Responder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Responder(..)")
     }
-}
-
-/// W3C Trace Context `traceparent`: `vv-<32 hex>-<16 hex>-ff`, lower case, version not `ff`,
-/// trace id and parent id not all zero.
-fn valid_traceparent(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('-').collect();
-    let hex = |part: &str, len: usize| {
-        part.len() == len
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
-    let nonzero = |part: &str| part.bytes().any(|b| b != b'0');
-    matches!(parts.as_slice(), [version, trace, parent, flags]
-        if hex(version, 2) && *version != "ff"
-            && hex(trace, 32) && nonzero(trace)
-            && hex(parent, 16) && nonzero(parent)
-            && hex(flags, 2))
 }

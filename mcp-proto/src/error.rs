@@ -285,9 +285,14 @@ pub enum Error {
     /// task goes on, the operation does not. [`Error::task`] hands the task back, to look at
     /// again under a new budget or to cancel.
     #[error(
-        "The {budget} operation budget for MCP server \"{server}\" ran out while its task \"{}\" was {}; the task keeps running on the server: look at it again under a new budget, or cancel it",
+        "The {budget} operation budget for MCP server \"{server}\" ran out while its task \"{}\" was {}; {}",
         task.task_id,
-        task.status
+        task.status,
+        if *cancel_sent {
+            "it was asked to cancel (tasks/cancel), as configured"
+        } else {
+            "the task keeps running on the server: look at it again under a new budget, or cancel it"
+        }
     )]
     TaskRunning {
         /// The server's label.
@@ -296,6 +301,10 @@ pub enum Error {
         budget: Budget,
         /// The task, as the server last described it.
         task: Box<TaskHandle>,
+        /// Whether `tasks/cancel` was sent for it before the budget's end
+        /// ([`SessionConfig::with_cancel_spent_tasks`](crate::SessionConfig::with_cancel_spent_tasks));
+        /// cancelling is cooperative, so the task may still end otherwise.
+        cancel_sent: bool,
     },
     /// The task the tool call became was cancelled on the server before it was done.
     #[error("MCP server \"{server}\" cancelled the task \"{task_id}\" of the {method} request{}", reason_suffix(message.as_deref()))]

@@ -113,7 +113,7 @@ pub use catalog::{
     Resource, ResourceTemplate, Tool,
 };
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use config::SessionConfig;
+pub use config::{DEADLINE_META_KEY, SessionConfig};
 pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};
 pub use error::{Error, Fault};
 pub use jsonrpc::{RequestId, RpcError};
@@ -124,8 +124,9 @@ pub use mcp_auth;
 /// space, at most [`QUOTE_LIMIT`] characters, an ellipsis where it was cut.
 pub use mcp_auth::{QUOTE_LIMIT, clip};
 pub use model::{
-    CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, Notification, Progress, ProtocolVersion,
-    ServerInfo, SessionInfo, Subscription, SubscriptionEnd, accept_elicitation_with_defaults,
+    CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, LogLevel, LogMessage, Notification,
+    Progress, ProtocolVersion, ServerInfo, SessionInfo, Subscription, SubscriptionEnd,
+    accept_elicitation_with_defaults,
 };
 pub use observe::{NoObserver, Observer};
 pub use operation::{

@@ -248,6 +248,73 @@ impl CallToolResult {
     }
 }
 
+/// The severity of a server's log message (RFC 5424's, as MCP names them), least severe
+/// first: asking for a level asks for it and every more severe one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// General informational messages.
+    Info,
+    /// Normal but significant events.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, least severe first.
+    pub const ALL: [Self; 8] = [
+        Self::Debug,
+        Self::Info,
+        Self::Notice,
+        Self::Warning,
+        Self::Error,
+        Self::Critical,
+        Self::Alert,
+        Self::Emergency,
+    ];
+
+    /// The level as the protocol spells it (`debug`, `info`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
+
+    /// The level spelled `text`, if it is one.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|level| level.as_str() == text)
+    }
+}
+
+/// A server's log message (`notifications/message`), as [`Notification::log`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMessage {
+    /// Its severity, as the server spelled it (clipped); see [`LogLevel::parse`].
+    pub level: String,
+    /// The logger's name, when given (clipped).
+    pub logger: Option<String>,
+    /// What it says, verbatim.
+    pub data: Value,
+}
+
 /// A notification the server sent while answering (progress, logging, list changes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
@@ -330,6 +397,22 @@ impl Notification {
                 .get("message")
                 .and_then(Value::as_str)
                 .map(|m| clip(m, mcp_auth::QUOTE_LIMIT)),
+        })
+    }
+
+    /// The log message this notification carries, when it is `notifications/message` with a
+    /// level.
+    pub fn log(&self) -> Option<LogMessage> {
+        if self.method != "notifications/message" {
+            return None;
+        }
+        let text = |key: &str| {
+            (self.params.get(key).and_then(Value::as_str)).map(|s| clip(s, LABEL_LIMIT))
+        };
+        Some(LogMessage {
+            level: text("level")?,
+            logger: text("logger"),
+            data: self.params.get("data").cloned().unwrap_or(Value::Null),
         })
     }
 }

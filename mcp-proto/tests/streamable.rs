@@ -727,6 +727,123 @@ fn a_configured_trace_context_rides_in_every_request_s_meta() {
 }
 
 #[test]
+fn the_budget_left_rides_in_every_request_s_meta_when_configured() {
+    let key = mcp_proto::DEADLINE_META_KEY;
+    assert_eq!(key, "dev.mcp-deadline/remainingMs");
+    let clock = ManualClock::new();
+    let told = config()
+        .with_budget(Budget::from_secs(10))
+        .with_resolution(Resolution::MILLISECOND)
+        .with_send_deadline(true);
+    let mut session = mcp_proto::Session::new(told.clone());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    // The handshake's legs take 1.5 s and 0.25 s: the call is told what they left.
+    let run = drive(&mut session, op, &clock, &[1.5, 0.25], |k, _| healthy(k));
+    assert!(run.result.is_ok());
+    let told_ms: Vec<Value> = (run.legs.iter())
+        .filter(|leg| leg.kind != LegKind::Initialized)
+        .map(|leg| leg.body["params"]["_meta"][key].clone())
+        .collect();
+    assert_eq!(told_ms, [json!(10_000), json!(8_250)]);
+
+    // The modern era: beside the request metadata, recomputed for the retry after a refusal.
+    let modern = told.with_protocol_version(mcp_proto::ProtocolVersion::MODERN);
+    let mut session = mcp_proto::Session::new(modern);
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[0.5], |k, _| healthy(k));
+    let meta = &run.legs[0].body["params"]["_meta"];
+    assert_eq!(meta[key], 10_000);
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+
+    // Off by default.
+    let mut session = mcp_proto::Session::new(config());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
+    assert!(run.legs[2].body["params"].get("_meta").is_none());
+}
+
+#[test]
+fn a_log_level_is_set_after_the_handshake_or_carried_by_every_modern_request() {
+    let clock = ManualClock::new();
+    let logging = |kind: LegKind, _| match kind {
+        LegKind::Initialize => Answer::Result(json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}, "logging": {}},
+            "serverInfo": {"name": "canned", "version": "1.0"}
+        })),
+        LegKind::SetLogLevel => Answer::Result(json!({})),
+        other => healthy(other),
+    };
+    let leveled = config().with_log_level(mcp_proto::LogLevel::Warning);
+    let mut session = mcp_proto::Session::new(leveled.clone());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], logging);
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    assert_eq!(
+        run.methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "logging/setLevel",
+            "tools/call"
+        ]
+    );
+    assert_eq!(run.legs[2].body["params"]["level"], "warning");
+    // Once per session: the next call goes out alone.
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], logging);
+    assert_eq!(run.methods(), ["tools/call"]);
+
+    // A server that refuses it (a JSON-RPC error): the call goes on.
+    let mut session = mcp_proto::Session::new(leveled.clone());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, n| match kind {
+        LegKind::SetLogLevel => Answer::Json(json!({
+            "jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "no logging here"}
+        })),
+        other => logging(other, n),
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+
+    // A server that declares no logging, or no level configured: no such leg.
+    let mut session = mcp_proto::Session::new(leveled.clone());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
+    assert!(!run.methods().contains(&"logging/setLevel"));
+    let mut session = mcp_proto::Session::new(config());
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], logging);
+    assert!(!run.methods().contains(&"logging/setLevel"));
+
+    // The modern era: in every request's `_meta`.
+    let modern = leveled.with_protocol_version(mcp_proto::ProtocolVersion::MODERN);
+    let mut session = mcp_proto::Session::new(modern);
+    let op = session.call_tool("echo", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
+    let meta = &run.legs[0].body["params"]["_meta"];
+    assert_eq!(meta["io.modelcontextprotocol/logLevel"], "warning");
+
+    // The messages are events.
+    let message = mcp_proto::Notification {
+        method: "notifications/message".into(),
+        params: json!({"level": "error", "logger": "db", "data": {"error": "down"}}),
+    };
+    let log = message.log().unwrap();
+    assert_eq!(
+        (log.level.as_str(), log.logger.as_deref()),
+        ("error", Some("db"))
+    );
+    assert_eq!(
+        mcp_proto::LogLevel::parse("error"),
+        Some(mcp_proto::LogLevel::Error)
+    );
+    assert!(mcp_proto::LogLevel::Debug < mcp_proto::LogLevel::Emergency);
+}
+
+#[test]
 fn a_close_gets_what_the_operation_left_capped_and_nothing_once_it_is_spent() {
     let clock = ManualClock::new();
     let budget = |secs: u64| {

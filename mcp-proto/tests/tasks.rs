@@ -703,3 +703,63 @@ fn a_task_waiting_for_input_nobody_answers_is_declined_and_polled_on() {
     );
     assert!(run.result.is_ok(), "{:?}", run.result);
 }
+
+#[test]
+fn a_task_the_budget_cannot_see_done_is_cancelled_before_the_end_when_configured() {
+    let clock = ManualClock::new();
+    let config = modern()
+        .with_budget(Budget::from_secs(2))
+        .with_cancel_spent_tasks(true);
+    let mut session = Session::new(config);
+    let t0 = clock.now();
+    let op = session.call_tool("slow", Map::new(), t0);
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[0.01; 64],
+        |kind, _| match kind {
+            LegKind::CallTool => created(500),
+            LegKind::TaskCancelNotice => Answer::Result(json!({"resultType": "complete"})),
+            _ => working(500),
+        },
+    );
+    let end = t0 + Duration::from_secs(2);
+    // The last poll leaves room for the cancel (two round trips of 10 ms, at least 25 ms), and
+    // the cancel goes out before the end, naming the task.
+    let (cancel, poll) = (&run.legs[run.legs.len() - 1], &run.legs[run.legs.len() - 2]);
+    assert_eq!(
+        cancel.kind,
+        LegKind::TaskCancelNotice,
+        "{:?}",
+        run.methods()
+    );
+    assert_eq!(poll.sent_at, end - ms(35));
+    assert_eq!(cancel.sent_at, end - ms(25));
+    assert_eq!(cancel.grant, ms(25));
+    assert_eq!(cancel.body["params"]["taskId"], TASK);
+    let err = run.result.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TaskRunning {
+                cancel_sent: true,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("asked to cancel"), "{err}");
+    assert!(run.elapsed <= Duration::from_secs(2), "{:?}", run.elapsed);
+
+    // Off (the default): handed back, nothing cancelled.
+    let (run, _) = never_done(Resolution::MILLISECOND);
+    assert!(!run.methods().contains(&"tasks/cancel"));
+    assert!(matches!(
+        run.result,
+        Err(Error::TaskRunning {
+            cancel_sent: false,
+            ..
+        })
+    ));
+}

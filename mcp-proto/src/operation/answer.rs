@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use super::era::{HEADER_MISMATCH, Move};
 use super::failure::Failure;
 use super::input::InputRounds;
+use super::introduce::{read_discover, read_initialize};
 use super::legs::InFlight;
 use super::progress::Progress;
 use super::read::Heard;
@@ -27,7 +28,7 @@ use crate::catalog::{
     CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult, Tool,
 };
 use crate::jsonrpc::{Incoming, RequestId};
-use crate::model::{self, CallToolResult, ProtocolVersion, SessionInfo};
+use crate::model::{CallToolResult, ProtocolVersion};
 use crate::skills::{self, LoadedSkill, SkillFile};
 use crate::task::{self, TaskEra};
 use mcp_auth::{QUOTE_LIMIT, clip};
@@ -261,6 +262,11 @@ impl Answering {
     /// before it is the operation's failure; a result must carry the request's id.
     pub(super) fn answer(&mut self, leg: &InFlight, answer: Incoming, ctx: Context<'_>) -> Meaning {
         let result = match answer {
+            // A refused log level changes nothing: the work goes out.
+            Incoming::Error { .. } if leg.answers == LegKind::SetLogLevel => {
+                ctx.progress.level_set();
+                return Meaning::More;
+            }
             Incoming::Error { error, .. } => {
                 if self.relist_after(error.code, leg.answers, ctx.progress.era.modern()) {
                     return Meaning::More;
@@ -368,6 +374,10 @@ impl Answering {
                 seen => seen.into(),
             },
             LegKind::TaskResult => self.task.fetched(result).into(),
+            LegKind::SetLogLevel => {
+                ctx.progress.level_set();
+                Meaning::More
+            }
             LegKind::TaskUpdate => {
                 let round = self.input.round.take();
                 let keys = round.iter().flat_map(|round| round.responses.keys());
@@ -523,35 +533,6 @@ impl Answering {
     }
 }
 
-/// An `initialize` result: the handshake to commit once `notifications/initialized` is
-/// accepted, or why it cannot be.
-fn read_initialize(
-    result: &Map<String, Value>,
-    session_id: Option<String>,
-) -> Result<SessionInfo, Failure> {
-    let Some(version) = result.get("protocolVersion").and_then(Value::as_str) else {
-        let detail = "the initialize result has no protocolVersion".to_owned();
-        return Err(Failure::Malformed(detail));
-    };
-    // A modern version has no handshake: an `initialize` answer naming one is not spoken.
-    let spoken = ProtocolVersion::parse(version).filter(|v| !v.is_modern());
-    let Some(protocol_version) = spoken else {
-        return Err(Failure::Version(clip(version, model::LABEL_LIMIT)));
-    };
-    let server = result.get("serverInfo");
-    Ok(session_info(result, protocol_version, server, session_id))
-}
-
-/// What `server/discover` says: who the server is and what it offers. The version is the one
-/// the operation spoke; there is no session.
-fn read_discover(result: &Map<String, Value>, modern: Option<ProtocolVersion>) -> SessionInfo {
-    let server = result
-        .get("_meta")
-        .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"));
-    let version = modern.unwrap_or(ProtocolVersion::MODERN);
-    session_info(result, version, server, None)
-}
-
 /// In the modern era, leaves out every tool whose `x-mcp-header` annotations are invalid
 /// (reported as an event) and remembers the others' for the calls that follow.
 /// In the legacy era, remembers which tools may run as tasks instead.
@@ -587,27 +568,4 @@ fn vet_tool_headers(tools: Vec<Tool>, ctx: Context<'_>) -> Vec<Tool> {
 /// The entries of a listing that read as `T`; the others are dropped.
 fn listed<T: Entry>(entries: Vec<Value>) -> Vec<T> {
     entries.into_iter().filter_map(T::from_entry).collect()
-}
-
-/// What a server says about itself (an `initialize` or `server/discover` result), with the
-/// version spoken and the session id it issued, if any.
-fn session_info(
-    result: &Map<String, Value>,
-    protocol_version: ProtocolVersion,
-    server: Option<&Value>,
-    session_id: Option<String>,
-) -> SessionInfo {
-    SessionInfo {
-        protocol_version,
-        server: model::server_info(server),
-        capabilities: result
-            .get("capabilities")
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Map::new())),
-        instructions: result
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        session_id,
-    }
 }

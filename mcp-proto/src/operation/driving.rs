@@ -44,6 +44,8 @@ pub enum LegKind {
     Initialized,
     /// `ping` (a probe on a live session).
     Ping,
+    /// `logging/setLevel` (legacy era), after the handshake, when a log level is configured.
+    SetLogLevel,
     /// `server/discover` (a probe in the modern era).
     Discover,
     /// One page of a listing.
@@ -129,6 +131,7 @@ impl LegKind {
             Self::Initialize => Some("initialize"),
             Self::Initialized => Some("notifications/initialized"),
             Self::Ping => Some("ping"),
+            Self::SetLogLevel => Some("logging/setLevel"),
             Self::Discover => Some("server/discover"),
             Self::List { of, .. } => Some(of.method()),
             Self::CallTool => Some("tools/call"),

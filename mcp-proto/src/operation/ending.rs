@@ -35,8 +35,9 @@ pub(super) struct Ending {
     kill: bool,
     /// The id of the `tools/call` to announce as cancelled.
     notice: Option<i64>,
-    /// The task the cancelled call became is to be cancelled (`tasks/cancel`).
-    task_cancel: bool,
+    /// The task to cancel (`tasks/cancel`): the one the cancelled call became, or one the
+    /// spent budget ends (when configured so).
+    task_cancel: Option<String>,
 }
 
 impl Ending {
@@ -78,14 +79,16 @@ impl Ending {
         }
     }
 
-    /// The caller cancelled a call the server runs as a task: `tasks/cancel` follows.
-    pub(super) fn cancel_task(&mut self) {
-        self.task_cancel = true;
+    /// The task `id`, if any, is to be cancelled: `tasks/cancel` follows.
+    pub(super) fn cancel_task(&mut self, id: Option<String>) {
+        if id.is_some() {
+            self.task_cancel = id;
+        }
     }
 
-    /// Takes the task's cancel owed, to send it: whether one was.
-    pub(super) fn take_task_cancel(&mut self) -> bool {
-        std::mem::take(&mut self.task_cancel)
+    /// Takes the task's cancel owed, to send it: the task's id, if one was.
+    pub(super) fn take_task_cancel(&mut self) -> Option<String> {
+        self.task_cancel.take()
     }
 
     /// Takes the notice owed, to send it.
@@ -96,7 +99,7 @@ impl Ending {
     /// The notice (or the task's cancel) is not sent (the budget refused it).
     pub(super) fn drop_notice(&mut self) {
         self.notice = None;
-        self.task_cancel = false;
+        self.task_cancel = None;
     }
 
     /// What goes out next, the result last, once the legs that must end first (the work, the
@@ -108,7 +111,7 @@ impl Ending {
             self.drop_notice();
             return After::Leg(LegKind::Kill);
         }
-        if self.task_cancel {
+        if self.task_cancel.is_some() {
             return After::Leg(LegKind::TaskCancelNotice);
         }
         if self.notice.is_some() {

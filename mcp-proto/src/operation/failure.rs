@@ -70,6 +70,8 @@ pub(super) enum Failure {
         /// The legacy session it belongs to.
         session_id: Option<String>,
         budget: Budget,
+        /// Whether `tasks/cancel` follows (the configuration cancels such a task).
+        cancel_sent: bool,
     },
     /// The server cancelled the task the call became (its status message, clipped).
     TaskCancelled {
@@ -165,7 +167,9 @@ impl Failure {
                 era,
                 session_id,
                 budget,
+                cancel_sent,
             } => Error::TaskRunning {
+                cancel_sent,
                 task: Box::new(task.handle(&server, era, session_id)),
                 server,
                 budget,

@@ -20,6 +20,7 @@ mod era;
 mod failure;
 mod grant;
 mod input;
+mod introduce;
 mod legs;
 mod listen;
 mod open;
@@ -255,9 +256,14 @@ impl Operation {
                 return Some(self.wait(now));
             }
             // No poll could be answered inside the budget any more: the task is handed back.
+            // (Cancelled on the server instead, when configured so: `tasks/cancel` fits.)
             Hold::HandBack => {
-                if let Some(running) = self.answering.task.running(self.grants.budget()) {
+                let cancels = self.session.config().cancels_spent_tasks();
+                if let Some((running, id)) =
+                    self.answering.task.end_now(self.grants.budget(), cancels)
+                {
                     self.fail(LegKind::TaskGet.request_name(), running);
+                    self.ending.cancel_task(id);
                 }
                 return None;
             }
@@ -425,13 +431,14 @@ impl Operation {
                 let Some(leg) = self.grants.end(Role::Work) else {
                     return LegStatus::Complete;
                 };
+                let when = tasking::When::after(&leg, &self.grants, self.session.config());
                 let context = answer::Context {
                     progress: &mut self.progress,
                     session: &mut self.session,
                     events: &mut self.events,
                     replies: &mut self.replies,
                     session_id: self.responses.reading.take_session_id(),
-                    when: tasking::When::after(&leg, &self.grants),
+                    when,
                 };
                 let meaning = self.answering.answer(&leg, answer, context);
                 return self.act_as(meaning.into(), method);
@@ -557,9 +564,8 @@ impl Operation {
     /// The request awaited is given up on (`cancelled`, else it ran out): see `ending`.
     fn give_up_call(&mut self, cancelled: bool) {
         // A task goes on without its call: a cancelled one is cancelled on the server too.
-        if cancelled && self.answering.task.is_live() {
-            self.ending.cancel_task();
-        }
+        let task = self.answering.task.task_id().filter(|_| cancelled);
+        self.ending.cancel_task(task.map(str::to_owned));
         let (kind, call, _) = self.awaited();
         let (config, legacy) = (self.session.config(), self.progress.era.modern().is_none());
         self.ending.give_up((kind, call), config, legacy, cancelled);

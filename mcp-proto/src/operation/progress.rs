@@ -19,6 +19,7 @@ use crate::catalog::ListKind;
 use crate::model::SessionInfo;
 use crate::session::Session;
 use crate::task::TaskEra;
+use serde_json::Value;
 
 /// The next leg to build when nothing is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,9 @@ enum Step {
     AwaitSession,
     Initialize,
     Initialized,
+    /// Legacy era: `logging/setLevel`, after a handshake, when a log level is configured and
+    /// the server declares `logging`.
+    SetLogLevel,
     Work,
 }
 
@@ -166,6 +170,7 @@ impl Progress {
             Step::AwaitSession | Step::Initialize => LegKind::Initialize,
             Step::Work if self.era.probes_first() => LegKind::Discover,
             Step::Initialized => LegKind::Initialized,
+            Step::SetLogLevel => LegKind::SetLogLevel,
             Step::Work => match &self.action {
                 Action::Probe if self.era.modern().is_some() => LegKind::Discover,
                 Action::Probe => LegKind::Ping,
@@ -229,8 +234,23 @@ impl Progress {
         if self.action == Action::Probe {
             return Some(Outcome::Probe(info));
         }
-        self.next = Step::Work;
+        let logs = info
+            .capabilities
+            .get("logging")
+            .is_some_and(Value::is_object);
+        self.next = match session.config().log_level() {
+            Some(_) if logs => Step::SetLogLevel,
+            _ => Step::Work,
+        };
         None
+    }
+
+    /// `logging/setLevel` was answered (whatever the answer: logs are not the work): the
+    /// work is next.
+    pub(super) fn level_set(&mut self) {
+        if self.next == Step::SetLogLevel {
+            self.next = Step::Work;
+        }
     }
 
     /// The session was lost (a `404` to a request that carried its id): the first time it is

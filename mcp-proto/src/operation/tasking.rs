@@ -28,6 +28,7 @@ use super::grant::Grants;
 use super::legs::InFlight;
 use super::types::{Event, Outcome};
 use super::view::View;
+use crate::config::SessionConfig;
 use crate::deadline::Budget;
 use crate::model::CallToolResult;
 use crate::task::{
@@ -41,6 +42,10 @@ const MIN_POLL_WAIT: Duration = Duration::from_millis(20);
 
 /// The least a poll's answer is expected to take.
 const MIN_ANSWER: Duration = Duration::from_millis(1);
+
+/// The least room the last poll leaves for `tasks/cancel` when a task the budget cannot see
+/// done is cancelled.
+const CANCEL_ROOM: Duration = Duration::from_millis(25);
 
 /// The operation's task, once the server made one.
 #[derive(Debug, Default)]
@@ -131,12 +136,20 @@ impl When {
     /// The answer to `leg` came at the operation's latest instant.
     /// (The round trip as measured, at least a millisecond; not rounded to the resolution,
     /// which would waste up to a unit of the budget at its end.)
-    pub(super) fn after(leg: &InFlight, grants: &Grants) -> Self {
+    /// When the configuration cancels a task the budget cannot see done, the last poll
+    /// leaves room for the cancel too: twice the round trip, at least [`CANCEL_ROOM`] (a
+    /// real network's round trips vary by more than one).
+    pub(super) fn after(leg: &InFlight, grants: &Grants, config: &SessionConfig) -> Self {
         let now = grants.now();
+        let round_trip = (now.saturating_duration_since(leg.sent_at)).max(MIN_ANSWER);
+        let room = match config.cancels_spent_tasks() {
+            true => (round_trip * 2).max(CANCEL_ROOM),
+            false => Duration::ZERO,
+        };
         Self {
             now,
             end: grants.deadline().end(),
-            answer_takes: (now.saturating_duration_since(leg.sent_at)).max(MIN_ANSWER),
+            answer_takes: round_trip + room,
         }
     }
 }
@@ -364,13 +377,26 @@ impl Tasking {
 
     /// The task handed back as the operation's failure, if one runs (it is forgotten here).
     pub(super) fn running(&mut self, budget: Budget) -> Option<Failure> {
+        self.end_now(budget, false).map(|(failure, _)| failure)
+    }
+
+    /// The task ends the operation now, no poll fitting in what is left: handed back, or
+    /// (`cancel`) to be cancelled on the server, its id returned for `tasks/cancel`.
+    pub(super) fn end_now(
+        &mut self,
+        budget: Budget,
+        cancel: bool,
+    ) -> Option<(Failure, Option<String>)> {
         let live = self.live.take()?;
-        Some(Failure::TaskRunning {
+        let cancelled = cancel.then(|| live.task.id.clone());
+        let failure = Failure::TaskRunning {
             task: Box::new(live.task),
             era: live.era,
             session_id: live.session_id,
             budget,
-        })
+            cancel_sent: cancel,
+        };
+        Some((failure, cancelled))
     }
 
     /// Times the next poll after an answer at `when`.

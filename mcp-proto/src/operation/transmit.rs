@@ -20,6 +20,7 @@ use super::responses::Responses;
 use super::resume::Resumption;
 use super::view::View;
 use super::{Action, Leg, LegKind};
+use crate::config::DEADLINE_META_KEY;
 use crate::jsonrpc;
 use crate::model::{ProtocolVersion, SessionInfo};
 use crate::wire;
@@ -73,6 +74,18 @@ impl Sources<'_> {
         Some(leg)
     }
 
+    /// What a request built at `now` carries in `_meta` besides the era's own.
+    fn meta(&self, now: Instant) -> Map<String, Value> {
+        let config = self.session.config();
+        let mut meta = config.trace_context().clone();
+        if config.sends_deadline() {
+            let left = self.grants.deadline().remaining(now).as_millis();
+            let left = u64::try_from(left).unwrap_or(u64::MAX);
+            meta.insert(DEADLINE_META_KEY.to_owned(), Value::from(left));
+        }
+        meta
+    }
+
     /// The request of a leg of `kind` built at `now`, and what its answer answers.
     fn carry(
         &mut self,
@@ -95,8 +108,11 @@ impl Sources<'_> {
                 (wire.post(body, handshake), (kind, None))
             }
             LegKind::Auth(_) => (built?, (kind, None)),
-            LegKind::TaskCancelNotice if !self.ending.take_task_cancel() => return None,
             _ => {
+                let cancelled = match kind {
+                    LegKind::TaskCancelNotice => Some(self.ending.take_task_cancel()?),
+                    _ => None,
+                };
                 // A new request opens a new answer stream: an event id of an earlier stream
                 // must never be used to resume this one.
                 self.resume.forget_stream();
@@ -108,10 +124,12 @@ impl Sources<'_> {
                     paging: &self.answering.paging,
                     loading: &self.answering.loading,
                     input: self.answering.input.round.as_ref(),
-                    task_id: match &self.progress.action {
-                        Action::CancelTask(task) => Some(task.task_id.as_str()),
-                        _ => self.answering.task.task_id(),
+                    task_id: match (&cancelled, &self.progress.action) {
+                        (Some(id), _) => Some(id.as_str()),
+                        (None, Action::CancelTask(task)) => Some(task.task_id.as_str()),
+                        (None, _) => self.answering.task.task_id(),
                     },
+                    meta: self.meta(now),
                 }
                 .build(kind);
                 (request, (kind, request_id))
@@ -142,6 +160,9 @@ struct Request<'a> {
     pub(super) input: Option<&'a wire::InputRound>,
     /// The task a poll looks at.
     pub(super) task_id: Option<&'a str>,
+    /// What every request carries in `_meta` besides the era's own: the trace context, and
+    /// the milliseconds left of the budget when the configuration tells the server.
+    pub(super) meta: Map<String, Value>,
 }
 
 impl Request<'_> {
@@ -176,7 +197,7 @@ impl Request<'_> {
         }
         let id = self.session.take_request_id();
         let config = self.session.config();
-        let trace = config.trace_context();
+        let trace = &self.meta;
         let traced = |mut params: Map<String, Value>| {
             if !trace.is_empty() {
                 params.insert("_meta".to_owned(), Value::Object(trace.clone()));
@@ -212,6 +233,11 @@ impl Request<'_> {
                 let task = super::tasking::legacy_call_is_task(self.session, name) == Some(true);
                 wire::call_tool(id, name, arguments, progress, meta, None, task)
             }
+            (LegKind::SetLogLevel, _) => {
+                let level = config.log_level().map_or("info", crate::LogLevel::as_str);
+                let params = Map::from_iter([("level".to_owned(), Value::from(level))]);
+                jsonrpc::request(id, kind.request_name(), traced(params))
+            }
             (LegKind::ReadResource | LegKind::GetPrompt, _) => {
                 jsonrpc::request(id, kind.request_name(), traced(self.action_params()))
             }
@@ -241,7 +267,11 @@ impl Request<'_> {
             capabilities.insert("extensions".to_owned(), tasks);
         }
         let mut meta = wire::modern_meta(version, capabilities, config.client_info());
-        meta.extend(config.trace_context().clone());
+        meta.extend(self.meta.clone());
+        if let Some(level) = config.log_level() {
+            let key = "io.modelcontextprotocol/logLevel".to_owned();
+            meta.insert(key, Value::from(level.as_str()));
+        }
         let method = kind.request_name();
         let (body, name, params) = match (kind, self.action) {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
