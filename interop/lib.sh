@@ -99,6 +99,7 @@ _excerpt() { printf '%s' "$1" | tr '\n' '|' | cut -c1-"${2:-300}"; }
 #   rc=N          the exit code is N (rc=N|M: one of them)
 #   out=REGEX     stdout matches (grep -E, any line)     err=REGEX   stderr matches
 #   no_err=REGEX  stderr does not match
+#   no_out=REGEX  stdout does not match
 #   out_bytes=N   stdout is N bytes long (its last newline not counted)
 #   max_ms=N      the process ended within N ms
 check() {
@@ -112,6 +113,7 @@ check() {
       out=*) grep -Eq -- "$want" <<<"$OUT" || why+="stdout lacks /$want/; " ;;
       err=*) grep -Eq -- "$want" <<<"$ERR" || why+="stderr lacks /$want/; " ;;
       no_err=*) grep -Eq -- "$want" <<<"$ERR" && why+="stderr has /$want/; " ;;
+      no_out=*) grep -Eq -- "$want" <<<"$OUT" && why+="stdout has /$want/; " ;;
       out_bytes=*) ((${#OUT} == want)) || why+="stdout is ${#OUT} bytes, not $want; " ;;
       max_ms=*) ((MS <= want)) || why+="took ${MS} ms, over ${want}; " ;;
       *) why+="unknown condition $cond; " ;;

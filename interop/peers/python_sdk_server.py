@@ -9,7 +9,8 @@ stateless: stateless_http=True (no session id, nothing to DELETE).
 Tools: echo(text), add(a, b), fail(reason) (raises: the SDK answers isError: true),
 sleep(seconds), chatty(text) (logs "info: <text>" at info and "careful: <text>" at warning,
 logger "interop", then returns the text).
-Resource interop://greeting; prompt greet(name).
+Resource interop://greeting; prompt greet(name), whose name completes from Ada, Alan, Grace
+(completion/complete: the names that begin with what is typed).
 """
 
 import sys
@@ -64,6 +65,17 @@ def greeting() -> str:
 def greet(name: str) -> str:
     """Asks to greet someone."""
     return f"Please greet {name}."
+
+
+@server.completion()
+async def complete(ref, argument, context):
+    """Completes greet's name."""
+    from mcp_types import Completion
+
+    names = ["Ada", "Alan", "Grace"]
+    if argument.name != "name":
+        return None
+    return Completion(values=[n for n in names if n.startswith(argument.value)], total=None, has_more=False)
 
 
 def main() -> None:

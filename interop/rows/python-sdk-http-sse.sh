@@ -5,7 +5,8 @@
 # read, prompts listing and get, a call cut at a 1 s budget, and a legacy session
 # (--protocol 2025-11-25) ended by a DELETE answered 200; --log-level: the server's log
 # messages on stderr, the level carried by the modern request (the server filters) and applied
-# to a legacy session's (the SDK declares no logging, so no logging/setLevel is sent).
+# to a legacy session's (the SDK declares no logging, so no logging/setLevel is sent);
+# complete (completion/complete) in both eras.
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -30,4 +31,10 @@ check "--log-level on a legacy session that declares no logging: printed, no set
   no_err='logging/setLevel'
 mcp "${T[@]}" call chatty '{"text":"hi"}'
 check "without --log-level nothing is printed" rc=0 no_err='^log '
+
+mcp "${T[@]}" --trace complete prompt:greet name A
+check "complete: the server's suggestions, one modern request" rc=0 out='^Ada$' out='^Alan$' \
+  no_out='Grace' err='^leg=1 method=completion/complete .*status=200'
+mcp "${T[@]}" --protocol 2025-11-25 --json complete prompt:greet name G
+check "complete on a legacy session, --json" rc=0 out='"values":\["Grace"\]'
 finish

@@ -5,7 +5,8 @@
 # get-sum with a string for a number (isError: exit 1, --json), resources listing and read,
 # prompts listing and get, trigger-long-running-operation (10 s, progress) cut at a 1 s budget,
 # and the DELETE answered 200; --log-level sends logging/setLevel after the handshake (the
-# server declares logging).
+# server declares logging); complete with --context (completable-prompt's second argument
+# narrowed by the first).
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -30,4 +31,8 @@ peer_checks
 mcp "${T[@]}" --log-level error --trace call "${ECHO[@]:0:2}"
 check "--log-level: logging/setLevel after the handshake, answered" rc=0 \
   err='^leg=[0-9]+ method=logging/setLevel .*status=200' out='Echo: hi there'
+
+mcp "${T[@]}" complete prompt:completable-prompt name --context department=Engineering
+check "complete with a context: the values the chosen argument narrows" rc=0 \
+  out='^Alice$' out='^Bob$' out='^Charlie$' no_out='David'
 finish

@@ -190,6 +190,21 @@ enum Command {
         #[arg(default_value = "{}", value_parser = parse_arguments)]
         args: Map<String, Value>,
     },
+    /// Asks the server to complete an argument (completion/complete): prints one suggested
+    /// value per line.
+    Complete {
+        /// What the argument belongs to: `prompt:<NAME>` or `resource:<URI-TEMPLATE>`.
+        #[arg(value_parser = parse_reference)]
+        reference: mcp_proto::CompletionRef,
+        /// The argument's name.
+        argument: String,
+        /// What is typed so far (default: nothing).
+        #[arg(default_value = "")]
+        value: String,
+        /// An argument already chosen, as NAME=VALUE, repeatable (the completion's context).
+        #[arg(long = "context", value_name = "NAME=VALUE", value_parser = parse_env)]
+        context: Vec<(String, String)>,
+    },
     /// Looks again at a task the server still runs (one a call handed back when its budget
     /// ran out, `task: <ID>`): polls it under a new budget and prints the call's result as
     /// `call` does, or with --cancel asks the server to cancel it.
@@ -259,6 +274,19 @@ impl Command {
                 name: name.clone(),
                 arguments: args.clone(),
             },
+            Self::Complete {
+                reference,
+                argument,
+                value,
+                context,
+            } => Action::Complete {
+                reference: reference.clone(),
+                argument: argument.clone(),
+                value: value.clone(),
+                context: (context.iter())
+                    .map(|(name, value)| (name.clone(), Value::from(value.as_str())))
+                    .collect(),
+            },
             Self::Task { id, cancel } => {
                 let task = task(id);
                 match cancel {
@@ -285,6 +313,18 @@ server could not be reached; 5 the server answered with an error; 6 cancelled (C
 authorization server refused or broke the rules (its metadata, registration or token answer). With --repeat, \
 the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
 given (read leniently: anything unusable means the default, 20).";
+
+fn parse_reference(text: &str) -> Result<mcp_proto::CompletionRef, String> {
+    match text.split_once(':') {
+        Some(("prompt", name)) if !name.is_empty() => {
+            Ok(mcp_proto::CompletionRef::Prompt(name.to_owned()))
+        }
+        Some(("resource", uri)) if !uri.is_empty() => {
+            Ok(mcp_proto::CompletionRef::Resource(uri.to_owned()))
+        }
+        _ => Err("expected prompt:<NAME> or resource:<URI-TEMPLATE>".to_owned()),
+    }
+}
 
 fn parse_log_level(text: &str) -> Result<mcp_proto::LogLevel, String> {
     mcp_proto::LogLevel::parse(text.trim()).ok_or_else(|| {
@@ -1045,6 +1085,16 @@ fn print_outcome(outcome: Outcome, json: bool) -> u8 {
         Outcome::Prompt(prompt) => println!("{}", prompt.text()),
         Outcome::Call(result) => return print_call(&result, json),
         Outcome::Probe(info) => return print_probe(&info, json),
+        Outcome::Completion(completion) if json => println!(
+            "{}",
+            serde_json::json!({"values": completion.values, "total": completion.total,
+                "hasMore": completion.has_more})
+        ),
+        Outcome::Completion(completion) => {
+            for value in &completion.values {
+                println!("{value}");
+            }
+        }
         Outcome::TaskCancelRequested(id) if json => {
             println!(
                 "{}",

@@ -39,9 +39,9 @@ pub mod trace;
 pub mod proto {
     pub use crate::network::Network;
     pub use mcp_proto::{
-        Action, Budget, CallToolResult, Clock, Error, GetPromptResult, ListKind, Listing, Observer,
-        OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource, ResourceTemplate,
-        SessionConfig, SessionInfo, TaskHandle, Tool, mcp_auth,
+        Action, Budget, CallToolResult, Clock, Completion, CompletionRef, Error, GetPromptResult,
+        ListKind, Listing, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult,
+        Resource, ResourceTemplate, SessionConfig, SessionInfo, TaskHandle, Tool, mcp_auth,
     };
     pub use serde_json;
 }

@@ -24,9 +24,9 @@ use std::time::Instant;
 
 use mcp_proto::driver::Operation;
 use mcp_proto::{
-    Action, Budget, CallToolResult, GetPromptResult, Listing, Observer, OperationDeadline, Outcome,
-    Prompt, ReadResourceResult, Resource, ResourceTemplate, Session, SessionConfig, SessionInfo,
-    SessionUpdate, StdioCommand, Tool, Transport,
+    Action, Budget, CallToolResult, Completion, GetPromptResult, Listing, Observer,
+    OperationDeadline, Outcome, Prompt, ReadResourceResult, Resource, ResourceTemplate, Session,
+    SessionConfig, SessionInfo, SessionUpdate, StdioCommand, Tool, Transport,
 };
 
 use crate::{OsEntropy, Reporter, SessionGuard, SharedObserver};
@@ -261,12 +261,13 @@ action_results! {
     ReadResourceResult => Resource, "read";
     GetPromptResult => Prompt, "prompt";
     CallToolResult => Call, "tool call";
+    Completion => Completion, "completion";
 }
 
 /// Writes the public methods both drivers' `Client`s have, once: `new`, `connect`, `session`,
 /// `set_token`, `set_observer`, `set_authorizer`, `cancel_handle`, the typed operations
 /// (`probe`, `list_tools`, `list_resources`, `list_resource_templates`, `list_prompts`,
-/// `read_resource`, `get_prompt`, `call_tool`, `resume_task`, `cancel_task`, `close`,
+/// `read_resource`, `get_prompt`, `complete`, `call_tool`, `resume_task`, `cancel_task`, `close`,
 /// `close_within`), `open_deadline`,
 /// `run`, `run_within`, and `Debug`. See the [module docs](crate::shell) for why a macro.
 ///
@@ -438,6 +439,21 @@ macro_rules! client_shell {
                     arguments: $crate::proto::serde_json::Map<String, $crate::proto::serde_json::Value>,
                 ) -> $crate::proto::CallToolResult =
                     $crate::proto::Action::CallTool { name: name.to_owned(), arguments };
+
+                /// Asks the server to complete `argument` of `reference` (one
+                /// `completion/complete`) given what is typed (`value`) and the other arguments
+                /// already chosen (`context`), under the configured budget.
+                fn complete(
+                    reference: $crate::proto::CompletionRef,
+                    argument: &str,
+                    value: &str,
+                    context: $crate::proto::serde_json::Map<String, $crate::proto::serde_json::Value>,
+                ) -> $crate::proto::Completion = $crate::proto::Action::Complete {
+                    reference,
+                    argument: argument.to_owned(),
+                    value: value.to_owned(),
+                    context,
+                };
 
                 /// Polls `task` (handed back by an earlier call whose budget ran out:
                 /// [`Error::TaskRunning`](mcp_proto::Error::TaskRunning)) with `tasks/get`

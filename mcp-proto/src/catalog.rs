@@ -344,6 +344,59 @@ impl ReadResourceResult {
     }
 }
 
+/// What a completion is for (`completion/complete`'s `ref`): a prompt's argument, or a
+/// resource template's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRef {
+    /// The prompt of this name (`ref/prompt`).
+    Prompt(String),
+    /// The resource template (or resource) of this URI (`ref/resource`).
+    Resource(String),
+}
+
+impl CompletionRef {
+    /// The `ref` object the request carries.
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            Self::Prompt(name) => serde_json::json!({"type": "ref/prompt", "name": name}),
+            Self::Resource(uri) => serde_json::json!({"type": "ref/resource", "uri": uri}),
+        }
+    }
+}
+
+/// The result of `completion/complete`: the values the server suggests for the argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The suggestions, in the server's order (at most [`Completion::MAX_VALUES`]; values
+    /// that are not strings are dropped).
+    pub values: Vec<String>,
+    /// How many there are in all, when the server says.
+    pub total: Option<u64>,
+    /// Whether there are more than the ones given.
+    pub has_more: bool,
+}
+
+impl Completion {
+    /// The most values a server may give (the protocol's limit); more are cut.
+    pub const MAX_VALUES: usize = 100;
+
+    pub(crate) fn from_result(result: &Map<String, Value>) -> Result<Self, String> {
+        let Some(Value::Object(completion)) = result.get("completion") else {
+            return Err("the result has no \"completion\" object".to_owned());
+        };
+        let Some(Value::Array(values)) = completion.get("values") else {
+            return Err("the completion has no \"values\" array".to_owned());
+        };
+        let given = values.iter().filter_map(Value::as_str);
+        Ok(Self {
+            values: given.take(Self::MAX_VALUES).map(str::to_owned).collect(),
+            total: completion.get("total").and_then(Value::as_u64),
+            has_more: completion.get("hasMore").and_then(Value::as_bool) == Some(true)
+                || values.len() > Self::MAX_VALUES,
+        })
+    }
+}
+
 /// The result of `prompts/get`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GetPromptResult {

@@ -109,8 +109,8 @@ mod wire;
 
 pub use auth::OAuth;
 pub use catalog::{
-    CacheHint, CacheScope, GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Tool,
+    CacheHint, CacheScope, Completion, CompletionRef, GetPromptResult, ListKind, Listing, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::{DEADLINE_META_KEY, SessionConfig};

@@ -74,6 +74,26 @@ impl Session {
         self.start(action, self.default_deadline(now))
     }
 
+    /// Starts a `completion/complete` under the configured budget: the values the server
+    /// suggests for `argument` of `reference` given what is typed (`value`) and the other
+    /// arguments already chosen (`context`).
+    pub fn complete(
+        &mut self,
+        reference: crate::CompletionRef,
+        argument: impl Into<String>,
+        value: impl Into<String>,
+        context: Map<String, Value>,
+        now: Instant,
+    ) -> Operation {
+        let action = Action::Complete {
+            reference,
+            argument: argument.into(),
+            value: value.into(),
+            context,
+        };
+        self.start(action, self.default_deadline(now))
+    }
+
     /// Starts polling `task` (a handle an earlier operation handed back with
     /// [`Error::TaskRunning`](crate::Error::TaskRunning)) under the configured budget, until
     /// it is done: the call's result, or the task handed back again when this budget runs out

@@ -844,6 +844,65 @@ fn a_log_level_is_set_after_the_handshake_or_carried_by_every_modern_request() {
 }
 
 #[test]
+fn a_completion_asks_for_an_argument_s_values_in_both_eras() {
+    let clock = ManualClock::new();
+    let suggest = |kind: LegKind, _| match kind {
+        LegKind::Complete => Answer::Result(json!({"completion": {
+            "values": ["Alice", "Bob", 7], "total": 3, "hasMore": false
+        }})),
+        other => healthy(other),
+    };
+    let context = Map::from_iter([("department".to_owned(), json!("Engineering"))]);
+    for modern in [false, true] {
+        let config = match modern {
+            true => config().with_protocol_version(mcp_proto::ProtocolVersion::MODERN),
+            false => config(),
+        };
+        let mut session = mcp_proto::Session::new(config);
+        let reference = mcp_proto::CompletionRef::Prompt("team".into());
+        let op = session.complete(reference, "name", "", context.clone(), clock.now());
+        let run = drive(&mut session, op, &clock, &[], suggest);
+        let sent = &run.legs.last().unwrap().body;
+        assert_eq!(sent["method"], "completion/complete");
+        assert_eq!(
+            sent["params"]["ref"],
+            json!({"type": "ref/prompt", "name": "team"})
+        );
+        assert_eq!(
+            sent["params"]["argument"],
+            json!({"name": "name", "value": ""})
+        );
+        assert_eq!(
+            sent["params"]["context"]["arguments"]["department"],
+            "Engineering"
+        );
+        let Ok(mcp_proto::Outcome::Completion(completion)) = run.result else {
+            panic!("{:?}", run.result)
+        };
+        // A value that is not a string is dropped.
+        assert_eq!(completion.values, ["Alice", "Bob"]);
+        assert_eq!((completion.total, completion.has_more), (Some(3), false));
+    }
+    let mut session = mcp_proto::Session::new(config());
+    let reference = mcp_proto::CompletionRef::Resource("file:///{path}".into());
+    let op = session.complete(reference, "path", "sr", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
+        LegKind::Complete => Answer::Result(json!({"values": []})),
+        other => healthy(other),
+    });
+    let sent = &run.legs.last().unwrap().body;
+    assert_eq!(
+        sent["params"]["ref"],
+        json!({"type": "ref/resource", "uri": "file:///{path}"})
+    );
+    assert!(sent["params"].get("context").is_none());
+    assert!(matches!(
+        run.result,
+        Err(mcp_proto::Error::Malformed { .. })
+    ));
+}
+
+#[test]
 fn a_close_gets_what_the_operation_left_capped_and_nothing_once_it_is_spent() {
     let clock = ManualClock::new();
     let budget = |secs: u64| {

@@ -423,6 +423,10 @@ impl Answering {
                 Ok(read) => Meaning::Finish(Outcome::Resource(read)),
                 Err(detail) => malformed(detail),
             },
+            LegKind::Complete => match crate::catalog::Completion::from_result(&result) {
+                Ok(completion) => Meaning::Finish(Outcome::Completion(completion)),
+                Err(detail) => malformed(detail),
+            },
             LegKind::GetPrompt => match GetPromptResult::from_result(result) {
                 Ok(prompt) => Meaning::Finish(Outcome::Prompt(prompt)),
                 Err(detail) => malformed(detail),

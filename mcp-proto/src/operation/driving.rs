@@ -61,6 +61,8 @@ pub enum LegKind {
     ReadResource,
     /// `prompts/get`.
     GetPrompt,
+    /// `completion/complete`.
+    Complete,
     /// `tasks/get`: one look at the task a `tools/call` became (or the task an operation
     /// resumes), under the operation's budget.
     TaskGet,
@@ -137,6 +139,7 @@ impl LegKind {
             Self::CallTool => Some("tools/call"),
             Self::ReadResource => Some("resources/read"),
             Self::GetPrompt => Some("prompts/get"),
+            Self::Complete => Some("completion/complete"),
             Self::TaskGet => Some("tasks/get"),
             Self::TaskResult => Some("tasks/result"),
             Self::TaskUpdate => Some("tasks/update"),

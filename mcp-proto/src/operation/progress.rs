@@ -183,6 +183,7 @@ impl Progress {
                 Action::ReadResource { .. } | Action::LoadSkill(_) => LegKind::ReadResource,
                 Action::GetPrompt { .. } => LegKind::GetPrompt,
                 Action::Subscribe(_) => LegKind::Subscribe,
+                Action::Complete { .. } => LegKind::Complete,
                 Action::ResumeTask(_) => LegKind::TaskGet,
                 Action::CancelTask(_) => LegKind::TaskCancel,
                 Action::Close if stdio => close,

@@ -238,7 +238,7 @@ impl Request<'_> {
                 let params = Map::from_iter([("level".to_owned(), Value::from(level))]);
                 jsonrpc::request(id, kind.request_name(), traced(params))
             }
-            (LegKind::ReadResource | LegKind::GetPrompt, _) => {
+            (LegKind::ReadResource | LegKind::GetPrompt | LegKind::Complete, _) => {
                 jsonrpc::request(id, kind.request_name(), traced(self.action_params()))
             }
             (kind, _) if kind.is_about_task() => {
@@ -329,6 +329,20 @@ impl Request<'_> {
                     "notifications".to_owned(),
                     Value::Object(subscription.filter()),
                 );
+            }
+            Action::Complete {
+                reference,
+                argument,
+                value,
+                context,
+            } => {
+                params.insert("ref".to_owned(), reference.to_value());
+                let argument = serde_json::json!({"name": argument, "value": value});
+                params.insert("argument".to_owned(), argument);
+                if !context.is_empty() {
+                    let arguments = serde_json::json!({"arguments": context});
+                    params.insert("context".to_owned(), arguments);
+                }
             }
             Action::GetPrompt { name, arguments } => {
                 params.insert("name".to_owned(), Value::from(name.as_str()));

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::catalog::{
-    GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult, Resource, ResourceTemplate,
-    Tool,
+    Completion, CompletionRef, GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, Tool,
 };
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
@@ -59,6 +59,19 @@ pub enum Action {
         /// Its arguments (omitted when empty).
         arguments: Map<String, Value>,
     },
+    /// One `completion/complete`: the values the server suggests for `argument` of
+    /// `reference`, given what was typed (`value`) and the arguments already chosen
+    /// (`context`, omitted when empty).
+    Complete {
+        /// The prompt or resource template the argument belongs to.
+        reference: CompletionRef,
+        /// The argument's name.
+        argument: String,
+        /// What is typed so far.
+        value: String,
+        /// The other arguments' values already chosen.
+        context: Map<String, Value>,
+    },
     /// Polls a task the server runs (`tasks/get`) until it is done, under a new budget: the
     /// task a call became, handed back when an earlier operation's budget ran out
     /// ([`Error::TaskRunning`](crate::Error::TaskRunning)). Ends with the call's result
@@ -85,6 +98,7 @@ impl Action {
             Self::LoadSkill(_) => "skill",
             Self::Subscribe(_) => "subscriptions/listen",
             Self::GetPrompt { .. } => "prompts/get",
+            Self::Complete { .. } => "completion/complete",
             Self::ResumeTask(_) => "tasks/get",
             Self::CancelTask(_) => "tasks/cancel",
             Self::Close => "close",
@@ -164,6 +178,8 @@ pub enum Outcome {
     Resource(ReadResourceResult),
     /// A prompt's messages.
     Prompt(GetPromptResult),
+    /// The values a completion suggests.
+    Completion(Completion),
     /// The server acknowledged the cancel of the task with this id (it may still end
     /// otherwise: cancelling is cooperative).
     TaskCancelRequested(String),
