@@ -6,7 +6,8 @@
 # prompts listing and get, trigger-long-running-operation (10 s, progress) cut at a 1 s budget,
 # and the DELETE answered 200; --log-level sends logging/setLevel after the handshake (the
 # server declares logging); complete with --context (completable-prompt's second argument
-# narrowed by the first).
+# narrowed by the first); --elicit on a form elicitation (accept with defaults, decline);
+# --root answering roots/list (tokio; on blocking the budget ends the wait).
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -35,4 +36,22 @@ check "--log-level: logging/setLevel after the handshake, answered" rc=0 \
 mcp "${T[@]}" complete prompt:completable-prompt name --context department=Engineering
 check "complete with a context: the values the chosen argument narrows" rc=0 \
   out='^Alice$' out='^Bob$' out='^Charlie$' no_out='David'
+
+mcp "${T[@]}" --elicit defaults --trace call trigger-elicitation-request
+check "--elicit defaults answers the server's elicitation on the call's stream" rc=0 \
+  err='^elicitation: .*\(accept\)$' err='method=response .*status=202' out='User provided'
+mcp "${T[@]}" --elicit decline call trigger-elicitation-request
+check "--elicit decline declines it" rc=0 err='\(decline\)$' out='declined'
+
+# The server asks for roots on the session's standalone stream: the tokio driver reads it
+# beside the call; the blocking driver reads one response at a time, and the budget ends it.
+if [ "$DRIVER" = tokio ]; then
+  mcp "${T[@]}" --root /tmp/interop-root --root file:///srv/data --timeout 10 call get-roots-list
+  check "--root answers roots/list on the standalone stream" rc=0 \
+    out='URI: file:///tmp/interop-root' out='URI: file:///srv/data'
+else
+  mcp "${T[@]}" --root /tmp/interop-root --timeout 2 --resolution ms call get-roots-list
+  check "--root on the blocking driver: the server's roots/list unheard, ended by the budget" \
+    rc=4 max_ms=2600
+fi
 finish

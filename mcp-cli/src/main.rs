@@ -110,6 +110,10 @@ struct Cli {
     /// Without it, no elicitation is offered to the server.
     #[arg(long, value_enum, value_name = "decline|defaults")]
     elicit: Option<elicit::Elicit>,
+    /// A root to offer the server (`roots/list`), repeatable: a URI such as file:///work
+    /// (a path is made a file:// URI). Without it, no roots are offered.
+    #[arg(long = "root", value_name = "URI", value_parser = parse_root)]
+    roots: Vec<String>,
     /// Tell the server, on every request, the milliseconds left of the budget (in `_meta`,
     /// under `dev.mcp-deadline/remainingMs`: this project's own key, not a standard one).
     #[arg(long)]
@@ -313,6 +317,18 @@ server could not be reached; 5 the server answered with an error; 6 cancelled (C
 authorization server refused or broke the rules (its metadata, registration or token answer). With --repeat, \
 the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
 given (read leniently: anything unusable means the default, 20).";
+
+fn parse_root(text: &str) -> Result<String, String> {
+    if text.contains("://") {
+        return url::Url::parse(text)
+            .map(|url| url.to_string())
+            .map_err(|err| format!("not a URI: {err}"));
+    }
+    let path = std::path::absolute(text).map_err(|err| format!("not a path: {err}"))?;
+    url::Url::from_file_path(&path)
+        .map(|url| url.to_string())
+        .map_err(|()| "not an absolute path".to_owned())
+}
 
 fn parse_reference(text: &str) -> Result<mcp_proto::CompletionRef, String> {
     match text.split_once(':') {
@@ -613,6 +629,18 @@ fn run(cli: Cli) -> u8 {
     let config = match cli.log_level {
         Some(level) => config.with_log_level(level),
         None => config,
+    };
+    let config = match cli.roots.is_empty() {
+        true => config,
+        false => {
+            let roots: Vec<Value> = (cli.roots.iter())
+                .map(|uri| serde_json::json!({"uri": uri}))
+                .collect();
+            let answer = serde_json::json!({ "roots": roots });
+            // Servers ask for roots outside any answer (server-everything does, once the
+            // session is up): the session's standalone stream is opened to hear them.
+            (config.respond_to("roots/list", move |_| Ok(answer.clone()))).with_listen(true)
+        }
     };
     let config = match cli.elicit {
         Some(mode) => config.respond_to("elicitation/create", move |params| {
