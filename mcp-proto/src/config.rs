@@ -59,6 +59,8 @@ pub struct SessionConfig {
     send_deadline: bool,
     /// Whether a task the budget cannot see done is cancelled instead of handed back.
     cancel_spent_tasks: bool,
+    /// Whether a legacy call of a tool that may run as a task asks for one.
+    optional_tasks: bool,
     /// The least severe log message the server is asked to send, if any.
     log_level: Option<crate::LogLevel>,
     /// The pinned version, or `None` to detect the server's era.
@@ -139,6 +141,7 @@ impl SessionConfig {
             trace_context: Map::new(),
             send_deadline: false,
             cancel_spent_tasks: false,
+            optional_tasks: false,
             log_level: None,
             protocol_version: None,
             url,
@@ -296,8 +299,8 @@ impl SessionConfig {
     /// through the responders ([`respond_to`](Self::respond_to)) inside the same budget: in
     /// the 2026-07-28 era its `inputRequests` (each key once, however many polls show it)
     /// with `tasks/update`; in the 2025-11-25 era the requests the server sends on the
-    /// `tasks/result` stream. Not yet: asking for a task for a legacy tool where it is only
-    /// optional.
+    /// `tasks/result` stream. A legacy tool that may run as a task (`optional`) is called as
+    /// one when [`with_optional_tasks`](Self::with_optional_tasks) says so.
     ///
     /// ```
     /// use mcp_proto::SessionConfig;
@@ -451,6 +454,19 @@ impl SessionConfig {
     /// Whether a task the budget cannot see done is cancelled instead of handed back.
     pub fn cancels_spent_tasks(&self) -> bool {
         self.cancel_spent_tasks
+    }
+
+    /// In the 2025-11-25 era, also asks for a task when calling a tool that may run as one
+    /// (`execution.taskSupport: "optional"`), not only one that must (default: off; needs
+    /// [`with_tasks`](Self::with_tasks)). In the 2026-07-28 era the server alone decides.
+    pub fn with_optional_tasks(mut self, on: bool) -> Self {
+        self.optional_tasks = on;
+        self
+    }
+
+    /// Whether a legacy call of a tool that may run as a task asks for one.
+    pub fn optional_tasks(&self) -> bool {
+        self.optional_tasks
     }
 
     /// Asks the server for its log messages at `level` and above (default: none asked). In the

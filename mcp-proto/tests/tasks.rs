@@ -763,3 +763,37 @@ fn a_task_the_budget_cannot_see_done_is_cancelled_before_the_end_when_configured
         })
     ));
 }
+
+#[test]
+fn a_legacy_tool_that_may_run_as_a_task_is_called_as_one_only_when_configured() {
+    let clock = ManualClock::new();
+    let answers = |kind: LegKind, polls: &mut u32| match kind {
+        LegKind::List { .. } => Answer::Result(json!({"tools": [
+            {"name": "sleep", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
+        ]})),
+        LegKind::CallTool => Answer::Result(json!({"task": legacy_task("working", "")})),
+        other => legacy_server(other, polls),
+    };
+    for optional in [false, true] {
+        let mut session = Session::new(legacy().with_optional_tasks(optional));
+        let op = session.call_tool("sleep", Map::new(), clock.now());
+        let mut polls = 1;
+        let run = drive(&mut session, op, &clock, &[0.01; 16], |kind, _| {
+            answers(kind, &mut polls)
+        });
+        let call = run
+            .legs
+            .iter()
+            .find(|leg| leg.kind == LegKind::CallTool)
+            .unwrap();
+        assert_eq!(call.body["params"].get("task").is_some(), optional);
+        if optional {
+            assert!(
+                run.methods().contains(&"tasks/result"),
+                "{:?}",
+                run.methods()
+            );
+            assert!(run.result.is_ok(), "{:?}", run.result);
+        }
+    }
+}

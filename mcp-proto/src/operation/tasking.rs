@@ -156,8 +156,8 @@ impl When {
 
 /// Whether a legacy (2025-11-25) `tools/call` of `name` on `session` asks for a task: when
 /// tasks are configured, the server runs calls as tasks (`tasks.requests.tools.call`) and the
-/// tool requires it. `None`: the server would, and no tools listing said whether this tool
-/// requires it (the listing is walked first).
+/// tool requires it (or allows it, when configured so). `None`: the server would, and no tools
+/// listing said what this tool allows (the listing is walked first).
 pub(super) fn legacy_call_is_task(session: &View, name: &str) -> Option<bool> {
     let capabilities = session.info().map(|info| &info.capabilities);
     let declared = capabilities
@@ -169,7 +169,11 @@ pub(super) fn legacy_call_is_task(session: &View, name: &str) -> Option<bool> {
     if !session.config().tasks() || !declared {
         return Some(false);
     }
-    Some(session.task_support(name)? == TaskSupport::Required)
+    Some(match session.task_support(name)? {
+        TaskSupport::Required => true,
+        TaskSupport::Optional => session.config().optional_tasks(),
+        _ => false,
+    })
 }
 
 impl Tasking {
