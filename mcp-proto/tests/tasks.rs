@@ -797,3 +797,26 @@ fn a_legacy_tool_that_may_run_as_a_task_is_called_as_one_only_when_configured() 
         }
     }
 }
+
+#[test]
+fn a_poll_interval_that_changes_caps_the_next_wait_from_then_on() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let t0 = clock.now();
+    let op = session.call_tool("slow", Map::new(), t0);
+    let run = drive(&mut session, op, &clock, &[0.01; 8], |kind, leg| {
+        match (kind, leg) {
+            (LegKind::CallTool, _) => created(50),
+            (LegKind::TaskGet, 2) => working(50),
+            // The server asks for quicker polls, then slower ones.
+            (LegKind::TaskGet, 3) => working(30),
+            (LegKind::TaskGet, 4) => working(200),
+            _ => completed(),
+        }
+    });
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    // Waits: 20 ms, 40 ms (the ramp), 30 ms (capped at the new 30 ms), then 30 ms again
+    // (the ramp goes on from the cap, under the new 200 ms).
+    let sent: Vec<Duration> = run.legs.iter().map(|leg| leg.sent_at - t0).collect();
+    assert_eq!(sent, [ms(0), ms(30), ms(80), ms(120), ms(160)]);
+}
