@@ -7,7 +7,8 @@
 # and the DELETE answered 200; --log-level sends logging/setLevel after the handshake (the
 # server declares logging); complete with --context (completable-prompt's second argument
 # narrowed by the first); --elicit on a form elicitation (accept with defaults, decline);
-# --root answering roots/list (tokio; on blocking the budget ends the wait).
+# a URL-mode elicitation shown with its domain and declined; --root answering roots/list
+# (tokio; on blocking the budget ends the wait).
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -38,10 +39,18 @@ check "complete with a context: the values the chosen argument narrows" rc=0 \
   out='^Alice$' out='^Bob$' out='^Charlie$' no_out='David'
 
 mcp "${T[@]}" --elicit defaults --trace call trigger-elicitation-request
+# (The answer's POST may still await its 202 when the call's result comes: the result ends
+# the operation, and that leg is reported cancelled. The server had the answer: it used it.)
 check "--elicit defaults answers the server's elicitation on the call's stream" rc=0 \
-  err='^elicitation: .*\(accept\)$' err='method=response .*status=202' out='User provided'
+  err='^elicitation: .*\(accept\)$' err='method=response ' out='User provided'
 mcp "${T[@]}" --elicit decline call trigger-elicitation-request
 check "--elicit decline declines it" rc=0 err='\(decline\)$' out='declined'
+
+# A URL to open: shown with its domain, always declined (the tool is offered only to a client
+# that declares URL-mode elicitation, which --elicit does).
+mcp "${T[@]}" --elicit defaults call trigger-url-elicitation '{"url":"https://pay.example.com/checkout"}'
+check "a URL elicitation is shown with its domain and declined" rc=0 \
+  err='url=https://pay.example.com/checkout domain=pay.example.com \(declined' out='declined to open'
 
 # The server asks for roots on the session's standalone stream: the tokio driver reads it
 # beside the call; the blocking driver reads one response at a time, and the budget ends it.

@@ -33,15 +33,14 @@ pub(crate) fn shown(text: &str) -> String {
 pub(crate) fn respond(mode: Elicit, params: &Value) -> Result<Value, RpcError> {
     let message = shown(params.get("message").and_then(Value::as_str).unwrap_or(""));
     let decline = json!({"action": "decline"});
-    if params.get("mode").and_then(Value::as_str) == Some("url") {
-        let url = params.get("url").and_then(Value::as_str).unwrap_or("");
-        let domain = url::Url::parse(url)
-            .ok()
-            .and_then(|url| url.host_str().map(shown))
-            .unwrap_or_else(|| "(none)".to_owned());
+    if let Some(page) = mcp_proto::UrlElicitation::of(params) {
+        let domain = page
+            .domain
+            .as_deref()
+            .map_or_else(|| "(none)".to_owned(), shown);
         eprintln!(
             "elicitation: {message} url={} domain={domain} (declined: mcp-call opens no page a server names)",
-            shown(url)
+            shown(&page.url)
         );
         return Ok(decline);
     }

@@ -643,9 +643,11 @@ fn run(cli: Cli) -> u8 {
         }
     };
     let config = match cli.elicit {
-        Some(mode) => config.respond_to("elicitation/create", move |params| {
+        // URL mode is offered too: such a request is shown with its domain, and declined.
+        Some(mode) => (config.respond_to("elicitation/create", move |params| {
             elicit::respond(mode, params)
-        }),
+        }))
+        .with_url_elicitation(true),
         None => config,
     };
     let reporter = Reporter::new(cli.trace, cli.log_level, interactive, budget);

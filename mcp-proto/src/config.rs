@@ -61,6 +61,8 @@ pub struct SessionConfig {
     cancel_spent_tasks: bool,
     /// Whether a legacy call of a tool that may run as a task asks for one.
     optional_tasks: bool,
+    /// Whether the elicitation capability offers URL mode too.
+    url_elicitation: bool,
     /// The least severe log message the server is asked to send, if any.
     log_level: Option<crate::LogLevel>,
     /// The pinned version, or `None` to detect the server's era.
@@ -142,6 +144,7 @@ impl SessionConfig {
             send_deadline: false,
             cancel_spent_tasks: false,
             optional_tasks: false,
+            url_elicitation: false,
             log_level: None,
             protocol_version: None,
             url,
@@ -238,6 +241,16 @@ impl SessionConfig {
         let method = method.into();
         self.responders.retain(|(m, _)| *m != method);
         self.responders.push((method, Responder(Arc::new(respond))));
+        self
+    }
+
+    /// Offers URL-mode elicitation too (default: off): with a responder for
+    /// `elicitation/create`, the capability then says `{"form": {}, "url": {}}`, and the
+    /// server may ask the person to open a page. The responder gets the request's params;
+    /// [`UrlElicitation::of`](crate::UrlElicitation::of) reads the URL and its domain, which
+    /// a person must see before anything is opened.
+    pub fn with_url_elicitation(mut self, on: bool) -> Self {
+        self.url_elicitation = on;
         self
     }
 
@@ -522,6 +535,11 @@ impl SessionConfig {
         let mut capabilities = Map::new();
         for (method, _) in &self.responders {
             let capability = match method.as_str() {
+                "elicitation/create" if self.url_elicitation => {
+                    let modes = serde_json::json!({"form": {}, "url": {}});
+                    capabilities.insert("elicitation".to_owned(), modes);
+                    continue;
+                }
                 "elicitation/create" => "elicitation",
                 "sampling/createMessage" => "sampling",
                 "roots/list" => "roots",

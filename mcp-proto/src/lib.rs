@@ -126,7 +126,7 @@ pub use mcp_auth::{QUOTE_LIMIT, clip};
 pub use model::{
     CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, LogLevel, LogMessage, Notification,
     Progress, ProtocolVersion, ServerInfo, SessionInfo, Subscription, SubscriptionEnd,
-    accept_elicitation_with_defaults,
+    UrlElicitation, accept_elicitation_with_defaults,
 };
 pub use observe::{NoObserver, Observer};
 pub use operation::{

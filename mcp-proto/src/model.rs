@@ -304,6 +304,42 @@ impl LogLevel {
     }
 }
 
+/// A URL-mode elicitation (`elicitation/create` with `mode: "url"`): the server asks the
+/// person to open a page. Show the URL and its domain before anything is opened; never open
+/// it unasked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlElicitation {
+    /// What the server says of it (clipped).
+    pub message: String,
+    /// The page, as the server sent it (clipped).
+    pub url: String,
+    /// The URL's host, what the person must check (`None`: the URL has none).
+    pub domain: Option<String>,
+    /// The server's id of the elicitation, when given (clipped).
+    pub elicitation_id: Option<String>,
+}
+
+impl UrlElicitation {
+    /// The URL elicitation `params` (of an `elicitation/create`) ask for, if they are one.
+    pub fn of(params: &Value) -> Option<Self> {
+        if params.get("mode").and_then(Value::as_str) != Some("url") {
+            return None;
+        }
+        let text = |key: &str| {
+            (params.get(key).and_then(Value::as_str)).map(|s| clip(s, mcp_auth::QUOTE_LIMIT))
+        };
+        let url = params.get("url").and_then(Value::as_str)?;
+        let domain = (url.parse::<http::Uri>().ok())
+            .and_then(|uri| uri.host().map(|host| clip(host, LABEL_LIMIT)));
+        Some(Self {
+            message: text("message").unwrap_or_default(),
+            url: clip(url, mcp_auth::QUOTE_LIMIT),
+            domain,
+            elicitation_id: text("elicitationId"),
+        })
+    }
+}
+
 /// A server's log message (`notifications/message`), as [`Notification::log`] reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogMessage {

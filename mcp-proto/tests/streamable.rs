@@ -903,6 +903,35 @@ fn a_completion_asks_for_an_argument_s_values_in_both_eras() {
 }
 
 #[test]
+fn url_mode_elicitation_is_offered_only_when_asked_and_its_domain_is_read() {
+    let clock = ManualClock::new();
+    let answering = config().respond_to("elicitation/create", |_| Ok(json!({"action": "decline"})));
+    for (url_mode, offered) in [(false, json!({})), (true, json!({"form": {}, "url": {}}))] {
+        let config = answering.clone().with_url_elicitation(url_mode);
+        let mut session = mcp_proto::Session::new(config);
+        let op = session.call_tool("echo", Map::new(), clock.now());
+        let run = drive(&mut session, op, &clock, &[], |k, _| healthy(k));
+        assert_eq!(
+            run.legs[0].body["params"]["capabilities"]["elicitation"],
+            offered
+        );
+    }
+    let page = mcp_proto::UrlElicitation::of(&json!({
+        "mode": "url", "message": "Pay here", "elicitationId": "e-1",
+        "url": "https://pay.example.com:8443/checkout?id=7"
+    }))
+    .unwrap();
+    assert_eq!(page.domain.as_deref(), Some("pay.example.com"));
+    assert_eq!(
+        (page.message.as_str(), page.elicitation_id.as_deref()),
+        ("Pay here", Some("e-1"))
+    );
+    assert!(mcp_proto::UrlElicitation::of(&json!({"message": "a form"})).is_none());
+    let odd = mcp_proto::UrlElicitation::of(&json!({"mode": "url", "url": "not a url"})).unwrap();
+    assert_eq!(odd.domain, None);
+}
+
+#[test]
 fn a_close_gets_what_the_operation_left_capped_and_nothing_once_it_is_spent() {
     let clock = ManualClock::new();
     let budget = |secs: u64| {
