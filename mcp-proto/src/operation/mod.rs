@@ -21,6 +21,7 @@ mod failure;
 mod grant;
 mod input;
 mod introduce;
+mod leg_kind;
 mod legs;
 mod listen;
 mod open;
