@@ -474,7 +474,8 @@ impl ListDriver {
         }
         loop {
             match op.poll_output(now) {
-                Output::Event(_) | Output::LegEnded(_) => {}
+                // A legacy listing also teaches the session which tools run as tasks.
+                Output::Event(_) | Output::LegEnded(_) | Output::Update(_) => {}
                 Output::Done(Ok(Outcome::Tools(tools))) => return tools.len(),
                 other => panic!("the canned listing did not succeed: {other:?}"),
             }
