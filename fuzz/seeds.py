@@ -748,6 +748,7 @@ def tasks_seeds():
         "legacy-never-ends": tasks_input(T_LEGACY, 600, created, *[working] * 20),
         "legacy-optional-tool-no-task": tasks_input(T_LEGACY | T_OPTIONAL, 2000, t_result(COMPLETED, T_OTHER_SHAPE)),
         "legacy-no-tasks-declared": tasks_input(T_LEGACY | T_NO_TASKS, 2000, created),
+        "legacy-session-lost-on-poll": tasks_input(T_LEGACY, 2000, created, t_status(0), working, t_result(COMPLETED), t_result(COMPLETED)),
         "legacy-cancel-while-waiting": tasks_input(T_LEGACY, 2000, created, t_result(WORKING, cancel_after=True)),
         "resume-modern-completes": tasks_input(T_RESUME, 2000, working, t_result(COMPLETED)),
         "resume-modern-never-ends": tasks_input(T_RESUME | T_SECOND, 1000, *[working] * 12),

@@ -448,6 +448,17 @@ impl Operation {
                     self.start_over();
                 }
             }
+            // A legacy task lives in its session: a 404 about it says the task is gone with
+            // the session, and a new session knows nothing of it. The session is forgotten,
+            // and the operation ends with the server's answer instead of polling or
+            // cancelling the task (or handing it back) in a session it never belonged to.
+            Heard::SessionLost
+                if self.answering.task.is_live()
+                    || matches!(self.progress.action, Action::CancelTask(_)) =>
+            {
+                self.session.reset();
+                self.fail(method, Failure::Status(404));
+            }
             // A 404 to a request that carried a session id: a new session, once, in the budget.
             Heard::SessionLost if self.progress.lose_session(&mut self.session) => {
                 self.start_over();
