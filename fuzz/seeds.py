@@ -17,7 +17,7 @@ import struct
 
 ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
 # Every target whose seeds this script writes (each directory is rewritten whole).
-TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials")
+TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials", "tasks")
 UUID = "7f3c2b1a-9d8e-4f60-a1b2-c3d4e5f60718"
 
 
@@ -660,6 +660,109 @@ def stdio_seeds():
 
 
 # ---------------------------------------------------------------------------------------------
+# tasks: [setup][budget], then per tools/call or tasks/* leg a delay byte, a pick and, for a
+# result, its status, flags and numbers bytes (see `tasks` in fuzz/harness/src/tasks.rs)
+# ---------------------------------------------------------------------------------------------
+
+T_MODERN, T_LEGACY = 0, 1
+T_CALL, T_RESUME, T_CANCEL = 0, 2, 4
+T_RESPONDER, T_SECOND = 0x08, 0x10
+T_OPTIONAL, T_NO_TASKS = 0x20, 0x80
+WORKING, INPUT, COMPLETED, FAILED, CANCELLED, BOGUS = range(6)
+KEYS_A, KEYS_B, KEYS_AB, KEYS_AC = 0, 0x08, 0x10, 0x18
+T_MESSAGE, T_ID_BASE64, T_ID_DASH = 0x20, 0x40, 0x80
+T_OTHER_ID, T_NO_ID, T_NUMBER_ID = 1, 2, 3
+T_TYPE_TASK, T_TYPE_COMPLETE, T_TYPE_NONE, T_TYPE_INPUT, T_TYPE_BOGUS = 3 << 2, 4 << 2, 5 << 2, 6 << 2, 7 << 2
+T_MALFORMED, T_ABSENT, T_OTHER_SHAPE = 0x20, 0x40, 0x80
+# Interval (low three bits) and TTL (next three) picks: absent, 0, -5, 1e300, 12.5, "100", 50, u64::MAX.
+IV_50, IV_ZERO, IV_HUGE, IV_STRING, IV_FRACTION, IV_NEGATIVE = 6, 1, 3, 5, 4, 2
+TTL_MAX = 7 << 3
+
+
+def t_result(status, flags=0, numbers=IV_50, wait=10, cancel_after=False):
+    return bytes([wait, 9 if cancel_after else 0, status, flags, numbers])
+
+
+def t_error(code_pick=0, wait=10):
+    return bytes([wait, 10, code_pick])
+
+
+def t_transport(kind=0, wait=10):
+    return bytes([wait, 11, kind])
+
+
+def t_stall(wait=0):
+    return bytes([wait, 12])
+
+
+def t_junk(data, wait=10):
+    return bytes([wait, 13, len(data)]) + data
+
+
+def t_status(pick, wait=10):
+    return bytes([wait, 14, pick])
+
+
+def t_cancel(wait=10):
+    return bytes([wait, 15])
+
+
+def tasks_input(setup, budget_ms, *legs):
+    return bytes([setup, (budget_ms - 200) // 20]) + b"".join(legs)
+
+
+def tasks_seeds():
+    created = t_result(WORKING | T_MESSAGE)
+    working = t_result(WORKING)
+    for name, data in {
+        "modern-completes-after-polls": tasks_input(T_MODERN, 2000, created, working, working, t_result(COMPLETED | T_MESSAGE)),
+        "modern-failed": tasks_input(T_MODERN, 2000, created, working, t_result(FAILED)),
+        "modern-cancelled": tasks_input(T_MODERN, 2000, created, t_result(CANCELLED | T_MESSAGE)),
+        "modern-input-then-completed": tasks_input(T_MODERN | T_RESPONDER, 3000, created, t_result(INPUT | KEYS_A),
+                                                   t_result(WORKING), t_result(INPUT | KEYS_AB), t_result(WORKING),
+                                                   t_result(INPUT | KEYS_AB), t_result(COMPLETED)),
+        "modern-input-declined": tasks_input(T_MODERN, 2000, created, t_result(INPUT | KEYS_B), t_result(WORKING), t_result(COMPLETED)),
+        "modern-input-sampling-unanswered": tasks_input(T_MODERN | T_RESPONDER, 2000, created, t_result(INPUT | KEYS_AC)),
+        "modern-never-ends-small-budget": tasks_input(T_MODERN, 300, created, *[working] * 24),
+        "modern-never-ends-second-resolution": tasks_input(T_MODERN | T_SECOND, 1000, t_result(WORKING, numbers=IV_ZERO | TTL_MAX),
+                                                           *[t_result(WORKING, numbers=IV_HUGE)] * 12),
+        "modern-poll-stalls": tasks_input(T_MODERN, 1000, created, working, t_stall()),
+        "modern-cancel-while-waiting": tasks_input(T_MODERN, 2000, created, t_result(WORKING, cancel_after=True)),
+        "modern-cancel-during-poll": tasks_input(T_MODERN, 2000, created, t_cancel()),
+        "modern-base64-id": tasks_input(T_MODERN, 2000, t_result(WORKING | T_ID_BASE64), working, t_result(COMPLETED)),
+        "modern-dash-id-odd-numbers": tasks_input(T_MODERN, 2000, t_result(WORKING | T_ID_DASH, numbers=IV_FRACTION | TTL_MAX),
+                                                  t_result(WORKING, numbers=IV_NEGATIVE), t_result(COMPLETED)),
+        "modern-poll-other-task": tasks_input(T_MODERN, 2000, created, t_result(COMPLETED, T_OTHER_ID)),
+        "modern-poll-string-interval": tasks_input(T_MODERN, 2000, created, t_result(WORKING, numbers=IV_STRING)),
+        "modern-poll-malformed": tasks_input(T_MODERN, 2000, created, working, t_result(COMPLETED, T_MALFORMED)),
+        "modern-poll-junk": tasks_input(T_MODERN, 2000, created, t_junk(b'{"jsonrpc":"2.0","id":2,"result":{"taskId":')),
+        "modern-poll-error": tasks_input(T_MODERN, 2000, created, working, t_error(1)),
+        "modern-poll-transport": tasks_input(T_MODERN, 2000, created, t_transport(1)),
+        "modern-poll-own-input-round": tasks_input(T_MODERN | T_RESPONDER, 2000, created, t_result(INPUT | KEYS_A, T_TYPE_INPUT),
+                                                   t_result(INPUT | KEYS_A), t_result(WORKING), t_result(COMPLETED)),
+        "modern-call-plain-result": tasks_input(T_MODERN, 2000, t_result(COMPLETED, T_TYPE_COMPLETE)),
+        "modern-header-mismatch-relist": tasks_input(T_MODERN, 2000, t_error(4), created, t_result(COMPLETED)),
+        "legacy-task-listed-polled-fetched": tasks_input(T_LEGACY, 2000, created, working, t_result(COMPLETED), t_result(COMPLETED)),
+        "legacy-input-then-result": tasks_input(T_LEGACY | T_RESPONDER, 2000, created, t_result(INPUT | KEYS_A), t_result(COMPLETED)),
+        "legacy-failed-result-error": tasks_input(T_LEGACY, 2000, created, t_result(FAILED), t_error(0)),
+        "legacy-never-ends": tasks_input(T_LEGACY, 600, created, *[working] * 20),
+        "legacy-optional-tool-no-task": tasks_input(T_LEGACY | T_OPTIONAL, 2000, t_result(COMPLETED, T_OTHER_SHAPE)),
+        "legacy-no-tasks-declared": tasks_input(T_LEGACY | T_NO_TASKS, 2000, created),
+        "legacy-session-lost-on-poll": tasks_input(T_LEGACY, 2000, created, t_status(0), working, t_result(COMPLETED), t_result(COMPLETED)),
+        "legacy-cancel-while-waiting": tasks_input(T_LEGACY, 2000, created, t_result(WORKING, cancel_after=True)),
+        "resume-modern-completes": tasks_input(T_RESUME, 2000, working, t_result(COMPLETED)),
+        "resume-modern-never-ends": tasks_input(T_RESUME | T_SECOND, 1000, *[working] * 12),
+        "resume-legacy-fetched": tasks_input(T_RESUME | T_LEGACY, 2000, t_result(COMPLETED), t_result(COMPLETED)),
+        "resume-legacy-unknown-task": tasks_input(T_RESUME | T_LEGACY, 2000, t_error(1)),
+        "cancel-modern-acknowledged": tasks_input(T_CANCEL, 1000, t_result(CANCELLED)),
+        "cancel-modern-answered-with-task": tasks_input(T_CANCEL, 1000, t_result(CANCELLED, T_TYPE_TASK)),
+        "cancel-legacy-acknowledged": tasks_input(T_CANCEL | T_LEGACY, 1000, t_result(CANCELLED)),
+        "cancel-legacy-stalls": tasks_input(T_CANCEL | T_LEGACY | T_SECOND, 1000, t_stall()),
+    }.items():
+        write("tasks", name, data)
+
+
+# ---------------------------------------------------------------------------------------------
 # auth: [client][store][server][challenge] then one input per step of the flow (see `auth` in
 # fuzz/harness/src/auth.rs)
 # ---------------------------------------------------------------------------------------------
@@ -759,6 +862,7 @@ def main():
     answer_seeds()
     operation_seeds()
     stdio_seeds()
+    tasks_seeds()
     auth_seeds()
     connect_seeds()
     servers_seeds()

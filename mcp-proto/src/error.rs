@@ -174,7 +174,7 @@ pub enum Error {
     },
     /// The session was re-established after a 404 and the new one was refused too.
     #[error(
-        "MCP server \"{server}\" answered {method} with 404 on a session that was re-established for this operation; the session cannot be recovered"
+        "MCP server \"{server}\" answered {method} with 404: the session is gone (lost again after it was re-established for this operation, or the one a task lives in) and cannot be recovered"
     )]
     SessionExpired {
         /// The server's label.
@@ -286,7 +286,7 @@ pub enum Error {
     /// again under a new budget or to cancel.
     #[error(
         "The {budget} operation budget for MCP server \"{server}\" ran out while its task \"{}\" was {}; {}",
-        task.task_id,
+        crate::clip(&task.task_id, crate::QUOTE_LIMIT),
         task.status,
         if *cancel_sent {
             "it was asked to cancel (tasks/cancel), as configured"
@@ -536,5 +536,34 @@ mod tests {
         assert!(text.contains("so the server was not asked"));
         assert!(text.contains("not a server that did not answer"));
         assert!(!text.to_lowercase().contains("cancel"));
+    }
+
+    #[test]
+    fn a_running_task_s_id_is_quoted_clipped_and_handed_back_verbatim() {
+        // A server's task id is server text: the message folds its control characters and
+        // clips it, and the handle keeps it exactly as the server gave it (it is polled by it).
+        let id = format!(
+            " t\u{e2}che\t1\n[fake] log line\u{1b}[31m {}",
+            "x".repeat(300)
+        );
+        let mut task = TaskHandle::new("example.org:443", id.clone(), crate::TaskEra::Modern);
+        task.status_message = Some("working".into());
+        let err = Error::TaskRunning {
+            server: "example.org:443".into(),
+            budget: Budget::from_secs(2),
+            task: Box::new(task),
+            cancel_sent: false,
+        };
+        let text = err.to_string();
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(
+            text.contains("its task \"t\u{e2}che 1 [fake] log line [31m x"),
+            "{text}"
+        );
+        assert!(text.chars().count() < 500, "{text}");
+        assert_eq!(
+            err.task().map(|task| task.task_id.as_str()),
+            Some(id.as_str())
+        );
     }
 }

@@ -820,3 +820,76 @@ fn a_poll_interval_that_changes_caps_the_next_wait_from_then_on() {
     let sent: Vec<Duration> = run.legs.iter().map(|leg| leg.sent_at - t0).collect();
     assert_eq!(sent, [ms(0), ms(30), ms(80), ms(120), ms(160)]);
 }
+
+#[test]
+fn a_legacy_task_whose_session_is_lost_is_not_polled_in_another_session() {
+    // The poll is answered 404: the session is gone, and the task with it (the server keeps
+    // tasks per session). No new handshake, no poll in a new session, no handle to a task in
+    // a session that is gone: the server's answer ends the operation, and the session is
+    // forgotten.
+    let clock = ManualClock::new();
+    let mut session = Session::new(legacy());
+    let op = session.call_tool("simulate-research-query", Map::new(), clock.now());
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[0.01; 16],
+        |kind, _| match kind {
+            LegKind::TaskGet => Answer::Raw(404, None, Vec::new()),
+            other => legacy_server(other, &mut 0),
+        },
+    );
+    assert_eq!(
+        run.methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tasks/get"
+        ]
+    );
+    match run.result.unwrap_err() {
+        Error::SessionExpired { method, .. } => assert_eq!(method, "tasks/get"),
+        other => panic!("{other:?}"),
+    }
+    assert!(session.info().is_none(), "the lost session is forgotten");
+
+    // A handle resumed in its session, from another process: the same.
+    let mut handle =
+        mcp_proto::TaskHandle::new("mcp.example.test:8080", LEGACY_TASK, TaskEra::Legacy);
+    handle.session_id = Some("session-1".to_owned());
+    let mut again = Session::new(legacy());
+    let op = again.resume_task(handle.clone(), clock.now());
+    let run = drive(&mut again, op, &clock, &[0.01; 8], |kind, _| match kind {
+        LegKind::TaskGet => Answer::Raw(404, None, Vec::new()),
+        other => legacy_server(other, &mut 0),
+    });
+    assert_eq!(run.methods(), ["tasks/get"]);
+    assert!(
+        matches!(run.result, Err(Error::SessionExpired { .. })),
+        "{:?}",
+        run.result
+    );
+
+    // And its cancel: nothing to cancel in a new session.
+    let mut other = Session::new(legacy());
+    let op = other.cancel_task(handle, clock.now());
+    let run = drive(&mut other, op, &clock, &[0.01; 8], |kind, _| match kind {
+        LegKind::TaskCancel => Answer::Raw(404, None, Vec::new()),
+        other => legacy_server(other, &mut 0),
+    });
+    assert_eq!(run.methods(), ["tasks/cancel"]);
+    assert!(
+        matches!(
+            run.result,
+            Err(Error::SessionExpired {
+                method: "tasks/cancel",
+                ..
+            })
+        ),
+        "{:?}",
+        run.result
+    );
+}

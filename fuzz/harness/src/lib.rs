@@ -17,6 +17,7 @@
 //! |--------------|----------------------------------------|------------------------------------------|
 //! | `streamable` | [`sse`], [`answer`], [`operation`]     | `mcp-proto` over Streamable HTTP         |
 //! | `stdio`      | [`stdio`]                              | `mcp-proto` over stdio, a fake process   |
+//! | `tasks`      | [`tasks`]                              | `mcp-proto`'s tasks, both eras, over HTTP |
 //! | `auth`       | [`auth`]                               | `mcp-auth`'s `AuthFlow`                  |
 //! | `connect`    | [`connect`]                            | `mcp-driver-common`'s reading of a `CONNECT` answer |
 //! | `files`      | [`servers`], [`credentials`]           | `mcp-call`'s `--config` and credentials files |
@@ -32,6 +33,7 @@ mod connect;
 mod files;
 mod stdio;
 mod streamable;
+mod tasks;
 
 /// The operation's account of its legs, checked: every report names a leg it handed out, no
 /// leg is reported twice, and by the result every leg handed out has been reported.
@@ -72,6 +74,7 @@ pub use stdio::{STDIO_BODY_CAPS, stdio};
 pub use streamable::{
     ANSWER_BODY_CAP, MAX_FED, MAX_INPUTS, OPERATION_BODY_CAP, SSE_LIMITS, answer, operation, sse,
 };
+pub use tasks::tasks;
 
 /// A fuzz target: it panics only on an invariant violation.
 pub type Target = fn(&[u8]);
@@ -87,4 +90,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("connect", connect),
     ("servers", servers),
     ("credentials", credentials),
+    ("tasks", tasks),
 ];

@@ -42,7 +42,8 @@ pub(super) enum Failure {
         message: String,
         data: Option<serde_json::Value>,
     },
-    /// A second `404` on a session re-established for this operation.
+    /// A second `404` on a session re-established for this operation, or a `404` on the
+    /// session a legacy task lives in.
     SessionExpired,
     /// An `initialize` answer naming a version this client does not speak.
     Version(String),

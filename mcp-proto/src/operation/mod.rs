@@ -456,8 +456,12 @@ impl Operation {
                     self.start_over();
                 }
             }
-            // A 404 to a request that carried a session id: a new session, once, in the budget.
-            Heard::SessionLost if self.progress.lose_session(&mut self.session) => {
+            // A 404 to a request that carried a session id: a new session, once, in the budget
+            // (never for a legacy task: it is gone with its session).
+            Heard::SessionLost
+                if (self.progress)
+                    .lose_session(&mut self.session, self.answering.task.is_live()) =>
+            {
                 self.start_over();
             }
             Heard::SessionLost => self.fail(method, Failure::SessionExpired),

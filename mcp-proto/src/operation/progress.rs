@@ -256,8 +256,14 @@ impl Progress {
 
     /// The session was lost (a `404` to a request that carried its id): the first time it is
     /// forgotten and the operation starts over on a new one (true); a second loss is the end
-    /// (false).
-    pub(super) fn lose_session(&mut self, session: &mut View) -> bool {
+    /// (false). So is the loss of a session a legacy task lives in (`task_live`, or the
+    /// cancel of a handle): servers keep tasks per session, and a new one knows nothing of
+    /// it; that session is forgotten.
+    pub(super) fn lose_session(&mut self, session: &mut View, task_live: bool) -> bool {
+        if task_live || matches!(self.action, Action::CancelTask(_)) {
+            session.reset();
+            return false;
+        }
         if std::mem::replace(&mut self.reinitialized, true) {
             return false;
         }
