@@ -158,4 +158,21 @@ peer_answers() {
 }
 
 # Ends the row: exit 0 iff every check passed.
+# mcp_interrupted_at PATTERN ARGS...: one `mcp-call --trace ARGS` run sent SIGINT once its
+# stderr matches PATTERN (the signal is a trace line, not a sleep; given up after 20 s), then
+# timed out like `mcp` (RC, OUT, ERR; MS is not measured).
+mcp_interrupted_at() {
+  local pattern=$1 pid
+  shift
+  "$MCP_CALL" --driver "$DRIVER" --trace "$@" >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null &
+  pid=$!
+  for _ in $(seq 400); do
+    grep -Eq -- "$pattern" "$ROW_TMP/err" && break
+    sleep 0.05
+  done
+  kill -INT "$pid"
+  wait "$pid"
+  RC=$? OUT=$(cat "$ROW_TMP/out") ERR=$(cat "$ROW_TMP/err") MS=0
+}
+
 finish() { exit "$_failed"; }

@@ -38,7 +38,9 @@ check "without --elicit the task's request is declined" rc=0 out='^decline$'
 
 # --send-deadline: the server sees what is left of the budget; without it, nothing.
 mcp "${T[@]}" --send-deadline --timeout 7 --resolution ms call remaining
-check "--send-deadline tells the server the budget left" rc=0 out='^remainingMs=(69[0-9][0-9]|7000)$'
+# (What is left when the request goes out: at most the 7 s, and a slow machine's start-up
+# leaves far more than 1 s of it.)
+check "--send-deadline tells the server the budget left" rc=0 out='^remainingMs=([1-6][0-9]{3}|7000)$'
 mcp "${T[@]}" call remaining
 check "without --send-deadline the server is told nothing" rc=0 out='^remainingMs=None$'
 
@@ -60,8 +62,9 @@ check "mcp-call task <id> gets the result under a new budget" rc=0 out='^slept 1
 
 # Configured to cancel instead: tasks/cancel goes out before the end.
 mcp "${T[@]}" --trace --cancel-at-deadline --timeout 2 --resolution ms call batch '{"seconds": 10}'
+# (The cancel's answer may come after the end on a slow machine: the later look is the proof.)
 check "--cancel-at-deadline cancels the task inside the budget" rc=3 \
-  err='method=tasks/cancel .*status=200' err='asked to cancel' max_ms=2600
+  err='method=tasks/cancel ' err='asked to cancel' max_ms=2600
 id=$(sed -n 's/^task: //p' <<<"$ERR")
 mcp "${T[@]}" --json task "$id"
 check "the cancelled task says so" rc=5 err='"kind":"task_cancelled"'
@@ -75,17 +78,8 @@ check "mcp-call task --cancel cancels it on the server" rc=0 out="^cancel reques
 mcp "${T[@]}" --json task "$id"
 check "a later look says it is cancelled" rc=5 err='"kind":"task_cancelled"'
 
-# Cancelled once the first poll is answered (the trace line is the signal, not a sleep).
-"$MCP_CALL" --driver "$DRIVER" "${T[@]}" --trace call sleep '{"seconds": 30}' \
-  >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null &
-pid=$!
-for _ in $(seq 400); do
-  grep -q 'method=tasks/get' "$ROW_TMP/err" && break
-  sleep 0.05
-done
-kill -INT "$pid"
-wait "$pid"
-RC=$? OUT=$(cat "$ROW_TMP/out") ERR=$(cat "$ROW_TMP/err") MS=0
+# Cancelled once the first poll is answered.
+mcp_interrupted_at 'method=tasks/get' "${T[@]}" call sleep '{"seconds": 30}'
 check "a cancelled call cancels its task on the server" rc=6 \
   err='method=tasks/cancel .*status=200' no_err='notifications/cancelled'
 

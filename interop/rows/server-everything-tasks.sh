@@ -49,17 +49,8 @@ check "mcp-call task --cancel cancels it on the server" rc=0 out="^cancel reques
 mcp "${T[@]}" --json task "$id"
 check "a later look says it is cancelled" rc=5 err='"kind":"task_cancelled"'
 
-# Cancelled once the first poll is answered (the trace line is the signal, not a sleep).
-"$MCP_CALL" --driver "$DRIVER" "${T[@]}" --trace call "${QUERY[@]}" \
-  >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null &
-pid=$!
-for _ in $(seq 400); do
-  grep -q 'method=tasks/get' "$ROW_TMP/err" && break
-  sleep 0.05
-done
-kill -INT "$pid"
-wait "$pid"
-RC=$? OUT=$(cat "$ROW_TMP/out") ERR=$(cat "$ROW_TMP/err") MS=0
+# Cancelled once the first poll is answered.
+mcp_interrupted_at 'method=tasks/get' "${T[@]}" call "${QUERY[@]}"
 check "a cancelled call cancels its task on the server" rc=6 \
   err='method=tasks/cancel .*status=200' no_err='notifications/cancelled'
 

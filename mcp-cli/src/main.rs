@@ -730,8 +730,17 @@ fn run(cli: Cli) -> u8 {
             // A cancel is a request: the task is kept (and its session) until a look says
             // how it ended.
             (Ok(Outcome::TaskCancelRequested(_)), Some((_, in_session))) => return *in_session,
-            // The server answered about it: it is over, cancelled, or unknown to the server.
-            (Ok(_) | Err(Error::TaskCancelled { .. } | Error::JsonRpc { .. }), Some((id, _))) => {
+            // The server answered about it: it is over, cancelled, unknown to the server, or
+            // gone with its session.
+            (
+                Ok(_)
+                | Err(
+                    Error::TaskCancelled { .. }
+                    | Error::JsonRpc { .. }
+                    | Error::SessionExpired { .. },
+                ),
+                Some((id, _)),
+            ) => {
                 store.forget_task(url, id);
             }
             _ => {}

@@ -61,8 +61,6 @@ struct Live {
     /// The next wait, before the server's interval caps it.
     backoff: Duration,
     next: Next,
-    /// The request in flight (or due): `tasks/get`, `tasks/result` or `tasks/update`.
-    request: LegKind,
     /// The keys of the task's requests for input already answered (a poll may show them
     /// again before the server took the answers in: they are not asked twice).
     answered: BTreeSet<String>,
@@ -80,10 +78,37 @@ enum Next {
     /// `tasks/update` (modern era): the caller's answers to the task's requests for input
     /// (the reply timer holds it until they are in).
     Update,
-    /// The answer to the poll (or the fetch) in flight.
-    Answer,
+    /// The answer to the request in flight: `tasks/get`, `tasks/result` or `tasks/update`.
+    Answer(LegKind),
     /// Nothing: no poll can be answered inside the budget; the task is handed back.
     HandBack,
+}
+
+impl Next {
+    /// The request about the task this is (or awaits the answer of).
+    const fn request(self) -> LegKind {
+        match self {
+            Self::Answer(kind) => kind,
+            Self::Fetch => LegKind::TaskResult,
+            Self::Update => LegKind::TaskUpdate,
+            Self::At(_) | Self::HandBack => LegKind::TaskGet,
+        }
+    }
+}
+
+impl Live {
+    /// A task first seen in `era` (in the legacy `session_id`), its first request's answer
+    /// awaited.
+    fn new(task: TaskState, era: TaskEra, session_id: Option<String>) -> Box<Self> {
+        Box::new(Self {
+            task,
+            era,
+            backoff: MIN_POLL_WAIT,
+            next: Next::Answer(LegKind::TaskGet),
+            answered: BTreeSet::new(),
+            session_id,
+        })
+    }
 }
 
 /// The event that reports `task` as the server described it.
@@ -198,17 +223,8 @@ impl Tasking {
             poll_interval: None,
             payload: TaskPayload::None,
         };
-        let live = Live {
-            task,
-            era: handle.era,
-            backoff: MIN_POLL_WAIT,
-            next: Next::Answer,
-            request: LegKind::TaskGet,
-            answered: BTreeSet::new(),
-            session_id: handle.session_id.clone(),
-        };
         Self {
-            live: Some(Box::new(live)),
+            live: Some(Live::new(task, handle.era, handle.session_id.clone())),
         }
     }
 
@@ -224,16 +240,7 @@ impl Tasking {
         match task::read_created(result, era) {
             Ok(task) => {
                 events.push_back(status_event(&task));
-                let live = Live {
-                    task,
-                    era,
-                    backoff: MIN_POLL_WAIT,
-                    next: Next::Answer,
-                    request: LegKind::TaskGet,
-                    answered: BTreeSet::new(),
-                    session_id,
-                };
-                self.live = Some(Box::new(live));
+                self.live = Some(Live::new(task, era, session_id));
                 self.schedule(when);
                 Seen::Running
             }
@@ -338,7 +345,7 @@ impl Tasking {
     pub(super) fn request(&self) -> LegKind {
         self.live
             .as_deref()
-            .map_or(LegKind::TaskGet, |live| live.request)
+            .map_or(LegKind::TaskGet, |live| live.next.request())
     }
 
     /// What holds the next leg at `now`; a due poll is handed out (it awaits its answer next).
@@ -347,19 +354,11 @@ impl Tasking {
             return Hold::No;
         };
         match live.next {
-            Next::Answer => Hold::No,
+            Next::Answer(_) => Hold::No,
             Next::HandBack => Hold::HandBack,
             Next::At(at) if at > now => Hold::Until(at),
-            Next::At(_) => {
-                (live.next, live.request) = (Next::Answer, LegKind::TaskGet);
-                Hold::Poll
-            }
-            Next::Fetch => {
-                (live.next, live.request) = (Next::Answer, LegKind::TaskResult);
-                Hold::Poll
-            }
-            Next::Update => {
-                (live.next, live.request) = (Next::Answer, LegKind::TaskUpdate);
+            due => {
+                live.next = Next::Answer(due.request());
                 Hold::Poll
             }
         }
