@@ -175,4 +175,24 @@ mcp_interrupted_at() {
   RC=$? OUT=$(cat "$ROW_TMP/out") ERR=$(cat "$ROW_TMP/err") MS=0
 }
 
+# Runs mcp-call with the arguments before `--then` in the background until its stdout shows
+# the pattern (or 20 s pass), then the command after `--then` (its output discarded), then
+# waits for the first run to end: RC, OUT and ERR are that run's. For what a second client
+# must cause while the first one listens.
+mcp_beside() { # <stdout-pattern> <mcp-call args...> --then <command...>
+  local pattern=$1 pid args=()
+  shift
+  while (($#)) && [ "$1" != --then ]; do args+=("$1"); shift; done
+  shift
+  timeout -s KILL "$WATCHDOG" "$MCP_CALL" --driver "$DRIVER" "${args[@]}" >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null &
+  pid=$!
+  for _ in $(seq 400); do
+    grep -Eq -- "$pattern" "$ROW_TMP/out" && break
+    sleep 0.05
+  done
+  "$@" >/dev/null 2>&1 </dev/null
+  wait "$pid"
+  RC=$? OUT=$(cat "$ROW_TMP/out") ERR=$(cat "$ROW_TMP/err") MS=0
+}
+
 finish() { exit "$_failed"; }

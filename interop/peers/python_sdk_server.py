@@ -11,15 +11,41 @@ sleep(seconds), chatty(text) (logs "info: <text>" at info and "careful: <text>" 
 logger "interop", then returns the text).
 Resource interop://greeting; prompt greet(name), whose name completes from Ada, Alan, Grace
 (completion/complete: the names that begin with what is typed).
+Resource updates: touch(uri) publishes `notifications/resources/updated` for uri to every
+`subscriptions/listen` stream asking for it (2026-07-28, the SDK's own bus); a legacy
+`resources/subscribe` (which MCPServer leaves unserved) is answered and its session sent the
+update five times, 200 ms apart, on its standalone stream (the SDK's send_resource_updated).
 """
 
 import sys
 
+import asyncio
+
 import anyio
+import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer(name="interop-python-sdk", version="1.0.0")
+# Tasks started by a legacy subscribe, kept so they are not collected mid-way.
+_updating = set()
+
+
+async def _subscribe(ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    """Legacy resources/subscribe: the session hears of updates to the URI for a while."""
+
+    async def updates() -> None:
+        for _ in range(5):
+            await anyio.sleep(0.2)
+            await ctx.session.send_resource_updated(params.uri)
+
+    task = asyncio.get_running_loop().create_task(updates())
+    _updating.add(task)
+    task.add_done_callback(_updating.discard)
+    return types.EmptyResult()
+
+
+server._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
 
 
 @server.tool()
@@ -53,6 +79,13 @@ async def chatty(text: str, ctx: Context) -> str:
     await ctx.log("info", f"info: {text}", logger_name="interop")
     await ctx.log("warning", f"careful: {text}", logger_name="interop")
     return text
+
+
+@server.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Tells subscriptions/listen streams that the resource changed."""
+    await ctx.notify_resource_updated(uri)
+    return f"touched {uri}"
 
 
 @server.resource("interop://greeting", mime_type="text/plain")

@@ -6,7 +6,9 @@
 # (--protocol 2025-11-25) ended by a DELETE answered 200; --log-level: the server's log
 # messages on stderr, the level carried by the modern request (the server filters) and applied
 # to a legacy session's (the SDK declares no logging, so no logging/setLevel is sent);
-# complete (completion/complete) in both eras.
+# complete (completion/complete) in both eras; watch: a resource's updates in both eras
+# (subscriptions/listen and its acknowledgement; legacy: resources/subscribe, then the
+# session's stream), the budget's end the normal end.
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -37,4 +39,14 @@ check "complete: the server's suggestions, one modern request" rc=0 out='^Ada$' 
   no_out='Grace' err='^leg=1 method=completion/complete .*status=200'
 mcp "${T[@]}" --protocol 2025-11-25 --json complete prompt:greet name G
 check "complete on a legacy session, --json" rc=0 out='"values":\["Grace"\]'
+
+mcp_beside 'subscriptions/acknowledged' "${T[@]}" --timeout 3 --trace watch --resource interop://greeting \
+  --then "$MCP_CALL" "${T[@]}" call touch '{"uri":"interop://greeting"}'
+check "watch: a subscriptions/listen stream hears the update another client causes, to the budget's end" \
+  rc=0 out='"method":"notifications/resources/updated".*"uri":"interop://greeting"' \
+  err='^leg=1 method=subscriptions/listen granted_ms=3000 .*status=timeout'
+mcp "${T[@]}" --protocol 2025-11-25 --timeout 2 --trace watch --resource interop://greeting
+check "watch on a legacy session: resources/subscribe, then the session's stream carries the updates" \
+  rc=0 out='"method":"notifications/resources/updated","params":\{"uri":"interop://greeting"\}' \
+  err='^leg=3 method=resources/subscribe .*status=200' err='^leg=4 .*status=timeout'
 finish

@@ -221,6 +221,25 @@ enum Command {
         #[arg(long)]
         cancel: bool,
     },
+    /// Listens to the server for the whole budget (--timeout): prints each notification it
+    /// sends as one JSON line `{"method":...,"params":...}` on stdout as it comes. The
+    /// budget's end is the normal end (exit 0). Without a flag, every list change is asked
+    /// for.
+    Watch {
+        /// The tool list's changes (`notifications/tools/list_changed`).
+        #[arg(long)]
+        tools: bool,
+        /// The prompt list's changes.
+        #[arg(long)]
+        prompts: bool,
+        /// The resource list's changes.
+        #[arg(long)]
+        resources: bool,
+        /// Updates of this resource (`notifications/resources/updated`), repeatable; a legacy
+        /// server is sent `resources/subscribe` for each first.
+        #[arg(long = "resource", value_name = "URI")]
+        resource: Vec<String>,
+    },
     /// Lists the entries of --config: name, transport (http or stdio) and URL or command.
     Servers,
     /// Authorizes with the server's OAuth authorization server: prints `authorize: <URL>`
@@ -297,6 +316,21 @@ impl Command {
                     true => Action::CancelTask(task),
                     false => Action::ResumeTask(task),
                 }
+            }
+            Self::Watch {
+                tools,
+                prompts,
+                resources,
+                resource,
+            } => {
+                // Nothing named: every list change.
+                let all = !(*tools || *prompts || *resources) && resource.is_empty();
+                Action::Subscribe(mcp_proto::Subscription {
+                    tools_list_changed: *tools || all,
+                    prompts_list_changed: *prompts || all,
+                    resources_list_changed: *resources || all,
+                    resource_subscriptions: resource.clone(),
+                })
             }
             Self::Completions { .. } | Self::Servers | Self::Logout => return None,
         })
@@ -650,7 +684,10 @@ fn run(cli: Cli) -> u8 {
         .with_url_elicitation(true),
         None => config,
     };
-    let reporter = Reporter::new(cli.trace, cli.log_level, interactive, budget);
+    let mut reporter = Reporter::new(cli.trace, cli.log_level, interactive, budget);
+    if matches!(cli.command, Command::Watch { .. }) {
+        reporter = reporter.with_notifications_on_stdout();
+    }
     let mut network = mcp_driver_common::network::Network::new();
     if let Some(file) = &cli.cacert {
         network = network.with_root_pem_file(file);
@@ -1141,6 +1178,12 @@ fn print_outcome(outcome: Outcome, json: bool) -> u8 {
             );
         }
         Outcome::TaskCancelRequested(id) => println!("cancel requested: {id}"),
+        // The notifications went out as they came; the end is said only to a script.
+        Outcome::Subscription(end) if json => println!(
+            "{}",
+            serde_json::json!({"subscription": {"acknowledged": end.acknowledged,
+                "endedBy": if end.by_server { "server" } else { "budget" }}})
+        ),
         // Not an outcome of any command (close): nothing to print.
         _ => {}
     }

@@ -37,6 +37,8 @@ struct State {
     started: Instant,
     spinner: Option<ProgressBar>,
     progress: Option<String>,
+    /// `watch`: every notification (but log messages and progress) is a JSON line on stdout.
+    notifications: bool,
 }
 
 impl Reporter {
@@ -55,8 +57,16 @@ impl Reporter {
                 started: Instant::now(),
                 spinner: None,
                 progress: None,
+                notifications: false,
             })),
         }
+    }
+
+    /// `watch`: the server's notifications are what the command prints, one JSON line each
+    /// on stdout as it comes (log messages and progress stay where they are shown).
+    pub(crate) fn with_notifications_on_stdout(self) -> Self {
+        self.state().notifications = true;
+        self
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -171,6 +181,12 @@ impl Observer for Reporter {
                 return;
             }
         }
+        if let Event::Notification(notification) = event {
+            if self.state().notifications && notification.progress().is_none() {
+                print_notification(notification);
+                return;
+            }
+        }
         let text = match event {
             // A tool the server runs as a task: its status (and message) as it changes.
             Event::TaskStatus {
@@ -207,6 +223,15 @@ impl Observer for Reporter {
         }
         state.progress = Some(text);
     }
+}
+
+/// One notification as one JSON line on stdout, flushed at once: a pipe reader sees it when
+/// it comes, not when a buffer fills.
+fn print_notification(notification: &mcp_proto::Notification) {
+    use std::io::Write;
+    let line = serde_json::json!({"method": notification.method, "params": notification.params});
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
 }
 
 /// A server's log message as one line: `log <level>[ <logger>]: <data>` (a string as it is,

@@ -10,7 +10,7 @@ use mcp_proto::{
     Clock, Event, LegKind, ManualClock, Outcome, ProtocolVersion, Session, SessionConfig,
     Subscription,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use support::{Answer, config, drive, live_session};
 
 fn modern() -> Session {
@@ -157,4 +157,73 @@ fn a_legacy_subscription_is_the_session_s_stream() {
     assert_eq!(leg.request.method(), http::Method::GET);
     assert_eq!(leg.request.headers()["mcp-session-id"], "session-1");
     assert_eq!(run.events.len(), 1);
+}
+
+#[test]
+fn a_legacy_subscription_subscribes_each_resource_before_its_stream_opens() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let subscription = Subscription {
+        resources_list_changed: true,
+        resource_subscriptions: vec!["file:///a.txt".into(), "file:///b.txt".into()],
+        ..Subscription::default()
+    };
+    let op = session.subscribe(subscription, clock.now());
+    let updated = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///a.txt\"}}\n\n";
+    let run = drive(
+        &mut session,
+        op,
+        &clock,
+        &[1.0, 1.0],
+        |kind, _| match kind {
+            LegKind::ResourceSubscribe { .. } => Answer::Result(json!({})),
+            _ => Answer::Sse(updated.to_owned()),
+        },
+    );
+    let Ok(Outcome::Subscription(end)) = &run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(end.by_server, "the server closed the stream");
+    assert_eq!(
+        run.methods(),
+        [
+            "resources/subscribe",
+            "resources/subscribe",
+            "subscriptions/listen"
+        ]
+    );
+    let uris: Vec<&Value> = run.legs[..2]
+        .iter()
+        .map(|l| &l.body["params"]["uri"])
+        .collect();
+    assert_eq!(uris, [&json!("file:///a.txt"), &json!("file:///b.txt")]);
+    for leg in &run.legs[..2] {
+        assert_eq!(leg.request.method(), http::Method::POST);
+        assert_eq!(leg.request.headers()["mcp-session-id"], "session-1");
+    }
+    // Each leg is granted what the ones before it left.
+    assert_eq!(run.grant_secs(), [20, 19, 18]);
+    assert_eq!(run.legs[2].request.method(), http::Method::GET);
+    assert_eq!(run.events.len(), 1);
+}
+
+#[test]
+fn a_legacy_server_that_cannot_subscribe_to_a_resource_ends_the_subscription_with_its_error() {
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let subscription = Subscription {
+        resource_subscriptions: vec!["file:///a.txt".into()],
+        ..Subscription::default()
+    };
+    let op = session.subscribe(subscription, clock.now());
+    let run = drive(&mut session, op, &clock, &[], |_, _| {
+        Answer::Json(
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}),
+        )
+    });
+    let Err(error) = &run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(error.to_string().contains("resources/subscribe"), "{error}");
+    assert_eq!(run.methods(), ["resources/subscribe"], "no stream opens");
 }

@@ -153,6 +153,9 @@ pub(super) struct Answering {
     pub(super) input: InputRounds,
     /// The task the call became, when the server made one.
     pub(super) task: Tasking,
+    /// Legacy era: how many of a subscription's resources the server acknowledged
+    /// `resources/subscribe` for; its stream opens after the last.
+    pub(super) subscribed: u32,
 }
 
 /// What a result means for the operation.
@@ -224,7 +227,22 @@ impl Answering {
                 Action::ResumeTask(handle) => Tasking::resumed(handle),
                 _ => Tasking::default(),
             },
+            subscribed: 0,
         }
+    }
+
+    /// Legacy era: the `resources/subscribe` a subscription sends before its stream opens,
+    /// while one of its resources is not subscribed yet.
+    pub(super) fn next_resource_subscribe(&self, progress: &Progress) -> Option<LegKind> {
+        let Action::Subscribe(subscription) = &progress.action else {
+            return None;
+        };
+        let wanted = subscription.resource_subscriptions.len();
+        (progress.era.modern().is_none() && (self.subscribed as usize) < wanted).then_some(
+            LegKind::ResourceSubscribe {
+                resource: self.subscribed + 1,
+            },
+        )
     }
 
     /// The page the listing's walk asks for next (1-based), and whether it is a call's walk of
@@ -254,6 +272,7 @@ impl Answering {
         self.input.restart();
         self.paging = Paging::default();
         self.loading.restart();
+        self.subscribed = 0;
     }
 
     /// The answer to the work leg `leg`: its envelope checked, then what it means. An error
@@ -416,6 +435,10 @@ impl Answering {
                 Err(detail) => malformed(detail),
             },
             LegKind::Subscribe => Meaning::SubscriptionEnded,
+            LegKind::ResourceSubscribe { .. } => {
+                self.subscribed += 1;
+                Meaning::More
+            }
             LegKind::ReadResource => match ReadResourceResult::from_result(result) {
                 Ok(read) if matches!(&ctx.progress.action, Action::LoadSkill(_)) => {
                     self.read_skill_file(&read, &ctx.progress.action)

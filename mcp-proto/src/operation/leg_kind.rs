@@ -51,6 +51,13 @@ pub enum LegKind {
     /// `subscriptions/listen` (modern era), or the session's GET stream (legacy era), read
     /// until the budget or the server ends it.
     Subscribe,
+    /// `resources/subscribe` (legacy era): one of the resources a subscription asks updates
+    /// for, before its stream opens (the modern era names them in `subscriptions/listen`).
+    /// The server's subscription lasts the session; closing the session ends it.
+    ResourceSubscribe {
+        /// Which of the subscription's resources (1-based).
+        resource: u32,
+    },
     /// A POST answering a request the server sent on a stream.
     Respond,
     /// A GET resuming a stream the server closed before the answer (`Last-Event-ID`).
@@ -117,6 +124,7 @@ impl LegKind {
             Self::TaskUpdate => Some("tasks/update"),
             Self::TaskCancel | Self::TaskCancelNotice => Some("tasks/cancel"),
             Self::Subscribe => Some("subscriptions/listen"),
+            Self::ResourceSubscribe { .. } => Some("resources/subscribe"),
             Self::CancelNotice => Some("notifications/cancelled"),
             Self::Respond
             | Self::Resume

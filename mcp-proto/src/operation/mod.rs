@@ -346,6 +346,8 @@ impl Operation {
             LegKind::CallTool | LegKind::TaskGet if self.answering.task.is_live() => {
                 self.answering.task.request()
             }
+            LegKind::Subscribe => (self.answering.next_resource_subscribe(&self.progress))
+                .unwrap_or(LegKind::Subscribe),
             kind => kind,
         }
     }

@@ -241,6 +241,13 @@ impl Request<'_> {
             (LegKind::ReadResource | LegKind::GetPrompt | LegKind::Complete, _) => {
                 jsonrpc::request(id, kind.request_name(), traced(self.action_params()))
             }
+            (LegKind::ResourceSubscribe { resource }, Action::Subscribe(subscription)) => {
+                let uri = (subscription.resource_subscriptions)
+                    .get(resource as usize - 1)
+                    .map_or("", String::as_str);
+                let params = Map::from_iter([("uri".to_owned(), Value::from(uri))]);
+                jsonrpc::request(id, kind.request_name(), traced(params))
+            }
             (kind, _) if kind.is_about_task() => {
                 let id_of = Value::from(self.task_id.unwrap_or_default());
                 let params = Map::from_iter([("taskId".to_owned(), id_of)]);
