@@ -11,6 +11,9 @@ sleep(seconds), chatty(text) (logs "info: <text>" at info and "careful: <text>" 
 logger "interop", then returns the text).
 Resource interop://greeting; prompt greet(name), whose name completes from Ada, Alan, Grace
 (completion/complete: the names that begin with what is typed).
+summarize(text) samples the client's model (sampling/createMessage) and roots() asks for
+the client's roots (roots/list), through the SDK's resolvers: an InputRequiredResult in the
+2026-07-28 era, a request mid-call in a legacy session.
 Resource updates: touch(uri) publishes `notifications/resources/updated` for uri to every
 `subscriptions/listen` stream asking for it (2026-07-28, the SDK's own bus); a legacy
 `resources/subscribe` (which MCPServer leaves unserved) is answered and its session sent the
@@ -20,10 +23,11 @@ update five times, 200 ms apart, on its standalone stream (the SDK's send_resour
 import sys
 
 import asyncio
+from typing import Annotated
 
 import anyio
 import mcp_types as types
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer(name="interop-python-sdk", version="1.0.0")
@@ -86,6 +90,31 @@ async def touch(uri: str, ctx: Context) -> str:
     """Tells subscriptions/listen streams that the resource changed."""
     await ctx.notify_resource_updated(uri)
     return f"touched {uri}"
+
+
+def _ask_model(text: str) -> Sample:
+    return Sample(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"Summarize: {text}"))],
+        max_tokens=50,
+    )
+
+
+@server.tool()
+async def summarize(text: str, sampled: Annotated[types.CreateMessageResult, Resolve(_ask_model)]) -> str:
+    """Asks the client's model (sampling) to summarize the text; returns what it said."""
+    content = sampled.content
+    said = content.text if isinstance(content, types.TextContent) else str(content)
+    return f"summary by {sampled.model}: {said}"
+
+
+def _ask_roots() -> ListRoots:
+    return ListRoots()
+
+
+@server.tool()
+async def roots(listed: Annotated[types.ListRootsResult, Resolve(_ask_roots)]) -> str:
+    """Asks the client for its roots (roots/list); returns their URIs, one per line."""
+    return "\n".join(str(root.uri) for root in listed.roots) or "(no roots)"
 
 
 @server.resource("interop://greeting", mime_type="text/plain")

@@ -8,7 +8,9 @@
 # to a legacy session's (the SDK declares no logging, so no logging/setLevel is sent);
 # complete (completion/complete) in both eras; watch: a resource's updates in both eras
 # (subscriptions/listen and its acknowledgement; legacy: resources/subscribe, then the
-# session's stream), the budget's end the normal end.
+# session's stream), the budget's end the normal end; sampling (--sampling-answer) and roots
+# (--root) asked by the SDK's resolvers in both eras (modern: inputRequests answered in the
+# call's next round; legacy: requests on the call's stream).
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -49,4 +51,18 @@ mcp "${T[@]}" --protocol 2025-11-25 --timeout 2 --trace watch --resource interop
 check "watch on a legacy session: resources/subscribe, then the session's stream carries the updates" \
   rc=0 out='"method":"notifications/resources/updated","params":\{"uri":"interop://greeting"\}' \
   err='^leg=3 method=resources/subscribe .*status=200' err='^leg=4 .*status=timeout'
+
+for protocol in auto 2025-11-25; do
+  mcp "${T[@]}" --protocol "$protocol" --trace --sampling-answer 'it says hi' call summarize '{"text":"hi"}'
+  check "sampling answered ($protocol): the server's model request shown, the answer in the result" \
+    rc=0 out='^summary by mcp-call: it says hi$' err='^sampling: Summarize: hi \(answered\)$'
+  mcp "${T[@]}" --protocol "$protocol" --root /srv/data --root file:///work call roots
+  check "roots answered ($protocol): the roots given, a path made a file:// URI" \
+    rc=0 out='^file:///srv/data$' out='^file:///work$'
+done
+mcp "${T[@]}" --trace call summarize '{"text":"hi"}'
+check "without --sampling-answer no sampling is offered: the server says so (exit 5)" \
+  rc=5 err='sampling capability' no_err='^sampling:'
+mcp "${T[@]}" --trace --protocol 2025-11-25 --sampling-answer x --timeout 2 call sleep '{"seconds": 0.1}'
+check "an offered sampling the server never asks for changes nothing" rc=0 out='^slept 0.1$'
 finish

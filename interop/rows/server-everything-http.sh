@@ -8,7 +8,9 @@
 # server declares logging); complete with --context (completable-prompt's second argument
 # narrowed by the first); --elicit on a form elicitation (accept with defaults, decline);
 # a URL-mode elicitation shown with its domain and declined; --root answering roots/list
-# (tokio; on blocking the budget ends the wait).
+# (tokio; on blocking the budget ends the wait); --sampling-answer answering the
+# trigger-sampling-request tool's sampling/createMessage (offered only to a client that
+# declares sampling).
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
 
@@ -63,4 +65,9 @@ else
   check "--root on the blocking driver: the server's roots/list unheard, ended by the budget" \
     rc=4 max_ms=2600
 fi
+
+mcp "${T[@]}" --sampling-answer 'a canned answer' call trigger-sampling-request '{"prompt":"hello"}'
+check "--sampling-answer answers the server's sampling/createMessage on the call's stream" rc=0 \
+  err='^sampling: Resource trigger-sampling-request context: hello \(answered\)$' \
+  out='"text": "a canned answer"' out='"model": "mcp-call"'
 finish

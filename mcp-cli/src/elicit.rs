@@ -1,5 +1,6 @@
-//! `--elicit`: how `mcp-call` answers a server's `elicitation/create` (a request for input
-//! during a call, or during the task a call became), and what it shows of it on stderr.
+//! `--elicit` and `--sampling-answer`: how `mcp-call` answers a server's `elicitation/create`
+//! and `sampling/createMessage` (requests for input during a call, or during the task a call
+//! became), and what it shows of them on stderr.
 //!
 //! A form is answered as the flag says: declined, or accepted with the defaults its schema
 //! declares. A URL-mode elicitation (the server asks the person to open a page) is shown with
@@ -53,6 +54,19 @@ pub(crate) fn respond(mode: Elicit, params: &Value) -> Result<Value, RpcError> {
     Ok(answer)
 }
 
+/// The answer to a `sampling/createMessage` with `params`: `text` as the assistant's message
+/// from model `mcp-call`, after one line on stderr, `sampling: <the last message's text>`.
+pub(crate) fn sampled(text: &str, params: &Value) -> Value {
+    let asked = (params.get("messages").and_then(Value::as_array))
+        .and_then(|messages| messages.last())
+        .and_then(|message| message.pointer("/content/text"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    eprintln!("sampling: {} (answered)", shown(asked));
+    json!({"role": "assistant", "content": {"type": "text", "text": text},
+        "model": "mcp-call", "stopReason": "endTurn"})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +91,15 @@ mod tests {
             "decline"
         );
         assert_eq!(shown("a\nb\u{1b}c"), "a b c");
+    }
+
+    #[test]
+    fn a_sampling_request_is_answered_with_the_text_given() {
+        let asked = json!({"messages": [{"role": "user",
+            "content": {"type": "text", "text": "Summarize: hi"}}], "maxTokens": 50});
+        let answer = sampled("short", &asked);
+        assert_eq!(answer["content"], json!({"type": "text", "text": "short"}));
+        assert_eq!(answer["role"], "assistant");
+        assert_eq!(answer["model"], "mcp-call");
     }
 }

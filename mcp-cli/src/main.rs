@@ -110,6 +110,11 @@ struct Cli {
     /// Without it, no elicitation is offered to the server.
     #[arg(long, value_enum, value_name = "decline|defaults")]
     elicit: Option<elicit::Elicit>,
+    /// Answer the server's sampling requests (`sampling/createMessage`: the server asks the
+    /// client's model) with this text, as the assistant's message from model `mcp-call`; each
+    /// request is shown on stderr. Without it, sampling is not offered to the server.
+    #[arg(long, value_name = "TEXT")]
+    sampling_answer: Option<String>,
     /// A root to offer the server (`roots/list`), repeatable: a URI such as file:///work
     /// (a path is made a file:// URI). Without it, no roots are offered.
     #[arg(long = "root", value_name = "URI", value_parser = parse_root)]
@@ -682,6 +687,12 @@ fn run(cli: Cli) -> u8 {
             elicit::respond(mode, params)
         }))
         .with_url_elicitation(true),
+        None => config,
+    };
+    let config = match cli.sampling_answer.clone() {
+        Some(text) => config.respond_to("sampling/createMessage", move |params| {
+            Ok(elicit::sampled(&text, params))
+        }),
         None => config,
     };
     let mut reporter = Reporter::new(cli.trace, cli.log_level, interactive, budget);
