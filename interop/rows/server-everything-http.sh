@@ -6,7 +6,8 @@
 # prompts listing and get, trigger-long-running-operation (10 s, progress) cut at a 1 s budget,
 # and the DELETE answered 200; --log-level sends logging/setLevel after the handshake (the
 # server declares logging); complete with --context (completable-prompt's second argument
-# narrowed by the first); --elicit on a form elicitation (accept with defaults, decline);
+# narrowed by the first); --elicit on a form elicitation (its required name has no default:
+# declined by both modes);
 # a URL-mode elicitation shown with its domain and declined; --root answering roots/list
 # (tokio; on blocking the budget ends the wait); --sampling-answer answering the
 # trigger-sampling-request tool's sampling/createMessage (offered only to a client that
@@ -43,8 +44,10 @@ check "complete with a context: the values the chosen argument narrows" rc=0 \
 mcp "${T[@]}" --elicit defaults --trace call trigger-elicitation-request
 # (The answer's POST may still await its 202 when the call's result comes: the result ends
 # the operation, and that leg is reported cancelled. The server had the answer: it used it.)
-check "--elicit defaults answers the server's elicitation on the call's stream" rc=0 \
-  err='^elicitation: .*\(accept\)$' err='method=response ' out='User provided'
+# The form requires a name and gives it no default: the defaults cannot complete it, and an
+# acceptance without it would break the server's schema (stricter servers refuse one).
+check "--elicit defaults answers the server's elicitation on the call's stream (a required field without a default: declined)" rc=0 \
+  err='^elicitation: .*\(decline\)$' err='method=response ' out='declined'
 mcp "${T[@]}" --elicit decline call trigger-elicitation-request
 check "--elicit decline declines it" rc=0 err='\(decline\)$' out='declined'
 

@@ -28,8 +28,9 @@ check "a tool that requires a task runs as one, its result fetched inside the bu
 # An ambiguous query asks for a clarification on the tasks/result stream: answered there.
 mcp "${T[@]}" --trace --elicit defaults --timeout 30 call simulate-research-query \
   '{"topic":"python","ambiguous":true}'
+# (Its form requires an interpretation and gives none by default: --elicit defaults declines.)
 check "a task waiting for input gets the answer on its tasks/result stream" rc=0 \
-  out='User accepted without selection' err='status=input_required' \
+  out='User declined - using default interpretation' err='status=input_required' \
   err='^elicitation: The research query' err='method=response .*status=202'
 
 mcp "${T[@]}" --trace --timeout 2 --resolution ms call "${QUERY[@]}"

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 pub(crate) enum Elicit {
     /// Decline every elicitation.
     Decline,
-    /// Accept a form with the defaults its schema declares (a URL is still declined).
+    /// Accept a form with the defaults its schema declares (a URL is still declined, and so
+    /// is a form with a required field that has no default).
     Defaults,
 }
 

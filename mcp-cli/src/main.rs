@@ -105,7 +105,8 @@ struct Cli {
     #[arg(long)]
     trace: bool,
     /// Answer the server's elicitations (requests for input during a call or its task):
-    /// `decline`, or `defaults` (accept a form with the defaults its schema declares). Each
+    /// `decline`, or `defaults` (accept a form with the defaults its schema declares; a form
+    /// with a required field that has none is declined). Each
     /// is shown on stderr; a URL to open is shown with its domain and always declined.
     /// Without it, no elicitation is offered to the server.
     #[arg(long, value_enum, value_name = "decline|defaults")]
@@ -676,9 +677,7 @@ fn run(cli: Cli) -> u8 {
                 .map(|uri| serde_json::json!({"uri": uri}))
                 .collect();
             let answer = serde_json::json!({ "roots": roots });
-            // Servers ask for roots outside any answer (server-everything does, once the
-            // session is up): the session's standalone stream is opened to hear them.
-            (config.respond_to("roots/list", move |_| Ok(answer.clone()))).with_listen(true)
+            config.respond_to("roots/list", move |_| Ok(answer.clone()))
         }
     };
     let config = match cli.elicit {
@@ -695,6 +694,11 @@ fn run(cli: Cli) -> u8 {
         }),
         None => config,
     };
+    // Servers send their requests outside any answer too (server-everything asks for roots once
+    // the session is up; the TypeScript SDK's task example elicits and samples from a task):
+    // when mcp-call answers any, the session's standalone stream is opened to hear them.
+    let answers = !cli.roots.is_empty() || cli.elicit.is_some() || cli.sampling_answer.is_some();
+    let config = config.with_listen(answers);
     let mut reporter = Reporter::new(cli.trace, cli.log_level, interactive, budget);
     if matches!(cli.command, Command::Watch { .. }) {
         reporter = reporter.with_notifications_on_stdout();

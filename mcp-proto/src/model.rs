@@ -469,6 +469,8 @@ pub(crate) fn server_info(value: Option<&Value>) -> ServerInfo {
 
 /// An `elicitation/create` answer that accepts, filling every field of the requested schema
 /// that declares a `default` with that default (strings, numbers, integers, booleans, enums).
+/// A form the defaults cannot complete (a `required` field without a default) is declined
+/// instead: an acceptance without it would break the server's schema.
 ///
 /// ```
 /// use mcp_proto::accept_elicitation_with_defaults;
@@ -493,6 +495,14 @@ pub fn accept_elicitation_with_defaults(params: &Value) -> Value {
             }
         }
     }
+    let required = (params.pointer("/requestedSchema/required"))
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let unfilled =
+        (required.iter().filter_map(Value::as_str)).any(|name| !content.contains_key(name));
+    if unfilled {
+        return serde_json::json!({"action": "decline"});
+    }
     serde_json::json!({"action": "accept", "content": content})
 }
 
@@ -508,6 +518,23 @@ mod tests {
         assert!(!r.is_error);
         let r = CallToolResult::from_result(obj(json!({"content":[],"isError":true}))).unwrap();
         assert!(r.is_error);
+    }
+
+    #[test]
+    fn a_form_the_defaults_cannot_complete_is_declined() {
+        let form = |required: Value| {
+            json!({"message": "Sure?", "requestedSchema": {"type": "object", "properties": {
+                "confirm": {"type": "boolean"}, "note": {"type": "string", "default": "-"}},
+                "required": required}})
+        };
+        assert_eq!(
+            accept_elicitation_with_defaults(&form(json!(["confirm"]))),
+            json!({"action": "decline"})
+        );
+        assert_eq!(
+            accept_elicitation_with_defaults(&form(json!(["note"]))),
+            json!({"action": "accept", "content": {"note": "-"}})
+        );
     }
 
     #[test]
