@@ -6,6 +6,7 @@
 //! scripts rely on it.
 
 mod args;
+mod bridge;
 mod credentials;
 mod driver;
 mod elicit;
@@ -246,6 +247,12 @@ enum Command {
         #[arg(long = "resource", value_name = "URI")]
         resource: Vec<String>,
     },
+    /// Serves MCP on stdin and stdout for a host that only starts local servers (a desktop
+    /// app), in front of the server selected (--url, --stdio, --config/--server): each host
+    /// request is one operation on it under its own budget (--timeout), and a spent budget
+    /// answers the host with an error naming the budget and the server. Logs (--trace) go to
+    /// stderr; EOF on stdin closes the upstream session and ends the bridge.
+    Bridge,
     /// Lists the entries of --config: name, transport (http or stdio) and URL or command.
     Servers,
     /// Authorizes with the server's OAuth authorization server: prints `authorize: <URL>`
@@ -338,7 +345,9 @@ impl Command {
                     resource_subscriptions: resource.clone(),
                 })
             }
-            Self::Completions { .. } | Self::Servers | Self::Logout => return None,
+            Self::Completions { .. } | Self::Servers | Self::Logout | Self::Bridge => {
+                return None;
+            }
         })
     }
 }
@@ -737,6 +746,9 @@ fn run(cli: Cli) -> u8 {
             // leg unless the server refuses it.
             client.set_token(token);
         }
+    }
+    if let Command::Bridge = cli.command {
+        return bridge::serve(client, &label, sentence);
     }
     let cancel = client.cancel_handle();
     // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.

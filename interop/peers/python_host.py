@@ -1,0 +1,63 @@
+"""A host, as desktop apps built on the Python SDK (PyPI `mcp`) are: its `stdio_client` starts
+the command given after `--` as a local MCP server and its `ClientSession` speaks to it. For
+the bridge rows: the command is `mcp-call bridge ...`. Prints one line per step for the row to
+check:
+
+    python python_host.py STEP... -- COMMAND ARGS...
+
+Steps: init (the handshake: `server: <name> <version> protocol=<v>`), tools (`tools: a,b`),
+call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error <code> <ms> ms
+<message>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
+then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`).
+"""
+
+import json
+import sys
+import time
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+
+def text_of(result) -> str:
+    return " ".join(getattr(block, "text", "?") for block in result.content)
+
+
+async def main() -> None:
+    split = sys.argv.index("--")
+    steps, command = sys.argv[1:split], sys.argv[split + 1 :]
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            for step in steps:
+                kind, _, rest = step.partition(":")
+                if kind == "init":
+                    result = await session.initialize()
+                    info = result.server_info
+                    print(f"server: {info.name} {info.version} protocol={result.protocol_version}", flush=True)
+                elif kind == "tools":
+                    listed = await session.list_tools()
+                    print("tools: " + ",".join(tool.name for tool in listed.tools), flush=True)
+                elif kind == "call":
+                    tool, _, arguments = rest.partition(":")
+                    started = time.monotonic()
+                    try:
+                        result = await session.call_tool(tool, json.loads(arguments or "{}"))
+                        print(f"call {tool}: {text_of(result)} isError={result.is_error}", flush=True)
+                    except MCPError as err:
+                        ms = round((time.monotonic() - started) * 1000)
+                        print(f"call {tool}: error {err.error.code} {ms} ms {err.error.message}", flush=True)
+                elif kind == "cancel":
+                    tool, _, rest = rest.partition(":")
+                    arguments, _, after = rest.rpartition(":")
+                    with anyio.move_on_after(float(after)):
+                        await session.call_tool(tool, json.loads(arguments or "{}"))
+                    started = time.monotonic()
+                    await session.send_ping()
+                    ms = round((time.monotonic() - started) * 1000)
+                    print(f"cancel {tool}: cancelled, ping ok {ms} ms", flush=True)
+
+
+anyio.run(main)

@@ -1,0 +1,479 @@
+//! The host's side of `mcp-call bridge`: what one line from the host (a desktop app that
+//! starts MCP servers over stdio) asks for, which operation answers it, and the JSON-RPC
+//! message that goes back.
+//!
+//! Plain functions of their inputs. Nothing here reads stdin, writes stdout, runs an
+//! operation or looks at a clock: the runner (`bridge/mod.rs`) does, and asks this module what
+//! each line means and what each outcome answers.
+
+use mcp_proto::{Action, CompletionRef, Error, Fault, ListKind, Outcome, SessionInfo};
+use serde_json::{Map, Value, json};
+
+/// The protocol versions of the handshake the bridge speaks with its host, newest first. A host
+/// asking for another one is answered with the first.
+pub(crate) const HOST_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// JSON-RPC's codes for what the host sent wrong, and the one for a spent budget (the
+/// TypeScript SDK's `RequestTimeout`, which hosts built on it show as a timeout).
+pub(crate) mod code {
+    pub(crate) const PARSE: i64 = -32700;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const INTERNAL: i64 = -32603;
+    pub(crate) const TIMEOUT: i64 = -32001;
+}
+
+/// One message from the host.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FromHost {
+    /// A request: answered once, with its id as the host sent it.
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    /// `notifications/cancelled`: the host no longer wants the answer to `request_id`.
+    Cancelled { request_id: Value },
+    /// Any other notification (`notifications/initialized`, ...): nothing to do.
+    Notification { method: String },
+    /// A response to a request the bridge sent the host: none are sent yet, so it is dropped.
+    Response,
+    /// Not a JSON-RPC message: answered with this error, id `null` (or the id when one could
+    /// be read).
+    Invalid {
+        id: Value,
+        code: i64,
+        message: String,
+    },
+}
+
+/// Reads one line from the host. A blank line is `None` (hosts send none, but nothing breaks).
+pub(crate) fn read(line: &[u8]) -> Option<FromHost> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let invalid = |id: Value, code: i64, message: &str| FromHost::Invalid {
+        id,
+        code,
+        message: message.to_owned(),
+    };
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        return Some(invalid(Value::Null, code::PARSE, "Parse error: not JSON"));
+    };
+    let Some(message) = value.as_object() else {
+        // A batch (an array) is not part of the protocol since 2025-06-18.
+        return Some(invalid(
+            Value::Null,
+            code::INVALID_REQUEST,
+            "Invalid Request: not an object",
+        ));
+    };
+    let id = message.get("id").cloned();
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    Some(match (message.get("method").and_then(Value::as_str), id) {
+        (Some(_), Some(id)) if !(id.is_string() || id.is_i64() || id.is_u64()) => invalid(
+            Value::Null,
+            code::INVALID_REQUEST,
+            "Invalid Request: the id must be a string or an integer",
+        ),
+        (Some(method), Some(id)) => FromHost::Request {
+            id,
+            method: method.to_owned(),
+            params,
+        },
+        (Some("notifications/cancelled"), None) => match params.get("requestId") {
+            Some(request_id) => FromHost::Cancelled {
+                request_id: request_id.clone(),
+            },
+            None => FromHost::Notification {
+                method: "notifications/cancelled".to_owned(),
+            },
+        },
+        (Some(method), None) => FromHost::Notification {
+            method: method.to_owned(),
+        },
+        (None, Some(_)) if message.contains_key("result") || message.contains_key("error") => {
+            FromHost::Response
+        }
+        (None, id) => invalid(
+            id.unwrap_or(Value::Null),
+            code::INVALID_REQUEST,
+            "Invalid Request: no method",
+        ),
+    })
+}
+
+/// What answers a host's request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Plan {
+    /// This result, at once (`ping`).
+    Answer(Value),
+    /// The handshake: the upstream is probed under the request's budget, and its identity and
+    /// what the bridge relays of its capabilities answer, in `version`.
+    Initialize { version: &'static str },
+    /// This operation on the upstream, under the request's own budget.
+    Forward(Action),
+    /// This error, at once.
+    Refuse { code: i64, message: String },
+}
+
+/// What answers `method` with `params`.
+pub(crate) fn plan(method: &str, params: &Value) -> Plan {
+    let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_owned);
+    let object = |key: &str| {
+        (params.get(key).and_then(Value::as_object))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let missing = |what: &str| Plan::Refuse {
+        code: code::INVALID_PARAMS,
+        message: format!("Invalid params: {method} needs {what}"),
+    };
+    match method {
+        "initialize" => {
+            let asked = params.get("protocolVersion").and_then(Value::as_str);
+            let version = (HOST_VERSIONS.iter())
+                .find(|v| Some(**v) == asked)
+                .unwrap_or(&HOST_VERSIONS[0]);
+            Plan::Initialize { version }
+        }
+        "ping" => Plan::Answer(json!({})),
+        "tools/list" => Plan::Forward(Action::List(ListKind::Tools)),
+        "resources/list" => Plan::Forward(Action::List(ListKind::Resources)),
+        "resources/templates/list" => Plan::Forward(Action::List(ListKind::ResourceTemplates)),
+        "prompts/list" => Plan::Forward(Action::List(ListKind::Prompts)),
+        "tools/call" => match text("name") {
+            Some(name) => Plan::Forward(Action::CallTool {
+                name,
+                arguments: object("arguments"),
+            }),
+            None => missing("a tool name"),
+        },
+        "resources/read" => match text("uri") {
+            Some(uri) => Plan::Forward(Action::ReadResource { uri }),
+            None => missing("a uri"),
+        },
+        "prompts/get" => match text("name") {
+            Some(name) => Plan::Forward(Action::GetPrompt {
+                name,
+                arguments: object("arguments"),
+            }),
+            None => missing("a prompt name"),
+        },
+        "completion/complete" => {
+            let reference = params.get("ref");
+            let kind = reference
+                .and_then(|r| r.get("type"))
+                .and_then(Value::as_str);
+            let named = |key: &str| {
+                (reference.and_then(|r| r.get(key)).and_then(Value::as_str)).map(str::to_owned)
+            };
+            let reference = match (kind, named("name"), named("uri")) {
+                (Some("ref/prompt"), Some(name), _) => CompletionRef::Prompt(name),
+                (Some("ref/resource"), _, Some(uri)) => CompletionRef::Resource(uri),
+                _ => return missing("a ref/prompt or ref/resource"),
+            };
+            let argument = params.get("argument");
+            let field = |key: &str| {
+                (argument.and_then(|a| a.get(key)).and_then(Value::as_str)).map(str::to_owned)
+            };
+            let Some(name) = field("name") else {
+                return missing("an argument name");
+            };
+            let context = (params
+                .pointer("/context/arguments")
+                .and_then(Value::as_object))
+            .cloned()
+            .unwrap_or_default();
+            Plan::Forward(Action::Complete {
+                reference,
+                argument: name,
+                value: field("value").unwrap_or_default(),
+                context,
+            })
+        }
+        _ => Plan::Refuse {
+            code: code::METHOD_NOT_FOUND,
+            message: format!("Method not found: {method} (the bridge does not relay it)"),
+        },
+    }
+}
+
+/// The capabilities the bridge declares to its host: what it relays of the upstream's. Lists
+/// are walked whole inside one budget (no cursors); list changes, subscriptions, logging and
+/// tasks are not relayed (a task the upstream makes is polled inside the request's budget).
+pub(crate) fn relayed_capabilities(upstream: &Value) -> Value {
+    let mut capabilities = Map::new();
+    for key in ["tools", "resources", "prompts"] {
+        if upstream.get(key).is_some_and(Value::is_object) {
+            capabilities.insert(key.to_owned(), json!({}));
+        }
+    }
+    if upstream.get("completions").is_some_and(Value::is_object) {
+        capabilities.insert("completions".to_owned(), json!({}));
+    }
+    Value::Object(capabilities)
+}
+
+/// The answer to the host's `initialize`: the upstream's identity and what the bridge relays
+/// of its capabilities, in the version the host speaks.
+pub(crate) fn initialize_result(info: &SessionInfo, version: &str) -> Value {
+    let mut server = json!({"name": info.server.name, "version": info.server.version});
+    if let Some(title) = &info.server.title {
+        server["title"] = Value::from(title.as_str());
+    }
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": relayed_capabilities(&info.capabilities),
+        "serverInfo": server,
+    });
+    if let Some(instructions) = &info.instructions {
+        result["instructions"] = Value::from(instructions.as_str());
+    }
+    result
+}
+
+/// The result the host gets for an operation's outcome: what the upstream answered, verbatim
+/// where it is kept so (a call's result, a resource's contents, a prompt, each listing's
+/// entries), whole listings without a cursor.
+pub(crate) fn result_of(outcome: Outcome) -> Value {
+    fn entries<T>(items: &[T], raw: impl Fn(&T) -> &Map<String, Value>) -> Value {
+        Value::Array(
+            items
+                .iter()
+                .map(|i| Value::Object(raw(i).clone()))
+                .collect(),
+        )
+    }
+    match outcome {
+        Outcome::Tools(tools) => json!({"tools": entries(&tools, |t| &t.raw)}),
+        Outcome::Resources(items) => json!({"resources": entries(&items, |r| &r.raw)}),
+        Outcome::ResourceTemplates(items) => {
+            json!({"resourceTemplates": entries(&items, |t| &t.raw)})
+        }
+        Outcome::Prompts(items) => json!({"prompts": entries(&items, |p| &p.raw)}),
+        Outcome::Call(call) => Value::Object(call.raw),
+        Outcome::Resource(read) => Value::Object(read.raw),
+        Outcome::Prompt(prompt) => Value::Object(prompt.raw),
+        Outcome::Completion(completion) => json!({"completion": {
+            "values": completion.values,
+            "total": completion.total,
+            "hasMore": completion.has_more,
+        }}),
+        _ => json!({}),
+    }
+}
+
+/// The JSON-RPC error the host gets for an operation that ended in `err`: an upstream's own
+/// error passes as it was (code, message, data); anything else names the upstream and what
+/// went wrong (`sentence`), with `data` saying what kind of failure it was, so a host's log
+/// tells a spent budget from a refusal. An operation that ended with its budget spent (`spent`:
+/// the budget; a refused leg, or the last leg cut at the deadline) has the timeout code and
+/// says so first.
+pub(crate) fn error_of(
+    err: &Error,
+    sentence: String,
+    server: &str,
+    spent: Option<std::time::Duration>,
+) -> Value {
+    if let Error::JsonRpc {
+        code,
+        message,
+        data,
+        ..
+    } = err
+    {
+        let mut error = json!({"code": code, "message": message});
+        if let Some(data) = data {
+            error["data"] = data.clone();
+        }
+        return error;
+    }
+    let (code, message) = match (err.fault(), spent) {
+        (Fault::Budget, _) => (code::TIMEOUT, sentence),
+        (Fault::Network, Some(budget)) if err.kind() == "leg_timed_out" => (
+            code::TIMEOUT,
+            format!(
+                "The bridge's {} s budget for this request ran out: {sentence}",
+                budget.as_secs_f64()
+            ),
+        ),
+        _ => (code::INTERNAL, sentence),
+    };
+    let mut data = json!({"kind": err.kind(), "server": err.server().unwrap_or(server)});
+    if let Some(task) = err.task() {
+        data["task"] = json!({"id": task.task_id, "status": task.status.to_string()});
+    }
+    json!({"code": code, "message": message, "data": data})
+}
+
+/// One JSON-RPC response line (without its newline).
+pub(crate) fn response(id: &Value, answer: Result<Value, Value>) -> String {
+    let message = match answer {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+    };
+    message.to_string()
+}
+
+/// The error object of a refusal the bridge makes itself.
+pub(crate) fn refusal(code: i64, message: &str) -> Value {
+    json!({"code": code, "message": message})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(line: &str) -> (Value, String, Value) {
+        match read(line.as_bytes()) {
+            Some(FromHost::Request { id, method, params }) => (id, method, params),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_host_line_is_a_request_a_cancel_a_notification_or_an_error() {
+        let (id, method, _) = request(r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/list"}"#);
+        assert_eq!((id, method.as_str()), (json!("a-1"), "tools/list"));
+        assert_eq!(
+            read(
+                br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#
+            ),
+            Some(FromHost::Cancelled {
+                request_id: json!(7)
+            })
+        );
+        assert_eq!(
+            read(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Some(FromHost::Notification {
+                method: "notifications/initialized".into()
+            })
+        );
+        assert_eq!(
+            read(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
+            Some(FromHost::Response)
+        );
+        assert_eq!(read(b"  \n"), None);
+        for (line, want) in [
+            (&b"{not json"[..], code::PARSE),
+            (b"[1,2]", code::INVALID_REQUEST),
+            (
+                br#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#,
+                code::INVALID_REQUEST,
+            ),
+            (br#"{"jsonrpc":"2.0","id":4}"#, code::INVALID_REQUEST),
+        ] {
+            let Some(FromHost::Invalid { code, .. }) = read(line) else {
+                panic!("{}", String::from_utf8_lossy(line))
+            };
+            assert_eq!(code, want, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn each_request_is_answered_by_its_operation_or_at_once() {
+        assert_eq!(plan("ping", &Value::Null), Plan::Answer(json!({})));
+        assert_eq!(
+            plan("initialize", &json!({"protocolVersion": "2025-06-18"})),
+            Plan::Initialize {
+                version: "2025-06-18"
+            }
+        );
+        assert_eq!(
+            plan("initialize", &json!({"protocolVersion": "2099-01-01"})),
+            Plan::Initialize {
+                version: "2025-11-25"
+            }
+        );
+        assert_eq!(
+            plan(
+                "tools/call",
+                &json!({"name": "echo", "arguments": {"text": "hi"}})
+            ),
+            Plan::Forward(Action::CallTool {
+                name: "echo".into(),
+                arguments: json!({"text": "hi"}).as_object().cloned().unwrap(),
+            })
+        );
+        assert_eq!(
+            plan(
+                "completion/complete",
+                &json!({"ref": {"type": "ref/prompt", "name": "greet"},
+                    "argument": {"name": "name", "value": "A"}})
+            ),
+            Plan::Forward(Action::Complete {
+                reference: CompletionRef::Prompt("greet".into()),
+                argument: "name".into(),
+                value: "A".into(),
+                context: Map::new(),
+            })
+        );
+        let Plan::Refuse { code, .. } = plan("tools/call", &json!({})) else {
+            panic!()
+        };
+        assert_eq!(code, code::INVALID_PARAMS);
+        let Plan::Refuse { code, .. } = plan("resources/subscribe", &json!({"uri": "x"})) else {
+            panic!()
+        };
+        assert_eq!(code, code::METHOD_NOT_FOUND);
+    }
+
+    #[test]
+    fn the_host_is_told_only_the_capabilities_the_bridge_relays() {
+        let upstream = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
+            "logging": {}, "tasks": {"requests": {"tools": {"call": {}}}}, "completions": {}});
+        assert_eq!(
+            relayed_capabilities(&upstream),
+            json!({"tools": {}, "resources": {}, "completions": {}})
+        );
+    }
+
+    #[test]
+    fn an_upstream_error_passes_as_it_was_and_a_spent_budget_is_a_timeout() {
+        let refused = Error::JsonRpc {
+            server: "up".into(),
+            method: "tools/call",
+            code: -32602,
+            message: "Unknown tool".into(),
+            data: Some(json!({"tool": "x"})),
+        };
+        assert_eq!(
+            error_of(&refused, "ignored".into(), "up", None),
+            json!({"code": -32602, "message": "Unknown tool", "data": {"tool": "x"}})
+        );
+        // The last leg cut at the deadline is the budget's end: the host sees a timeout.
+        let cut = Error::LegTimedOut {
+            server: "up".into(),
+            method: "tools/call",
+            grant: std::time::Duration::from_secs(2),
+        };
+        let spent = error_of(
+            &cut,
+            "cut".into(),
+            "up",
+            Some(std::time::Duration::from_secs(2)),
+        );
+        assert_eq!(spent["code"], code::TIMEOUT);
+        assert_eq!(
+            spent["message"],
+            "The bridge's 2 s budget for this request ran out: cut"
+        );
+        assert_eq!(
+            spent["data"],
+            json!({"kind": "leg_timed_out", "server": "up"})
+        );
+        let early = error_of(&cut, "cut".into(), "up", None);
+        assert_eq!(
+            early["code"],
+            code::INTERNAL,
+            "a leg cut before the deadline is not"
+        );
+        let line = response(&json!(9), Err(refusal(code::METHOD_NOT_FOUND, "nope")));
+        assert_eq!(
+            serde_json::from_str::<Value>(&line).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "nope"}})
+        );
+    }
+}

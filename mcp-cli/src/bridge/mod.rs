@@ -1,0 +1,301 @@
+//! `mcp-call bridge`: a stdio MCP server for a host that only starts local servers (a desktop
+//! app), in front of whichever server `mcp-call` reaches. Each host request is one operation on
+//! the upstream under its own budget (`--timeout`), opened when the request arrives: every leg
+//! under it (the handshake, pages, OAuth refresh, era fallback, a task's polls), and a spent
+//! budget answers the host with an error that names the budget and the server before the host
+//! gives up. Host requests run side by side on the one upstream session; the host's
+//! `notifications/cancelled` cancels its operation (and no answer follows, as the protocol
+//! says). EOF on stdin cancels what is in flight and closes the upstream session within the
+//! close's grant.
+//!
+//! What each line means and what each outcome answers is `host`'s; this module moves lines
+//! and runs operations. It must never write anything but whole MCP messages to stdout (logs and
+//! `--trace` go to stderr), and never leave an operation running once the host is gone.
+
+mod host;
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_proto::{Action, Error, Outcome};
+use serde_json::Value;
+
+use crate::driver::{Cancel, Client};
+use host::{FromHost, Plan};
+
+/// The longest line read from the host (a request is small; a host that sends more is
+/// answered with an error, and the line skipped).
+const LINE_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Serves the host on stdin and stdout until stdin ends. `label` names the upstream in
+/// errors; `sentence` says what went wrong in one sentence, as every command does.
+pub(crate) fn serve(client: Client, label: &str, sentence: fn(&Error, &str) -> String) -> u8 {
+    let bridge = Arc::new(Bridge {
+        label: label.to_owned(),
+        sentence,
+        out: Mutex::new(()),
+        in_flight: Mutex::new(HashMap::new()),
+    });
+    match client {
+        Client::Blocking(client) => serve_blocking(&bridge, client),
+        Client::Tokio(runtime, client) => serve_tokio(&bridge, &runtime, client),
+    }
+    crate::code::OK
+}
+
+/// What the runner's threads and tasks share.
+struct Bridge {
+    label: String,
+    sentence: fn(&Error, &str) -> String,
+    /// Held while a line is written, so lines from parallel operations never interleave.
+    out: Mutex<()>,
+    /// The host's requests whose operations run, by id: their cancel, and whether the host
+    /// cancelled them (then no answer is sent).
+    in_flight: Mutex<HashMap<String, (Cancel, bool)>>,
+}
+
+/// An operation a host request runs, and what its outcome answers.
+struct Job {
+    id: Value,
+    action: Action,
+    /// The handshake: the probe's outcome answers in this version.
+    initialize: Option<&'static str>,
+}
+
+/// What the dispatcher got from the stdin thread.
+enum Input {
+    Line(Vec<u8>),
+    /// A line longer than [`LINE_LIMIT`], skipped.
+    TooLong,
+    Eof,
+}
+
+impl Bridge {
+    /// Writes one message to the host, flushed.
+    fn send(&self, line: &str) {
+        let _turn = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    }
+
+    /// What `input` asks for: answered here at once, or a job to run (with the cancel of the
+    /// client clone it runs on, registered under its id).
+    fn dispatch(&self, input: &[u8], cancel_of_next: impl FnOnce() -> Cancel) -> Option<Job> {
+        let message = host::read(input)?;
+        match message {
+            FromHost::Request { id, method, params } => match host::plan(&method, &params) {
+                Plan::Answer(result) => self.send(&host::response(&id, Ok(result))),
+                Plan::Refuse { code, message } => {
+                    self.send(&host::response(&id, Err(host::refusal(code, &message))));
+                }
+                Plan::Initialize { version } => {
+                    return self.begin(id, Action::Probe, Some(version), cancel_of_next);
+                }
+                Plan::Forward(action) => return self.begin(id, action, None, cancel_of_next),
+            },
+            FromHost::Cancelled { request_id } => {
+                let mut in_flight = self
+                    .in_flight
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if let Some((cancel, cancelled)) = in_flight.get_mut(&request_id.to_string()) {
+                    *cancelled = true;
+                    cancel.cancel();
+                }
+            }
+            FromHost::Invalid { id, code, message } => {
+                self.send(&host::response(&id, Err(host::refusal(code, &message))));
+            }
+            FromHost::Notification { .. } | FromHost::Response => {}
+        }
+        None
+    }
+
+    /// Registers a job for request `id`, unless one with that id is still running (the host
+    /// broke the protocol: that request is refused, the first goes on).
+    fn begin(
+        &self,
+        id: Value,
+        action: Action,
+        initialize: Option<&'static str>,
+        cancel: impl FnOnce() -> Cancel,
+    ) -> Option<Job> {
+        let mut in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let key = id.to_string();
+        if in_flight.contains_key(&key) {
+            drop(in_flight);
+            let message = format!("Invalid Request: request {key} is already in flight");
+            let error = host::refusal(host::code::INVALID_REQUEST, &message);
+            self.send(&host::response(&id, Err(error)));
+            return None;
+        }
+        in_flight.insert(key, (cancel(), false));
+        Some(Job {
+            id,
+            action,
+            initialize,
+        })
+    }
+
+    /// The job's operation ended with `outcome`: its answer goes to the host, unless the host
+    /// cancelled the request.
+    fn finish(
+        &self,
+        job: &Job,
+        outcome: Result<Outcome, Error>,
+        deadline: &mcp_proto::OperationDeadline,
+    ) {
+        let cancelled = (self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .remove(&job.id.to_string())
+        .is_some_and(|(_, cancelled)| cancelled);
+        if cancelled {
+            return;
+        }
+        let answer = match (outcome, job.initialize) {
+            (Ok(Outcome::Probe(info)), Some(version)) => {
+                Ok(host::initialize_result(&info, version))
+            }
+            (Ok(outcome), _) => Ok(host::result_of(outcome)),
+            (Err(err), _) => {
+                let sentence = (self.sentence)(&err, &self.label);
+                let spent = deadline.is_exhausted(std::time::Instant::now());
+                Err(host::error_of(
+                    &err,
+                    sentence,
+                    &self.label,
+                    spent.then(|| deadline.total()),
+                ))
+            }
+        };
+        self.send(&host::response(&job.id, answer));
+    }
+
+    /// The host is gone: every operation still running is cancelled (nobody reads its answer).
+    fn cancel_all(&self) {
+        let mut in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (cancel, cancelled) in in_flight.values_mut() {
+            *cancelled = true;
+            cancel.cancel();
+        }
+    }
+}
+
+/// Reads the host's lines on a thread of its own, handing each to `deliver`; then `Eof`.
+fn read_stdin(deliver: impl Fn(Input) -> bool + Send + 'static) {
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read =
+                std::io::Read::take(&mut stdin, LINE_LIMIT as u64 + 1).read_until(b'\n', &mut line);
+            let input = match read {
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.len() > LINE_LIMIT && line.last() != Some(&b'\n') => {
+                    // Skip the rest of the line.
+                    let mut rest = Vec::new();
+                    if !matches!(stdin.read_until(b'\n', &mut rest), Ok(n) if n > 0) {
+                        break;
+                    }
+                    Input::TooLong
+                }
+                Ok(_) => Input::Line(std::mem::take(&mut line)),
+            };
+            if !deliver(input) {
+                return;
+            }
+        }
+        deliver(Input::Eof);
+    });
+}
+
+fn too_long(bridge: &Bridge) {
+    let message = format!("Invalid Request: a line longer than {LINE_LIMIT} bytes");
+    let error = host::refusal(host::code::INVALID_REQUEST, &message);
+    bridge.send(&host::response(&Value::Null, Err(error)));
+}
+
+/// The blocking driver: a thread per host request, each on a clone of the client (its own
+/// cancel).
+fn serve_blocking(bridge: &Arc<Bridge>, client: mcp_driver_blocking::Client) {
+    let (lines, inputs) = std::sync::mpsc::channel();
+    read_stdin(move |input| lines.send(input).is_ok());
+    let mut running = Vec::new();
+    for input in inputs {
+        let line = match input {
+            Input::Line(line) => line,
+            Input::TooLong => {
+                too_long(bridge);
+                continue;
+            }
+            Input::Eof => break,
+        };
+        let worker = client.clone();
+        let cancel = Cancel::Blocking(worker.cancel_handle());
+        let Some(job) = bridge.dispatch(&line, || cancel) else {
+            continue;
+        };
+        let bridge = Arc::clone(bridge);
+        running.push(std::thread::spawn(move || {
+            let deadline = worker.open_deadline();
+            let outcome = worker.run_within(job.action.clone(), deadline);
+            bridge.finish(&job, outcome, &deadline);
+        }));
+        running.retain(|worker| !worker.is_finished());
+    }
+    bridge.cancel_all();
+    for worker in running {
+        let _ = worker.join();
+    }
+    let _ = client.close();
+}
+
+/// The tokio driver: a task per host request on the one runtime, each on a clone of the
+/// client (its own cancel).
+fn serve_tokio(
+    bridge: &Arc<Bridge>,
+    runtime: &tokio::runtime::Runtime,
+    client: mcp_driver_tokio::Client,
+) {
+    let (lines, mut inputs) = tokio::sync::mpsc::unbounded_channel();
+    read_stdin(move |input| lines.send(input).is_ok());
+    let local = tokio::task::LocalSet::new();
+    local.block_on(runtime, async {
+        let mut running = tokio::task::JoinSet::new();
+        while let Some(input) = inputs.recv().await {
+            let line = match input {
+                Input::Line(line) => line,
+                Input::TooLong => {
+                    too_long(bridge);
+                    continue;
+                }
+                Input::Eof => break,
+            };
+            let worker = client.clone();
+            let cancel = Cancel::Tokio(worker.cancel_handle());
+            let Some(job) = bridge.dispatch(&line, || cancel) else {
+                continue;
+            };
+            let bridge = Arc::clone(bridge);
+            running.spawn_local(async move {
+                let deadline = worker.open_deadline();
+                let outcome = worker.run_within(job.action.clone(), deadline).await;
+                bridge.finish(&job, outcome, &deadline);
+            });
+            while running.try_join_next().is_some() {}
+        }
+        bridge.cancel_all();
+        while running.join_next().await.is_some() {}
+        let _ = client.close().await;
+    });
+}
