@@ -5,7 +5,7 @@ check:
 
     python python_host.py STEP... -- COMMAND ARGS...
 
-Steps: init (the handshake: `server: <name> <version> protocol=<v>`), tools (`tools: a,b`),
+Steps: init (the handshake: `server: <name> <version>`), tools (`tools: a,b`),
 call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error <code> <ms> ms
 <message>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`).
@@ -36,7 +36,7 @@ async def main() -> None:
                 if kind == "init":
                     result = await session.initialize()
                     info = result.server_info
-                    print(f"server: {info.name} {info.version} protocol={result.protocol_version}", flush=True)
+                    print(f"server: {info.name} {info.version}", flush=True)
                 elif kind == "tools":
                     listed = await session.list_tools()
                     print("tools: " + ",".join(tool.name for tool in listed.tools), flush=True)

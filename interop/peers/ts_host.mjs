@@ -1,0 +1,58 @@
+// A host, as desktop apps built on the TypeScript SDK (npm @modelcontextprotocol/sdk) are: its
+// StdioClientTransport starts the command given after `--` as a local MCP server and its
+// Client speaks to it. For the bridge rows: the command is `mcp-call bridge ...`. The same
+// steps and output lines as python_host.py:
+//
+//   NPM=<node_modules> node ts_host.mjs STEP... -- COMMAND ARGS...
+//
+// init, tools, call:<tool>:<json>, cancel:<tool>:<json>:<seconds>. The SDK's own request
+// timeout is set to 10 minutes: the bridge's budget must be what ends a call.
+import { pathToFileURL } from 'node:url';
+
+const sdk = (path) => import(pathToFileURL(`${process.env.NPM}/@modelcontextprotocol/sdk/dist/esm/${path}`).href);
+const { Client } = await sdk('client/index.js');
+const { StdioClientTransport } = await sdk('client/stdio.js');
+
+const split = process.argv.indexOf('--');
+const steps = process.argv.slice(2, split);
+const [command, ...args] = process.argv.slice(split + 1);
+const transport = new StdioClientTransport({ command, args, stderr: 'inherit' });
+const client = new Client({ name: 'ts-host', version: '1.0.0' });
+const patience = { timeout: 600_000 };
+const textOf = (result) => result.content.map((block) => block.text ?? '?').join(' ');
+
+for (const step of steps) {
+  const [kind, ...rest] = step.split(':');
+  if (kind === 'init') {
+    await client.connect(transport, patience);
+    const info = client.getServerVersion();
+    console.log(`server: ${info.name} ${info.version}`);
+  } else if (kind === 'tools') {
+    const listed = await client.listTools(undefined, patience);
+    console.log('tools: ' + listed.tools.map((tool) => tool.name).join(','));
+  } else if (kind === 'call') {
+    const [tool, ...json] = rest;
+    const started = performance.now();
+    try {
+      const result = await client.callTool({ name: tool, arguments: JSON.parse(json.join(':') || '{}') }, undefined, patience);
+      console.log(`call ${tool}: ${textOf(result)} isError=${result.isError ? 'True' : 'False'}`);
+    } catch (err) {
+      const ms = Math.round(performance.now() - started);
+      console.log(`call ${tool}: error ${err.code} ${ms} ms ${err.message}`);
+    }
+  } else if (kind === 'cancel') {
+    const tool = rest[0];
+    const after = Number(rest[rest.length - 1]);
+    const json = rest.slice(1, -1).join(':');
+    const signal = AbortSignal.timeout(after * 1000);
+    try {
+      await client.callTool({ name: tool, arguments: JSON.parse(json || '{}') }, undefined, { ...patience, signal });
+    } catch (err) {
+      // Aborted, as asked.
+    }
+    const started = performance.now();
+    await client.ping(patience);
+    console.log(`cancel ${tool}: cancelled, ping ok ${Math.round(performance.now() - started)} ms`);
+  }
+}
+await client.close();
