@@ -7,7 +7,8 @@ check:
 
 Steps: init (the handshake: `server: <name> <version>`), tools (`tools: a,b`),
 call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error <code> <ms> ms
-<message>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
+<message>`), progress:<tool>:<json> (the call with a progress callback: `progress <tool>: <n>
+notifications, last <progress>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`).
 """
 
@@ -49,6 +50,17 @@ async def main() -> None:
                     except MCPError as err:
                         ms = round((time.monotonic() - started) * 1000)
                         print(f"call {tool}: error {err.error.code} {ms} ms {err.error.message}", flush=True)
+                elif kind == "progress":
+                    tool, _, arguments = rest.partition(":")
+                    heard = []
+
+                    async def progressed(progress, total, message) -> None:
+                        heard.append(progress)
+
+                    result = await session.call_tool(
+                        tool, json.loads(arguments or "{}"), progress_callback=progressed
+                    )
+                    print(f"progress {tool}: {len(heard)} notifications, last {heard[-1] if heard else None}", flush=True)
                 elif kind == "cancel":
                     tool, _, rest = rest.partition(":")
                     arguments, _, after = rest.rpartition(":")

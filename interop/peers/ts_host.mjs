@@ -5,7 +5,7 @@
 //
 //   NPM=<node_modules> node ts_host.mjs STEP... -- COMMAND ARGS...
 //
-// init, tools, call:<tool>:<json>, cancel:<tool>:<json>:<seconds>. The SDK's own request
+// init, tools, call:<tool>:<json>, progress:<tool>:<json>, cancel:<tool>:<json>:<seconds>. The SDK's own request
 // timeout is set to 10 minutes: the bridge's budget must be what ends a call.
 import { pathToFileURL } from 'node:url';
 
@@ -40,6 +40,14 @@ for (const step of steps) {
       const ms = Math.round(performance.now() - started);
       console.log(`call ${tool}: error ${err.code} ${ms} ms ${err.message}`);
     }
+  } else if (kind === 'progress') {
+    const [tool, ...json] = rest;
+    const heard = [];
+    await client.callTool({ name: tool, arguments: JSON.parse(json.join(':') || '{}') }, undefined, {
+      ...patience,
+      onprogress: (progress) => heard.push(progress.progress),
+    });
+    console.log(`progress ${tool}: ${heard.length} notifications, last ${heard.length ? heard[heard.length - 1] : 'None'}`);
   } else if (kind === 'cancel') {
     const tool = rest[0];
     const after = Number(rest[rest.length - 1]);

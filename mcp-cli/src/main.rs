@@ -668,7 +668,9 @@ fn run(cli: Cli) -> u8 {
         && matches!(cli.command, Command::Call { .. } | Command::Task { .. });
     // The spinner shows the server's progress, and --trace prints it: ask for it then (a
     // progress notification never extends the budget).
-    let config = config.with_progress(interactive || cli.trace);
+    // The bridge relays progress to a host that asks for it.
+    let bridging = matches!(cli.command, Command::Bridge);
+    let config = config.with_progress(interactive || cli.trace || bridging);
     // A tool the server runs as a task is polled inside the budget; one still running when the
     // budget ends is named on stderr (`task: <id>`), so the operator knows the work goes on.
     let config = config
@@ -748,7 +750,7 @@ fn run(cli: Cli) -> u8 {
         }
     }
     if let Command::Bridge = cli.command {
-        return bridge::serve(client, &label, sentence);
+        return bridge::serve(client, &label, sentence, reporter);
     }
     let cancel = client.cancel_handle();
     // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.

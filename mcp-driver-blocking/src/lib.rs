@@ -141,6 +141,9 @@ pub struct Client {
     shared: Arc<ClientShared>,
     /// This client value's lanes: a clone gets its own (and so its own cancel handle).
     lanes: Arc<cancel::Lanes>,
+    /// This client value's own observer ([`Client::with_observer`]), instead of the
+    /// session's.
+    observer: Option<Arc<mcp_driver_common::SharedObserver>>,
 }
 
 /// What every clone of a client shares: the shell (the session, the observer, the
@@ -190,6 +193,7 @@ impl Clone for Client {
         Self {
             shared: Arc::clone(&self.shared),
             lanes: Arc::new(cancel::Lanes::new(Arc::clone(&self.shared))),
+            observer: self.observer.clone(),
         }
     }
 }
@@ -213,6 +217,7 @@ impl Client {
         Ok(Self {
             lanes: Arc::new(cancel::Lanes::new(Arc::clone(&shared))),
             shared,
+            observer: None,
         })
     }
 
@@ -231,7 +236,10 @@ impl Client {
         // The deadline opens at the call, whatever the operation waits for first. Declared
         // before the operation, `opened` wakes the waiting ones after the operation is gone.
         let opened = shell.open(&action, deadline, clock.now());
-        let mut reporter = shell.reporter();
+        let mut reporter = match &self.observer {
+            Some(own) => own.reporter(),
+            None => shell.reporter(),
+        };
         if let Some(command) = &opened.stdio {
             let shared = lane.shared();
             return self
@@ -281,6 +289,7 @@ mcp_driver_common::client_shell! {
     client: Client,
     shell: shared.shell,
     cancel: lanes,
+    observer: observer,
     clock: MonotonicClock,
     authorizer: Authorizer => |authorizer| Arc::new(std::sync::Mutex::new(Box::new(authorizer))),
     call: [] [],

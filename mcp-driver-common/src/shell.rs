@@ -323,6 +323,7 @@ macro_rules! client_shell {
         client: $Client:ident,
         shell: $($shell:ident).+,
         cancel: $cancel:ident,
+        observer: $observer:ident,
         clock: $Clock:path,
         authorizer: $Authorizer:path => |$authorizer:ident| $share:expr,
         call: [$($async:tt)*] [$($await:tt)*],
@@ -374,6 +375,18 @@ macro_rules! client_shell {
             $(#[$observer_doc])*
             pub fn set_observer(&self, observer: impl $crate::proto::Observer + Send + 'static) {
                 self.$($shell).+.set_observer(Box::new(observer));
+            }
+
+            /// A clone of this client (the same session, a cancel handle of its own as every
+            /// clone has) whose operations report to `observer` instead of to the session's
+            /// observer: for a caller that must tell one operation's events from another's (a
+            /// bridge that relays each call's progress to whoever asked for it).
+            pub fn with_observer(&self, observer: impl $crate::proto::Observer + Send + 'static) -> Self {
+                let mut clone = ::std::clone::Clone::clone(self);
+                let own = $crate::SharedObserver::default();
+                own.set(Box::new(observer));
+                clone.$observer = Some(::std::sync::Arc::new(own));
+                clone
             }
 
             /// Lets authorizations that need a person go through `authorizer` (see

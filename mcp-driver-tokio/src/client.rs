@@ -64,6 +64,9 @@ pub struct Client {
     shared: Arc<Shared>,
     /// This client value's cancel handle: a clone gets its own.
     cancel: Arc<CancelShared>,
+    /// This client value's own observer ([`Client::with_observer`]), instead of the
+    /// session's.
+    observer: Option<Arc<mcp_driver_common::SharedObserver>>,
 }
 
 /// What every clone of a client shares: the shell (the session, the observer, the
@@ -85,6 +88,7 @@ impl Clone for Client {
         Self {
             shared: Arc::clone(&self.shared),
             cancel: Arc::new(CancelShared::default()),
+            observer: self.observer.clone(),
         }
     }
 }
@@ -108,6 +112,7 @@ impl Client {
         Ok(Self {
             shared: Arc::new(shared),
             cancel: Arc::new(CancelShared::default()),
+            observer: None,
         })
     }
 
@@ -124,7 +129,10 @@ impl Client {
         let cancel = &*self.cancel;
         let armed = cancel.arm();
         let shell = &shared.shell;
-        let mut reporting = shell.reporter();
+        let mut reporting = match &self.observer {
+            Some(own) => own.reporter(),
+            None => shell.reporter(),
+        };
         // The deadline opens at the first poll, whatever the operation waits for first.
         // Declared before the operation, `opened` wakes the waiting ones after it is gone.
         let mut opened = shell.open(&action, deadline, clock.now());
@@ -181,6 +189,7 @@ mcp_driver_common::client_shell! {
     client: Client,
     shell: shared.shell,
     cancel: cancel,
+    observer: observer,
     clock: TokioClock,
     authorizer: Authorizer => |authorizer| Arc::new(authorizer),
     call: [async] [.await],

@@ -97,6 +97,7 @@ for_each_driver!(
     a_cancelled_call_leaves_the_others_running,
     sixteen_calls_on_a_cold_oauth_server_authorize_once,
     sixteen_calls_refused_at_once_refresh_the_token_once,
+    a_clone_with_its_own_observer_hears_only_its_own_operations,
     // The era: detected, remembered, modern in one leg.
     a_modern_server_answers_a_tool_call_in_one_leg,
     a_legacy_server_gets_the_handshake_inside_one_budget,

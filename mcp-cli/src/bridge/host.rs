@@ -317,6 +317,20 @@ pub(crate) fn response(id: &Value, answer: Result<Value, Value>) -> String {
     message.to_string()
 }
 
+/// The token the host asked progress under (`_meta.progressToken`), when it did.
+pub(crate) fn progress_token(params: &Value) -> Option<Value> {
+    let token = params.pointer("/_meta/progressToken")?;
+    (token.is_string() || token.is_i64() || token.is_u64()).then(|| token.clone())
+}
+
+/// The host's `notifications/progress` line for the upstream's progress `params`: what the
+/// upstream said, under the host's token (the upstream's names the bridge's own request).
+pub(crate) fn progress_line(token: &Value, upstream: &Value) -> String {
+    let mut params = upstream.as_object().cloned().unwrap_or_default();
+    params.insert("progressToken".to_owned(), token.clone());
+    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}).to_string()
+}
+
 /// The error object of a refusal the bridge makes itself.
 pub(crate) fn refusal(code: i64, message: &str) -> Value {
     json!({"code": code, "message": message})
@@ -418,6 +432,26 @@ mod tests {
             panic!()
         };
         assert_eq!(code, code::METHOD_NOT_FOUND);
+    }
+
+    #[test]
+    fn progress_goes_to_the_host_under_its_own_token() {
+        let params = json!({"name": "slow", "_meta": {"progressToken": "host-7"}});
+        let token = progress_token(&params).unwrap();
+        let line = progress_line(
+            &token,
+            &json!({"progressToken": 3, "progress": 1, "total": 4}),
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&line).unwrap(),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": "host-7", "progress": 1, "total": 4}})
+        );
+        assert_eq!(progress_token(&json!({"name": "x"})), None);
+        assert_eq!(
+            progress_token(&json!({"_meta": {"progressToken": {"a": 1}}})),
+            None
+        );
     }
 
     #[test]

@@ -22,7 +22,9 @@ use mcp_proto::{Action, Error, Outcome};
 use serde_json::Value;
 
 use crate::driver::{Cancel, Client};
+use crate::report::Reporter;
 use host::{FromHost, Plan};
+use mcp_proto::Observer;
 
 /// The longest line read from the host (a request is small; a host that sends more is
 /// answered with an error, and the line skipped).
@@ -30,9 +32,15 @@ const LINE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Serves the host on stdin and stdout until stdin ends. `label` names the upstream in
 /// errors; `sentence` says what went wrong in one sentence, as every command does.
-pub(crate) fn serve(client: Client, label: &str, sentence: fn(&Error, &str) -> String) -> u8 {
+pub(crate) fn serve(
+    client: Client,
+    label: &str,
+    sentence: fn(&Error, &str) -> String,
+    reporter: Reporter,
+) -> u8 {
     let bridge = Arc::new(Bridge {
         label: label.to_owned(),
+        reporter,
         sentence,
         out: Mutex::new(()),
         in_flight: Mutex::new(HashMap::new()),
@@ -47,6 +55,7 @@ pub(crate) fn serve(client: Client, label: &str, sentence: fn(&Error, &str) -> S
 /// What the runner's threads and tasks share.
 struct Bridge {
     label: String,
+    reporter: Reporter,
     sentence: fn(&Error, &str) -> String,
     /// Held while a line is written, so lines from parallel operations never interleave.
     out: Mutex<()>,
@@ -61,6 +70,33 @@ struct Job {
     action: Action,
     /// The handshake: the probe's outcome answers in this version.
     initialize: Option<&'static str>,
+    /// The token the host asked progress under: the upstream's progress goes to it.
+    progress: Option<Value>,
+}
+
+/// What one host request's operation reports to: `--trace` and the rest of what every
+/// command shows (the reporter), and the upstream's progress, relayed to the host under its
+/// token when it asked for it.
+struct Relay {
+    reporter: Reporter,
+    progress: Option<(Value, Arc<Bridge>)>,
+}
+
+impl Observer for Relay {
+    fn leg_finished(&mut self, report: &mcp_proto::LegReport) {
+        self.reporter.leg_finished(report);
+    }
+
+    fn event(&mut self, event: &mcp_proto::Event) {
+        self.reporter.event(event);
+        if let (mcp_proto::Event::Notification(notification), Some((token, bridge))) =
+            (event, &self.progress)
+        {
+            if notification.progress().is_some() {
+                bridge.send(&host::progress_line(token, &notification.params));
+            }
+        }
+    }
 }
 
 /// What the dispatcher got from the stdin thread.
@@ -79,27 +115,35 @@ impl Bridge {
         let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
     }
 
-    /// What `input` asks for: answered here at once, or a job to run (with the cancel of the
-    /// client clone it runs on, registered under its id).
-    fn dispatch(&self, input: &[u8], cancel_of_next: impl FnOnce() -> Cancel) -> Option<Job> {
-        let message = host::read(input)?;
-        match message {
-            FromHost::Request { id, method, params } => match host::plan(&method, &params) {
-                Plan::Answer(result) => self.send(&host::response(&id, Ok(result))),
-                Plan::Refuse { code, message } => {
-                    self.send(&host::response(&id, Err(host::refusal(code, &message))));
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Cancel, bool)>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What `input` asks for: answered here at once, or a job to run.
+    fn dispatch(&self, input: &[u8]) -> Option<Job> {
+        match host::read(input)? {
+            FromHost::Request { id, method, params } => {
+                let progress = host::progress_token(&params);
+                let job = |action, initialize| Job {
+                    id: id.clone(),
+                    action,
+                    initialize,
+                    progress,
+                };
+                match host::plan(&method, &params) {
+                    Plan::Answer(result) => self.send(&host::response(&id, Ok(result))),
+                    Plan::Refuse { code, message } => {
+                        self.send(&host::response(&id, Err(host::refusal(code, &message))));
+                    }
+                    Plan::Initialize { version } => return Some(job(Action::Probe, Some(version))),
+                    Plan::Forward(action) => return Some(job(action, None)),
                 }
-                Plan::Initialize { version } => {
-                    return self.begin(id, Action::Probe, Some(version), cancel_of_next);
-                }
-                Plan::Forward(action) => return self.begin(id, action, None, cancel_of_next),
-            },
+            }
             FromHost::Cancelled { request_id } => {
-                let mut in_flight = self
-                    .in_flight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                if let Some((cancel, cancelled)) = in_flight.get_mut(&request_id.to_string()) {
+                if let Some((cancel, cancelled)) = self.in_flight().get_mut(&request_id.to_string())
+                {
                     *cancelled = true;
                     cancel.cancel();
                 }
@@ -112,33 +156,29 @@ impl Bridge {
         None
     }
 
-    /// Registers a job for request `id`, unless one with that id is still running (the host
-    /// broke the protocol: that request is refused, the first goes on).
-    fn begin(
-        &self,
-        id: Value,
-        action: Action,
-        initialize: Option<&'static str>,
-        cancel: impl FnOnce() -> Cancel,
-    ) -> Option<Job> {
-        let mut in_flight = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let key = id.to_string();
+    /// Registers `job` with the cancel of the client clone it runs on, unless a request with
+    /// its id is still running (the host broke the protocol: this one is refused, the first
+    /// goes on). True when it may run.
+    fn begin(&self, job: &Job, cancel: Cancel) -> bool {
+        let key = job.id.to_string();
+        let mut in_flight = self.in_flight();
         if in_flight.contains_key(&key) {
             drop(in_flight);
             let message = format!("Invalid Request: request {key} is already in flight");
             let error = host::refusal(host::code::INVALID_REQUEST, &message);
-            self.send(&host::response(&id, Err(error)));
-            return None;
+            self.send(&host::response(&job.id, Err(error)));
+            return false;
         }
-        in_flight.insert(key, (cancel(), false));
-        Some(Job {
-            id,
-            action,
-            initialize,
-        })
+        in_flight.insert(key, (cancel, false));
+        true
+    }
+
+    /// The observer of `job`'s operation.
+    fn relay(self: &Arc<Self>, job: &Job) -> Relay {
+        Relay {
+            reporter: self.reporter.clone(),
+            progress: (job.progress.clone()).map(|token| (token, Arc::clone(self))),
+        }
     }
 
     /// The job's operation ended with `outcome`: its answer goes to the host, unless the host
@@ -149,12 +189,8 @@ impl Bridge {
         outcome: Result<Outcome, Error>,
         deadline: &mcp_proto::OperationDeadline,
     ) {
-        let cancelled = (self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner))
-        .remove(&job.id.to_string())
-        .is_some_and(|(_, cancelled)| cancelled);
+        let cancelled =
+            (self.in_flight().remove(&job.id.to_string())).is_some_and(|(_, cancelled)| cancelled);
         if cancelled {
             return;
         }
@@ -179,11 +215,7 @@ impl Bridge {
 
     /// The host is gone: every operation still running is cancelled (nobody reads its answer).
     fn cancel_all(&self) {
-        let mut in_flight = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        for (cancel, cancelled) in in_flight.values_mut() {
+        for (cancel, cancelled) in self.in_flight().values_mut() {
             *cancelled = true;
             cancel.cancel();
         }
@@ -240,11 +272,13 @@ fn serve_blocking(bridge: &Arc<Bridge>, client: mcp_driver_blocking::Client) {
             }
             Input::Eof => break,
         };
-        let worker = client.clone();
-        let cancel = Cancel::Blocking(worker.cancel_handle());
-        let Some(job) = bridge.dispatch(&line, || cancel) else {
+        let Some(job) = bridge.dispatch(&line) else {
             continue;
         };
+        let worker = client.with_observer(bridge.relay(&job));
+        if !bridge.begin(&job, Cancel::Blocking(worker.cancel_handle())) {
+            continue;
+        }
         let bridge = Arc::clone(bridge);
         running.push(std::thread::spawn(move || {
             let deadline = worker.open_deadline();
@@ -281,11 +315,13 @@ fn serve_tokio(
                 }
                 Input::Eof => break,
             };
-            let worker = client.clone();
-            let cancel = Cancel::Tokio(worker.cancel_handle());
-            let Some(job) = bridge.dispatch(&line, || cancel) else {
+            let Some(job) = bridge.dispatch(&line) else {
                 continue;
             };
+            let worker = client.with_observer(bridge.relay(&job));
+            if !bridge.begin(&job, Cancel::Tokio(worker.cancel_handle())) {
+                continue;
+            }
             let bridge = Arc::clone(bridge);
             running.spawn_local(async move {
                 let deadline = worker.open_deadline();

@@ -137,3 +137,32 @@ pub(crate) fn sixteen_calls_refused_at_once_refresh_the_token_once<D: Driver>() 
     assert_eq!(count("oauth:authorize"), 0, "{trail:?}");
     assert_eq!(count("oauth:token"), 0, "{trail:?}");
 }
+
+pub(crate) fn a_clone_with_its_own_observer_hears_only_its_own_operations<D: Driver>() {
+    // A bridge relays each call's progress to whoever asked: it must tell one operation's
+    // events from another's.
+    let server = TestServer::start(Script::new().era(ServerEra::Modern));
+    let mut client: D = client(&server, None);
+    let session = client.observe();
+    let (called, own) = client.call_observed("echo", super::support::echo("mine"));
+    assert_eq!(called.unwrap().text(), "mine");
+    let methods = |recorder: &super::support::Recorder| -> Vec<&'static str> {
+        recorder.legs().iter().map(|leg| leg.kind.label()).collect()
+    };
+    assert_eq!(
+        methods(&own),
+        ["tools/call"],
+        "the clone's observer heard its call"
+    );
+    assert!(
+        session.legs().is_empty(),
+        "the session's did not: {:?}",
+        session.legs()
+    );
+    // The client itself still reports to the session's observer.
+    client
+        .call_tool("echo", super::support::echo("theirs"))
+        .unwrap();
+    assert_eq!(methods(&session), ["tools/call"]);
+    assert_eq!(methods(&own), ["tools/call"], "and not to the clone's");
+}

@@ -57,6 +57,13 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     fn authorize_never(&mut self);
     /// Cancels this client's operation in flight, from any thread.
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync>;
+    /// Calls `name` through a clone of this client with an observer of its own
+    /// (`with_observer`), and returns the result and what that observer recorded.
+    fn call_observed(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> (Result<CallToolResult, Error>, Recorder);
     /// Runs `calls` at once on this one client (the blocking driver: a thread each, sharing
     /// the client by reference; tokio: a task each, on a clone), and returns their results in
     /// order. The call `cancel.0` runs through a clone of its own, whose cancel handle fires
@@ -186,6 +193,16 @@ impl Driver for Blocking {
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
         let handle = self.0.cancel_handle();
         Box::new(move || handle.cancel())
+    }
+
+    fn call_observed(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> (Result<CallToolResult, Error>, Recorder) {
+        let recorder = Recorder::default();
+        let own = self.0.with_observer(recorder.clone());
+        (own.call_tool(name, arguments), recorder)
     }
 
     fn call_tools_at_once(
@@ -360,6 +377,19 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
         let handle = self.client.cancel_handle();
         Box::new(move || handle.cancel())
+    }
+
+    fn call_observed(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> (Result<CallToolResult, Error>, Recorder) {
+        let recorder = Recorder::default();
+        let own = self.client.with_observer(recorder.clone());
+        (
+            self.runtime.block_on(own.call_tool(name, arguments)),
+            recorder,
+        )
     }
 
     fn call_tools_at_once(
