@@ -9,14 +9,18 @@ Steps: init (the handshake: `server: <name> <version>`), tools (`tools: a,b`),
 call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error <code> <ms> ms
 <message>`), progress:<tool>:<json> (the call with a progress callback: `progress <tool>: <n>
 notifications, last <progress>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
-then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`).
+then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`). With HOST_ELICIT set (a JSON
+object), the host declares elicitation and accepts each with that content, printing
+`elicited: <message>`.
 """
 
 import json
+import os
 import sys
 import time
 
 import anyio
+import mcp_types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -30,8 +34,16 @@ async def main() -> None:
     split = sys.argv.index("--")
     steps, command = sys.argv[1:split], sys.argv[split + 1 :]
     params = StdioServerParameters(command=command[0], args=command[1:])
+    content = os.environ.get("HOST_ELICIT")
+    callback = None
+    if content is not None:
+
+        async def callback(context, asked: types.ElicitRequestParams) -> types.ElicitResult:
+            print(f"elicited: {asked.message}", flush=True)
+            return types.ElicitResult(action="accept", content=json.loads(content))
+
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, elicitation_callback=callback) as session:
             for step in steps:
                 kind, _, rest = step.partition(":")
                 if kind == "init":

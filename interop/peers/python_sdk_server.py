@@ -11,7 +11,8 @@ sleep(seconds), chatty(text) (logs "info: <text>" at info and "careful: <text>" 
 logger "interop", then returns the text).
 Resource interop://greeting; prompt greet(name), whose name completes from Ada, Alan, Grace
 (completion/complete: the names that begin with what is typed).
-summarize(text) samples the client's model (sampling/createMessage) and roots() asks for
+summarize(text) samples the client's model (sampling/createMessage), knock() elicits a name
+(elicitation/create, a required string) and roots() asks for
 the client's roots (roots/list), through the SDK's resolvers: an InputRequiredResult in the
 2026-07-28 era, a request mid-call in a legacy session.
 Resource updates: touch(uri) publishes `notifications/resources/updated` for uri to every
@@ -27,7 +28,8 @@ from typing import Annotated
 
 import anyio
 import mcp_types as types
-from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve, Sample
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from pydantic import BaseModel
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer(name="interop-python-sdk", version="1.0.0")
@@ -105,6 +107,20 @@ async def summarize(text: str, sampled: Annotated[types.CreateMessageResult, Res
     content = sampled.content
     said = content.text if isinstance(content, types.TextContent) else str(content)
     return f"summary by {sampled.model}: {said}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+def _ask_name() -> Elicit[Name]:
+    return Elicit("Who is there?", Name)
+
+
+@server.tool()
+async def knock(who: Annotated[Name, Resolve(_ask_name)]) -> str:
+    """Asks who is there (elicitation); greets them."""
+    return f"Hello, {who.name}!"
 
 
 def _ask_roots() -> ListRoots:

@@ -5,19 +5,29 @@
 //
 //   NPM=<node_modules> node ts_host.mjs STEP... -- COMMAND ARGS...
 //
-// init, tools, call:<tool>:<json>, progress:<tool>:<json>, cancel:<tool>:<json>:<seconds>. The SDK's own request
+// init, tools, call:<tool>:<json>, progress:<tool>:<json>, cancel:<tool>:<json>:<seconds>;
+// HOST_ELICIT (a JSON object): the host declares elicitation and accepts each with it. The SDK's own request
 // timeout is set to 10 minutes: the bridge's budget must be what ends a call.
 import { pathToFileURL } from 'node:url';
 
 const sdk = (path) => import(pathToFileURL(`${process.env.NPM}/@modelcontextprotocol/sdk/dist/esm/${path}`).href);
 const { Client } = await sdk('client/index.js');
 const { StdioClientTransport } = await sdk('client/stdio.js');
+const { ElicitRequestSchema } = await sdk('types.js');
 
 const split = process.argv.indexOf('--');
 const steps = process.argv.slice(2, split);
 const [command, ...args] = process.argv.slice(split + 1);
 const transport = new StdioClientTransport({ command, args, stderr: 'inherit' });
-const client = new Client({ name: 'ts-host', version: '1.0.0' });
+const elicit = process.env.HOST_ELICIT;
+const capabilities = elicit === undefined ? {} : { elicitation: {} };
+const client = new Client({ name: 'ts-host', version: '1.0.0' }, { capabilities });
+if (elicit !== undefined) {
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    console.log(`elicited: ${request.params.message}`);
+    return { action: 'accept', content: JSON.parse(elicit) };
+  });
+}
 const patience = { timeout: 600_000 };
 const textOf = (result) => result.content.map((block) => block.text ?? '?').join(' ');
 

@@ -8,7 +8,9 @@
 # a tool's isError; on the reference server, a long operation's progress under the host's own
 # token; on the Python SDK upstream, a stalled call answered -32001 by the bridge's
 # 2 s budget (the host's own timeout is far off) within 2.15 s of the host's request, and a
-# call the host cancels (notifications/cancelled) after which the session still answers;
+# call the host cancels (notifications/cancelled) after which the session still answers; an
+# upstream's elicitation (legacy: a request on the call's stream; modern: inputRequests) asked
+# of a host whose handshake declared elicitation, its answer relayed;
 # after the host closes, no upstream process is left.
 . "$INTEROP_DIR/lib.sh"
 
@@ -59,7 +61,16 @@ for host in python ts; do
       out="^call sleep: error -32001 .*budget for this request ran out: MCP server \"127.0.0.1:$port\""
     check "$H ($protocol): a call the host cancels ends upstream, the session answers on" rc=0 \
       out='^cancel sleep: cancelled, ping ok' err='method=tools/call .*status=cancelled'
+    HOST_ELICIT='{"name":"Ada"}' host_run "$host" init 'call:knock:{}' -- \
+      --url "http://127.0.0.1:$port/mcp" --protocol "$protocol"
+    check "$H ($protocol): the upstream's elicitation asked of the host, its answer relayed" rc=0 \
+      out='^elicited: Who is there\?$' out='^call knock: Hello, Ada! isError=False$'
   done
+
+  HOST_ELICIT='{"name":"Ada"}' host_run "$host" init 'call:trigger-elicitation-request:{}' -- \
+    --url "http://127.0.0.1:$everything/mcp"
+  check "$H, reference server upstream: its elicitation (on the call's stream) asked of the host" \
+    rc=0 out='^elicited: Please provide inputs' out='User provided the requested information'
 
   host_run "$host" init tools 'call:echo:{"message":"hi"}' 'call:get-sum:{"a":"x","b":2}' \
     'progress:trigger-long-running-operation:{"duration":1,"steps":4}' -- \

@@ -727,6 +727,23 @@ fn run(cli: Cli) -> u8 {
     if let Some(list) = &cli.noproxy {
         network = network.with_no_proxy(list);
     }
+    if let Command::Bridge = cli.command {
+        // The client is made when the host's handshake says what it can answer (elicitation,
+        // sampling, roots): those are the capabilities the upstream is told of.
+        let token = auth
+            .as_ref()
+            .and_then(|auth| auth.store.token_for(&auth.url));
+        let driver = cli.driver;
+        let build = move |config: SessionConfig, reporter: Reporter| {
+            let mut client = Client::new(driver, config, &network, reporter)
+                .map_err(|err| format!("could not start the {} driver: {err}", driver.name()))?;
+            if let Some(token) = token {
+                client.set_token(token);
+            }
+            Ok(client)
+        };
+        return bridge::serve(config, build, &label, sentence, reporter);
+    }
     let mut client = match Client::new(cli.driver, config, &network, reporter.clone()) {
         Ok(client) => client,
         Err(err) => {
@@ -748,9 +765,6 @@ fn run(cli: Cli) -> u8 {
             // leg unless the server refuses it.
             client.set_token(token);
         }
-    }
-    if let Command::Bridge = cli.command {
-        return bridge::serve(client, &label, sentence, reporter);
     }
     let cancel = client.cancel_handle();
     // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.

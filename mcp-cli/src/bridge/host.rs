@@ -37,8 +37,12 @@ pub(crate) enum FromHost {
     Cancelled { request_id: Value },
     /// Any other notification (`notifications/initialized`, ...): nothing to do.
     Notification { method: String },
-    /// A response to a request the bridge sent the host: none are sent yet, so it is dropped.
-    Response,
+    /// A response to a request the bridge sent the host (an upstream's elicitation, sampling
+    /// or roots request, relayed): its result, or its error object.
+    Response {
+        id: Value,
+        answer: Result<Value, Value>,
+    },
     /// Not a JSON-RPC message: answered with this error, id `null` (or the id when one could
     /// be read).
     Invalid {
@@ -93,8 +97,12 @@ pub(crate) fn read(line: &[u8]) -> Option<FromHost> {
         (Some(method), None) => FromHost::Notification {
             method: method.to_owned(),
         },
-        (None, Some(_)) if message.contains_key("result") || message.contains_key("error") => {
-            FromHost::Response
+        (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
+            let answer = match message.get("error") {
+                Some(error) => Err(error.clone()),
+                None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+            };
+            FromHost::Response { id, answer }
         }
         (None, id) => invalid(
             id.unwrap_or(Value::Null),
@@ -331,6 +339,67 @@ pub(crate) fn progress_line(token: &Value, upstream: &Value) -> String {
     json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}).to_string()
 }
 
+/// What the host can answer, by what its `initialize` declared: the requests an upstream
+/// may send that the bridge relays to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HostAnswers {
+    /// `elicitation` (form mode).
+    pub(crate) elicitation: bool,
+    /// `elicitation.url`: URL mode too.
+    pub(crate) url_elicitation: bool,
+    pub(crate) sampling: bool,
+    pub(crate) roots: bool,
+}
+
+impl HostAnswers {
+    /// What the host's `initialize` params declare.
+    pub(crate) fn declared(params: &Value) -> Self {
+        let capabilities = params.get("capabilities");
+        let has = |key: &str| {
+            capabilities
+                .and_then(|c| c.get(key))
+                .is_some_and(Value::is_object)
+        };
+        Self {
+            elicitation: has("elicitation"),
+            url_elicitation: (capabilities.and_then(|c| c.pointer("/elicitation/url")))
+                .is_some_and(Value::is_object),
+            sampling: has("sampling"),
+            roots: has("roots"),
+        }
+    }
+
+    /// The methods relayed to the host.
+    pub(crate) fn methods(self) -> impl Iterator<Item = &'static str> {
+        [
+            (self.elicitation, "elicitation/create"),
+            (self.sampling, "sampling/createMessage"),
+            (self.roots, "roots/list"),
+        ]
+        .into_iter()
+        .filter_map(|(declared, method)| declared.then_some(method))
+    }
+}
+
+/// One JSON-RPC request line to the host (without its newline).
+pub(crate) fn request_line(id: &str, method: &str, params: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// The error an upstream's request gets for the host's error object.
+pub(crate) fn rpc_error(error: &Value) -> mcp_proto::RpcError {
+    mcp_proto::RpcError {
+        code: error
+            .get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(code::INTERNAL),
+        message: (error.get("message").and_then(Value::as_str))
+            .unwrap_or("the host answered with an error")
+            .to_owned(),
+        data: error.get("data").cloned(),
+    }
+}
+
 /// The error object of a refusal the bridge makes itself.
 pub(crate) fn refusal(code: i64, message: &str) -> Value {
     json!({"code": code, "message": message})
@@ -452,6 +521,20 @@ mod tests {
             progress_token(&json!({"_meta": {"progressToken": {"a": 1}}})),
             None
         );
+    }
+
+    #[test]
+    fn the_host_answers_what_its_handshake_declares() {
+        let params = json!({"capabilities": {"elicitation": {"form": {}, "url": {}},
+            "roots": {"listChanged": true}}});
+        let answers = HostAnswers::declared(&params);
+        assert!(answers.elicitation && answers.url_elicitation && answers.roots);
+        assert!(!answers.sampling);
+        assert_eq!(
+            answers.methods().collect::<Vec<_>>(),
+            ["elicitation/create", "roots/list"]
+        );
+        assert_eq!(HostAnswers::declared(&json!({})), HostAnswers::default());
     }
 
     #[test]

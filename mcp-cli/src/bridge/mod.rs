@@ -5,8 +5,10 @@
 //! budget answers the host with an error that names the budget and the server before the host
 //! gives up. Host requests run side by side on the one upstream session; the host's
 //! `notifications/cancelled` cancels its operation (and no answer follows, as the protocol
-//! says). EOF on stdin cancels what is in flight and closes the upstream session within the
-//! close's grant.
+//! says); the upstream's progress reaches the host under the host's token; the upstream's
+//! requests (elicitation, sampling, roots) become requests to the host when its handshake
+//! declared it answers them. EOF on stdin cancels what is in flight and closes the upstream
+//! session within the close's grant.
 //!
 //! What each line means and what each outcome answers is `host`'s; this module moves lines
 //! and runs operations. It must never write anything but whole MCP messages to stdout (logs and
@@ -16,38 +18,76 @@ mod host;
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
+use std::time::Duration;
 
-use mcp_proto::{Action, Error, Outcome};
+use mcp_proto::{Action, Error, Observer, Outcome, RpcError, SessionConfig};
 use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::driver::{Cancel, Client};
 use crate::report::Reporter;
-use host::{FromHost, Plan};
-use mcp_proto::Observer;
+use host::{FromHost, HostAnswers, Plan};
 
 /// The longest line read from the host (a request is small; a host that sends more is
 /// answered with an error, and the line skipped).
 const LINE_LIMIT: usize = 16 * 1024 * 1024;
 
-/// Serves the host on stdin and stdout until stdin ends. `label` names the upstream in
-/// errors; `sentence` says what went wrong in one sentence, as every command does.
+/// Serves the host on stdin and stdout until stdin ends. The client is made by `build` from
+/// `config` when the host's first request comes (its handshake says which of the upstream's
+/// requests it answers, and so what the upstream is told the client can do). `label` names the
+/// upstream in errors; `sentence` says what went wrong in one sentence, as every command does.
 pub(crate) fn serve(
-    client: Client,
+    config: SessionConfig,
+    build: impl FnOnce(SessionConfig, Reporter) -> Result<Client, String>,
     label: &str,
     sentence: fn(&Error, &str) -> String,
     reporter: Reporter,
 ) -> u8 {
     let bridge = Arc::new(Bridge {
         label: label.to_owned(),
-        reporter,
+        reporter: reporter.clone(),
         sentence,
+        budget: config.budget().as_duration(),
         out: Mutex::new(()),
         in_flight: Mutex::new(HashMap::new()),
+        asked: Mutex::new(HashMap::new()),
+        next_ask: AtomicU64::new(1),
     });
+    let mut inputs = read_stdin(Arc::clone(&bridge));
+    // Until the host's first request: what it sends before is answered here, or dropped.
+    let first = loop {
+        match inputs.blocking_recv() {
+            Some(Input::Message(FromHost::Request { id, method, params })) => {
+                break (id, method, params);
+            }
+            Some(Input::Message(message)) => {
+                let _ = bridge.dispatch(message);
+            }
+            Some(Input::TooLong) => too_long(&bridge),
+            Some(Input::Eof) | None => return crate::code::OK,
+        }
+    };
+    let answers = match first.1.as_str() {
+        "initialize" => HostAnswers::declared(&first.2),
+        _ => HostAnswers::default(),
+    };
+    let client = match build(bridge.answering(config, answers), reporter) {
+        Ok(client) => client,
+        Err(message) => {
+            eprintln!("mcp-call: {message}");
+            return crate::code::USAGE;
+        }
+    };
+    let first = FromHost::Request {
+        id: first.0,
+        method: first.1,
+        params: first.2,
+    };
     match client {
-        Client::Blocking(client) => serve_blocking(&bridge, client),
-        Client::Tokio(runtime, client) => serve_tokio(&bridge, &runtime, client),
+        Client::Blocking(client) => serve_blocking(&bridge, client, first, inputs),
+        Client::Tokio(runtime, client) => serve_tokio(&bridge, &runtime, client, first, inputs),
     }
     crate::code::OK
 }
@@ -57,11 +97,17 @@ struct Bridge {
     label: String,
     reporter: Reporter,
     sentence: fn(&Error, &str) -> String,
+    /// Each request's budget: the longest the host is waited for when it is asked.
+    budget: Duration,
     /// Held while a line is written, so lines from parallel operations never interleave.
     out: Mutex<()>,
     /// The host's requests whose operations run, by id: their cancel, and whether the host
     /// cancelled them (then no answer is sent).
     in_flight: Mutex<HashMap<String, (Cancel, bool)>>,
+    /// The requests the bridge sent the host (an upstream's, relayed), by id: where the
+    /// host's answer goes.
+    asked: Mutex<HashMap<String, mpsc::Sender<Result<Value, Value>>>>,
+    next_ask: AtomicU64,
 }
 
 /// An operation a host request runs, and what its outcome answers.
@@ -99,31 +145,83 @@ impl Observer for Relay {
     }
 }
 
-/// What the dispatcher got from the stdin thread.
+/// What the dispatcher got from the stdin thread (the host's answers to the bridge's own
+/// requests are taken there, and never come here).
 enum Input {
-    Line(Vec<u8>),
+    Message(FromHost),
     /// A line longer than [`LINE_LIMIT`], skipped.
     TooLong,
     Eof,
 }
 
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Bridge {
     /// Writes one message to the host, flushed.
     fn send(&self, line: &str) {
-        let _turn = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let _turn = locked(&self.out);
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Cancel, bool)>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// `config`, answering the upstream's requests the host answers, by asking it. The
+    /// session's standalone stream is opened too: servers send such requests outside any
+    /// answer as well.
+    fn answering(
+        self: &Arc<Self>,
+        mut config: SessionConfig,
+        answers: HostAnswers,
+    ) -> SessionConfig {
+        for method in answers.methods() {
+            let bridge = Arc::clone(self);
+            config = config.respond_to(method, move |params| bridge.ask_host(method, params));
+        }
+        let listen = answers.methods().next().is_some();
+        config
+            .with_url_elicitation(answers.url_elicitation)
+            .with_listen(listen)
     }
 
-    /// What `input` asks for: answered here at once, or a job to run.
-    fn dispatch(&self, input: &[u8]) -> Option<Job> {
-        match host::read(input)? {
+    /// Asks the host `method` with `params` (an upstream's request, relayed) and waits for
+    /// its answer, at most one budget (the operation refuses to send an answer that comes
+    /// after its own budget's end).
+    fn ask_host(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let id = format!(
+            "mcp-call-bridge-{}",
+            self.next_ask.fetch_add(1, Ordering::Relaxed)
+        );
+        let (answer, answered) = mpsc::channel();
+        locked(&self.asked).insert(id.clone(), answer);
+        self.send(&host::request_line(&id, method, params));
+        let got = answered.recv_timeout(self.budget);
+        locked(&self.asked).remove(&id);
+        match got {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(host::rpc_error(&error)),
+            Err(_) => Err(RpcError {
+                code: host::code::TIMEOUT,
+                message: format!("the host did not answer {method} within the request's budget"),
+                data: None,
+            }),
+        }
+    }
+
+    /// The host's answer to the bridge's request `id`, to whoever waits for it (none: a late
+    /// or unknown answer, dropped).
+    fn answered(&self, id: &Value, answer: Result<Value, Value>) {
+        let Some(id) = id.as_str() else {
+            return;
+        };
+        if let Some(waiting) = locked(&self.asked).remove(id) {
+            let _ = waiting.send(answer);
+        }
+    }
+
+    /// What `message` asks for: answered here at once, or a job to run.
+    fn dispatch(&self, message: FromHost) -> Option<Job> {
+        match message {
             FromHost::Request { id, method, params } => {
                 let progress = host::progress_token(&params);
                 let job = |action, initialize| Job {
@@ -142,7 +240,8 @@ impl Bridge {
                 }
             }
             FromHost::Cancelled { request_id } => {
-                if let Some((cancel, cancelled)) = self.in_flight().get_mut(&request_id.to_string())
+                if let Some((cancel, cancelled)) =
+                    locked(&self.in_flight).get_mut(&request_id.to_string())
                 {
                     *cancelled = true;
                     cancel.cancel();
@@ -151,7 +250,8 @@ impl Bridge {
             FromHost::Invalid { id, code, message } => {
                 self.send(&host::response(&id, Err(host::refusal(code, &message))));
             }
-            FromHost::Notification { .. } | FromHost::Response => {}
+            FromHost::Response { id, answer } => self.answered(&id, answer),
+            FromHost::Notification { .. } => {}
         }
         None
     }
@@ -161,7 +261,7 @@ impl Bridge {
     /// goes on). True when it may run.
     fn begin(&self, job: &Job, cancel: Cancel) -> bool {
         let key = job.id.to_string();
-        let mut in_flight = self.in_flight();
+        let mut in_flight = locked(&self.in_flight);
         if in_flight.contains_key(&key) {
             drop(in_flight);
             let message = format!("Invalid Request: request {key} is already in flight");
@@ -189,8 +289,8 @@ impl Bridge {
         outcome: Result<Outcome, Error>,
         deadline: &mcp_proto::OperationDeadline,
     ) {
-        let cancelled =
-            (self.in_flight().remove(&job.id.to_string())).is_some_and(|(_, cancelled)| cancelled);
+        let cancelled = (locked(&self.in_flight).remove(&job.id.to_string()))
+            .is_some_and(|(_, cancelled)| cancelled);
         if cancelled {
             return;
         }
@@ -202,12 +302,8 @@ impl Bridge {
             (Err(err), _) => {
                 let sentence = (self.sentence)(&err, &self.label);
                 let spent = deadline.is_exhausted(std::time::Instant::now());
-                Err(host::error_of(
-                    &err,
-                    sentence,
-                    &self.label,
-                    spent.then(|| deadline.total()),
-                ))
+                let budget = spent.then(|| deadline.total());
+                Err(host::error_of(&err, sentence, &self.label, budget))
             }
         };
         self.send(&host::response(&job.id, answer));
@@ -215,15 +311,18 @@ impl Bridge {
 
     /// The host is gone: every operation still running is cancelled (nobody reads its answer).
     fn cancel_all(&self) {
-        for (cancel, cancelled) in self.in_flight().values_mut() {
+        for (cancel, cancelled) in locked(&self.in_flight).values_mut() {
             *cancelled = true;
             cancel.cancel();
         }
     }
 }
 
-/// Reads the host's lines on a thread of its own, handing each to `deliver`; then `Eof`.
-fn read_stdin(deliver: impl Fn(Input) -> bool + Send + 'static) {
+/// Reads the host's lines on a thread of its own. The host's answers to the bridge's own
+/// requests go straight to whoever waits for them (an operation may be blocked on one); the
+/// rest come out of the receiver, then `Eof`.
+fn read_stdin(bridge: Arc<Bridge>) -> UnboundedReceiver<Input> {
+    let (inputs, received) = unbounded_channel();
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
         let mut line = Vec::new();
@@ -241,14 +340,22 @@ fn read_stdin(deliver: impl Fn(Input) -> bool + Send + 'static) {
                     }
                     Input::TooLong
                 }
-                Ok(_) => Input::Line(std::mem::take(&mut line)),
+                Ok(_) => match host::read(&line) {
+                    Some(FromHost::Response { id, answer }) => {
+                        bridge.answered(&id, answer);
+                        continue;
+                    }
+                    Some(message) => Input::Message(message),
+                    None => continue,
+                },
             };
-            if !deliver(input) {
+            if inputs.send(input).is_err() {
                 return;
             }
         }
-        deliver(Input::Eof);
+        let _ = inputs.send(Input::Eof);
     });
+    received
 }
 
 fn too_long(bridge: &Bridge) {
@@ -258,21 +365,25 @@ fn too_long(bridge: &Bridge) {
 }
 
 /// The blocking driver: a thread per host request, each on a clone of the client (its own
-/// cancel).
-fn serve_blocking(bridge: &Arc<Bridge>, client: mcp_driver_blocking::Client) {
-    let (lines, inputs) = std::sync::mpsc::channel();
-    read_stdin(move |input| lines.send(input).is_ok());
+/// cancel, its own observer).
+fn serve_blocking(
+    bridge: &Arc<Bridge>,
+    client: mcp_driver_blocking::Client,
+    first: FromHost,
+    mut inputs: UnboundedReceiver<Input>,
+) {
     let mut running = Vec::new();
-    for input in inputs {
-        let line = match input {
-            Input::Line(line) => line,
+    let mut next = Some(Input::Message(first));
+    while let Some(input) = next.take().or_else(|| inputs.blocking_recv()) {
+        let message = match input {
+            Input::Message(message) => message,
             Input::TooLong => {
                 too_long(bridge);
                 continue;
             }
             Input::Eof => break,
         };
-        let Some(job) = bridge.dispatch(&line) else {
+        let Some(job) = bridge.dispatch(message) else {
             continue;
         };
         let worker = client.with_observer(bridge.relay(&job));
@@ -295,27 +406,35 @@ fn serve_blocking(bridge: &Arc<Bridge>, client: mcp_driver_blocking::Client) {
 }
 
 /// The tokio driver: a task per host request on the one runtime, each on a clone of the
-/// client (its own cancel).
+/// client (its own cancel, its own observer).
 fn serve_tokio(
     bridge: &Arc<Bridge>,
     runtime: &tokio::runtime::Runtime,
     client: mcp_driver_tokio::Client,
+    first: FromHost,
+    mut inputs: UnboundedReceiver<Input>,
 ) {
-    let (lines, mut inputs) = tokio::sync::mpsc::unbounded_channel();
-    read_stdin(move |input| lines.send(input).is_ok());
     let local = tokio::task::LocalSet::new();
     local.block_on(runtime, async {
         let mut running = tokio::task::JoinSet::new();
-        while let Some(input) = inputs.recv().await {
-            let line = match input {
-                Input::Line(line) => line,
+        let mut next = Some(Input::Message(first));
+        loop {
+            let input = match next.take() {
+                Some(input) => input,
+                None => match inputs.recv().await {
+                    Some(input) => input,
+                    None => break,
+                },
+            };
+            let message = match input {
+                Input::Message(message) => message,
                 Input::TooLong => {
                     too_long(bridge);
                     continue;
                 }
                 Input::Eof => break,
             };
-            let Some(job) = bridge.dispatch(&line) else {
+            let Some(job) = bridge.dispatch(message) else {
                 continue;
             };
             let worker = client.with_observer(bridge.relay(&job));
