@@ -435,8 +435,18 @@ mod tests {
             })
         );
         assert_eq!(
-            read(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
-            Some(FromHost::Response)
+            read(br#"{"jsonrpc":"2.0","id":"b-1","result":{"action":"decline"}}"#),
+            Some(FromHost::Response {
+                id: json!("b-1"),
+                answer: Ok(json!({"action": "decline"}))
+            })
+        );
+        assert_eq!(
+            read(br#"{"jsonrpc":"2.0","id":"b-2","error":{"code":-1,"message":"no"}}"#),
+            Some(FromHost::Response {
+                id: json!("b-2"),
+                answer: Err(json!({"code": -1, "message": "no"}))
+            })
         );
         assert_eq!(read(b"  \n"), None);
         for (line, want) in [
