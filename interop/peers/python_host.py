@@ -5,7 +5,8 @@ check:
 
     python python_host.py STEP... -- COMMAND ARGS...
 
-Steps: init (the handshake: `server: <name> <version>`), tools (`tools: a,b`),
+Steps: init (the handshake: `server: <name> <version>`, or `init: error <code> <message>` and
+no more steps), tools (`tools: a,b`),
 call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error <code> <ms> ms
 <message>`), progress:<tool>:<json> (the call with a progress callback: `progress <tool>: <n>
 notifications, last <progress>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
@@ -47,7 +48,11 @@ async def main() -> None:
             for step in steps:
                 kind, _, rest = step.partition(":")
                 if kind == "init":
-                    result = await session.initialize()
+                    try:
+                        result = await session.initialize()
+                    except MCPError as err:
+                        print(f"init: error {err.error.code} {err.error.message}", flush=True)
+                        return
                     info = result.server_info
                     print(f"server: {info.name} {info.version}", flush=True)
                 elif kind == "tools":

@@ -10,7 +10,9 @@
 # curl, so the SDK's 302 reaches mcp-call's listener), a call with the kept token (no OAuth
 # leg), a call after the token expired (an oauth:refresh leg), then the token revoked at the
 # SDK's /revoke (the pair: access and refresh token) and the call after it (the refresh is
-# refused and nobody can approve: exit 7, "run `mcp-call login` first"), and a login again.
+# refused and nobody can approve: exit 7, "run `mcp-call login` first"), and a login again;
+# for client_secret_basic, a host's call through `mcp-call bridge` with the kept token, and
+# after revocation the host's handshake refused with an error saying to log in.
 # Then a registration whose method the server substituted (asked basic, given post), and
 # `--grant client-credentials`, which the SDK's token endpoint does not know (refused with
 # invalid_request: a clear error, no secret shown).
@@ -87,6 +89,19 @@ start_server() {
 # mcp ARGS...: one mcp-call run on $DRIVER with --trace; sets RC, OUT, ERR. Killed after 60 s.
 mcp() {
   timeout -s KILL 60 "$MCP_CALL" --driver "$DRIVER" --trace "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+  RC=$?
+  OUT=$(cat "$TMP/out")
+  ERR=$(cat "$TMP/err")
+}
+
+# host CREDENTIALS STEP...: the Python SDK's stdio_client (peers/python_host.py) runs the steps
+# against `mcp-call bridge` in front of the server, with the kept tokens; sets RC, OUT, ERR.
+host() {
+  local credentials=$1
+  shift
+  timeout -s KILL 60 "$PY" "$INTEROP_DIR/peers/python_host.py" init "$@" -- \
+    "$MCP_CALL" --driver "$DRIVER" --trace --url "$URL" --credentials "$credentials" bridge \
+    >"$TMP/out" 2>"$TMP/err" </dev/null
   RC=$?
   OUT=$(cat "$TMP/out")
   ERR=$(cat "$TMP/err")
@@ -204,6 +219,13 @@ method_checks() {
   check "$method: a call presents the kept token (no OAuth leg)" rc=0 out='^kept token$' \
     err='method=tools/call .*status=200' no_err='oauth:'
 
+  if [ "$method" = client_secret_basic ]; then
+    host "$credentials" 'call:echo:{"text":"through the bridge"}'
+    check "$method: a host's call through mcp-call bridge presents the kept token" rc=0 \
+      out='^call echo: through the bridge isError=False$' err='method=tools/call .*status=200' \
+      no_err='oauth:'
+  fi
+
   mcp --url "$URL" --credentials "$credentials" call fail '{"reason":"on purpose"}'
   check "$method: a tool answering isError exits 1" rc=1 out='failed on purpose: on purpose'
 
@@ -221,6 +243,13 @@ method_checks() {
   check "$method: after revocation the refresh is refused and the call asks for a login (exit 7)" \
     rc=7 err='method=oauth:refresh .*status=400' err='mcp-call login' \
     hidden="$(stored "$credentials" client_secret)"
+
+  if [ "$method" = client_secret_basic ]; then
+    host "$credentials" 'call:echo:{"text":"revoked"}'
+    check "$method: through the bridge, the host's handshake is answered with an error that says to log in" \
+      rc=0 out='^init: error -32603 .*run `mcp-call login` first' \
+      hidden="$(stored "$credentials" client_secret)"
+  fi
 
   login "$credentials"
   check "$method: login again after revocation (the registration kept)" rc=0 err='^logged in to ' \
