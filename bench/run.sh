@@ -8,7 +8,9 @@
 #      (the drivers, rmcp, the TypeScript SDK and the Python SDK, a client process each),
 #      the memory cases,
 #   4. writes the tables into BENCHMARKS.md between the result markers
-#      (or prints them with --print).
+#      (or prints them with --print),
+#   5. runs bench/bridge.sh: `mcp-call bridge` beside mcp-remote under the hosts' own client
+#      libraries (its table between the bridge markers; left out with --no-sdks).
 #
 # Usage: bench/run.sh [--print] [--quick] [extra `mcp-bench run` options...]
 #   --print   print the tables instead of writing BENCHMARKS.md
@@ -86,6 +88,7 @@ mv "$tables.doc" "$tables"
 
 if [ "$print" = 1 ]; then
     cat "$tables"
+    case " ${extra[*]-} " in *" --no-sdks "*) ;; *) bench/bridge.sh --print ;; esac
     exit 0
 fi
 
@@ -102,3 +105,9 @@ awk -v begin="$begin" -v end="$end" -v tables="$tables" '
 ' "$doc" > "$doc.new"
 mv "$doc.new" "$doc"
 echo "== wrote the tables into $doc (${total_secs} s)" >&2
+
+# The bridge beside mcp-remote, under the hosts' own libraries (its own table and markers).
+case " ${extra[*]-} " in
+    *" --no-sdks "*) ;;
+    *) bench/bridge.sh ;;
+esac

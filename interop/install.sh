@@ -21,6 +21,7 @@ NPM_PEERS=(
   @modelcontextprotocol/sdk@1.32.2
   @modelcontextprotocol/server-everything@2026.8.31
   @modelcontextprotocol/server-filesystem@2026.8.31
+  mcp-remote@0.15.1
 )
 
 die() { echo "install.sh: $*" >&2; exit 1; }
