@@ -9,7 +9,8 @@ Steps: init (the handshake: `server: <name> <version>`, or `init: error <code> <
 no more steps), tools (`tools: a,b`),
 call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error <code> <ms> ms
 <message>`), progress:<tool>:<json> (the call with a progress callback: `progress <tool>: <n>
-notifications, last <progress>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
+notifications, last <progress>`), parallel:<n>[:<key>] (n echo calls at once, their text
+under key, default text: `parallel: <k> of <n> answered, each its own`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`). With HOST_ELICIT set (a JSON
 object), the host declares elicitation and accepts each with that content, printing
 `elicited: <message>`.
@@ -78,6 +79,19 @@ async def main() -> None:
                         tool, json.loads(arguments or "{}"), progress_callback=progressed
                     )
                     print(f"progress {tool}: {len(heard)} notifications, last {heard[-1] if heard else None}", flush=True)
+                elif kind == "parallel":
+                    count, _, key = rest.partition(":")
+                    count = int(count)
+                    answers = []
+
+                    async def one(i: int) -> None:
+                        result = await session.call_tool("echo", {key or "text": f"call {i}"})
+                        answers.append(text_of(result).endswith(f"call {i}"))
+
+                    async with anyio.create_task_group() as group:
+                        for i in range(count):
+                            group.start_soon(one, i)
+                    print(f"parallel: {sum(answers)} of {count} answered, each its own", flush=True)
                 elif kind == "cancel":
                     tool, _, rest = rest.partition(":")
                     arguments, _, after = rest.rpartition(":")

@@ -7,7 +7,7 @@ for the interop rows. It adds no behaviour of its own: what a row observes is th
 sse: answers as an event stream (the SDK's default); json: json_response=True;
 stateless: stateless_http=True (no session id, nothing to DELETE).
 Tools: echo(text), add(a, b), fail(reason) (raises: the SDK answers isError: true),
-sleep(seconds), chatty(text) (logs "info: <text>" at info and "careful: <text>" at warning,
+sleep(seconds), count(steps) (progress 1..steps, 50 ms apart), chatty(text) (logs "info: <text>" at info and "careful: <text>" at warning,
 logger "interop", then returns the text).
 Resource interop://greeting; prompt greet(name), whose name completes from Ada, Alan, Grace
 (completion/complete: the names that begin with what is typed).
@@ -77,6 +77,15 @@ async def sleep(seconds: float) -> str:
     """Answers after the given number of seconds."""
     await anyio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool()
+async def count(steps: int, ctx: Context) -> str:
+    """Reports progress 1..steps of steps, 50 ms apart, then answers."""
+    for step in range(1, steps + 1):
+        await anyio.sleep(0.05)
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"counted {steps}"
 
 
 @server.tool()

@@ -5,7 +5,7 @@
 //
 //   NPM=<node_modules> node ts_host.mjs STEP... -- COMMAND ARGS...
 //
-// init, tools, call:<tool>:<json>, progress:<tool>:<json>, cancel:<tool>:<json>:<seconds>;
+// init, tools, call:<tool>:<json>, progress:<tool>:<json>, parallel:<n>[:<key>], cancel:<tool>:<json>:<seconds>;
 // HOST_ELICIT (a JSON object): the host declares elicitation and accepts each with it. The SDK's own request
 // timeout is set to 10 minutes: the bridge's budget must be what ends a call.
 import { pathToFileURL } from 'node:url';
@@ -58,6 +58,17 @@ for (const step of steps) {
       onprogress: (progress) => heard.push(progress.progress),
     });
     console.log(`progress ${tool}: ${heard.length} notifications, last ${heard.length ? heard[heard.length - 1] : 'None'}`);
+  } else if (kind === 'parallel') {
+    const count = Number(rest[0]);
+    const key = rest[1] || 'text';
+    const answers = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        client
+          .callTool({ name: 'echo', arguments: { [key]: `call ${i}` } }, undefined, patience)
+          .then((r) => textOf(r).endsWith(`call ${i}`)),
+      ),
+    );
+    console.log(`parallel: ${answers.filter(Boolean).length} of ${count} answered, each its own`);
   } else if (kind === 'cancel') {
     const tool = rest[0];
     const after = Number(rest[rest.length - 1]);

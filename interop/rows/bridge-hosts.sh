@@ -3,15 +3,16 @@
 # ClientSession (peers/python_host.py) and the TypeScript SDK's StdioClientTransport with
 # Client (peers/ts_host.mjs) start `mcp-call bridge` as their local server. Upstreams: the
 # Python SDK over HTTP (the modern era it detects, and the legacy one forced), the reference
-# server over HTTP (legacy, the TypeScript SDK), and the Python SDK over stdio. Checks, per host
-# and upstream: the handshake answered with the upstream's identity, the tools listed, a call,
-# a tool's isError; on the reference server, a long operation's progress under the host's own
-# token; on the Python SDK upstream, a stalled call answered -32001 by the bridge's
-# 2 s budget (the host's own timeout is far off) within 2.15 s of the host's request, and a
-# call the host cancels (notifications/cancelled) after which the session still answers; an
-# upstream's elicitation (legacy: a request on the call's stream; modern: inputRequests) asked
-# of a host whose handshake declared elicitation, its answer relayed;
-# after the host closes, no upstream process is left.
+# server over HTTP (legacy, the TypeScript SDK), and the Python SDK over stdio (both eras).
+# Checks, per host and upstream: the handshake answered with the upstream's identity, the
+# tools listed, a call, a tool's isError, 16 calls at once each answered with its own result,
+# the upstream's progress under the host's own token, a call the host cancels
+# (notifications/cancelled) after which the session still answers, and the upstream's
+# elicitation (legacy: a request on the call's stream; modern: inputRequests) asked of a host
+# whose handshake declared elicitation, its answer relayed. On the Python SDK upstreams, a
+# stalled call is answered -32001 by the bridge's 2 s budget (the host's own timeout is far
+# off) within 2.15 s of the host's request, naming the budget and the server. After the host
+# closes, no upstream process is left.
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
@@ -23,74 +24,85 @@ wait_port python-http "$port"
 wait_port everything "$everything"
 
 # host_run HOST STEP... -- UPSTREAM-ARGS...: the host runs the steps against
-# `mcp-call bridge` in front of the upstream; OUT and ERR are the host's.
+# `mcp-call bridge` in front of the upstream, declaring elicitation (answered with a name);
+# OUT and ERR are the host's.
 host_run() {
-  local host=$1 steps=() t0 t1
+  local host=$1 steps=()
   shift
   while [ "$1" != -- ]; do steps+=("$1"); shift; done
   shift
   local bridge=("$MCP_CALL" --driver "$DRIVER" --resolution ms --trace "$@" bridge)
-  t0=$(date +%s%N)
+  export HOST_ELICIT='{"name":"Ada"}'
   case $host in
     python) timeout -s KILL 60 "$PY_MCP" "$INTEROP_DIR/peers/python_host.py" "${steps[@]}" -- "${bridge[@]}" ;;
     ts) NPM="$NPM" timeout -s KILL 60 node "$INTEROP_DIR/peers/ts_host.mjs" "${steps[@]}" -- "${bridge[@]}" ;;
   esac >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null
   RC=$?
-  t1=$(date +%s%N)
-  MS=$(((t1 - t0) / 1000000))
   OUT=$(cat "$ROW_TMP/out")
   ERR=$(cat "$ROW_TMP/err")
 }
 
+# The TypeScript SDK handles a response at once and a notification a microtask later: the
+# last progress, read in the same chunk as the result, finds its handler gone (it logs
+# "unknown token"). The bridge wrote it first; the Python SDK sees every one.
+progressed() { # <host> <steps>: the progress line's pattern
+  if [ "$1" = ts ]; then echo "($(($2 - 1))|$2) notifications, last ($(($2 - 1))|$2)"; else echo "$2 notifications, last $2(\\.0)?"; fi
+}
+
+# python_upstream HOST LABEL UPSTREAM-ARGS...: every check on a Python SDK upstream.
+python_upstream() {
+  local host=$1 label=$2
+  shift 2
+  host_run "$host" init tools 'call:echo:{"text":"hi"}' 'call:fail:{"reason":"r"}' parallel:16 \
+    'progress:count:{"steps":4}' 'cancel:sleep:{"seconds":30}:0.5' 'call:knock:{}' \
+    'call:sleep:{"seconds":30}' -- "$@" --timeout 2
+  check "$label: handshake, tools, call, isError, 16 at once" rc=0 \
+    out='^server: interop-python-sdk 1.0.0$' out='^tools: echo,add,fail,sleep' \
+    out='^call echo: hi isError=False$' out='^call fail: .*failed on purpose: r isError=True$' \
+    out='^parallel: 16 of 16 answered, each its own$'
+  check "$label: the upstream's progress under the host's token" rc=0 \
+    out="^progress count: $(progressed "$host" 4)\$"
+  check "$label: a call the host cancels ends upstream, the session answers on" rc=0 \
+    out='^cancel sleep: cancelled, ping ok' err='method=tools/call .*status=cancelled'
+  check "$label: the upstream's elicitation asked of the host, its answer relayed" rc=0 \
+    out='^elicited: Who is there\?$' out='^call knock: Hello, Ada! isError=False$'
+  local stalled
+  stalled=$(grep -Eo '^call sleep: error -32001 [0-9]+ ms' <<<"$OUT" | grep -Eo '[0-9]+ ms' | grep -Eo '[0-9]+')
+  if [ -n "$stalled" ] && ((stalled <= 2150)); then
+    ok "$label: a stalled call answered -32001 by the bridge's 2 s budget ($stalled ms)"
+  else
+    fail "$label: a stalled call answered -32001 by the bridge's 2 s budget" "stdout: $(_excerpt "$OUT" 900)"
+  fi
+  check "$label: the stalled call's error names the budget and the server" rc=0 \
+    out='^call sleep: error -32001 .*budget for this request ran out: MCP server "'
+}
+
 for host in python ts; do
   H="$host host"
-  for protocol in auto 2025-11-25; do
-    host_run "$host" init tools 'call:echo:{"text":"hi"}' 'call:fail:{"reason":"r"}' \
-      'call:sleep:{"seconds":30}' 'cancel:sleep:{"seconds":30}:0.5' -- \
-      --url "http://127.0.0.1:$port/mcp" --protocol "$protocol" --timeout 2
-    check "$H, Python SDK upstream ($protocol): handshake, tools, call, isError" rc=0 \
-      out='^server: interop-python-sdk 1.0.0$' out='^tools: echo,add,fail,sleep' \
-      out='^call echo: hi isError=False$' out='^call fail: .*failed on purpose: r isError=True$'
-    stalled=$(grep -Eo '^call sleep: error -32001 [0-9]+ ms' <<<"$OUT" | grep -Eo '[0-9]+ ms' | grep -Eo '[0-9]+')
-    if [ -n "$stalled" ] && ((stalled <= 2150)); then
-      ok "$H ($protocol): a stalled call answered -32001 by the bridge's 2 s budget ($stalled ms)"
-    else
-      fail "$H ($protocol): a stalled call answered -32001 by the bridge's 2 s budget" "stdout: $(_excerpt "$OUT" 900)"
-    fi
-    check "$H ($protocol): the error names the budget and the server" rc=0 \
-      out="^call sleep: error -32001 .*budget for this request ran out: MCP server \"127.0.0.1:$port\""
-    check "$H ($protocol): a call the host cancels ends upstream, the session answers on" rc=0 \
-      out='^cancel sleep: cancelled, ping ok' err='method=tools/call .*status=cancelled'
-    HOST_ELICIT='{"name":"Ada"}' host_run "$host" init 'call:knock:{}' -- \
-      --url "http://127.0.0.1:$port/mcp" --protocol "$protocol"
-    check "$H ($protocol): the upstream's elicitation asked of the host, its answer relayed" rc=0 \
-      out='^elicited: Who is there\?$' out='^call knock: Hello, Ada! isError=False$'
-  done
-
-  HOST_ELICIT='{"name":"Ada"}' host_run "$host" init 'call:trigger-elicitation-request:{}' -- \
-    --url "http://127.0.0.1:$everything/mcp"
-  check "$H, reference server upstream: its elicitation (on the call's stream) asked of the host" \
-    rc=0 out='^elicited: Please provide inputs' out='User provided the requested information'
+  python_upstream "$host" "$H, Python SDK upstream (modern)" --url "http://127.0.0.1:$port/mcp"
+  python_upstream "$host" "$H, Python SDK upstream (2025-11-25)" --url "http://127.0.0.1:$port/mcp" \
+    --protocol 2025-11-25
+  python_upstream "$host" "$H, Python SDK stdio upstream" \
+    --stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $TAG"
+  no_process_left "$H: the host closed, no upstream process left" "$TAG"
+  python_upstream "$host" "$H, Python SDK stdio upstream (2025-11-25)" \
+    --stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $TAG" --protocol 2025-11-25
+  no_process_left "$H: the host closed, no upstream process left (2025-11-25)" "$TAG"
 
   host_run "$host" init tools 'call:echo:{"message":"hi"}' 'call:get-sum:{"a":"x","b":2}' \
-    'progress:trigger-long-running-operation:{"duration":1,"steps":4}' -- \
-    --url "http://127.0.0.1:$everything/mcp"
-  check "$H, reference server upstream (legacy): handshake, tools, call, isError" rc=0 \
+    parallel:16:message 'progress:trigger-long-running-operation:{"duration":1,"steps":4}' \
+    'cancel:trigger-long-running-operation:{"duration":10,"steps":10}:0.5' \
+    'call:trigger-elicitation-request:{}' -- --url "http://127.0.0.1:$everything/mcp"
+  R="$H, reference server upstream"
+  check "$R: handshake, tools, call, isError, 16 at once" rc=0 \
     out='^server: mcp-servers/everything ' out='^tools: .*echo' \
-    out='^call echo: Echo: hi isError=False$' out='^call get-sum: .* isError=True$'
-  # The TypeScript SDK handles a response at once and a notification a microtask later: the
-  # last progress, read in the same chunk as the result, finds its handler gone (it logs
-  # "unknown token"). The bridge wrote it first; the Python SDK sees all four.
-  last='4 notifications, last 4(\.0)?'
-  [ "$host" = ts ] && last='[34] notifications, last [34]'
-  check "$H, reference server upstream: the host's progress token gets the upstream's progress" \
-    rc=0 out="^progress trigger-long-running-operation: $last\$"
-
-  host_run "$host" init tools 'call:echo:{"text":"over stdio"}' 'call:fail:{"reason":"r"}' -- \
-    --stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $TAG"
-  check "$H, Python SDK stdio upstream: handshake, tools, call, isError" rc=0 \
-    out='^server: interop-python-sdk 1.0.0$' out='^tools: echo,add,fail,sleep' \
-    out='^call echo: over stdio isError=False$' out='^call fail: .* isError=True$'
-  no_process_left "$H: the host closed, no upstream process left" "$TAG"
+    out='^call echo: Echo: hi isError=False$' out='^call get-sum: .* isError=True$' \
+    out='^parallel: 16 of 16 answered, each its own$'
+  check "$R: the upstream's progress under the host's token" rc=0 \
+    out="^progress trigger-long-running-operation: $(progressed "$host" 4)\$"
+  check "$R: a call the host cancels ends upstream, the session answers on" rc=0 \
+    out='^cancel trigger-long-running-operation: cancelled, ping ok' err='method=tools/call .*status=cancelled'
+  check "$R: its elicitation (on the call's stream) asked of the host" rc=0 \
+    out='^elicited: Please provide inputs' out='User provided the requested information'
 done
 finish
