@@ -13,7 +13,9 @@ notifications, last <progress>`), parallel:<n>[:<key>] (n echo calls at once, th
 under key, default text: `parallel: <k> of <n> answered, each its own`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`). With HOST_ELICIT set (a JSON
 object), the host declares elicitation and accepts each with that content, printing
-`elicited: <message>`.
+`elicited: <message>`. With HOST_MODE set (`auto`, `legacy` or a version), the host is the
+SDK's high-level `Client` in that mode instead (`auto`: `server/discover` first, the 2026-07-28
+era when it is answered); `init` then also prints `protocol=<version>`.
 """
 
 import json
@@ -23,7 +25,7 @@ import time
 
 import anyio
 import mcp_types as types
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
@@ -44,63 +46,78 @@ async def main() -> None:
             print(f"elicited: {asked.message}", flush=True)
             return types.ElicitResult(action="accept", content=json.loads(content))
 
+    mode = os.environ.get("HOST_MODE")
+    if mode is not None:
+        try:
+            async with Client(params, mode=mode, elicitation_callback=callback) as client:
+                info = client.server_info
+                print(f"server: {info.name} {info.version} protocol={client.protocol_version}", flush=True)
+                await run_steps(client, [step for step in steps if step != "init"])
+        except MCPError as err:
+            print(f"init: error {err.error.code} {err.error.message}", flush=True)
+        return
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, elicitation_callback=callback) as session:
-            for step in steps:
-                kind, _, rest = step.partition(":")
-                if kind == "init":
-                    try:
-                        result = await session.initialize()
-                    except MCPError as err:
-                        print(f"init: error {err.error.code} {err.error.message}", flush=True)
-                        return
-                    info = result.server_info
-                    print(f"server: {info.name} {info.version}", flush=True)
-                elif kind == "tools":
-                    listed = await session.list_tools()
-                    print("tools: " + ",".join(tool.name for tool in listed.tools), flush=True)
-                elif kind == "call":
-                    tool, _, arguments = rest.partition(":")
-                    started = time.monotonic()
-                    try:
-                        result = await session.call_tool(tool, json.loads(arguments or "{}"))
-                        print(f"call {tool}: {text_of(result)} isError={result.is_error}", flush=True)
-                    except MCPError as err:
-                        ms = round((time.monotonic() - started) * 1000)
-                        print(f"call {tool}: error {err.error.code} {ms} ms {err.error.message}", flush=True)
-                elif kind == "progress":
-                    tool, _, arguments = rest.partition(":")
-                    heard = []
+            if "init" in steps:
+                try:
+                    result = await session.initialize()
+                except MCPError as err:
+                    print(f"init: error {err.error.code} {err.error.message}", flush=True)
+                    return
+                info = result.server_info
+                print(f"server: {info.name} {info.version}", flush=True)
+            await run_steps(session, [step for step in steps if step != "init"])
 
-                    async def progressed(progress, total, message) -> None:
-                        heard.append(progress)
 
-                    result = await session.call_tool(
-                        tool, json.loads(arguments or "{}"), progress_callback=progressed
-                    )
-                    print(f"progress {tool}: {len(heard)} notifications, last {heard[-1] if heard else None}", flush=True)
-                elif kind == "parallel":
-                    count, _, key = rest.partition(":")
-                    count = int(count)
-                    answers = []
+async def run_steps(session, steps: list[str]) -> None:
+    """Runs the steps after the handshake on a ClientSession or a Client (the same calls)."""
+    for step in steps:
+        kind, _, rest = step.partition(":")
+        if kind == "tools":
+            listed = await session.list_tools()
+            print("tools: " + ",".join(tool.name for tool in listed.tools), flush=True)
+        elif kind == "call":
+            tool, _, arguments = rest.partition(":")
+            started = time.monotonic()
+            try:
+                result = await session.call_tool(tool, json.loads(arguments or "{}"))
+                print(f"call {tool}: {text_of(result)} isError={result.is_error}", flush=True)
+            except MCPError as err:
+                ms = round((time.monotonic() - started) * 1000)
+                print(f"call {tool}: error {err.error.code} {ms} ms {err.error.message}", flush=True)
+        elif kind == "progress":
+            tool, _, arguments = rest.partition(":")
+            heard = []
 
-                    async def one(i: int) -> None:
-                        result = await session.call_tool("echo", {key or "text": f"call {i}"})
-                        answers.append(text_of(result).endswith(f"call {i}"))
+            async def progressed(progress, total, message) -> None:
+                heard.append(progress)
 
-                    async with anyio.create_task_group() as group:
-                        for i in range(count):
-                            group.start_soon(one, i)
-                    print(f"parallel: {sum(answers)} of {count} answered, each its own", flush=True)
-                elif kind == "cancel":
-                    tool, _, rest = rest.partition(":")
-                    arguments, _, after = rest.rpartition(":")
-                    with anyio.move_on_after(float(after)):
-                        await session.call_tool(tool, json.loads(arguments or "{}"))
-                    started = time.monotonic()
-                    await session.send_ping()
-                    ms = round((time.monotonic() - started) * 1000)
-                    print(f"cancel {tool}: cancelled, ping ok {ms} ms", flush=True)
+            result = await session.call_tool(
+                tool, json.loads(arguments or "{}"), progress_callback=progressed
+            )
+            print(f"progress {tool}: {len(heard)} notifications, last {heard[-1] if heard else None}", flush=True)
+        elif kind == "parallel":
+            count, _, key = rest.partition(":")
+            count = int(count)
+            answers = []
+
+            async def one(i: int) -> None:
+                result = await session.call_tool("echo", {key or "text": f"call {i}"})
+                answers.append(text_of(result).endswith(f"call {i}"))
+
+            async with anyio.create_task_group() as group:
+                for i in range(count):
+                    group.start_soon(one, i)
+            print(f"parallel: {sum(answers)} of {count} answered, each its own", flush=True)
+        elif kind == "cancel":
+            tool, _, rest = rest.partition(":")
+            arguments, _, after = rest.rpartition(":")
+            with anyio.move_on_after(float(after)):
+                await session.call_tool(tool, json.loads(arguments or "{}"))
+            started = time.monotonic()
+            await session.send_ping()
+            ms = round((time.monotonic() - started) * 1000)
+            print(f"cancel {tool}: cancelled, ping ok {ms} ms", flush=True)
 
 
 anyio.run(main)

@@ -12,7 +12,9 @@
 # whose handshake declared elicitation, its answer relayed. On the Python SDK upstreams, a
 # stalled call is answered -32001 by the bridge's 2 s budget (the host's own timeout is far
 # off) within 2.15 s of the host's request, naming the budget and the server. After the host
-# closes, no upstream process is left.
+# closes, no upstream process is left. A host speaking the 2026-07-28 era (the Python SDK's
+# Client, which probes server/discover) gets the same but the elicitation (not relayed to a
+# modern host yet), on the Python SDK upstream and, for a call, on the legacy reference server.
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
@@ -76,6 +78,23 @@ python_upstream() {
   check "$label: the stalled call's error names the budget and the server" rc=0 \
     out='^call sleep: error -32001 .*budget for this request ran out: MCP server "'
 }
+
+# A host that speaks the 2026-07-28 era: the Python SDK's high-level Client in its default
+# mode probes server/discover, and each request then names the version in _meta.
+HOST_MODE=auto host_run python init tools 'call:echo:{"text":"hi"}' 'call:fail:{"reason":"r"}' \
+  parallel:16 'progress:count:{"steps":4}' 'cancel:sleep:{"seconds":30}:0.5' \
+  'call:sleep:{"seconds":30}' -- --url "http://127.0.0.1:$port/mcp" --timeout 2
+M="python host in the 2026-07-28 era (the SDK's Client, mode auto), Python SDK upstream"
+check "$M: server/discover answered, tools, call, isError, 16 at once" rc=0 \
+  out='^server: interop-python-sdk 1.0.0 protocol=2026-07-28$' out='^tools: echo,add,fail,sleep' \
+  out='^call echo: hi isError=False$' out='^call fail: .*failed on purpose: r isError=True$' \
+  out='^parallel: 16 of 16 answered, each its own$'
+check "$M: progress, a host cancel, a stalled call answered -32001 by the budget" rc=0 \
+  out='^progress count: 4 notifications, last 4(\.0)?$' out='^cancel sleep: cancelled, ping ok' \
+  out='^call sleep: error -32001 [0-9]+ ms The bridge.s 2 s budget for this request ran out'
+HOST_MODE=auto host_run python init tools 'call:echo:{"message":"hi"}' -- --url "http://127.0.0.1:$everything/mcp"
+check "python host in the 2026-07-28 era, the reference server (legacy) upstream: tools, call" rc=0 \
+  out='^server: mcp-servers/everything .* protocol=2026-07-28$' out='^call echo: Echo: hi isError=False$'
 
 for host in python ts; do
   H="$host host"

@@ -13,6 +13,13 @@ use serde_json::{Map, Value, json};
 /// asking for another one is answered with the first.
 pub(crate) const HOST_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
+/// The version of the stateless era the bridge speaks with a host that asks `server/discover`
+/// first and names it in each request's `_meta`.
+pub(crate) const MODERN_HOST_VERSION: &str = "2026-07-28";
+
+/// The `_meta` key a modern request names its version under.
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// JSON-RPC's codes for what the host sent wrong, and the one for a spent budget (the
 /// TypeScript SDK's `RequestTimeout`, which hosts built on it show as a timeout).
 pub(crate) mod code {
@@ -120,6 +127,9 @@ pub(crate) enum Plan {
     /// The handshake: the upstream is probed under the request's budget, and its identity and
     /// what the bridge relays of its capabilities answer, in `version`.
     Initialize { version: &'static str },
+    /// A modern host's `server/discover`: the upstream is probed, and answers as `initialize`
+    /// does, in the modern era's shape.
+    Discover,
     /// This operation on the upstream, under the request's own budget.
     Forward(Action),
     /// This error, at once.
@@ -146,6 +156,7 @@ pub(crate) fn plan(method: &str, params: &Value) -> Plan {
                 .unwrap_or(&HOST_VERSIONS[0]);
             Plan::Initialize { version }
         }
+        "server/discover" => Plan::Discover,
         "ping" => Plan::Answer(json!({})),
         "tools/list" => Plan::Forward(Action::List(ListKind::Tools)),
         "resources/list" => Plan::Forward(Action::List(ListKind::Resources)),
@@ -242,10 +253,53 @@ pub(crate) fn initialize_result(info: &SessionInfo, version: &str) -> Value {
     result
 }
 
+/// The answer to a modern host's `server/discover`: the versions the bridge speaks with it,
+/// what it relays of the upstream's capabilities, and the upstream's identity in `_meta`.
+pub(crate) fn discover_result(info: &SessionInfo) -> Value {
+    let mut server = json!({"name": info.server.name, "version": info.server.version});
+    if let Some(title) = &info.server.title {
+        server["title"] = Value::from(title.as_str());
+    }
+    let mut result = json!({
+        "supportedVersions": [MODERN_HOST_VERSION],
+        "capabilities": relayed_capabilities(&info.capabilities),
+        "resultType": "complete",
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "_meta": {"io.modelcontextprotocol/serverInfo": server},
+    });
+    if let Some(instructions) = &info.instructions {
+        result["instructions"] = Value::from(instructions.as_str());
+    }
+    result
+}
+
+/// Whether a request comes from a host speaking the modern era (its `_meta` names the
+/// version): its results then carry `resultType`.
+pub(crate) fn is_modern(params: &Value) -> bool {
+    params
+        .pointer(&format!("/_meta/{}", VERSION_KEY.replace('/', "~1")))
+        .and_then(Value::as_str)
+        .is_some_and(|version| version == MODERN_HOST_VERSION)
+}
+
+/// `result` in the era the host speaks: a modern host's carries `resultType` (a legacy
+/// upstream's answer has none).
+pub(crate) fn in_era(mut result: Value, modern: bool) -> Value {
+    if let (true, Some(fields)) = (modern, result.as_object_mut()) {
+        fields
+            .entry("resultType")
+            .or_insert_with(|| Value::from("complete"));
+    }
+    result
+}
+
 /// The result the host gets for an operation's outcome: what the upstream answered, verbatim
 /// where it is kept so (a call's result, a resource's contents, a prompt, each listing's
-/// entries), whole listings without a cursor.
-pub(crate) fn result_of(outcome: Outcome) -> Value {
+/// entries), whole listings without a cursor. For a host speaking the modern era (`modern`),
+/// every result carries `resultType`, and a listing or a resource read its caching hints
+/// (`ttlMs`, `cacheScope`: the upstream's, or immediately stale and private when it gave none).
+pub(crate) fn result_of(outcome: Outcome, modern: bool) -> Value {
     fn entries<T>(items: &[T], raw: impl Fn(&T) -> &Map<String, Value>) -> Value {
         Value::Array(
             items
@@ -254,23 +308,57 @@ pub(crate) fn result_of(outcome: Outcome) -> Value {
                 .collect(),
         )
     }
-    match outcome {
-        Outcome::Tools(tools) => json!({"tools": entries(&tools, |t| &t.raw)}),
-        Outcome::Resources(items) => json!({"resources": entries(&items, |r| &r.raw)}),
-        Outcome::ResourceTemplates(items) => {
-            json!({"resourceTemplates": entries(&items, |t| &t.raw)})
-        }
-        Outcome::Prompts(items) => json!({"prompts": entries(&items, |p| &p.raw)}),
-        Outcome::Call(call) => Value::Object(call.raw),
-        Outcome::Resource(read) => Value::Object(read.raw),
-        Outcome::Prompt(prompt) => Value::Object(prompt.raw),
-        Outcome::Completion(completion) => json!({"completion": {
-            "values": completion.values,
-            "total": completion.total,
-            "hasMore": completion.has_more,
-        }}),
-        _ => json!({}),
+    let (result, cacheable) = match outcome {
+        Outcome::Tools(tools) => (
+            json!({"tools": entries(&tools, |t| &t.raw)}),
+            Some(tools.cache),
+        ),
+        Outcome::Resources(items) => (
+            json!({"resources": entries(&items, |r| &r.raw)}),
+            Some(items.cache),
+        ),
+        Outcome::ResourceTemplates(items) => (
+            json!({"resourceTemplates": entries(&items, |t| &t.raw)}),
+            Some(items.cache),
+        ),
+        Outcome::Prompts(items) => (
+            json!({"prompts": entries(&items, |p| &p.raw)}),
+            Some(items.cache),
+        ),
+        Outcome::Call(call) => (Value::Object(call.raw), None),
+        Outcome::Resource(read) => (Value::Object(read.raw), Some(read.cache)),
+        Outcome::Prompt(prompt) => (Value::Object(prompt.raw), None),
+        Outcome::Completion(completion) => (
+            json!({"completion": {
+                "values": completion.values,
+                "total": completion.total,
+                "hasMore": completion.has_more,
+            }}),
+            None,
+        ),
+        _ => (json!({}), None),
+    };
+    let result = in_era(result, modern);
+    match (modern, cacheable) {
+        (true, Some(hint)) => with_cache_hint(result, hint),
+        _ => result,
     }
+}
+
+/// `result` with the caching hints a modern host requires of it.
+fn with_cache_hint(mut result: Value, hint: Option<mcp_proto::CacheHint>) -> Value {
+    let ttl = hint.map_or(0, |hint| {
+        u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX)
+    });
+    let scope = match hint.and_then(|hint| hint.scope) {
+        Some(mcp_proto::CacheScope::Public) => "public",
+        _ => "private",
+    };
+    if let Some(fields) = result.as_object_mut() {
+        fields.insert("ttlMs".to_owned(), Value::from(ttl));
+        fields.insert("cacheScope".to_owned(), Value::from(scope));
+    }
+    result
 }
 
 /// The JSON-RPC error the host gets for an operation that ended in `err`: an upstream's own
@@ -530,6 +618,44 @@ mod tests {
         assert_eq!(
             progress_token(&json!({"_meta": {"progressToken": {"a": 1}}})),
             None
+        );
+    }
+
+    #[test]
+    fn a_modern_host_is_answered_in_its_era() {
+        assert_eq!(plan("server/discover", &json!({})), Plan::Discover);
+        let modern = json!({"name": "echo",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+        assert!(is_modern(&modern));
+        assert!(!is_modern(&json!({"name": "echo"})));
+        assert_eq!(
+            in_era(json!({"content": []}), true),
+            json!({"content": [], "resultType": "complete"})
+        );
+        assert_eq!(
+            in_era(json!({"content": [], "resultType": "complete"}), true)["resultType"],
+            "complete"
+        );
+        assert_eq!(
+            in_era(json!({"content": []}), false),
+            json!({"content": []})
+        );
+        let info = SessionInfo {
+            protocol_version: mcp_proto::ProtocolVersion::MODERN,
+            server: mcp_proto::ServerInfo {
+                name: "up".into(),
+                version: "1".into(),
+                title: None,
+            },
+            capabilities: json!({"tools": {"listChanged": true}}),
+            instructions: None,
+            session_id: None,
+        };
+        assert_eq!(
+            discover_result(&info),
+            json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up", "version": "1"}}})
         );
     }
 

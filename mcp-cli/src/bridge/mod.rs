@@ -116,6 +116,10 @@ struct Job {
     action: Action,
     /// The handshake: the probe's outcome answers in this version.
     initialize: Option<&'static str>,
+    /// A modern host's `server/discover`: the probe's outcome answers it.
+    discover: bool,
+    /// The host speaks the modern era in this request: the result carries `resultType`.
+    modern: bool,
     /// The token the host asked progress under: the upstream's progress goes to it.
     progress: Option<Value>,
 }
@@ -224,19 +228,28 @@ impl Bridge {
         match message {
             FromHost::Request { id, method, params } => {
                 let progress = host::progress_token(&params);
-                let job = |action, initialize| Job {
+                let modern = host::is_modern(&params);
+                let job = |action, initialize, discover| Job {
                     id: id.clone(),
                     action,
                     initialize,
+                    discover,
+                    modern,
                     progress,
                 };
                 match host::plan(&method, &params) {
-                    Plan::Answer(result) => self.send(&host::response(&id, Ok(result))),
+                    Plan::Answer(result) => {
+                        let result = host::in_era(result, modern);
+                        self.send(&host::response(&id, Ok(result)));
+                    }
                     Plan::Refuse { code, message } => {
                         self.send(&host::response(&id, Err(host::refusal(code, &message))));
                     }
-                    Plan::Initialize { version } => return Some(job(Action::Probe, Some(version))),
-                    Plan::Forward(action) => return Some(job(action, None)),
+                    Plan::Initialize { version } => {
+                        return Some(job(Action::Probe, Some(version), false));
+                    }
+                    Plan::Discover => return Some(job(Action::Probe, None, true)),
+                    Plan::Forward(action) => return Some(job(action, None, false)),
                 }
             }
             FromHost::Cancelled { request_id } => {
@@ -298,7 +311,8 @@ impl Bridge {
             (Ok(Outcome::Probe(info)), Some(version)) => {
                 Ok(host::initialize_result(&info, version))
             }
-            (Ok(outcome), _) => Ok(host::result_of(outcome)),
+            (Ok(Outcome::Probe(info)), None) if job.discover => Ok(host::discover_result(&info)),
+            (Ok(outcome), _) => Ok(host::result_of(outcome, job.modern)),
             (Err(err), _) => {
                 let sentence = (self.sentence)(&err, &self.label);
                 let spent = deadline.is_exhausted(std::time::Instant::now());
