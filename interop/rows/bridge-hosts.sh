@@ -124,4 +124,22 @@ for host in python ts; do
   check "$R: its elicitation (on the call's stream) asked of the host" rc=0 \
     out='^elicited: Please provide inputs' out='User provided the requested information'
 done
+# A host that dies mid-session (its end of the pipe closed, as a killed process's is): the
+# bridge reads EOF, ends the upstream within the close's grant, and exits.
+killed="$TAG-killed"
+mkfifo "$ROW_TMP/host"
+"$MCP_CALL" --driver "$DRIVER" --stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $killed" \
+  bridge <"$ROW_TMP/host" >"$ROW_TMP/killed.out" 2>&1 &
+bridge=$!
+exec 8>"$ROW_TMP/host"
+echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dying-host","version":"1"}}}' >&8
+for _ in $(seq 200); do grep -q '"id":1' "$ROW_TMP/killed.out" && break; sleep 0.05; done
+pgrep -f -- "$killed" | grep -qv "^$bridge\$" && ok "a host's handshake started the upstream process" ||
+  fail "a host's handshake started the upstream process" "$(cat "$ROW_TMP/killed.out" | head -c 300)"
+exec 8>&-
+gone=no
+for _ in $(seq 60); do kill -0 "$bridge" 2>/dev/null || { gone=yes; break; }; sleep 0.05; done
+if [ "$gone" = yes ]; then ok "the host gone, the bridge exits within 3 s"; else
+  fail "the host gone, the bridge exits within 3 s" "still running"; kill -KILL "$bridge"; fi
+no_process_left "the host gone, no upstream process left" "$killed"
 finish
