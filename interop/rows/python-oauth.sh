@@ -12,7 +12,8 @@
 # SDK's /revoke (the pair: access and refresh token) and the call after it (the refresh is
 # refused and nobody can approve: exit 7, "run `mcp-call login` first"), and a login again;
 # for client_secret_basic, a host's call through `mcp-call bridge` with the kept token, and
-# after revocation the host's handshake refused with an error saying to log in.
+# after revocation the host's handshake refused with an error saying to log in, then
+# `bridge --login` logging in from the bridge itself before the host's call is answered.
 # Then a registration whose method the server substituted (asked basic, given post), and
 # `--grant client-credentials`, which the SDK's token endpoint does not know (refused with
 # invalid_request: a clear error, no secret shown).
@@ -102,6 +103,31 @@ host() {
   timeout -s KILL 60 "$PY" "$INTEROP_DIR/peers/python_host.py" init "$@" -- \
     "$MCP_CALL" --driver "$DRIVER" --trace --url "$URL" --credentials "$credentials" bridge \
     >"$TMP/out" 2>"$TMP/err" </dev/null
+  RC=$?
+  OUT=$(cat "$TMP/out")
+  ERR=$(cat "$TMP/err")
+}
+
+# host_login CREDENTIALS STEP...: as host, with `bridge --login`: the bridge's `authorize:` URL
+# (on the host's stderr, where hosts show a server's stderr) followed with curl as login() does.
+host_login() {
+  local credentials=$1 url="" start=$SECONDS answer location
+  shift
+  timeout -s KILL 60 "$PY" "$INTEROP_DIR/peers/python_host.py" init "$@" -- \
+    "$MCP_CALL" --driver "$DRIVER" --trace --url "$URL" --credentials "$credentials" bridge --login \
+    >"$TMP/out" 2>"$TMP/err" </dev/null &
+  local client=$!
+  while [ -z "$url" ]; do
+    url=$(sed -n 's/^authorize: //p' "$TMP/err" | head -n 1)
+    if [ -z "$url" ] && { ! kill -0 "$client" 2>/dev/null || ((SECONDS - start >= 30)); }; then break; fi
+    [ -n "$url" ] || sleep 0.05
+  done
+  if [ -n "$url" ]; then
+    answer=$(lcurl -o /dev/null -w '%{http_code} %{redirect_url}' "$url")
+    location=${answer#* }
+    [ -n "$location" ] && lcurl -o /dev/null "$location"
+  fi
+  wait "$client"
   RC=$?
   OUT=$(cat "$TMP/out")
   ERR=$(cat "$TMP/err")
@@ -256,6 +282,15 @@ method_checks() {
     err='method=oauth:token .*status=200' no_err='oauth:register'
   mcp --url "$URL" --credentials "$credentials" call echo '{"text":"again"}'
   check "$method: a call after the new login" rc=0 out='^again$' no_err='oauth:'
+
+  if [ "$method" = client_secret_basic ]; then
+    # Revoked again: nobody can refresh, so a person must approve, from the bridge this time.
+    revoke "$credentials" "$method"
+    host_login "$credentials" 'call:echo:{"text":"after the bridge logged in"}'
+    check "$method: bridge --login: the browser flow from the bridge (its URL on the host's stderr), then the host's call" \
+      rc=0 err='^authorize: ' err='method=oauth:token .*status=200' err='answers; serving the host' \
+      out='^call echo: after the bridge logged in isError=False$' hidden="$(stored "$credentials" client_secret)"
+  fi
 }
 
 method_checks client_secret_basic

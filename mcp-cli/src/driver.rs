@@ -144,6 +144,19 @@ impl Client {
         }
     }
 
+    /// Runs `action` as one operation under `budget` instead of the configured one (a login,
+    /// which waits for a person).
+    pub(crate) fn run_under(
+        &mut self,
+        action: Action,
+        budget: mcp_proto::Budget,
+    ) -> Result<Outcome, Error> {
+        match self {
+            Self::Blocking(client) => client.run(action, budget),
+            Self::Tokio(runtime, client) => runtime.block_on(client.run(action, budget)),
+        }
+    }
+
     /// Runs `action` `runs` times with `parallel` operations in flight at once on the one
     /// session (a thread each on the blocking driver, a future each on tokio), each under the
     /// configured budget. `report` gets each run's time, deadline and result as it ends, on

@@ -252,7 +252,13 @@ enum Command {
     /// request is one operation on it under its own budget (--timeout), and a spent budget
     /// answers the host with an error naming the budget and the server. Logs (--trace) go to
     /// stderr; EOF on stdin closes the upstream session and ends the bridge.
-    Bridge,
+    Bridge {
+        /// Log in first when the server needs it: the browser flow of `login` (its URL on
+        /// stderr, which hosts show), under login's budget (300 s), before the host's first
+        /// request is answered; then the tokens are kept in --credentials as `login` keeps them.
+        #[arg(long)]
+        login: bool,
+    },
     /// Lists the entries of --config: name, transport (http or stdio) and URL or command.
     Servers,
     /// Authorizes with the server's OAuth authorization server: prints `authorize: <URL>`
@@ -345,7 +351,7 @@ impl Command {
                     resource_subscriptions: resource.clone(),
                 })
             }
-            Self::Completions { .. } | Self::Servers | Self::Logout | Self::Bridge => {
+            Self::Completions { .. } | Self::Servers | Self::Logout | Self::Bridge { .. } => {
                 return None;
             }
         })
@@ -626,6 +632,8 @@ fn run(cli: Cli) -> u8 {
         (None, None) => unreachable!("a demo server starts when no URL is given"),
     };
     let login = matches!(cli.command, Command::Login);
+    // `bridge --login` listens for the browser's redirect as `login` does.
+    let bridge_login = matches!(cli.command, Command::Bridge { login: true });
     let budget = match cli.timeout.or(entry_timeout) {
         Some(total) => Budget::from_duration(total),
         None if login => Budget::from_duration(LOGIN_BUDGET),
@@ -650,7 +658,7 @@ fn run(cli: Cli) -> u8 {
     // never touches the credentials file.
     let auth = match &target {
         Target::Stdio(_) => None,
-        Target::Http { url, .. } => match authorization(&cli, url, login) {
+        Target::Http { url, .. } => match authorization(&cli, url, login || bridge_login) {
             Ok(auth) => Some(auth),
             Err(message) => return usage(cli.json, Some(&label), &message),
         },
@@ -669,7 +677,7 @@ fn run(cli: Cli) -> u8 {
     // The spinner shows the server's progress, and --trace prints it: ask for it then (a
     // progress notification never extends the budget).
     // The bridge relays progress to a host that asks for it.
-    let bridging = matches!(cli.command, Command::Bridge);
+    let bridging = matches!(cli.command, Command::Bridge { .. });
     let config = config.with_progress(interactive || cli.trace || bridging);
     // A tool the server runs as a task is polled inside the budget; one still running when the
     // budget ends is named on stderr (`task: <id>`), so the operator knows the work goes on.
@@ -727,12 +735,13 @@ fn run(cli: Cli) -> u8 {
     if let Some(list) = &cli.noproxy {
         network = network.with_no_proxy(list);
     }
-    if let Command::Bridge = cli.command {
+    if let Command::Bridge { login } = cli.command {
         // The client is made when the host's handshake says what it can answer (elicitation,
         // sampling, roots): those are the capabilities the upstream is told of.
-        let token = auth
-            .as_ref()
-            .and_then(|auth| auth.store.token_for(&auth.url));
+        let (token, loopback) = match auth {
+            Some(auth) => (auth.store.token_for(&auth.url), auth.loopback),
+            None => (None, None),
+        };
         let driver = cli.driver;
         let build = move |config: SessionConfig, reporter: Reporter| {
             let mut client = Client::new(driver, config, &network, reporter)
@@ -740,9 +749,13 @@ fn run(cli: Cli) -> u8 {
             if let Some(token) = token {
                 client.set_token(token);
             }
+            if let Some(loopback) = loopback {
+                client.set_authorizer(loopback);
+            }
             Ok(client)
         };
-        return bridge::serve(config, build, &label, sentence, reporter);
+        let login = login.then(|| Budget::from_duration(LOGIN_BUDGET));
+        return bridge::serve(config, build, &label, sentence, reporter, login);
     }
     let mut client = match Client::new(cli.driver, config, &network, reporter.clone()) {
         Ok(client) => client,

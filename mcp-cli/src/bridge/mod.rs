@@ -44,6 +44,7 @@ pub(crate) fn serve(
     label: &str,
     sentence: fn(&Error, &str) -> String,
     reporter: Reporter,
+    login: Option<mcp_proto::Budget>,
 ) -> u8 {
     let bridge = Arc::new(Bridge {
         label: label.to_owned(),
@@ -73,13 +74,21 @@ pub(crate) fn serve(
         "initialize" => HostAnswers::declared(&first.2),
         _ => HostAnswers::default(),
     };
-    let client = match build(bridge.answering(config, answers), reporter) {
+    let mut client = match build(bridge.answering(config, answers), reporter) {
         Ok(client) => client,
         Err(message) => {
             eprintln!("mcp-call: {message}");
             return crate::code::USAGE;
         }
     };
+    // `--login`: the server is asked once under the login's budget, so that a person can
+    // approve in the browser (the URL is on stderr) before the host's request is answered.
+    if let Some(budget) = login {
+        match client.run_under(Action::Probe, budget) {
+            Ok(_) => eprintln!("mcp-call bridge: {label} answers; serving the host"),
+            Err(err) => eprintln!("mcp-call bridge: {}", sentence(&err, label)),
+        }
+    }
     let first = FromHost::Request {
         id: first.0,
         method: first.1,
