@@ -52,7 +52,11 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.routes import build_metadata, cors_middleware
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
-from mcp.server.mcpserver import MCPServer
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from pydantic import BaseModel
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
@@ -219,6 +223,32 @@ def main() -> None:
     def fail(reason: str) -> str:
         """Always fails, with the reason as the tool's error text."""
         raise ToolError(f"failed on purpose: {reason}")
+
+    # For the bridge's checks behind OAuth: a slow call, progress, an elicitation.
+    @server.tool()
+    async def sleep(seconds: float) -> str:
+        """Answers after the given number of seconds."""
+        await anyio.sleep(seconds)
+        return f"slept {seconds}"
+
+    @server.tool()
+    async def count(steps: int, ctx: Context) -> str:
+        """Reports progress 1..steps of steps, 50 ms apart, then answers."""
+        for step in range(1, steps + 1):
+            await anyio.sleep(0.05)
+            await ctx.report_progress(step, steps, f"step {step}")
+        return f"counted {steps}"
+
+    class Name(BaseModel):
+        name: str
+
+    def ask_name() -> Elicit[Name]:
+        return Elicit("Who is there?", Name)
+
+    @server.tool()
+    async def knock(who: Annotated[Name, Resolve(ask_name)]) -> str:
+        """Asks who is there (elicitation); greets them."""
+        return f"Hello, {who.name}!"
 
     app = server.streamable_http_app()
     if args.advertise_auth_methods is not None:

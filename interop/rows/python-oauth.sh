@@ -58,7 +58,7 @@ fail() {
   failed=1
 }
 # A text on one line, cut at $2 characters (default 600).
-excerpt() { printf '%s' "$1" | tr '\n' '|' | cut -c1-"${2:-600}"; }
+excerpt() { printf "%s" "$1" | tr "\n" "|" | cut -c1-"${2:-3000}"; }
 # curl to loopback only, never through a proxy.
 lcurl() { curl -s --noproxy '*' --max-time 10 "$@"; }
 
@@ -95,17 +95,21 @@ mcp() {
   ERR=$(cat "$TMP/err")
 }
 
-# host CREDENTIALS STEP...: the Python SDK's stdio_client (peers/python_host.py) runs the steps
-# against `mcp-call bridge` in front of the server, with the kept tokens; sets RC, OUT, ERR.
+# host CREDENTIALS STEP...: the Python SDK's stdio_client (peers/python_host.py; with
+# HOST=ts, the TypeScript SDK's, peers/ts_host.mjs) runs the steps against `mcp-call bridge` in
+# front of the server, with the kept tokens, declaring elicitation; sets RC, OUT, ERR.
 host() {
   local credentials=$1
   shift
-  timeout -s KILL 60 "$PY" "$INTEROP_DIR/peers/python_host.py" init "$@" -- \
-    "$MCP_CALL" --driver "$DRIVER" --trace --url "$URL" --credentials "$credentials" bridge \
-    >"$TMP/out" 2>"$TMP/err" </dev/null
+  local bridge=("$MCP_CALL" --driver "$DRIVER" --trace --url "$URL" --credentials "$credentials" --timeout 2 bridge)
+  case ${HOST:-python} in
+    python) HOST_ELICIT='{"name":"Ada"}' timeout -s KILL 60 "$PY" "$INTEROP_DIR/peers/python_host.py" init "$@" -- "${bridge[@]}" ;;
+    ts) HOST_ELICIT='{"name":"Ada"}' NPM="$INTEROP_HOME/npm/node_modules" timeout -s KILL 60 node "$INTEROP_DIR/peers/ts_host.mjs" init "$@" -- "${bridge[@]}" ;;
+  esac >"$TMP/out" 2>"$TMP/err" </dev/null
   RC=$?
   OUT=$(cat "$TMP/out")
   ERR=$(cat "$TMP/err")
+  bridge_gone "$credentials"
 }
 
 # host_login CREDENTIALS STEP...: as host, with `bridge --login`: the bridge's `authorize:` URL
@@ -131,6 +135,16 @@ host_login() {
   RC=$?
   OUT=$(cat "$TMP/out")
   ERR=$(cat "$TMP/err")
+  bridge_gone "$credentials"
+}
+
+# bridge_gone CREDENTIALS: waits (5 s at most) until the bridge the host started has exited,
+# so that its redirect listener is closed before the next login binds one.
+bridge_gone() {
+  for _ in $(seq 100); do
+    pgrep -f -- "--credentials $1 .*bridge" >/dev/null || return 0
+    sleep 0.05
+  done
 }
 
 # login CREDENTIALS: `mcp-call login`, with curl as the browser: the URL printed on stderr is
@@ -246,10 +260,16 @@ method_checks() {
     err='method=tools/call .*status=200' no_err='oauth:'
 
   if [ "$method" = client_secret_basic ]; then
-    host "$credentials" 'call:echo:{"text":"through the bridge"}'
-    check "$method: a host's call through mcp-call bridge presents the kept token" rc=0 \
-      out='^call echo: through the bridge isError=False$' err='method=tools/call .*status=200' \
-      no_err='oauth:'
+    for HOST in python ts; do
+      host "$credentials" tools 'call:echo:{"text":"through the bridge"}' 'call:fail:{"reason":"r"}' \
+        'progress:count:{"steps":4}' 'cancel:sleep:{"seconds":30}:0.5' 'call:knock:{}' 'call:sleep:{"seconds":30}'
+      check "$method, $HOST host through mcp-call bridge with the kept token: tools, call, isError, progress, cancel, elicitation, a stall at the 2 s budget" rc=0 \
+        out='^tools: echo,fail,sleep,count,knock$' out='^call echo: through the bridge isError=False$' \
+        out='^call fail: .*failed on purpose: r isError=True$' out='^progress count: [34] notifications' \
+        out='^cancel sleep: cancelled, ping ok' out='^elicited: Who is there\?$' \
+        out='^call knock: Hello, Ada! isError=False$' out='^call sleep: error -32001 ' no_err='oauth:'
+    done
+    HOST=python
   fi
 
   mcp --url "$URL" --credentials "$credentials" call fail '{"reason":"on purpose"}'
