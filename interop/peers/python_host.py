@@ -10,7 +10,9 @@ no more steps), tools (`tools: a,b`),
 call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error <code> <ms> ms
 <message>`), progress:<tool>:<json> (the call with a progress callback: `progress <tool>: <n>
 notifications, last <progress>`), parallel:<n>[:<key>] (n echo calls at once, their text
-under key, default text: `parallel: <k> of <n> answered, each its own`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
+under key, default text: `parallel: <k> of <n> answered, each its own`), changes:<tool>:<seconds> (the tool called every 200 ms until the
+server's notifications/tools/list_changed is heard: `changes: notified` or `changes: none`),
+cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`). With HOST_ELICIT set (a JSON
 object), the host declares elicitation and accepts each with that content, printing
 `elicited: <message>`. With HOST_MODE set (`auto`, `legacy` or a version), the host is the
@@ -57,7 +59,9 @@ async def main() -> None:
             print(f"init: error {err.error.code} {err.error.message}", flush=True)
         return
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=callback) as session:
+        async with ClientSession(
+            read, write, elicitation_callback=callback, message_handler=heard
+        ) as session:
             if "init" in steps:
                 try:
                     result = await session.initialize()
@@ -67,6 +71,15 @@ async def main() -> None:
                 info = result.server_info
                 print(f"server: {info.name} {info.version}", flush=True)
             await run_steps(session, [step for step in steps if step != "init"])
+
+
+# The list changes the server told of, as they come.
+changed = anyio.Event()
+
+
+async def heard(message) -> None:
+    if isinstance(message, types.ToolListChangedNotification):
+        changed.set()
 
 
 async def run_steps(session, steps: list[str]) -> None:
@@ -109,6 +122,15 @@ async def run_steps(session, steps: list[str]) -> None:
                 for i in range(count):
                     group.start_soon(one, i)
             print(f"parallel: {sum(answers)} of {count} answered, each its own", flush=True)
+        elif kind == "changes":
+            # Calls the tool every 200 ms until the server's tool list change is heard.
+            tool, _, seconds = rest.partition(":")
+            with anyio.move_on_after(float(seconds)):
+                while not changed.is_set():
+                    await session.call_tool(tool, {})
+                    with anyio.move_on_after(0.2):
+                        await changed.wait()
+            print(f"changes: {'notified' if changed.is_set() else 'none'}", flush=True)
         elif kind == "cancel":
             tool, _, rest = rest.partition(":")
             arguments, _, after = rest.rpartition(":")

@@ -15,6 +15,7 @@ summarize(text) samples the client's model (sampling/createMessage), knock() eli
 (elicitation/create, a required string) and roots() asks for
 the client's roots (roots/list), through the SDK's resolvers: an InputRequiredResult in the
 2026-07-28 era, a request mid-call in a legacy session.
+change() publishes `notifications/tools/list_changed` to the listen streams asking for it.
 Resource updates: touch(uri) publishes `notifications/resources/updated` for uri to every
 `subscriptions/listen` stream asking for it (2026-07-28, the SDK's own bus); a legacy
 `resources/subscribe` (which MCPServer leaves unserved) is answered and its session sent the
@@ -94,6 +95,13 @@ async def chatty(text: str, ctx: Context) -> str:
     await ctx.log("info", f"info: {text}", logger_name="interop")
     await ctx.log("warning", f"careful: {text}", logger_name="interop")
     return text
+
+
+@server.tool()
+async def change(ctx: Context) -> str:
+    """Tells subscriptions/listen streams that the tool list changed (it did not)."""
+    await ctx.notify_tools_changed()
+    return "told"
 
 
 @server.tool()

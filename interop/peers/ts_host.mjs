@@ -5,7 +5,8 @@
 //
 //   NPM=<node_modules> node ts_host.mjs STEP... -- COMMAND ARGS...
 //
-// init, tools, call:<tool>:<json>, progress:<tool>:<json>, parallel:<n>[:<key>], cancel:<tool>:<json>:<seconds>;
+// init, tools, call:<tool>:<json>, progress:<tool>:<json>, parallel:<n>[:<key>], changes:<tool>:<seconds>,
+// cancel:<tool>:<json>:<seconds>;
 // HOST_ELICIT (a JSON object): the host declares elicitation and accepts each with it. The SDK's own request
 // timeout is set to 10 minutes: the bridge's budget must be what ends a call.
 import { pathToFileURL } from 'node:url';
@@ -13,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 const sdk = (path) => import(pathToFileURL(`${process.env.NPM}/@modelcontextprotocol/sdk/dist/esm/${path}`).href);
 const { Client } = await sdk('client/index.js');
 const { StdioClientTransport } = await sdk('client/stdio.js');
-const { ElicitRequestSchema } = await sdk('types.js');
+const { ElicitRequestSchema, ToolListChangedNotificationSchema } = await sdk('types.js');
 
 const split = process.argv.indexOf('--');
 const steps = process.argv.slice(2, split);
@@ -29,6 +30,11 @@ if (elicit !== undefined) {
   });
 }
 const patience = { timeout: 600_000 };
+// The server's tool list changes, as they come.
+let changed = false;
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+  changed = true;
+});
 const textOf = (result) => result.content.map((block) => block.text ?? '?').join(' ');
 
 for (const step of steps) {
@@ -69,6 +75,15 @@ for (const step of steps) {
       ),
     );
     console.log(`parallel: ${answers.filter(Boolean).length} of ${count} answered, each its own`);
+  } else if (kind === 'changes') {
+    // Calls the tool every 200 ms until the server's tool list change is heard.
+    const [tool, seconds] = rest;
+    const until = performance.now() + Number(seconds) * 1000;
+    while (!changed && performance.now() < until) {
+      await client.callTool({ name: tool, arguments: {} }, undefined, patience);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    console.log(`changes: ${changed ? 'notified' : 'none'}`);
   } else if (kind === 'cancel') {
     const tool = rest[0];
     const after = Number(rest[rest.length - 1]);

@@ -12,7 +12,9 @@
 # whose handshake declared elicitation, its answer relayed. On the Python SDK upstreams, a
 # stalled call is answered -32001 by the bridge's 2 s budget (the host's own timeout is far
 # off) within 2.15 s of the host's request, naming the budget and the server. After the host
-# closes, no upstream process is left. A host speaking the 2026-07-28 era (the Python SDK's
+# closes, no upstream process is left. The upstream's tool list change (the bridge listens
+# for the changes its handshake declares, subscriptions/listen after subscriptions/listen)
+# reaches the host. A host speaking the 2026-07-28 era (the Python SDK's
 # Client, which probes server/discover) gets the same but the elicitation (not relayed to a
 # modern host yet), on the Python SDK upstream and, for a call, on the legacy reference server.
 . "$INTEROP_DIR/lib.sh"
@@ -78,6 +80,12 @@ python_upstream() {
   check "$label: the stalled call's error names the budget and the server" rc=0 \
     out='^call sleep: error -32001 .*budget for this request ran out: MCP server "'
 }
+
+for host in python ts; do
+  host_run "$host" init 'changes:change:5' -- --url "http://127.0.0.1:$port/mcp"
+  check "$host host, Python SDK upstream (modern): the upstream's tool list change (its subscriptions/listen) relayed" \
+    rc=0 out='^changes: notified$' err='method=subscriptions/listen '
+done
 
 # A host that speaks the 2026-07-28 era: the Python SDK's high-level Client in its default
 # mode probes server/discover, and each request then names the version in _meta.

@@ -220,19 +220,52 @@ pub(crate) fn plan(method: &str, params: &Value) -> Plan {
 }
 
 /// The capabilities the bridge declares to its host: what it relays of the upstream's. Lists
-/// are walked whole inside one budget (no cursors); list changes, subscriptions, logging and
-/// tasks are not relayed (a task the upstream makes is polled inside the request's budget).
+/// are walked whole inside one budget (no cursors); a list's changes are relayed when the
+/// upstream declares them (`listChanged`); resource subscriptions, logging and tasks are not
+/// (a task the upstream makes is polled inside the request's budget).
 pub(crate) fn relayed_capabilities(upstream: &Value) -> Value {
     let mut capabilities = Map::new();
     for key in ["tools", "resources", "prompts"] {
         if upstream.get(key).is_some_and(Value::is_object) {
-            capabilities.insert(key.to_owned(), json!({}));
+            let changes =
+                upstream.pointer(&format!("/{key}/listChanged")) == Some(&Value::Bool(true));
+            let relayed = match changes {
+                true => json!({"listChanged": true}),
+                false => json!({}),
+            };
+            capabilities.insert(key.to_owned(), relayed);
         }
     }
     if upstream.get("completions").is_some_and(Value::is_object) {
         capabilities.insert("completions".to_owned(), json!({}));
     }
     Value::Object(capabilities)
+}
+
+/// The list changes the upstream declares it sends (`listChanged`), as the subscription
+/// that hears them; `None` when it declares none.
+pub(crate) fn list_changes(upstream: &Value) -> Option<mcp_proto::Subscription> {
+    let declared =
+        |key: &str| upstream.pointer(&format!("/{key}/listChanged")) == Some(&Value::Bool(true));
+    let subscription = mcp_proto::Subscription {
+        tools_list_changed: declared("tools"),
+        prompts_list_changed: declared("prompts"),
+        resources_list_changed: declared("resources"),
+        resource_subscriptions: Vec::new(),
+    };
+    (subscription != mcp_proto::Subscription::default()).then_some(subscription)
+}
+
+/// The host's line for an upstream's notification that a list changed, when `method` is one
+/// (the upstream's `_meta`, a subscription's id, is its own and stays out).
+pub(crate) fn list_changed_line(method: &str) -> Option<String> {
+    matches!(
+        method,
+        "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed"
+            | "notifications/resources/list_changed"
+    )
+    .then(|| json!({"jsonrpc": "2.0", "method": method}).to_string())
 }
 
 /// The answer to the host's `initialize`: the upstream's identity and what the bridge relays
@@ -653,7 +686,7 @@ mod tests {
         };
         assert_eq!(
             discover_result(&info),
-            json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": true}},
                 "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up", "version": "1"}}})
         );
@@ -679,8 +712,16 @@ mod tests {
             "logging": {}, "tasks": {"requests": {"tools": {"call": {}}}}, "completions": {}});
         assert_eq!(
             relayed_capabilities(&upstream),
-            json!({"tools": {}, "resources": {}, "completions": {}})
+            json!({"tools": {"listChanged": true}, "resources": {}, "completions": {}})
         );
+        let watched = list_changes(&upstream).unwrap();
+        assert!(watched.tools_list_changed && !watched.resources_list_changed);
+        assert_eq!(list_changes(&json!({"tools": {}})), None);
+        assert_eq!(
+            list_changed_line("notifications/tools/list_changed").unwrap(),
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
+        );
+        assert_eq!(list_changed_line("notifications/progress"), None);
     }
 
     #[test]

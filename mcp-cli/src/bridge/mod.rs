@@ -24,11 +24,16 @@ use std::time::Duration;
 
 use mcp_proto::{Action, Error, Observer, Outcome, RpcError, SessionConfig};
 use serde_json::Value;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::driver::{Cancel, Client};
 use crate::report::Reporter;
 use host::{FromHost, HostAnswers, Plan};
+
+/// How many subscriptions in a row may fail before the list changes are no longer listened
+/// for (an upstream that refuses them), and the pause after each failure.
+const WATCH_TRIES: u32 = 3;
+const WATCH_PAUSE: Duration = Duration::from_secs(1);
 
 /// The longest line read from the host (a request is small; a host that sends more is
 /// answered with an error, and the line skipped).
@@ -46,6 +51,7 @@ pub(crate) fn serve(
     reporter: Reporter,
     login: Option<mcp_proto::Budget>,
 ) -> u8 {
+    let (inbox, mut inputs) = unbounded_channel();
     let bridge = Arc::new(Bridge {
         label: label.to_owned(),
         reporter: reporter.clone(),
@@ -55,8 +61,12 @@ pub(crate) fn serve(
         in_flight: Mutex::new(HashMap::new()),
         asked: Mutex::new(HashMap::new()),
         next_ask: AtomicU64::new(1),
+        inbox: inbox.clone(),
+        watches: !config.is_stdio(),
+        watcher: Mutex::new(None),
+        stopping: std::sync::atomic::AtomicBool::new(false),
     });
-    let mut inputs = read_stdin(Arc::clone(&bridge));
+    read_stdin(Arc::clone(&bridge), inbox);
     // Until the host's first request: what it sends before is answered here, or dropped.
     let first = loop {
         match inputs.blocking_recv() {
@@ -67,6 +77,7 @@ pub(crate) fn serve(
                 let _ = bridge.dispatch(message);
             }
             Some(Input::TooLong) => too_long(&bridge),
+            Some(Input::Watch(_)) => {}
             Some(Input::Eof) | None => return crate::code::OK,
         }
     };
@@ -117,6 +128,14 @@ struct Bridge {
     /// host's answer goes.
     asked: Mutex<HashMap<String, mpsc::Sender<Result<Value, Value>>>>,
     next_ask: AtomicU64,
+    /// The dispatcher's inbox, for what the bridge itself decides (the list changes to watch).
+    inbox: UnboundedSender<Input>,
+    /// Over HTTP only: a local upstream's notifications come on its stdout during the
+    /// operations, and a subscription would hold its one stdout.
+    watches: bool,
+    /// The list changes' watcher, once it runs: its cancel, and whether it must stop.
+    watcher: Mutex<Option<Cancel>>,
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 /// An operation a host request runs, and what its outcome answers.
@@ -138,7 +157,8 @@ struct Job {
 /// token when it asked for it.
 struct Relay {
     reporter: Reporter,
-    progress: Option<(Value, Arc<Bridge>)>,
+    bridge: Arc<Bridge>,
+    progress: Option<Value>,
 }
 
 impl Observer for Relay {
@@ -148,12 +168,16 @@ impl Observer for Relay {
 
     fn event(&mut self, event: &mcp_proto::Event) {
         self.reporter.event(event);
-        if let (mcp_proto::Event::Notification(notification), Some((token, bridge))) =
-            (event, &self.progress)
-        {
-            if notification.progress().is_some() {
-                bridge.send(&host::progress_line(token, &notification.params));
-            }
+        let mcp_proto::Event::Notification(notification) = event else {
+            return;
+        };
+        // A list's change, whichever operation's stream it came on.
+        if let Some(line) = host::list_changed_line(&notification.method) {
+            self.bridge.send(&line);
+        }
+        if let (Some(token), Some(_)) = (&self.progress, notification.progress()) {
+            self.bridge
+                .send(&host::progress_line(token, &notification.params));
         }
     }
 }
@@ -162,6 +186,9 @@ impl Observer for Relay {
 /// requests are taken there, and never come here).
 enum Input {
     Message(FromHost),
+    /// The upstream answered the host's handshake declaring these list changes: they are
+    /// listened for, one subscription after another, while the bridge serves.
+    Watch(mcp_proto::Subscription),
     /// A line longer than [`LINE_LIMIT`], skipped.
     TooLong,
     Eof,
@@ -296,10 +323,11 @@ impl Bridge {
     }
 
     /// The observer of `job`'s operation.
-    fn relay(self: &Arc<Self>, job: &Job) -> Relay {
+    fn relay(self: &Arc<Self>, progress: Option<Value>) -> Relay {
         Relay {
             reporter: self.reporter.clone(),
-            progress: (job.progress.clone()).map(|token| (token, Arc::clone(self))),
+            bridge: Arc::clone(self),
+            progress,
         }
     }
 
@@ -315,6 +343,13 @@ impl Bridge {
             .is_some_and(|(_, cancelled)| cancelled);
         if cancelled {
             return;
+        }
+        if let (Ok(Outcome::Probe(info)), true) =
+            (&outcome, job.initialize.is_some() || job.discover)
+        {
+            if let (Some(changes), true) = (host::list_changes(&info.capabilities), self.watches) {
+                let _ = self.inbox.send(Input::Watch(changes));
+            }
         }
         let answer = match (outcome, job.initialize) {
             (Ok(Outcome::Probe(info)), Some(version)) => {
@@ -332,8 +367,27 @@ impl Bridge {
         self.send(&host::response(&job.id, answer));
     }
 
+    /// Whether the watcher listens again after `failures` subscriptions in a row failed.
+    fn watches_on(&self, failures: u32) -> bool {
+        !self.stopping.load(Ordering::SeqCst) && failures < WATCH_TRIES
+    }
+
+    /// Registers the list changes' watcher; false when one already runs.
+    fn watching(&self, cancel: Cancel) -> bool {
+        let mut watcher = locked(&self.watcher);
+        if watcher.is_some() {
+            return false;
+        }
+        *watcher = Some(cancel);
+        true
+    }
+
     /// The host is gone: every operation still running is cancelled (nobody reads its answer).
     fn cancel_all(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Some(watcher) = locked(&self.watcher).as_ref() {
+            watcher.cancel();
+        }
         for (cancel, cancelled) in locked(&self.in_flight).values_mut() {
             *cancelled = true;
             cancel.cancel();
@@ -344,8 +398,7 @@ impl Bridge {
 /// Reads the host's lines on a thread of its own. The host's answers to the bridge's own
 /// requests go straight to whoever waits for them (an operation may be blocked on one); the
 /// rest come out of the receiver, then `Eof`.
-fn read_stdin(bridge: Arc<Bridge>) -> UnboundedReceiver<Input> {
-    let (inputs, received) = unbounded_channel();
+fn read_stdin(bridge: Arc<Bridge>, inputs: UnboundedSender<Input>) {
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
         let mut line = Vec::new();
@@ -378,7 +431,15 @@ fn read_stdin(bridge: Arc<Bridge>) -> UnboundedReceiver<Input> {
         }
         let _ = inputs.send(Input::Eof);
     });
-    received
+}
+
+/// Whether a subscription that `ended` after `lasted` failed (counted in `failures`, and the
+/// watcher pauses): an error, or an end before the pause (a server that ends each at once
+/// must not be asked again in a tight loop). One that lasted resets the count.
+fn watch_failed(ended: &Result<Outcome, Error>, lasted: Duration, failures: &mut u32) -> bool {
+    let failed = ended.is_err() || lasted < WATCH_PAUSE;
+    *failures = if failed { *failures + 1 } else { 0 };
+    failed
 }
 
 fn too_long(bridge: &Bridge) {
@@ -404,12 +465,30 @@ fn serve_blocking(
                 too_long(bridge);
                 continue;
             }
+            Input::Watch(changes) => {
+                let worker = client.with_observer(bridge.relay(None));
+                if bridge.watching(Cancel::Blocking(worker.cancel_handle())) {
+                    let bridge = Arc::clone(bridge);
+                    running.push(std::thread::spawn(move || {
+                        let mut failures = 0;
+                        while bridge.watches_on(failures) {
+                            let began = std::time::Instant::now();
+                            let action = Action::Subscribe(changes.clone());
+                            let ended = worker.run_within(action, worker.open_deadline());
+                            if watch_failed(&ended, began.elapsed(), &mut failures) {
+                                std::thread::sleep(WATCH_PAUSE);
+                            }
+                        }
+                    }));
+                }
+                continue;
+            }
             Input::Eof => break,
         };
         let Some(job) = bridge.dispatch(message) else {
             continue;
         };
-        let worker = client.with_observer(bridge.relay(&job));
+        let worker = client.with_observer(bridge.relay(job.progress.clone()));
         if !bridge.begin(&job, Cancel::Blocking(worker.cancel_handle())) {
             continue;
         }
@@ -455,12 +534,30 @@ fn serve_tokio(
                     too_long(bridge);
                     continue;
                 }
+                Input::Watch(changes) => {
+                    let worker = client.with_observer(bridge.relay(None));
+                    if bridge.watching(Cancel::Tokio(worker.cancel_handle())) {
+                        let bridge = Arc::clone(bridge);
+                        running.spawn_local(async move {
+                            let mut failures = 0;
+                            while bridge.watches_on(failures) {
+                                let began = std::time::Instant::now();
+                                let action = Action::Subscribe(changes.clone());
+                                let ended = worker.run_within(action, worker.open_deadline()).await;
+                                if watch_failed(&ended, began.elapsed(), &mut failures) {
+                                    tokio::time::sleep(WATCH_PAUSE).await;
+                                }
+                            }
+                        });
+                    }
+                    continue;
+                }
                 Input::Eof => break,
             };
             let Some(job) = bridge.dispatch(message) else {
                 continue;
             };
-            let worker = client.with_observer(bridge.relay(&job));
+            let worker = client.with_observer(bridge.relay(job.progress.clone()));
             if !bridge.begin(&job, Cancel::Tokio(worker.cancel_handle())) {
                 continue;
             }
