@@ -14,7 +14,9 @@
 # off) within 2.15 s of the host's request, naming the budget and the server. After the host
 # closes, no upstream process is left. The upstream's tool list change (the bridge listens
 # for the changes its handshake declares, subscriptions/listen after subscriptions/listen)
-# reaches the host. A host speaking the 2026-07-28 era (the Python SDK's
+# reaches the host. A 2025-11-25 task asking for input from the task on the standalone stream
+# (the TypeScript SDK's simpleTaskInteractive) is answered by the host through the bridge, on
+# both drivers. A host speaking the 2026-07-28 era (the Python SDK's
 # Client, which probes server/discover) gets the same but the elicitation (not relayed to a
 # modern host yet), on the Python SDK upstream and, for a call, on the legacy reference server.
 . "$INTEROP_DIR/lib.sh"
@@ -24,8 +26,12 @@ start_peer python-http "$PY_MCP" "$INTEROP_DIR/peers/python_sdk_server.py" sse "
 everything=$(free_port)
 start_peer everything env PORT="$everything" node --require "$LOOPBACK" \
   "$NPM/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp
+tasks=$(free_port)
+start_peer tasks env PORT="$tasks" node --require "$LOOPBACK" \
+  "$NPM/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleTaskInteractive.js"
 wait_port python-http "$port"
 wait_port everything "$everything"
+wait_port tasks "$tasks"
 
 # host_run HOST STEP... -- UPSTREAM-ARGS...: the host runs the steps against
 # `mcp-call bridge` in front of the upstream, declaring elicitation (answered with a name);
@@ -36,7 +42,7 @@ host_run() {
   while [ "$1" != -- ]; do steps+=("$1"); shift; done
   shift
   local bridge=("$MCP_CALL" --driver "$DRIVER" --resolution ms --trace "$@" bridge)
-  export HOST_ELICIT='{"name":"Ada"}'
+  export HOST_ELICIT=${ELICIT:-'{"name":"Ada"}'}
   case $host in
     python) timeout -s KILL 60 "$PY_MCP" "$INTEROP_DIR/peers/python_host.py" "${steps[@]}" -- "${bridge[@]}" ;;
     ts) NPM="$NPM" timeout -s KILL 60 node "$INTEROP_DIR/peers/ts_host.mjs" "${steps[@]}" -- "${bridge[@]}" ;;
@@ -80,6 +86,17 @@ python_upstream() {
   check "$label: the stalled call's error names the budget and the server" rc=0 \
     out='^call sleep: error -32001 .*budget for this request ran out: MCP server "'
 }
+
+# A 2025-11-25 task that asks for input from the task, on the session's standalone stream
+# (the TypeScript SDK's simpleTaskInteractive): the bridge holds that stream beside the
+# host's requests (on both drivers), asks the host, and the task's result answers the call.
+for host in python ts; do
+  ELICIT='{"confirm":true}' host_run "$host" init 'call:confirm_delete:{"filename":"a.txt"}' -- \
+    --url "http://127.0.0.1:$tasks/mcp" --timeout 10
+  check "$host host, the TypeScript SDK's task example: a task's elicitation on the standalone stream asked of the host, the task's result" \
+    rc=0 out="^elicited: Are you sure you want to delete 'a.txt'\?$" \
+    out="^call confirm_delete: Deleted 'a.txt' isError=False$" err='method=tasks/result .*status=200'
+done
 
 for host in python ts; do
   host_run "$host" init 'changes:change:5' -- --url "http://127.0.0.1:$port/mcp"

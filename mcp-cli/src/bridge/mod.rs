@@ -65,6 +65,7 @@ pub(crate) fn serve(
         watches: !config.is_stdio(),
         watcher: Mutex::new(None),
         stopping: std::sync::atomic::AtomicBool::new(false),
+        host_answers: std::sync::atomic::AtomicBool::new(false),
     });
     read_stdin(Arc::clone(&bridge), inbox);
     // Until the host's first request: what it sends before is answered here, or dropped.
@@ -136,6 +137,8 @@ struct Bridge {
     /// The list changes' watcher, once it runs: its cancel, and whether it must stop.
     watcher: Mutex<Option<Cancel>>,
     stopping: std::sync::atomic::AtomicBool,
+    /// Whether the host answers any of the upstream's requests.
+    host_answers: std::sync::atomic::AtomicBool,
 }
 
 /// An operation a host request runs, and what its outcome answers.
@@ -186,8 +189,10 @@ impl Observer for Relay {
 /// requests are taken there, and never come here).
 enum Input {
     Message(FromHost),
-    /// The upstream answered the host's handshake declaring these list changes: they are
-    /// listened for, one subscription after another, while the bridge serves.
+    /// The upstream answered the host's handshake declaring these list changes (or, in a
+    /// legacy session whose requests the host answers, none: its standalone stream is held
+    /// to hear those requests): listened for, one subscription after another, while the
+    /// bridge serves.
     Watch(mcp_proto::Subscription),
     /// A line longer than [`LINE_LIMIT`], skipped.
     TooLong,
@@ -218,10 +223,11 @@ impl Bridge {
             let bridge = Arc::clone(self);
             config = config.respond_to(method, move |params| bridge.ask_host(method, params));
         }
-        let listen = answers.methods().next().is_some();
-        config
-            .with_url_elicitation(answers.url_elicitation)
-            .with_listen(listen)
+        // The upstream's requests outside any answer come on the session's standalone stream,
+        // which the watcher holds (one GET for the session, not one beside each operation).
+        self.host_answers
+            .store(answers.methods().next().is_some(), Ordering::SeqCst);
+        config.with_url_elicitation(answers.url_elicitation)
     }
 
     /// Asks the host `method` with `params` (an upstream's request, relayed) and waits for
@@ -347,7 +353,14 @@ impl Bridge {
         if let (Ok(Outcome::Probe(info)), true) =
             (&outcome, job.initialize.is_some() || job.discover)
         {
-            if let (Some(changes), true) = (host::list_changes(&info.capabilities), self.watches) {
+            // A legacy session's standalone stream also carries the requests the upstream
+            // sends outside any answer: it is held when the host answers them.
+            let legacy = !info.protocol_version.is_modern();
+            let changes = (host::list_changes(&info.capabilities)).or_else(|| {
+                (legacy && self.host_answers.load(Ordering::SeqCst))
+                    .then(mcp_proto::Subscription::default)
+            });
+            if let (Some(changes), true) = (changes, self.watches) {
                 let _ = self.inbox.send(Input::Watch(changes));
             }
         }
