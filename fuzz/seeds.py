@@ -17,7 +17,7 @@ import struct
 
 ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
 # Every target whose seeds this script writes (each directory is rewritten whole).
-TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials", "tasks")
+TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials", "tasks", "bridge")
 UUID = "7f3c2b1a-9d8e-4f60-a1b2-c3d4e5f60718"
 
 
@@ -855,6 +855,45 @@ def auth_seeds():
         write("auth", name, data)
 
 
+def bridge_seeds():
+    """What hosts write to mcp-call bridge: each seed a host's session, one message a line."""
+    def req(id_, method, params=None):
+        message = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            message["params"] = params
+        return json.dumps(message, separators=(",", ":"))
+
+    modern = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": {}}
+    initialize = req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {
+        "elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {"listChanged": True}},
+        "clientInfo": {"name": "claude-ai", "version": "0.1.0"}})
+    sessions = {
+        "legacy-host": [initialize, '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                        req(1, "tools/list"), req(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"},
+                                                                  "_meta": {"progressToken": 2}}),
+                        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}',
+                        '{"jsonrpc":"2.0","id":"mcp-call-bridge-1","result":{"action":"accept","content":{"name":"Ada"}}}',
+                        '{"jsonrpc":"2.0","id":"mcp-call-bridge-2","error":{"code":-32601,"message":"no"}}',
+                        req(3, "ping"), req("s-4", "resources/read", {"uri": "file:///a"}),
+                        req(5, "prompts/get", {"name": "greet", "arguments": {"name": "Ada"}}),
+                        req(6, "completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"},
+                                                       "argument": {"name": "name", "value": "A"},
+                                                       "context": {"arguments": {"x": "y"}}})],
+        "modern-host": [req(0, "server/discover", {"_meta": modern}),
+                        req(1, "tools/list", {"_meta": modern}), req(2, "ping", {"_meta": modern}),
+                        req(3, "tools/call", {"name": "echo", "arguments": {}, "_meta": modern})],
+        "broken-lines": ["{not json", "[1,2]", '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}',
+                         '{"jsonrpc":"2.0","id":7}', '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{}}',
+                         '{"jsonrpc":"2.0","id":9,"method":"resources/subscribe","params":{"uri":"x"}}', "", "  "],
+        "upstream-capabilities": [req(1, "initialize", {"tools": {"listChanged": True},
+                                                        "resources": {"subscribe": True, "listChanged": "yes"},
+                                                        "prompts": [], "completions": {}, "logging": {}})],
+    }
+    for name, lines in sessions.items():
+        write("bridge", name, ("\n".join(lines) + "\n").encode())
+
+
 def main():
     for target in TARGETS:
         shutil.rmtree(ROOT / target, ignore_errors=True)
@@ -867,6 +906,7 @@ def main():
     connect_seeds()
     servers_seeds()
     credentials_seeds()
+    bridge_seeds()
     files = list(ROOT.glob("*/*"))
     size = sum(f.stat().st_size for f in files)
     print(f"wrote {len(files)} seed files, {size} bytes, under {ROOT}")

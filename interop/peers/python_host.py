@@ -12,10 +12,11 @@ call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error 
 notifications, last <progress>`), parallel:<n>[:<key>] (n echo calls at once, their text
 under key, default text: `parallel: <k> of <n> answered, each its own`), changes:<tool>:<seconds> (the tool called every 200 ms until the
 server's notifications/tools/list_changed is heard: `changes: notified` or `changes: none`),
-cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
+race:<slow>:<fast> (the slow tool, then 200 ms later the fast
+one, both without arguments: `race: <first> then <second>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`). With HOST_ELICIT set (a JSON
 object), the host declares elicitation and accepts each with that content, printing
-`elicited: <message>`. With HOST_MODE set (`auto`, `legacy` or a version), the host is the
+`elicited: <message>` (after HOST_ELICIT_DELAY seconds, when set). With HOST_MODE set (`auto`, `legacy` or a version), the host is the
 SDK's high-level `Client` in that mode instead (`auto`: `server/discover` first, the 2026-07-28
 era when it is answered); `init` then also prints `protocol=<version>`.
 """
@@ -46,6 +47,8 @@ async def main() -> None:
 
         async def callback(context, asked: types.ElicitRequestParams) -> types.ElicitResult:
             print(f"elicited: {asked.message}", flush=True)
+            # A person who takes a while to answer.
+            await anyio.sleep(float(os.environ.get("HOST_ELICIT_DELAY", "0")))
             return types.ElicitResult(action="accept", content=json.loads(content))
 
     mode = os.environ.get("HOST_MODE")
@@ -131,6 +134,21 @@ async def run_steps(session, steps: list[str]) -> None:
                     with anyio.move_on_after(0.2):
                         await changed.wait()
             print(f"changes: {'notified' if changed.is_set() else 'none'}", flush=True)
+        elif kind == "race":
+            # The slow call (it waits for the host), then, 200 ms later, the fast one: which
+            # is answered first.
+            slow, fast = rest.split(":", 1)
+            order = []
+
+            async def run(tool: str) -> None:
+                await session.call_tool(tool, {})
+                order.append(tool)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run, slow)
+                await anyio.sleep(0.2)
+                group.start_soon(run, fast)
+            print(f"race: {' then '.join(order)}", flush=True)
         elif kind == "cancel":
             tool, _, rest = rest.partition(":")
             arguments, _, after = rest.rpartition(":")

@@ -87,6 +87,12 @@ python_upstream() {
     out='^call sleep: error -32001 .*budget for this request ran out: MCP server "'
 }
 
+# A host that takes a second to answer the upstream's elicitation holds only that request:
+# a call the host sends meanwhile is answered first (the tokio driver's operations run on
+# workers of their own; on the blocking driver each has its thread).
+HOST_ELICIT_DELAY=1 host_run python init 'race:knock:change' -- --url "http://127.0.0.1:$port/mcp" --protocol 2025-11-25
+check "a host answering an elicitation slowly holds only that request" rc=0 out='^race: change then knock$'
+
 # A 2025-11-25 task that asks for input from the task, on the session's standalone stream
 # (the TypeScript SDK's simpleTaskInteractive): the bridge holds that stream beside the
 # host's requests (on both drivers), asks the host, and the task's result answers the call.

@@ -51,12 +51,32 @@ impl Cancel {
     }
 }
 
+/// How many threads the tokio driver's runtime runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Threads {
+    /// The calling thread only: every command but the bridge.
+    One,
+    /// Workers of their own: the bridge, where an operation may block its thread while the
+    /// host answers one of the upstream's requests, and the others must go on.
+    Workers,
+}
+
 impl Client {
     pub(crate) fn new(
         kind: DriverKind,
         config: SessionConfig,
         network: &mcp_driver_common::network::Network,
         reporter: Reporter,
+    ) -> std::io::Result<Self> {
+        Self::with_threads(kind, config, network, reporter, Threads::One)
+    }
+
+    pub(crate) fn with_threads(
+        kind: DriverKind,
+        config: SessionConfig,
+        network: &mcp_driver_common::network::Network,
+        reporter: Reporter,
+        threads: Threads,
     ) -> std::io::Result<Self> {
         let unusable = |err: mcp_proto::Error| std::io::Error::other(err.to_string());
         Ok(match kind {
@@ -67,9 +87,15 @@ impl Client {
                 Self::Blocking(client)
             }
             DriverKind::Tokio => {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
+                let mut builder = match threads {
+                    Threads::One => tokio::runtime::Builder::new_current_thread(),
+                    Threads::Workers => {
+                        let mut builder = tokio::runtime::Builder::new_multi_thread();
+                        builder.worker_threads(2);
+                        builder
+                    }
+                };
+                let runtime = builder.enable_all().build()?;
                 // The hyper client needs a runtime context when it is built.
                 let client = runtime
                     .block_on(async { mcp_driver_tokio::Client::with_network(config, network) })

@@ -744,7 +744,8 @@ fn run(cli: Cli) -> u8 {
         };
         let driver = cli.driver;
         let build = move |config: SessionConfig, reporter: Reporter| {
-            let mut client = Client::new(driver, config, &network, reporter)
+            let threads = driver::Threads::Workers;
+            let mut client = Client::with_threads(driver, config, &network, reporter, threads)
                 .map_err(|err| format!("could not start the {} driver: {err}", driver.name()))?;
             if let Some(token) = token {
                 client.set_token(token);

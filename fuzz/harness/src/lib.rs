@@ -21,6 +21,7 @@
 //! | `auth`       | [`auth`]                               | `mcp-auth`'s `AuthFlow`                  |
 //! | `connect`    | [`connect`]                            | `mcp-driver-common`'s reading of a `CONNECT` answer |
 //! | `files`      | [`servers`], [`credentials`]           | `mcp-call`'s `--config` and credentials files |
+//! | `bridge`     | [`bridge`]                             | `mcp-call bridge`'s reading of its host  |
 //!
 //! The byte layout of each target's input is documented on its function; `fuzz/seeds.py`
 //! writes every target's seeds in those layouts.
@@ -28,6 +29,7 @@
 #![deny(missing_docs)]
 
 mod auth;
+mod bridge;
 mod bytes;
 mod connect;
 mod files;
@@ -68,6 +70,7 @@ impl Reports {
 }
 
 pub use auth::auth;
+pub use bridge::bridge;
 pub use connect::{CONNECT_HEAD_LIMIT, connect};
 pub use files::{credentials, servers};
 pub use stdio::{STDIO_BODY_CAPS, stdio};
@@ -91,4 +94,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("servers", servers),
     ("credentials", credentials),
     ("tasks", tasks),
+    ("bridge", bridge),
 ];

@@ -241,7 +241,17 @@ impl Bridge {
         let (answer, answered) = mpsc::channel();
         locked(&self.asked).insert(id.clone(), answer);
         self.send(&host::request_line(&id, method, params));
-        let got = answered.recv_timeout(self.budget);
+        // On the tokio driver's workers the wait gives its worker's other tasks to another
+        // one: the host's other requests go on while it answers this one.
+        let on_workers = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        });
+        let wait = || answered.recv_timeout(self.budget);
+        let got = if on_workers {
+            tokio::task::block_in_place(wait)
+        } else {
+            wait()
+        };
         locked(&self.asked).remove(&id);
         match got {
             Ok(Ok(result)) => Ok(result),
@@ -520,7 +530,7 @@ fn serve_blocking(
     let _ = client.close();
 }
 
-/// The tokio driver: a task per host request on the one runtime, each on a clone of the
+/// The tokio driver: a task per host request on the runtime's workers, each on a clone of the
 /// client (its own cancel, its own observer).
 fn serve_tokio(
     bridge: &Arc<Bridge>,
@@ -529,8 +539,7 @@ fn serve_tokio(
     first: FromHost,
     mut inputs: UnboundedReceiver<Input>,
 ) {
-    let local = tokio::task::LocalSet::new();
-    local.block_on(runtime, async {
+    runtime.block_on(async {
         let mut running = tokio::task::JoinSet::new();
         let mut next = Some(Input::Message(first));
         loop {
@@ -551,7 +560,7 @@ fn serve_tokio(
                     let worker = client.with_observer(bridge.relay(None));
                     if bridge.watching(Cancel::Tokio(worker.cancel_handle())) {
                         let bridge = Arc::clone(bridge);
-                        running.spawn_local(async move {
+                        running.spawn(async move {
                             let mut failures = 0;
                             while bridge.watches_on(failures) {
                                 let began = std::time::Instant::now();
@@ -575,7 +584,7 @@ fn serve_tokio(
                 continue;
             }
             let bridge = Arc::clone(bridge);
-            running.spawn_local(async move {
+            running.spawn(async move {
                 let deadline = worker.open_deadline();
                 let outcome = worker.run_within(job.action.clone(), deadline).await;
                 bridge.finish(&job, outcome, &deadline);

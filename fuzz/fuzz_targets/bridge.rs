@@ -1,0 +1,8 @@
+//! libFuzzer target `bridge`. The target and its invariants live in `mcp_fuzzing::bridge`
+//! (`fuzz/harness/`), shared with the stable corpus replay in
+//! `fuzz/harness/tests/corpus_replay.rs`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| mcp_fuzzing::bridge(data));
