@@ -111,8 +111,10 @@ pub(crate) fn read(line: &[u8]) -> Option<FromHost> {
             };
             FromHost::Response { id, answer }
         }
+        // An id that is not one (a float, an object) is not echoed: the answer's id is null.
         (None, id) => invalid(
-            id.unwrap_or(Value::Null),
+            id.filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+                .unwrap_or(Value::Null),
             code::INVALID_REQUEST,
             "Invalid Request: no method",
         ),
@@ -578,11 +580,14 @@ mod tests {
                 code::INVALID_REQUEST,
             ),
             (br#"{"jsonrpc":"2.0","id":4}"#, code::INVALID_REQUEST),
+            (br#"{"jsonrpc":"2.0","id":5.3e49}"#, code::INVALID_REQUEST),
         ] {
-            let Some(FromHost::Invalid { code, .. }) = read(line) else {
+            let Some(FromHost::Invalid { code, id, .. }) = read(line) else {
                 panic!("{}", String::from_utf8_lossy(line))
             };
             assert_eq!(code, want, "{}", String::from_utf8_lossy(line));
+            // Only a string or an integer is echoed as an id (a float would not survive).
+            assert!(id.is_null() || id == json!(4), "{id}");
         }
     }
 
