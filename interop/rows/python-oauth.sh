@@ -117,6 +117,7 @@ host() {
 host_login() {
   local credentials=$1 url="" start=$SECONDS answer location
   shift
+  : >"$TMP/err"
   timeout -s KILL 60 "$PY" "$INTEROP_DIR/peers/python_host.py" init "$@" -- \
     "$MCP_CALL" --driver "$DRIVER" --trace --url "$URL" --credentials "$credentials" bridge --login \
     >"$TMP/out" 2>"$TMP/err" </dev/null &
@@ -153,6 +154,9 @@ bridge_gone() {
 # the redirect's origin and path, never its query: it holds the code).
 login() {
   local credentials=$1 url="" start=$SECONDS answer location
+  # Emptied first: the loop below must never read an earlier run's authorize line (the
+  # background job's own redirection may come after the loop's first read).
+  : >"$TMP/err"
   timeout -s KILL 60 "$MCP_CALL" --driver "$DRIVER" --trace --url "$URL" --credentials "$credentials" \
     login >"$TMP/out" 2>"$TMP/err" </dev/null &
   local client=$!
