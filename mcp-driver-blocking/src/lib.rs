@@ -95,6 +95,7 @@ mod drive;
 mod leg;
 mod leg_end;
 mod stdio;
+mod stdout;
 
 use mcp_driver_common::{tls, trace};
 
@@ -247,8 +248,8 @@ impl Client {
                 .stdio
                 .take_turn(opened.deadline.end(), shared, |child| {
                     let op = opened.start(action, clock.now());
-                    if let Some(child) = child.as_ref() {
-                        shared.set_waker(child.mailbox.clone());
+                    if let Some(waker) = child.as_ref().and_then(stdio::Child::waker) {
+                        shared.set_waker(waker);
                     }
                     let mut wire = stdio::StdioWire {
                         child,

@@ -5,17 +5,17 @@
 //!
 //! The state machine decides everything (when to start the process, what each line means,
 //! when a leg is late, when each step of a close is due, when a process is killed); this
-//! module starts processes, writes lines, reads each pipe on a thread of its own, signals and
-//! waits for what the operation names. It holds no policy.
+//! module starts processes, writes lines, reads stdout (on the operation's thread, see
+//! [`crate::stdout`]) and stderr (on a thread of its own: a server logs between operations
+//! too), signals and waits for what the operation names. It holds no policy.
 //!
 //! The server's stdin is non-blocking (on Unix): a write waits for room in the pipe with
 //! `poll(2)`, in slices, until the leg's grant ends or a cancel comes, so a server that stopped
 //! reading cannot hold the operation. Elsewhere the write blocks (a known limit).
 
-use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::process::ChildStdin;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::driver::{Input, Leg, Operation, ProcessExit};
@@ -23,64 +23,13 @@ use mcp_proto::{Clock, LegKind, MonotonicClock, StdioCommand};
 
 use crate::cancel::{Shared, Wake};
 use crate::drive::Wire;
+use crate::stdout::{Delivery, Stdout};
 use mcp_driver_common::{StderrTail, process};
 
-/// The most stdout bytes waiting to be fed (1 MiB): past it the reader stops reading (the server then
-/// blocks on a full pipe) until the operation catches up. Memory stays bounded whatever the
-/// server writes.
-const QUEUE_BYTES: usize = 1024 * 1024;
 /// How long the exit status of a process whose stdout closed is waited for.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(50);
 /// The longest a write waits for room in the pipe before it looks for a cancel again.
 const WRITE_SLICE: Duration = Duration::from_millis(10);
-
-/// What the reader thread hands over, and whether a cancel wants the waiter up.
-#[derive(Default)]
-struct MailboxState {
-    chunks: VecDeque<Vec<u8>>,
-    queued: usize,
-    closed: bool,
-    woken: bool,
-}
-
-/// The meeting point of the stdout reader, the operation's thread and a cancel.
-#[derive(Default)]
-pub(crate) struct Mailbox {
-    state: Mutex<MailboxState>,
-    changed: Condvar,
-}
-
-impl Mailbox {
-    fn lock(&self) -> MutexGuard<'_, MailboxState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn push(&self, chunk: Vec<u8>) {
-        let mut state = self.lock();
-        while state.queued >= QUEUE_BYTES {
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        state.queued += chunk.len();
-        state.chunks.push_back(chunk);
-        self.changed.notify_all();
-    }
-
-    fn close(&self) {
-        self.lock().closed = true;
-        self.changed.notify_all();
-    }
-}
-
-impl Wake for Mailbox {
-    /// Wakes the operation's thread (a cancel).
-    fn wake(&self) {
-        self.lock().woken = true;
-        self.changed.notify_all();
-    }
-}
 
 /// How a write to the server's stdin ended.
 enum Written {
@@ -94,40 +43,20 @@ enum Written {
     Refused,
 }
 
-/// What a wait brought.
-enum Delivery {
-    Chunk(Vec<u8>),
-    Closed,
-    /// The instant came, or a cancel woke the waiter.
-    Timeout,
-}
-
 /// A running server process, kept by the client between operations.
 pub(crate) struct Child {
     process: Option<std::process::Child>,
     stdin: Option<ChildStdin>,
-    pub(crate) mailbox: Arc<Mailbox>,
+    /// `None` once stdout ended.
+    stdout: Option<Stdout>,
     stderr: StderrTail,
 }
 
 impl Child {
     fn spawn(command: &StdioCommand) -> std::io::Result<Self> {
         let mut process = process::command(command).spawn()?;
-        let mailbox = Arc::new(Mailbox::default());
+        let stdout = process.stdout.take().map(Stdout::new).transpose()?;
         let stderr = StderrTail::default();
-        if let Some(mut out) = process.stdout.take() {
-            let mailbox = Arc::clone(&mailbox);
-            std::thread::spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
-                while let Ok(n) = out.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    mailbox.push(buf[..n].to_vec());
-                }
-                mailbox.close();
-            });
-        }
         if let Some(mut err) = process.stderr.take() {
             let tail = stderr.clone();
             std::thread::spawn(move || {
@@ -147,35 +76,26 @@ impl Child {
         Ok(Self {
             stdin,
             process: Some(process),
-            mailbox,
+            stdout,
             stderr,
         })
     }
 
     /// Waits for stdout until `until` (or a cancel).
-    fn wait(&self, until: Instant, shared: &Shared) -> Delivery {
-        let mut state = self.mailbox.lock();
-        loop {
-            if let Some(chunk) = state.chunks.pop_front() {
-                state.queued -= chunk.len();
-                self.mailbox.changed.notify_all();
-                return Delivery::Chunk(chunk);
-            }
-            if state.closed {
-                return Delivery::Closed;
-            }
-            let now = Instant::now();
-            if state.woken || shared.is_cancelled() || now >= until {
-                state.woken = false;
-                return Delivery::Timeout;
-            }
-            state = self
-                .mailbox
-                .changed
-                .wait_timeout(state, until - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+    fn wait(&mut self, until: Instant, shared: &Shared) -> Delivery {
+        let Some(stdout) = self.stdout.as_mut() else {
+            return Delivery::Closed;
+        };
+        let delivery = stdout.wait(until, shared);
+        if matches!(delivery, Delivery::Closed) {
+            self.stdout = None;
         }
+        delivery
+    }
+
+    /// What a cancel calls to wake a wait for stdout.
+    pub(crate) fn waker(&self) -> Option<Arc<dyn Wake>> {
+        self.stdout.as_ref().map(Stdout::waker)
     }
 
     /// Writes `line` to the server's stdin, waiting for room in the pipe until `until` or a
@@ -222,8 +142,9 @@ impl Child {
     /// stdout but runs on is ended) and stderr's last lines.
     fn exit(mut self) -> ProcessExit {
         let started = Instant::now();
-        // A process that closed its stdout is usually exiting: look again soon, then less
-        // often (50 µs doubling to 5 ms), so its status costs it no fixed sleep.
+        let exited = ExitWatch::of(self.process.as_ref());
+        // A process that closed its stdout is usually exiting: its status is looked at as
+        // soon as it is there (see `ExitWatch`), so it costs the close no fixed sleep.
         let mut pause = Duration::from_micros(50);
         let status = loop {
             let Some(process) = self.process.as_mut() else {
@@ -235,7 +156,7 @@ impl Child {
                     break status.code();
                 }
                 Ok(None) if started.elapsed() < EXIT_STATUS_WAIT => {
-                    std::thread::sleep(pause);
+                    exited.wait(EXIT_STATUS_WAIT - started.elapsed(), pause);
                     pause = (pause * 2).min(Duration::from_millis(5));
                 }
                 _ => break None,
@@ -259,6 +180,51 @@ impl Child {
             status: None,
             stderr: self.stderr_tail(),
         }
+    }
+}
+
+/// How a close waits for a process's exit: on Linux the process's pidfd, readable the moment
+/// it exits; elsewhere (or where pidfds are not to be had) pauses that grow, 50 µs doubling to
+/// 5 ms, so a quick exit is still seen soon.
+struct ExitWatch {
+    #[cfg(target_os = "linux")]
+    pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl ExitWatch {
+    fn of(process: Option<&std::process::Child>) -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            let pidfd = process
+                .and_then(|process| i32::try_from(process.id()).ok())
+                .and_then(rustix::process::Pid::from_raw)
+                .and_then(|pid| {
+                    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+                });
+            Self { pidfd }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = process;
+            Self {}
+        }
+    }
+
+    /// Waits at most `left` for the exit (with a pidfd), or `pause` (without).
+    fn wait(&self, left: Duration, pause: Duration) {
+        #[cfg(target_os = "linux")]
+        if let Some(pidfd) = &self.pidfd {
+            use rustix::event::{PollFd, PollFlags, Timespec};
+            let timeout = Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+            let _ = rustix::event::poll(&mut fds, Some(&timeout));
+            return;
+        }
+        let _ = left;
+        std::thread::sleep(pause);
     }
 }
 
@@ -406,7 +372,7 @@ impl Wire for StdioWire<'_> {
 
     fn wait(&mut self, op: &mut Operation, until: Instant) {
         let clock = MonotonicClock;
-        let Some(child) = self.child.as_ref() else {
+        let Some(child) = self.child.as_mut() else {
             self.shared.sleep_until(until);
             op.handle_input(Input::Timeout, clock.now());
             return;
@@ -435,7 +401,9 @@ impl StdioWire<'_> {
         match leg.kind {
             LegKind::Spawn => {
                 let started = Child::spawn(self.command).map(|child| {
-                    self.shared.set_waker(child.mailbox.clone());
+                    if let Some(waker) = child.waker() {
+                        self.shared.set_waker(waker);
+                    }
                     *self.child = Some(child);
                 });
                 op.handle_input(process::spawned(leg, started), clock.now());
