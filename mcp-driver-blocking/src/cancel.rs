@@ -34,8 +34,8 @@ pub(crate) struct Shared {
     drain_until: Mutex<Option<Instant>>,
     /// Wakes a driver waiting (to resume a stream) when the operation is cancelled.
     woken: Condvar,
-    /// Over stdio: what the operation's thread waits on (the process's mailbox), woken by a
-    /// cancel.
+    /// Over stdio: what wakes the operation's thread waiting on the server's stdout (see
+    /// [`crate::stdout`]) when a cancel comes.
     waker: Mutex<Option<Arc<dyn Wake>>>,
     /// The end of the grant of the leg in flight (see [`crate::leg_end`]).
     leg_end: LegEnd,
@@ -127,12 +127,13 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Forgets the previous leg's connect failure.
-    /// Over stdio: a cancel wakes the thread waiting on `mailbox`.
+    /// Over stdio: a cancel wakes the operation's thread through `waker` (the stdout it
+    /// waits on).
     pub(crate) fn set_waker(&self, waker: Arc<dyn Wake>) {
         *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(waker);
     }
 
+    /// Forgets the previous leg's connect failure.
     pub(crate) fn begin_leg(&self) {
         self.connect_failed.store(false, Ordering::SeqCst);
     }
@@ -154,13 +155,13 @@ impl Shared {
         }
         self.cancelled.store(true, Ordering::SeqCst);
         self.woken.notify_all();
-        if let Some(mailbox) = self
+        if let Some(stdout) = self
             .waker
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
         {
-            mailbox.wake();
+            stdout.wake();
         }
         // Under the lock: the operation settles the cancel (`settle`, which takes it) only
         // once every socket is shut down, so a leg it sends after the cancel (its cancel

@@ -7,7 +7,7 @@
 //! much as the rest of a warm call) and a server's start no thread's start. Between
 //! operations nobody reads: what the server writes then waits in the pipe (bounded by it: a
 //! server that fills it blocks until the next operation reads), as it does on the tokio
-//! driver. Elsewhere a reader thread hands stdout over, bounded to [`QUEUE_BYTES`].
+//! driver. Elsewhere a reader thread hands stdout over, at most 1 MiB ahead of the operation.
 //!
 //! Nothing here decides what the bytes mean or when the wait is over; it must never block
 //! past the instant it was given, nor read after a cancel woke it.
