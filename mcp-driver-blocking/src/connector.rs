@@ -416,6 +416,14 @@ impl<In: Transport> UreqConnector<In> for Boxed {
     }
 }
 
+/// `after` rounded up to a whole number of [`SLICE`]s (a zero stays zero: ureq reads it as
+/// "already over").
+fn whole_slices(after: Duration) -> Duration {
+    let slice = SLICE.as_nanos();
+    let slices = after.as_nanos().div_ceil(slice);
+    u64::try_from(slices * slice).map_or(after, Duration::from_nanos)
+}
+
 /// A transport whose waits for input are cut into slices of at most [`SLICE`].
 pub(crate) struct Sliced<T>(T, Arc<Shared>);
 
@@ -430,7 +438,20 @@ impl<T: Transport> Transport for Sliced<T> {
         self.0.buffers()
     }
 
+    /// Writes with the leg's remaining time rounded up to a whole [`SLICE`]: the leg's end
+    /// is kept by the leg-end thread (which shuts the socket down then, so a blocked write
+    /// returns at once), and the write's own timeout is only its fallback. ureq re-arms the
+    /// socket's send timeout (`setsockopt`) whenever the value it is given changes, which the
+    /// exact remaining time did at every write (two system calls a request); rounded, it
+    /// changes once in fifty milliseconds.
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let timeout = match timeout.after {
+            UreqDuration::Exact(after) => NextTimeout {
+                after: UreqDuration::Exact(whole_slices(after)),
+                ..timeout
+            },
+            _ => timeout,
+        };
         self.0.transmit_output(amount, timeout)
     }
 
@@ -567,6 +588,22 @@ impl UreqResolver for Lookup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_timeout_is_rounded_up_to_whole_slices_so_it_seldom_changes() {
+        let ms = Duration::from_millis;
+        assert_eq!(whole_slices(Duration::ZERO), Duration::ZERO);
+        assert_eq!(whole_slices(Duration::from_nanos(1)), SLICE);
+        assert_eq!(whole_slices(SLICE), SLICE);
+        // Two writes a few microseconds apart, late in a 20 s grant: the same timeout, so
+        // ureq leaves the socket's as it is.
+        let first = ms(19_998) - Duration::from_micros(3);
+        let second = first - Duration::from_micros(40);
+        assert_eq!(whole_slices(first), ms(20_000));
+        assert_eq!(whole_slices(second), ms(20_000));
+        // Never below what is left.
+        assert_eq!(whole_slices(ms(51)), ms(100));
+    }
 
     fn resolve(url: &str) -> Result<Vec<SocketAddr>, ureq::Error> {
         resolve_with(&Resolver::new(Proxies::default()), url)
