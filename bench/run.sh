@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Reproduces every number of BENCHMARKS.md in one go:
-#   1. builds mcp-bench (binary and criterion benches) and the testkit's stdio server
-#      (mcp-testkit-stdio, which the stdio cases start) in release,
+#   1. builds mcp-bench (binary and criterion benches), the testkit's stdio server
+#      (mcp-testkit-stdio, which the stdio cases start) and mcp-call (which the overrun runs
+#      as a whole process) in release,
 #   2. runs the criterion parsing benchmarks (benches/parse.rs),
 #   3. runs `mcp-bench run`: the server ceiling, the network cases (both eras over HTTP,
 #      and stdio), the cross-SDK cases
 #      (the drivers, rmcp, the TypeScript SDK and the Python SDK, a client process each),
-#      the memory cases,
+#      the memory cases, then the overrun past a 2 s budget against a stalled server
+#      (inside the operation and as the whole mcp-call process, 20 runs a row: about 4 minutes),
 #   4. writes the tables into BENCHMARKS.md between the result markers
 #      (or prints them with --print),
 #   5. runs bench/bridge.sh: `mcp-call bridge` beside mcp-remote under the hosts' own client
@@ -14,12 +16,13 @@
 #
 # Usage: bench/run.sh [--print] [--quick] [extra `mcp-bench run` options...]
 #   --print   print the tables instead of writing BENCHMARKS.md
-#   --quick   shorter windows (1 s per case instead of 2 s): a smoke run, not for the record
+#   --quick   shorter windows (1 s per case instead of 2 s) and 5 overrun runs a row instead
+#             of 20: a smoke run, not for the record
 #
 # The cross-SDK cases need the SDKs interop/install.sh installs into $INTEROP_HOME (default
 # ~/.cache/mcp-interop): `interop/install.sh && bench/run.sh`. Without them the run fails at
 # once, naming that step (`--no-sdks` leaves the cross-SDK table out instead).
-# Takes about 12 minutes on a fresh 2-core machine (about half of it the build).
+# Takes about 16 minutes on a fresh 2-core machine (about 6 of them the build, 4 the overrun).
 # `wrk` (apt-get install -y wrk), when installed, adds a row to the server-ceiling table.
 set -euo pipefail
 
@@ -27,11 +30,12 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 print=0
 secs=2
+quick=()
 extra=()
 for arg in "$@"; do
     case "$arg" in
         --print) print=1 ;;
-        --quick) secs=1 ;;
+        --quick) secs=1; quick=(--overrun-runs 5) ;;
         *) extra+=("$arg") ;;
     esac
 done
@@ -65,16 +69,18 @@ build_start=$(date +%s)
 cargo build --release -p mcp-bench --bins --benches >&2
 # The stdio cases' server, found next to mcp-bench (mcp_testkit::stdio_server_path).
 cargo build --release -p mcp-testkit --bin mcp-testkit-stdio >&2
+# The overrun's whole-process rows run mcp-call, found next to mcp-bench.
+cargo build --release -p mcp-cli --bin mcp-call >&2
 build_secs=$(( $(date +%s) - build_start ))
 
 echo "== parsing benchmarks (criterion)" >&2
 rm -rf "$target/criterion"/parse-* "$target/criterion"/sansio-*
 cargo bench -p mcp-bench --bench parse >&2
 
-echo "== server ceiling, network and memory cases" >&2
+echo "== server ceiling, network, memory and overrun cases" >&2
 tables=$(mktemp)
 trap 'rm -f "$tables"' EXIT
-"$target/release/mcp-bench" run --secs "$secs" --criterion "$target/criterion" --out "$tables" ${extra[@]+"${extra[@]}"}
+"$target/release/mcp-bench" run --secs "$secs" ${quick[@]+"${quick[@]}"} --criterion "$target/criterion" --out "$tables" ${extra[@]+"${extra[@]}"}
 
 total_secs=$(( $(date +%s) - started ))
 {

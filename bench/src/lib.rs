@@ -25,11 +25,14 @@
 //!   of its own (`mcp-bench client-child`, `bench/peers/ts_client.mjs`,
 //!   `bench/peers/py_client.py`), its CPU time and peak memory read from `/proc`.
 //! * [`memory`]: peak RSS of one blocking call facing a 100 MiB answer, in a child process.
+//! * [`overrun`]: how far past a 2 s budget a call to a stalled server ends (1 ms
+//!   resolution), inside the operation and as the whole `mcp-call` process, both drivers.
 //! * [`stats`]: latency percentiles, CPU accounting from `/proc`, machine load.
 //! * [`report`]: the Markdown tables (and reading criterion's estimates).
 
 pub mod cases;
 pub mod memory;
+pub mod overrun;
 pub mod report;
 pub mod sdks;
 pub mod server;

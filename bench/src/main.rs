@@ -4,7 +4,7 @@
 //! ```text
 //! mcp-bench run [--secs S] [--rounds N] [--warmup-ms MS] [--only TEXT] [--criterion DIR]
 //!               [--out FILE] [--no-ceiling] [--no-network] [--no-memory]
-//!               [--interop-home DIR] [--no-sdks]
+//!               [--interop-home DIR] [--no-sdks] [--no-overrun] [--overrun-runs N]
 //! mcp-bench serve [--era legacy|modern]
 //!                                     # the server process of one era (used by `run`)
 //! mcp-bench memory-child DRIVER URL   # one call, then its peak RSS (used by `run`)
@@ -21,13 +21,23 @@
 //! table out). `--only TEXT` keeps the cases whose name (`sequential JSON mcp-driver-tokio`,
 //! `in-flight-16 SSE rmcp (default client)`, `shared-256 JSON floor: bare hyper-util POST`,
 //! `sdks cold-closed SSE Python SDK`...) contains `TEXT`: handy under `perf`, or to run one
-//! group (`--only shared-`, `--only sdks`, `--only modern`, `--only stdio`).
+//! group (`--only shared-`, `--only sdks`, `--only modern`, `--only stdio`, `--only overrun`).
+//!
+//! The overrun (last, after every other section, its runs one at a time) calls a stalled
+//! server `N` times per row (default 20, `--overrun-runs`) under a 2 s budget: inside the
+//! operation, and as the whole `mcp-call` process (over HTTP and over stdio), for both drivers;
+//! its rows are named `overrun mcp-driver-tokio inside the operation`, `overrun
+//! mcp-driver-blocking whole process over stdio`... (so `--only stdio` takes its two stdio rows
+//! too; `--no-overrun` leaves it out). It runs
+//! `mcp-call` from the folder of `mcp-bench` (`cargo build --release --bins` builds it): the run
+//! fails at once, naming that step, when a whole-process row is selected and it is missing.
 //!
 //! The 2026-07-28 era's cases talk to a second server process (`serve --era modern`); the
 //! stdio cases start `mcp-testkit-stdio`, which `bench/run.sh` builds next to `mcp-bench`
 //! (or wherever `MCP_TESTKIT_STDIO_BIN` points): the run fails at once, naming the build
 //! step, when a stdio case is selected and the binary is missing.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -36,6 +46,7 @@ use mcp_bench::cases::{
     ClientKind, Era, Group, Measurement, Mode, RunCfg, Servers, Target, case_name, run_case,
 };
 use mcp_bench::memory::{self, MemoryRun};
+use mcp_bench::overrun::{self, OverrunRow, Place};
 use mcp_bench::report::{self, CeilingRow, Check};
 use mcp_bench::sdks::{self, Peers, Sdk, SdkRun};
 use mcp_bench::server::{self, ServerProcess};
@@ -55,6 +66,10 @@ struct Options {
     memory: bool,
     /// `None` with `--no-sdks`: the folder `interop/install.sh` installs the SDKs into.
     interop_home: Option<PathBuf>,
+    /// `false` with `--no-overrun`.
+    overrun: bool,
+    /// Runs per overrun row (`--overrun-runs`).
+    overrun_runs: usize,
 }
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
@@ -71,6 +86,8 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         network: true,
         memory: true,
         interop_home: Some(sdks::default_interop_home()),
+        overrun: true,
+        overrun_runs: overrun::DEFAULT_RUNS,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -96,6 +113,13 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--no-memory" => options.memory = false,
             "--interop-home" => options.interop_home = Some(value()?.into()),
             "--no-sdks" => options.interop_home = None,
+            "--no-overrun" => options.overrun = false,
+            "--overrun-runs" => {
+                let runs: usize = value()?
+                    .parse()
+                    .map_err(|_| "--overrun-runs takes a count")?;
+                options.overrun_runs = runs.max(1);
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -209,6 +233,39 @@ fn run(options: &Options) -> Result<(), String> {
     let stdio = if cases.iter().any(|(_, target, _)| *target == Target::Stdio) {
         Some(mcp_testkit::stdio_server_path().map_err(|e| {
             format!("the stdio cases need the stdio server (bench/run.sh builds it): {e}")
+        })?)
+    } else {
+        None
+    };
+    // And the overrun's binaries: `mcp-call` and the stdio server.
+    let overrun_rows: Vec<_> = if options.overrun {
+        overrun::rows()
+            .into_iter()
+            .filter(|(driver, place)| {
+                let name = overrun::row_name(*driver, *place);
+                options
+                    .only
+                    .as_ref()
+                    .is_none_or(|only| name.contains(only.as_str()))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mcp_call = if overrun_rows
+        .iter()
+        .any(|(_, place)| *place != Place::Inside)
+    {
+        Some(overrun::mcp_call_path(&exe)?)
+    } else {
+        None
+    };
+    let overrun_stdio = if overrun_rows
+        .iter()
+        .any(|(_, place)| *place == Place::ProcessStdio)
+    {
+        Some(mcp_testkit::stdio_server_path().map_err(|e| {
+            format!("the overrun over stdio needs the stdio server (bench/run.sh builds it): {e}")
         })?)
     } else {
         None
@@ -342,6 +399,44 @@ fn run(options: &Options) -> Result<(), String> {
                 .filter(|c| c.what.contains("blocking")),
         );
     }
+
+    // Last, when nothing else runs: the runs one at a time.
+    let mut overrun_runs: Vec<OverrunRow> = Vec::new();
+    if !overrun_rows.is_empty() {
+        let setup = overrun::Setup {
+            stall_url: servers.legacy.url("stall").to_owned(),
+            mcp_call,
+            stdio_server: overrun_stdio,
+        };
+        let runs = options.overrun_runs;
+        eprint!(
+            "overrun, {runs} rounds of {} runs of {} s: ",
+            overrun_rows.len(),
+            overrun::BUDGET.as_secs_f64()
+        );
+        overrun_runs = overrun::measure(&overrun_rows, &setup, runs, |_| eprint!("."))?;
+        eprintln!();
+        for row in &overrun_runs {
+            let fmt = |s: Option<overrun::Summary>| {
+                s.map_or_else(
+                    || "–".to_owned(),
+                    |s| {
+                        format!(
+                            "median {:.3} ms, min {:.3}, max {:.3}",
+                            s.median, s.min, s.max
+                        )
+                    },
+                )
+            };
+            eprintln!(
+                "{:<62}overrun {}  stalled leg past its grant {}",
+                overrun::row_name(row.driver, row.place),
+                fmt(row.overrun()),
+                fmt(row.lateness()),
+            );
+        }
+        checks.extend(report::overrun_checks(&overrun_runs));
+    }
     drop(servers);
     let load_after = load_average();
 
@@ -396,6 +491,14 @@ fn run(options: &Options) -> Result<(), String> {
     if !memory_runs.is_empty() {
         out.push_str("\n### Memory: one call facing a 100 MiB answer (cap 2 MiB)\n\n");
         out.push_str(&report::memory_table(&memory_runs, cap_kib));
+    }
+    if !overrun_runs.is_empty() {
+        let _ = write!(
+            out,
+            "\n### {}\n\n",
+            report::overrun_title(options.overrun_runs)
+        );
+        out.push_str(&report::overrun_table(&overrun_runs));
     }
     match &options.out {
         Some(path) => std::fs::write(path, out).map_err(|e| e.to_string())?,

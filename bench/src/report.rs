@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::cases::{ClientKind, Era, Group, Measurement, Mode, Target, case_name};
 use crate::memory::MemoryRun;
+use crate::overrun::{OverrunRow, Place};
 use crate::sdks::SdkRun;
 
 /// One row of the server-ceiling table.
@@ -420,6 +421,61 @@ pub fn memory_table(runs: &[MemoryRun], cap_kib: u64) -> String {
     out
 }
 
+/// The title of the overrun table for `runs` runs a row.
+pub fn overrun_title(runs: usize) -> String {
+    format!(
+        "Overrun past a {} s budget (stalled server, 1 ms resolution, {runs} run{})",
+        crate::overrun::BUDGET.as_secs_f64(),
+        if runs == 1 { "" } else { "s" }
+    )
+}
+
+/// The overrun table: per driver and place, the overrun's median, min and max (ms), and
+/// inside the operation the stalled leg's lateness past its own grant (median, max).
+pub fn overrun_table(rows: &[OverrunRow]) -> String {
+    let mut out = String::from(
+        "| driver | where measured | median ms | min ms | max ms \
+         | stalled leg past its grant: median ms | stalled leg past its grant: max ms |\n\
+         |---|---|--:|--:|--:|--:|--:|\n",
+    );
+    for row in rows {
+        let overrun = row.overrun();
+        let lateness = row.lateness();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            row.driver.label(),
+            row.place.label(),
+            opt(overrun.map(|s| s.median), 2),
+            opt(overrun.map(|s| s.min), 2),
+            opt(overrun.map(|s| s.max), 2),
+            opt(lateness.map(|s| s.median), 2),
+            opt(lateness.map(|s| s.max), 2),
+        );
+    }
+    out
+}
+
+/// The checks of the overrun target: the median overrun inside the operation under 1 ms, for
+/// each driver.
+pub fn overrun_checks(rows: &[OverrunRow]) -> Vec<Check> {
+    rows.iter()
+        .filter(|row| row.place == Place::Inside)
+        .filter_map(|row| {
+            let median = row.overrun()?.median;
+            Some(Check {
+                what: format!(
+                    "overrun median inside the operation, {}",
+                    row.driver.label()
+                ),
+                measured: format!("{median:.2} ms"),
+                target: "< 1.00 ms".to_owned(),
+                met: median < 1.0,
+            })
+        })
+        .collect()
+}
+
 /// One target check for the summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
@@ -552,6 +608,76 @@ mod tests {
             legs: Some(legs),
             windows,
         }
+    }
+
+    #[test]
+    fn the_overrun_table_and_its_targets() {
+        use crate::overrun::{Driver, OverrunRow, Place};
+        let row = |driver, place, overruns: &[f64], lateness: &[f64]| OverrunRow {
+            driver,
+            place,
+            overruns_ms: overruns.to_vec(),
+            lateness_ms: lateness.to_vec(),
+        };
+        let rows = [
+            row(
+                Driver::Blocking,
+                Place::Inside,
+                &[0.5, 0.8, 0.25, 1.5],
+                &[0.125, 0.25, 0.0, 1.0],
+            ),
+            row(
+                Driver::Blocking,
+                Place::ProcessHttp,
+                &[12.0, 9.5, 30.0],
+                &[],
+            ),
+            row(Driver::Tokio, Place::Inside, &[1.25, 0.75, 1.5], &[0.0; 3]),
+            row(Driver::Tokio, Place::ProcessStdio, &[], &[]),
+        ];
+        assert_eq!(
+            overrun_title(20),
+            "Overrun past a 2 s budget (stalled server, 1 ms resolution, 20 runs)"
+        );
+        assert!(overrun_title(1).ends_with(", 1 run)"));
+        let table = overrun_table(&rows);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[0],
+            "| driver | where measured | median ms | min ms | max ms \
+             | stalled leg past its grant: median ms | stalled leg past its grant: max ms |"
+        );
+        assert_eq!(lines[1], "|---|---|--:|--:|--:|--:|--:|");
+        assert_eq!(
+            &lines[2..],
+            [
+                "| mcp-driver-blocking | inside the operation | 0.65 | 0.25 | 1.50 | 0.19 | 1.00 |",
+                "| mcp-driver-blocking | whole process over HTTP | 12.00 | 9.50 | 30.00 | – | – |",
+                "| mcp-driver-tokio | inside the operation | 1.25 | 0.75 | 1.50 | 0.00 | 0.00 |",
+                "| mcp-driver-tokio | whole process over stdio | – | – | – | – | – |",
+            ]
+        );
+        let checks = overrun_checks(&rows);
+        assert_eq!(
+            checks,
+            [
+                Check {
+                    what: "overrun median inside the operation, mcp-driver-blocking".to_owned(),
+                    measured: "0.65 ms".to_owned(),
+                    target: "< 1.00 ms".to_owned(),
+                    met: true,
+                },
+                Check {
+                    what: "overrun median inside the operation, mcp-driver-tokio".to_owned(),
+                    measured: "1.25 ms".to_owned(),
+                    target: "< 1.00 ms".to_owned(),
+                    met: false,
+                },
+            ]
+        );
+        assert!(checks_table(&checks).contains(
+            "| overrun median inside the operation, mcp-driver-tokio | 1.25 ms | < 1.00 ms | **no** |"
+        ));
     }
 
     #[test]

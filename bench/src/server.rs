@@ -15,6 +15,9 @@
 //! ([`Legs`]: the handshakes, the calls, a `server/discover`, a `GET` or a `DELETE`), so that
 //! each case can say how many of each it cost.
 //!
+//! The legacy process also serves the hostile answers of the memory case (`oversize-*`) and a
+//! `tools/call` that is never answered (`stall`: the overrun's server).
+//!
 //! [`raw_ceiling`] measures the server alone: several raw keep-alive clients post prebuilt
 //! `tools/call` bytes as fast as the server answers; [`wrk_ceiling`] does the same with `wrk`
 //! when it is installed.
@@ -60,7 +63,8 @@ impl Era {
     }
 
     /// The servers a process of this era starts, by role: both answer formats, and in the
-    /// legacy era the hostile answers of the memory case too.
+    /// legacy era the hostile answers of the memory case and the stalled `tools/call` of the
+    /// overrun (`stall`) too.
     fn roles(self) -> &'static [&'static str] {
         match self {
             Self::Legacy => &[
@@ -69,6 +73,7 @@ impl Era {
                 "oversize-length",
                 "oversize-chunked",
                 "oversize-sse",
+                "stall",
             ],
             Self::Modern => &["json", "sse"],
         }
@@ -85,6 +90,9 @@ fn script(role: &str, era: Era) -> Script {
         "oversize-sse" => Script::new()
             .answer_mode(AnswerMode::Sse)
             .hostile(call, Hostile::Oversize(OVERSIZE)),
+        // Answers the handshake, never `tools/call`: the connection is held, read until the
+        // client closes it.
+        "stall" => Script::new().hostile(call, Hostile::Stall),
         other => unreachable!("no server role {other}"),
     };
     match era {
@@ -683,6 +691,28 @@ mod tests {
         assert_eq!(Legs::from_word(&later.to_word()), Some(later));
         assert_eq!(Legs::from_word("-"), Some(Legs::default()));
         served.server.shutdown();
+    }
+
+    #[test]
+    fn the_stall_server_answers_the_handshake_and_never_the_call() {
+        assert!(Era::Legacy.roles().contains(&"stall"));
+        let server = TestServer::try_start(script("stall", Era::Legacy)).unwrap();
+        let url = server.url();
+        let mut conn = RawConn::connect(addr_of(&url)).unwrap();
+        let call = raw_session(&mut conn, &url, &capture_call(&url)).unwrap();
+        conn.stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let err = conn.exchange(&call).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "no answer, the connection held: {err:?}"
+        );
+        drop(conn);
+        server.shutdown();
     }
 
     #[test]
