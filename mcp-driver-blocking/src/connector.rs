@@ -38,7 +38,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use mcp_driver_common::network::{Proxies, ProxyFailure, parse_connect_response};
-use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use rustls::{ClientConnection, StreamOwned};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver as UreqResolver};
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
 use ureq::unversioned::transport::{
@@ -67,7 +67,7 @@ pub(crate) struct Connector {
 impl Connector {
     pub(crate) fn new(
         shared: Arc<Shared>,
-        tls: Arc<ClientConfig>,
+        tls: mcp_driver_common::tls::LazyConfig,
         proxies: Proxies,
         user_agent: &'static str,
     ) -> Self {
@@ -268,7 +268,7 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
 
 /// The chain step that runs the TLS handshake for `https` targets.
 /// The TLS step, and the lane's state (whose leg end may cut a handshake short).
-struct Tls(Arc<ClientConfig>, Arc<Shared>);
+struct Tls(mcp_driver_common::tls::LazyConfig, Arc<Shared>);
 
 impl fmt::Debug for Tls {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -293,7 +293,7 @@ impl<In: Transport> UreqConnector<In> for Tls {
         let host = details.uri.host().unwrap_or("");
         let name = crate::tls::server_name(host)
             .ok_or(ureq::Error::Tls("the host is not a valid TLS server name"))?;
-        let mut conn = ClientConnection::new(Arc::clone(&self.0), name)?;
+        let mut conn = ClientConnection::new(self.0.get(), name)?;
         let mut sock = TransportAdapter::new(transport.boxed(), Arc::clone(&details.current_time));
         sock.set_timeout(left(details));
         while conn.is_handshaking() {

@@ -156,7 +156,7 @@ pub(crate) struct ClientShared {
     pub(crate) shell: Shell<drive::SharedAuthorizer, drive::SessionChanged>,
     /// Over stdio: the server process, and whose turn it is.
     stdio: stdio::Turns,
-    tls: Arc<rustls::ClientConfig>,
+    tls: tls::LazyConfig,
     proxies: mcp_driver_common::network::Proxies,
 }
 
@@ -176,7 +176,7 @@ impl ClientShared {
             agent_config,
             connector::Connector::new(
                 Arc::clone(&shared),
-                Arc::clone(&self.tls),
+                self.tls.clone(),
                 self.proxies.clone(),
                 USER_AGENT,
             ),
@@ -208,7 +208,7 @@ impl Client {
     /// # Errors
     /// [`Error::InvalidCertificates`] when a CA it adds cannot be read or holds no certificate.
     pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
-        let tls = tls::client_config(network)?;
+        let tls = tls::LazyConfig::new(network)?;
         let shared = Arc::new(ClientShared {
             shell: Shell::new(config, drive::SessionChanged::default()),
             stdio: stdio::Turns::default(),

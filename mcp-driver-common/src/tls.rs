@@ -48,6 +48,70 @@ pub fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Error> {
     Ok(Arc::new(config))
 }
 
+/// A client's rustls configuration, built the first time a connection needs TLS: a client of
+/// an `http://` server never reads a CA bundle (which costs a process that makes one call
+/// several milliseconds: every certificate of the system's bundle, and of `SSL_CERT_DIR`,
+/// parsed), and one of an `https://` server reads it inside its first leg, where the
+/// operation's budget counts it, instead of before the budget opens.
+///
+/// The CAs the caller added are read at once by [`LazyConfig::new`], so that a file that
+/// cannot be read or holds no certificate is still the constructor's error.
+#[derive(Clone)]
+pub struct LazyConfig(Arc<LazyInner>);
+
+struct LazyInner {
+    network: Network,
+    config: std::sync::OnceLock<Arc<ClientConfig>>,
+}
+
+impl std::fmt::Debug for LazyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyConfig")
+            .field("built", &self.0.config.get().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LazyConfig {
+    /// The configuration `network` asks for, built now when the caller added CAs (their
+    /// errors are this call's), else when [`get`](Self::get) first asks for it.
+    ///
+    /// # Errors
+    /// As [`client_config`]: a CA the caller added that cannot be read or holds no
+    /// certificate.
+    pub fn new(network: &Network) -> Result<Self, Error> {
+        let config = std::sync::OnceLock::new();
+        if !network.added_roots().is_empty() {
+            let _ = config.set(client_config(network)?);
+        }
+        Ok(Self(Arc::new(LazyInner {
+            network: network.clone(),
+            config,
+        })))
+    }
+
+    /// The configuration, built on the first call (by every clone of this value at most once).
+    pub fn get(&self) -> Arc<ClientConfig> {
+        Arc::clone(self.0.config.get_or_init(|| {
+            // Only the caller's CAs can fail to load, and `new` loaded them already; were one
+            // to fail now (changed on disk since), nothing is trusted rather than too much.
+            client_config(&self.0.network).unwrap_or_else(|_| trust_nothing())
+        }))
+    }
+}
+
+/// A configuration that refuses every certificate (as from an unknown issuer).
+fn trust_nothing() -> Arc<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .expect("the ring provider supports rustls' default protocol versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(TrustNothing(provider)))
+        .with_no_client_auth();
+    Arc::new(config)
+}
+
 /// What a verifier was built from: the caller's CAs and the files the environment names,
 /// each file as it was (its size and modification time), each directory by its own
 /// modification time (adding or removing a file changes it).
@@ -314,6 +378,42 @@ mod tests {
             "a changed file is read again"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_client_reads_no_ca_until_a_connection_needs_tls() {
+        let asked = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = Arc::clone(&asked);
+        let network = Network::new().with_env(move |name| {
+            log.lock().unwrap().push(name.to_owned());
+            None
+        });
+        let lazy = LazyConfig::new(&network).unwrap();
+        assert!(
+            asked.lock().unwrap().is_empty(),
+            "nothing is looked at before a connection needs TLS"
+        );
+        let first = lazy.get();
+        assert!(
+            asked
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|name| name == "SSL_CERT_FILE")
+        );
+        assert!(
+            Arc::ptr_eq(&first, &lazy.clone().get()),
+            "built once, for every clone"
+        );
+    }
+
+    #[test]
+    fn the_callers_cas_are_still_read_by_the_constructor() {
+        let network = Network::new().with_root_pem("not a certificate");
+        assert!(matches!(
+            LazyConfig::new(&network),
+            Err(Error::InvalidCertificates { .. })
+        ));
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Handshakes), m
     let handshakes = Handshakes::default();
     let connector = Connector {
         tcp,
-        tls: tokio_rustls::TlsConnector::from(crate::tls::client_config(network)?),
+        tls: crate::tls::LazyConfig::new(network)?,
         proxies: Arc::new(network.proxies()),
         handshakes: handshakes.clone(),
     };
@@ -103,7 +103,7 @@ impl Drop for HandshakeGuard {
 #[derive(Clone)]
 pub(crate) struct Connector {
     tcp: HttpConnector,
-    tls: tokio_rustls::TlsConnector,
+    tls: crate::tls::LazyConfig,
     proxies: Arc<Proxies>,
     handshakes: Handshakes,
 }
@@ -149,7 +149,8 @@ impl Connector {
             )
         })?;
         let _handshake = self.handshakes.begin();
-        match self.tls.connect(name, TokioIo::new(tcp)).await {
+        let tls = tokio_rustls::TlsConnector::from(self.tls.get());
+        match tls.connect(name, TokioIo::new(tcp)).await {
             Ok(tls) => Ok(MaybeHttpsStream::Https(TokioIo::new(tls))),
             Err(err) => Err(handshake_failure(err)),
         }
