@@ -32,6 +32,9 @@ pub(crate) struct Shared {
     inner: Mutex<Inner>,
     /// While the rest of an answered body is drained: when to give up (see `leg::drain`).
     drain_until: Mutex<Option<Instant>>,
+    /// The end of the grant of the leg whose reads are next (what [`Shared::leg_ends_at`]
+    /// armed): a wait for input on the lane's sockets ends then, on the lane's own thread.
+    reads_until: Mutex<Option<Instant>>,
     /// Wakes a driver waiting (to resume a stream) when the operation is cancelled.
     woken: Condvar,
     /// Over stdio: what wakes the operation's thread waiting on the server's stdout (see
@@ -176,6 +179,7 @@ impl Shared {
             connect_failed: AtomicBool::default(),
             inner: Mutex::default(),
             drain_until: Mutex::default(),
+            reads_until: Mutex::default(),
             woken: Condvar::default(),
             waker: Mutex::default(),
             leg_end: LegEnd::of(Weak::clone(lane) as Weak<dyn leg_end::Lane>),
@@ -185,7 +189,19 @@ impl Shared {
     /// The leg about to block on the lane's sockets ends at `at` (`None`: it is over): its
     /// sockets are shut down then, if it still runs.
     pub(crate) fn leg_ends_at(&self, at: Option<Instant>) {
+        *self
+            .reads_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = at;
         self.leg_end.arm(at);
+    }
+
+    /// When a wait for input on the lane's sockets ends: the end of the leg armed last.
+    pub(crate) fn reads_until(&self) -> Option<Instant> {
+        *self
+            .reads_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether the leg in flight reached its end, which shut the lane's sockets down.

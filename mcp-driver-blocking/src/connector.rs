@@ -2,10 +2,14 @@
 //! and precise read timeouts; and a resolver that skips the lookup for an address, and for a
 //! target reached through a proxy.
 //!
-//! The chain is ureq's (TCP and its socket registry) with our own proxy tunnel and TLS steps
+//! The chain is ureq's (its socket registry) with our own TCP, proxy tunnel and TLS steps
 //! (so that both drivers trust, tunnel and fail alike: see [`crate::tls`] and
-//! [`mcp_driver_common::network`]), and two additions:
+//! [`mcp_driver_common::network`]), and:
 //!
+//! * **TCP.** [`Tcp`] connects as ureq's `TcpConnector` does (never past what is left of the
+//!   grant) and hands over a [`Socket`] of ours, which waits for input with `poll(2)` on the
+//!   lane's own thread until the leg's end, to the microsecond, and looks whether a pooled
+//!   connection is still open with one `poll`. Its shutdown handle shuts the read side first.
 //! * **Tunnel.** [`Tunnel`] picks the proxy for each request's target (the [`Proxies`] of the
 //!   client's [`Network`](crate::Network)), connects to it and opens an HTTP `CONNECT` tunnel,
 //!   all inside the leg's grant; its failures are `ConnectProxyFailed` with the sentence of
@@ -17,23 +21,22 @@
 //!   refused is `ureq::Error::Rustls`, a handshake that ran out of the grant
 //!   [`HANDSHAKE_TIMED_OUT`].
 //! * **Registration.** [`Connector`] hands the chain a `register_shutdown` callback of its own,
-//!   so every socket ureq's `TcpConnector` opens is recorded for [`CancelHandle`]
-//!   (see [`crate::cancel`]); ureq's own registry is still called.
-//! * **Sliced reads.** ureq bounds a blocking read with the socket's receive timeout
-//!   (`SO_RCVTIMEO`). On Linux that timeout runs on the kernel's timer wheel, whose precision
-//!   shrinks with the length of the timeout (about 1/8 of it: a 2 s timeout fires up to ~30 ms
-//!   late, a 17 s one was measured 1.7 s late). That would break the promise that an
-//!   operation overruns its budget by less than one resolution unit. [`Sliced`] sits between
-//!   TCP and TLS and waits for input in slices of at most [`SLICE`], which the timer wheel
-//!   keeps to a few milliseconds, until the leg's real deadline. Writes are not sliced: a
-//!   write that timed out may have sent part of its buffer, so it cannot be retried (requests
-//!   are small and are not expected to block).
+//!   so every socket [`Tcp`] opens is recorded for [`CancelHandle`] and for the leg-end thread
+//!   (see [`crate::cancel`], [`crate::leg_end`]); ureq's own registry is still called.
+//! * **Sliced reads.** [`Sliced`] sits between TCP and TLS: it ends every wait for input at the
+//!   leg's end (the lane's armed end, which ureq's own time, counted from a little later,
+//!   would pass), and cuts it into slices of at most [`SLICE`]. The slices matter where the wait
+//!   is the socket's receive timeout (`SO_RCVTIMEO`, off Unix), which Linux keeps on its timer
+//!   wheel, whose precision shrinks with the length of the timeout (a 2 s timeout fired up to
+//!   ~30 ms late, a 17 s one 1.7 s late). Writes are not sliced: a write that timed out may
+//!   have sent part of its buffer, so it cannot be retried (requests are small and are not
+//!   expected to block); the leg-end thread ends a blocked one.
 //!
 //! [`CancelHandle`]: crate::CancelHandle
 
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -43,7 +46,7 @@ use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector as UreqConnector, Either, LazyBuffers, NextTimeout,
-    ShutdownHandle, TcpConnector, Transport, TransportAdapter,
+    ShutdownHandle, Transport, TransportAdapter,
 };
 
 use crate::cancel::Shared;
@@ -79,7 +82,7 @@ impl Connector {
         };
         let chain =
             ().chain(tunnel)
-                .chain(TcpConnector::default())
+                .chain(Tcp)
                 .chain(Slice(Arc::clone(&shared)))
                 .chain(Tls(tls, Arc::clone(&shared)))
                 .chain(Boxed);
@@ -236,7 +239,7 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
             run_connector: Arc::clone(&details.run_connector),
             register_shutdown: Arc::clone(&details.register_shutdown),
         };
-        let tcp = UreqConnector::<()>::connect(&TcpConnector::default(), &proxy_details, None)
+        let tcp = UreqConnector::<()>::connect(&Tcp, &proxy_details, None)
             .map_err(unreachable)?
             .ok_or_else(|| failed(ProxyFailure::Unreachable("no address".to_owned())))?;
         let tcp = Sliced(tcp, Arc::clone(&self.shared));
@@ -379,6 +382,294 @@ impl Transport for TlsTransport {
     }
 }
 
+/// The chain step that opens the TCP connection, as ureq's `TcpConnector` does (each
+/// resolved address in turn, sharing the connection's time between them, the first given half
+/// of it; Nagle off), as a [`Socket`] of the driver's own.
+#[derive(Debug)]
+struct Tcp;
+
+/// The least an address is given to connect in (as ureq's `TcpConnector`), unless less is left.
+const MIN_PER_ADDRESS: Duration = Duration::from_millis(10);
+
+impl<In: Transport> UreqConnector<In> for Tcp {
+    type Out = Either<In, Socket>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if let Some(transport) = chained {
+            return Ok(Some(Either::A(transport)));
+        }
+        let stream = connect_any(details)?;
+        let handle = Arc::new(SocketHandle(stream.try_clone()?));
+        (details.register_shutdown)(Arc::downgrade(&handle) as Weak<dyn ShutdownHandle>)?;
+        let buffers = LazyBuffers::new(
+            details.config.input_buffer_size(),
+            details.config.output_buffer_size(),
+        );
+        Ok(Some(Either::B(Socket::new(stream, buffers, handle))))
+    }
+}
+
+/// Connects to the first of `details.addrs` that takes the connection.
+fn connect_any(details: &ConnectionDetails) -> Result<TcpStream, ureq::Error> {
+    let total = match left(details).after {
+        UreqDuration::Exact(total) => Some(total),
+        _ => None,
+    };
+    let count = i32::try_from(details.addrs.len()).unwrap_or(i32::MAX);
+    // Weights 1, 1/2, 1/4, ... summing to the whole time.
+    let total_weight = 2.0 * (1.0 - 0.5_f64.powi(count));
+    let mut weight = 1.0_f64;
+    let mut last: Option<ureq::Error> = None;
+    for addr in details.addrs.iter() {
+        let remaining = match left(details).after {
+            UreqDuration::Exact(remaining) => Some(remaining),
+            _ => None,
+        };
+        if remaining.is_some_and(|remaining| remaining.is_zero()) {
+            return Err(ureq::Error::Timeout(details.timeout.reason));
+        }
+        // Never past what is left (ureq's own connector gives an address at least 10 ms).
+        let per_address = total.zip(remaining).map(|(total, remaining)| {
+            Duration::from_secs_f64(total.as_secs_f64() * weight / total_weight)
+                .max(MIN_PER_ADDRESS)
+                .min(remaining)
+        });
+        weight /= 2.0;
+        let attempt = match per_address {
+            Some(within) => TcpStream::connect_timeout(addr, within),
+            None => TcpStream::connect(addr),
+        };
+        match attempt {
+            Ok(stream) => {
+                if details.config.no_delay() {
+                    stream.set_nodelay(true)?;
+                }
+                return Ok(stream);
+            }
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                ) =>
+            {
+                last = Some(ureq::Error::Timeout(ureq::Timeout::Connect));
+            }
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::ConnectionRefused
+                        | io::ErrorKind::HostUnreachable
+                        | io::ErrorKind::NetworkUnreachable
+                        | io::ErrorKind::NetworkDown
+                        | io::ErrorKind::AddrNotAvailable
+                ) =>
+            {
+                last = Some(err.into());
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::ConnectionRefused, "Connection refused").into()
+    }))
+}
+
+/// How long before a wait's end a [`Socket`] stops sleeping in `poll(2)` and looks again and
+/// again instead (at most this much CPU, and only for a wait that reaches its end).
+#[cfg(unix)]
+const READ_SPIN: Duration = Duration::from_millis(1);
+
+/// A connection's socket as a shutdown sees it: a second handle on it, registered (weakly)
+/// for a cancel and for the leg-end thread, kept alive by the [`Socket`] it belongs to.
+struct SocketHandle(TcpStream);
+
+impl ShutdownHandle for SocketHandle {
+    /// The read side first: that alone wakes a read blocked on the socket, where shutting
+    /// both at once first sends the FIN (carried to a loopback server within the call). Then
+    /// both, which wakes a blocked write too.
+    fn shutdown(&self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Read);
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// A TCP connection as the driver reads and writes it: ureq's `TcpTransport`, except that a
+/// wait for input is `poll(2)` on the lane's own thread until the instant ureq names (on
+/// Unix; elsewhere the socket's receive timeout, as ureq does). `poll` keeps its timeout to
+/// the microsecond where the socket's receive timeout runs on the kernel's tick (4 ms at
+/// `CONFIG_HZ=250`), and the lane's own thread wakes on it where the leg-end thread's
+/// shutdown had to wake it from another (measured: 150-440 µs past the leg's end, the
+/// loopback server woken first). Whether the connection is still open is one `poll` too
+/// (ureq's look is a non-blocking read between two `ioctl`s).
+pub(crate) struct Socket {
+    stream: TcpStream,
+    buffers: LazyBuffers,
+    /// The send (and, off Unix, receive) timeouts the socket holds, set only when they change.
+    write_timeout: Option<Duration>,
+    #[cfg(not(unix))]
+    read_timeout: Option<Duration>,
+    _handle: Arc<SocketHandle>,
+}
+
+impl fmt::Debug for Socket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Socket")
+            .field("peer", &self.stream.peer_addr().ok())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long `timeout` leaves, `None` for no limit, and the error it ends in.
+fn limit(timeout: NextTimeout) -> (Option<Duration>, ureq::Timeout) {
+    match timeout.after {
+        UreqDuration::Exact(after) => (Some(after), timeout.reason),
+        _ => (None, timeout.reason),
+    }
+}
+
+/// An I/O error as ureq reports it: a timed-out wait is its `Timeout`.
+fn io_error(err: io::Error, reason: ureq::Timeout) -> ureq::Error {
+    match err.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ureq::Error::Timeout(reason),
+        _ => ureq::Error::Io(err),
+    }
+}
+
+impl Transport for Socket {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let (after, reason) = limit(timeout.for_write());
+        if after.is_some_and(|after| after.is_zero()) {
+            return Err(ureq::Error::Timeout(reason));
+        }
+        if after != self.write_timeout {
+            self.stream.set_write_timeout(after)?;
+            self.write_timeout = after;
+        }
+        let output = &self.buffers.output()[..amount];
+        (&self.stream)
+            .write_all(output)
+            .map_err(|err| io_error(err, reason))
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let (after, reason) = limit(timeout.for_read());
+        let until = after.map(|after| Instant::now() + after);
+        self.wait_readable(until, reason)?;
+        let input = self.buffers.input_append_buf();
+        let amount = loop {
+            match (&self.stream).read(input) {
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                other => break other.map_err(|err| io_error(err, reason))?,
+            }
+        };
+        self.buffers.input_appended(amount);
+        Ok(amount > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        // Open: nothing to read (no stray bytes, no end, no error) at this instant.
+        !self.readable_within(Duration::ZERO).unwrap_or(true)
+    }
+
+    fn is_tls(&self) -> bool {
+        false
+    }
+}
+
+impl Socket {
+    /// A transport over `stream`, which `handle` shuts down.
+    fn new(stream: TcpStream, buffers: LazyBuffers, handle: Arc<SocketHandle>) -> Self {
+        Self {
+            stream,
+            buffers,
+            write_timeout: None,
+            #[cfg(not(unix))]
+            read_timeout: None,
+            _handle: handle,
+        }
+    }
+
+    /// Waits until the socket has input (or its end, or an error) or `until` passes.
+    #[cfg(unix)]
+    fn wait_readable(
+        &mut self,
+        until: Option<Instant>,
+        reason: ureq::Timeout,
+    ) -> Result<(), ureq::Error> {
+        loop {
+            let left = until.map(|until| until.saturating_duration_since(Instant::now()));
+            // The last stretch is spun through (a look, then the thread yields), as the
+            // leg-end thread and the tokio driver do: a sleeping thread's wake-up comes a
+            // couple of hundred microseconds late on a virtual machine, a look does not.
+            let within = match left {
+                Some(left) if left.is_zero() => return Err(ureq::Error::Timeout(reason)),
+                Some(left) if left <= READ_SPIN => Duration::ZERO,
+                Some(left) => left - READ_SPIN,
+                None => Duration::MAX,
+            };
+            match self.readable_within(within) {
+                Ok(true) => return Ok(()),
+                Ok(false) if within.is_zero() => std::thread::yield_now(),
+                Ok(false) => {}
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// Off Unix: the socket's receive timeout, as ureq's transport.
+    #[cfg(not(unix))]
+    fn wait_readable(
+        &mut self,
+        until: Option<Instant>,
+        reason: ureq::Timeout,
+    ) -> Result<(), ureq::Error> {
+        let left = until.map(|until| until.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|left| left.is_zero()) {
+            return Err(ureq::Error::Timeout(reason));
+        }
+        if left != self.read_timeout {
+            self.stream.set_read_timeout(left)?;
+            self.read_timeout = left;
+        }
+        Ok(())
+    }
+
+    /// Whether the socket has input, its end or an error within `within`.
+    #[cfg(unix)]
+    fn readable_within(&self, within: Duration) -> io::Result<bool> {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let timeout = (within != Duration::MAX).then(|| Timespec {
+            tv_sec: i64::try_from(within.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(within.subsec_nanos()),
+        });
+        let mut fds = [PollFd::new(&self.stream, PollFlags::IN)];
+        let ready = rustix::event::poll(&mut fds, timeout.as_ref())?;
+        Ok(ready > 0)
+    }
+
+    /// Off Unix: a non-blocking look, as ureq's transport.
+    #[cfg(not(unix))]
+    fn readable_within(&self, _: Duration) -> io::Result<bool> {
+        self.stream.set_nonblocking(true)?;
+        let mut byte = [0u8];
+        let looked = self.stream.peek(&mut byte);
+        self.stream.set_nonblocking(false)?;
+        match looked {
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            _ => Ok(true),
+        }
+    }
+}
+
 /// The chain step that wraps the TCP transport in [`Sliced`].
 struct Slice(Arc<Shared>);
 
@@ -464,6 +755,14 @@ impl<T: Transport> Transport for Sliced<T> {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(ureq::Error::Timeout(ureq::Timeout::RecvBody));
+            }
+            total = total.min(left);
+        }
+        // The leg's own end, to the microsecond (ureq's time counts from a little after it).
+        if let Some(until) = self.1.reads_until() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ureq::Error::Timeout(timeout.reason));
             }
             total = total.min(left);
         }
@@ -588,6 +887,75 @@ impl UreqResolver for Lookup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connected [`Socket`] and the server's side of it.
+    fn socket_pair() -> (Socket, Arc<SocketHandle>, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let handle = Arc::new(SocketHandle(client.try_clone().unwrap()));
+        let socket = Socket::new(client, LazyBuffers::new(4096, 4096), Arc::clone(&handle));
+        (socket, handle, server)
+    }
+
+    fn within(after: Duration) -> NextTimeout {
+        NextTimeout {
+            after: UreqDuration::Exact(after),
+            reason: ureq::Timeout::RecvResponse,
+            ..NextTimeout::default()
+        }
+    }
+
+    #[test]
+    fn a_wait_for_a_silent_server_ends_at_its_time_as_a_timeout() {
+        let (mut socket, _handle, _server) = socket_pair();
+        let started = Instant::now();
+        let waited = socket.await_input(within(Duration::from_millis(30)));
+        let took = started.elapsed();
+        assert!(matches!(
+            waited,
+            Err(ureq::Error::Timeout(ureq::Timeout::RecvResponse))
+        ));
+        assert!(
+            took >= Duration::from_millis(30),
+            "not before its time: {took:?}"
+        );
+        // Generous: a slow machine, not a 4 ms kernel tick, bounds it.
+        assert!(took < Duration::from_millis(530), "{took:?}");
+    }
+
+    #[test]
+    fn a_shutdown_from_another_thread_wakes_a_wait_without_a_time_limit() {
+        let (mut socket, handle, _server) = socket_pair();
+        let shutter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            handle.shutdown();
+        });
+        // No time limit: only the shutdown can end it (the test would hang without it).
+        assert!(matches!(
+            socket.await_input(NextTimeout::default()),
+            Ok(false)
+        ));
+        shutter.join().unwrap();
+    }
+
+    #[test]
+    fn a_pooled_socket_is_open_until_the_server_says_something_unasked_or_closes() {
+        let (mut socket, _handle, mut server) = socket_pair();
+        assert!(socket.is_open(), "an idle connection is open");
+        server.write_all(b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!socket.is_open(), "stray bytes: not reused");
+        let (mut socket, _handle, server) = socket_pair();
+        drop(server);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!socket.is_open(), "closed by the server: not reused");
+        // What it reads is what the server sent.
+        let (mut socket, _handle, mut server) = socket_pair();
+        server.write_all(b"hello").unwrap();
+        assert!(socket.await_input(within(Duration::from_secs(5))).unwrap());
+        assert_eq!(socket.buffers().input(), b"hello");
+    }
 
     #[test]
     fn a_write_timeout_is_rounded_up_to_whole_slices_so_it_seldom_changes() {
