@@ -113,6 +113,10 @@ pub use mcp_driver_common::network::Network;
 
 use cancel::Shared;
 
+/// ureq's input buffer per connection: a response head fits (ureq's limit is 64 KiB).
+const INPUT_BUFFER: usize = 64 * 1024;
+/// ureq's output buffer per connection: a request head and the body's pieces.
+const OUTPUT_BUFFER: usize = 16 * 1024;
 /// The `User-Agent` of every request (and of a proxy's `CONNECT`).
 const USER_AGENT: &str = concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION"));
 use drive::Driver;
@@ -171,6 +175,13 @@ impl ClientShared {
             .user_agent(USER_AGENT)
             // The connector's own tunnel carries proxied requests (see `connector`).
             .proxy(None)
+            // Each connection allocates (and zeroes) both buffers. ureq's 128 KiB each sit at
+            // the allocator's mmap threshold: a connection made per operation page-faulted
+            // 256 KiB in and unmapped it again each time. The input buffer holds a response
+            // head, which ureq allows up to 64 KiB; requests are small and a body goes out
+            // through the output buffer in pieces.
+            .input_buffer_size(INPUT_BUFFER)
+            .output_buffer_size(OUTPUT_BUFFER)
             .build();
         let agent = ureq::Agent::with_parts(
             agent_config,
