@@ -1,8 +1,10 @@
 //! The end of each blocked leg, kept to the microsecond by one thread for the whole process.
 //!
-//! A read blocked on a server that never answers returns at ureq's own timeout, which it
-//! checks milliseconds apart. To end the leg at its grant's end instead, each lane arms its
-//! leg's end here before it blocks, and disarms it when the blocking call returns; one thread
+//! On Unix a read ends at the leg's end on the lane's own thread (`connector::Socket` polls
+//! until then); what else blocks on a socket (a write to a server that stopped reading, a read
+//! elsewhere, where the wait is the kernel's socket timeout, checked milliseconds apart) is
+//! ended from here. Each lane arms its leg's end here before it blocks, and disarms it when
+//! the blocking call returns; one thread
 //! (spawned on the first arm, living as long as the process) waits for the earliest armed end
 //! and shuts that lane's sockets down then, so the blocked call returns at once. The operation
 //! reads what the read brought at or after the leg's end as the leg's timeout: nothing here

@@ -44,9 +44,10 @@
 //! The grant of a leg bounds all of it: resolve, connect, TLS, send, head and every body read.
 //! A server that trickles a byte at a time cannot stretch a leg, and a stalled server ends the
 //! operation with [`Error::LegTimedOut`] under a millisecond past its budget at millisecond
-//! resolution: the process's leg-end thread shuts the socket down at the grant's end, and
-//! reads wait in slices of at most 50 ms as a fallback, because the kernel's socket timeouts
-//! lose precision as they grow (see `examples/blocking_overrun.rs`).
+//! resolution: a read waits with `poll(2)` on the operation's own thread until the leg's end
+//! (spinning through its last millisecond), and the process's leg-end thread shuts the socket
+//! down then, which ends a blocked write or, off Unix, a read waiting on the kernel's socket
+//! timeout (see `examples/blocking_overrun.rs`).
 //!
 //! # Tracing
 //! With the `tracing` feature (on by default) every operation is a `mcp.operation` span
