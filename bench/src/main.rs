@@ -188,6 +188,12 @@ fn network_cases() -> Vec<(Group, Target, ClientKind)> {
     cases
 }
 
+/// Whether the case or row called `name` runs: `--only`'s text is part of its name, or there
+/// is no `--only`.
+fn selected(only: Option<&str>, name: &str) -> bool {
+    only.is_none_or(|only| name.contains(only))
+}
+
 /// The cases of the cross-SDK table in the order they run and are reported, `--only` applied.
 fn sdk_cases(only: Option<&str>) -> Vec<(Mode, Group, Sdk)> {
     let mut cases = Vec::new();
@@ -195,7 +201,7 @@ fn sdk_cases(only: Option<&str>) -> Vec<(Mode, Group, Sdk)> {
         for group in sdks::CASES {
             for sdk in Sdk::ALL {
                 let name = format!("sdks {} {} {}", group.name(), mode.label(), sdk.label());
-                if only.is_none_or(|only| name.contains(only)) {
+                if selected(only, &name) {
                     cases.push((mode, group, sdk));
                 }
             }
@@ -219,11 +225,10 @@ fn run(options: &Options) -> Result<(), String> {
         network_cases()
             .into_iter()
             .filter(|(group, target, client)| {
-                let name = case_name(*group, *target, *client);
-                options
-                    .only
-                    .as_ref()
-                    .is_none_or(|only| name.contains(only.as_str()))
+                selected(
+                    options.only.as_deref(),
+                    &case_name(*group, *target, *client),
+                )
             })
             .collect()
     } else {
@@ -242,11 +247,7 @@ fn run(options: &Options) -> Result<(), String> {
         overrun::rows()
             .into_iter()
             .filter(|(driver, place)| {
-                let name = overrun::row_name(*driver, *place);
-                options
-                    .only
-                    .as_ref()
-                    .is_none_or(|only| name.contains(only.as_str()))
+                selected(options.only.as_deref(), &overrun::row_name(*driver, *place))
             })
             .collect()
     } else {

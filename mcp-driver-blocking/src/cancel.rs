@@ -33,7 +33,9 @@ pub(crate) struct Shared {
     /// While the rest of an answered body is drained: when to give up (see `leg::drain`).
     drain_until: Mutex<Option<Instant>>,
     /// The end of the grant of the leg whose reads are next (what [`Shared::leg_ends_at`]
-    /// armed): a wait for input on the lane's sockets ends then, on the lane's own thread.
+    /// armed): a wait for input on the lane's sockets ends then, on the lane's own thread. The
+    /// leg-end watch holds the same instant, but behind the process-wide lock every lane's
+    /// arm takes; this copy is read before every wait.
     reads_until: Mutex<Option<Instant>>,
     /// Wakes a driver waiting (to resume a stream) when the operation is cancelled.
     woken: Condvar,

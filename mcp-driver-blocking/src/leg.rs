@@ -13,6 +13,7 @@ use mcp_proto::{Clock, LegKind, MonotonicClock, TransportErrorKind};
 
 use crate::bodies::{Body, Kept};
 use crate::cancel::Shared;
+use crate::connector;
 use crate::drive::Wire;
 
 /// The size of one body read. Small enough that events reach the observer as they arrive,
@@ -205,22 +206,22 @@ fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
                 tls.to_string(),
             );
         }
-        E::Tls(crate::connector::HANDSHAKE_TIMED_OUT) => {
+        E::Tls(connector::HANDSHAKE_TIMED_OUT) => {
             return TransportError::new(
                 TransportErrorKind::Tls(mcp_proto::TlsProblem::TimedOut),
-                crate::connector::HANDSHAKE_TIMED_OUT,
+                connector::HANDSHAKE_TIMED_OUT,
             );
         }
         E::ConnectProxyFailed(reason) => {
             return TransportError::new(TransportErrorKind::Proxy, reason.clone());
         }
         E::Timeout(_) => TransportErrorKind::TimedOut,
-        E::Io(io) if is_timeout(io) => TransportErrorKind::TimedOut,
+        E::Io(io) if connector::is_timeout(io) => TransportErrorKind::TimedOut,
         E::HostNotFound | E::ConnectionFailed | E::Pem(_) | E::TlsRequired | E::InvalidProxyUrl => {
             TransportErrorKind::Connect
         }
         E::Tls(_) => TransportErrorKind::Tls(mcp_proto::TlsProblem::Handshake),
-        E::Io(io) if is_connect(io) => TransportErrorKind::Connect,
+        E::Io(io) if connector::is_connect(io) => TransportErrorKind::Connect,
         _ if connect_failed => TransportErrorKind::Connect,
         // The server answered, but not in HTTP (e.g. a header value with CR or LF in it).
         E::Protocol(_) => TransportErrorKind::Protocol,
@@ -234,28 +235,10 @@ fn body_error(err: io::Error) -> TransportError {
     let err = ureq::Error::from(err);
     let kind = match &err {
         ureq::Error::Timeout(_) => TransportErrorKind::TimedOut,
-        ureq::Error::Io(io) if is_timeout(io) => TransportErrorKind::TimedOut,
+        ureq::Error::Io(io) if connector::is_timeout(io) => TransportErrorKind::TimedOut,
         _ => TransportErrorKind::Io,
     };
     TransportError::new(kind, err.to_string())
-}
-
-fn is_timeout(err: &io::Error) -> bool {
-    matches!(
-        err.kind(),
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
-    )
-}
-
-fn is_connect(err: &io::Error) -> bool {
-    matches!(
-        err.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::HostUnreachable
-            | io::ErrorKind::NetworkUnreachable
-            | io::ErrorKind::NetworkDown
-            | io::ErrorKind::AddrNotAvailable
-    )
 }
 
 #[cfg(test)]

@@ -37,15 +37,24 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 pub fn client_config(network: &Network) -> Result<Arc<ClientConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = verifier_for(network, &provider)?;
+    Ok(config_with(provider, verifier))
+}
+
+/// TLS 1.2 and 1.3 with `provider`, servers verified by `verifier`, no client certificate.
+fn config_with(
+    provider: Arc<CryptoProvider>,
+    verifier: Arc<dyn ServerCertVerifier>,
+) -> Arc<ClientConfig> {
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         // The ring provider supports TLS 1.2 and 1.3, the safe defaults: this cannot fail.
         .expect("the ring provider supports rustls' default protocol versions")
         .dangerous()
-        // Not dangerous: a verifier that verifies (the platform's, or webpki's).
+        // Not dangerous: a verifier that verifies (the platform's, webpki's, or one that
+        // trusts nothing).
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
-    Ok(Arc::new(config))
+    Arc::new(config)
 }
 
 /// A client's rustls configuration, built the first time a connection needs TLS: a client of
@@ -103,13 +112,7 @@ impl LazyConfig {
 /// A configuration that refuses every certificate (as from an unknown issuer).
 fn trust_nothing() -> Arc<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
-        .expect("the ring provider supports rustls' default protocol versions")
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(TrustNothing(provider)))
-        .with_no_client_auth();
-    Arc::new(config)
+    config_with(Arc::clone(&provider), Arc::new(TrustNothing(provider)))
 }
 
 /// What a verifier was built from: the caller's CAs and the files the environment names,
