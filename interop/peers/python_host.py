@@ -14,7 +14,9 @@ under key, default text: `parallel: <k> of <n> answered, each its own`), changes
 server's notifications/tools/list_changed is heard: `changes: notified` or `changes: none`),
 race:<slow>:<fast> (the slow tool, then 200 ms later the fast
 one, both without arguments: `race: <first> then <second>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
-then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`). With HOST_ELICIT set (a JSON
+then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`), mark:<path> (creates the file, for
+the row to see this point was reached), await:<path>:<seconds> (waits until the row creates
+the file: `await: signalled` or `await: timed out`). With HOST_ELICIT set (a JSON
 object), the host declares elicitation and accepts each with that content, printing
 `elicited: <message>` (after HOST_ELICIT_DELAY seconds, when set). With HOST_MODE set (`auto`, `legacy` or a version), the host is the
 SDK's high-level `Client` in that mode instead (`auto`: `server/discover` first, the 2026-07-28
@@ -149,6 +151,18 @@ async def run_steps(session, steps: list[str]) -> None:
                 await anyio.sleep(0.2)
                 group.start_soon(run, fast)
             print(f"race: {' then '.join(order)}", flush=True)
+        elif kind == "mark":
+            # Tells the row this point was reached: the file is created.
+            with open(rest, "w"):
+                pass
+        elif kind == "await":
+            # Waits (at most the seconds given) until the row creates the file: the row
+            # changed something (restarted the upstream) between two steps.
+            path, _, seconds = rest.rpartition(":")
+            with anyio.move_on_after(float(seconds)):
+                while not os.path.exists(path):
+                    await anyio.sleep(0.05)
+            print(f"await: {'signalled' if os.path.exists(path) else 'timed out'}", flush=True)
         elif kind == "cancel":
             tool, _, rest = rest.partition(":")
             arguments, _, after = rest.rpartition(":")

@@ -172,9 +172,10 @@ pub enum Error {
         /// The cap in bytes.
         limit: usize,
     },
-    /// The session was re-established after a 404 and the new one was refused too.
+    /// The server said the session is gone (a `404`, or a `400` whose body says so) after it
+    /// was re-established for this operation, or of the session a task lives in.
     #[error(
-        "MCP server \"{server}\" answered {method} with 404: the session is gone (lost again after it was re-established for this operation, or the one a task lives in) and cannot be recovered"
+        "MCP server \"{server}\" answered {method} with {status}: the session is gone (lost again after it was re-established for this operation, or the one a task lives in) and cannot be recovered"
     )]
     SessionExpired {
         /// The server's label.
@@ -182,6 +183,9 @@ pub enum Error {
         /// The request the failure is about: the JSON-RPC method whose answer was awaited
         /// (`DELETE` for a close).
         method: &'static str,
+        /// The status that said so: `404`, or `400` with a body that says the session is
+        /// missing, unknown or invalid.
+        status: u16,
     },
     /// The server chose a protocol version this client does not speak.
     #[error(

@@ -213,6 +213,7 @@ impl ServerRequest {
 #[derive(Debug, Clone)]
 pub struct Script {
     pub(crate) sessions: bool,
+    pub(crate) unknown_session_400: bool,
     pub(crate) protocol_version: Option<String>,
     pub(crate) session_id_override: Option<Vec<u8>>,
     pub(crate) notification_reply: NotificationReply,
@@ -240,6 +241,7 @@ impl Default for Script {
     fn default() -> Self {
         Self {
             sessions: true,
+            unknown_session_400: false,
             protocol_version: None,
             session_id_override: None,
             notification_reply: NotificationReply::Accepted,
@@ -287,6 +289,15 @@ impl Script {
     /// (absent: 400, unknown or expired: 404).
     pub fn sessions(mut self, on: bool) -> Self {
         self.sessions = on;
+        self
+    }
+
+    /// Answers a request whose session it does not know (or no longer knows) as servers on the
+    /// TypeScript SDK's example routing do (`server-everything` among them): `400` with
+    /// `{"code":-32000,"message":"Bad Request: No valid session ID provided"}` instead of the
+    /// spec's `404`.
+    pub fn unknown_session_as_typescript_400(mut self) -> Self {
+        self.unknown_session_400 = true;
         self
     }
 

@@ -226,6 +226,10 @@ impl Shared {
                 mcp::error_envelope(id, -32000, "missing session id"),
             )),
             Some(s) if lock(&self.sessions).contains(s) => Ok(()),
+            Some(_) if script.unknown_session_400 => Err(json_response(
+                400,
+                mcp::error_envelope(id, -32000, "Bad Request: No valid session ID provided"),
+            )),
             Some(_) => Err(json_response(
                 404,
                 mcp::error_envelope(id, -32001, "session not found"),

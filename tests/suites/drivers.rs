@@ -161,6 +161,7 @@ for_each_driver!(
     a_second_operation_on_the_same_session_sends_no_handshake,
     a_404_on_an_expired_session_reinitializes_and_succeeds_inside_one_budget,
     a_session_lost_twice_in_one_operation_is_expired,
+    a_session_a_typescript_server_forgot_is_recovered_as_for_a_404,
     event_stream_answers_carry_notifications_to_the_observer,
     notification_replies_other_than_202_are_accepted,
     a_server_without_sessions_works,
@@ -527,6 +528,46 @@ fn a_404_on_an_expired_session_reinitializes_and_succeeds_inside_one_budget<D: D
     );
     assert!(legs[0].grant <= budget, "{legs:?}");
     assert_one_deadline(&recorder);
+}
+
+/// Servers on the TypeScript SDK's example routing (`server-everything`) answer a session they
+/// no longer know (after a restart) with 400 and say so in a JSON-RPC error: every operation
+/// recovers as from the spec's 404, inside its own budget, and the close of such a session is
+/// a close.
+fn a_session_a_typescript_server_forgot_is_recovered_as_for_a_404<D: Driver>() {
+    let server = TestServer::start(Script::new().unknown_session_as_typescript_400());
+    let (mut client, recorder) = new_client::<D>(&server, BUDGET);
+    client.call_tool("echo", echo("one")).unwrap();
+    server.expire_sessions();
+    recorder.clear();
+
+    let started = Instant::now();
+    let result = client.call_tool("echo", echo("two"));
+    assert!(started.elapsed() < BUDGET);
+    assert_eq!(result.expect("recovered").text(), "two");
+    let ends: Vec<(LegKind, LegEnd)> = recorder.legs().iter().map(|l| (l.kind, l.end)).collect();
+    assert_eq!(
+        ends,
+        [
+            (LegKind::CallTool, LegEnd::Status(400)),
+            (LegKind::Initialize, LegEnd::Status(200)),
+            (LegKind::Initialized, LegEnd::Status(202)),
+            (LegKind::CallTool, LegEnd::Status(200)),
+        ]
+    );
+    assert_one_deadline(&recorder);
+
+    // A listing, after another restart.
+    server.expire_sessions();
+    let tools = client.list_tools().expect("recovered");
+    assert!(!tools.is_empty());
+
+    // The close of a session the server forgot: closed, nothing to report.
+    server.expire_sessions();
+    client
+        .close()
+        .expect("a session the server forgot is closed");
+    assert!(client.session().info().is_none());
 }
 
 fn a_session_lost_twice_in_one_operation_is_expired<D: Driver>() {

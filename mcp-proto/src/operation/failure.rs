@@ -42,9 +42,9 @@ pub(super) enum Failure {
         message: String,
         data: Option<serde_json::Value>,
     },
-    /// A second `404` on a session re-established for this operation, or a `404` on the
-    /// session a legacy task lives in.
-    SessionExpired,
+    /// A session lost (a `404`, or a `400` saying so: the status) a second time in this
+    /// operation, once re-established, or the session a legacy task lives in.
+    SessionExpired(u16),
     /// An `initialize` answer naming a version this client does not speak.
     Version(String),
     /// A skill's file did not match its entry.
@@ -140,7 +140,11 @@ impl Failure {
                 message,
                 data,
             },
-            Self::SessionExpired => Error::SessionExpired { server, method },
+            Self::SessionExpired(status) => Error::SessionExpired {
+                server,
+                method,
+                status,
+            },
             Self::Version(version) => Error::UnsupportedProtocolVersion { server, version },
             Self::Skill { uri, reason } => Error::SkillRejected {
                 server,

@@ -458,15 +458,16 @@ impl Operation {
                     self.start_over();
                 }
             }
-            // A 404 to a request that carried a session id: a new session, once, in the budget
-            // (never for a legacy task: it is gone with its session).
-            Heard::SessionLost
+            // A request that carried a session id was told the session is gone (404, or a 400
+            // saying so): a new session, once, in the budget (never for a legacy task: it is
+            // gone with its session).
+            Heard::SessionLost(_)
                 if (self.progress)
                     .lose_session(&mut self.session, self.answering.task.is_live()) =>
             {
                 self.start_over();
             }
-            Heard::SessionLost => self.fail(method, Failure::SessionExpired),
+            Heard::SessionLost(status) => self.fail(method, Failure::SessionExpired(status)),
             // Nothing a modern server would say: perhaps a legacy server refused the request.
             Heard::Refused(status) => match self.progress.era.after_refusal(status) {
                 Some(moved) => return self.act_as(Heard::Moved(moved), method),

@@ -89,8 +89,9 @@ pub(super) enum Heard {
     Done(Outcome),
     /// An answer moved the era: the request goes out again, in the era it moved to.
     Moved(Move),
-    /// A `404` to a request that carried the session's id: the session is gone.
-    SessionLost,
+    /// The session is gone: a request that carried its id was answered with this status (a
+    /// `404`, or a `400` that says so: [`says_session_is_gone`]).
+    SessionLost(u16),
     /// A refusal with this status that no modern error explained: perhaps a legacy server's,
     /// else the status is the error.
     Refused(u16),
@@ -164,6 +165,9 @@ pub(super) struct Reading {
     saw_message: bool,
     /// The session id the server issued with the head (`initialize` only).
     session_id: Option<String>,
+    /// A `400` to a request that carried the session's id, of this kind: its body is read to
+    /// learn whether it says the session is gone ([`says_session_is_gone`]).
+    refused_session: Option<LegKind>,
     /// The events a chunk completed, kept between chunks to spare an allocation each.
     events: Vec<SseEvent>,
 }
@@ -186,6 +190,7 @@ impl Reading {
         self.body = Body::Head;
         self.saw_message = false;
         self.session_id = None;
+        self.refused_session = None;
         self.events.clear();
     }
 
@@ -235,9 +240,16 @@ impl Reading {
             era,
         } = ctx;
         let cap = session.config().body_cap();
+        // Servers on the TypeScript SDK's example routing answer a request for a session they
+        // do not know (after a restart) with 400 and say so in the body: it is read, to tell
+        // that from any other 400 ([`says_session_is_gone`]).
+        let lost_or_refused = status == StatusCode::BAD_REQUEST && carried_session;
         if kind == LegKind::Close {
             // 404: already gone; 405: the server does not end sessions on request.
             session.reset();
+            if lost_or_refused {
+                return self.read_refusal(kind, cap);
+            }
             let gone = status.is_success()
                 || status == StatusCode::NOT_FOUND
                 || status == StatusCode::METHOD_NOT_ALLOWED;
@@ -261,7 +273,10 @@ impl Reading {
             return Heard::Over;
         }
         if status == StatusCode::NOT_FOUND && carried_session {
-            return Heard::SessionLost;
+            return Heard::SessionLost(status.as_u16());
+        }
+        if lost_or_refused {
+            return self.read_refusal(kind, cap);
         }
         // A modern server explains a refusal (400, 404) with a JSON-RPC error in the body: it
         // is read (under the body cap) so that `-32022` can name the versions to retry with,
@@ -309,6 +324,15 @@ impl Reading {
         Heard::More
     }
 
+    /// A `400` to a request of `kind` that carried the session's id: its body is read (under
+    /// `cap`), and at its end says whether the session is gone ([`Self::end`]).
+    fn read_refusal(&mut self, kind: LegKind, cap: usize) -> Heard {
+        self.refused_session = Some(kind);
+        self.body = Body::Json(Vec::new());
+        self.cap = cap;
+        Heard::More
+    }
+
     /// The next chunk of the body.
     pub(super) fn chunk(&mut self, bytes: &[u8]) -> Framed {
         match &mut self.body {
@@ -334,7 +358,15 @@ impl Reading {
             Body::Head => Framed::then(Heard::Over),
             Body::Json(buffer) => {
                 let body = std::mem::take(buffer);
-                json_answer(&body, status, modern)
+                match (self.refused_session.take(), says_session_is_gone(&body)) {
+                    // A close of a session the server no longer knows: it is closed.
+                    (Some(LegKind::Close), true) => Framed::then(Heard::Done(Outcome::Closed)),
+                    (Some(LegKind::Close), false) => {
+                        Framed::then(Heard::Failed(Failure::Status(status)))
+                    }
+                    (Some(_), true) => Framed::then(Heard::SessionLost(status)),
+                    _ => json_answer(&body, status, modern),
+                }
             }
             Body::Sse(parser) => {
                 let fed = parser.finish(&mut self.events);
@@ -388,6 +420,47 @@ impl Reading {
         };
         Framed::messages(messages, then)
     }
+}
+
+/// Whether the body of a `400` to a request that carried a session id says the session is
+/// gone, as real servers say it: the message of a JSON-RPC error (the TypeScript SDK's example
+/// routing, which `server-everything` and most servers built on that SDK copy: `Bad Request: No
+/// valid session ID provided`; its transport's own `Bad Request: Server not initialized` and
+/// `Mcp-Session-Id header is required`), or a body of plain text (`Invalid or missing session
+/// ID`), that names the session (or an uninitialised server) and calls it missing, unknown,
+/// invalid, expired or not found. Any other `400` stays the server's error. Only the first
+/// [`QUOTE_LIMIT`] characters are looked at: a hostile body cannot make this slow.
+pub(super) fn says_session_is_gone(body: &[u8]) -> bool {
+    let text = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(message)) => match message.get("error").and_then(|e| e.get("message")) {
+            Some(Value::String(text)) => Cow::Owned(text.clone()),
+            _ => return false,
+        },
+        Ok(_) => return false,
+        Err(_) => String::from_utf8_lossy(&body[..body.len().min(QUOTE_LIMIT * 4)]),
+    };
+    let said: String = text
+        .chars()
+        .take(QUOTE_LIMIT)
+        .flat_map(char::to_lowercase)
+        .collect();
+    if said.contains("not initialized") || said.contains("not initialised") {
+        return true;
+    }
+    said.contains("session")
+        && [
+            "no valid",
+            "invalid",
+            "missing",
+            "required",
+            "unknown",
+            "not found",
+            "expired",
+            "no such",
+            "does not exist",
+        ]
+        .iter()
+        .any(|gone| said.contains(gone))
 }
 
 /// A whole JSON body with `status`: the answer, or why there is none.
