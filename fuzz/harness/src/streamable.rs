@@ -1183,7 +1183,9 @@ fn answer_one(
             match err {
                 // A server may ask for a resumption wait that the budget cannot cover: that is
                 // the request timing out, at once.
-                Error::LegTimedOut { .. } | Error::AuthorizationRequired { .. } => {}
+                Error::LegTimedOut { .. } => {}
+                // The answer asked for authorization (checked above).
+                Error::AuthorizationRequired { .. } => {}
                 Error::BudgetExhausted { .. } if driver.waited => {}
                 Error::BudgetExhausted { .. }
                 | Error::Unreachable { .. }
