@@ -9,7 +9,9 @@
 #
 # The committed seeds (fuzz/corpus/<target>/) are copied into a scratch corpus under
 # fuzz/target/corpus/<target>/ and fuzzed there, so corpus growth is never committed.
-# Crashes land in fuzz/artifacts/<target>/ (git-ignored); replay one with
+# Crashes land in fuzz/artifacts/<target>/ (git-ignored); on a crash this script prints the
+# panic and each new crashing input in hex, so a CI log alone is enough to reproduce it
+# (write the bytes back with `xxd -r -p`). Replay one with
 #   cargo +nightly fuzz run <target> fuzz/artifacts/<target>/<file>
 # and, once the bug is fixed, keep the input in fuzz/regressions/<target>/ (see its README).
 #
@@ -71,7 +73,7 @@ for target in "${targets[@]}"; do
   log="$fuzz_dir/target/fuzz-$target.log"
   mkdir -p "$scratch" "$artifacts"
   [ -d "$seeds" ] && cp -n "$seeds"/* "$scratch"/ 2>/dev/null || true
-  before=$(find "$artifacts" -type f | wc -l)
+  before=$(find "$artifacts" -type f | sort)
   echo "fuzz/run.sh: fuzzing $target for ${seconds}s (log: ${log#"$PWD"/})"
   set +e
   # The first crash stops this target's run, so its artifact is the first failing input.
@@ -83,15 +85,23 @@ for target in "${targets[@]}"; do
   set -e
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -n1)
   execs="${execs:-?}"
-  after=$(find "$artifacts" -type f | wc -l)
-  crashes=$((after - before))
+  after=$(find "$artifacts" -type f | sort)
+  new=$(comm -13 <(printf '%s\n' "$before" | sed '/^$/d') <(printf '%s\n' "$after" | sed '/^$/d'))
+  crashes=$(printf '%s\n' "$new" | sed '/^$/d' | wc -l)
   summary+=("$(printf '%-10s executions: %-10s new crashes: %s (artifacts in fuzz/artifacts/%s: %s)' \
-    "$target" "$execs" "$crashes" "$target" "$after")")
+    "$target" "$execs" "$crashes" "$target" "$(printf '%s\n' "$after" | sed '/^$/d' | wc -l)")")
   if [ "$code" -ne 0 ] || [ "$crashes" -gt 0 ]; then
     status=1
     echo "fuzz/run.sh: $target FAILED (exit $code); the panic:" >&2
-    grep -E -A2 "panicked at" "$log" | head -n 6 >&2 || true
-    grep -E "Test unit written|ERROR: libFuzzer" "$log" | head -n 4 >&2 || true
+    # The whole panic message (an assert_eq! spans several lines), up to the backtrace note.
+    awk '/panicked at/ { on = 1 } on && /^(note: |stack backtrace:|==[0-9]+==)/ { exit } on { print }' \
+      "$log" | head -n 40 >&2 || true
+    grep -E "Test unit written|ERROR: libFuzzer|SUMMARY: libFuzzer" "$log" | head -n 4 >&2 || true
+    while IFS= read -r input; do
+      [ -n "$input" ] || continue
+      echo "fuzz/run.sh: the input, ${input#"$PWD"/} ($(wc -c <"$input") bytes), in hex:" >&2
+      od -An -v -tx1 "$input" | sed 's/^ */  /' >&2
+    done <<<"$new"
   fi
 done
 

@@ -280,10 +280,12 @@ impl SessionConfig {
     /// request id, so the server can stop working on it (default: off).
     ///
     /// When on, the operation hands the notice out as one more leg after
-    /// [`Input::Cancel`](crate::driver::Input::Cancel), under a grant of its own of
-    /// [`CANCEL_NOTICE_GRANT`](crate::CANCEL_NOTICE_GRANT) (the budget is over), and returns
-    /// [`Error::Cancelled`] once its response head arrived or that grant ran out: a cancel then
-    /// takes up to a second instead of returning at once. Nothing is sent when the call had
+    /// [`Input::Cancel`](crate::driver::Input::Cancel), granted what is left of the budget but
+    /// at most [`CANCEL_NOTICE_GRANT`](crate::CANCEL_NOTICE_GRANT)
+    /// ([`leg_grant`](crate::driver::leg_grant)), and returns [`Error::Cancelled`] once its
+    /// response head arrived or that grant ran out: a cancel then takes up to a second instead
+    /// of returning at once. Over HTTP a notice that would go out with the budget spent is not
+    /// sent (over stdio it is written only if the server's stdin takes it at once). Nothing is sent when the call had
     /// not been sent yet, nor for any other request, nor in the modern era (2026-07-28), where
     /// closing the call's stream is the cancellation.
     pub fn with_cancel_notice(mut self, on: bool) -> Self {

@@ -13,5 +13,5 @@
 
 pub use crate::operation::{
     DRAIN_BYTES, DRAIN_WAIT, Input, Leg, LegId, LegStatus, Operation, Output, ProcessExit, ReplyId,
-    ServerRequest, TransportError, drain_until,
+    ServerRequest, TransportError, drain_until, leg_grant,
 };

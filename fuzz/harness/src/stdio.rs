@@ -12,7 +12,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use mcp_proto::driver::{Input, Leg, LegId, Operation, Output, ProcessExit, TransportError};
+use mcp_proto::driver::{
+    Input, Leg, LegId, Operation, Output, ProcessExit, TransportError, leg_grant,
+};
 use mcp_proto::{
     Action, Budget, Clock, Error, Event, LegKind, ListKind, ManualClock, Outcome, ProtocolVersion,
     QUOTE_LIMIT, Resolution, Session, SessionConfig, StdioCommand, TransportErrorKind,
@@ -276,6 +278,17 @@ impl Harness<'_> {
                 at(now),
                 leg.timeout,
                 deadline.total()
+            );
+        }
+        if matches!(leg.kind, LegKind::CancelNotice | LegKind::Kill) {
+            // Their grants are a policy (the notice's cap, a kill's unit, what each gets with
+            // the budget spent): taken from its one definition, so this check follows it.
+            assert_eq!(
+                Some(leg.timeout),
+                leg_grant(leg.kind, &deadline, now, true),
+                "leg {number} ({:?}) sent at {:?}: its grant",
+                leg.kind,
+                at(now)
             );
         }
         if !matches!(

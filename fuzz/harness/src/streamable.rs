@@ -40,7 +40,10 @@ use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use mcp_proto::driver::{Input, Leg, LegId, LegStatus, Operation, Output, TransportError};
+use mcp_proto::driver::{
+    Input, Leg, LegId, LegStatus, Operation, Output, TransportError, leg_grant,
+};
+use mcp_proto::mcp_auth::Challenge;
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
     Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
@@ -661,6 +664,15 @@ fn media_type(headers: &HeaderMap) -> String {
         .to_ascii_lowercase()
 }
 
+/// Whether an answer with `status` and `headers` asks for authorization: `mcp-auth`'s reading
+/// of a challenge, the one the operation acts on (any 401; a 403 only with an
+/// `insufficient_scope` challenge, which no answer of these targets carries). With no OAuth
+/// configured, as in every session here, such an answer to a request ends the operation with
+/// [`Error::AuthorizationRequired`] ([`Fault::Authorization`]): no one here can authorize.
+fn asks_authorization(status: StatusCode, headers: &HeaderMap) -> bool {
+    Challenge::from_response(status, headers).is_some()
+}
+
 /// An error's message must be one safe line: server text is clipped and has no controls.
 fn check_message(err: &Error) {
     let text = err.to_string();
@@ -711,6 +723,8 @@ struct Fuzzed<'a> {
     body: &'a [u8],
     split: u8,
     used: bool,
+    /// The answer, once given, asked for authorization ([`asks_authorization`]).
+    challenged: bool,
 }
 
 /// A driver as the module docs of `mcp_proto::driver` describe it, one response at a time:
@@ -804,12 +818,9 @@ impl Driver<'_, '_> {
         let (status, headers, body, split) = match self.fuzzed.as_mut() {
             Some(fuzzed) if !fuzzed.used && fuzzed.target.matches(leg) => {
                 fuzzed.used = true;
-                (
-                    fuzzed.status,
-                    headers(Some(fuzzed.content_type), leg.kind),
-                    fuzzed.body.to_vec(),
-                    fuzzed.split,
-                )
+                let fed = headers(Some(fuzzed.content_type), leg.kind);
+                fuzzed.challenged = asks_authorization(fuzzed.status, &fed);
+                (fuzzed.status, fed, fuzzed.body.to_vec(), fuzzed.split)
             }
             _ if self.legacy_server && is_modern_request(leg) => (
                 StatusCode::BAD_REQUEST,
@@ -1070,8 +1081,12 @@ impl Target {
 /// deadline); every request follows the era rules ([`Eras::check`]: a pinned era never sends
 /// the other's requests, a detecting one changes era at most once); the result fits the
 /// action, or is an error a server can cause (never a transport, cancel, caller or
-/// expired-session error, and a spent budget only after a resumption wait); its message is one
-/// clipped line; nothing follows `Done`.
+/// expired-session error, and a spent budget only after a resumption wait); whose fault it is
+/// ([`Error::fault`]) is the authorization's exactly when the answer asked for authorization
+/// (a 401, read as `mcp-auth`'s [`Challenge`] reads it: no OAuth is configured here, so the
+/// operation ends with [`Error::AuthorizationRequired`]), and otherwise the server's, but for
+/// the request timing out or the budget running out over a resumption wait; its message is
+/// one clipped line; nothing follows `Done`.
 pub fn answer(data: &[u8]) {
     let mut bytes = Bytes::new(data);
     let status = status_from(bytes.byte());
@@ -1128,17 +1143,25 @@ fn answer_one(
             body,
             split,
             used: false,
+            challenged: false,
         }),
         waited: false,
         outputs: 0,
     };
     let result = driver.run();
     let context = format!("{mode:?} {target:?} leg answered {status} as {content_type}");
+    let challenged = driver.fuzzed.as_ref().is_some_and(|f| f.challenged);
     match &result {
-        Ok(outcome) => assert!(
-            outcome_fits(&action, outcome),
-            "{context}: {outcome:?} for {action:?}"
-        ),
+        Ok(outcome) => {
+            assert!(
+                outcome_fits(&action, outcome),
+                "{context}: {outcome:?} for {action:?}"
+            );
+            assert!(
+                !challenged,
+                "{context}: a refusal that asks for authorization, and {outcome:?}"
+            );
+        }
         Err(err) => {
             check_message(err);
             if let Some(method) = error_method(err) {
@@ -1147,16 +1170,22 @@ fn answer_one(
                     "{context}: an error names {method:?}, not a request: {err:?}"
                 );
             }
-            let fault = match err {
-                Error::LegTimedOut { .. } => Fault::Network,
-                Error::BudgetExhausted { .. } => Fault::Budget,
-                _ => Fault::Server,
-            };
-            assert_eq!(err.fault(), fault, "{context}: whose fault {err:?} is");
+            // Whose fault it is, as `Error::fault` (the one table) says: the authorization's
+            // exactly when the answer asked for it (no one here can authorize); else the
+            // server's, but for the request timing out or the budget running out over a wait
+            // the server asked for.
+            let fault = err.fault();
+            assert_eq!(
+                fault == Fault::Authorization,
+                challenged,
+                "{context}: whose fault {err:?} is: {fault:?}"
+            );
             match err {
                 // A server may ask for a resumption wait that the budget cannot cover: that is
                 // the request timing out, at once.
                 Error::LegTimedOut { .. } => {}
+                // The answer asked for authorization (checked above).
+                Error::AuthorizationRequired { .. } => {}
                 Error::BudgetExhausted { .. } if driver.waited => {}
                 Error::BudgetExhausted { .. }
                 | Error::Unreachable { .. }
@@ -1165,7 +1194,8 @@ fn answer_one(
                 | Error::InvalidUrl { .. }
                 | Error::InvalidHeader { .. }
                 | Error::AlreadyFinished => panic!("{context}: an answer caused {err:?}"),
-                _ => {}
+                // Anything else that is not the server's is not an answer's doing.
+                _ => assert_eq!(fault, Fault::Server, "{context}: whose fault {err:?} is"),
             }
         }
     }
@@ -1349,6 +1379,9 @@ struct Harness<'s> {
     session: &'s mut Session,
     clock: ManualClock,
     started: Instant,
+    /// The latest instant the operation was given (with an input or a poll): what it knows
+    /// of the time, however far the clock stepped back since.
+    latest: Instant,
     total: Duration,
     unit: Duration,
     progress: bool,
@@ -1447,6 +1480,13 @@ impl Harness<'_> {
         self.clock.now()
     }
 
+    /// Gives the operation `input` now.
+    fn input(&mut self, input: Input<'_>) -> LegStatus {
+        let now = self.now();
+        self.latest = self.latest.max(now);
+        self.op.handle_input(input, now)
+    }
+
     /// The legs in flight: `(number, kind)`.
     fn in_flight(&self) -> Vec<(u32, LegKind)> {
         self.legs
@@ -1459,6 +1499,7 @@ impl Harness<'_> {
     /// One `poll_output`, checked.
     fn poll(&mut self) -> Output {
         let now = self.now();
+        self.latest = self.latest.max(now);
         let output = next_output(&mut self.op, self.session, now);
         if self.done {
             assert!(
@@ -1515,7 +1556,7 @@ impl Harness<'_> {
                     ),
                     Err(err) => {
                         check_message(err);
-                        self.check_error(err, now);
+                        self.check_error(err);
                     }
                 }
                 if let Some(expected) = self.expect {
@@ -1525,14 +1566,20 @@ impl Harness<'_> {
                         Err(Error::LegTimedOut { .. }) => "LegTimedOut",
                         Err(Error::Unreachable { .. }) => "Unreachable",
                         Err(Error::Malformed { .. }) => "Malformed",
+                        Err(Error::AuthorizationRequired { .. }) => "AuthorizationRequired",
                         _ => "something else",
                     };
                     assert_eq!(got, expected, "the operation ended with {result:?}");
                 }
                 if let Some(call) = self.owed_notice {
+                    // The notice is granted when its turn comes, at this poll: over HTTP it
+                    // is dropped only if the budget is spent by then.
+                    let left = self.op.deadline().remaining(now);
                     assert!(
-                        self.notice_sent,
-                        "the cancelled tools/call {call} ended without its cancel notice"
+                        self.notice_sent
+                            || leg_grant(LegKind::CancelNotice, self.op.deadline(), now, false)
+                                .is_none(),
+                        "the cancelled tools/call {call} ended without its cancel notice, with {left:?} of the budget left"
                     );
                 }
                 for leg in &mut self.legs {
@@ -1640,7 +1687,11 @@ impl Harness<'_> {
     }
 
     /// The cancel notice: only when the session sends them, once, after a cancel that
-    /// interrupted a `tools/call` that was sent, under a grant of its own.
+    /// interrupted a `tools/call` that was sent, under the notice's grant. What that grant is
+    /// comes from its one definition in `mcp-proto` ([`leg_grant`]: what is left of the budget,
+    /// at most [`CANCEL_NOTICE_GRANT`]), so a change of that rule changes this check with it;
+    /// what no rule may change is checked on its own: over HTTP, never with the budget spent,
+    /// never granted zero, nor more than the cap or than a leg sent then would get.
     fn check_notice(&mut self, leg: &Leg, now: Instant) {
         assert!(self.notice, "a cancel notice, but the session sends none");
         assert!(self.cancelled, "a cancel notice without a cancel");
@@ -1650,8 +1701,32 @@ impl Harness<'_> {
             "a cancel notice after a cancel that interrupted no tools/call"
         );
         self.notice_sent = true;
-        assert_eq!(leg.timeout, CANCEL_NOTICE_GRANT);
-        assert_eq!(leg.ends_at, now + CANCEL_NOTICE_GRANT);
+        let elapsed = now.saturating_duration_since(self.started);
+        assert!(
+            elapsed < self.total,
+            "a cancel notice over HTTP sent {elapsed:?} into a {:?} budget",
+            self.total
+        );
+        let budget_rule = ceil_to(self.total - elapsed, self.unit).max(self.unit);
+        assert!(
+            !leg.timeout.is_zero()
+                && leg.timeout <= CANCEL_NOTICE_GRANT
+                && leg.timeout <= budget_rule,
+            "a cancel notice sent {elapsed:?} into a {:?} budget was granted {:?}",
+            self.total,
+            leg.timeout
+        );
+        assert_eq!(
+            Some(leg.timeout),
+            leg_grant(LegKind::CancelNotice, self.op.deadline(), now, false),
+            "the cancel notice's grant, {elapsed:?} into a {:?} budget",
+            self.total
+        );
+        assert_eq!(
+            leg.ends_at,
+            now + leg.timeout,
+            "the notice's end is not now + grant"
+        );
         check_session_header(leg);
         assert_eq!(check_request(leg), None, "a notification with an id");
         let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or_default();
@@ -1667,8 +1742,7 @@ impl Harness<'_> {
         }
     }
 
-    fn check_error(&self, err: &Error, now: Instant) {
-        let elapsed = now.saturating_duration_since(self.started);
+    fn check_error(&self, err: &Error) {
         if let Some(method) = error_method(err) {
             assert!(
                 ERROR_METHODS.contains(&method),
@@ -1677,6 +1751,10 @@ impl Harness<'_> {
         }
         match err {
             Error::BudgetExhausted { budget, leg, .. } => {
+                // The refusal may have been decided at an earlier poll, before the clock
+                // stepped back: it must have come once the budget was spent by an instant the
+                // operation was given.
+                let elapsed = self.latest.saturating_duration_since(self.started);
                 assert!(
                     elapsed >= self.total,
                     "refused {elapsed:?} into a {:?} budget",
@@ -1824,16 +1902,17 @@ impl Harness<'_> {
         let fate = self.fate(i);
         let was_finished = self.op.is_finished();
         let Sent {
-            id, role, reading, ..
+            id,
+            kind,
+            role,
+            reading,
+            ..
         } = self.legs[i];
-        let read = self.op.handle_input(
-            Input::Head {
-                leg: id,
-                status,
-                headers: map,
-            },
-            self.now(),
-        );
+        let read = self.input(Input::Head {
+            leg: id,
+            status,
+            headers: map,
+        });
         match fate {
             Fate::Ignored => self.ignored(i, Some(read), was_finished, "a head"),
             Fate::Late => self.ran_out(i, Some(read), "a head"),
@@ -1866,7 +1945,16 @@ impl Harness<'_> {
                     if role != Role::Work || !reading {
                         self.close(i);
                     }
-                    if self.mode == Mode::Modern
+                    let first_work_head = role == Role::Work && !reading && kind != LegKind::Close;
+                    if first_work_head && asks_authorization(status, map) {
+                        // No OAuth is configured: the operation ends asking for authorization
+                        // (whatever the era: the refusal is read before anything else).
+                        assert!(
+                            self.op.is_finished(),
+                            "{id} was refused with {status}, and the operation goes on"
+                        );
+                        self.expect = Some("AuthorizationRequired");
+                    } else if self.mode == Mode::Modern
                         && role == Role::Work
                         && !reading
                         && status.is_client_error()
@@ -1922,13 +2010,10 @@ impl Harness<'_> {
         let Sent {
             id, role, reading, ..
         } = self.legs[i];
-        let read = self.op.handle_input(
-            Input::Chunk {
-                leg: id,
-                bytes: chunk,
-            },
-            self.now(),
-        );
+        let read = self.input(Input::Chunk {
+            leg: id,
+            bytes: chunk,
+        });
         match fate {
             Fate::Ignored => self.ignored(i, Some(read), was_finished, "a chunk"),
             Fate::Late => self.ran_out(i, Some(read), "a chunk"),
@@ -1988,7 +2073,7 @@ impl Harness<'_> {
         let Sent {
             id, role, reading, ..
         } = self.legs[i];
-        self.op.handle_input(Input::End { leg: id }, self.now());
+        self.input(Input::End { leg: id });
         match fate {
             Fate::Ignored => self.ignored(i, None, was_finished, "a body end"),
             Fate::Late => self.ran_out(i, None, "a body end"),
@@ -2041,13 +2126,10 @@ impl Harness<'_> {
             reading,
             ..
         } = self.legs[i];
-        self.op.handle_input(
-            Input::Failed {
-                leg: id,
-                error: TransportError::new(kind, detail),
-            },
-            self.now(),
-        );
+        self.input(Input::Failed {
+            leg: id,
+            error: TransportError::new(kind, detail),
+        });
         match fate {
             Fate::Ignored => self.ignored(i, None, was_finished, "a transport error"),
             Fate::Late => self.ran_out(i, None, "a transport error"),
@@ -2091,7 +2173,7 @@ impl Harness<'_> {
 
     fn timeout(&mut self) {
         let now = self.now();
-        self.op.handle_input(Input::Timeout, now);
+        self.input(Input::Timeout);
         for i in 0..self.legs.len() {
             let leg = self.legs[i];
             if leg.open && leg.ends_at <= now {
@@ -2129,7 +2211,7 @@ impl Harness<'_> {
                 .map(|asked| asked.id),
             _ => None,
         });
-        self.op.handle_input(Input::Cancel, self.clock.now());
+        self.input(Input::Cancel);
         assert!(
             self.op.is_finished(),
             "a cancelled operation is not finished"
@@ -2260,10 +2342,15 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32, Mode) {
 /// a few timer firings at advancing time end it); after `Done` polling only yields
 /// `AlreadyFinished` and no event comes out; every grant is exactly
 /// `max(unit, ceil_to_unit(total - elapsed))`, so never zero and never beyond the budget
-/// rounded up; a refusal comes only once the budget is spent and nothing is sent after it; a
-/// cancel before the end ends it with `Cancelled`; a cancel notice goes out only when the
-/// session sends them, once, under its own grant, naming a `tools/call` that was sent (the
-/// one in flight when the cancel came); a JSON body never buffers more than the cap, and
+/// rounded up; a refusal comes only once the budget is spent (by the latest instant the
+/// operation was given: it may have decided before the clock stepped back) and nothing is sent
+/// after it; a cancel before the end ends it with `Cancelled`; a cancel notice goes out only
+/// when the session sends them, once, naming a `tools/call` that was sent (the one in flight
+/// when the cancel came), granted as `mcp-proto`'s one rule for it says ([`leg_grant`]: what
+/// is left, at most [`CANCEL_NOTICE_GRANT`]), never with the budget spent; a notice owed is
+/// missing only if the budget was spent when its turn came; a work leg's first head that asks
+/// for authorization (a 401) ends the operation with `AuthorizationRequired`, in every era,
+/// unread; a JSON body never buffers more than the cap, and
 /// overflowing it ends with `AnswerTooLarge`; never two legs of one role in flight; an input
 /// about a leg no longer in flight changes nothing; an input at or after a leg's end, or its
 /// timer, times it out (`LegTimedOut` for the request and the answers to the server; the
@@ -2274,8 +2361,9 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32, Mode) {
 /// the operation sends; error messages are one clipped line.
 ///
 /// Per era: every request follows the era rules of the module docs (checked on every leg). A
-/// modern-pinned operation reads the body of every `4xx` JSON refusal of its request (a
-/// modern server explains a refusal with a JSON-RPC error), never starts over, never sends a
+/// modern-pinned operation reads the body of every `4xx` JSON refusal of its request that
+/// does not ask for authorization (a modern server explains a refusal with a JSON-RPC
+/// error), never starts over, never sends a
 /// GET or a DELETE, and has nothing to close. A `400`, `404` or `405` head that does not end
 /// the operation starts the attempt over (a lost session, or the fallback to the handshake
 /// while detecting): the answers to the server and the standalone stream go with it. A
@@ -2329,6 +2417,7 @@ pub fn operation(data: &[u8]) {
         session: &mut session,
         clock: clock.clone(),
         started,
+        latest: started,
         total: budget.as_duration().max(unit),
         unit,
         progress,

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcp_proto::driver::{Input, Leg, LegStatus, Operation, Output, ServerRequest, TransportError};
+use mcp_proto::driver::{
+    Input, Leg, LegStatus, Operation, Output, ServerRequest, TransportError, leg_grant,
+};
 use mcp_proto::{
     Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Event, LegKind, METHOD_HEADER, ManualClock,
     NAME_HEADER, Outcome, ProtocolVersion, QUOTE_LIMIT, Resolution, SESSION_HEADER, Session,
@@ -207,12 +209,28 @@ impl Harness<'_> {
             "leg {number} ({kind:?}) past the deadline's end"
         );
         let notice = matches!(kind, LegKind::CancelNotice | LegKind::TaskCancelNotice);
-        let mut grant = ceil_to(remaining, self.unit).max(self.unit);
+        // The budget rule, in the harness's own arithmetic: what a leg sent now gets.
+        let budget_rule = ceil_to(remaining, self.unit).max(self.unit);
         if notice {
-            grant = grant.min(CANCEL_NOTICE_GRANT);
             assert!(self.cancelled, "leg {number}: a notice without a cancel");
+            // The notice's cap is a policy: taken from its one definition, so this check
+            // follows it; it may only ever take from what a leg would get, never add.
+            assert_eq!(
+                Some(leg.timeout),
+                leg_grant(kind, self.op.deadline(), now, false),
+                "leg {number} ({kind:?}): its grant"
+            );
+            assert!(
+                leg.timeout <= budget_rule.min(CANCEL_NOTICE_GRANT),
+                "leg {number} ({kind:?}): granted {:?}, more than a leg or the cap",
+                leg.timeout
+            );
+        } else {
+            assert_eq!(
+                leg.timeout, budget_rule,
+                "leg {number} ({kind:?}): its grant"
+            );
         }
-        assert_eq!(leg.timeout, grant, "leg {number} ({kind:?}): its grant");
         assert_eq!(leg.ends_at, now + leg.timeout, "leg {number}: its end");
         assert!(leg.ends_at < self.limit, "leg {number} ends past the limit");
         let body: Value = serde_json::from_slice(leg.request.body()).unwrap_or(Value::Null);

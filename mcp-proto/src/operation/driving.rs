@@ -23,7 +23,7 @@ use crate::tls::TlsProblem;
 /// [`SessionConfig::with_cancel_notice`](crate::SessionConfig::with_cancel_notice)): what is
 /// left of the budget, at most this. Once the budget is spent a notice over HTTP is not sent,
 /// and one over stdio is written only if the server's stdin takes it at once
-/// ([`LegKind::CancelNotice`]).
+/// ([`LegKind::CancelNotice`]; the whole rule: [`leg_grant`](crate::driver::leg_grant)).
 pub const CANCEL_NOTICE_GRANT: Duration = Duration::from_secs(1);
 /// How long the work request waits for the standalone stream's head before going out anyway.
 pub const LISTEN_HEAD_WAIT: Duration = Duration::from_secs(1);

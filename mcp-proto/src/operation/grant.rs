@@ -2,12 +2,14 @@
 //! one rule that grants a leg what is left of the budget or refuses it.
 //!
 //! Every leg and the person's authorization step are granted here, by [`Grants::grant`], and
-//! nowhere else: the refusal rule is one `match`. A granted leg enters the leg table with its
-//! end armed in the timer table ([`Grants::hand_out`], and [`Grants::hand_out_person`] for the
-//! person's step); the operation reads the table, never the clock. A leg that leaves the table is reported ([`LegReport`], how it ended by what
-//! the operation saw of it), so every leg handed out has exactly one report. This module
-//! decides what a spent budget means for each kind of leg; it never builds a request and
-//! never ends the operation (it tells the operation how: [`Refusal`]).
+//! nowhere else: what a leg gets is one `match` ([`leg_grant`], public so that tests check
+//! grants against it), and what a refusal does is one more. A granted leg enters the leg table
+//! with its end armed in the timer table ([`Grants::hand_out`], and [`Grants::hand_out_person`]
+//! for the person's step); the operation reads the table, never the clock. A leg that leaves
+//! the table is reported ([`LegReport`], how it ended by what the operation saw of it), so
+//! every leg handed out has exactly one report. This module decides what a spent budget means
+//! for each kind of leg; it never builds a request and never ends the operation (it tells the
+//! operation how: [`Refusal`]).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -203,11 +205,11 @@ impl Grants {
         self.deadline.end().is_some_and(|end| at >= end)
     }
 
-    /// What `who` may have of the budget at `now`, or why it gets nothing: **the** refusal
-    /// rule. A leg gets what is left; the cancel notice at most [`CANCEL_NOTICE_GRANT`]; a kill
-    /// one unit (it does not wait, the unit only bounds a driver that never reports the exit).
-    /// Once the budget is spent, over stdio the cancel notice still gets one unit (the driver
-    /// writes it only if the server's stdin takes it at once); every other leg is refused.
+    /// What `who` may have of the budget at `now` ([`leg_grant`]; the person's step gets what
+    /// is left, as a leg does), or why it gets nothing: **the** refusal rule. Once the budget
+    /// is spent, a leg the operation can go on (or end) without is dropped, an answer awaited
+    /// to a request already sent times out, a close becomes a kill, and anything else ends the
+    /// operation unsent.
     pub(super) fn grant(
         &self,
         who: Grantee,
@@ -215,25 +217,25 @@ impl Grants {
         stdio: bool,
     ) -> Result<Duration, Refusal> {
         use Grantee::Leg;
-        let unit = self.deadline.resolution().unit();
-        match (who, self.deadline.grant(now)) {
-            (Leg(LegKind::Kill), _) => Ok(unit),
-            (Leg(LegKind::CancelNotice | LegKind::TaskCancelNotice), Ok(left)) => {
-                Ok(left.min(CANCEL_NOTICE_GRANT))
+        let granted = match who {
+            Leg(kind) => leg_grant(kind, &self.deadline, now, stdio),
+            Grantee::Person => self.deadline.grant(now).ok(),
+        };
+        if let Some(grant) = granted {
+            return Ok(grant);
+        }
+        Err(match who {
+            Leg(LegKind::CancelNotice | LegKind::TaskCancelNotice | LegKind::Listen) => {
+                Refusal::Dropped
             }
-            (_, Ok(left)) => Ok(left),
-            (Leg(LegKind::CancelNotice), Err(_)) if stdio => Ok(unit.min(CANCEL_NOTICE_GRANT)),
-            (Leg(LegKind::CancelNotice | LegKind::TaskCancelNotice | LegKind::Listen), Err(_)) => {
-                Err(Refusal::Dropped)
-            }
-            (Leg(LegKind::Resume | LegKind::Respond), Err(_)) => Err(Refusal::AwaitedLate),
-            (Leg(LegKind::Shutdown | LegKind::Terminate), Err(_)) => Err(Refusal::KillInstead),
-            (who, Err(_)) => Err(Refusal::Spent {
+            Leg(LegKind::Resume | LegKind::Respond) => Refusal::AwaitedLate,
+            Leg(LegKind::Shutdown | LegKind::Terminate) => Refusal::KillInstead,
+            who => Refusal::Spent {
                 budget: self.budget(),
                 method: who.method(),
                 leg: self.sent + 1,
-            }),
-        }
+            },
+        })
     }
 
     /// Puts a granted leg in the table under its role, arms its end, and hands it out.
@@ -345,6 +347,38 @@ impl Grants {
     }
 }
 
+/// What a leg of `kind` is granted when it is handed out at `now` under `deadline` (over
+/// stdio when `stdio`), or `None` when it is refused: the one grant rule of every operation.
+///
+/// A leg gets what is left of the budget, rounded up to the resolution and never less than
+/// one unit ([`OperationDeadline::grant`]); the cancel notice ([`LegKind::CancelNotice`], and
+/// [`LegKind::TaskCancelNotice`] for a cancelled call's task) what is left but at most
+/// [`CANCEL_NOTICE_GRANT`]; a kill one unit (it does not wait: the unit only bounds a driver
+/// that never reports the exit). Once the budget is spent, over stdio the cancel notice still
+/// gets one unit (the driver writes it only if the server's stdin takes it at once); every
+/// other leg, the notice over HTTP included, is refused.
+///
+/// A driver needs none of this: each [`Leg`] carries its grant. It is public so that tests
+/// and fuzz targets check the grants an operation hands out against the rule itself, and
+/// follow it when it changes instead of keeping a copy that goes stale.
+pub fn leg_grant(
+    kind: LegKind,
+    deadline: &OperationDeadline,
+    now: Instant,
+    stdio: bool,
+) -> Option<Duration> {
+    let unit = deadline.resolution().unit();
+    match (kind, deadline.grant(now)) {
+        (LegKind::Kill, _) => Some(unit),
+        (LegKind::CancelNotice | LegKind::TaskCancelNotice, Ok(left)) => {
+            Some(left.min(CANCEL_NOTICE_GRANT))
+        }
+        (_, Ok(left)) => Some(left),
+        (LegKind::CancelNotice, Err(_)) if stdio => Some(unit.min(CANCEL_NOTICE_GRANT)),
+        (_, Err(_)) => None,
+    }
+}
+
 fn report(leg: &InFlight, end: LegEnd, now: Instant) -> LegReport {
     LegReport {
         number: leg.id.number(),
@@ -452,5 +486,34 @@ mod tests {
             g.grant(Grantee::Leg(LegKind::CancelNotice), now, false),
             Ok(CANCEL_NOTICE_GRANT)
         );
+    }
+
+    #[test]
+    fn a_notice_with_less_than_its_cap_left_gets_what_is_left_and_none_once_it_is_spent() {
+        let t0 = Instant::now();
+        let g = grants(20_000, t0);
+        let at = |ms| t0 + Duration::from_millis(ms);
+        for notice in [LegKind::CancelNotice, LegKind::TaskCancelNotice] {
+            // 384 ms left: the notice cannot have the cap, only what a leg would get.
+            assert_eq!(
+                g.grant(Grantee::Leg(notice), at(19_616), false),
+                Ok(Duration::from_millis(384))
+            );
+            assert_eq!(
+                leg_grant(notice, g.deadline(), at(19_616), false),
+                Some(Duration::from_millis(384))
+            );
+            assert_eq!(leg_grant(notice, g.deadline(), at(20_000), false), None);
+        }
+        // The rule the operation follows is the public one, for every kind of leg.
+        for kind in [LegKind::CallTool, LegKind::Respond, LegKind::Kill] {
+            for ms in [0, 19_616, 20_000, 25_000] {
+                assert_eq!(
+                    g.grant(Grantee::Leg(kind), at(ms), true).ok(),
+                    leg_grant(kind, g.deadline(), at(ms), true),
+                    "{kind:?} at {ms} ms"
+                );
+            }
+        }
     }
 }

@@ -60,6 +60,7 @@ pub use driving::{
     LegId, LegKind, LegReport, LegStatus, Output, ProcessExit, ReplyId, ServerRequest,
     TransportError, TransportErrorKind, drain_until,
 };
+pub use grant::leg_grant;
 pub use open::Operation;
 pub use types::{Action, DEFAULT_RETRY, Event, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
 
