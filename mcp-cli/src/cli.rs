@@ -1,0 +1,456 @@
+//! What `mcp-call` accepts: its flags, commands and their parsers, the exit codes, and the
+//! operation each command runs ([`Command::action`]). Nothing here touches a server: it only
+//! says what the operator asked for.
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use mcp_proto::{Action, ListKind, ProtocolVersion};
+use serde_json::{Map, Value};
+
+use crate::driver::DriverKind;
+use crate::{args, elicit};
+
+/// Exit codes: the contract scripts rely on.
+pub(crate) mod code {
+    pub(crate) const OK: u8 = 0;
+    pub(crate) const TOOL_ERROR: u8 = 1;
+    pub(crate) const USAGE: u8 = 2;
+    pub(crate) const BUDGET: u8 = 3;
+    pub(crate) const UNREACHABLE: u8 = 4;
+    pub(crate) const SERVER: u8 = 5;
+    pub(crate) const CANCELLED: u8 = 6;
+    pub(crate) const AUTHORIZATION: u8 = 7;
+    pub(crate) const AUTHORIZATION_SERVER: u8 = 8;
+}
+
+/// Probe an MCP server, list its tools or call one: each as one operation under one budget.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-call", version, about, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// The server's endpoint. Without it (and without --stdio or --server), an embedded demo
+    /// server is started on 127.0.0.1.
+    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
+    pub(crate) url: Option<String>,
+    /// A local server to run and speak to over its stdin and stdout: the command line, split
+    /// as a POSIX shell would (quotes, backslashes) but run without any shell.
+    #[arg(long, value_name = "'COMMAND [ARGS...]'")]
+    pub(crate) stdio: Option<String>,
+    /// An environment variable for the local server, repeatable (on top of this process's
+    /// environment and the --server entry's `env`).
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub(crate) env: Vec<(String, String)>,
+    /// A server configuration file as MCP hosts write them (`mcpServers`, or VS Code's
+    /// `servers`): see `servers` and --server.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// The entry of --config to use: its url, headers and timeout (flags win over them).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) server: Option<String>,
+    /// The operation's budget in seconds, decimals allowed. Default: MCP_OPERATION_TIMEOUT
+    /// (read leniently), else 20.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub(crate) timeout: Option<Duration>,
+    /// The unit grants are rounded up to.
+    #[arg(long, value_enum, default_value_t = Unit::S)]
+    pub(crate) resolution: Unit,
+    /// Which driver runs the operation.
+    #[arg(long, value_enum, default_value_t = DriverKind::Blocking)]
+    pub(crate) driver: DriverKind,
+    /// Also trust the CA certificates in this PEM file (besides the system's store).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) cacert: Option<std::path::PathBuf>,
+    /// Send every request through this http:// proxy (HTTP CONNECT), whatever HTTPS_PROXY says;
+    /// credentials in it are sent to the proxy and never printed.
+    #[arg(long, value_name = "URL")]
+    pub(crate) proxy: Option<String>,
+    /// Hosts reached without a proxy, as NO_PROXY is written (added to NO_PROXY).
+    #[arg(long, value_name = "LIST")]
+    pub(crate) noproxy: Option<String>,
+    /// An extra request header, repeatable (e.g. 'Authorization: Bearer ...').
+    #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header)]
+    pub(crate) headers: Vec<(String, String)>,
+    /// The protocol version to speak: `auto` (the default: the modern request first, the
+    /// handshake when the server is legacy), a legacy one (2025-11-25, 2025-06-18; the
+    /// handshake only) or the modern 2026-07-28 (stateless only: a tool call is one request).
+    #[arg(long, value_name = "auto|VERSION", default_value = "auto", value_parser = parse_protocol)]
+    pub(crate) protocol: Protocol,
+    /// Run the operation N times on one session.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) repeat: u32,
+    /// With --repeat: keep N operations in flight at once on the one session (one handshake
+    /// for all of them), each under its own budget.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) parallel: u32,
+    /// Print JSON on stdout: the tools array, or the whole call result.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Print one line per leg on stderr.
+    #[arg(long)]
+    pub(crate) trace: bool,
+    /// Answer the server's elicitations (requests for input during a call or its task):
+    /// `decline`, or `defaults` (accept a form with the defaults its schema declares; a form
+    /// with a required field that has none is declined). Each
+    /// is shown on stderr; a URL to open is shown with its domain and always declined.
+    /// Without it, no elicitation is offered to the server.
+    #[arg(long, value_enum, value_name = "decline|defaults")]
+    pub(crate) elicit: Option<elicit::Elicit>,
+    /// Answer the server's sampling requests (`sampling/createMessage`: the server asks the
+    /// client's model) with this text, as the assistant's message from model `mcp-call`; each
+    /// request is shown on stderr. Without it, sampling is not offered to the server.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) sampling_answer: Option<String>,
+    /// A root to offer the server (`roots/list`), repeatable: a URI such as file:///work
+    /// (a path is made a file:// URI). Without it, no roots are offered.
+    #[arg(long = "root", value_name = "URI", value_parser = parse_root)]
+    pub(crate) roots: Vec<String>,
+    /// Tell the server, on every request, the milliseconds left of the budget (in `_meta`,
+    /// under `dev.mcp-deadline/remainingMs`: this project's own key, not a standard one).
+    #[arg(long)]
+    pub(crate) send_deadline: bool,
+    /// Cancel a task still running when the budget ends (`tasks/cancel`, sent before the end)
+    /// instead of handing it back to look at later.
+    #[arg(long)]
+    pub(crate) cancel_at_deadline: bool,
+    /// Ask the server for its log messages at LEVEL and above (debug, info, notice, warning,
+    /// error, critical, alert, emergency) and print them on stderr: `log <level> <logger>: ...`.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_log_level)]
+    pub(crate) log_level: Option<mcp_proto::LogLevel>,
+    /// OAuth: a client id issued for this server (instead of registering one), offered to the
+    /// authorization server the server names.
+    #[arg(long, value_name = "ID")]
+    pub(crate) client_id: Option<String>,
+    /// OAuth: the client's secret (a confidential client). Also MCP_CLIENT_SECRET.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "MCP_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub(crate) client_secret: Option<String>,
+    /// OAuth: a PKCS#8 PEM P-256 key; with --client-id, tokens come from the client
+    /// credentials grant signed with it (private_key_jwt, ES256): no browser.
+    #[arg(long, value_name = "FILE", requires = "client_id")]
+    pub(crate) client_key: Option<std::path::PathBuf>,
+    /// OAuth: how tokens are obtained: `code` (a person approves in a browser, at `login`) or
+    /// `client-credentials` (no person: --client-id with --client-secret or --client-key).
+    #[arg(long, value_enum, default_value_t = GrantKind::Code)]
+    pub(crate) grant: GrantKind,
+    /// OAuth: the scope to ask for (default: what the server's challenge or metadata names).
+    #[arg(long, value_name = "SCOPE")]
+    pub(crate) scope: Option<String>,
+    /// OAuth: where registrations and tokens are kept between runs (written 0600). Default:
+    /// $XDG_CONFIG_HOME/mcp-call/credentials.json.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) credentials: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Handshake only: prints the negotiated protocol version and the server's name and version.
+    Ping,
+    /// Walks every page of the tool listing: prints one tool name per line.
+    Tools,
+    /// Calls a tool: prints the text content of its result.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}", value_parser = parse_arguments)]
+        args: Map<String, Value>,
+        /// An argument as key=value, repeatable, typed from the tool's inputSchema (read with
+        /// one tools/list first); wins over the JSON object's member of that name.
+        #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = args::parse_pair)]
+        pairs: Vec<(String, String)>,
+    },
+    /// Walks every page of the resource listing: prints one URI per line.
+    Resources,
+    /// Walks every page of the resource template listing: prints one URI template per line.
+    Templates,
+    /// Reads a resource: prints its text contents.
+    Read {
+        /// The resource's URI.
+        uri: String,
+    },
+    /// Walks every page of the prompt listing: prints one prompt name per line.
+    Prompts,
+    /// Gets a prompt: prints the text of its messages.
+    Prompt {
+        /// The prompt's name.
+        name: String,
+        /// The arguments, a JSON object of strings.
+        #[arg(default_value = "{}", value_parser = parse_arguments)]
+        args: Map<String, Value>,
+    },
+    /// Asks the server to complete an argument (completion/complete): prints one suggested
+    /// value per line.
+    Complete {
+        /// What the argument belongs to: `prompt:<NAME>` or `resource:<URI-TEMPLATE>`.
+        #[arg(value_parser = parse_reference)]
+        reference: mcp_proto::CompletionRef,
+        /// The argument's name.
+        argument: String,
+        /// What is typed so far (default: nothing).
+        #[arg(default_value = "")]
+        value: String,
+        /// An argument already chosen, as NAME=VALUE, repeatable (the completion's context).
+        #[arg(long = "context", value_name = "NAME=VALUE", value_parser = parse_env)]
+        context: Vec<(String, String)>,
+    },
+    /// Looks again at a task the server still runs (one a call handed back when its budget
+    /// ran out, `task: <ID>`): polls it under a new budget and prints the call's result as
+    /// `call` does, or with --cancel asks the server to cancel it.
+    Task {
+        /// The task's id, as `task: <ID>` named it (it may begin with `-`: ids are the
+        /// server's, often base64url).
+        #[arg(allow_hyphen_values = true)]
+        id: String,
+        /// Cancel the task (`tasks/cancel`) instead of waiting for its result.
+        #[arg(long)]
+        cancel: bool,
+    },
+    /// Listens to the server for the whole budget (--timeout): prints each notification it
+    /// sends as one JSON line `{"method":...,"params":...}` on stdout as it comes. The
+    /// budget's end is the normal end (exit 0). Without a flag, every list change is asked
+    /// for.
+    Watch {
+        /// The tool list's changes (`notifications/tools/list_changed`).
+        #[arg(long)]
+        tools: bool,
+        /// The prompt list's changes.
+        #[arg(long)]
+        prompts: bool,
+        /// The resource list's changes.
+        #[arg(long)]
+        resources: bool,
+        /// Updates of this resource (`notifications/resources/updated`), repeatable; a legacy
+        /// server is sent `resources/subscribe` for each first.
+        #[arg(long = "resource", value_name = "URI")]
+        resource: Vec<String>,
+    },
+    /// Serves MCP on stdin and stdout for a host that only starts local servers (a desktop
+    /// app), in front of the server selected (--url, --stdio, --config/--server): each host
+    /// request is one operation on it under its own budget (--timeout), and a spent budget
+    /// answers the host with an error naming the budget and the server. Logs (--trace) go to
+    /// stderr; EOF on stdin closes the upstream session and ends the bridge.
+    Bridge {
+        /// Log in first when the server needs it: the browser flow of `login` (its URL on
+        /// stderr, which hosts show), under login's budget (300 s), before the host's first
+        /// request is answered; then the tokens are kept in --credentials as `login` keeps them.
+        #[arg(long)]
+        login: bool,
+    },
+    /// Lists the entries of --config: name, transport (http or stdio) and URL or command.
+    Servers,
+    /// Authorizes with the server's OAuth authorization server: prints `authorize: <URL>`
+    /// (and opens a browser on a terminal), receives the redirect on 127.0.0.1, keeps the
+    /// tokens in --credentials. --timeout defaults to 300 s here.
+    Login,
+    /// Forgets the tokens kept for the server (nothing is sent).
+    Logout,
+    /// Prints a completion script for a shell (no server is asked).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// How `mcp-call` obtains tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum GrantKind {
+    /// The authorization code flow: a person approves in a browser (`login`).
+    Code,
+    /// The client credentials grant: no person.
+    ClientCredentials,
+}
+
+/// The default budget of `login`: a person has to read, click and perhaps sign in.
+pub(crate) const LOGIN_BUDGET: Duration = Duration::from_secs(300);
+
+/// What `--protocol` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// Detect the server's era.
+    Auto,
+    /// Speak this version and nothing else.
+    Pin(ProtocolVersion),
+}
+
+impl Command {
+    /// The operation the command runs (`None` for a command that asks no server); a task is
+    /// looked up with `task` (the era it was created in and its legacy session, from the
+    /// credentials file, else the era --protocol speaks).
+    pub(crate) fn action(
+        &self,
+        task: impl FnOnce(&str) -> mcp_proto::TaskHandle,
+    ) -> Option<Action> {
+        Some(match self {
+            Self::Ping | Self::Login => Action::Probe,
+            Self::Tools => Action::List(ListKind::Tools),
+            Self::Call { tool, args, .. } => Action::CallTool {
+                name: tool.clone(),
+                arguments: args.clone(),
+            },
+            Self::Resources => Action::List(ListKind::Resources),
+            Self::Templates => Action::List(ListKind::ResourceTemplates),
+            Self::Read { uri } => Action::ReadResource { uri: uri.clone() },
+            Self::Prompts => Action::List(ListKind::Prompts),
+            Self::Prompt { name, args } => Action::GetPrompt {
+                name: name.clone(),
+                arguments: args.clone(),
+            },
+            Self::Complete {
+                reference,
+                argument,
+                value,
+                context,
+            } => Action::Complete {
+                reference: reference.clone(),
+                argument: argument.clone(),
+                value: value.clone(),
+                context: (context.iter())
+                    .map(|(name, value)| (name.clone(), Value::from(value.as_str())))
+                    .collect(),
+            },
+            Self::Task { id, cancel } => {
+                let task = task(id);
+                match cancel {
+                    true => Action::CancelTask(task),
+                    false => Action::ResumeTask(task),
+                }
+            }
+            Self::Watch {
+                tools,
+                prompts,
+                resources,
+                resource,
+            } => {
+                // Nothing named: every list change.
+                let all = !(*tools || *prompts || *resources) && resource.is_empty();
+                Action::Subscribe(mcp_proto::Subscription {
+                    tools_list_changed: *tools || all,
+                    prompts_list_changed: *prompts || all,
+                    resources_list_changed: *resources || all,
+                    resource_subscriptions: resource.clone(),
+                })
+            }
+            Self::Completions { .. } | Self::Servers | Self::Logout | Self::Bridge { .. } => {
+                return None;
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Unit {
+    /// Whole seconds.
+    S,
+    /// Milliseconds.
+    Ms,
+}
+
+pub(crate) const EXIT_CODES: &str = "Exit codes: 0 success; 1 the tool answered isError: true; 2 usage error; \
+3 the operation's budget ran out (the refused request was not sent); 4 a leg timed out or the \
+server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C); 7 the server requires authorization and none could be given (log in first); 8 the \
+authorization server refused or broke the rules (its metadata, registration or token answer). With --repeat, \
+the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
+given (read leniently: anything unusable means the default, 20).";
+
+pub(crate) fn parse_root(text: &str) -> Result<String, String> {
+    if text.contains("://") {
+        return url::Url::parse(text)
+            .map(|url| url.to_string())
+            .map_err(|err| format!("not a URI: {err}"));
+    }
+    let path = std::path::absolute(text).map_err(|err| format!("not a path: {err}"))?;
+    url::Url::from_file_path(&path)
+        .map(|url| url.to_string())
+        .map_err(|()| "not an absolute path".to_owned())
+}
+
+pub(crate) fn parse_reference(text: &str) -> Result<mcp_proto::CompletionRef, String> {
+    match text.split_once(':') {
+        Some(("prompt", name)) if !name.is_empty() => {
+            Ok(mcp_proto::CompletionRef::Prompt(name.to_owned()))
+        }
+        Some(("resource", uri)) if !uri.is_empty() => {
+            Ok(mcp_proto::CompletionRef::Resource(uri.to_owned()))
+        }
+        _ => Err("expected prompt:<NAME> or resource:<URI-TEMPLATE>".to_owned()),
+    }
+}
+
+pub(crate) fn parse_log_level(text: &str) -> Result<mcp_proto::LogLevel, String> {
+    mcp_proto::LogLevel::parse(text.trim()).ok_or_else(|| {
+        let levels: Vec<&str> = mcp_proto::LogLevel::ALL.map(|l| l.as_str()).to_vec();
+        format!("not a log level: {}", levels.join(", "))
+    })
+}
+
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a number of seconds"))?;
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!(
+            "the timeout must be a positive number of seconds, not {text}"
+        ));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text} seconds is too long"))
+}
+
+pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("\"{text}\" is not NAME=VALUE")),
+    }
+}
+
+pub(crate) fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| format!("\"{text}\" is not 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("\"{text}\" has no header name"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
+pub(crate) fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => {
+            Err("the tool arguments must be a JSON object, e.g. '{\"text\":\"hi\"}'".to_owned())
+        }
+        Err(err) => Err(format!("the tool arguments are not JSON: {err}")),
+    }
+}
+
+/// `auto`, or a protocol version this client speaks, by its wire form.
+pub(crate) fn parse_protocol(text: &str) -> Result<Protocol, String> {
+    if text.trim() == "auto" {
+        return Ok(Protocol::Auto);
+    }
+    ProtocolVersion::parse(text.trim())
+        .map(Protocol::Pin)
+        .ok_or_else(|| {
+            format!(
+                "\"{text}\" is neither auto nor a protocol version this client speaks ({})",
+                ProtocolVersion::supported_list()
+            )
+        })
+}
+
+impl From<Unit> for mcp_proto::Resolution {
+    fn from(unit: Unit) -> Self {
+        match unit {
+            Unit::S => Self::SECOND,
+            Unit::Ms => Self::MILLISECOND,
+        }
+    }
+}
