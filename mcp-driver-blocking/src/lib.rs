@@ -163,6 +163,8 @@ pub(crate) struct ClientShared {
     stdio: stdio::Turns,
     tls: tls::LazyConfig,
     proxies: mcp_driver_common::network::Proxies,
+    /// The names whose addresses the caller fixed.
+    resolved: mcp_driver_common::network::Resolved,
 }
 
 impl ClientShared {
@@ -192,7 +194,7 @@ impl ClientShared {
                 self.proxies.clone(),
                 USER_AGENT,
             ),
-            connector::Resolver::new(self.proxies.clone()),
+            connector::Resolver::new(self.proxies.clone(), self.resolved.clone()),
         );
         cancel::Lane::new(agent, shared)
     }
@@ -226,6 +228,7 @@ impl Client {
             stdio: stdio::Turns::default(),
             tls,
             proxies: network.proxies(),
+            resolved: network.resolved(),
         });
         Ok(Self {
             lanes: Arc::new(cancel::Lanes::new(Arc::clone(&shared))),
