@@ -420,7 +420,7 @@ impl<In: Transport> UreqConnector<In> for Tcp {
 ///
 /// On Unix the attempts are raced (RFC 8305, Happy Eyeballs; see [`race`]): a black-holed
 /// first address costs [`CONNECTION_ATTEMPT_DELAY`], as on the tokio driver. Elsewhere they
-/// are tried one after another ([`one_after_another`]), the first given half the time left.
+/// are tried one after another (`one_after_another`), the first given half the time left.
 ///
 /// A connection that cannot be made is the last address's error (refused, unreachable: see
 /// [`is_connect`]), or `Timeout(Connect)` when the grant ran out first; both are reported as
