@@ -6,8 +6,11 @@
 //! (so that both drivers trust, tunnel and fail alike: see [`crate::tls`] and
 //! [`mcp_driver_common::network`]), and:
 //!
-//! * **TCP.** [`Tcp`] connects as ureq's `TcpConnector` does (never past what is left of the
-//!   grant) and hands over a [`Socket`] of ours, which waits for input with `poll(2)` on the
+//! * **TCP.** [`Tcp`] connects to one of the name's addresses, never past what is left of the
+//!   grant: on Unix it races them (Happy Eyeballs, RFC 8305: the next address, of the other
+//!   family first, after 250 ms without an answer or at once when an attempt fails; the first
+//!   connection made wins), elsewhere it tries them in turn as ureq's `TcpConnector` does. It
+//!   hands over a [`Socket`] of ours, which waits for input with `poll(2)` on the
 //!   lane's own thread until the leg's end, to the microsecond, and looks whether a pooled
 //!   connection is still open with one `poll`. Its shutdown handle shuts the read side first.
 //! * **Tunnel.** [`Tunnel`] picks the proxy for each request's target (the [`Proxies`] of the
@@ -40,7 +43,9 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use mcp_driver_common::network::{Proxies, ProxyFailure, parse_connect_response};
+use mcp_driver_common::network::{
+    Proxies, ProxyFailure, Resolved, interleave_families, parse_connect_response,
+};
 use rustls::{ClientConnection, StreamOwned};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver as UreqResolver};
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
@@ -382,14 +387,11 @@ impl Transport for TlsTransport {
     }
 }
 
-/// The chain step that opens the TCP connection, as ureq's `TcpConnector` does (each
-/// resolved address in turn, sharing the connection's time between them, the first given half
-/// of it; Nagle off), as a [`Socket`] of the driver's own.
+/// The chain step that opens the TCP connection, never past what is left of the grant, to one
+/// of the resolved addresses (raced, see [`connect_any`]; Nagle off), as a [`Socket`] of the
+/// driver's own.
 #[derive(Debug)]
 struct Tcp;
-
-/// The least an address is given to connect in (as ureq's `TcpConnector`), unless less is left.
-const MIN_PER_ADDRESS: Duration = Duration::from_millis(10);
 
 impl<In: Transport> UreqConnector<In> for Tcp {
     type Out = Either<In, Socket>;
@@ -413,24 +415,228 @@ impl<In: Transport> UreqConnector<In> for Tcp {
     }
 }
 
-/// Connects to the first of `details.addrs` that takes the connection.
+/// Connects to the first of `details.addrs` that takes the connection before what is left of
+/// the leg's grant runs out, trying them in [`interleave_families`]' order.
+///
+/// On Unix the attempts are raced (RFC 8305, Happy Eyeballs; see [`race`]): a black-holed
+/// first address costs [`CONNECTION_ATTEMPT_DELAY`], as on the tokio driver. Elsewhere they
+/// are tried one after another (`one_after_another`), the first given half the time left.
+///
+/// A connection that cannot be made is the last address's error (refused, unreachable: see
+/// [`is_connect`]), or `Timeout(Connect)` when the grant ran out first; both are reported as
+/// the connection's failure (the [`Connector`] marks the lane's connect as failed).
+///
+/// [`CONNECTION_ATTEMPT_DELAY`]: mcp_driver_common::network::CONNECTION_ATTEMPT_DELAY
 fn connect_any(details: &ConnectionDetails) -> Result<TcpStream, ureq::Error> {
-    let total = match left(details).after {
-        UreqDuration::Exact(total) => Some(total),
+    let remaining = match left(details).after {
+        UreqDuration::Exact(remaining) => Some(remaining),
         _ => None,
     };
-    let count = i32::try_from(details.addrs.len()).unwrap_or(i32::MAX);
+    if remaining.is_some_and(|remaining| remaining.is_zero()) {
+        return Err(ureq::Error::Timeout(details.timeout.reason));
+    }
+    let addrs = interleave_families(&details.addrs);
+    #[cfg(unix)]
+    let connected = race::connect(&addrs, remaining.map(|left| Instant::now() + left));
+    #[cfg(not(unix))]
+    let connected = one_after_another(&addrs, remaining);
+    let stream = connected.map_err(|err| {
+        if is_timeout(&err) {
+            ureq::Error::Timeout(ureq::Timeout::Connect)
+        } else {
+            ureq::Error::Io(err)
+        }
+    })?;
+    if details.config.no_delay() {
+        stream.set_nodelay(true)?;
+    }
+    Ok(stream)
+}
+
+/// Happy Eyeballs (RFC 8305) with non-blocking sockets and `poll(2)` on the lane's own thread.
+#[cfg(unix)]
+mod race {
+    use std::io;
+    use std::net::{SocketAddr, TcpStream};
+    use std::os::fd::OwnedFd;
+    use std::time::{Duration, Instant};
+
+    use mcp_driver_common::network::CONNECTION_ATTEMPT_DELAY;
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    use rustix::io::Errno;
+    use rustix::net::{AddressFamily, SocketType};
+
+    /// Connects to one of `addrs` (in their order) before `until` (no limit when `None`): an
+    /// attempt is started at each address in turn, the next when the last one started has had
+    /// no answer for [`CONNECTION_ATTEMPT_DELAY`] or when one fails, without ending those still
+    /// under way; the first connection made is returned (a blocking socket) and the other
+    /// attempts are closed. When every address has failed, the last failure; at `until`, a
+    /// `TimedOut` error.
+    pub(super) fn connect(addrs: &[SocketAddr], until: Option<Instant>) -> io::Result<TcpStream> {
+        let mut addrs = addrs.iter();
+        let mut pending: Vec<OwnedFd> = Vec::with_capacity(addrs.len());
+        let mut failed: Option<io::Error> = None;
+        // When the next attempt is due (the first: now).
+        let mut next_at = Instant::now();
+        loop {
+            let now = Instant::now();
+            if now >= next_at || pending.is_empty() {
+                match addrs.next() {
+                    Some(addr) => {
+                        match start(addr) {
+                            Ok(Started::Connected(fd)) => return into_stream(fd),
+                            Ok(Started::Pending(fd)) => {
+                                pending.push(fd);
+                                next_at = now + CONNECTION_ATTEMPT_DELAY;
+                            }
+                            // This address cannot be tried (refused at once, no route, a
+                            // family this machine lacks): the next one, at once.
+                            Err(err) => {
+                                failed = Some(err);
+                                next_at = now;
+                            }
+                        }
+                        continue;
+                    }
+                    None if pending.is_empty() => {
+                        return Err(failed.unwrap_or_else(|| {
+                            io::Error::new(
+                                io::ErrorKind::ConnectionRefused,
+                                "no address to connect to",
+                            )
+                        }));
+                    }
+                    None => {}
+                }
+            }
+            let left = until.map(|until| until.saturating_duration_since(now));
+            if left.is_some_and(|left| left.is_zero()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no address answered within the grant",
+                ));
+            }
+            // Until an attempt ends, the next one is due, or the grant ends.
+            let next = (addrs.len() > 0).then(|| next_at.saturating_duration_since(now));
+            let wait = left.into_iter().chain(next).min();
+            let timeout = wait.map(timespec);
+            let mut fds: Vec<PollFd<'_>> = pending
+                .iter()
+                .map(|fd| PollFd::new(fd, PollFlags::OUT))
+                .collect();
+            match rustix::event::poll(&mut fds, timeout.as_ref()) {
+                Ok(0) | Err(Errno::INTR) => continue,
+                Ok(_) => {}
+                Err(err) => return Err(err.into()),
+            }
+            let ended: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
+            drop(fds);
+            let mut under_way = Vec::with_capacity(pending.len());
+            for (fd, ended) in pending.drain(..).zip(ended) {
+                if !ended {
+                    under_way.push(fd);
+                    continue;
+                }
+                match rustix::net::sockopt::socket_error(&fd) {
+                    // The first to connect wins; dropping the others closes them.
+                    Ok(Ok(())) => return into_stream(fd),
+                    Ok(Err(errno)) | Err(errno) => {
+                        failed = Some(errno.into());
+                        next_at = now;
+                    }
+                }
+            }
+            pending = under_way;
+        }
+    }
+
+    enum Started {
+        Connected(OwnedFd),
+        Pending(OwnedFd),
+    }
+
+    /// A non-blocking connect to `addr`: connected already, or under way.
+    fn start(addr: &SocketAddr) -> io::Result<Started> {
+        let family = if addr.is_ipv4() {
+            AddressFamily::INET
+        } else {
+            AddressFamily::INET6
+        };
+        let fd = socket(family)?;
+        match rustix::net::connect(&fd, addr) {
+            Ok(()) => Ok(Started::Connected(fd)),
+            // Interrupted, a non-blocking connect goes on by itself (POSIX).
+            Err(Errno::INPROGRESS | Errno::INTR) => Ok(Started::Pending(fd)),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// A non-blocking TCP socket closed on `exec`, as std opens them.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn socket(family: AddressFamily) -> io::Result<OwnedFd> {
+        use rustix::net::SocketFlags;
+        Ok(rustix::net::socket_with(
+            family,
+            SocketType::STREAM,
+            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            None,
+        )?)
+    }
+
+    /// A non-blocking TCP socket closed on `exec`, as std opens them (and where the system
+    /// has it, one whose writes to a closed peer never raise `SIGPIPE`, as std's).
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn socket(family: AddressFamily) -> io::Result<OwnedFd> {
+        let fd = rustix::net::socket(family, SocketType::STREAM, None)?;
+        rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
+        rustix::io::ioctl_fionbio(&fd, true)?;
+        #[cfg(any(
+            target_vendor = "apple",
+            target_os = "freebsd",
+            target_os = "dragonfly",
+            target_os = "netbsd"
+        ))]
+        rustix::net::sockopt::set_socket_nosigpipe(&fd, true)?;
+        Ok(fd)
+    }
+
+    /// The connected socket, blocking again (the [`Socket`](super::Socket) polls it itself).
+    fn into_stream(fd: OwnedFd) -> io::Result<TcpStream> {
+        let stream = TcpStream::from(fd);
+        stream.set_nonblocking(false)?;
+        Ok(stream)
+    }
+
+    fn timespec(wait: Duration) -> Timespec {
+        Timespec {
+            tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(wait.subsec_nanos()),
+        }
+    }
+}
+
+/// The least an address is given to connect in (as ureq's `TcpConnector`), unless less is left.
+#[cfg(not(unix))]
+const MIN_PER_ADDRESS: Duration = Duration::from_millis(10);
+
+/// Off Unix: each address in turn, as ureq's `TcpConnector` does, sharing the time left between
+/// them (the first given half of it, the next a quarter...), never past it. Not raced: a
+/// black-holed first address costs half the grant here.
+#[cfg(not(unix))]
+fn one_after_another(addrs: &[SocketAddr], total: Option<Duration>) -> io::Result<TcpStream> {
+    let started = Instant::now();
+    let count = i32::try_from(addrs.len()).unwrap_or(i32::MAX);
     // Weights 1, 1/2, 1/4, ... summing to the whole time.
     let total_weight = 2.0 * (1.0 - 0.5_f64.powi(count));
     let mut weight = 1.0_f64;
-    let mut last: Option<ureq::Error> = None;
-    for addr in details.addrs.iter() {
-        let remaining = match left(details).after {
-            UreqDuration::Exact(remaining) => Some(remaining),
-            _ => None,
-        };
+    let mut last: Option<io::Error> = None;
+    for addr in addrs {
+        let remaining = total.map(|total| total.saturating_sub(started.elapsed()));
         if remaining.is_some_and(|remaining| remaining.is_zero()) {
-            return Err(ureq::Error::Timeout(details.timeout.reason));
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no address answered within the grant",
+            ));
         }
         // Never past what is left (ureq's own connector gives an address at least 10 ms).
         let per_address = total.zip(remaining).map(|(total, remaining)| {
@@ -444,22 +650,15 @@ fn connect_any(details: &ConnectionDetails) -> Result<TcpStream, ureq::Error> {
             None => TcpStream::connect(addr),
         };
         match attempt {
-            Ok(stream) => {
-                if details.config.no_delay() {
-                    stream.set_nodelay(true)?;
-                }
-                return Ok(stream);
-            }
-            Err(err) if is_timeout(&err) => {
-                last = Some(ureq::Error::Timeout(ureq::Timeout::Connect));
-            }
-            // This address refused or cannot be reached: the next one may do.
-            Err(err) if is_connect(&err) => last = Some(err.into()),
-            Err(err) => return Err(err.into()),
+            Ok(stream) => return Ok(stream),
+            // This address refused, cannot be reached or did not answer in its share: the
+            // next one may do.
+            Err(err) if is_timeout(&err) || is_connect(&err) => last = Some(err),
+            Err(err) => return Err(err),
         }
     }
     Err(last.unwrap_or_else(|| {
-        io::Error::new(io::ErrorKind::ConnectionRefused, "Connection refused").into()
+        io::Error::new(io::ErrorKind::ConnectionRefused, "no address to connect to")
     }))
 }
 
@@ -804,7 +1003,8 @@ impl<T: Transport> Transport for Sliced<T> {
 }
 
 /// The agent's resolver: no lookup for a target the [`Tunnel`] sends through a proxy (the
-/// proxy resolves its name); [`Lookup`] for the others.
+/// proxy resolves its name); the caller's own addresses for a name it fixed
+/// ([`Network::with_resolved`](crate::Network::with_resolved)); [`Lookup`] for the others.
 ///
 /// It must follow the same proxy rules as the tunnel (the same [`Proxies`]): a target it
 /// looked up but the tunnel proxied would need a name this machine may not resolve; one it
@@ -812,13 +1012,15 @@ impl<T: Transport> Transport for Sliced<T> {
 #[derive(Debug)]
 pub(crate) struct Resolver {
     proxies: Proxies,
+    resolved: Resolved,
     lookup: Lookup,
 }
 
 impl Resolver {
-    pub(crate) fn new(proxies: Proxies) -> Self {
+    pub(crate) fn new(proxies: Proxies, resolved: Resolved) -> Self {
         Self {
             proxies,
+            resolved,
             lookup: Lookup::default(),
         }
     }
@@ -833,7 +1035,22 @@ impl UreqResolver for Resolver {
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
         let (scheme, host) = (uri.scheme_str().unwrap_or("http"), uri.host().unwrap_or(""));
         match self.proxies.for_target(scheme, host) {
-            Ok(None) => self.lookup.resolve(uri, config, timeout),
+            Ok(None) => match self.resolved.addresses(host) {
+                Some(ips) => {
+                    let port = uri
+                        .port_u16()
+                        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+                    let mut addrs = self.empty();
+                    // Past ureq's room for addresses (16), the rest are left out.
+                    for ip in ips {
+                        if addrs.try_push(SocketAddr::new(*ip, port)).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(addrs)
+                }
+                None => self.lookup.resolve(uri, config, timeout),
+            },
             // Through a proxy (or a proxy that cannot be used, which the tunnel reports): no
             // address of ours, ureq passes none on when it proxies itself.
             Ok(Some(_)) | Err(_) => Ok(self.empty()),
@@ -985,8 +1202,104 @@ mod tests {
         assert_eq!(whole_slices(ms(51)), ms(100));
     }
 
+    /// A loopback address whose listener's accept queue is full, so that the kernel drops
+    /// every further SYN (as a black-holed route would): a connect to it hangs. The listener
+    /// and the connections that fill its queue are kept with it.
+    #[cfg(unix)]
+    fn black_hole() -> (SocketAddr, std::net::TcpListener, Vec<TcpStream>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // Listening again sets the queue's length: room for one connection.
+        rustix::net::listen(&listener, 0).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut queued = Vec::new();
+        // Filled until a connect gets no answer: then the hole is known to swallow SYNs.
+        while let Ok(stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+            queued.push(stream);
+            assert!(queued.len() < 64, "the accept queue never filled");
+        }
+        (addr, listener, queued)
+    }
+
+    /// An address nothing listens on (refused at once).
+    fn refusing() -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_black_holed_first_address_costs_one_attempt_delay() {
+        use mcp_driver_common::network::CONNECTION_ATTEMPT_DELAY as DELAY;
+        let (hole, _listener, _queued) = black_hole();
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let good = server.local_addr().unwrap();
+        let started = Instant::now();
+        let until = started + Duration::from_secs(10);
+        let stream = race::connect(&[hole, good], Some(until)).unwrap();
+        let took = started.elapsed();
+        assert_eq!(stream.peer_addr().unwrap(), good);
+        assert!(took >= DELAY, "the first address had its delay: {took:?}");
+        // Generous for a loaded machine; a sequential connector takes half the grant (5 s).
+        assert!(took < DELAY + Duration::from_secs(1), "{took:?}");
+        // A blocking socket, as the transport expects.
+        let (mut accepted, _) = server.accept().unwrap();
+        accepted.write_all(b"x").unwrap();
+        let mut byte = [0u8];
+        (&stream).read_exact(&mut byte).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_refused_first_address_gives_way_at_once() {
+        use mcp_driver_common::network::CONNECTION_ATTEMPT_DELAY as DELAY;
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let good = server.local_addr().unwrap();
+        let started = Instant::now();
+        let stream = race::connect(&[refusing(), good], None).unwrap();
+        assert_eq!(stream.peer_addr().unwrap(), good);
+        assert!(started.elapsed() < DELAY, "{:?}", started.elapsed());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_race_ends_with_the_grant_and_reports_the_last_failure() {
+        let (hole, _listener, _queued) = black_hole();
+        let started = Instant::now();
+        let grant = Duration::from_millis(400);
+        let err = race::connect(&[hole, refusing()], Some(started + grant)).unwrap_err();
+        let took = started.elapsed();
+        // The refusal did not end the race: the black hole might still have answered.
+        assert!(is_timeout(&err), "{err:?}");
+        assert!(took >= grant, "{took:?}");
+        assert!(took < grant + Duration::from_millis(500), "{took:?}");
+        let err = race::connect(&[refusing(), refusing()], None).unwrap_err();
+        assert!(is_connect(&err), "{err:?}");
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+    }
+
+    #[test]
+    fn a_fixed_name_is_not_looked_up() {
+        let ips: [IpAddr; 2] = ["::1".parse().unwrap(), "127.0.0.1".parse().unwrap()];
+        let network = crate::Network::new()
+            .with_env(|_| None)
+            .with_resolved("mcp.invalid", ips);
+        let resolver = Resolver::new(network.proxies(), network.resolved());
+        assert_eq!(
+            resolve_with(&resolver, "http://MCP.invalid:8080/mcp").unwrap(),
+            [
+                "[::1]:8080".parse::<SocketAddr>().unwrap(),
+                "127.0.0.1:8080".parse().unwrap()
+            ]
+        );
+        assert_eq!(
+            resolve_with(&resolver, "https://mcp.invalid/mcp").unwrap()[1],
+            "127.0.0.1:443".parse::<SocketAddr>().unwrap()
+        );
+        assert!(resolve_with(&resolver, "http://other.invalid/").is_err());
+    }
+
     fn resolve(url: &str) -> Result<Vec<SocketAddr>, ureq::Error> {
-        resolve_with(&Resolver::new(Proxies::default()), url)
+        resolve_with(&Resolver::new(Proxies::default(), Resolved::default()), url)
     }
 
     fn resolve_with(
@@ -1026,7 +1339,7 @@ mod tests {
             .with_proxy("http://localhost:3128")
             .unwrap()
             .with_no_proxy("direct.invalid");
-        let resolver = Resolver::new(network.proxies());
+        let resolver = Resolver::new(network.proxies(), network.resolved());
         // A name nothing here resolves: the proxy will.
         assert_eq!(
             resolve_with(&resolver, "https://mcp.internal.invalid/mcp").unwrap(),

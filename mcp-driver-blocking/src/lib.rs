@@ -17,6 +17,9 @@
 //!   its clones) and its session, each thread's operation blocking only that thread.
 //! * HTTP and HTTPS (rustls with ring; the operating system's trust store, CAs added with
 //!   [`Client::with_network`], HTTP `CONNECT` proxies), answers as JSON or as an event stream.
+//!   On Unix a name's addresses are raced inside the leg's grant (Happy Eyeballs, RFC 8305,
+//!   250 ms apart: a black-holed IPv6 address costs the first leg 250 ms, as on the tokio
+//!   driver); elsewhere they are tried in turn.
 //!   An event stream the server keeps open after the answer is dropped the moment the answer
 //!   is in; a stream closed before it is resumed (a `GET` with `Last-Event-ID`), and a request
 //!   the server sends on a stream is answered (a nested `POST`), both as the state machine
@@ -163,6 +166,8 @@ pub(crate) struct ClientShared {
     stdio: stdio::Turns,
     tls: tls::LazyConfig,
     proxies: mcp_driver_common::network::Proxies,
+    /// The names whose addresses the caller fixed.
+    resolved: mcp_driver_common::network::Resolved,
 }
 
 impl ClientShared {
@@ -192,7 +197,7 @@ impl ClientShared {
                 self.proxies.clone(),
                 USER_AGENT,
             ),
-            connector::Resolver::new(self.proxies.clone()),
+            connector::Resolver::new(self.proxies.clone(), self.resolved.clone()),
         );
         cancel::Lane::new(agent, shared)
     }
@@ -226,6 +231,7 @@ impl Client {
             stdio: stdio::Turns::default(),
             tls,
             proxies: network.proxies(),
+            resolved: network.resolved(),
         });
         Ok(Self {
             lanes: Arc::new(cancel::Lanes::new(Arc::clone(&shared))),

@@ -26,11 +26,23 @@
 //!   request, `http` or `https`, goes through a tunnel. Credentials in the proxy URL
 //!   (`http://user:pass@proxy:3128`) are sent as `Proxy-Authorization: Basic` and never shown:
 //!   a [`ProxyUrl`] displays as `http://proxy:3128`.
+//!
+//! # Connecting
+//! * **Happy Eyeballs.** When a server's name has several addresses, both drivers race them
+//!   (RFC 8305): the first address is tried first; the next (of the other family first, as
+//!   [`interleave_families`] orders them) after [`CONNECTION_ATTEMPT_DELAY`] without an answer,
+//!   or at once when an attempt fails; the first connection made wins and the others are
+//!   closed. The whole race is one leg's and ends with the leg's grant: a name whose first
+//!   address is a black hole (broken IPv6, a VPN that drops packets) costs the first leg
+//!   250 ms, not its grant.
+//! * **Fixed addresses** ([`Network::with_resolved`], curl's `--resolve`): a name's addresses
+//!   given by the caller, used in their order instead of a lookup.
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -69,6 +81,7 @@ pub struct Network {
     proxy: ProxyChoice,
     no_proxy: Vec<String>,
     env: Lookup,
+    resolved: Resolved,
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +98,7 @@ impl Default for Network {
             proxy: ProxyChoice::Environment,
             no_proxy: Vec::new(),
             env: Arc::new(|name| std::env::var(name).ok()),
+            resolved: Resolved::default(),
         }
     }
 }
@@ -95,6 +109,7 @@ impl fmt::Debug for Network {
             .field("roots", &self.roots.len())
             .field("proxy", &self.proxy)
             .field("no_proxy", &self.no_proxy)
+            .field("resolved", &self.resolved)
             .finish_non_exhaustive()
     }
 }
@@ -155,6 +170,34 @@ impl Network {
     ) -> Self {
         self.env = Arc::new(lookup);
         self
+    }
+
+    /// Connects to `host` at `addrs`, in this order and on the URL's port, instead of looking
+    /// its name up (curl's `--resolve`): a server reached by a name the resolver here does not
+    /// know, or pinned to some of its addresses. Several addresses are raced as a looked-up
+    /// name's are ([module docs](self#connecting)). Only a direct connection's name: a target
+    /// reached through a proxy is the proxy's to resolve. A later call for the same host
+    /// replaces the earlier one; no addresses removes it.
+    pub fn with_resolved(mut self, host: &str, addrs: impl IntoIterator<Item = IpAddr>) -> Self {
+        let host = bare_host(host);
+        let addrs: Vec<IpAddr> = addrs.into_iter().collect();
+        let mut pinned: Vec<(String, Vec<IpAddr>)> = self
+            .resolved
+            .0
+            .iter()
+            .filter(|(name, _)| *name != host)
+            .cloned()
+            .collect();
+        if !addrs.is_empty() {
+            pinned.push((host, addrs));
+        }
+        self.resolved = Resolved(pinned.into());
+        self
+    }
+
+    /// The names whose addresses the caller fixed ([`Network::with_resolved`]).
+    pub fn resolved(&self) -> Resolved {
+        self.resolved.clone()
     }
 
     /// The CAs added by the caller, in the order they were added.
@@ -437,6 +480,51 @@ fn split_list(list: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 /// A host without brackets or trailing dot, lower case.
+/// How long a connection attempt goes unanswered before the next address is tried beside it:
+/// RFC 8305's Connection Attempt Delay, its recommended 250 ms. Both drivers use it (the tokio
+/// driver as hyper-util's happy eyeballs timeout).
+pub const CONNECTION_ATTEMPT_DELAY: Duration = Duration::from_millis(250);
+
+/// `addrs` in the order connection attempts are started (RFC 8305, section 4): the families
+/// alternate, starting with the first address's (the system's preference, as `getaddrinfo`
+/// sorted them), each family's addresses in their own order. `[v6a, v6b, v4a]` becomes
+/// `[v6a, v4a, v6b]`: a black-holed IPv6 network costs one attempt delay, not one per address.
+pub fn interleave_families(addrs: &[SocketAddr]) -> Vec<SocketAddr> {
+    let Some(first) = addrs.first() else {
+        return Vec::new();
+    };
+    let (preferred, other): (Vec<SocketAddr>, Vec<SocketAddr>) = addrs
+        .iter()
+        .partition(|addr| addr.is_ipv4() == first.is_ipv4());
+    let (mut preferred, mut other) = (preferred.into_iter(), other.into_iter());
+    let mut ordered = Vec::with_capacity(addrs.len());
+    loop {
+        match (preferred.next(), other.next()) {
+            (None, None) => return ordered,
+            (a, b) => ordered.extend(a.into_iter().chain(b)),
+        }
+    }
+}
+
+/// The names whose addresses the caller fixed, from [`Network::resolved`]; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved(Arc<[(String, Vec<IpAddr>)]>);
+
+impl Resolved {
+    /// The addresses fixed for `host` (a name, matched without case or a trailing dot; or an
+    /// address, in brackets or not), in their order; `None` to look it up as usual.
+    pub fn addresses(&self, host: &str) -> Option<&[IpAddr]> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let host = bare_host(host);
+        self.0
+            .iter()
+            .find(|(name, _)| *name == host)
+            .map(|(_, addrs)| addrs.as_slice())
+    }
+}
+
 fn bare_host(host: &str) -> String {
     let host = host
         .strip_prefix('[')
@@ -553,6 +641,45 @@ fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attempts_alternate_families_starting_with_the_first_address() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let (v6a, v6b, v6c) = (
+            a("[2001:db8::1]:443"),
+            a("[2001:db8::2]:443"),
+            a("[::1]:443"),
+        );
+        let (v4a, v4b) = (a("192.0.2.1:443"), a("127.0.0.1:443"));
+        assert_eq!(
+            interleave_families(&[v6a, v6b, v6c, v4a, v4b]),
+            [v6a, v4a, v6b, v4b, v6c]
+        );
+        assert_eq!(interleave_families(&[v4a, v6a, v4b]), [v4a, v6a, v4b]);
+        assert_eq!(interleave_families(&[v4b, v4a]), [v4b, v4a]);
+        assert_eq!(interleave_families(&[v6c]), [v6c]);
+        assert_eq!(interleave_families(&[]), []);
+    }
+
+    #[test]
+    fn fixed_addresses_are_found_by_name_and_replaced_by_a_later_call() {
+        let (v6, v4): (IpAddr, IpAddr) = ("::1".parse().unwrap(), "127.0.0.1".parse().unwrap());
+        let network = Network::new()
+            .with_resolved("MCP.example.", [v6, v4])
+            .with_resolved("other.example", [v4]);
+        let resolved = network.resolved();
+        assert_eq!(resolved.addresses("mcp.example"), Some(&[v6, v4][..]));
+        assert_eq!(resolved.addresses("Mcp.Example."), Some(&[v6, v4][..]));
+        assert_eq!(resolved.addresses("other.example"), Some(&[v4][..]));
+        assert_eq!(resolved.addresses("example"), None);
+        let network = network
+            .with_resolved("mcp.example", [v4])
+            .with_resolved("other.example", []);
+        let resolved = network.resolved();
+        assert_eq!(resolved.addresses("mcp.example"), Some(&[v4][..]));
+        assert_eq!(resolved.addresses("other.example"), None);
+        assert!(Network::new().resolved().addresses("localhost").is_none());
+    }
     use std::collections::HashMap;
 
     fn env(vars: &[(&str, &str)]) -> Network {

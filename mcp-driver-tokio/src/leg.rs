@@ -9,6 +9,7 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
@@ -22,10 +23,12 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as _, Frame, Incoming};
 use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use mcp_driver_common::network::{
-    Network, Proxies, ProxyFailure, ProxyUrl, parse_connect_response,
+    CONNECTION_ATTEMPT_DELAY, Network, Proxies, ProxyFailure, ProxyUrl, Resolved,
+    parse_connect_response,
 };
 use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegId, LegStatus, Operation, TransportError};
 use mcp_proto::{Clock, TlsProblem, TransportErrorKind};
@@ -59,19 +62,48 @@ pub(crate) fn http_client() -> Http {
 /// in progress, which tells a leg that ran out of time in one ([`handshake_timeouts`]).
 pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Handshakes), mcp_proto::Error> {
     let mut tcp = HttpConnector::new();
-    tcp.enforce_http(false);
-    tcp.set_nodelay(true);
+    configure(&mut tcp);
     let handshakes = Handshakes::default();
     let connector = Connector {
         tcp,
         tls: crate::tls::LazyConfig::new(network)?,
         proxies: Arc::new(network.proxies()),
+        resolved: network.resolved(),
         handshakes: handshakes.clone(),
     };
     let http = HyperClient::builder(TokioExecutor::new())
         .pool_timer(TokioTimer::new())
         .build(connector);
     Ok((http, handshakes))
+}
+
+/// How every TCP connector of the driver connects: any URI scheme (TLS is the [`Connector`]'s),
+/// Nagle off, and a name's addresses raced (Happy Eyeballs: hyper-util starts the first address
+/// of the other family when the first family's attempt has had no answer for the shared
+/// [`CONNECTION_ATTEMPT_DELAY`]; within a family the addresses are tried in turn).
+fn configure<R>(tcp: &mut HttpConnector<R>) {
+    tcp.enforce_http(false);
+    tcp.set_nodelay(true);
+    tcp.set_happy_eyeballs_timeout(Some(CONNECTION_ATTEMPT_DELAY));
+}
+
+/// A resolver that answers with the addresses the caller fixed for a name
+/// ([`Network::with_resolved`]); the connector puts the URI's port on them.
+#[derive(Clone)]
+struct Fixed(Vec<SocketAddr>);
+
+impl tower_service::Service<Name> for Fixed {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = std::io::Error;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Name) -> Self::Future {
+        std::future::ready(Ok(self.0.clone().into_iter()))
+    }
 }
 
 /// The number of TLS handshakes in progress on a client's connections.
@@ -105,6 +137,8 @@ pub(crate) struct Connector {
     tcp: HttpConnector,
     tls: crate::tls::LazyConfig,
     proxies: Arc<Proxies>,
+    /// The names whose addresses the caller fixed.
+    resolved: Resolved,
     handshakes: Handshakes,
 }
 
@@ -133,7 +167,15 @@ impl Connector {
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let tcp = match self.proxies.for_target(&scheme, &host) {
             Err(unusable) => return Err(ConnectFailure::new(TransportErrorKind::Proxy, unusable)),
-            Ok(None) => self.tcp.call(uri).await.map_err(ConnectFailure::connect)?,
+            Ok(None) => match self.resolved.addresses(&host) {
+                Some(ips) => {
+                    let addrs = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+                    let mut fixed = HttpConnector::new_with_resolver(Fixed(addrs));
+                    configure(&mut fixed);
+                    fixed.call(uri).await.map_err(ConnectFailure::connect)?
+                }
+                None => self.tcp.call(uri).await.map_err(ConnectFailure::connect)?,
+            },
             Ok(Some(proxy)) => {
                 let proxy = proxy.clone();
                 self.tunnel(&proxy, &host, port).await?

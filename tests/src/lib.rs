@@ -51,7 +51,8 @@
 //!   wire level.
 //! * [`ConnectProxy`] (`proxy.rs`) is a loopback HTTP `CONNECT` proxy that records what it
 //!   was asked and can refuse; `tls` (`tls.rs`, feature `tls`) a CA made at run time and a TLS
-//!   front for any loopback server.
+//!   front for any loopback server. [`BlackHole`] (`black_hole.rs`) is a loopback address
+//!   whose connects hang, as a route that drops packets.
 //! * The **stdio server** (`stdio.rs`, run by the binary `mcp-testkit-stdio`,
 //!   `src/bin/`): the same answers (dispatch, tools, eras) over stdio, one
 //!   JSON-RPC message per line on stdin and stdout, logs on stderr. A
@@ -116,6 +117,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod black_hole;
 pub mod client;
 pub mod record;
 pub use record::Recorder;
@@ -134,6 +136,7 @@ mod stdio;
 #[cfg(feature = "tls")]
 pub mod tls;
 
+pub use black_hole::BlackHole;
 pub use era::{MODERN_VERSIONS, SUPPORTED_VERSIONS, ServerEra};
 pub use message::RpcKind;
 pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};

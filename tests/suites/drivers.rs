@@ -153,6 +153,7 @@ for_each_driver!(
     a_refusing_proxy_is_typed_and_its_credentials_never_shown,
     a_silent_proxy_is_bounded_by_the_leg_s_grant,
     a_server_only_the_proxy_can_resolve_is_reached_through_it,
+    a_black_holed_first_address_costs_the_first_leg_one_attempt_delay,
     // Operations and the session.
     a_tool_call_is_three_legs_under_one_budget,
     a_failing_tool_is_a_result_not_an_error,

@@ -4,16 +4,17 @@
 //! same typed error and the same words from every driver; a loopback `CONNECT` proxy that
 //! carries plain and TLS requests, whose refusals are typed, whose credentials are sent and
 //! never shown, and that `NO_PROXY` skips; and a server whose name only that proxy can
-//! resolve (the client never looks up a name it sends through a proxy).
+//! resolve (the client never looks up a name it sends through a proxy); and a name whose first
+//! address is a black hole (the address families raced, Happy Eyeballs).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::time::{Duration, Instant};
 
-use mcp_driver_common::network::Network;
+use mcp_driver_common::network::{CONNECTION_ATTEMPT_DELAY, Network};
 use mcp_proto::{Budget, Error, Resolution, SessionConfig, TlsProblem};
 use mcp_testkit::tls::{TestCa, TlsFront};
-use mcp_testkit::{ConnectProxy, Script, TestServer};
+use mcp_testkit::{BlackHole, ConnectProxy, Script, TestServer};
 
 use super::BUDGET;
 use super::support::{Driver, echo};
@@ -262,6 +263,32 @@ pub(super) fn a_silent_proxy_is_bounded_by_the_leg_s_grant<D: Driver>() {
     assert!(matches!(err, Error::LegTimedOut { .. }), "{err:?}");
     assert!(started.elapsed() < budget + Duration::from_millis(500));
     drop(silent);
+}
+
+pub(super) fn a_black_holed_first_address_costs_the_first_leg_one_attempt_delay<D: Driver>() {
+    let server = TestServer::start(Script::new());
+    let port = server.addr().port();
+    // The common broken network: the name's IPv6 address (first, as the system prefers it)
+    // drops packets, its IPv4 address serves.
+    let hole = match BlackHole::beside(server.addr()) {
+        Ok(hole) => hole,
+        Err(err) => {
+            eprintln!("skipped: no black hole on IPv6 loopback here ({err})");
+            return;
+        }
+    };
+    let network = env(&[]).with_resolved("mcp.test", [hole.addr().ip(), server.addr().ip()]);
+    let mut client = client::<D>(&format!("http://mcp.test:{port}/mcp"), &network, BUDGET);
+    let recorder = client.observe();
+    let result = client.call_tool("echo", echo("around")).unwrap();
+    assert_eq!(result.text(), "around");
+    let first = recorder.legs()[0].elapsed;
+    // The black hole had its attempt delay (it was tried first), and no more: the RFC's 250 ms
+    // (the bound is 300 ms; generous here for a loaded machine). Trying the addresses
+    // in turn gives the first half the grant (5 s).
+    assert!(first >= CONNECTION_ATTEMPT_DELAY, "{first:?}");
+    assert!(first < Duration::from_millis(1500), "{first:?}");
+    assert!(server.rpc_methods().contains(&"tools/call".to_owned()));
 }
 
 /// A fresh directory under the target's temporary directory.
