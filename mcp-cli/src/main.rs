@@ -14,6 +14,7 @@ mod args;
 mod bridge;
 mod cli;
 mod credentials;
+mod demo;
 mod driver;
 mod elicit;
 mod execute;

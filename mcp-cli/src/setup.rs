@@ -11,6 +11,7 @@ use mcp_proto::{Budget, Error, OAuth, Resolution, SessionConfig};
 use serde_json::Value;
 
 use crate::cli::{Cli, Command, GrantKind, LOGIN_BUDGET, Protocol, code};
+use crate::demo::Demo;
 use crate::output::{report_error, usage};
 use crate::report::Reporter;
 use crate::{credentials, elicit, login, servers};
@@ -229,7 +230,7 @@ pub(crate) struct Setup {
     pub(crate) reporter: Reporter,
     /// The embedded demo server when no server was named: it stops when the setup is dropped,
     /// at the end of the run.
-    pub(crate) demo: Option<mcp_testkit::TestServer>,
+    pub(crate) demo: Option<Demo>,
 }
 
 impl Setup {
@@ -241,7 +242,13 @@ impl Setup {
             Err(message) => return Err(usage(cli.json, None, &message)),
         };
         let target = target(cli, entry_transport).map_err(|m| usage(cli.json, None, &m))?;
-        let demo = target.is_none().then(mcp_testkit::TestServer::demo);
+        let demo = match target {
+            Some(_) => None,
+            None => Some(Demo::start().map_err(|err| {
+                let message = format!("the demo server could not start on 127.0.0.1: {err}");
+                usage(cli.json, None, &message)
+            })?),
+        };
         let target = match (target, &demo) {
             (Some(target), _) => target,
             (None, Some(server)) => Target::Http {

@@ -126,13 +126,13 @@ fn ping_prints_the_version_and_the_server() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "mcp-testkit 0.1.0 (protocol 2025-11-25, legacy era)\n"
+        "mcp-call demo 0.1.0 (protocol 2025-11-25, legacy era)\n"
     );
     let out = mcp_call(&["--json", "ping"]);
     let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["protocolVersion"], "2025-11-25");
     assert_eq!(value["era"], "legacy");
-    assert_eq!(value["serverInfo"]["name"], "mcp-testkit");
+    assert_eq!(value["serverInfo"]["name"], "mcp-call demo");
 }
 
 #[test]
