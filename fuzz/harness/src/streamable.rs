@@ -1359,6 +1359,12 @@ struct Sent {
     reading: bool,
     /// A healthy answer ran it to its end.
     answered: bool,
+    /// Its request carried the session's id.
+    carried_session: bool,
+    /// Its head was a `400` to a request that carried the session's id: its body is read to
+    /// learn whether it says the session is gone (then the operation starts over on a new one,
+    /// as after a `404`), whatever its media type.
+    refusal: bool,
 }
 
 /// What the operation must do with an input about a leg, decided before it is applied.
@@ -1636,6 +1642,8 @@ impl Harness<'_> {
             open: true,
             reading: false,
             answered: false,
+            carried_session: leg.request.headers().contains_key("mcp-session-id"),
+            refusal: false,
         });
         if let Some(id) = request_id {
             self.asked = asked;
@@ -1906,6 +1914,7 @@ impl Harness<'_> {
             kind,
             role,
             reading,
+            carried_session,
             ..
         } = self.legs[i];
         let read = self.input(Input::Head {
@@ -1924,8 +1933,14 @@ impl Harness<'_> {
                         && role == Role::Work
                         && status.is_client_error()
                         && media_type(map) == "application/json";
+                    // A 400 to a request that carried the session's id is read to learn whether
+                    // it says the session is gone (mcp-proto's says_session_is_gone).
+                    let refusal = role == Role::Work
+                        && status == StatusCode::BAD_REQUEST
+                        && carried_session
+                        && !reading;
                     assert!(
-                        status.is_success() || explainable,
+                        status.is_success() || explainable || refusal,
                         "a {status} head asked for the body"
                     );
                     assert!(
@@ -1934,8 +1949,10 @@ impl Harness<'_> {
                     );
                     assert!(!reading, "a second head of {id} asked for the body");
                     self.legs[i].reading = true;
-                    self.legs[i].sse = media_type(map) == "text/event-stream";
-                    if role == Role::Work && json {
+                    self.legs[i].refusal = refusal;
+                    // A refusal's body is collected under the cap whatever its media type.
+                    self.legs[i].sse = media_type(map) == "text/event-stream" && !refusal;
+                    if role == Role::Work && (json || refusal) {
                         self.json_fed = Some((i, 0));
                     }
                 }
@@ -2039,7 +2056,7 @@ impl Harness<'_> {
                         if read == LegStatus::Complete {
                             self.close(i);
                             if role == Role::Work {
-                                self.answered_work();
+                                self.answered_work(i);
                             }
                         }
                     }
@@ -2083,7 +2100,7 @@ impl Harness<'_> {
                     self.close(i);
                 }
                 if role == Role::Work && reading {
-                    self.answered_work();
+                    self.answered_work(i);
                 }
             }
         }
@@ -2095,10 +2112,11 @@ impl Harness<'_> {
     /// (a refusal read from the body, `-32022`, a modern error to a legacy request), which
     /// starts the attempt over and drops the answers to the server and the standalone stream;
     /// the harness cannot tell from the bytes it fed, so it takes the operation's word on
-    /// those two roles only, and only here. Pinned to an era, nothing is dropped: the model
-    /// stays exact.
-    fn answered_work(&mut self) {
-        if !self.mode.detects() || self.op.is_finished() {
+    /// those two roles only, and only here. Pinned to an era, nothing is dropped, but after a
+    /// `400` that may have said the session is gone (leg `i`'s `refusal`: then the operation
+    /// starts over on a new session, as after a `404`), the same word is taken.
+    fn answered_work(&mut self, i: usize) {
+        if (!self.mode.detects() && !self.legs[i].refusal) || self.op.is_finished() {
             return;
         }
         for j in 0..self.legs.len() {
