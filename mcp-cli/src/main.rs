@@ -368,7 +368,7 @@ enum Unit {
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the tool answered isError: true; 2 usage error; \
 3 the operation's budget ran out (the refused request was not sent); 4 a leg timed out or the \
-server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C); 7 the server requires authorization and none could be given (log in first); 8 the \
+server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C, SIGTERM, SIGHUP); 7 the server requires authorization and none could be given (log in first); 8 the \
 authorization server refused or broke the rules (its metadata, registration or token answer). With --repeat, \
 the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
 given (read leniently: anything unusable means the default, 20).";
@@ -781,7 +781,9 @@ fn run(cli: Cli) -> u8 {
         }
     }
     let cancel = client.cancel_handle();
-    // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.
+    // Ctrl-C (and SIGTERM, SIGHUP) cancels the operation in flight; the operation then ends
+    // with `Cancelled`, and the close below ends a local server, which the terminal's Ctrl-C
+    // no longer reaches (it runs in a process group of its own).
     let _ = ctrlc::set_handler(move || cancel.cancel());
 
     let mut status = code::OK;
