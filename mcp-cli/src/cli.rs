@@ -354,7 +354,7 @@ pub(crate) enum Unit {
 
 pub(crate) const EXIT_CODES: &str = "Exit codes: 0 success; 1 the tool answered isError: true; 2 usage error; \
 3 the operation's budget ran out (the refused request was not sent); 4 a leg timed out or the \
-server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C); 7 the server requires authorization and none could be given (log in first); 8 the \
+server could not be reached; 5 the server answered with an error; 6 cancelled (Ctrl-C, SIGTERM, SIGHUP); 7 the server requires authorization and none could be given (log in first); 8 the \
 authorization server refused or broke the rules (its metadata, registration or token answer). With --repeat, \
 the last failed run's code. Environment: MCP_OPERATION_TIMEOUT, the budget in seconds when --timeout is not \
 given (read leniently: anything unusable means the default, 20).";

@@ -54,7 +54,9 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
         }
     }
     let cancel = client.cancel_handle();
-    // Ctrl-C cancels the operation in flight; the operation then ends with `Cancelled`.
+    // Ctrl-C (and SIGTERM, SIGHUP) cancels the operation in flight; the operation then ends
+    // with `Cancelled`, and the close below ends a local server, which the terminal's Ctrl-C
+    // no longer reaches (it runs in a process group of its own).
     let _ = ctrlc::set_handler(move || cancel.cancel());
 
     let task_of = |id: &str| task_handle(cli, kept.as_ref(), &label, id);

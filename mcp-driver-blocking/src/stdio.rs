@@ -139,10 +139,11 @@ impl Child {
     }
 
     /// How the process ended: its status (waited for briefly; a process that closed its
-    /// stdout but runs on is ended) and stderr's last lines.
+    /// stdout but runs on is ended) and stderr's last lines. What it left in its process group
+    /// is ended before it is reaped ([`process::exited`]).
     fn exit(mut self) -> ProcessExit {
         let started = Instant::now();
-        let exited = ExitWatch::of(self.process.as_ref());
+        let exited = process::ExitWatch::of(self.process.as_ref().map(std::process::Child::id));
         // A process that closed its stdout is usually exiting: its status is looked at as
         // soon as it is there (see `ExitWatch`), so it costs the close no fixed sleep.
         let mut pause = Duration::from_micros(50);
@@ -150,7 +151,11 @@ impl Child {
             let Some(process) = self.process.as_mut() else {
                 break None;
             };
-            match process.try_wait() {
+            let reaped = match process::exited(process.id()) {
+                true => process.try_wait(),
+                false => Ok(None),
+            };
+            match reaped {
                 Ok(Some(status)) => {
                     self.process = None;
                     break status.code();
@@ -180,51 +185,6 @@ impl Child {
             status: None,
             stderr: self.stderr_tail(),
         }
-    }
-}
-
-/// How a close waits for a process's exit: on Linux the process's pidfd, readable the moment
-/// it exits; elsewhere (or where pidfds are not to be had) pauses that grow, 50 µs doubling to
-/// 5 ms, so a quick exit is still seen soon.
-struct ExitWatch {
-    #[cfg(target_os = "linux")]
-    pidfd: Option<std::os::fd::OwnedFd>,
-}
-
-impl ExitWatch {
-    fn of(process: Option<&std::process::Child>) -> Self {
-        #[cfg(target_os = "linux")]
-        {
-            let pidfd = process
-                .and_then(|process| i32::try_from(process.id()).ok())
-                .and_then(rustix::process::Pid::from_raw)
-                .and_then(|pid| {
-                    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
-                });
-            Self { pidfd }
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = process;
-            Self {}
-        }
-    }
-
-    /// Waits at most `left` for the exit (with a pidfd), or `pause` (without).
-    fn wait(&self, left: Duration, pause: Duration) {
-        #[cfg(target_os = "linux")]
-        if let Some(pidfd) = &self.pidfd {
-            use rustix::event::{PollFd, PollFlags, Timespec};
-            let timeout = Timespec {
-                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
-                tv_nsec: i64::from(left.subsec_nanos()),
-            };
-            let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
-            let _ = rustix::event::poll(&mut fds, Some(&timeout));
-            return;
-        }
-        let _ = left;
-        std::thread::sleep(pause);
     }
 }
 

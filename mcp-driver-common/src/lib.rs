@@ -14,8 +14,9 @@
 //! * [`shell`]: the client shell both drivers wear (the session and what its operations share,
 //!   the opening of a deadline, the typed reading of an outcome) and
 //!   [`client_shell!`], which writes both `Client`s' public methods once.
-//! * [`process`]: a local server's command line, and the rule that ends it at once (the kill
-//!   leg's, and a dropped client's).
+//! * [`process`]: a local server's command line (on Unix, in a process group of its own), the
+//!   steps of its end sent to that whole group, the rule that ends it at once (the kill leg's,
+//!   and a dropped client's), and the end of what it left behind once it exited.
 //! * [`LegSpans`]: the span of each leg in flight, closed with the operation's report of it.
 //! * [`SharedObserver`]: a client's observer, reached by every operation in flight on it.
 //! * [`SessionGuard`]: a client's session, lent to its caller under the session's lock.

@@ -117,14 +117,45 @@ impl Child {
         self.stderr.last_lines()
     }
 
-    /// How the process ended (its stdout closed): its status, waited for briefly (a process
-    /// that runs on is killed when dropped), and stderr's last lines.
-    async fn exit(mut self) -> ProcessExit {
-        let status = tokio::time::timeout(EXIT_STATUS_WAIT, self.process.wait())
+    /// Waits at most [`EXIT_STATUS_WAIT`] for the process to exit, then reaps it, once what it
+    /// left in its process group is ended ([`process::exited`]); `None` if it runs on. tokio's
+    /// own `wait` would reap it first, so the exit is watched on a thread of its own
+    /// ([`process::ExitWatch`]: at once where the process has a pidfd), for at most that long.
+    #[cfg(unix)]
+    async fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        let Some(pid) = self.process.id() else {
+            // Reaped already: tokio keeps its status.
+            return self.process.try_wait().ok().flatten();
+        };
+        if !process::exited(pid) {
+            let (seen, exited) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let watch = process::ExitWatch::of(Some(pid));
+                let _ = seen.send(watch.wait_exited(pid, EXIT_STATUS_WAIT));
+            });
+            // Seen exited by the watch: ended (its group with it) here, where it is held.
+            if exited.await != Ok(true) || !process::exited(pid) {
+                return None;
+            }
+        }
+        self.process.try_wait().ok().flatten()
+    }
+
+    /// Waits at most [`EXIT_STATUS_WAIT`] for the process to exit and reaps it (no process
+    /// groups here: see [`process`]); `None` if it runs on.
+    #[cfg(not(unix))]
+    async fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(EXIT_STATUS_WAIT, self.process.wait())
             .await
             .ok()
             .and_then(Result::ok)
-            .and_then(|status| status.code());
+    }
+
+    /// How the process ended (its stdout closed): its status, waited for briefly (a process
+    /// that runs on is killed when dropped), and stderr's last lines. What it left in its
+    /// process group is ended before it is reaped ([`process::exited`]).
+    async fn exit(mut self) -> ProcessExit {
+        let status = self.exited().await.and_then(|status| status.code());
         // Let stderr's reader catch up with what was written before the exit.
         tokio::task::yield_now().await;
         ProcessExit {
@@ -146,6 +177,9 @@ impl process::Steps for Child {
 
 impl process::Kill for Child {
     fn start_kill(&mut self) {
+        // tokio's `start_kill` signals the process alone: the group first, while tokio still
+        // gives its pid (it gives none once it has reaped it).
+        process::kill_group(self.process.id());
         let _ = self.process.start_kill();
     }
 

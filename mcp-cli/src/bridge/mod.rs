@@ -7,8 +7,9 @@
 //! `notifications/cancelled` cancels its operation (and no answer follows, as the protocol
 //! says); the upstream's progress reaches the host under the host's token; the upstream's
 //! requests (elicitation, sampling, roots) become requests to the host when its handshake
-//! declared it answers them. EOF on stdin cancels what is in flight and closes the upstream
-//! session within the close's grant.
+//! declared it answers them. EOF on stdin (or SIGINT, SIGTERM, SIGHUP) cancels what is in
+//! flight and closes the upstream session within the close's grant; a local upstream's whole
+//! process tree with it.
 //!
 //! What each line means and what each outcome answers is `host`'s; this module moves lines
 //! and runs operations. It must never write anything but whole MCP messages to stdout (logs and
@@ -67,7 +68,15 @@ pub(crate) fn serve(
         stopping: std::sync::atomic::AtomicBool::new(false),
         host_answers: std::sync::atomic::AtomicBool::new(false),
     });
-    read_stdin(Arc::clone(&bridge), inbox);
+    read_stdin(Arc::clone(&bridge), inbox.clone());
+    // Ctrl-C at a terminal, or the host's SIGTERM or SIGHUP: the end of the host, as EOF is.
+    // A local upstream runs in a process group of its own, so the terminal's Ctrl-C does not
+    // reach it: the bridge ends it (what is in flight cancelled, the upstream closed within
+    // the close's grant) before it exits. Unhandled, the signal would end the bridge at once
+    // and leave a local upstream that ignores the end of its input running.
+    let _ = ctrlc::set_handler(move || {
+        let _ = inbox.send(Input::Eof);
+    });
     // Until the host's first request: what it sends before is answered here, or dropped.
     let first = loop {
         match inputs.blocking_recv() {

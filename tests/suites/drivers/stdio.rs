@@ -483,3 +483,129 @@ pub(super) fn a_close_after_a_spent_budget_ends_the_local_server_at_once<D: Driv
     );
     assert_eq!(labels.last(), Some(&"kill"), "{labels:?}");
 }
+
+/// The testkit's stdio server with `script`, started the way desktop hosts start most local
+/// servers: through a shell (`sh -c '<before>"$0" "$@"; true'`, the server a child of the
+/// shell, not exec'd), so the client's own child is the wrapper and the real server its child.
+/// `before` runs first in the same shell (a helper started in the background, say). Every
+/// process of the tree carries the tag in its environment.
+fn wrapped_config(
+    script: &StdioScript,
+    before: &str,
+    budget: Duration,
+    tag: &str,
+) -> SessionConfig {
+    let server = stdio_server_command(script);
+    let command = mcp_proto::StdioCommand::new("sh")
+        .args(["-c", &format!(r#"{before}"$0" "$@"; true"#)])
+        .arg(server.program())
+        .args(server.arguments().iter().cloned())
+        .env(PROCESS_TAG_ENV, tag);
+    SessionConfig::stdio(command)
+        .with_budget(Budget::from_duration(budget))
+        .with_resolution(Resolution::MILLISECOND)
+}
+
+/// Waits (up to 5 s: a killed process is gone in microseconds) until no process carries
+/// `tag`; says how long that took, or how many are left.
+fn tree_gone(tag: &str) -> Result<Duration, usize> {
+    let started = Instant::now();
+    if eventually(Duration::from_secs(5), &mut || {
+        running_processes_tagged(tag) == 0
+    }) {
+        Ok(started.elapsed())
+    } else {
+        Err(running_processes_tagged(tag))
+    }
+}
+
+pub(super) fn a_stalled_wrapped_local_server_is_ended_with_its_whole_tree_at_the_budget<
+    D: Driver,
+>() {
+    // `sh -c 'server; true'`: the shell waits for the server, which reads every line, answers
+    // none and ignores the end of its input. A kill that reached only the shell would leave
+    // the server running, re-parented.
+    let tag = tag("wrapped-stall");
+    let budget = Duration::from_secs(2);
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("*", StdioHostile::Stall)
+        .ignore_eof(true);
+    let mut client = D::new(wrapped_config(&script, "", budget, &tag));
+    let recorder = client.observe();
+    let deadline = client.open_deadline();
+    let started = Instant::now();
+    let result = client.run_within(echo_call("x"), deadline);
+    assert!(
+        matches!(result, Err(Error::LegTimedOut { .. })),
+        "{result:?}"
+    );
+    assert_eq!(
+        running_processes_tagged(&tag),
+        2,
+        "the shell and its server"
+    );
+    client.close_within(&deadline).unwrap();
+    let elapsed = started.elapsed();
+    super::assert_within_budget("wrapped stall", elapsed, budget, super::MS);
+    assert_eq!(labels(&recorder).last(), Some(&"kill"));
+    let gone = tree_gone(&tag);
+    eprintln!("the stalled wrapped server's tree: {gone:?} after the close");
+    assert!(
+        gone.is_ok(),
+        "{gone:?} processes of the tree left after the kill"
+    );
+}
+
+pub(super) fn a_closed_wrapped_local_server_leaves_nothing_of_its_tree<D: Driver>() {
+    // A well-behaved server under a shell that first started a helper of its own in the
+    // background (its output elsewhere, so the server's stdout closes when the server ends).
+    // The close ends the server with its input, the shell after it, and the helper with them.
+    let tag = tag("wrapped-close");
+    let script = StdioScript::new().era(ServerEra::Legacy);
+    let helper = "sleep 600 </dev/null >/dev/null 2>&1 & ";
+    let mut client = D::new(wrapped_config(
+        &script,
+        helper,
+        Duration::from_secs(10),
+        &tag,
+    ));
+    client.call_tool("echo", echo("x")).unwrap();
+    assert_eq!(
+        running_processes_tagged(&tag),
+        3,
+        "the shell, its helper and the server"
+    );
+    let recorder = client.observe();
+    let started = Instant::now();
+    client.close().unwrap();
+    let took = started.elapsed();
+    // Its input's end ends it: no SIGTERM was needed.
+    assert_eq!(labels(&recorder), ["shutdown"]);
+    assert!(took < POLITE_SHUTDOWN, "{took:?}");
+    let gone = tree_gone(&tag);
+    eprintln!("the closed wrapped server's tree: {gone:?} after a {took:?} close");
+    assert!(
+        gone.is_ok(),
+        "{gone:?} processes of the tree left after the close"
+    );
+}
+
+pub(super) fn a_dropped_client_ends_its_wrapped_local_server_s_whole_tree<D: Driver>() {
+    let tag = tag("wrapped-drop");
+    let script = StdioScript::new().era(ServerEra::Legacy).ignore_eof(true);
+    let mut client = D::new(wrapped_config(&script, "", Duration::from_secs(10), &tag));
+    client.call_tool("echo", echo("x")).unwrap();
+    assert_eq!(
+        running_processes_tagged(&tag),
+        2,
+        "the shell and its server"
+    );
+    drop(client);
+    let gone = tree_gone(&tag);
+    eprintln!("a dropped client's wrapped server's tree: {gone:?} after the drop");
+    assert!(
+        gone.is_ok(),
+        "{gone:?} processes of the tree left after the drop"
+    );
+}
