@@ -15,11 +15,14 @@
 //!   connection is still open with one `poll`. Its shutdown handle shuts the read side first.
 //! * **Tunnel.** [`Tunnel`] picks the proxy for each request's target (the [`Proxies`] of the
 //!   client's [`Network`](crate::Network)), connects to it and opens an HTTP `CONNECT` tunnel,
-//!   all inside the leg's grant; its failures are `ConnectProxyFailed` with the sentence of
-//!   [`ProxyUrl::failure`](mcp_driver_common::network::ProxyUrl::failure) (no credentials). The `CONNECT` carries the target's name: only the proxy
-//!   resolves it (in company networks the client often cannot), so [`Resolver`] must never
-//!   look up a proxied target (ureq resolves before it calls the chain). The tunnel looks up
-//!   the proxy's own name itself, with [`Lookup`], inside the leg's grant.
+//!   all inside the leg's grant; its failures (the grant running out before the proxy
+//!   answered too) are a [`TunnelFailed`] with the kind and sentence of
+//!   [`ProxyUrl::transport_error`](mcp_driver_common::network::ProxyUrl::transport_error) (no
+//!   credentials), so the error names the proxy, not the server. The `CONNECT` carries the
+//!   target's name: only the proxy resolves it (in company networks the client often cannot),
+//!   so [`Resolver`] must never look up a proxied target (ureq resolves before it calls the
+//!   chain). The tunnel looks up the proxy's own name itself, with [`Lookup`], inside the
+//!   leg's grant.
 //! * **TLS.** [`Tls`] runs the handshake with the client's rustls configuration; a certificate
 //!   refused is `ureq::Error::Rustls`, a handshake that ran out of the grant
 //!   [`HANDSHAKE_TIMED_OUT`].
@@ -46,6 +49,7 @@ use std::time::{Duration, Instant};
 use mcp_driver_common::network::{
     Proxies, ProxyFailure, Resolved, interleave_families, parse_connect_response,
 };
+use mcp_proto::driver::TransportError;
 use rustls::{ClientConnection, StreamOwned};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver as UreqResolver};
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
@@ -212,14 +216,35 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
             .port_u16()
             .unwrap_or(if scheme == "https" { 443 } else { 80 });
         let authority = format!("{host}:{port}");
-        let failed =
-            |what: ProxyFailure| ureq::Error::ConnectProxyFailed(proxy.failure(&authority, &what));
-        // The proxy's own failures (resolve, connect) are the proxy's; running out of time is
-        // the leg's.
-        let unreachable = |err: ureq::Error| match err {
-            ureq::Error::Timeout(_) => err,
-            ureq::Error::Io(io) if io.kind() == io::ErrorKind::TimedOut => ureq::Error::Io(io),
-            other => failed(ProxyFailure::Unreachable(other.to_string())),
+        let failed = |what: ProxyFailure| {
+            ureq::Error::Io(io::Error::other(TunnelFailed(
+                proxy.transport_error(&authority, &what),
+            )))
+        };
+        // Every failure until the tunnel is open is the proxy's, the grant running out too:
+        // before a connection to it, it could not be reached; after, it did not answer (also
+        // when the leg's end shut the socket down under the wait).
+        let ran_out = |err: &ureq::Error| {
+            self.shared.leg_ended()
+                || match err {
+                    ureq::Error::Timeout(_) => true,
+                    ureq::Error::Io(io) => is_timeout(io),
+                    _ => false,
+                }
+        };
+        let unreachable = |err: ureq::Error| {
+            if ran_out(&err) {
+                failed(ProxyFailure::NoConnection)
+            } else {
+                failed(ProxyFailure::Unreachable(err.to_string()))
+            }
+        };
+        let unanswered = |err: ureq::Error| {
+            if ran_out(&err) {
+                failed(ProxyFailure::NoAnswer)
+            } else {
+                failed(ProxyFailure::Unreachable(err.to_string()))
+            }
         };
         let proxy_uri: http::Uri = proxy.uri().parse().map_err(|_| {
             failed(ProxyFailure::Unusable(format!(
@@ -254,10 +279,15 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
             Arc::clone(&details.current_time),
         );
         writer.set_timeout(left(details));
-        writer.write_all(&request).map_err(ureq::Error::from)?;
+        writer
+            .write_all(&request)
+            .map_err(|err| unanswered(ureq::Error::from(err)))?;
         let mut tunnel = writer.into_inner();
         loop {
-            let progress = tunnel.await_input(left(details))?;
+            let progress = tunnel.await_input(left(details)).map_err(unanswered)?;
+            if !progress && self.shared.leg_ended() {
+                return Err(failed(ProxyFailure::NoAnswer));
+            }
             match parse_connect_response(tunnel.buffers().input()) {
                 Ok(Some((used, status))) => {
                     tunnel.buffers().input_consume(used);
@@ -273,6 +303,20 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
         }
     }
 }
+
+/// How a tunnel failed, as the operation is told it (the kind and sentence of
+/// [`ProxyUrl::transport_error`](mcp_driver_common::network::ProxyUrl::transport_error)):
+/// carried through ureq inside an `io::Error`, which [`crate::leg`] unwraps.
+#[derive(Debug)]
+pub(crate) struct TunnelFailed(pub(crate) TransportError);
+
+impl fmt::Display for TunnelFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.detail)
+    }
+}
+
+impl std::error::Error for TunnelFailed {}
 
 /// The chain step that runs the TLS handshake for `https` targets.
 /// The TLS step, and the lane's state (whose leg end may cut a handshake short).
