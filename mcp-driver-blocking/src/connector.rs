@@ -46,6 +46,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use mcp_driver_common::lookup;
 use mcp_driver_common::network::{
     Proxies, ProxyFailure, Resolved, interleave_families, parse_connect_response,
 };
@@ -1102,11 +1103,13 @@ impl UreqResolver for Resolver {
     }
 }
 
-/// ureq's resolver, except that an IP-literal host is used as is.
-///
-/// With a timeout set (always, here: the leg's grant), ureq resolves on a helper thread so
-/// that a slow DNS lookup cannot outlast the grant. An address needs no lookup, so it skips
-/// that thread.
+/// The lookup of a name, on a detached thread of [`mcp_driver_common::lookup`] (the tokio
+/// driver's too), waited for until the grant's end at most: a DNS server that does not answer
+/// costs the leg its grant and the process nothing more (the thread ends when the system
+/// resolver gives up; nothing joins it). Concurrent lookups of one name share a thread, and at
+/// most [`MAX_LOOKUPS`](mcp_driver_common::lookup::MAX_LOOKUPS) names are looked up at once in
+/// the process, which bounds the threads abandoned lookups hold (ureq's own resolver would
+/// start one per lookup). An IP-literal host is used as is, without a lookup.
 #[derive(Debug, Default)]
 pub(crate) struct Lookup(DefaultResolver);
 
@@ -1139,14 +1142,47 @@ impl UreqResolver for Lookup {
             Some("https") => Some(443),
             _ => None,
         });
-        match (literal, port) {
-            (Some(ip), Some(port)) => {
+        let (host, port) = match (literal, port, uri.host()) {
+            (Some(ip), Some(port), _) => {
                 let mut addrs = self.empty();
                 addrs.push(SocketAddr::new(ip, port));
-                Ok(addrs)
+                return Ok(addrs);
             }
-            _ => self.0.resolve(uri, config, timeout),
+            (None, Some(port), Some(host)) => (host, port),
+            // No host or port: ureq's own words for what is wrong with the URL.
+            _ => return self.0.resolve(uri, config, timeout),
+        };
+        let deadline = match timeout.after {
+            UreqDuration::Exact(after) => Instant::now().checked_add(after),
+            _ => None,
+        };
+        let pending = lookup::lookup(host)?;
+        let found = match deadline {
+            Some(deadline) => pending
+                .wait_until(deadline)
+                .ok_or(ureq::Error::Timeout(timeout.reason))?,
+            // No grant (never here): wait for the resolver.
+            None => pending
+                .wait_until(Instant::now() + Duration::from_secs(24 * 3600))
+                .ok_or(ureq::Error::Timeout(timeout.reason))?,
+        }?;
+        let family = config.ip_family();
+        let mut addrs = self.empty();
+        for ip in found {
+            let wanted = match family {
+                ureq::config::IpFamily::Ipv4Only => ip.is_ipv4(),
+                ureq::config::IpFamily::Ipv6Only => ip.is_ipv6(),
+                _ => true,
+            };
+            // Past ureq's 16 addresses, the rest are dropped.
+            if wanted && addrs.try_push(SocketAddr::new(ip, port)).is_err() {
+                break;
+            }
         }
+        if addrs.is_empty() {
+            return Err(ureq::Error::HostNotFound);
+        }
+        Ok(addrs)
     }
 }
 

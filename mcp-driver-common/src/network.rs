@@ -1,9 +1,13 @@
 //! How a driver's connections reach a server, decided once for both drivers: what they trust
 //! besides the operating system's store, which proxy (if any) carries a request, and the HTTP
 //! `CONNECT` exchange that opens a tunnel through it. This is connection policy, not MCP: the
-//! operation (`mcp-proto`) only hears how a tunnel failed, as a
-//! [`TransportErrorKind::Proxy`](mcp_proto::TransportErrorKind::Proxy) whose detail is
-//! [`ProxyUrl::failure`]'s sentence, and words it as [`Error::Proxy`].
+//! operation (`mcp-proto`) only hears how a tunnel failed, as the
+//! [`ProxyUrl::transport_error`] a driver reports: a
+//! [`TransportErrorKind::Proxy`], or a
+//! [`ProxyTimedOut`](TransportErrorKind::ProxyTimedOut) when the leg's grant ran out
+//! before the proxy answered (the proxy, not the server, is named then too), whose detail is
+//! [`ProxyUrl::failure`]'s sentence, and words it as [`Error::Proxy`]. Until the tunnel is
+//! open, every failure is the proxy's.
 //!
 //! Nothing here does I/O, and nothing here may name a driver's runtime (tokio, ureq): both
 //! drivers call the same functions, so they pick the same proxy and fail in the same words. The environment is read through a lookup the caller can replace
@@ -405,9 +409,9 @@ impl ProxyUrl {
 
     /// How a tunnel to `target` failed, as the driver tells the operation: `what` worded by
     /// [`failure`](Self::failure), of kind
-    /// [`ProxyTimedOut`](mcp_proto::TransportErrorKind::ProxyTimedOut) when the leg's grant
+    /// [`ProxyTimedOut`](TransportErrorKind::ProxyTimedOut) when the leg's grant
     /// ran out in the proxy's part (the operation adds the grant to the sentence), else
-    /// [`Proxy`](mcp_proto::TransportErrorKind::Proxy).
+    /// [`Proxy`](TransportErrorKind::Proxy).
     pub fn transport_error(&self, target: &str, what: &ProxyFailure) -> TransportError {
         let kind = match what {
             ProxyFailure::NoConnection | ProxyFailure::NoAnswer => {
