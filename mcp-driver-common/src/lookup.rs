@@ -47,7 +47,7 @@ impl fmt::Display for LookupsBusy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{MAX_LOOKUPS} name lookups are already in progress in this process (the DNS server does not answer them), so this one was not started"
+            "{MAX_LOOKUPS} name lookups are already in progress in this process, each waiting for a DNS server that has not answered, so this one was not started"
         )
     }
 }
