@@ -15,11 +15,14 @@
 //!   connection is still open with one `poll`. Its shutdown handle shuts the read side first.
 //! * **Tunnel.** [`Tunnel`] picks the proxy for each request's target (the [`Proxies`] of the
 //!   client's [`Network`](crate::Network)), connects to it and opens an HTTP `CONNECT` tunnel,
-//!   all inside the leg's grant; its failures are `ConnectProxyFailed` with the sentence of
-//!   [`ProxyUrl::failure`](mcp_driver_common::network::ProxyUrl::failure) (no credentials). The `CONNECT` carries the target's name: only the proxy
-//!   resolves it (in company networks the client often cannot), so [`Resolver`] must never
-//!   look up a proxied target (ureq resolves before it calls the chain). The tunnel looks up
-//!   the proxy's own name itself, with [`Lookup`], inside the leg's grant.
+//!   all inside the leg's grant; its failures (the grant running out before the proxy
+//!   answered too) are a [`TunnelFailed`] with the kind and sentence of
+//!   [`ProxyUrl::transport_error`](mcp_driver_common::network::ProxyUrl::transport_error) (no
+//!   credentials), so the error names the proxy, not the server. The `CONNECT` carries the
+//!   target's name: only the proxy resolves it (in company networks the client often cannot),
+//!   so [`Resolver`] must never look up a proxied target (ureq resolves before it calls the
+//!   chain). The tunnel looks up the proxy's own name itself, with [`Lookup`], inside the
+//!   leg's grant.
 //! * **TLS.** [`Tls`] runs the handshake with the client's rustls configuration; a certificate
 //!   refused is `ureq::Error::Rustls`, a handshake that ran out of the grant
 //!   [`HANDSHAKE_TIMED_OUT`].
@@ -43,9 +46,11 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use mcp_driver_common::lookup;
 use mcp_driver_common::network::{
     Proxies, ProxyFailure, Resolved, interleave_families, parse_connect_response,
 };
+use mcp_proto::driver::TransportError;
 use rustls::{ClientConnection, StreamOwned};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver as UreqResolver};
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
@@ -212,14 +217,35 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
             .port_u16()
             .unwrap_or(if scheme == "https" { 443 } else { 80 });
         let authority = format!("{host}:{port}");
-        let failed =
-            |what: ProxyFailure| ureq::Error::ConnectProxyFailed(proxy.failure(&authority, &what));
-        // The proxy's own failures (resolve, connect) are the proxy's; running out of time is
-        // the leg's.
-        let unreachable = |err: ureq::Error| match err {
-            ureq::Error::Timeout(_) => err,
-            ureq::Error::Io(io) if io.kind() == io::ErrorKind::TimedOut => ureq::Error::Io(io),
-            other => failed(ProxyFailure::Unreachable(other.to_string())),
+        let failed = |what: ProxyFailure| {
+            ureq::Error::Io(io::Error::other(TunnelFailed(
+                proxy.transport_error(&authority, &what),
+            )))
+        };
+        // Every failure until the tunnel is open is the proxy's, the grant running out too:
+        // before a connection to it, it could not be reached; after, it did not answer (also
+        // when the leg's end shut the socket down under the wait).
+        let ran_out = |err: &ureq::Error| {
+            self.shared.leg_ended()
+                || match err {
+                    ureq::Error::Timeout(_) => true,
+                    ureq::Error::Io(io) => is_timeout(io),
+                    _ => false,
+                }
+        };
+        let unreachable = |err: ureq::Error| {
+            if ran_out(&err) {
+                failed(ProxyFailure::NoConnection)
+            } else {
+                failed(ProxyFailure::Unreachable(err.to_string()))
+            }
+        };
+        let unanswered = |err: ureq::Error| {
+            if ran_out(&err) {
+                failed(ProxyFailure::NoAnswer)
+            } else {
+                failed(ProxyFailure::Unreachable(err.to_string()))
+            }
         };
         let proxy_uri: http::Uri = proxy.uri().parse().map_err(|_| {
             failed(ProxyFailure::Unusable(format!(
@@ -254,10 +280,15 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
             Arc::clone(&details.current_time),
         );
         writer.set_timeout(left(details));
-        writer.write_all(&request).map_err(ureq::Error::from)?;
+        writer
+            .write_all(&request)
+            .map_err(|err| unanswered(ureq::Error::from(err)))?;
         let mut tunnel = writer.into_inner();
         loop {
-            let progress = tunnel.await_input(left(details))?;
+            let progress = tunnel.await_input(left(details)).map_err(unanswered)?;
+            if !progress && self.shared.leg_ended() {
+                return Err(failed(ProxyFailure::NoAnswer));
+            }
             match parse_connect_response(tunnel.buffers().input()) {
                 Ok(Some((used, status))) => {
                     tunnel.buffers().input_consume(used);
@@ -273,6 +304,20 @@ impl<In: Transport> UreqConnector<In> for Tunnel {
         }
     }
 }
+
+/// How a tunnel failed, as the operation is told it (the kind and sentence of
+/// [`ProxyUrl::transport_error`](mcp_driver_common::network::ProxyUrl::transport_error)):
+/// carried through ureq inside an `io::Error`, which [`crate::leg`] unwraps.
+#[derive(Debug)]
+pub(crate) struct TunnelFailed(pub(crate) TransportError);
+
+impl fmt::Display for TunnelFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.detail)
+    }
+}
+
+impl std::error::Error for TunnelFailed {}
 
 /// The chain step that runs the TLS handshake for `https` targets.
 /// The TLS step, and the lane's state (whose leg end may cut a handshake short).
@@ -1058,11 +1103,13 @@ impl UreqResolver for Resolver {
     }
 }
 
-/// ureq's resolver, except that an IP-literal host is used as is.
-///
-/// With a timeout set (always, here: the leg's grant), ureq resolves on a helper thread so
-/// that a slow DNS lookup cannot outlast the grant. An address needs no lookup, so it skips
-/// that thread.
+/// The lookup of a name, on a detached thread of [`mcp_driver_common::lookup`] (the tokio
+/// driver's too), waited for until the grant's end at most: a DNS server that does not answer
+/// costs the leg its grant and the process nothing more (the thread ends when the system
+/// resolver gives up; nothing joins it). Concurrent lookups of one name share a thread, and at
+/// most [`MAX_LOOKUPS`](mcp_driver_common::lookup::MAX_LOOKUPS) names are looked up at once in
+/// the process, which bounds the threads abandoned lookups hold (ureq's own resolver would
+/// start one per lookup). An IP-literal host is used as is, without a lookup.
 #[derive(Debug, Default)]
 pub(crate) struct Lookup(DefaultResolver);
 
@@ -1095,14 +1142,47 @@ impl UreqResolver for Lookup {
             Some("https") => Some(443),
             _ => None,
         });
-        match (literal, port) {
-            (Some(ip), Some(port)) => {
+        let (host, port) = match (literal, port, uri.host()) {
+            (Some(ip), Some(port), _) => {
                 let mut addrs = self.empty();
                 addrs.push(SocketAddr::new(ip, port));
-                Ok(addrs)
+                return Ok(addrs);
             }
-            _ => self.0.resolve(uri, config, timeout),
+            (None, Some(port), Some(host)) => (host, port),
+            // No host or port: ureq's own words for what is wrong with the URL.
+            _ => return self.0.resolve(uri, config, timeout),
+        };
+        let deadline = match timeout.after {
+            UreqDuration::Exact(after) => Instant::now().checked_add(after),
+            _ => None,
+        };
+        let pending = lookup::lookup(host)?;
+        let found = match deadline {
+            Some(deadline) => pending
+                .wait_until(deadline)
+                .ok_or(ureq::Error::Timeout(timeout.reason))?,
+            // No grant (never here): wait for the resolver.
+            None => pending
+                .wait_until(Instant::now() + Duration::from_secs(24 * 3600))
+                .ok_or(ureq::Error::Timeout(timeout.reason))?,
+        }?;
+        let family = config.ip_family();
+        let mut addrs = self.empty();
+        for ip in found {
+            let wanted = match family {
+                ureq::config::IpFamily::Ipv4Only => ip.is_ipv4(),
+                ureq::config::IpFamily::Ipv6Only => ip.is_ipv6(),
+                _ => true,
+            };
+            // Past ureq's 16 addresses, the rest are dropped.
+            if wanted && addrs.try_push(SocketAddr::new(ip, port)).is_err() {
+                break;
+            }
         }
+        if addrs.is_empty() {
+            return Err(ureq::Error::HostNotFound);
+        }
+        Ok(addrs)
     }
 }
 

@@ -199,6 +199,14 @@ fn send(
 /// chain (TCP, proxy, TLS) failed during this leg.
 fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
     use ureq::Error as E;
+    if let E::Io(io) = &err {
+        if let Some(tunnel) = io
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<connector::TunnelFailed>())
+        {
+            return tunnel.0.clone();
+        }
+    }
     let kind = match &err {
         E::Rustls(tls) => {
             return TransportError::new(

@@ -5,6 +5,8 @@
 //!   system's, which proxy carries a request, the `CONNECT` request and the reading of the
 //!   proxy's answer, and the sentences a failed tunnel is reported in. The drivers re-export
 //!   `Network`, so their callers need no import of this crate.
+//! * [`lookup`]: name lookups on detached threads a leg can walk away from, at most
+//!   [`MAX_LOOKUPS`](lookup::MAX_LOOKUPS) names at once in the process.
 //! * [`tls`]: the rustls configuration a [`Network`](network::Network) asks for (the
 //!   system's trust store, added CAs, the fallback roots) and the typed reading of a TLS
 //!   failure.
@@ -28,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod lookup;
 pub mod network;
 pub mod process;
 pub mod shell;

@@ -1,9 +1,13 @@
 //! How a driver's connections reach a server, decided once for both drivers: what they trust
 //! besides the operating system's store, which proxy (if any) carries a request, and the HTTP
 //! `CONNECT` exchange that opens a tunnel through it. This is connection policy, not MCP: the
-//! operation (`mcp-proto`) only hears how a tunnel failed, as a
-//! [`TransportErrorKind::Proxy`](mcp_proto::TransportErrorKind::Proxy) whose detail is
-//! [`ProxyUrl::failure`]'s sentence, and words it as [`Error::Proxy`].
+//! operation (`mcp-proto`) only hears how a tunnel failed, as the
+//! [`ProxyUrl::transport_error`] a driver reports: a
+//! [`TransportErrorKind::Proxy`], or a
+//! [`ProxyTimedOut`](TransportErrorKind::ProxyTimedOut) when the leg's grant ran out
+//! before the proxy answered (the proxy, not the server, is named then too), whose detail is
+//! [`ProxyUrl::failure`]'s sentence, and words it as [`Error::Proxy`]. Until the tunnel is
+//! open, every failure is the proxy's.
 //!
 //! Nothing here does I/O, and nothing here may name a driver's runtime (tokio, ureq): both
 //! drivers call the same functions, so they pick the same proxy and fail in the same words. The environment is read through a lookup the caller can replace
@@ -47,7 +51,8 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use mcp_proto::{Error, clip};
+use mcp_proto::driver::TransportError;
+use mcp_proto::{Error, TransportErrorKind, clip};
 
 /// The environment variables a [`Network`] reads for proxies, in the order they are tried.
 const HTTPS_VARS: [&str; 4] = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"];
@@ -395,7 +400,26 @@ impl ProxyUrl {
                 )
             }
             ProxyFailure::Unusable(why) => why.clone(),
+            ProxyFailure::NoConnection => format!("the proxy {self} could not be reached"),
+            ProxyFailure::NoAnswer => {
+                format!("the proxy {self} did not answer CONNECT {target}")
+            }
         }
+    }
+
+    /// How a tunnel to `target` failed, as the driver tells the operation: `what` worded by
+    /// [`failure`](Self::failure), of kind
+    /// [`ProxyTimedOut`](TransportErrorKind::ProxyTimedOut) when the leg's grant
+    /// ran out in the proxy's part (the operation adds the grant to the sentence), else
+    /// [`Proxy`](TransportErrorKind::Proxy).
+    pub fn transport_error(&self, target: &str, what: &ProxyFailure) -> TransportError {
+        let kind = match what {
+            ProxyFailure::NoConnection | ProxyFailure::NoAnswer => {
+                TransportErrorKind::ProxyTimedOut
+            }
+            _ => TransportErrorKind::Proxy,
+        };
+        TransportError::new(kind, self.failure(target, what))
     }
 }
 
@@ -433,6 +457,12 @@ pub enum ProxyFailure {
     NotHttp,
     /// The proxy setting cannot be used (already a sentence).
     Unusable(String),
+    /// The leg's grant ran out before a connection to the proxy was made (its name looked up,
+    /// its port connected).
+    NoConnection,
+    /// The leg's grant ran out after the proxy took the connection and before it answered
+    /// `CONNECT` (a proxy that stalls the tunnel).
+    NoAnswer,
 }
 
 /// The longest answer head to `CONNECT` a driver reads, its blank line included.
@@ -807,6 +837,29 @@ mod tests {
         assert!(
             err.contains("socks5://***@h:1") && !err.contains("pw"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_proxy_that_ran_out_of_the_grant_is_named_with_the_target() {
+        let proxy = ProxyUrl::parse("http://u:pw@proxy.corp:3128").unwrap();
+        let stalled = proxy.transport_error("mcp.example:443", &ProxyFailure::NoAnswer);
+        assert_eq!(stalled.kind, TransportErrorKind::ProxyTimedOut);
+        assert_eq!(
+            stalled.detail,
+            "the proxy http://proxy.corp:3128 did not answer CONNECT mcp.example:443"
+        );
+        let unreached = proxy.transport_error("mcp.example:443", &ProxyFailure::NoConnection);
+        assert_eq!(unreached.kind, TransportErrorKind::ProxyTimedOut);
+        assert_eq!(
+            unreached.detail,
+            "the proxy http://proxy.corp:3128 could not be reached"
+        );
+        let refused = proxy.transport_error("mcp.example:443", &ProxyFailure::Refused(502));
+        assert_eq!(refused.kind, TransportErrorKind::Proxy);
+        assert_eq!(
+            refused.detail,
+            "the proxy http://proxy.corp:3128 refused the tunnel to mcp.example:443 with HTTP status 502"
         );
     }
 

@@ -12,7 +12,7 @@ use crate::authorize::Authorizer;
 use crate::cancel::{CancelHandle, CancelShared};
 use crate::clock::TokioClock;
 use crate::drive::Run;
-use crate::leg::{self, Handshakes, Http, HttpWire};
+use crate::leg::{self, Connecting, Http, HttpWire};
 use crate::shell::{Changed, ClientShell};
 use crate::trace;
 
@@ -74,7 +74,7 @@ pub struct Client {
 struct Shared {
     shell: ClientShell,
     http: Http,
-    handshakes: Handshakes,
+    connecting: Connecting,
     /// Over stdio: the server process, kept between operations (ended on close; killed when
     /// the last clone is dropped). Locked for a whole operation: stdio operations take turns.
     child: tokio::sync::Mutex<Option<crate::stdio::Child>>,
@@ -102,11 +102,11 @@ impl Client {
     /// # Errors
     /// [`Error::InvalidCertificates`] when a CA it adds cannot be read or holds no certificate.
     pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
-        let (http, handshakes) = leg::http_client_for(network)?;
+        let (http, connecting) = leg::http_client_for(network)?;
         let shared = Shared {
             shell: Shell::new(config, Changed::default()),
             http,
-            handshakes,
+            connecting,
             child: tokio::sync::Mutex::new(None),
         };
         Ok(Self {
@@ -148,7 +148,7 @@ impl Client {
             let mut op = opened.start(action, clock.now());
             let mut wire = HttpWire {
                 http: &shared.http,
-                handshakes: &shared.handshakes,
+                connecting: &shared.connecting,
                 legs: Vec::new(),
             };
             return run(&op, &mut reporting).drive(&mut op, &mut wire).await;

@@ -14,8 +14,8 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use http::Uri;
@@ -26,6 +26,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use mcp_driver_common::lookup;
 use mcp_driver_common::network::{
     CONNECTION_ATTEMPT_DELAY, Network, Proxies, ProxyFailure, ProxyUrl, Resolved,
     parse_connect_response,
@@ -58,23 +59,25 @@ pub(crate) fn http_client() -> Http {
 
 /// An HTTP/1.1 client whose connections trust and tunnel as `network` says: plain HTTP, or
 /// HTTPS through rustls with the ring provider ([`crate::tls`]), each through the target's
-/// proxy when it has one (an HTTP `CONNECT` tunnel). Also returns the count of TLS handshakes
-/// in progress, which tells a leg that ran out of time in one ([`handshake_timeouts`]).
-pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Handshakes), mcp_proto::Error> {
-    let mut tcp = HttpConnector::new();
+/// proxy when it has one (an HTTP `CONNECT` tunnel); names looked up by [`Resolver`] (or
+/// fixed by the caller). Also returns what its connections are doing ([`Connecting`]), which
+/// tells a leg that ran out of time in a TLS handshake or in a proxy's tunnel
+/// ([`connect_timeouts`]).
+pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Connecting), mcp_proto::Error> {
+    let mut tcp = HttpConnector::new_with_resolver(Resolver);
     configure(&mut tcp);
-    let handshakes = Handshakes::default();
+    let connecting = Connecting::default();
     let connector = Connector {
         tcp,
         tls: crate::tls::LazyConfig::new(network)?,
         proxies: Arc::new(network.proxies()),
         resolved: network.resolved(),
-        handshakes: handshakes.clone(),
+        connecting: connecting.clone(),
     };
     let http = HyperClient::builder(TokioExecutor::new())
         .pool_timer(TokioTimer::new())
         .build(connector);
-    Ok((http, handshakes))
+    Ok((http, connecting))
 }
 
 /// How every TCP connector of the driver connects: any URI scheme (TLS is the [`Connector`]'s),
@@ -106,40 +109,137 @@ impl tower_service::Service<Name> for Fixed {
     }
 }
 
-/// The number of TLS handshakes in progress on a client's connections.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Handshakes(Arc<AtomicUsize>);
+/// The connector's name lookups: each on a detached thread of
+/// [`mcp_driver_common::lookup`], never on tokio's blocking pool, whose threads a runtime's
+/// shutdown waits for. A leg that ends while its lookup goes on drops the lookup's future
+/// (its connection attempt is dropped with the request); the thread ends when the system
+/// resolver gives up, and neither the runtime nor the process waits for it. The threads are
+/// bounded as that module says (one per name, at most
+/// [`MAX_LOOKUPS`](mcp_driver_common::lookup::MAX_LOOKUPS) names at once in the process).
+/// hyper-util's `HttpConnector` calls it for names only: an IP-literal host is used as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Resolver;
 
-impl Handshakes {
-    /// Whether a handshake is in progress.
-    pub(crate) fn any(&self) -> bool {
-        self.0.load(Ordering::SeqCst) > 0
+impl tower_service::Service<Name> for Resolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = std::io::Error;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Self::Response, std::io::Error>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
     }
 
-    fn begin(&self) -> HandshakeGuard {
-        self.0.fetch_add(1, Ordering::SeqCst);
+    fn call(&mut self, name: Name) -> Self::Future {
+        let started = lookup::lookup(name.as_str());
+        Box::pin(async move {
+            // Port 0: the connector sets the URL's.
+            let ips = started?.await?;
+            let addrs: Vec<SocketAddr> = ips.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect();
+            Ok(addrs.into_iter())
+        })
+    }
+}
+
+/// What a client's connections are doing: the TLS handshakes and the proxy tunnels in
+/// progress. A leg whose grant ends before its answer's head asks it why ([`connect_timeouts`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Connecting {
+    handshakes: Arc<AtomicUsize>,
+    tunnels: Arc<Mutex<Vec<Tunnel>>>,
+    next_tunnel: Arc<AtomicU64>,
+}
+
+/// A tunnel in progress: its target (`host:port`), and how it fails if the grant ends now.
+#[derive(Debug)]
+struct Tunnel {
+    id: u64,
+    target: String,
+    at_the_end: TransportError,
+}
+
+impl Connecting {
+    /// Whether a handshake is in progress.
+    fn handshaking(&self) -> bool {
+        self.handshakes.load(Ordering::SeqCst) > 0
+    }
+
+    fn begin_handshake(&self) -> HandshakeGuard {
+        self.handshakes.fetch_add(1, Ordering::SeqCst);
         HandshakeGuard(self.clone())
+    }
+
+    /// Records a tunnel to `target` until the guard is dropped; it fails as `at_the_end` if the
+    /// grant ends meanwhile (see [`TunnelGuard::now`]).
+    fn begin_tunnel(&self, target: &str, at_the_end: TransportError) -> TunnelGuard {
+        let id = self.next_tunnel.fetch_add(1, Ordering::Relaxed);
+        self.tunnels().push(Tunnel {
+            id,
+            target: target.to_owned(),
+            at_the_end,
+        });
+        TunnelGuard(self.clone(), id)
+    }
+
+    /// How a leg to `target` whose grant ended fails, when a tunnel to it is in progress.
+    fn tunnel_to(&self, target: &str) -> Option<TransportError> {
+        self.tunnels()
+            .iter()
+            .find(|tunnel| tunnel.target == target)
+            .map(|tunnel| tunnel.at_the_end.clone())
+    }
+
+    fn tunnels(&self) -> std::sync::MutexGuard<'_, Vec<Tunnel>> {
+        self.tunnels.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// Counts one handshake until it ends or is dropped.
-struct HandshakeGuard(Handshakes);
+struct HandshakeGuard(Connecting);
 
 impl Drop for HandshakeGuard {
     fn drop(&mut self) {
-        self.0.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.handshakes.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// The connector: TCP (hyper-util's), the proxy tunnel, TLS (tokio-rustls).
+/// Keeps one tunnel on the list until it is open, has failed, or is dropped.
+struct TunnelGuard(Connecting, u64);
+
+impl TunnelGuard {
+    /// The tunnel reached a step where running out of the grant fails as `at_the_end`.
+    fn now(&self, at_the_end: TransportError) {
+        if let Some(tunnel) = self.0.tunnels().iter_mut().find(|t| t.id == self.1) {
+            tunnel.at_the_end = at_the_end;
+        }
+    }
+}
+
+impl Drop for TunnelGuard {
+    fn drop(&mut self) {
+        self.0.tunnels().retain(|t| t.id != self.1);
+    }
+}
+
+/// A URI's target as a tunnel names it: `host:port` (the scheme's port unless given).
+fn target_of(uri: &Uri) -> String {
+    let https = uri
+        .scheme_str()
+        .is_some_and(|s| s.eq_ignore_ascii_case("https"));
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    format!("{}:{port}", uri.host().unwrap_or(""))
+}
+
+/// The connector: TCP (hyper-util's, its names looked up by [`Resolver`]), the proxy tunnel,
+/// TLS (tokio-rustls).
 #[derive(Clone)]
 pub(crate) struct Connector {
-    tcp: HttpConnector,
+    tcp: HttpConnector<Resolver>,
     tls: crate::tls::LazyConfig,
     proxies: Arc<Proxies>,
     /// The names whose addresses the caller fixed.
     resolved: Resolved,
-    handshakes: Handshakes,
+    connecting: Connecting,
 }
 
 type Stream = MaybeHttpsStream<TokioIo<TcpStream>>;
@@ -190,7 +290,7 @@ impl Connector {
                 "the host is not a valid TLS server name",
             )
         })?;
-        let _handshake = self.handshakes.begin();
+        let _handshake = self.connecting.begin_handshake();
         let tls = tokio_rustls::TlsConnector::from(self.tls.get());
         match tls.connect(name, TokioIo::new(tcp)).await {
             Ok(tls) => Ok(MaybeHttpsStream::Https(TokioIo::new(tls))),
@@ -198,7 +298,10 @@ impl Connector {
         }
     }
 
-    /// Connects to `proxy` and opens a `CONNECT` tunnel to `host:port` through it.
+    /// Connects to `proxy` and opens a `CONNECT` tunnel to `host:port` through it. Until it is
+    /// open, it is on the client's list of tunnels in progress, with the failure a leg to
+    /// `host:port` whose grant ends meanwhile reports: the proxy could not be reached, then
+    /// (once connected) the proxy did not answer.
     async fn tunnel(
         &mut self,
         proxy: &ProxyUrl,
@@ -206,9 +309,12 @@ impl Connector {
         port: u16,
     ) -> Result<TokioIo<TcpStream>, ConnectFailure> {
         let authority = format!("{host}:{port}");
-        let failed = |what: ProxyFailure| {
-            ConnectFailure::new(TransportErrorKind::Proxy, proxy.failure(&authority, &what))
-        };
+        let failed =
+            |what: ProxyFailure| ConnectFailure::from(proxy.transport_error(&authority, &what));
+        let progress = self.connecting.begin_tunnel(
+            &authority,
+            proxy.transport_error(&authority, &ProxyFailure::NoConnection),
+        );
         let proxy_uri: Uri = proxy.uri().parse().map_err(|_| {
             failed(ProxyFailure::Unusable(format!(
                 "the proxy {proxy} is not a valid URI"
@@ -220,6 +326,7 @@ impl Connector {
             .await
             .map_err(|e| failed(ProxyFailure::Unreachable(io_words(&e))))?;
         let mut tcp = stream.into_inner();
+        progress.now(proxy.transport_error(&authority, &ProxyFailure::NoAnswer));
         tcp.write_all(&proxy.connect_request(host, port, USER_AGENT))
             .await
             .map_err(|e| failed(ProxyFailure::Unreachable(e.to_string())))?;
@@ -281,6 +388,12 @@ pub(crate) struct ConnectFailure {
     source: Option<Box<dyn StdError + Send + Sync>>,
 }
 
+impl From<TransportError> for ConnectFailure {
+    fn from(error: TransportError) -> Self {
+        Self::new(error.kind, error.detail)
+    }
+}
+
 impl ConnectFailure {
     fn new(kind: TransportErrorKind, detail: impl Into<String>) -> Self {
         Self {
@@ -324,7 +437,9 @@ pub(crate) fn transport_error(err: &hyper_util::client::legacy::Error) -> Transp
         if let Some(failure) = cause.downcast_ref::<ConnectFailure>() {
             if matches!(
                 failure.kind,
-                TransportErrorKind::Tls(_) | TransportErrorKind::Proxy
+                TransportErrorKind::Tls(_)
+                    | TransportErrorKind::Proxy
+                    | TransportErrorKind::ProxyTimedOut
             ) {
                 return TransportError::new(failure.kind, failure.detail.clone());
             }
@@ -334,16 +449,18 @@ pub(crate) fn transport_error(err: &hyper_util::client::legacy::Error) -> Transp
     TransportError::new(kind, chain(err))
 }
 
-/// At a timer: the legs whose grant ended while a TLS handshake was in progress (their head
-/// not in) fail as a handshake that timed out, reported at once; the operation's own timers
-/// then expire as usual.
-fn handshake_timeouts(
+/// At a timer: the legs whose grant ended before their head came, while a tunnel to their
+/// target was in progress, fail as that tunnel's proxy (not reached, or not answering); else,
+/// while a TLS handshake was in progress, as a handshake that timed out. Each is reported at
+/// once; the operation's own timers then expire as usual (the others time out).
+fn connect_timeouts(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
-    handshakes: &Handshakes,
+    connecting: &Connecting,
     now: Instant,
 ) {
-    if !handshakes.any() {
+    let handshaking = connecting.handshaking();
+    if !handshaking && connecting.tunnels().is_empty() {
         return;
     }
     let mut index = 0;
@@ -353,16 +470,19 @@ fn handshake_timeouts(
             index += 1;
             continue;
         }
-        op.handle_input(
-            Input::Failed {
-                leg: leg.id,
-                error: TransportError::new(
+        let error = connecting.tunnel_to(&target_of(&leg.uri)).or_else(|| {
+            handshaking.then(|| {
+                TransportError::new(
                     TransportErrorKind::Tls(TlsProblem::TimedOut),
                     "the TLS handshake did not finish within the grant",
-                ),
-            },
-            now,
-        );
+                )
+            })
+        });
+        let Some(error) = error else {
+            index += 1;
+            continue;
+        };
+        op.handle_input(Input::Failed { leg: leg.id, error }, now);
         legs.swap_remove(index);
     }
 }
@@ -372,6 +492,8 @@ pub(crate) struct InFlight {
     id: LegId,
     /// Its grant's end, which bounds the drain after its answer.
     ends_at: Instant,
+    /// Its request's URI: the target of a tunnel it may be waiting for.
+    uri: Uri,
     state: State,
 }
 
@@ -398,6 +520,7 @@ impl InFlight {
         Self {
             id: leg.id,
             ends_at: leg.ends_at,
+            uri: request.uri().clone(),
             state: State::Head(http.request(request)),
         }
     }
@@ -407,7 +530,7 @@ impl InFlight {
 /// read beside the others.
 pub(crate) struct HttpWire<'a> {
     pub(crate) http: &'a Http,
-    pub(crate) handshakes: &'a Handshakes,
+    pub(crate) connecting: &'a Connecting,
     pub(crate) legs: Vec<InFlight>,
 }
 
@@ -428,7 +551,7 @@ impl Wire for HttpWire<'_> {
     }
 
     fn at_timer(&mut self, op: &mut Operation, now: Instant) {
-        handshake_timeouts(op, &mut self.legs, self.handshakes, now);
+        connect_timeouts(op, &mut self.legs, self.connecting, now);
     }
 
     fn prune(&mut self, op: &Operation) {

@@ -45,9 +45,12 @@
 //! # Runtime
 //! The futures need a tokio runtime with the time and I/O drivers enabled. The driver itself
 //! spawns no task; `hyper-util`'s connection pool runs each connection's I/O on a task it
-//! spawns through its executor, and host names (not IP literals) are resolved on tokio's
-//! blocking pool. Time is read from tokio's clock ([`TokioClock`]), so paused-time tests and
-//! the grants agree.
+//! spawns through its executor. Host names (not IP literals) are looked up on detached threads
+//! of `mcp-driver-common`'s `lookup`, not on tokio's blocking pool: a lookup a leg left at its
+//! grant (a DNS server that does not answer) holds neither the runtime's shutdown nor the
+//! process; concurrent lookups of one name share a thread, and at most 16 names are looked
+//! up at once in the process. Time is read from tokio's clock ([`TokioClock`]), so
+//! paused-time tests and the grants agree.
 //!
 //! # Tracing
 //! With the `tracing` feature (on by default) every operation is a `mcp.operation` span

@@ -25,7 +25,8 @@ pub(crate) trait Wire {
     async fn feed(&mut self, op: &mut Operation, came: Self::Came) -> Instant;
 
     /// The operation's timer fired at `now`, before it is told: what only the transport knows
-    /// about the legs whose grant ended (a TLS handshake in progress) goes in first.
+    /// about the legs whose grant ended (a TLS handshake or a proxy tunnel in progress) goes
+    /// in first.
     fn at_timer(&mut self, op: &mut Operation, now: Instant) {
         let _ = (op, now);
     }

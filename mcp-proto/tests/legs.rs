@@ -91,6 +91,59 @@ fn an_answer_that_arrives_at_the_end_of_its_grant_is_a_timeout() {
 }
 
 #[test]
+fn a_proxy_that_ran_out_of_the_grant_is_the_proxy_s_fault_even_at_the_leg_s_end() {
+    let stalled = "the proxy http://127.0.0.1:3128 did not answer CONNECT mcp.example:443";
+    for late_by in [Duration::ZERO, secs(0.5)] {
+        let clock = ManualClock::new();
+        let mut session = live_session(config(), &clock);
+        let mut op = session.call_tool("x", Map::new(), clock.now());
+        let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
+            panic!()
+        };
+        // The driver saw the tunnel still waiting for the proxy when the grant ran out.
+        clock.set(call.ends_at + late_by);
+        op.handle_input(
+            Input::Failed {
+                leg: call.id,
+                error: TransportError::new(TransportErrorKind::ProxyTimedOut, stalled),
+            },
+            clock.now(),
+        );
+        let Output::Done(Err(err)) = op.poll_past_reports(clock.now()) else {
+            panic!("the proxy's failure ends the operation")
+        };
+        let Error::Proxy { reason, method, .. } = &err else {
+            panic!("expected Error::Proxy, got {err:?}")
+        };
+        assert_eq!(*method, "tools/call");
+        assert_eq!(
+            reason,
+            &format!("{stalled} within the 20 s granted to that leg")
+        );
+        assert_eq!((err.kind(), err.fault()), ("proxy", Fault::Network));
+    }
+    // Any other failure reported at the leg's end is still the leg's timeout.
+    let clock = ManualClock::new();
+    let mut session = live_session(config(), &clock);
+    let mut op = session.call_tool("x", Map::new(), clock.now());
+    let Output::Transmit(call) = op.poll_past_reports(clock.now()) else {
+        panic!()
+    };
+    clock.set(call.ends_at);
+    op.handle_input(
+        Input::Failed {
+            leg: call.id,
+            error: TransportError::new(TransportErrorKind::Proxy, "refused"),
+        },
+        clock.now(),
+    );
+    assert!(matches!(
+        op.poll_past_reports(clock.now()),
+        Output::Done(Err(Error::LegTimedOut { .. }))
+    ));
+}
+
+#[test]
 fn inputs_for_a_leg_that_is_over_are_ignored() {
     let clock = ManualClock::new();
     let mut session = Session::new(config());

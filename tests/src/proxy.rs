@@ -1,6 +1,7 @@
 //! A loopback HTTP `CONNECT` proxy: it opens tunnels to loopback targets only, records every
 //! `CONNECT` it was asked for (target and `Proxy-Authorization`), and can refuse them all with
-//! a status (`407` to ask for credentials).
+//! a status (`407` to ask for credentials, `502` as a gateway that cannot reach the target), or
+//! stall them all: read the `CONNECT` and never answer ([`ConnectProxy::stalling`]).
 //!
 //! Like a company proxy, it can resolve names its clients cannot: a hosts table of its own
 //! ([`ConnectProxy::with_hosts`]) maps names (reserved ones, such as `mcp.internal.invalid`,
@@ -24,18 +25,28 @@ pub struct Tunnel {
 
 /// A loopback HTTP `CONNECT` proxy: tunnels to loopback targets only, every `CONNECT` it was
 /// asked for recorded (target and `Proxy-Authorization`), all of them refused with a status
-/// when told to; names only it resolves with [`with_hosts`](Self::with_hosts).
+/// or stalled when told to; names only it resolves with [`with_hosts`](Self::with_hosts).
 #[derive(Debug)]
 pub struct ConnectProxy {
     addr: SocketAddr,
     tunnels: Arc<Mutex<Vec<Tunnel>>>,
     stop: Arc<AtomicBool>,
+    /// The connections a stalling proxy holds open, shut down when it is dropped.
+    held: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+/// What the proxy does with a `CONNECT`.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Open,
+    Refuse(u16),
+    Stall,
 }
 
 impl ConnectProxy {
     /// A proxy that opens every tunnel to a loopback target.
     pub fn start() -> Self {
-        Self::serve(None, Vec::new())
+        Self::serve(Mode::Open, Vec::new())
     }
 
     /// A proxy that also opens tunnels to the names in `hosts`, each to its address (which
@@ -52,21 +63,29 @@ impl ConnectProxy {
             .iter()
             .map(|(name, ip)| (name.to_ascii_lowercase(), *ip))
             .collect();
-        Self::serve(None, hosts)
+        Self::serve(Mode::Open, hosts)
     }
 
     /// A proxy that answers every `CONNECT` with `status` (and opens nothing).
     pub fn refusing(status: u16) -> Self {
-        Self::serve(Some(status), Vec::new())
+        Self::serve(Mode::Refuse(status), Vec::new())
     }
 
-    fn serve(refuse: Option<u16>, hosts: Vec<(String, IpAddr)>) -> Self {
+    /// A proxy that accepts every connection, reads and records its `CONNECT`, and never
+    /// answers it (the connection stays open until the proxy is dropped).
+    pub fn stalling() -> Self {
+        Self::serve(Mode::Stall, Vec::new())
+    }
+
+    fn serve(mode: Mode, hosts: Vec<(String, IpAddr)>) -> Self {
         let hosts = Arc::new(hosts);
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
         let addr = listener.local_addr().expect("its address");
         let tunnels = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
+        let held = Arc::new(Mutex::new(Vec::new()));
         let (accept_tunnels, accept_stop) = (Arc::clone(&tunnels), Arc::clone(&stop));
+        let accept_held = Arc::clone(&held);
         thread::spawn(move || {
             for conn in listener.incoming() {
                 if accept_stop.load(Ordering::SeqCst) {
@@ -75,8 +94,9 @@ impl ConnectProxy {
                 let Ok(conn) = conn else { continue };
                 let tunnels = Arc::clone(&accept_tunnels);
                 let hosts = Arc::clone(&hosts);
+                let held = Arc::clone(&accept_held);
                 thread::spawn(move || {
-                    let _ = tunnel(conn, refuse, &hosts, &tunnels);
+                    let _ = tunnel(conn, mode, &hosts, &tunnels, &held);
                 });
             }
         });
@@ -84,6 +104,7 @@ impl ConnectProxy {
             addr,
             tunnels,
             stop,
+            held,
         }
     }
 
@@ -107,14 +128,20 @@ impl Drop for ConnectProxy {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect(self.addr);
+        if let Ok(mut held) = self.held.lock() {
+            for conn in held.drain(..) {
+                let _ = conn.shutdown(Shutdown::Both);
+            }
+        }
     }
 }
 
 fn tunnel(
     mut client: TcpStream,
-    refuse: Option<u16>,
+    mode: Mode,
     hosts: &[(String, IpAddr)],
     tunnels: &Mutex<Vec<Tunnel>>,
+    held: &Mutex<Vec<TcpStream>>,
 ) -> io::Result<()> {
     // The head, a byte at a time: what follows it is the tunnel's.
     let mut head = Vec::new();
@@ -143,12 +170,21 @@ fn tunnel(
             authorization,
         });
     }
-    if let Some(status) = refuse {
-        write!(
-            client,
-            "HTTP/1.1 {status} Refused\r\nContent-Length: 0\r\n\r\n"
-        )?;
-        return Ok(());
+    match mode {
+        Mode::Refuse(status) => {
+            write!(
+                client,
+                "HTTP/1.1 {status} Refused\r\nContent-Length: 0\r\n\r\n"
+            )?;
+            return Ok(());
+        }
+        Mode::Stall => {
+            if let Ok(mut held) = held.lock() {
+                held.push(client);
+            }
+            return Ok(());
+        }
+        Mode::Open => {}
     }
     let upstream = (method == "CONNECT")
         .then(|| upstream_of(target, hosts))

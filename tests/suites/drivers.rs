@@ -154,7 +154,9 @@ for_each_driver!(
     both_schemes_go_through_the_proxy,
     no_proxy_and_loopback_skip_the_proxy,
     a_refusing_proxy_is_typed_and_its_credentials_never_shown,
-    a_silent_proxy_is_bounded_by_the_leg_s_grant,
+    a_proxy_that_never_answers_connect_is_named_with_the_target_at_the_grant,
+    a_proxy_that_answers_502_is_named_with_the_target,
+    a_name_lookup_that_never_answers_costs_the_budget_not_the_resolver_s_timeout,
     a_server_only_the_proxy_can_resolve_is_reached_through_it,
     a_black_holed_first_address_costs_the_first_leg_one_attempt_delay,
     // Operations and the session.

@@ -198,8 +198,9 @@ pub enum Input<'a> {
     /// Leg `leg` failed in the transport, or the driver declined it
     /// ([`TransportErrorKind::Declined`]). A failure reported at or after the leg's end is its
     /// timeout, except a TLS handshake that ran out of the grant
-    /// ([`TlsProblem::TimedOut`](crate::TlsProblem::TimedOut)): that is what the driver saw
-    /// at the leg's end, and the error says so.
+    /// ([`TlsProblem::TimedOut`](crate::TlsProblem::TimedOut)) or a proxy that did
+    /// ([`TransportErrorKind::ProxyTimedOut`]): that is what the driver saw at the leg's end,
+    /// and the error says so.
     Failed {
         /// The leg that failed.
         leg: LegId,
@@ -316,6 +317,12 @@ pub enum TransportErrorKind {
     /// ([`Error::Proxy`](crate::Error::Proxy)); the detail is the sentence of
     /// `mcp_driver_common::network::ProxyUrl::failure` (no credentials).
     Proxy,
+    /// The leg's grant ran out in the proxy's part of the connection: the proxy could not be
+    /// reached, or took the `CONNECT` and did not answer it ([`Error::Proxy`](crate::Error::Proxy),
+    /// the detail `mcp_driver_common::network::ProxyUrl::failure`'s sentence, to which the
+    /// error adds the grant). Like a [`TlsProblem::TimedOut`], honoured even when reported at
+    /// the leg's end: the proxy, not the server, did not answer.
+    ProxyTimedOut,
     /// The connection broke while sending or reading.
     Io,
     /// The server answered with something that is not HTTP (a head that does not parse, e.g.
@@ -435,7 +442,9 @@ impl LegEnd {
             Self::Transport(TransportErrorKind::Protocol) => "protocol".to_owned(),
             Self::Transport(TransportErrorKind::Declined) => "declined".to_owned(),
             Self::Transport(TransportErrorKind::Tls(_)) => "tls".to_owned(),
-            Self::Transport(TransportErrorKind::Proxy) => "proxy".to_owned(),
+            Self::Transport(TransportErrorKind::Proxy | TransportErrorKind::ProxyTimedOut) => {
+                "proxy".to_owned()
+            }
             Self::Transport(_) => "io".to_owned(),
             Self::Cancelled => "cancelled".to_owned(),
             Self::Done => "ok".to_owned(),

@@ -228,6 +228,14 @@ fn transport_failure(
             method,
             reason: quoted,
         },
+        TransportErrorKind::ProxyTimedOut => Error::Proxy {
+            server,
+            method,
+            reason: format!(
+                "{quoted} within the {} s granted to that leg",
+                format_seconds(grant)
+            ),
+        },
         TransportErrorKind::TimedOut
         | TransportErrorKind::Connect
         | TransportErrorKind::Io

@@ -315,8 +315,8 @@ impl Grants {
 
     /// The role of leg `id`, if it is in flight: `Ok` while its grant lasts, `Err` when an
     /// input for it came at or after its end (it times out). A leg that `failed` with a TLS
-    /// handshake that ran out of its grant is `Ok` however late that is reported (its end is
-    /// stopped: it does not time out twice).
+    /// handshake or a proxy that ran out of its grant is `Ok` however late that is reported
+    /// (its end is stopped: it does not time out twice).
     pub(super) fn role_at(
         &mut self,
         id: LegId,
@@ -325,7 +325,12 @@ impl Grants {
     ) -> Option<Result<Role, Role>> {
         let role = self.legs.find(id)?;
         let timer = Timer::LegEnd(role);
-        if failed.is_some_and(|e| e.kind == TransportErrorKind::Tls(TlsProblem::TimedOut)) {
+        if failed.is_some_and(|e| {
+            matches!(
+                e.kind,
+                TransportErrorKind::Tls(TlsProblem::TimedOut) | TransportErrorKind::ProxyTimedOut
+            )
+        }) {
             self.timers.stop(timer);
             return Some(Ok(role));
         }
