@@ -6,7 +6,7 @@
 # node), after a handshake and a call answered through the bridge; and a stalled server
 # behind a shell (`sh -c 'python3 peers/stall-stdio.py TAG; true'`, which never answers and
 # runs on after its input ends), whose handshake is still in flight when the host goes.
-# Checks: the bridge exits within 3 s of the host's close (the close's grant is at most 2 s),
+# Checks: the bridge exits within 5 s of the host's close (the close's grant is at most 2 s),
 # and nothing of the upstream's tree is left within 1 s of its exit. The same when the host
 # ends the bridge with SIGTERM instead, its stdin still open (a stalled wrapped upstream).
 . "$INTEROP_DIR/lib.sh"
@@ -18,7 +18,7 @@ INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":
 bridge_for() {
   local name=$1
   mkfifo "$ROW_TMP/$name.in"
-  "$MCP_CALL" --driver "$DRIVER" --timeout 10 --stdio "$2" bridge \
+  "$MCP_CALL" --driver "$DRIVER" --timeout 10 --trace --resolution ms --stdio "$2" bridge \
     <"$ROW_TMP/$name.in" >"$ROW_TMP/$name.out" 2>"$ROW_TMP/$name.err" &
   BRIDGE=$!
   exec 8>"$ROW_TMP/$name.in"
@@ -30,15 +30,26 @@ answered() {
   return 1
 }
 
-# host_closes NAME PATTERN: closes the bridge's stdin; checks it exits within 3 s and that
+# host_closes NAME PATTERN: closes the bridge's stdin; checks it exits within 5 s and that
 # nothing matching PATTERN is left within 1 s after.
 host_closes() {
-  local name=$1 gone=no
+  local name=$1
   exec 8>&-
-  for _ in $(seq 60); do kill -0 "$BRIDGE" 2>/dev/null || { gone=yes; break; }; sleep 0.05; done
-  if [ "$gone" = yes ]; then ok "$name: the host closed, the bridge exits within 3 s"; else
-    fail "$name: the host closed, the bridge exits within 3 s" "still running"; kill -KILL "$BRIDGE"; fi
+  bridge_exits "$name: the host closed"
   no_process_left "$name: nothing of the upstream's tree left" "$2"
+}
+# bridge_exits WHAT: checks the bridge exits within 5 s of WHAT (the close's grant is at most
+# 2 s; about 1 s is usual: the shutdown step's half, then the group's SIGTERM; the rest is
+# room for a loaded machine), saying how long it took either way.
+bridge_exits() {
+  local t0 gone=no
+  t0=$(date +%s%N)
+  for _ in $(seq 100); do kill -0 "$BRIDGE" 2>/dev/null || { gone=yes; break; }; sleep 0.05; done
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  if [ "$gone" = yes ] && ((ms <= 5000)); then ok "$1, the bridge exits within 5 s ($ms ms)"; else
+    fail "$1, the bridge exits within 5 s" "still running after $ms ms: $(tail -c 300 "$ROW_TMP/$name.err" 2>/dev/null)"
+    kill -KILL "$BRIDGE"
+  fi
 }
 
 cd "$INTEROP_HOME/npm" || exit 1
@@ -66,10 +77,7 @@ bridge_for term "sh -c 'python3 $INTEROP_DIR/peers/stall-stdio.py $TAG-term; tru
 echo "$INIT" >&8
 for _ in $(seq 200); do pgrep -f -- "python3 .*$TAG-term" >/dev/null && break; sleep 0.05; done
 kill -TERM "$BRIDGE"
-gone=no
-for _ in $(seq 60); do kill -0 "$BRIDGE" 2>/dev/null || { gone=yes; break; }; sleep 0.05; done
-if [ "$gone" = yes ]; then ok "SIGTERM: the bridge exits within 3 s"; else
-  fail "SIGTERM: the bridge exits within 3 s" "still running"; kill -KILL "$BRIDGE"; fi
+name=term bridge_exits "SIGTERM"
 exec 8>&-
 no_process_left "SIGTERM: nothing of the upstream's tree left" "$TAG-term"
 finish
