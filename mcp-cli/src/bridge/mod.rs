@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::Duration;
 
-use mcp_proto::{Action, Error, Observer, Outcome, RpcError, SessionConfig};
+use mcp_proto::{Action, Error, Observer, Outcome, RpcError, SessionConfig, Subscription};
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -115,10 +115,7 @@ pub(crate) fn serve(
         method: first.1,
         params: first.2,
     };
-    match client {
-        Client::Blocking(client) => serve_blocking(&bridge, client, first, inputs),
-        Client::Tokio(runtime, client) => serve_tokio(&bridge, &runtime, client, first, inputs),
-    }
+    serve_loop(&bridge, client, first, inputs);
     crate::code::OK
 }
 
@@ -480,128 +477,138 @@ fn too_long(bridge: &Bridge) {
     bridge.send(&host::response(&Value::Null, Err(error)));
 }
 
-/// The blocking driver: a thread per host request, each on a clone of the client (its own
-/// cancel, its own observer).
-fn serve_blocking(
-    bridge: &Arc<Bridge>,
-    client: mcp_driver_blocking::Client,
-    first: FromHost,
-    mut inputs: UnboundedReceiver<Input>,
-) {
+/// Dispatches the host's messages until it is gone, then cancels what still runs, waits for
+/// it and closes the upstream: the one serve loop over both drivers. Each host request (and the
+/// list changes' watcher) runs on a clone of the client with its own cancel and observer, on
+/// a thread of its own (blocking driver) or a task on the runtime's workers (tokio driver).
+fn serve_loop(bridge: &Arc<Bridge>, client: Client, first: FromHost, mut inputs: Inputs) {
     let mut running = Vec::new();
     let mut next = Some(Input::Message(first));
     while let Some(input) = next.take().or_else(|| inputs.blocking_recv()) {
-        let message = match input {
-            Input::Message(message) => message,
+        let started = match input {
+            Input::Message(message) => match bridge.dispatch(message) {
+                Some(job) => run(&client, bridge, job),
+                None => None,
+            },
             Input::TooLong => {
                 too_long(bridge);
-                continue;
+                None
             }
-            Input::Watch(changes) => {
-                let worker = client.with_observer(bridge.relay(None));
-                if bridge.watching(Cancel::Blocking(worker.cancel_handle())) {
-                    let bridge = Arc::clone(bridge);
-                    running.push(std::thread::spawn(move || {
-                        let mut failures = 0;
-                        while bridge.watches_on(failures) {
-                            let began = std::time::Instant::now();
-                            let action = Action::Subscribe(changes.clone());
-                            let ended = worker.run_within(action, worker.open_deadline());
-                            if watch_failed(&ended, began.elapsed(), &mut failures) {
-                                std::thread::sleep(WATCH_PAUSE);
-                            }
-                        }
-                    }));
-                }
-                continue;
-            }
+            Input::Watch(changes) => watch(&client, bridge, changes),
             Input::Eof => break,
         };
-        let Some(job) = bridge.dispatch(message) else {
-            continue;
-        };
-        let worker = client.with_observer(bridge.relay(job.progress.clone()));
-        if !bridge.begin(&job, Cancel::Blocking(worker.cancel_handle())) {
-            continue;
-        }
-        let bridge = Arc::clone(bridge);
-        running.push(std::thread::spawn(move || {
-            let deadline = worker.open_deadline();
-            let outcome = worker.run_within(job.action.clone(), deadline);
-            bridge.finish(&job, outcome, &deadline);
-        }));
-        running.retain(|worker| !worker.is_finished());
+        running.extend(started);
+        running.retain(|work: &Running| !work.is_finished());
     }
     bridge.cancel_all();
-    for worker in running {
-        let _ = worker.join();
+    match client {
+        Client::Blocking(client) => {
+            for work in running {
+                if let Running::Thread(thread) = work {
+                    let _ = thread.join();
+                }
+            }
+            let _ = client.close();
+        }
+        Client::Tokio(runtime, client) => runtime.block_on(async {
+            for work in running {
+                if let Running::Task(task) = work {
+                    let _ = task.await;
+                }
+            }
+            let _ = client.close().await;
+        }),
     }
-    let _ = client.close();
 }
 
-/// The tokio driver: a task per host request on the runtime's workers, each on a clone of the
-/// client (its own cancel, its own observer).
-fn serve_tokio(
-    bridge: &Arc<Bridge>,
-    runtime: &tokio::runtime::Runtime,
-    client: mcp_driver_tokio::Client,
-    first: FromHost,
-    mut inputs: UnboundedReceiver<Input>,
-) {
-    runtime.block_on(async {
-        let mut running = tokio::task::JoinSet::new();
-        let mut next = Some(Input::Message(first));
-        loop {
-            let input = match next.take() {
-                Some(input) => input,
-                None => match inputs.recv().await {
-                    Some(input) => input,
-                    None => break,
-                },
-            };
-            let message = match input {
-                Input::Message(message) => message,
-                Input::TooLong => {
-                    too_long(bridge);
-                    continue;
-                }
-                Input::Watch(changes) => {
-                    let worker = client.with_observer(bridge.relay(None));
-                    if bridge.watching(Cancel::Tokio(worker.cancel_handle())) {
-                        let bridge = Arc::clone(bridge);
-                        running.spawn(async move {
-                            let mut failures = 0;
-                            while bridge.watches_on(failures) {
-                                let began = std::time::Instant::now();
-                                let action = Action::Subscribe(changes.clone());
-                                let ended = worker.run_within(action, worker.open_deadline()).await;
-                                if watch_failed(&ended, began.elapsed(), &mut failures) {
-                                    tokio::time::sleep(WATCH_PAUSE).await;
-                                }
-                            }
-                        });
-                    }
-                    continue;
-                }
-                Input::Eof => break,
-            };
-            let Some(job) = bridge.dispatch(message) else {
-                continue;
-            };
-            let worker = client.with_observer(bridge.relay(job.progress.clone()));
-            if !bridge.begin(&job, Cancel::Tokio(worker.cancel_handle())) {
-                continue;
+/// The host's messages, as the stdin reader and the bridge itself send them.
+type Inputs = UnboundedReceiver<Input>;
+
+/// An operation under way for the host: on a thread of its own, or a task on the runtime.
+enum Running {
+    Thread(std::thread::JoinHandle<()>),
+    Task(tokio::task::JoinHandle<()>),
+}
+
+impl Running {
+    fn is_finished(&self) -> bool {
+        match self {
+            Self::Thread(thread) => thread.is_finished(),
+            Self::Task(task) => task.is_finished(),
+        }
+    }
+}
+
+/// Starts `job`'s operation on a clone of the client (its own cancel, its own observer),
+/// unless the host cancelled it already; it answers the host when it ends.
+fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
+    let relay = bridge.relay(job.progress.clone());
+    let bridge = Arc::clone(bridge);
+    match client {
+        Client::Blocking(client) => {
+            let worker = client.with_observer(relay);
+            if !bridge.begin(&job, Cancel::Blocking(worker.cancel_handle())) {
+                return None;
             }
-            let bridge = Arc::clone(bridge);
-            running.spawn(async move {
+            Some(Running::Thread(std::thread::spawn(move || {
+                let deadline = worker.open_deadline();
+                let outcome = worker.run_within(job.action.clone(), deadline);
+                bridge.finish(&job, outcome, &deadline);
+            })))
+        }
+        Client::Tokio(runtime, client) => {
+            let worker = client.with_observer(relay);
+            if !bridge.begin(&job, Cancel::Tokio(worker.cancel_handle())) {
+                return None;
+            }
+            Some(Running::Task(runtime.spawn(async move {
                 let deadline = worker.open_deadline();
                 let outcome = worker.run_within(job.action.clone(), deadline).await;
                 bridge.finish(&job, outcome, &deadline);
-            });
-            while running.try_join_next().is_some() {}
+            })))
         }
-        bridge.cancel_all();
-        while running.join_next().await.is_some() {}
-        let _ = client.close().await;
-    });
+    }
+}
+
+/// Starts the list changes' watcher (one at most): subscriptions one after another, each
+/// under a budget of its own, until the host is gone or they keep failing.
+fn watch(client: &Client, bridge: &Arc<Bridge>, changes: Subscription) -> Option<Running> {
+    let relay = bridge.relay(None);
+    let bridge = Arc::clone(bridge);
+    match client {
+        Client::Blocking(client) => {
+            let worker = client.with_observer(relay);
+            if !bridge.watching(Cancel::Blocking(worker.cancel_handle())) {
+                return None;
+            }
+            Some(Running::Thread(std::thread::spawn(move || {
+                let mut failures = 0;
+                while bridge.watches_on(failures) {
+                    let began = std::time::Instant::now();
+                    let action = Action::Subscribe(changes.clone());
+                    let ended = worker.run_within(action, worker.open_deadline());
+                    if watch_failed(&ended, began.elapsed(), &mut failures) {
+                        std::thread::sleep(WATCH_PAUSE);
+                    }
+                }
+            })))
+        }
+        Client::Tokio(runtime, client) => {
+            let worker = client.with_observer(relay);
+            if !bridge.watching(Cancel::Tokio(worker.cancel_handle())) {
+                return None;
+            }
+            Some(Running::Task(runtime.spawn(async move {
+                let mut failures = 0;
+                while bridge.watches_on(failures) {
+                    let began = std::time::Instant::now();
+                    let action = Action::Subscribe(changes.clone());
+                    let ended = worker.run_within(action, worker.open_deadline()).await;
+                    if watch_failed(&ended, began.elapsed(), &mut failures) {
+                        tokio::time::sleep(WATCH_PAUSE).await;
+                    }
+                }
+            })))
+        }
+    }
 }
