@@ -145,7 +145,9 @@ impl Harness<'_> {
         self.clock.now()
     }
 
-    /// A moment in `[now, until)`, picked by the next byte (`now` when `until` has come).
+    /// A moment from `now` to `until`, picked by the next byte (`now` when `until` has come).
+    /// The arithmetic may round up to `until` itself: an input at the very end of a wait,
+    /// which a driver may report too (a process that exits as a leg's grant ends).
     fn moment_before(&mut self, until: std::time::Instant) -> std::time::Instant {
         let now = self.now();
         let span = until.saturating_duration_since(now);
