@@ -601,6 +601,75 @@ fn a_stdio_call_that_ran_out_of_time_is_announced_as_cancelled() {
     assert_eq!(written.last(), Some(&(LegKind::CancelNotice, 1)));
 }
 
+/// Whether the process exits exactly at the end of the call's grant: its exit reported at
+/// that instant instead of the timeout, or just after the timeout, before the next poll.
+#[derive(Debug, Clone, Copy)]
+enum ExitsAtTheEnd {
+    InsteadOfTheTimeout,
+    AfterTheTimeout,
+}
+
+#[test]
+fn a_process_that_exits_as_its_call_runs_out_is_sent_no_cancel_notice() {
+    for exits in [
+        ExitsAtTheEnd::InsteadOfTheTimeout,
+        ExitsAtTheEnd::AfterTheTimeout,
+    ] {
+        let clock = ManualClock::new();
+        let mut session = Session::new(config_with_budget(3));
+        let mut server = legacy("never", Duration::ZERO);
+        let mut op = session.call_tool("slow", Map::new(), clock.now());
+        let mut written = Vec::new();
+        let result = loop {
+            match op.poll_output(clock.now()) {
+                Output::Transmit(leg) => {
+                    written.push(leg.kind);
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                    if !matches!(leg.kind, LegKind::Spawn | LegKind::CancelNotice) {
+                        let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                        if message["method"] != "tools/call" {
+                            for chunk in server(&message).stdout {
+                                op.handle_input(Input::Stdout(&chunk), clock.now());
+                            }
+                        }
+                    }
+                }
+                Output::Wait(until) | Output::AwaitSession(until) => {
+                    clock.set(until);
+                    let exit = ProcessExit::default();
+                    match exits {
+                        _ if !written.contains(&LegKind::CallTool) => {
+                            op.handle_input(Input::Timeout, clock.now());
+                        }
+                        ExitsAtTheEnd::InsteadOfTheTimeout => {
+                            op.handle_input(Input::Exit(&exit), clock.now());
+                        }
+                        ExitsAtTheEnd::AfterTheTimeout => {
+                            op.handle_input(Input::Timeout, clock.now());
+                            op.handle_input(Input::Exit(&exit), clock.now());
+                        }
+                    }
+                }
+                Output::Done(result) => break result,
+                _ => {}
+            }
+        };
+        // The call ran out first: it timed out. The process that would be told is gone, so
+        // no line is written to it.
+        assert!(
+            matches!(
+                result,
+                Err(Error::LegTimedOut {
+                    method: "tools/call",
+                    ..
+                })
+            ),
+            "{exits:?}: {result:?}"
+        );
+        assert_eq!(written.last(), Some(&LegKind::CallTool), "{exits:?}");
+    }
+}
+
 #[test]
 fn a_restarted_local_server_has_its_era_found_again() {
     // First a legacy build; after it exits, a modern build of the same command answers.

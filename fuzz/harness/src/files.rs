@@ -190,11 +190,17 @@ struct Held {
     tokens: Vec<((String, String), Vec<Value>)>,
 }
 
-/// The file's layout as its module documents it, for [`held`].
+/// The file's layout as its module documents it, for [`held`]: its members in the store's
+/// order, because serde reads a struct from a JSON array too, by position, and so does the
+/// store (`[{}, {}]` is a file whose issuers and tasks are both empty).
 #[derive(serde::Deserialize)]
 struct LaidOut {
     #[serde(default)]
     issuers: BTreeMap<String, IssuerLaidOut>,
+    /// The tasks handed back: a task write checks them on its own; here they only hold
+    /// their place.
+    #[serde(default, rename = "tasks")]
+    _tasks: serde::de::IgnoredAny,
 }
 
 #[derive(serde::Deserialize)]

@@ -145,7 +145,9 @@ impl Harness<'_> {
         self.clock.now()
     }
 
-    /// A moment in `[now, until)`, picked by the next byte (`now` when `until` has come).
+    /// A moment from `now` to `until`, picked by the next byte (`now` when `until` has come).
+    /// The arithmetic may round up to `until` itself: an input at the very end of a wait,
+    /// which a driver may report too (a process that exits as a leg's grant ends).
     fn moment_before(&mut self, until: std::time::Instant) -> std::time::Instant {
         let now = self.now();
         let span = until.saturating_duration_since(now);
@@ -829,8 +831,11 @@ fn start(session: &mut Session, pick: u8, now: std::time::Instant) -> Operation 
 ///
 /// Invariants: every operation ends (`Done`) before its deadline's end plus one unit on the
 /// manual clock, and nothing it asks for (a wait, a leg's end) reaches past that; every leg
-/// is granted `max(unit, ceil_to_unit(remaining))` (a cancel notice, a kill and a shutdown
-/// at least stay inside the limit), never zero, and none is sent with the budget spent; a
+/// is granted `max(unit, ceil_to_unit(remaining))`, never zero, and none is sent with the
+/// budget spent, but for a cancel notice and a kill, granted what `mcp-proto`'s one rule says
+/// (`driver::leg_grant`: a notice what is left, at most `CANCEL_NOTICE_GRANT`, or one unit
+/// once the budget is spent; a kill one unit), and a shutdown, which at least stays inside the
+/// limit; a
 /// spawn only when no process runs, a line only to a running one; every message is one line
 /// of JSON-RPC 2.0, its method its leg's, a pinned era's requests are of that era; request
 /// ids are unique over the session's life; the answers to the server's requests name one of

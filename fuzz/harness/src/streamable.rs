@@ -47,9 +47,10 @@ use mcp_proto::mcp_auth::Challenge;
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
     Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
-    LISTEN_HEAD_WAIT, LegKind, ListKind, MAX_REISSUES, METHOD_HEADER, ManualClock, NAME_HEADER,
-    OperationDeadline, Outcome, PROTOCOL_VERSION_HEADER, ProtocolVersion, Resolution, RpcError,
-    SESSION_HEADER, Session, SessionConfig, TransportErrorKind, accept_elicitation_with_defaults,
+    LISTEN_HEAD_WAIT, LegKind, ListKind, MAX_REISSUES, MAX_SESSION_ID_LEN, METHOD_HEADER,
+    ManualClock, NAME_HEADER, OperationDeadline, Outcome, PROTOCOL_VERSION_HEADER, ProtocolVersion,
+    Resolution, RpcError, SESSION_HEADER, Session, SessionConfig, TransportErrorKind,
+    accept_elicitation_with_defaults,
 };
 use serde_json::{Map, Value, json};
 
@@ -1475,7 +1476,9 @@ fn check_session_header(leg: &Leg) {
     if let Some(id) = leg.request.headers().get("mcp-session-id") {
         let id = id.as_bytes();
         assert!(
-            !id.is_empty() && id.len() <= 256 && id.iter().all(|b| (0x21..=0x7e).contains(b)),
+            !id.is_empty()
+                && id.len() <= MAX_SESSION_ID_LEN
+                && id.iter().all(|b| (0x21..=0x7e).contains(b)),
             "an invalid session id was echoed: {id:?}"
         );
     }
@@ -1887,7 +1890,7 @@ impl Harness<'_> {
             // A session id just over the longest accepted.
             map.insert(
                 "mcp-session-id",
-                HeaderValue::from_str(&"s".repeat(257)).expect("visible ASCII"),
+                HeaderValue::from_str(&"s".repeat(MAX_SESSION_ID_LEN + 1)).expect("visible ASCII"),
             );
         } else if let Some(id) = SESSION_IDS[usize::from(flags >> 3) % SESSION_IDS.len()] {
             if let Ok(value) = HeaderValue::from_bytes(id) {

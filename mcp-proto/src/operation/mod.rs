@@ -178,10 +178,14 @@ impl Operation {
                 let stdout = &mut self.stdout;
                 let (leg, heard) = stdout.exited(exit, &mut self.session, &mut self.grants);
                 // The request it cut off had its answer still coming, unless its grant ended.
-                match leg.is_none_or(|leg| self.in_time(leg, now, None).is_some()) {
+                let heard = match leg.is_none_or(|leg| self.in_time(leg, now, None).is_some()) {
                     true => heard,
                     false => Heard::Over,
-                }
+                };
+                // A notice not yet written (owed before, or just now by a call whose grant
+                // ended first) has no process left to reach: it is not sent.
+                self.ending.drop_notice();
+                heard
             }
             Input::Timeout => {
                 for timer in Timer::ALL {
