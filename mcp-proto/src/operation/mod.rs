@@ -213,6 +213,20 @@ impl Operation {
 
     /// One step towards the next output: the output, or `None` when the step changed the
     /// operation (a leg refused, the authorization ended) and the next step decides.
+    ///
+    /// The order of the checks is the policy; the first that applies decides:
+    /// 1. Finished: what the ending still owes (a cancel notice, a step of a close, a kill), a
+    ///    wait for it, or the result.
+    /// 2. A server's request the caller answers is handed out (with the time left).
+    /// 3. An answer owed to the server goes out, when none is in flight.
+    /// 4. The work leg is in flight: wait.
+    /// 5. Another operation establishes the session (or authorizes for it): wait for it.
+    /// 6. An authorization runs: its next request, the person's step, a wait, or its end.
+    /// 7. The session's standalone stream is due: it is opened.
+    /// 8. A wait holds the next request back (the pause before a resumption, the standalone
+    ///    stream's head, a process's exit in a close, the caller's answers to an input round).
+    /// 9. A task is polled: wait for its next poll, or hand it back when none fits the budget.
+    /// 10. The action's next request (a resumption first), granted what is left, or refused.
     fn step(&mut self, now: Instant) -> Option<Output> {
         if self.is_finished() {
             return match self.ending.after(&self.grants.legs) {
