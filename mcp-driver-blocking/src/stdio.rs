@@ -140,7 +140,7 @@ impl Child {
 
     /// How the process ended: its status (waited for briefly; a process that closed its
     /// stdout but runs on is ended) and stderr's last lines. What it left in its process group
-    /// is ended before it is reaped ([`process::exited`]).
+    /// is ended before it is reaped ([`process::end_group_if_exited`]).
     fn exit(mut self) -> ProcessExit {
         let started = Instant::now();
         let exited = process::ExitWatch::of(self.process.as_ref().map(std::process::Child::id));
@@ -151,7 +151,7 @@ impl Child {
             let Some(process) = self.process.as_mut() else {
                 break None;
             };
-            let reaped = match process::exited(process.id()) {
+            let reaped = match process::end_group_if_exited(process.id()) {
                 true => process.try_wait(),
                 false => Ok(None),
             };

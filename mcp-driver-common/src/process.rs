@@ -3,18 +3,18 @@
 //! [`LegKind::Terminate`](mcp_proto::LegKind::Terminate) step), the one rule for a process
 //! that gets no time ([`kill_at_once`]), which the kill leg
 //! ([`LegKind::Kill`](mcp_proto::LegKind::Kill)) and a dropped client both follow, and the
-//! end of what a server that exited leaves behind ([`exited`]).
+//! end of what a server that exited leaves behind ([`end_group_if_exited`]).
 //!
 //! # The server's whole process tree is the client's
 //!
-//! Hosts start most local servers through a wrapper (`npx -y <package>`, `uvx <package>`,
-//! `sh -c '...'`): the client's child is the wrapper, the real server its child or grandchild.
-//! On Unix the server is therefore started in a process group of its own (its id is the
-//! child's pid), and every signal of its end goes to that group: the close's SIGTERM, the kill
-//! (the close's last step, a spent budget's, a dropped client's). Once the child itself has
-//! exited, whatever is left of its group (a helper it started in the background, a server its
-//! wrapper left) is sent SIGKILL before the child is reaped ([`exited`]): the client ends the
-//! whole tree, whichever way the server ends.
+//! Hosts start most local servers through a wrapper (`npx -y <package>`, `uvx <package>`, `sh -c
+//! '...'`): the client's child is the wrapper, the real server its child or grandchild. On Unix the
+//! server is therefore started in a process group of its own (its id is the child's pid), and every
+//! signal of its end goes to that group: the close's SIGTERM, the kill (the close's last step, a
+//! spent budget's, a dropped client's). Once the child itself has exited, whatever is left of its
+//! group (a helper it started in the background, a server its wrapper left) is sent SIGKILL before
+//! the child is reaped ([`end_group_if_exited`]): the client ends the whole tree, whichever way the
+//! server ends.
 //!
 //! Why no signal can reach another's processes: the group is signalled only while its leader,
 //! the client's child, is not yet reaped (a zombie at most). Until then the kernel gives its
@@ -101,7 +101,7 @@ fn signal_group(pid: Option<u32>, signal: rustix::process::Signal) {
 /// while the child's pid still names that group (see the module docs). Yes too when the exit
 /// cannot be looked at without reaping (off Unix, or where `waitid` is missing): the caller's
 /// own `try_wait` then decides.
-pub fn exited(pid: u32) -> bool {
+pub fn end_group_if_exited(pid: u32) -> bool {
     match looks_exited(pid) {
         Some(false) => false,
         Some(true) => {
@@ -149,10 +149,10 @@ fn looks_exited(pid: u32) -> Option<bool> {
     }
 }
 
-/// How a driver waits for a server's process to exit without reaping it (see [`exited`]): on
-/// Linux the process's pidfd, readable the moment it exits; elsewhere (or where pidfds are not
-/// to be had) pauses that grow, 50 µs doubling to 5 ms, so a quick exit is still seen soon.
-/// Made for a process the caller has not reaped.
+/// How a driver waits for a server's process to exit without reaping it (see
+/// [`end_group_if_exited`]): on Linux the process's pidfd, readable the moment it exits; elsewhere
+/// (or where pidfds are not to be had) pauses that grow, 50 µs doubling to 5 ms, so a quick exit is
+/// still seen soon. Made for a process the caller has not reaped.
 #[derive(Debug)]
 pub struct ExitWatch {
     #[cfg(target_os = "linux")]
@@ -196,10 +196,10 @@ impl ExitWatch {
         std::thread::sleep(pause);
     }
 
-    /// Waits at most `within` for the process `pid` to exit, and says whether it did (or
-    /// cannot tell: off Unix). Blocks the calling thread; reaps nothing and signals nothing, so
-    /// any thread may wait: the one that holds the process then calls [`exited`] (which ends
-    /// the rest of the group) before it reaps it.
+    /// Waits at most `within` for the process `pid` to exit, and says whether it did (or cannot
+    /// tell: off Unix). Blocks the calling thread; reaps nothing and signals nothing, so any thread
+    /// may wait: the one that holds the process then calls [`end_group_if_exited`] (which ends the
+    /// rest of the group) before it reaps it.
     pub fn wait_exited(&self, pid: u32, within: Duration) -> bool {
         let started = Instant::now();
         let mut pause = Duration::from_micros(50);
@@ -316,11 +316,11 @@ impl<P: Kill> Kill for Option<P> {
     }
 }
 
-/// Ends a local server at once: `stdin` closed (the server reads the end of its input),
-/// `process` and the rest of its process group killed, the process reaped. No polite shutdown, whatever budget is left: this is the rule for
-/// a process nothing may wait for, a kill leg's (the budget is spent, or the server's stdin
-/// holds half a message) and a dropped client's (nothing waits on the server when its client
-/// goes, and nothing outlives the client).
+/// Ends a local server at once: `stdin` closed (the server reads the end of its input), `process`
+/// and the rest of its process group killed, the process reaped. No polite shutdown, whatever
+/// budget is left: this is the rule for a process nothing may wait for, a kill leg's (the budget is
+/// spent, or the server's stdin holds half a message) and a dropped client's (nothing waits on the
+/// server when its client goes, and nothing outlives the client).
 pub fn kill_at_once<P: Kill + ?Sized>(stdin: Option<impl Sized>, process: &mut P) {
     drop(stdin);
     process.start_kill();
@@ -476,7 +476,7 @@ mod tests {
             !gone_within(helper, Duration::ZERO),
             "the watch signals nothing"
         );
-        assert!(exited(shell.id()));
+        assert!(end_group_if_exited(shell.id()));
         let status = shell
             .try_wait()
             .expect("ours")
@@ -493,7 +493,7 @@ mod tests {
         let mut child = command(&StdioCommand::new("sleep").arg("30"))
             .spawn()
             .expect("sleep runs");
-        assert!(!exited(child.id()));
+        assert!(!end_group_if_exited(child.id()));
         assert!(
             !ExitWatch::of(Some(child.id())).wait_exited(child.id(), Duration::from_millis(20))
         );

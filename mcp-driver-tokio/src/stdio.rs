@@ -117,9 +117,9 @@ impl Child {
         self.stderr.last_lines()
     }
 
-    /// Waits at most [`EXIT_STATUS_WAIT`] for the process to exit, then reaps it, once what it
-    /// left in its process group is ended ([`process::exited`]); `None` if it runs on. tokio's
-    /// own `wait` would reap it first, so the exit is watched on a thread of its own
+    /// Waits at most [`EXIT_STATUS_WAIT`] for the process to exit, then reaps it, once what it left
+    /// in its process group is ended ([`process::end_group_if_exited`]); `None` if it runs on.
+    /// tokio's own `wait` would reap it first, so the exit is watched on a thread of its own
     /// ([`process::ExitWatch`]: at once where the process has a pidfd), for at most that long.
     #[cfg(unix)]
     async fn exited(&mut self) -> Option<std::process::ExitStatus> {
@@ -127,14 +127,14 @@ impl Child {
             // Reaped already: tokio keeps its status.
             return self.process.try_wait().ok().flatten();
         };
-        if !process::exited(pid) {
+        if !process::end_group_if_exited(pid) {
             let (seen, exited) = tokio::sync::oneshot::channel();
             std::thread::spawn(move || {
                 let watch = process::ExitWatch::of(Some(pid));
                 let _ = seen.send(watch.wait_exited(pid, EXIT_STATUS_WAIT));
             });
             // Seen exited by the watch: ended (its group with it) here, where it is held.
-            if exited.await != Ok(true) || !process::exited(pid) {
+            if exited.await != Ok(true) || !process::end_group_if_exited(pid) {
                 return None;
             }
         }
@@ -153,7 +153,7 @@ impl Child {
 
     /// How the process ended (its stdout closed): its status, waited for briefly (a process
     /// that runs on is killed when dropped), and stderr's last lines. What it left in its
-    /// process group is ended before it is reaped ([`process::exited`]).
+    /// process group is ended before it is reaped ([`process::end_group_if_exited`]).
     async fn exit(mut self) -> ProcessExit {
         let status = self.exited().await.and_then(|status| status.code());
         // Let stderr's reader catch up with what was written before the exit.
