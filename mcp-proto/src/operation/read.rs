@@ -431,13 +431,15 @@ impl Reading {
 /// invalid, expired or not found. Any other `400` stays the server's error. Only the first
 /// [`QUOTE_LIMIT`] characters are looked at: a hostile body cannot make this slow.
 pub(super) fn says_session_is_gone(body: &[u8]) -> bool {
-    let text = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(message)) => match message.get("error").and_then(|e| e.get("message")) {
+    let text = match decode(body) {
+        Ok(message) => match message.get("error").and_then(|e| e.get("message")) {
             Some(Value::String(text)) => Cow::Owned(text.clone()),
             _ => return false,
         },
-        Ok(_) => return false,
-        Err(_) => String::from_utf8_lossy(&body[..body.len().min(QUOTE_LIMIT * 4)]),
+        Err(BadMessage::NotObject) => return false,
+        Err(BadMessage::NotJson(_)) => {
+            String::from_utf8_lossy(&body[..body.len().min(QUOTE_LIMIT * 4)])
+        }
     };
     let said: String = text
         .chars()
