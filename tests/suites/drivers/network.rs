@@ -380,10 +380,12 @@ pub(super) fn a_name_lookup_that_never_answers_costs_the_budget_not_the_resolver
         "a silent DNS server, {SILENT_DNS_BUDGET:?} and twice {AGAIN_BUDGET:?} budgets: the whole process took {whole:?}"
     );
     // The system resolver gives up after 10 s (5 s x 2 attempts, as the file says): a process
-    // held by the lookup ends there, far past this bound.
+    // held by the lookup ends there. The bound sits half way, so that a slow machine starting
+    // the child process (a test binary, a test server) does not fail it.
     let budgets = SILENT_DNS_BUDGET + AGAIN_BUDGET * 2;
+    let held = Duration::from_secs(10);
     assert!(
-        whole < budgets + MARGIN,
+        whole < budgets + (held - budgets) / 2,
         "the process outlived its budgets by {:?}",
         whole.saturating_sub(budgets)
     );
@@ -518,10 +520,10 @@ pub(super) fn a_black_holed_first_address_costs_the_first_leg_one_attempt_delay<
     assert_eq!(result.text(), "around");
     let first = recorder.legs()[0].elapsed;
     // The black hole had its attempt delay (it was tried first), and no more: the RFC's 250 ms
-    // (the bound is 300 ms; generous here for a loaded machine). Trying the addresses
-    // in turn gives the first half the grant (5 s).
+    // (about 260 ms measured). Trying the addresses in turn gives the first half the grant
+    // (5 s); the bound sits half way to it, for a loaded machine.
     assert!(first >= CONNECTION_ATTEMPT_DELAY, "{first:?}");
-    assert!(first < Duration::from_millis(1500), "{first:?}");
+    assert!(first < BUDGET / 4, "{first:?}");
     assert!(server.rpc_methods().contains(&"tools/call".to_owned()));
 }
 
