@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use mcp_proto::{Action, ListKind, ProtocolVersion};
+use mcp_proto::request::{Answer, Complete, CompletionRef, GetPrompt, ReadResource};
+use mcp_proto::{Action, Error, ListKind, ProtocolVersion};
 use serde_json::{Map, Value};
 
 use crate::driver::DriverKind;
@@ -189,7 +190,7 @@ pub(crate) enum Command {
     Complete {
         /// What the argument belongs to: `prompt:<NAME>` or `resource:<URI-TEMPLATE>`.
         #[arg(value_parser = parse_reference)]
-        reference: mcp_proto::CompletionRef,
+        reference: CompletionRef,
         /// The argument's name.
         argument: String,
         /// What is typed so far (default: nothing).
@@ -296,25 +297,23 @@ impl Command {
             },
             Self::Resources => Action::List(ListKind::Resources),
             Self::Templates => Action::List(ListKind::ResourceTemplates),
-            Self::Read { uri } => Action::ReadResource { uri: uri.clone() },
+            Self::Read { uri } => Action::Request(ReadResource::new(uri.clone()).into()),
             Self::Prompts => Action::List(ListKind::Prompts),
-            Self::Prompt { name, args } => Action::GetPrompt {
-                name: name.clone(),
-                arguments: args.clone(),
-            },
+            Self::Prompt { name, args } => {
+                Action::Request(GetPrompt::new(name.clone(), args.clone()).into())
+            }
             Self::Complete {
                 reference,
                 argument,
                 value,
                 context,
-            } => Action::Complete {
-                reference: reference.clone(),
-                argument: argument.clone(),
-                value: value.clone(),
-                context: (context.iter())
+            } => {
+                let context = (context.iter())
                     .map(|(name, value)| (name.clone(), Value::from(value.as_str())))
-                    .collect(),
-            },
+                    .collect();
+                let complete = Complete::new(reference.clone(), argument.clone(), value.clone());
+                Action::Request(complete.with_context(context).into())
+            }
             Self::Task { id, cancel } => {
                 let task = task(id);
                 match cancel {
@@ -371,14 +370,30 @@ pub(crate) fn parse_root(text: &str) -> Result<String, String> {
         .map_err(|()| "not an absolute path".to_owned())
 }
 
-pub(crate) fn parse_reference(text: &str) -> Result<mcp_proto::CompletionRef, String> {
+impl Command {
+    /// The text a one-request command prints of its answer (`--json` prints the result as the
+    /// server sent it, once it was read as this command's): a resource's text contents, a
+    /// prompt's text messages, one suggested value a line.
+    ///
+    /// # Errors
+    /// [`Error::Malformed`] naming `server` when the result is not what the request answers.
+    pub(crate) fn answer_text(&self, answer: &Answer, server: &str) -> Result<String, Error> {
+        let answer = answer.clone();
+        match self {
+            Self::Read { .. } => answer.read::<ReadResource>(server).map(|read| read.text()),
+            Self::Prompt { .. } => answer.read::<GetPrompt>(server).map(|got| got.text()),
+            Self::Complete { .. } => answer
+                .read::<Complete>(server)
+                .map(|completion| completion.values.join("\n")),
+            _ => Ok(String::new()),
+        }
+    }
+}
+
+pub(crate) fn parse_reference(text: &str) -> Result<CompletionRef, String> {
     match text.split_once(':') {
-        Some(("prompt", name)) if !name.is_empty() => {
-            Ok(mcp_proto::CompletionRef::Prompt(name.to_owned()))
-        }
-        Some(("resource", uri)) if !uri.is_empty() => {
-            Ok(mcp_proto::CompletionRef::Resource(uri.to_owned()))
-        }
+        Some(("prompt", name)) if !name.is_empty() => Ok(CompletionRef::Prompt(name.to_owned())),
+        Some(("resource", uri)) if !uri.is_empty() => Ok(CompletionRef::Resource(uri.to_owned())),
         _ => Err("expected prompt:<NAME> or resource:<URI-TEMPLATE>".to_owned()),
     }
 }

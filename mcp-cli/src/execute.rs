@@ -273,9 +273,16 @@ impl Runs<'_> {
         self.latencies.push(latency);
         self.last_deadline = Some(deadline);
         self.keep_session |= self.tasks.note(&outcome);
+        // A one-request command's answer is read as its request's: a malformed one is an error.
+        let outcome = outcome.and_then(|outcome| match &outcome {
+            Outcome::Answer(answer) => {
+                (self.cli.command.answer_text(answer, self.label)).map(|text| (outcome, Some(text)))
+            }
+            _ => Ok((outcome, None)),
+        });
         match outcome {
-            Ok(outcome) => {
-                self.status = self.status.max(print_outcome(outcome, self.cli.json));
+            Ok((outcome, text)) => {
+                self.status = self.status.max(print_outcome(outcome, text, self.cli.json));
                 true
             }
             Err(err) => {

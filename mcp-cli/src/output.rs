@@ -156,9 +156,10 @@ pub(crate) fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
 }
 
 /// Prints an outcome: a listing (one key per line, or the raw entries as a JSON array), a
-/// call's, a resource's or a prompt's text (or the raw result), a probe's report. Returns the
-/// exit code (a tool that answered `isError: true` is not a success).
-pub(crate) fn print_outcome(outcome: Outcome, json: bool) -> u8 {
+/// call's text (or the raw result), a one-request method's `text` (or the raw result), a
+/// probe's report. Returns the exit code (a tool that answered `isError: true` is not a
+/// success).
+pub(crate) fn print_outcome(outcome: Outcome, text: Option<String>, json: bool) -> u8 {
     fn lines<T>(items: &[T], key: impl Fn(&T) -> &str, raw: impl Fn(&T) -> Value, json: bool) {
         if json {
             println!("{}", Value::Array(items.iter().map(raw).collect()));
@@ -184,22 +185,10 @@ pub(crate) fn print_outcome(outcome: Outcome, json: bool) -> u8 {
         Outcome::Prompts(items) => {
             lines(&items, |p| &p.name, |p| Value::Object(p.raw.clone()), json);
         }
-        Outcome::Resource(read) if json => println!("{}", Value::Object(read.raw)),
-        Outcome::Resource(read) => println!("{}", read.text()),
-        Outcome::Prompt(prompt) if json => println!("{}", Value::Object(prompt.raw)),
-        Outcome::Prompt(prompt) => println!("{}", prompt.text()),
+        Outcome::Answer(answer) if json => println!("{}", Value::Object(answer.result)),
+        Outcome::Answer(_) => println!("{}", text.unwrap_or_default()),
         Outcome::Call(result) => return print_call(&result, json),
         Outcome::Probe(info) => return print_probe(&info, json),
-        Outcome::Completion(completion) if json => println!(
-            "{}",
-            serde_json::json!({"values": completion.values, "total": completion.total,
-                "hasMore": completion.has_more})
-        ),
-        Outcome::Completion(completion) => {
-            for value in &completion.values {
-                println!("{value}");
-            }
-        }
         Outcome::TaskCancelRequested(id) if json => {
             println!(
                 "{}",

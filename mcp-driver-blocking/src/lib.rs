@@ -98,6 +98,7 @@ mod connector;
 mod drive;
 mod leg;
 mod leg_end;
+mod methods;
 mod stdio;
 mod stdout;
 
@@ -302,45 +303,6 @@ impl Client {
         };
         driver.drive(&mut op, wire)
     }
-}
-
-mcp_driver_common::client_shell! {
-    client: Client,
-    shell: shared.shell,
-    cancel: lanes,
-    observer: observer,
-    clock: MonotonicClock,
-    authorizer: Authorizer => |authorizer| Arc::new(std::sync::Mutex::new(Box::new(authorizer))),
-    call: [] [],
-    opens: "when the method is called",
-    new: {
-        /// A client for the server `config` describes. Nothing is sent until the first
-        /// operation.
-        ///
-        /// The agent answers every status to the state machine (404 re-initializes, 202
-        /// accepts a notification, 401 and 500 are typed errors), follows no redirect (a 3xx is
-        /// reported, not followed), adds no `Accept` of its own and caps no body (the state
-        /// machine caps what it reads). It trusts the operating system's store (and
-        /// `SSL_CERT_FILE`, `SSL_CERT_DIR`) and takes an HTTP `CONNECT` proxy from the
-        /// environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`):
-        /// [`Network::default`]. SOCKS proxies are not supported. To add a CA or set a proxy,
-        /// use [`with_network`](Self::with_network).
-    },
-    set_observer: {
-        ///
-        /// The observer runs on the operation's thread, between reads: keep it quick, its
-        /// time is spent from the budget.
-    },
-    close_within: {
-        /// ```no_run
-        /// # let client = mcp_driver_blocking::Client::connect("http://127.0.0.1:8080/mcp")?;
-        /// let deadline = client.open_deadline();
-        /// let result = client.run_within(mcp_proto::Action::Probe, deadline);
-        /// // However the probe ended, the close fits in the same budget.
-        /// let _ = client.close_within(&deadline);
-        /// # Ok::<(), mcp_proto::Error>(())
-        /// ```
-    },
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@
 //! * [`OsEntropy`]: the operating system's random source, for authorizations.
 //! * [`StderrTail`]: the last lines a local (stdio) server wrote on stderr, for its error.
 //! * [`shell`]: the client shell both drivers wear (the session and what its operations share,
-//!   the opening of a deadline, the typed reading of an outcome) and
-//!   [`client_shell!`], which writes both `Client`s' public methods once.
+//!   the opening of a deadline, the typed reading of an outcome), under both `Client`s'
+//!   public methods.
 //! * [`process`]: a local server's command line (on Unix, in a process group of its own), the
 //!   steps of its end sent to that whole group, the rule that ends it at once (the kill leg's,
 //!   and a dropped client's), and the end of what it left behind once it exited.
@@ -36,19 +36,6 @@ pub mod process;
 pub mod shell;
 pub mod tls;
 pub mod trace;
-
-/// The names [`client_shell!`] writes into a driver, reached through this crate so that the
-/// macro does not depend on how the driver imports them.
-#[doc(hidden)]
-pub mod proto {
-    pub use crate::network::Network;
-    pub use mcp_proto::{
-        Action, Budget, CallToolResult, Clock, Completion, CompletionRef, Error, GetPromptResult,
-        ListKind, Listing, Observer, OperationDeadline, Outcome, Prompt, ReadResourceResult,
-        Resource, ResourceTemplate, SessionConfig, SessionInfo, TaskHandle, Tool, mcp_auth,
-    };
-    pub use serde_json;
-}
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -112,6 +99,11 @@ impl std::fmt::Debug for SharedObserver {
 }
 
 impl SharedObserver {
+    /// One that reports to `observer`.
+    pub fn new(observer: impl mcp_proto::Observer + Send + 'static) -> Self {
+        Self(Mutex::new(Box::new(observer)))
+    }
+
     /// Replaces the observer.
     pub fn set(&self, observer: Box<dyn mcp_proto::Observer + Send>) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = observer;

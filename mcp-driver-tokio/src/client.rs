@@ -8,8 +8,7 @@ use mcp_proto::{Action, Clock, Error, OperationDeadline, Outcome, SessionConfig}
 use tokio::time::Instant as TokioInstant;
 
 use crate::Network;
-use crate::authorize::Authorizer;
-use crate::cancel::{CancelHandle, CancelShared};
+use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
 use crate::drive::Run;
 use crate::leg::{self, Connecting, Http, HttpWire};
@@ -61,18 +60,18 @@ use crate::trace;
 ///
 /// See the [crate docs](crate) for more.
 pub struct Client {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     /// This client value's cancel handle: a clone gets its own.
-    cancel: Arc<CancelShared>,
+    pub(crate) cancel: Arc<CancelShared>,
     /// This client value's own observer ([`Client::with_observer`]), instead of the
     /// session's.
-    observer: Option<Arc<mcp_driver_common::SharedObserver>>,
+    pub(crate) observer: Option<Arc<mcp_driver_common::SharedObserver>>,
 }
 
 /// What every clone of a client shares: the shell (the session, the observer, the
 /// authorizer) and what its operations go through.
-struct Shared {
-    shell: ClientShell,
+pub(crate) struct Shared {
+    pub(crate) shell: ClientShell,
     http: Http,
     connecting: Connecting,
     /// Over stdio: the server process, kept between operations (ended on close; killed when
@@ -119,7 +118,7 @@ impl Client {
     /// Runs `action` as one operation under `deadline` (one the session opens at the first
     /// poll when `None`) and drives it to its end: the one loop ([`Run::drive`]) for HTTP and
     /// stdio alike, over the transport the session's configuration names.
-    async fn operate(
+    pub(crate) async fn operate(
         &self,
         action: Action,
         deadline: Option<OperationDeadline>,
@@ -183,37 +182,4 @@ impl Client {
         };
         run(&op, &mut reporting).drive(&mut op, &mut wire).await
     }
-}
-
-mcp_driver_common::client_shell! {
-    client: Client,
-    shell: shared.shell,
-    cancel: cancel,
-    observer: observer,
-    clock: TokioClock,
-    authorizer: Authorizer => |authorizer| Arc::new(authorizer),
-    call: [async] [.await],
-    opens: "when the future is first polled",
-    new: {
-        /// A client for the server `config` describes. Nothing is sent until the first operation;
-        /// building it needs no runtime (the operations do). It trusts the operating system's
-        /// store (and `SSL_CERT_FILE`, `SSL_CERT_DIR`) and takes an HTTP `CONNECT` proxy from the
-        /// environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`):
-        /// [`Network::default`]. To add a CA or set a proxy, use [`with_network`](Self::with_network).
-    },
-    set_observer: {
-        ///
-        /// The observer runs inside the operation's future, between reads: keep it quick, its
-        /// time is spent from the budget.
-    },
-    close_within: {
-        /// ```no_run
-        /// # async fn demo(client: mcp_driver_tokio::Client) {
-        /// let deadline = client.open_deadline();
-        /// let result = client.run_within(mcp_proto::Action::Probe, deadline).await;
-        /// // However the probe ended, the close fits in the same budget.
-        /// let _ = client.close_within(&deadline).await;
-        /// # }
-        /// ```
-    },
 }

@@ -97,6 +97,7 @@ mod client;
 mod clock;
 mod drive;
 mod leg;
+mod methods;
 mod shell;
 mod stdio;
 mod wire;

@@ -1,6 +1,5 @@
-//! What a server offers: tools, resources, resource templates and prompts; the listings of
-//! all four with the caching hints the modern era attaches to them; and the results of
-//! `resources/read` and `prompts/get`.
+//! What a server offers: tools, resources, resource templates and prompts, and the listings of
+//! all four with the caching hints the modern era attaches to them.
 //!
 //! Every entry keeps the server's object whole and verbatim in `raw` (schemas,
 //! annotations, `_meta`, fields of later revisions); the accessors only read from it. Nothing
@@ -220,7 +219,7 @@ fn text<'a>(raw: &'a Map<String, Value>, member: &str) -> Option<&'a str> {
 /// One resource from `resources/list`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resource {
-    /// Its URI, as the server wrote it (read it with `resources/read`).
+    /// Its URI, as the server wrote it (what a read of it names).
     pub uri: String,
     /// The whole entry as the server sent it.
     pub raw: Map<String, Value>,
@@ -298,148 +297,6 @@ impl Entry for Prompt {
     }
 }
 
-/// The result of `resources/read`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReadResourceResult {
-    /// The contents, verbatim: objects with `uri`, `mimeType` and `text` or `blob`.
-    pub contents: Vec<Value>,
-    /// The caching hints (modern era).
-    pub cache: Option<CacheHint>,
-    /// The whole `result` object as the server sent it.
-    pub raw: Map<String, Value>,
-}
-
-impl ReadResourceResult {
-    pub(crate) fn from_result(result: Map<String, Value>) -> Result<Self, String> {
-        let contents = match result.get("contents") {
-            Some(Value::Array(contents)) => contents.clone(),
-            _ => return Err("the result has no \"contents\" array".to_owned()),
-        };
-        Ok(Self {
-            contents,
-            cache: CacheHint::of(&result),
-            raw: result,
-        })
-    }
-
-    /// The bytes of the content for `uri` (else of the first content): its `text` as UTF-8, or
-    /// its `blob` decoded from Base64; `None` when there is neither.
-    pub fn bytes_of(&self, uri: &str) -> Option<Vec<u8>> {
-        use base64::Engine as _;
-        let content = self
-            .contents
-            .iter()
-            .find(|c| c.get("uri").and_then(Value::as_str) == Some(uri))
-            .or_else(|| self.contents.first())?;
-        if let Some(text) = content.get("text").and_then(Value::as_str) {
-            return Some(text.as_bytes().to_vec());
-        }
-        let blob = content.get("blob").and_then(Value::as_str)?;
-        base64::engine::general_purpose::STANDARD.decode(blob).ok()
-    }
-
-    /// The text contents joined with newlines (binary `blob` contents are left out).
-    pub fn text(&self) -> String {
-        joined(self.contents.iter().filter_map(|c| c.get("text")))
-    }
-}
-
-/// What a completion is for (`completion/complete`'s `ref`): a prompt's argument, or a
-/// resource template's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CompletionRef {
-    /// The prompt of this name (`ref/prompt`).
-    Prompt(String),
-    /// The resource template (or resource) of this URI (`ref/resource`).
-    Resource(String),
-}
-
-impl CompletionRef {
-    /// The `ref` object the request carries.
-    pub(crate) fn to_value(&self) -> Value {
-        match self {
-            Self::Prompt(name) => serde_json::json!({"type": "ref/prompt", "name": name}),
-            Self::Resource(uri) => serde_json::json!({"type": "ref/resource", "uri": uri}),
-        }
-    }
-}
-
-/// The result of `completion/complete`: the values the server suggests for the argument.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Completion {
-    /// The suggestions, in the server's order (at most [`Completion::MAX_VALUES`]; values
-    /// that are not strings are dropped).
-    pub values: Vec<String>,
-    /// How many there are in all, when the server says.
-    pub total: Option<u64>,
-    /// Whether there are more than the ones given.
-    pub has_more: bool,
-}
-
-impl Completion {
-    /// The most values a server may give (the protocol's limit); more are cut.
-    pub const MAX_VALUES: usize = 100;
-
-    pub(crate) fn from_result(result: &Map<String, Value>) -> Result<Self, String> {
-        let Some(Value::Object(completion)) = result.get("completion") else {
-            return Err("the result has no \"completion\" object".to_owned());
-        };
-        let Some(Value::Array(values)) = completion.get("values") else {
-            return Err("the completion has no \"values\" array".to_owned());
-        };
-        let given = values.iter().filter_map(Value::as_str);
-        Ok(Self {
-            values: given.take(Self::MAX_VALUES).map(str::to_owned).collect(),
-            total: completion.get("total").and_then(Value::as_u64),
-            has_more: completion.get("hasMore").and_then(Value::as_bool) == Some(true)
-                || values.len() > Self::MAX_VALUES,
-        })
-    }
-}
-
-/// The result of `prompts/get`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GetPromptResult {
-    /// `description`, when given.
-    pub description: Option<String>,
-    /// The messages, verbatim: objects with `role` and `content`.
-    pub messages: Vec<Value>,
-    /// The whole `result` object as the server sent it.
-    pub raw: Map<String, Value>,
-}
-
-impl GetPromptResult {
-    pub(crate) fn from_result(result: Map<String, Value>) -> Result<Self, String> {
-        let messages = match result.get("messages") {
-            Some(Value::Array(messages)) => messages.clone(),
-            _ => return Err("the result has no \"messages\" array".to_owned()),
-        };
-        Ok(Self {
-            description: text(&result, "description").map(str::to_owned),
-            messages,
-            raw: result,
-        })
-    }
-
-    /// The text of each message's text content, one per line.
-    pub fn text(&self) -> String {
-        joined(
-            self.messages
-                .iter()
-                .filter_map(|m| m.get("content"))
-                .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|c| c.get("text")),
-        )
-    }
-}
-
-fn joined<'a>(texts: impl Iterator<Item = &'a Value>) -> String {
-    texts
-        .filter_map(Value::as_str)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,21 +336,5 @@ mod tests {
         assert!(Resource::from_entry(json!({"name": "x"})).is_none());
         assert!(ResourceTemplate::from_entry(json!({"uriTemplate": 5})).is_none());
         assert_eq!(Prompt::from_entry(json!({"name": "p"})).unwrap().name, "p");
-    }
-
-    #[test]
-    fn read_and_prompt_results_give_their_text() {
-        let read = ReadResourceResult::from_result(obj(json!({"contents": [
-            {"uri": "a", "text": "one"}, {"uri": "b", "blob": "AAAA"}, {"uri": "c", "text": "two"}
-        ]})))
-        .unwrap();
-        assert_eq!(read.text(), "one\ntwo");
-        assert!(ReadResourceResult::from_result(obj(json!({}))).is_err());
-        let prompt = GetPromptResult::from_result(obj(json!({"messages": [
-            {"role": "user", "content": {"type": "text", "text": "hi"}},
-            {"role": "user", "content": {"type": "image", "data": "x", "mimeType": "image/png"}}
-        ]})))
-        .unwrap();
-        assert_eq!(prompt.text(), "hi");
     }
 }

@@ -98,6 +98,7 @@ mod jsonrpc;
 mod model;
 mod observe;
 mod operation;
+pub mod request;
 mod session;
 mod skills;
 pub mod sse;
@@ -109,8 +110,7 @@ mod wire;
 
 pub use auth::OAuth;
 pub use catalog::{
-    CacheHint, CacheScope, Completion, CompletionRef, GetPromptResult, ListKind, Listing, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Tool,
+    CacheHint, CacheScope, ListKind, Listing, Prompt, Resource, ResourceTemplate, Tool,
 };
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::{DEADLINE_META_KEY, SessionConfig};
@@ -131,7 +131,7 @@ pub use model::{
 pub use observe::{NoObserver, Observer};
 pub use operation::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, Event, LISTEN_HEAD_WAIT, LegEnd,
-    LegKind, LegReport, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, TransportErrorKind,
+    LegKind, LegReport, Listed, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, TransportErrorKind,
 };
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};

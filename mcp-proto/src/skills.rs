@@ -10,6 +10,18 @@
 
 use std::fmt::Write as _;
 
+use crate::request::{Method, ReadResource, ReadResourceResult, Request as _};
+
+/// The request that reads a skill's file.
+pub(crate) const READ: &Method = ReadResource::METHOD;
+
+/// The result of a read of a skill's file, or what it lacks.
+pub(crate) fn read(
+    result: serde_json::Map<String, serde_json::Value>,
+) -> Result<ReadResourceResult, String> {
+    ReadResource::read(result)
+}
+
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use yaml_rust2::{Yaml, YamlLoader};

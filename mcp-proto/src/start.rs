@@ -10,6 +10,7 @@ use crate::catalog::ListKind;
 use crate::deadline::OperationDeadline;
 use crate::model::Subscription;
 use crate::operation::{Action, Operation};
+use crate::request::OneRequest;
 use crate::session::Session;
 
 impl Session {
@@ -30,33 +31,19 @@ impl Session {
         self.start(Action::List(of), self.default_deadline(now))
     }
 
-    /// Starts a `resources/read` of `uri` under the configured budget.
-    pub fn read_resource(&mut self, uri: impl Into<String>, now: Instant) -> Operation {
-        self.start(
-            Action::ReadResource { uri: uri.into() },
-            self.default_deadline(now),
-        )
+    /// Starts one request of the table of one-request methods ([`crate::request`]) under the
+    /// configured budget: `session.request(request, now)` with a request type of that
+    /// module. It ends with
+    /// [`Outcome::Answer`](crate::Outcome::Answer); read that with
+    /// [`Answer::read`](crate::request::Answer::read).
+    pub fn request(&mut self, request: impl Into<OneRequest>, now: Instant) -> Operation {
+        self.start(Action::Request(request.into()), self.default_deadline(now))
     }
 
     /// Starts a subscription that lasts the configured budget (see [`Action::Subscribe`]): its
     /// notifications come as events, and the budget running out ends it normally.
     pub fn subscribe(&mut self, subscription: Subscription, now: Instant) -> Operation {
         self.start(Action::Subscribe(subscription), self.default_deadline(now))
-    }
-
-    /// Starts a `prompts/get` of `name` under the configured budget. Empty arguments are left
-    /// out.
-    pub fn get_prompt(
-        &mut self,
-        name: impl Into<String>,
-        arguments: Map<String, Value>,
-        now: Instant,
-    ) -> Operation {
-        let action = Action::GetPrompt {
-            name: name.into(),
-            arguments,
-        };
-        self.start(action, self.default_deadline(now))
     }
 
     /// Starts a `tools/call` of `name` under the configured budget. Empty arguments are sent
@@ -70,26 +57,6 @@ impl Session {
         let action = Action::CallTool {
             name: name.into(),
             arguments,
-        };
-        self.start(action, self.default_deadline(now))
-    }
-
-    /// Starts a `completion/complete` under the configured budget: the values the server
-    /// suggests for `argument` of `reference` given what is typed (`value`) and the other
-    /// arguments already chosen (`context`).
-    pub fn complete(
-        &mut self,
-        reference: crate::CompletionRef,
-        argument: impl Into<String>,
-        value: impl Into<String>,
-        context: Map<String, Value>,
-        now: Instant,
-    ) -> Operation {
-        let action = Action::Complete {
-            reference,
-            argument: argument.into(),
-            value: value.into(),
-            context,
         };
         self.start(action, self.default_deadline(now))
     }

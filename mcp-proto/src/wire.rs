@@ -56,9 +56,9 @@ impl Endpoint<'_> {
         self.request(Method::POST, body, info)
     }
 
-    /// A POST of one modern request: the version, method and (for `tools/call`,
-    /// `prompts/get`, `resources/read`) name mirrored into their headers, so intermediaries
-    /// can route without reading the body.
+    /// A POST of one modern request: the version, the method and what the request names (a
+    /// tool, a prompt, a resource, a task) mirrored into their headers, so intermediaries can
+    /// route without reading the body.
     pub(crate) fn post_modern(
         &self,
         body: Vec<u8>,

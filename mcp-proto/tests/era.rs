@@ -254,7 +254,8 @@ fn a_pinned_legacy_version_never_tries_the_modern_request() {
 fn a_json_rpc_error_under_404_is_a_modern_refusal_not_a_legacy_server() {
     let clock = ManualClock::new();
     let mut session = detecting();
-    let op = session.read_resource("file:///nowhere", clock.now());
+    let read = mcp_proto::request::ReadResource::new("file:///nowhere");
+    let op = session.request(read, clock.now());
     let body = json!({"jsonrpc": "2.0", "id": 1,
         "error": {"code": -32602, "message": "Resource not found"}});
     let run = drive(&mut session, op, &clock, &[], |_, _| {

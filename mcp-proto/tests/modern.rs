@@ -513,3 +513,39 @@ fn a_cancelled_modern_call_sends_no_notice() {
         mcp_proto::driver::Output::Done(Err(Error::Cancelled { .. }))
     ));
 }
+
+#[test]
+fn a_one_request_method_takes_an_input_round_only_when_its_row_allows_and_mirrors_its_name() {
+    use mcp_proto::request::{Complete, CompletionRef, GetPrompt};
+    let clock = ManualClock::new();
+    let config = modern().respond_to("elicitation/create", |p| {
+        Ok(accept_elicitation_with_defaults(p))
+    });
+    let mut session = Session::new(config);
+    let got = json!({"resultType": "complete", "messages": []});
+    let op = session.request(GetPrompt::new("greet", Map::new()), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |_, leg| match leg {
+        1 => input_required(Some("s")),
+        _ => Answer::Result(got.clone()),
+    });
+    let answer = run.result.clone().map(mcp_proto::Outcome::into_answer);
+    assert!(
+        matches!(&answer, Ok(Some(a)) if a.result["messages"] == json!([])),
+        "{answer:?}"
+    );
+    assert_eq!(run.methods(), ["prompts/get", "prompts/get"]);
+    assert_eq!(run.legs[0].request.headers()["mcp-name"], "greet");
+    assert_eq!(run.legs[1].body["params"]["requestState"], "s");
+
+    // The spec allows no input round on a completion: the first one is the server's error.
+    let complete = Complete::new(CompletionRef::Prompt("greet".into()), "who", "");
+    let op = session.request(complete, clock.now());
+    let run = drive(&mut session, op, &clock, &[], |_, _| input_required(None));
+    let Err(Error::Malformed { method, detail, .. }) = &run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert_eq!(*method, "completion/complete");
+    assert!(detail.contains("request for input"), "{detail}");
+    assert_eq!(run.methods(), ["completion/complete"]);
+    assert!(run.legs[0].request.headers().get("mcp-name").is_none());
+}

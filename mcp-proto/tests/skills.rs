@@ -4,6 +4,7 @@
 
 mod support;
 
+use mcp_proto::request::{ReadResource, Request as _};
 use mcp_proto::{
     Action, Clock, Error, LegKind, ListKind, ManualClock, ProtocolVersion, Session, SessionConfig,
 };
@@ -131,6 +132,6 @@ fn a_file_that_fails_verification_stops_the_load_before_the_next_read() {
         assert_eq!(uri, SKILL);
         assert!(reason.contains(says), "{reason}");
         assert_eq!(run.legs.len(), 1, "{says}: FORMS.md was not read");
-        assert_eq!(run.legs[0].kind, LegKind::ReadResource);
+        assert_eq!(run.legs[0].kind, LegKind::Request(ReadResource::METHOD));
     }
 }

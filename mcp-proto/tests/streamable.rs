@@ -6,6 +6,7 @@ mod support;
 use std::time::Duration;
 
 use mcp_proto::driver::{Input, LegStatus, Output};
+use mcp_proto::request::{Complete, CompletionRef, Request as _};
 use mcp_proto::{
     Action, Budget, Clock, Error, Event, LegKind, ManualClock, OperationDeadline, Resolution,
     Session, accept_elicitation_with_defaults,
@@ -847,7 +848,7 @@ fn a_log_level_is_set_after_the_handshake_or_carried_by_every_modern_request() {
 fn a_completion_asks_for_an_argument_s_values_in_both_eras() {
     let clock = ManualClock::new();
     let suggest = |kind: LegKind, _| match kind {
-        LegKind::Complete => Answer::Result(json!({"completion": {
+        LegKind::Request(Complete::METHOD) => Answer::Result(json!({"completion": {
             "values": ["Alice", "Bob", 7], "total": 3, "hasMore": false
         }})),
         other => healthy(other),
@@ -859,8 +860,9 @@ fn a_completion_asks_for_an_argument_s_values_in_both_eras() {
             false => config(),
         };
         let mut session = mcp_proto::Session::new(config);
-        let reference = mcp_proto::CompletionRef::Prompt("team".into());
-        let op = session.complete(reference, "name", "", context.clone(), clock.now());
+        let reference = CompletionRef::Prompt("team".into());
+        let complete = Complete::new(reference, "name", "").with_context(context.clone());
+        let op = session.request(complete, clock.now());
         let run = drive(&mut session, op, &clock, &[], suggest);
         let sent = &run.legs.last().unwrap().body;
         assert_eq!(sent["method"], "completion/complete");
@@ -876,18 +878,19 @@ fn a_completion_asks_for_an_argument_s_values_in_both_eras() {
             sent["params"]["context"]["arguments"]["department"],
             "Engineering"
         );
-        let Ok(mcp_proto::Outcome::Completion(completion)) = run.result else {
+        let Ok(mcp_proto::Outcome::Answer(answer)) = run.result else {
             panic!("{:?}", run.result)
         };
+        let completion = answer.read::<Complete>("srv").unwrap();
         // A value that is not a string is dropped.
         assert_eq!(completion.values, ["Alice", "Bob"]);
         assert_eq!((completion.total, completion.has_more), (Some(3), false));
     }
     let mut session = mcp_proto::Session::new(config());
-    let reference = mcp_proto::CompletionRef::Resource("file:///{path}".into());
-    let op = session.complete(reference, "path", "sr", Map::new(), clock.now());
+    let reference = CompletionRef::Resource("file:///{path}".into());
+    let op = session.request(Complete::new(reference, "path", "sr"), clock.now());
     let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
-        LegKind::Complete => Answer::Result(json!({"values": []})),
+        LegKind::Request(Complete::METHOD) => Answer::Result(json!({"values": []})),
         other => healthy(other),
     });
     let sent = &run.legs.last().unwrap().body;
@@ -896,10 +899,15 @@ fn a_completion_asks_for_an_argument_s_values_in_both_eras() {
         json!({"type": "ref/resource", "uri": "file:///{path}"})
     );
     assert!(sent["params"].get("context").is_none());
-    assert!(matches!(
-        run.result,
-        Err(mcp_proto::Error::Malformed { .. })
-    ));
+    // The operation ends with the server's result; reading it as a completion says what it lacks.
+    let read = run
+        .result
+        .map(|outcome| outcome.into_answer().map(|a| a.read::<Complete>("srv")));
+    assert!(
+        matches!(&read, Ok(Some(Err(mcp_proto::Error::Malformed { method: "completion/complete", detail, .. })))
+            if detail.contains("\"completion\"")),
+        "{read:?}"
+    );
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::time::Duration;
 use mcp_proto::driver::{
     Input, Leg, LegId, Operation, Output, ProcessExit, TransportError, leg_grant,
 };
+use mcp_proto::request::{GetPrompt, ReadResource};
 use mcp_proto::{
     Action, Budget, Clock, Error, Event, LegKind, ListKind, ManualClock, Outcome, ProtocolVersion,
     QUOTE_LIMIT, Resolution, Session, SessionConfig, StdioCommand, TransportErrorKind,
@@ -797,8 +798,8 @@ fn start(session: &mut Session, pick: u8, now: std::time::Instant) -> Operation 
     match pick % 7 {
         0 => session.probe(now),
         1 => session.list_tools(now),
-        2 => session.read_resource("file:///fuzz/notes.txt", now),
-        3 => session.get_prompt("greet", Map::new(), now),
+        2 => session.request(ReadResource::new("file:///fuzz/notes.txt"), now),
+        3 => session.request(GetPrompt::new("greet", Map::new()), now),
         4 => session.list(ListKind::Tools, now),
         5 => session.close(now),
         _ => session.call_tool("echo", Map::new(), now),

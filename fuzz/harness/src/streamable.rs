@@ -44,6 +44,7 @@ use mcp_proto::driver::{
     Input, Leg, LegId, LegStatus, Operation, Output, TransportError, leg_grant,
 };
 use mcp_proto::mcp_auth::Challenge;
+use mcp_proto::request::{GetPrompt, ReadResource, Request as _};
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
     Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
@@ -175,7 +176,7 @@ pub(crate) fn ceil_to(d: Duration, unit: Duration) -> Duration {
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
-/// The URI [`Action::ReadResource`] reads.
+/// The URI the harness's `resources/read` reads.
 const READ_URI: &str = "file:///fuzz/notes.txt";
 /// The skill [`Action::LoadSkill`] loads: its `SKILL.md` and one more file.
 const SKILL_URI: &str = "skill://fuzz/SKILL.md";
@@ -353,8 +354,8 @@ fn check_modern_request(leg: &Leg) {
             LegKind::Discover
                 | LegKind::List { .. }
                 | LegKind::CallTool
-                | LegKind::ReadResource
-                | LegKind::GetPrompt
+                | LegKind::Request(ReadResource::METHOD)
+                | LegKind::Request(GetPrompt::METHOD)
         ),
         "leg {number}: a modern {:?} request",
         leg.kind
@@ -384,8 +385,8 @@ fn check_modern_request(leg: &Leg) {
         "leg {number}: Mcp-Method differs from the method"
     );
     let named = match leg.kind {
-        LegKind::CallTool | LegKind::GetPrompt => body.pointer("/params/name"),
-        LegKind::ReadResource => body.pointer("/params/uri"),
+        LegKind::CallTool | LegKind::Request(GetPrompt::METHOD) => body.pointer("/params/name"),
+        LegKind::Request(ReadResource::METHOD) => body.pointer("/params/uri"),
         _ => None,
     };
     assert_eq!(
@@ -504,8 +505,8 @@ fn check_request(leg: &Leg) -> Option<i64> {
         | LegKind::Discover
         | LegKind::List { .. }
         | LegKind::CallTool
-        | LegKind::ReadResource
-        | LegKind::GetPrompt
+        | LegKind::Request(ReadResource::METHOD)
+        | LegKind::Request(GetPrompt::METHOD)
         | LegKind::CancelNotice => {
             assert_eq!(request.method(), Method::POST);
             let body: Value = serde_json::from_slice(request.body())
@@ -557,7 +558,7 @@ fn healthy_result(asked: Asked, more_pages: bool) -> Value {
             result
         }
         LegKind::CallTool => json!({"content": [{"type": "text", "text": "ok"}]}),
-        LegKind::ReadResource => {
+        LegKind::Request(ReadResource::METHOD) => {
             let uri = asked.uri.unwrap_or(READ_URI);
             let text = match uri {
                 SKILL_URI => SKILL_MD,
@@ -566,7 +567,7 @@ fn healthy_result(asked: Asked, more_pages: bool) -> Value {
             };
             json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]})
         }
-        LegKind::GetPrompt => json!({
+        LegKind::Request(GetPrompt::METHOD) => json!({
             "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]
         }),
         _ => json!({}),
@@ -595,8 +596,8 @@ fn healthy_reply(
         | LegKind::Discover
         | LegKind::List { .. }
         | LegKind::CallTool
-        | LegKind::ReadResource
-        | LegKind::GetPrompt => (asked, sse),
+        | LegKind::Request(ReadResource::METHOD)
+        | LegKind::Request(GetPrompt::METHOD) => (asked, sse),
         LegKind::Resume => match last {
             Some(last) => (Some(last), true),
             None => {
@@ -692,14 +693,15 @@ fn check_message(err: &Error) {
 }
 
 pub(crate) fn outcome_fits(action: &Action, outcome: &Outcome) -> bool {
+    if let (Action::Request(request), Outcome::Answer(answer)) = (action, outcome) {
+        return answer.method() == request.method();
+    }
     matches!(
         (action, outcome),
         (Action::Probe, Outcome::Probe(_))
             | (Action::List(ListKind::Tools), Outcome::Tools(_))
             | (Action::List(ListKind::Skills), Outcome::Skills(_))
             | (Action::CallTool { .. }, Outcome::Call(_))
-            | (Action::ReadResource { .. }, Outcome::Resource(_))
-            | (Action::GetPrompt { .. }, Outcome::Prompt(_))
             | (Action::LoadSkill(_), Outcome::Skill(_))
             | (Action::Close, Outcome::Closed)
     )
@@ -1021,10 +1023,12 @@ impl Target {
             | (Self::CallTool, LegKind::CallTool)
             | (Self::Ping, LegKind::Ping)
             | (Self::Discover, LegKind::Discover)
-            | (Self::ReadResource, LegKind::ReadResource)
-            | (Self::GetPrompt, LegKind::GetPrompt) => true,
-            (Self::SkillFile, LegKind::ReadResource) => uri().as_deref() == Some(SKILL_URI),
-            (Self::SkillReference, LegKind::ReadResource) => {
+            | (Self::ReadResource, LegKind::Request(ReadResource::METHOD))
+            | (Self::GetPrompt, LegKind::Request(GetPrompt::METHOD)) => true,
+            (Self::SkillFile, LegKind::Request(ReadResource::METHOD)) => {
+                uri().as_deref() == Some(SKILL_URI)
+            }
+            (Self::SkillReference, LegKind::Request(ReadResource::METHOD)) => {
                 uri().as_deref() == Some(SKILL_REF_URI)
             }
             _ => false,
@@ -1040,13 +1044,8 @@ impl Target {
                 name: "echo".to_owned(),
                 arguments: Map::new(),
             },
-            Self::ReadResource => Action::ReadResource {
-                uri: READ_URI.to_owned(),
-            },
-            Self::GetPrompt => Action::GetPrompt {
-                name: "greet".to_owned(),
-                arguments: Map::new(),
-            },
+            Self::ReadResource => Action::Request(ReadResource::new(READ_URI).into()),
+            Self::GetPrompt => Action::Request(GetPrompt::new("greet", Map::new()).into()),
             Self::SkillFile | Self::SkillReference => Action::LoadSkill(skill()),
         }
     }
@@ -2287,13 +2286,8 @@ fn setup(bytes: &mut Bytes<'_>) -> (Action, u8, Budget, Resolution, u32, Mode) {
             arguments: Map::new(),
         },
         (false, _) => Action::Close,
-        (true, 0) => Action::ReadResource {
-            uri: READ_URI.to_owned(),
-        },
-        (true, 1) => Action::GetPrompt {
-            name: "greet".to_owned(),
-            arguments: Map::new(),
-        },
+        (true, 0) => Action::Request(ReadResource::new(READ_URI).into()),
+        (true, 1) => Action::Request(GetPrompt::new("greet", Map::new()).into()),
         (true, 2) => Action::LoadSkill(skill()),
         (true, _) => Action::List(ListKind::Skills),
     };

@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use mcp_driver_tokio::{Client, HeadlessAuthorizer};
 use mcp_proto::mcp_auth::{ClientConfig, Dpop, Grant, PreRegisteredClient, PrivateKey};
+use mcp_proto::request::{GetPrompt, ReadResource};
 use mcp_proto::{
     Action, Budget, Error, Event, LegReport, ListKind, OAuth, Observer, ProtocolVersion,
     Resolution, RpcError, SessionConfig, accept_elicitation_with_defaults,
 };
+use mcp_proto::{Prompt, Resource};
 use serde_json::{Map, Value, json};
 
 fn main() -> ExitCode {
@@ -154,12 +156,14 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
                 let result = client.call_tool(&tool.name, Map::new()).await?;
                 eprintln!("{}: {}", tool.name, result.text());
             }
-            for resource in client.list_resources().await?.iter() {
-                let read = client.read_resource(&resource.uri).await?;
+            for resource in client.list::<Resource>().await?.iter() {
+                let read = client.request(ReadResource::new(&resource.uri)).await?;
                 eprintln!("{}: {} contents", resource.uri, read.contents.len());
             }
-            for prompt in client.list_prompts().await?.iter() {
-                let got = client.get_prompt(&prompt.name, Map::new()).await?;
+            for prompt in client.list::<Prompt>().await?.iter() {
+                let got = client
+                    .request(GetPrompt::new(&prompt.name, Map::new()))
+                    .await?;
                 eprintln!("{}: {}", prompt.name, got.text());
             }
         }

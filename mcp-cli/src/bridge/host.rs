@@ -6,7 +6,8 @@
 //! operation or looks at a clock: the runner (`bridge/mod.rs`) does, and asks this module what
 //! each line means and what each outcome answers.
 
-use mcp_proto::{Action, CompletionRef, Error, Fault, ListKind, Outcome, SessionInfo};
+use mcp_proto::request::OneRequest;
+use mcp_proto::{Action, Error, Fault, ListKind, Outcome, SessionInfo};
 use serde_json::{Map, Value, json};
 
 /// The protocol versions of the handshake the bridge speaks with its host, newest first. A host
@@ -171,52 +172,13 @@ pub(crate) fn plan(method: &str, params: &Value) -> Plan {
             }),
             None => missing("a tool name"),
         },
-        "resources/read" => match text("uri") {
-            Some(uri) => Plan::Forward(Action::ReadResource { uri }),
-            None => missing("a uri"),
-        },
-        "prompts/get" => match text("name") {
-            Some(name) => Plan::Forward(Action::GetPrompt {
-                name,
-                arguments: object("arguments"),
-            }),
-            None => missing("a prompt name"),
-        },
-        "completion/complete" => {
-            let reference = params.get("ref");
-            let kind = reference
-                .and_then(|r| r.get("type"))
-                .and_then(Value::as_str);
-            let named = |key: &str| {
-                (reference.and_then(|r| r.get(key)).and_then(Value::as_str)).map(str::to_owned)
-            };
-            let reference = match (kind, named("name"), named("uri")) {
-                (Some("ref/prompt"), Some(name), _) => CompletionRef::Prompt(name),
-                (Some("ref/resource"), _, Some(uri)) => CompletionRef::Resource(uri),
-                _ => return missing("a ref/prompt or ref/resource"),
-            };
-            let argument = params.get("argument");
-            let field = |key: &str| {
-                (argument.and_then(|a| a.get(key)).and_then(Value::as_str)).map(str::to_owned)
-            };
-            let Some(name) = field("name") else {
-                return missing("an argument name");
-            };
-            let context = (params
-                .pointer("/context/arguments")
-                .and_then(Value::as_object))
-            .cloned()
-            .unwrap_or_default();
-            Plan::Forward(Action::Complete {
-                reference,
-                argument: name,
-                value: field("value").unwrap_or_default(),
-                context,
-            })
-        }
-        _ => Plan::Refuse {
-            code: code::METHOD_NOT_FOUND,
-            message: format!("Method not found: {method} (the bridge does not relay it)"),
+        // A one-request method is relayed as the host sent it: the upstream judges its params.
+        _ => match OneRequest::relay(method, params.as_object().cloned().unwrap_or_default()) {
+            Some(request) => Plan::Forward(Action::Request(request)),
+            None => Plan::Refuse {
+                code: code::METHOD_NOT_FOUND,
+                message: format!("Method not found: {method} (the bridge does not relay it)"),
+            },
         },
     }
 }
@@ -361,16 +323,10 @@ pub(crate) fn result_of(outcome: Outcome, modern: bool) -> Value {
             Some(items.cache),
         ),
         Outcome::Call(call) => (Value::Object(call.raw), None),
-        Outcome::Resource(read) => (Value::Object(read.raw), Some(read.cache)),
-        Outcome::Prompt(prompt) => (Value::Object(prompt.raw), None),
-        Outcome::Completion(completion) => (
-            json!({"completion": {
-                "values": completion.values,
-                "total": completion.total,
-                "hasMore": completion.has_more,
-            }}),
-            None,
-        ),
+        Outcome::Answer(answer) => {
+            let cache = answer.method().cached.then(|| answer.cache());
+            (Value::Object(answer.result), cache)
+        }
         _ => (json!({}), None),
     };
     let result = in_era(result, modern);
@@ -622,12 +578,17 @@ mod tests {
                 &json!({"ref": {"type": "ref/prompt", "name": "greet"},
                     "argument": {"name": "name", "value": "A"}})
             ),
-            Plan::Forward(Action::Complete {
-                reference: CompletionRef::Prompt("greet".into()),
-                argument: "name".into(),
-                value: "A".into(),
-                context: Map::new(),
-            })
+            Plan::Forward(Action::Request(
+                OneRequest::relay(
+                    "completion/complete",
+                    json!({"ref": {"type": "ref/prompt", "name": "greet"},
+                        "argument": {"name": "name", "value": "A"}})
+                    .as_object()
+                    .cloned()
+                    .unwrap()
+                )
+                .unwrap()
+            ))
         );
         let Plan::Refuse { code, .. } = plan("tools/call", &json!({})) else {
             panic!()

@@ -24,11 +24,10 @@ use super::replies::Replies;
 use super::tasking::{Seen, Tasking, When};
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
-use crate::catalog::{
-    CacheHint, Entry, GetPromptResult, ListKind, Listing, ReadResourceResult, Tool,
-};
+use crate::catalog::{CacheHint, Entry, ListKind, Listing, Tool};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{CallToolResult, ProtocolVersion};
+use crate::request::Answer;
 use crate::skills::{self, LoadedSkill, SkillFile};
 use crate::task::{self, TaskEra};
 use mcp_auth::{QUOTE_LIMIT, clip};
@@ -339,6 +338,18 @@ impl Answering {
         if ctx.progress.era.modern().is_some()
             && result.get("resultType").and_then(Value::as_str) == Some("input_required")
         {
+            if let LegKind::Request(
+                method @ crate::request::Method {
+                    input_rounds: false,
+                    ..
+                },
+            ) = answers
+            {
+                return Meaning::Failed(Failure::Malformed(format!(
+                    "{} was answered with a request for input, which it cannot be",
+                    method.name
+                )));
+            }
             return match self
                 .input
                 .begin(result, ctx.session, ctx.events, ctx.replies)
@@ -439,28 +450,26 @@ impl Answering {
                 self.subscribed += 1;
                 Meaning::More
             }
-            LegKind::ReadResource => match ReadResourceResult::from_result(result) {
-                Ok(read) if matches!(&ctx.progress.action, Action::LoadSkill(_)) => {
-                    self.read_skill_file(&read, &ctx.progress.action)
+            LegKind::Request(_) if matches!(&ctx.progress.action, Action::LoadSkill(_)) => {
+                match skills::read(result) {
+                    Ok(read) => self.read_skill_file(&read, &ctx.progress.action),
+                    Err(detail) => malformed(detail),
                 }
-                Ok(read) => Meaning::Finish(Outcome::Resource(read)),
-                Err(detail) => malformed(detail),
-            },
-            LegKind::Complete => match crate::catalog::Completion::from_result(&result) {
-                Ok(completion) => Meaning::Finish(Outcome::Completion(completion)),
-                Err(detail) => malformed(detail),
-            },
-            LegKind::GetPrompt => match GetPromptResult::from_result(result) {
-                Ok(prompt) => Meaning::Finish(Outcome::Prompt(prompt)),
-                Err(detail) => malformed(detail),
-            },
+            }
+            LegKind::Request(method) => {
+                Meaning::Finish(Outcome::Answer(Answer::new(method, result)))
+            }
             _ => Meaning::More,
         }
     }
 
     /// A file of the skill being loaded came back: verify it against the skill's entry, then
     /// read the next one, or end with the loaded skill.
-    fn read_skill_file(&mut self, read: &ReadResourceResult, action: &Action) -> Meaning {
+    fn read_skill_file(
+        &mut self,
+        read: &crate::request::ReadResourceResult,
+        action: &Action,
+    ) -> Meaning {
         let Action::LoadSkill(skill) = action else {
             return Meaning::More;
         };

@@ -29,12 +29,9 @@ pub enum LegKind {
     },
     /// `tools/call`.
     CallTool,
-    /// `resources/read`.
-    ReadResource,
-    /// `prompts/get`.
-    GetPrompt,
-    /// `completion/complete`.
-    Complete,
+    /// One request of the table of one-request methods ([`crate::request`]), or one file of a
+    /// skill being loaded (a resource read).
+    Request(&'static crate::request::Method),
     /// `tasks/get`: one look at the task a `tools/call` became (or the task an operation
     /// resumes), under the operation's budget.
     TaskGet,
@@ -116,9 +113,7 @@ impl LegKind {
             Self::Discover => Some("server/discover"),
             Self::List { of, .. } => Some(of.method()),
             Self::CallTool => Some("tools/call"),
-            Self::ReadResource => Some("resources/read"),
-            Self::GetPrompt => Some("prompts/get"),
-            Self::Complete => Some("completion/complete"),
+            Self::Request(method) => Some(method.name),
             Self::TaskGet => Some("tasks/get"),
             Self::TaskResult => Some("tasks/result"),
             Self::TaskUpdate => Some("tasks/update"),

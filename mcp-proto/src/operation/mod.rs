@@ -62,7 +62,7 @@ pub use driving::{
 };
 pub use grant::leg_grant;
 pub use open::Operation;
-pub use types::{Action, DEFAULT_RETRY, Event, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
+pub use types::{Action, DEFAULT_RETRY, Event, Listed, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
 
 impl Operation {
     /// An operation for `action` under `deadline`, starting from what `session` knows (see

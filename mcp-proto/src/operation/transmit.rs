@@ -238,7 +238,7 @@ impl Request<'_> {
                 let params = Map::from_iter([("level".to_owned(), Value::from(level))]);
                 jsonrpc::request(id, kind.request_name(), traced(params))
             }
-            (LegKind::ReadResource | LegKind::GetPrompt | LegKind::Complete, _) => {
+            (LegKind::Request(_), _) => {
                 jsonrpc::request(id, kind.request_name(), traced(self.action_params()))
             }
             (LegKind::ResourceSubscribe { resource }, Action::Subscribe(subscription)) => {
@@ -306,9 +306,8 @@ impl Request<'_> {
                 // the task a poll or cancel is about (so a load balancer routes it to the task's server).
                 let name = match self.action {
                     _ if kind.is_about_task() => self.task_id,
-                    Action::ReadResource { uri } => Some(uri.as_str()),
+                    Action::Request(request) => request.name(),
                     Action::LoadSkill(_) => self.loading.next_uri(),
-                    Action::GetPrompt { name, .. } => Some(name.as_str()),
                     _ => None,
                 };
                 (jsonrpc::request(id, method, params), name, Vec::new())
@@ -320,45 +319,20 @@ impl Request<'_> {
         (request, Some(id))
     }
 
-    /// The params of a request that names what it is about (`resources/read`, `prompts/get`).
+    /// The params of the work request: a one-request method's own, the skill's next file, the
+    /// subscription's filter.
     fn action_params(&self) -> Map<String, Value> {
-        let mut params = Map::new();
         match self.action {
-            Action::ReadResource { uri } => {
-                params.insert("uri".to_owned(), Value::from(uri.as_str()));
-            }
+            Action::Request(request) => request.params().clone(),
             Action::LoadSkill(_) => {
                 let uri = self.loading.next_uri().unwrap_or_default();
-                params.insert("uri".to_owned(), Value::from(uri));
+                Map::from_iter([("uri".to_owned(), Value::from(uri))])
             }
             Action::Subscribe(subscription) => {
-                params.insert(
-                    "notifications".to_owned(),
-                    Value::Object(subscription.filter()),
-                );
+                let filter = Value::Object(subscription.filter());
+                Map::from_iter([("notifications".to_owned(), filter)])
             }
-            Action::Complete {
-                reference,
-                argument,
-                value,
-                context,
-            } => {
-                params.insert("ref".to_owned(), reference.to_value());
-                let argument = serde_json::json!({"name": argument, "value": value});
-                params.insert("argument".to_owned(), argument);
-                if !context.is_empty() {
-                    let arguments = serde_json::json!({"arguments": context});
-                    params.insert("context".to_owned(), arguments);
-                }
-            }
-            Action::GetPrompt { name, arguments } => {
-                params.insert("name".to_owned(), Value::from(name.as_str()));
-                if !arguments.is_empty() {
-                    params.insert("arguments".to_owned(), Value::Object(arguments.clone()));
-                }
-            }
-            _ => {}
+            _ => Map::new(),
         }
-        params
     }
 }

@@ -8,12 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{
-    Completion, CompletionRef, GetPromptResult, ListKind, Listing, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Tool,
-};
+use crate::catalog::{ListKind, Listing, Prompt, Resource, ResourceTemplate, Tool};
 use crate::jsonrpc::RequestId;
 use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
+use crate::request::{Answer, OneRequest};
 use crate::skills::{LoadedSkill, Skill};
 use crate::task::TaskHandle;
 
@@ -40,38 +38,16 @@ pub enum Action {
         /// Its arguments (sent as `{}` when empty).
         arguments: Map<String, Value>,
     },
-    /// One `resources/read`.
-    ReadResource {
-        /// The resource's URI, sent as given.
-        uri: String,
-    },
-    /// Loads a skill (the skills extension): each of its files read with `resources/read`,
+    /// One request of the table of one-request methods ([`crate::request`]), ended with its
+    /// [`Outcome::Answer`].
+    Request(OneRequest),
+    /// Loads a skill (the skills extension): each of its files read (a resource read),
     /// `SKILL.md` first, and verified against the skill's entry before the next is read.
     LoadSkill(Skill),
     /// A subscription for as long as the operation's budget lasts: `subscriptions/listen`
     /// (modern era), or the session's GET stream (legacy era). Its notifications are events;
     /// the budget running out ends it normally, with [`Outcome::Subscription`].
     Subscribe(Subscription),
-    /// One `prompts/get`.
-    GetPrompt {
-        /// The prompt's name.
-        name: String,
-        /// Its arguments (omitted when empty).
-        arguments: Map<String, Value>,
-    },
-    /// One `completion/complete`: the values the server suggests for `argument` of
-    /// `reference`, given what was typed (`value`) and the arguments already chosen
-    /// (`context`, omitted when empty).
-    Complete {
-        /// The prompt or resource template the argument belongs to.
-        reference: CompletionRef,
-        /// The argument's name.
-        argument: String,
-        /// What is typed so far.
-        value: String,
-        /// The other arguments' values already chosen.
-        context: Map<String, Value>,
-    },
     /// Polls a task the server runs (`tasks/get`) until it is done, under a new budget: the
     /// task a call became, handed back when an earlier operation's budget ran out
     /// ([`Error::TaskRunning`](crate::Error::TaskRunning)). Ends with the call's result
@@ -94,11 +70,9 @@ impl Action {
             Self::Probe => "probe",
             Self::List(of) => of.method(),
             Self::CallTool { .. } => "tools/call",
-            Self::ReadResource { .. } => "resources/read",
+            Self::Request(request) => request.method().name,
             Self::LoadSkill(_) => "skill",
             Self::Subscribe(_) => "subscriptions/listen",
-            Self::GetPrompt { .. } => "prompts/get",
-            Self::Complete { .. } => "completion/complete",
             Self::ResumeTask(_) => "tasks/get",
             Self::CancelTask(_) => "tasks/cancel",
             Self::Close => "close",
@@ -174,12 +148,9 @@ pub enum Outcome {
     Subscription(SubscriptionEnd),
     /// The tool's result (which may be `is_error`).
     Call(CallToolResult),
-    /// A resource's contents.
-    Resource(ReadResourceResult),
-    /// A prompt's messages.
-    Prompt(GetPromptResult),
-    /// The values a completion suggests.
-    Completion(Completion),
+    /// The answer to one request of the table ([`Action::Request`]): read it with
+    /// [`Answer::read`].
+    Answer(Answer),
     /// The server acknowledged the cancel of the task with this id (it may still end
     /// otherwise: cancelling is cooperative).
     TaskCancelRequested(String),
@@ -236,18 +207,10 @@ impl Outcome {
         }
     }
 
-    /// The resource's contents, if this is a read.
-    pub fn into_resource(self) -> Option<ReadResourceResult> {
+    /// The answer to one request of the table, if this is one.
+    pub fn into_answer(self) -> Option<Answer> {
         match self {
-            Self::Resource(result) => Some(result),
-            _ => None,
-        }
-    }
-
-    /// The prompt, if this is one.
-    pub fn into_prompt(self) -> Option<GetPromptResult> {
-        match self {
-            Self::Prompt(result) => Some(result),
+            Self::Answer(answer) => Some(answer),
             _ => None,
         }
     }
@@ -267,4 +230,41 @@ impl Outcome {
             _ => None,
         }
     }
+}
+
+/// What a listing walk lists ([`Tool`], [`Resource`], [`ResourceTemplate`], [`Prompt`],
+/// [`Skill`]): the listing it walks ([`Action::List`]) and the outcome that holds its entries.
+/// Both drivers' `Client::list::<E>()` take it.
+pub trait Listed: Sized {
+    /// The listing walked for it.
+    const KIND: ListKind;
+
+    /// The listing `outcome` holds, or `outcome` itself when it is another action's.
+    ///
+    /// # Errors
+    /// `outcome`, boxed, when it holds no listing of this kind.
+    fn from_outcome(outcome: Outcome) -> Result<Listing<Self>, Box<Outcome>>;
+}
+
+macro_rules! listed {
+    ($($entry:ty => $kind:ident, $variant:ident;)*) => {$(
+        impl Listed for $entry {
+            const KIND: ListKind = ListKind::$kind;
+
+            fn from_outcome(outcome: Outcome) -> Result<Listing<Self>, Box<Outcome>> {
+                match outcome {
+                    Outcome::$variant(listing) => Ok(listing),
+                    other => Err(Box::new(other)),
+                }
+            }
+        }
+    )*};
+}
+
+listed! {
+    Tool => Tools, Tools;
+    Resource => Resources, Resources;
+    ResourceTemplate => ResourceTemplates, ResourceTemplates;
+    Prompt => Prompts, Prompts;
+    Skill => Skills, Skills;
 }

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use mcp_proto::request::{GetPrompt, ReadResource};
 use mcp_proto::{
     Budget, Era, Error, LegEnd, LegKind, ProtocolVersion, Resolution, SessionConfig,
     accept_elicitation_with_defaults,
@@ -211,17 +212,19 @@ pub(super) fn resources_and_prompts_are_one_operation_each_in_both_eras<D: Drive
     for era in [ServerEra::Legacy, ServerEra::Modern] {
         let server = TestServer::start(Script::new().era(era));
         let (mut client, _recorder) = detecting::<D>(&server, BUDGET);
-        let resources = client.list_resources().unwrap();
+        let resources = client.list::<mcp_proto::Resource>().unwrap();
         let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
         assert_eq!(uris, ["test://readme", "test://data.json"], "{era:?}");
         assert_eq!(resources[0].mime_type(), Some("text/plain"));
-        let read = client.read_resource("test://readme").unwrap();
+        let read = client.request(ReadResource::new("test://readme")).unwrap();
         assert_eq!(read.text(), "This is the test server.");
-        let prompts = client.list_prompts().unwrap();
+        let prompts = client.list::<mcp_proto::Prompt>().unwrap();
         assert_eq!(prompts[0].name, "greeting");
         let mut arguments = serde_json::Map::new();
         arguments.insert("name".into(), Value::from("Ada"));
-        let prompt = client.get_prompt("greeting", arguments).unwrap();
+        let prompt = client
+            .request(GetPrompt::new("greeting", arguments))
+            .unwrap();
         assert_eq!(prompt.text(), "Say hello to Ada.");
         let templates = client
             .run(
@@ -233,7 +236,9 @@ pub(super) fn resources_and_prompts_are_one_operation_each_in_both_eras<D: Drive
             .unwrap();
         assert_eq!(templates[0].uri_template, "test://notes/{id}");
 
-        let unknown = client.read_resource("test://nowhere").unwrap_err();
+        let unknown = client
+            .request(ReadResource::new("test://nowhere"))
+            .unwrap_err();
         assert!(
             matches!(unknown, Error::JsonRpc { code: -32602, .. }),
             "{unknown:?}"

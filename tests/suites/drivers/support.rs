@@ -5,9 +5,10 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use mcp_driver_common::network::Network;
+use mcp_proto::request::Request;
 use mcp_proto::{
-    Action, Budget, CallToolResult, Error, GetPromptResult, Listing, Outcome, Prompt,
-    ReadResourceResult, Resolution, Resource, Session, SessionConfig, SessionInfo, Tool,
+    Action, Budget, CallToolResult, Error, Listed, Listing, Outcome, Resolution, Session,
+    SessionConfig, SessionInfo, Tool,
 };
 use mcp_testkit::TestServer;
 use serde_json::{Map, Value};
@@ -24,14 +25,8 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     fn connect(url: &str) -> Result<Self, Error>;
     fn probe(&mut self) -> Result<SessionInfo, Error>;
     fn list_tools(&mut self) -> Result<Listing<Tool>, Error>;
-    fn list_resources(&mut self) -> Result<Listing<Resource>, Error>;
-    fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error>;
-    fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error>;
-    fn get_prompt(
-        &mut self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<GetPromptResult, Error>;
+    fn list<E: Listed>(&mut self) -> Result<Listing<E>, Error>;
+    fn request<R: Request>(&mut self, request: R) -> Result<R::Output, Error>;
     fn call_tool(
         &mut self,
         name: &str,
@@ -115,24 +110,12 @@ impl Driver for Blocking {
         self.0.list_tools()
     }
 
-    fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
-        self.0.list_resources()
+    fn list<E: Listed>(&mut self) -> Result<Listing<E>, Error> {
+        self.0.list::<E>()
     }
 
-    fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
-        self.0.list_prompts()
-    }
-
-    fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
-        self.0.read_resource(uri)
-    }
-
-    fn get_prompt(
-        &mut self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<GetPromptResult, Error> {
-        self.0.get_prompt(name, arguments)
+    fn request<R: Request>(&mut self, request: R) -> Result<R::Output, Error> {
+        self.0.request(request)
     }
 
     fn call_tool(
@@ -294,25 +277,12 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
         self.runtime.block_on(self.client.list_tools())
     }
 
-    fn list_resources(&mut self) -> Result<Listing<Resource>, Error> {
-        self.runtime.block_on(self.client.list_resources())
+    fn list<E: Listed>(&mut self) -> Result<Listing<E>, Error> {
+        self.runtime.block_on(self.client.list::<E>())
     }
 
-    fn list_prompts(&mut self) -> Result<Listing<Prompt>, Error> {
-        self.runtime.block_on(self.client.list_prompts())
-    }
-
-    fn read_resource(&mut self, uri: &str) -> Result<ReadResourceResult, Error> {
-        self.runtime.block_on(self.client.read_resource(uri))
-    }
-
-    fn get_prompt(
-        &mut self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<GetPromptResult, Error> {
-        self.runtime
-            .block_on(self.client.get_prompt(name, arguments))
+    fn request<R: Request>(&mut self, request: R) -> Result<R::Output, Error> {
+        self.runtime.block_on(self.client.request(request))
     }
 
     fn call_tool(
