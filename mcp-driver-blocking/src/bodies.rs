@@ -1,6 +1,6 @@
 //! What the HTTP transport ([`crate::leg`]) reads and what a lane keeps of it between
 //! operations. A leaf: it imports nothing of the crate, so that the lanes (in
-//! [`crate::cancel`]) can keep it without importing the transport, which imports them.
+//! [`crate::lanes`]) can keep it without importing the transport, which imports them.
 
 use std::time::Instant;
 

@@ -17,7 +17,7 @@ use mcp_driver_common::shell::SessionSignal;
 use mcp_proto::driver::{Input, Leg, Operation, Output};
 use mcp_proto::{Authorize, Clock, Error, MonotonicClock, Observer, Outcome, Session};
 
-use crate::cancel::Shared;
+use crate::lanes::Shared;
 use crate::trace;
 use mcp_driver_common::LegSpans;
 

@@ -12,9 +12,9 @@ use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegStatus, Operation, Transport
 use mcp_proto::{Clock, LegKind, MonotonicClock, TransportErrorKind};
 
 use crate::bodies::{Body, Kept};
-use crate::cancel::Shared;
 use crate::connector;
 use crate::drive::Wire;
+use crate::lanes::Shared;
 
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.

@@ -1,6 +1,6 @@
 //! The end of each blocked leg, kept to the microsecond by one thread for the whole process.
 //!
-//! On Unix a read ends at the leg's end on the lane's own thread (`connector::Socket` polls
+//! On Unix a read ends at the leg's end on the lane's own thread (`connector::socket::Socket` polls
 //! until then); what else blocks on a socket (a write to a server that stopped reading, a read
 //! elsewhere, where the wait is the kernel's socket timeout, checked milliseconds apart) is
 //! ended from here. Each lane arms its leg's end here before it blocks, and disarms it when

@@ -93,9 +93,9 @@
 
 mod authorize;
 mod bodies;
-mod cancel;
 mod connector;
 mod drive;
+mod lanes;
 mod leg;
 mod leg_end;
 mod methods;
@@ -110,13 +110,13 @@ use std::sync::Arc;
 use mcp_proto::{Action, Clock, Error, MonotonicClock, OperationDeadline, Outcome, SessionConfig};
 
 pub use authorize::{Authorizer, HeadlessAuthorizer};
-pub use cancel::CancelHandle;
+pub use lanes::CancelHandle;
 pub use mcp_driver_common::SessionGuard;
 /// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
 /// same type the tokio driver takes): build one for [`Client::with_network`].
 pub use mcp_driver_common::network::Network;
 
-use cancel::Shared;
+use lanes::Shared;
 
 /// ureq's input buffer per connection: a response head fits (ureq's limit is 64 KiB).
 const INPUT_BUFFER: usize = 64 * 1024;
@@ -150,7 +150,7 @@ use drive::Driver;
 pub struct Client {
     shared: Arc<ClientShared>,
     /// This client value's lanes: a clone gets its own (and so its own cancel handle).
-    lanes: Arc<cancel::Lanes>,
+    lanes: Arc<lanes::Lanes>,
     /// This client value's own observer ([`Client::with_observer`]), instead of the
     /// session's.
     observer: Option<Arc<mcp_driver_common::SharedObserver>>,
@@ -173,7 +173,7 @@ pub(crate) struct ClientShared {
 
 impl ClientShared {
     /// A lane for one more operation at once: its own agent and cancel state.
-    fn new_lane(&self) -> cancel::Lane {
+    fn new_lane(&self) -> lanes::Lane {
         let shared = Shared::for_lane();
         let agent_config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -200,7 +200,7 @@ impl ClientShared {
             ),
             connector::Resolver::new(self.proxies.clone(), self.resolved.clone()),
         );
-        cancel::Lane::new(agent, shared)
+        lanes::Lane::new(agent, shared)
     }
 }
 
@@ -211,7 +211,7 @@ impl Clone for Client {
     fn clone(&self) -> Self {
         Self {
             shared: Arc::clone(&self.shared),
-            lanes: Arc::new(cancel::Lanes::new(Arc::clone(&self.shared))),
+            lanes: Arc::new(lanes::Lanes::new(Arc::clone(&self.shared))),
             observer: self.observer.clone(),
         }
     }
@@ -235,7 +235,7 @@ impl Client {
             resolved: network.resolved(),
         });
         Ok(Self {
-            lanes: Arc::new(cancel::Lanes::new(Arc::clone(&shared))),
+            lanes: Arc::new(lanes::Lanes::new(Arc::clone(&shared))),
             shared,
             observer: None,
         })

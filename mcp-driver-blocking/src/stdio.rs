@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use mcp_proto::driver::{Input, Leg, Operation, ProcessExit};
 use mcp_proto::{Clock, LegKind, MonotonicClock, StdioCommand};
 
-use crate::cancel::{Shared, Wake};
 use crate::drive::Wire;
+use crate::lanes::{Shared, Wake};
 use crate::stdout::{Delivery, Stdout};
 use mcp_driver_common::{StderrTail, process};
 

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use std::process::ChildStdout;
 
-use crate::cancel::{Shared, Wake};
+use crate::lanes::{Shared, Wake};
 
 /// What a wait brought.
 pub(crate) enum Delivery {

@@ -1,4 +1,6 @@
-//! Cancelling an operation from another thread, and the connector that makes it possible.
+//! The lanes an operation's legs run in: a lane's agent, body buffer and cancel state
+//! ([`Lane`], [`Shared`]), a client value's lanes ([`Lanes`]: the idle ones and every one), and
+//! cancelling the operations in flight on them from another thread ([`CancelHandle`]).
 //!
 //! A blocked socket read cannot be woken by a flag, so cancelling must reach the socket.
 //! The client's connector ([`crate::connector`]) hands ureq's TCP connector a
