@@ -37,7 +37,17 @@
 //!   report of it ([`Error::Tls`] with its [`TlsProblem`], [`Error::Proxy`]).
 //! * Retries and backoff: a budget says when to stop waiting, not when to call again.
 //!
-//! # The architecture, by module
+//! # The architecture
+//!
+//! This is the one description of it (the README keeps only the layers and links here). Three
+//! layers: this crate decides everything about an operation and does no I/O; `mcp-auth` is the
+//! OAuth flow it runs, as requests ready to become legs; the drivers (`mcp-driver-blocking`
+//! over ureq, `mcp-driver-tokio` over hyper-util, with `mcp-driver-common` for what both share)
+//! move bytes, start processes and sleep, in one loop each (`drive.rs`) that is the same for
+//! HTTP and stdio. `.ci/architecture.py` checks that every module named below exists and that
+//! every module of `mcp-proto/src` and of `operation/` is named.
+//!
+//! ## The crate, by module
 //!
 //! | module        | what it is                                                            |
 //! |---------------|-----------------------------------------------------------------------|
@@ -46,18 +56,65 @@
 //! | `auth`        | [`OAuth`]: how a session authorizes when its server asks              |
 //! | `config`      | [`SessionConfig`]: what a session knows before it talks               |
 //! | `session`     | [`Session`]: what operations established, shared by those in flight   |
-//! | `operation`   | the state machine, split by concern in its own folder                 |
+//! | `start`       | the [`Session`]'s constructor for each action, and its deadline       |
+//! | `operation`   | the state machine, one part per concern (below)                       |
+//! | [`request`]   | the one-request methods as a table: a file each ([`request::Request`]) |
 //! | [`driver`]    | what drivers exchange with it: [`Operation`](driver::Operation), its outputs and inputs |
-//! | `wire`        | request bytes and headers, session-id checks                          |
+//! | `transport`   | HTTP or stdio ([`Transport`], [`StdioCommand`])                       |
+//! | `wire`        | request bytes and headers (both eras), session-id checks              |
 //! | `headers`     | `x-mcp-header` annotations mirrored as `Mcp-Param-*` headers          |
 //! | `jsonrpc`     | JSON-RPC envelopes out, classification in                             |
 //! | [`sse`]       | the incremental event-stream parser                                   |
 //! | `model`       | typed results ([`CallToolResult`], [`SessionInfo`], ...)              |
 //! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
-//! | `task`        | tasks: [`TaskHandle`], [`TaskStatus`], both eras' shapes, the poll timing |
+//! | `skills`      | the skills extension: entries, and the checks of a loaded file        |
+//! | `task`        | tasks: both eras' shapes read into one state, the handle, the poll timing |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
 //! | `tls`         | [`TlsProblem`] and the sentence of each                               |
 //! | `observe`     | [`Observer`]: where drivers pass on each [`LegReport`] and [`Event`]  |
+//!
+//! ## The operation's parts (`operation/`)
+//!
+//! Only `operation/mod.rs` writes `impl Operation` (its reads aside, in `open`), and it only
+//! routes: each input goes to the part it is about, and what the part hands back (a decision:
+//! a `Heard`, a `Meaning`, a `Polled`, an `After`, a `Refusal`) is acted on there, where the
+//! operation is finished, failed or cancelled. Each part owns its state and takes what else it
+//! needs as arguments; none grants a leg or ends the operation. Every leg is granted at one
+//! site (`grant`), whose refusal rule is one `match`; `poll_output` is a loop over one step
+//! (`step`), whose checks in their priority order are the operation's policy (its doc lists
+//! them).
+//!
+//! | part        | its state                                 | its concern                              |
+//! |-------------|-------------------------------------------|------------------------------------------|
+//! | `open`      | the struct of the operation               | the parts assembled as it starts; its reads |
+//! | `types`     | none                                      | what callers see: actions, events, ends  |
+//! | `driving`   | none                                      | what drivers see: legs, outputs, inputs  |
+//! | `leg_kind`  | none                                      | every kind of leg, what a driver does with each |
+//! | `grant`     | the deadline, the leg and timer tables    | the one grant rule, legs in and out      |
+//! | `legs`      | the leg table (one slot per role)         | which legs are in flight, found by id    |
+//! | `timers`    | the timer table                           | every instant something happens unasked  |
+//! | `progress`  | the action, its era, the next step        | process, session, handshake, then work   |
+//! | `transmit`  | none                                      | the request each leg carries, handed out |
+//! | `responses` | the work leg's reading, the stream        | what became of each leg, by its role     |
+//! | `read`      | the work leg's reading (head, JSON, SSE)  | heads, bodies, the messages in them      |
+//! | `answer`    | pages, skill files, the input round       | what an answer means (`Meaning`)         |
+//! | `introduce` | none                                      | what a server says of itself: `initialize`, `server/discover` |
+//! | `era`       | the version, whether it may change        | era detection: fallback, switch forward  |
+//! | `authorize` | the flow, the auth leg's answer           | a 401 or 403: OAuth legs, the person     |
+//! | `replies`   | answers owed, requests asked, the filter  | what the server sends or asks of its own |
+//! | `input`     | the input round, the rounds so far        | a modern result that asks for more input |
+//! | `tasking`   | the task the call became, its next poll   | polls inside the budget, or hands it back |
+//! | `resume`    | the last event id, the pending resumption | streams closed before their answer       |
+//! | `listen`    | the standalone stream                     | server messages outside any answer       |
+//! | `stdio`     | the stdout framer lent, the close's step  | its lines, the writes, the exit          |
+//! | `close`     | the step of a local server's close        | stdin closed, SIGTERM, the kill          |
+//! | `ending`    | the result, the kill, the notice owed     | what follows a result, and the result    |
+//! | `failure`   | none                                      | every way it fails, as a typed error     |
+//! | `view`      | its copy of the session, what it learned  | the session, without borrowing it        |
+//!
+//! A new one-request method touches three files: its file in `request/` (with its line in
+//! [`request::METHODS`]), one arm in `mcp-call`'s command table (`mcp-cli/src/cli.rs`) and
+//! nothing in the bridge, which relays every method of the table as its host sent it.
 //!
 //! # The driver loop
 //!
@@ -66,8 +123,11 @@
 //!        ▲                                   │ handle_input(Input::Head { leg, .. })
 //!        │                                   │ handle_input(Input::Chunk { leg, .. })* ──► Complete? stop reading
 //!        │                                   │ handle_input(Input::End { leg } | Input::Failed { leg, .. })
+//!        │                                   │ (stdio: Input::Sent, Input::Stdout, Input::Exit)
 //!        ├──────────── Event(ev) ◄───────────┘
+//!        ├──────────── LegEnded(report) ──► the observer (the leg's grant, time, end)
 //!        ├──────────── Update(u) ──► session.apply(u)   (what the operation learned)
+//!        ├──────────── Request(req) ──► the caller's responder ──► handle_input(Input::Reply { .. })
 //!        ├──────────── Wait(until) ──► handle_input(Input::Timeout) once `until` has come
 //!        ├──────────── AwaitSession(until) ──► handle_input(Input::Session(&mut session))
 //!        ├──────────── Authorize(step) ──► handle_input(Input::Redirect(url) | Input::NoAuthorizer)
@@ -76,7 +136,8 @@
 //!
 //! Every input, over HTTP or stdio, goes through
 //! [`Operation::handle_input`](driver::Operation::handle_input); its
-//! [`Input`](driver::Input) names what came and the leg it is about.
+//! [`Input`](driver::Input) names what came and the leg it is about;
+//! [`Input::Cancel`](driver::Input::Cancel) ends it early, for the caller.
 //!
 //! An operation borrows nothing: it starts from a copy of its [`Session`] and hands what it
 //! learns back as [`SessionUpdate`]s, so any number of operations can be in flight on one

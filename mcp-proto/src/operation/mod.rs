@@ -5,11 +5,11 @@
 //! budget, reads each answer by the transport's rules and ends with a typed result. It does
 //! not know which driver runs it, and it never reads a clock, opens a socket or sleeps.
 //!
-//! This module is the only one that writes `impl Operation`, and it only routes; the parts
-//! beside it own their state and return decisions (see below, and `parts.md` beside this file).
+//! This module is the only one that writes `impl Operation` (its plain reads are `open`'s), and
+//! it only routes; the parts beside it own their state and return decisions. The parts, what
+//! each holds and what it is for, are mapped once, in the [crate docs](crate).
 //!
 //! How a driver drives it is the public [`driver`](crate::driver) module's documentation.
-#![doc = include_str!("parts.md")]
 
 mod answer;
 mod authorize;
@@ -69,39 +69,6 @@ impl Operation {
     /// [`Session::start`]), its parts assembled by `open`.
     pub(crate) fn new(session: &mut Session, action: Action, deadline: OperationDeadline) -> Self {
         open::operation(session, action, deadline)
-    }
-
-    /// The configuration of the session the operation runs on (its transport, its label).
-    pub fn session_config(&self) -> &crate::SessionConfig {
-        self.session.config()
-    }
-
-    /// The operation's deadline.
-    pub fn deadline(&self) -> &OperationDeadline {
-        self.grants.deadline()
-    }
-
-    /// What the operation is for.
-    pub fn action(&self) -> &Action {
-        &self.progress.action
-    }
-
-    /// How many legs have been handed to the driver so far.
-    pub fn legs_sent(&self) -> u32 {
-        self.grants.sent()
-    }
-
-    /// True once the result is ready (it may not have been polled yet, and a cancel notice
-    /// may still go out before it).
-    pub fn is_finished(&self) -> bool {
-        self.ending.is_finished()
-    }
-
-    /// Whether leg `id` is still in flight: a driver that reads several legs at once drops a
-    /// leg the operation no longer has (its grant ran out, or the operation let it go) after
-    /// any input.
-    pub fn is_in_flight(&self, id: LegId) -> bool {
-        self.grants.legs.find(id).is_some()
     }
 
     /// The next thing the driver must do. See the [module docs](crate::driver).

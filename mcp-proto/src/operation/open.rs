@@ -18,7 +18,7 @@ use super::responses::Responses;
 use super::resume::Resumption;
 use super::stdio::Stdout;
 use super::view::View;
-use super::{Action, Event, Outcome};
+use super::{Action, Event, LegId, Outcome};
 use crate::deadline::OperationDeadline;
 use crate::session::Session;
 
@@ -82,4 +82,40 @@ pub(super) fn operation(
     }
     op.handle_session(session);
     op
+}
+
+/// What a driver or a caller may ask of an operation at any time: plain reads of its parts.
+impl Operation {
+    /// The configuration of the session the operation runs on (its transport, its label).
+    pub fn session_config(&self) -> &crate::SessionConfig {
+        self.session.config()
+    }
+
+    /// The operation's deadline.
+    pub fn deadline(&self) -> &OperationDeadline {
+        self.grants.deadline()
+    }
+
+    /// What the operation is for.
+    pub fn action(&self) -> &Action {
+        &self.progress.action
+    }
+
+    /// How many legs have been handed to the driver so far.
+    pub fn legs_sent(&self) -> u32 {
+        self.grants.sent()
+    }
+
+    /// True once the result is ready (it may not have been polled yet, and a cancel notice
+    /// may still go out before it).
+    pub fn is_finished(&self) -> bool {
+        self.ending.is_finished()
+    }
+
+    /// Whether leg `id` is still in flight: a driver that reads several legs at once drops a
+    /// leg the operation no longer has (its grant ran out, or the operation let it go) after
+    /// any input.
+    pub fn is_in_flight(&self, id: LegId) -> bool {
+        self.grants.legs.find(id).is_some()
+    }
 }
