@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Request, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegId, LegStatus, Operation, Output};
 use mcp_proto::{
-    Clock, LegKind, ManualClock, Outcome, ProtocolVersion, Session, SessionConfig, StdioCommand,
+    Clock, ManualClock, Outcome, ProtocolVersion, Session, SessionConfig, StdioCommand,
 };
 use serde_json::{Map, Value, json};
 

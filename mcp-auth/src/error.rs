@@ -314,7 +314,7 @@ impl AuthError {
 
 /// Server text made safe to quote: control characters and runs of whitespace folded to one
 /// space, the ends trimmed, at most `limit` characters (an ellipsis marks a cut, never after a
-/// space). The one quoting rule of the workspace (`mcp_proto::clip` is this).
+/// space). The one quoting rule of the workspace (`mcp_auth::clip` is this).
 ///
 /// ```
 /// use mcp_auth::clip;

@@ -116,7 +116,7 @@ pub(crate) struct Cli {
     /// Ask the server for its log messages at LEVEL and above (debug, info, notice, warning,
     /// error, critical, alert, emergency) and print them on stderr: `log <level> <logger>: ...`.
     #[arg(long, value_name = "LEVEL", value_parser = parse_log_level)]
-    pub(crate) log_level: Option<mcp_proto::LogLevel>,
+    pub(crate) log_level: Option<mcp_proto::message::LogLevel>,
     /// OAuth: a client id issued for this server (instead of registering one), offered to the
     /// authorization server the server names.
     #[arg(long, value_name = "ID")]
@@ -286,7 +286,7 @@ impl Command {
     /// credentials file, else the era --protocol speaks).
     pub(crate) fn action(
         &self,
-        task: impl FnOnce(&str) -> mcp_proto::TaskHandle,
+        task: impl FnOnce(&str) -> mcp_proto::task::TaskHandle,
     ) -> Option<Action> {
         Some(match self {
             Self::Ping | Self::Login => Action::Probe,
@@ -398,9 +398,11 @@ pub(crate) fn parse_reference(text: &str) -> Result<CompletionRef, String> {
     }
 }
 
-pub(crate) fn parse_log_level(text: &str) -> Result<mcp_proto::LogLevel, String> {
-    mcp_proto::LogLevel::parse(text.trim()).ok_or_else(|| {
-        let levels: Vec<&str> = mcp_proto::LogLevel::ALL.map(|l| l.as_str()).to_vec();
+pub(crate) fn parse_log_level(text: &str) -> Result<mcp_proto::message::LogLevel, String> {
+    mcp_proto::message::LogLevel::parse(text.trim()).ok_or_else(|| {
+        let levels: Vec<&str> = mcp_proto::message::LogLevel::ALL
+            .map(|l| l.as_str())
+            .to_vec();
         format!("not a log level: {}", levels.join(", "))
     })
 }

@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mcp_proto::mcp_auth::{
+use mcp_auth::{
     AccessToken, ClientCredentials, ClientSource, CredentialStore, Secret, TokenEndpointAuth,
     TokenSet,
 };
-use mcp_proto::{TaskEra, TaskHandle};
+use mcp_proto::task::{TaskEra, TaskHandle};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -534,7 +534,7 @@ mod tests {
             task_id: id.into(),
             era,
             ttl,
-            status: mcp_proto::TaskStatus::Working,
+            status: mcp_proto::task::TaskStatus::Working,
             status_message: None,
             session_id: (era == TaskEra::Legacy).then(|| "session-9".to_owned()),
         };

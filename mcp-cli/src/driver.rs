@@ -115,7 +115,7 @@ impl Client {
     }
 
     /// Presents `token` from the first request on.
-    pub(crate) fn set_token(&mut self, token: mcp_proto::mcp_auth::AccessToken) {
+    pub(crate) fn set_token(&mut self, token: mcp_auth::AccessToken) {
         match self {
             Self::Blocking(client) => client.set_token(token),
             Self::Tokio(_, client) => client.set_token(token),

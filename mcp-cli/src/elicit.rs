@@ -9,7 +9,8 @@
 //! write to the terminal through it.
 
 use clap::ValueEnum;
-use mcp_proto::{QUOTE_LIMIT, RpcError, clip};
+use mcp_auth::{QUOTE_LIMIT, clip};
+use mcp_proto::RpcError;
 use serde_json::{Value, json};
 
 /// How a form elicitation is answered.
@@ -35,7 +36,7 @@ pub(crate) fn shown(text: &str) -> String {
 pub(crate) fn respond(mode: Elicit, params: &Value) -> Result<Value, RpcError> {
     let message = shown(params.get("message").and_then(Value::as_str).unwrap_or(""));
     let decline = json!({"action": "decline"});
-    if let Some(page) = mcp_proto::UrlElicitation::of(params) {
+    if let Some(page) = mcp_proto::message::UrlElicitation::of(params) {
         let domain = page
             .domain
             .as_deref()
@@ -48,7 +49,7 @@ pub(crate) fn respond(mode: Elicit, params: &Value) -> Result<Value, RpcError> {
     }
     let answer = match mode {
         Elicit::Decline => decline,
-        Elicit::Defaults => mcp_proto::accept_elicitation_with_defaults(params),
+        Elicit::Defaults => mcp_proto::message::accept_elicitation_with_defaults(params),
     };
     let action = answer["action"].as_str().unwrap_or("decline");
     eprintln!("elicitation: {message} ({action})");

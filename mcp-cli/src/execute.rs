@@ -141,13 +141,13 @@ fn task_handle(
     kept: Option<&(Arc<FileStore>, String)>,
     label: &str,
     id: &str,
-) -> mcp_proto::TaskHandle {
+) -> mcp_proto::task::TaskHandle {
     let kept = kept.and_then(|(store, url)| store.task(url, id));
     let (era, session_id) = kept.unwrap_or(match cli.protocol {
-        Protocol::Pin(version) if !version.is_modern() => (mcp_proto::TaskEra::Legacy, None),
-        _ => (mcp_proto::TaskEra::Modern, None),
+        Protocol::Pin(version) if !version.is_modern() => (mcp_proto::task::TaskEra::Legacy, None),
+        _ => (mcp_proto::task::TaskEra::Modern, None),
     });
-    let mut task = mcp_proto::TaskHandle::new(label, id, era);
+    let mut task = mcp_proto::task::TaskHandle::new(label, id, era);
     task.session_id = session_id;
     task
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use mcp_proto::Authorize;
+use mcp_proto::driver::Authorize;
 
 /// The port the redirect comes back to when it is free (a fixed one keeps the redirect URI of
 /// a registration the same from one login to the next).

@@ -79,7 +79,7 @@ pub(crate) fn report_error(
 
 /// Names the task still running on the server when the budget ended: `task: <id>` on
 /// stderr, or with `--json` one object `{"task":{"id","status","message","ttl_ms"}}`.
-pub(crate) fn report_task(json: bool, task: &mcp_proto::TaskHandle) {
+pub(crate) fn report_task(json: bool, task: &mcp_proto::task::TaskHandle) {
     if json {
         let value = serde_json::json!({"task": {
             "id": task.task_id,

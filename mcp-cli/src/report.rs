@@ -31,7 +31,7 @@ pub(crate) struct Reporter {
 struct State {
     trace: bool,
     /// `--log-level`: the server's log messages at this level and above go to stderr.
-    logs: Option<mcp_proto::LogLevel>,
+    logs: Option<mcp_proto::message::LogLevel>,
     interactive: bool,
     budget: Budget,
     started: Instant,
@@ -44,7 +44,7 @@ struct State {
 impl Reporter {
     pub(crate) fn new(
         trace: bool,
-        logs: Option<mcp_proto::LogLevel>,
+        logs: Option<mcp_proto::message::LogLevel>,
         interactive: bool,
         budget: Budget,
     ) -> Self {
@@ -170,7 +170,7 @@ impl Observer for Reporter {
             if let Some(log) = notification.log() {
                 let state = self.state();
                 let asked = state.logs;
-                let level = mcp_proto::LogLevel::parse(&log.level);
+                let level = mcp_proto::message::LogLevel::parse(&log.level);
                 if asked.is_some_and(|asked| level.is_none_or(|level| level >= asked)) {
                     let line = log_line(&log);
                     match &state.spinner {
@@ -227,7 +227,7 @@ impl Observer for Reporter {
 
 /// One notification as one JSON line on stdout, flushed at once: a pipe reader sees it when
 /// it comes, not when a buffer fills.
-fn print_notification(notification: &mcp_proto::Notification) {
+fn print_notification(notification: &mcp_proto::message::Notification) {
     use std::io::Write;
     let line = serde_json::json!({"method": notification.method, "params": notification.params});
     let mut stdout = std::io::stdout().lock();
@@ -236,7 +236,7 @@ fn print_notification(notification: &mcp_proto::Notification) {
 
 /// A server's log message as one line: `log <level>[ <logger>]: <data>` (a string as it is,
 /// anything else as compact JSON), clipped, control characters folded.
-fn log_line(log: &mcp_proto::LogMessage) -> String {
+fn log_line(log: &mcp_proto::message::LogMessage) -> String {
     let data = match &log.data {
         serde_json::Value::String(text) => text.clone(),
         other => other.to_string(),

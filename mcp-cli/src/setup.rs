@@ -154,8 +154,8 @@ fn oauth(
     redirect_uri: &str,
     store: std::sync::Arc<credentials::FileStore>,
 ) -> Result<OAuth, String> {
-    use mcp_proto::mcp_auth::{ClientConfig, Grant, PreRegisteredClient, PrivateKey};
-    let unusable = |e: mcp_proto::mcp_auth::AuthError| e.to_string();
+    use mcp_auth::{ClientConfig, Grant, PreRegisteredClient, PrivateKey};
+    let unusable = |e: mcp_auth::AuthError| e.to_string();
     let grant = match (&cli.client_key, cli.grant) {
         (Some(path), _) => {
             let pem = std::fs::read_to_string(path)

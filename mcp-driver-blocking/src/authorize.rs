@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use mcp_proto::Authorize;
+use mcp_proto::driver::Authorize;
 
 /// Gets a person to approve an authorization: opens (or prints) `step.url`, waits at most
 /// `step.timeout` for the redirect, and returns the redirect URL the browser was sent to.

@@ -14,8 +14,9 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_driver_common::shell::SessionSignal;
+use mcp_proto::driver::Authorize;
 use mcp_proto::driver::{Input, Leg, Operation, Output};
-use mcp_proto::{Authorize, Clock, Error, MonotonicClock, Observer, Outcome, Session};
+use mcp_proto::{Clock, Error, MonotonicClock, Observer, Outcome, Session};
 
 use crate::lanes::Shared;
 use crate::trace;

@@ -8,8 +8,9 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegStatus, Operation, TransportError};
-use mcp_proto::{Clock, LegKind, MonotonicClock, TransportErrorKind};
+use mcp_proto::{Clock, MonotonicClock, TransportErrorKind};
 
 use crate::bodies::{Body, Kept};
 use crate::connector;

@@ -111,10 +111,17 @@ use mcp_proto::{Action, Clock, Error, MonotonicClock, OperationDeadline, Outcome
 
 pub use authorize::{Authorizer, HeadlessAuthorizer};
 pub use lanes::CancelHandle;
+/// The OAuth core the operation runs (its client configuration, grants, tokens), re-exported
+/// for the same reason.
+pub use mcp_auth;
 pub use mcp_driver_common::SessionGuard;
 /// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
 /// same type the tokio driver takes): build one for [`Client::with_network`].
 pub use mcp_driver_common::network::Network;
+/// The core this driver runs (its actions, outcomes, errors, configuration, request types),
+/// re-exported so a caller needs no second dependency and never a second version of it; the
+/// tokio driver re-exports the same two crates.
+pub use mcp_proto;
 
 use lanes::Shared;
 

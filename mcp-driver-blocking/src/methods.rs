@@ -9,13 +9,14 @@
 
 use std::sync::Arc;
 
+use mcp_auth::AccessToken;
 use mcp_driver_common::SessionGuard;
 use mcp_driver_common::shell::typed;
-use mcp_proto::mcp_auth::AccessToken;
 use mcp_proto::request::{OneRequest, Request};
+use mcp_proto::task::TaskHandle;
 use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, Listed, Listing, MonotonicClock, Observer,
-    OperationDeadline, Outcome, SessionConfig, SessionInfo, TaskHandle, Tool,
+    OperationDeadline, Outcome, SessionConfig, SessionInfo, Tool,
 };
 use serde_json::{Map, Value};
 

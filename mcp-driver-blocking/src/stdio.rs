@@ -18,8 +18,9 @@ use std::process::ChildStdin;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, Leg, Operation, ProcessExit};
-use mcp_proto::{Clock, LegKind, MonotonicClock, StdioCommand};
+use mcp_proto::{Clock, MonotonicClock, StdioCommand};
 
 use crate::drive::Wire;
 use crate::lanes::{Shared, Wake};

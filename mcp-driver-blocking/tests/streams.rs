@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::{Recorder, client, config, text_args};
 use mcp_driver_blocking::Client;
-use mcp_proto::accept_elicitation_with_defaults;
-use mcp_proto::{Error, Event, LegEnd, LegKind};
+use mcp_proto::driver::LegKind;
+use mcp_proto::message::accept_elicitation_with_defaults;
+use mcp_proto::{Error, Event, LegEnd};
 use mcp_testkit::{Hostile, Script, ServerRequest, TestServer};
 
 /// A server whose `tools/call` answer stream first asks the client to elicit a name, waits for

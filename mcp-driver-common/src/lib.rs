@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OsEntropy;
 
-impl mcp_proto::mcp_auth::Entropy for OsEntropy {
+impl mcp_auth::Entropy for OsEntropy {
     fn fill(&mut self, buf: &mut [u8]) {
         // Without an OS random source nothing secret can be made: better to stop than to
         // hand out guessable values.

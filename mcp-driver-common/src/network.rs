@@ -51,8 +51,9 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
+use mcp_auth::clip;
 use mcp_proto::driver::TransportError;
-use mcp_proto::{Error, TransportErrorKind, clip};
+use mcp_proto::{Error, TransportErrorKind};
 
 /// The environment variables a [`Network`] reads for proxies, in the order they are tried.
 const HTTPS_VARS: [&str; 4] = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"];

@@ -1,8 +1,8 @@
 //! A local (stdio) server's process as both drivers start and end it: the command a
 //! [`StdioCommand`] describes ([`command`]), the close's SIGTERM ([`terminate`], the
-//! [`LegKind::Terminate`](mcp_proto::LegKind::Terminate) step), the one rule for a process
+//! [`LegKind::Terminate`](mcp_proto::driver::LegKind::Terminate) step), the one rule for a process
 //! that gets no time ([`kill_at_once`]), which the kill leg
-//! ([`LegKind::Kill`](mcp_proto::LegKind::Kill)) and a dropped client both follow, and the
+//! ([`LegKind::Kill`](mcp_proto::driver::LegKind::Kill)) and a dropped client both follow, and the
 //! end of what a server that exited leaves behind ([`end_group_if_exited`]).
 //!
 //! # The server's whole process tree is the client's
@@ -61,7 +61,7 @@ pub fn command(stdio: &StdioCommand) -> Command {
 
 /// Sends SIGTERM to the server whose process is `pid` and to the rest of its process group,
 /// without waiting: the terminate step of a close
-/// ([`LegKind::Terminate`](mcp_proto::LegKind::Terminate)). Elsewhere than on Unix it does
+/// ([`LegKind::Terminate`](mcp_proto::driver::LegKind::Terminate)). Elsewhere than on Unix it does
 /// nothing: the kill that follows at the close's end ends the process. `None` (a process
 /// already reaped) sends nothing. The caller must pass only the pid of a child it has not
 /// reaped (see the module docs: then no other process can have it).
@@ -247,8 +247,8 @@ pub trait Steps {
 }
 
 /// Carries out a step of a close at once, on `child` (none: a process already gone): a
-/// [`LegKind::Shutdown`](mcp_proto::LegKind::Shutdown) closes its stdin, a
-/// [`LegKind::Terminate`](mcp_proto::LegKind::Terminate) sends it SIGTERM. Returns what to tell
+/// [`LegKind::Shutdown`](mcp_proto::driver::LegKind::Shutdown) closes its stdin, a
+/// [`LegKind::Terminate`](mcp_proto::driver::LegKind::Terminate) sends it SIGTERM. Returns what to tell
 /// the operation: the step is done, or, with no process to step, that it has ended (so the
 /// close waits for no exit that cannot come). The waits between steps are the operation's.
 pub fn close_step<C: Steps>(
@@ -263,7 +263,7 @@ pub fn close_step<C: Steps>(
     let Some(child) = child else {
         return mcp_proto::driver::Input::Exit(&GONE);
     };
-    if leg.kind == mcp_proto::LegKind::Shutdown {
+    if leg.kind == mcp_proto::driver::LegKind::Shutdown {
         child.close_stdin();
     } else {
         terminate(child.pid());
@@ -374,7 +374,7 @@ mod tests {
             mcp_proto::driver::Output::Transmit(leg) => leg,
             other => panic!("{other:?}"),
         };
-        leg.kind = mcp_proto::LegKind::Shutdown;
+        leg.kind = mcp_proto::driver::LegKind::Shutdown;
         assert!(matches!(
             close_step::<Stepped>(&leg, None),
             mcp_proto::driver::Input::Exit(_)

@@ -14,8 +14,9 @@
 
 #[cfg(feature = "tracing")]
 mod on {
+    use mcp_proto::driver::LegKind;
     use mcp_proto::driver::Operation;
-    use mcp_proto::{Error, Fault, LegKind, LegReport, Outcome};
+    use mcp_proto::{Error, Fault, LegReport, Outcome};
     use tracing::field::Empty;
 
     pub use tracing::Span;
@@ -92,8 +93,9 @@ mod on {
 
 #[cfg(not(feature = "tracing"))]
 mod on {
+    use mcp_proto::driver::LegKind;
     use mcp_proto::driver::Operation;
-    use mcp_proto::{Error, LegKind, LegReport, Outcome};
+    use mcp_proto::{Error, LegReport, Outcome};
 
     /// Stands for a span when the `tracing` feature is off: does nothing.
     #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use bytes::Bytes;
 use http_body_util::Full;
 
-use mcp_proto::Authorize;
+use mcp_proto::driver::Authorize;
 
 use crate::leg::{Http, http_client};
 

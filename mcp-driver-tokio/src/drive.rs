@@ -15,8 +15,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcp_proto::driver::Authorize;
 use mcp_proto::driver::{Input, Operation, Output};
-use mcp_proto::{Authorize, Clock, Error, Observer, Outcome};
+use mcp_proto::{Clock, Error, Observer, Outcome};
 use tokio::sync::futures::Notified;
 use tokio::time::{Instant as TokioInstant, Sleep, sleep_until};
 

@@ -19,18 +19,18 @@
 //!   number of operations in flight on one session, one handshake for all of them.
 //! * Cancellation: dropping the future drops the request in flight (its connection is closed);
 //!   a [`CancelHandle`] ends the operation in flight from another task with
-//!   [`Error::Cancelled`].
+//!   [`Error::Cancelled`](mcp_proto::Error::Cancelled).
 //! * Reporting: every leg's grant and measured duration, and every server event, to an
-//!   [`Observer`].
+//!   [`Observer`](mcp_proto::Observer).
 //! * Every leg `mcp-proto` asks for, read side by side in one `select!`: answers to server
 //!   requests sent while a stream is read, the session's standalone stream
-//!   ([`SessionConfig::with_listen`]), resumption of a closed stream with `GET` and
+//!   ([`SessionConfig::with_listen`](mcp_proto::SessionConfig::with_listen)), resumption of a closed stream with `GET` and
 //!   `Last-Event-ID`, and optionally a best-effort `notifications/cancelled` for a cancelled
-//!   `tools/call` ([`SessionConfig::with_cancel_notice`]).
+//!   `tools/call` ([`SessionConfig::with_cancel_notice`](mcp_proto::SessionConfig::with_cancel_notice)).
 //!
 //! # Out of scope
 //! * Policy of any kind: retries, backoff, budgets other than the one the caller set.
-//! * Redirects (hyper does not follow them; a 3xx ends the leg as [`Error::HttpStatus`]),
+//! * Redirects (hyper does not follow them; a 3xx ends the leg as [`Error::HttpStatus`](mcp_proto::Error::HttpStatus)),
 //!   HTTP/2, SOCKS proxies (HTTP `CONNECT` proxies are in scope, see above), client
 //!   certificates.
 //!
@@ -108,13 +108,14 @@ pub use authorize::{AuthorizeFuture, Authorizer, HeadlessAuthorizer};
 pub use cancel::CancelHandle;
 pub use client::Client;
 pub use clock::TokioClock;
+/// The OAuth core the operation runs (its client configuration, grants, tokens), re-exported
+/// for the same reason.
+pub use mcp_auth;
 pub use mcp_driver_common::SessionGuard;
 /// What the client's connections trust and which proxy they use (`mcp-driver-common`'s, the
 /// same type the blocking driver takes): build one for [`Client::with_network`].
 pub use mcp_driver_common::network::Network;
-
-#[doc(no_inline)]
-pub use mcp_proto::{
-    Action, Budget, CallToolResult, Error, Observer, Outcome, Resolution, Session, SessionConfig,
-    SessionInfo, Tool,
-};
+/// The core this driver runs (its actions, outcomes, errors, configuration, request types),
+/// re-exported so a caller needs no second dependency and never a second version of it; the
+/// blocking driver re-exports the same two crates.
+pub use mcp_proto;

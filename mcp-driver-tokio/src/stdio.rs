@@ -9,8 +9,9 @@
 
 use std::time::{Duration, Instant};
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, Leg, Operation, ProcessExit};
-use mcp_proto::{Clock, LegKind, StdioCommand};
+use mcp_proto::{Clock, StdioCommand};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::time::Instant as TokioInstant;

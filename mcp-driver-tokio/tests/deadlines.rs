@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::{Recorder, cancel_once, client, config, echo, eventually};
 use mcp_driver_tokio::Client;
-use mcp_proto::{Budget, Error, LegEnd, LegKind};
+use mcp_proto::driver::LegKind;
+use mcp_proto::{Budget, Error, LegEnd};
 use mcp_testkit::{Hostile, Script, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

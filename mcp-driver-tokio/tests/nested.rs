@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{Recorder, config, echo};
 use mcp_driver_tokio::Client;
-use mcp_proto::{Event, LegEnd, LegKind};
+use mcp_proto::driver::LegKind;
+use mcp_proto::{Event, LegEnd};
 use mcp_testkit::{AnswerMode, Script, ServerRequest, TestServer};
 use serde_json::json;
 
@@ -86,7 +87,7 @@ async fn a_server_ping_on_the_stream_is_answered_with_a_nested_leg() {
 async fn an_elicitation_is_answered_by_the_registered_responder() {
     let server = start(ServerRequest::elicit_name(7, "Ada"));
     let config = config(&server).respond_to("elicitation/create", |params| {
-        Ok(mcp_proto::accept_elicitation_with_defaults(params))
+        Ok(mcp_proto::message::accept_elicitation_with_defaults(params))
     });
     let client = Client::new(config);
     let result = tokio::time::timeout(Duration::from_secs(10), client.call_tool("echo", echo("x")))

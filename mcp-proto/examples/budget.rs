@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegStatus, Output};
-use mcp_proto::{Clock, LegKind, ManualClock, Session, SessionConfig};
+use mcp_proto::{Clock, ManualClock, Session, SessionConfig};
 use serde_json::{Map, Value, json};
 
 /// Plays a server whose legs take `durations` seconds, printing each leg.

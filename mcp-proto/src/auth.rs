@@ -14,7 +14,7 @@ use mcp_auth::{ClientConfig, CredentialStore, MemoryStore};
 ///
 /// ```
 /// use mcp_proto::{OAuth, SessionConfig};
-/// use mcp_proto::mcp_auth::ClientConfig;
+/// use mcp_auth::ClientConfig;
 ///
 /// let client = ClientConfig::new("http://127.0.0.1:8976/callback")?.with_client_name("agent");
 /// let config = SessionConfig::new("https://mcp.example.com/mcp")?.with_oauth(OAuth::new(client));

@@ -192,8 +192,8 @@ impl Tool {
 
     /// Whether the tool runs as a task (`execution.taskSupport`, 2025-11-25; forbidden when
     /// the listing says nothing).
-    pub fn task_support(&self) -> crate::TaskSupport {
-        crate::TaskSupport::of_tool(&self.raw)
+    pub fn task_support(&self) -> crate::task::TaskSupport {
+        crate::task::TaskSupport::of_tool(&self.raw)
     }
 }
 

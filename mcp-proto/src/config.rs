@@ -64,7 +64,7 @@ pub struct SessionConfig {
     /// Whether the elicitation capability offers URL mode too.
     url_elicitation: bool,
     /// The least severe log message the server is asked to send, if any.
-    log_level: Option<crate::LogLevel>,
+    log_level: Option<crate::message::LogLevel>,
     /// The pinned version, or `None` to detect the server's era.
     protocol_version: Option<ProtocolVersion>,
     /// The URL exactly as the caller gave it (a 2025-03-26 server's OAuth `resource`).
@@ -228,7 +228,8 @@ impl SessionConfig {
     /// an answer after the budget's end is not sent.
     ///
     /// ```
-    /// use mcp_proto::{SessionConfig, accept_elicitation_with_defaults};
+    /// use mcp_proto::{SessionConfig};
+    /// use mcp_proto::message::{accept_elicitation_with_defaults};
     /// let config = SessionConfig::new("http://127.0.0.1:3000/mcp")?
     ///     .respond_to("elicitation/create", |params| Ok(accept_elicitation_with_defaults(params)));
     /// # Ok::<(), mcp_proto::Error>(())
@@ -247,7 +248,7 @@ impl SessionConfig {
     /// Offers URL-mode elicitation too (default: off): with a responder for
     /// `elicitation/create`, the capability then says `{"form": {}, "url": {}}`, and the
     /// server may ask the person to open a page. The responder gets the request's params;
-    /// [`UrlElicitation::of`](crate::UrlElicitation::of) reads the URL and its domain, which
+    /// [`UrlElicitation::of`](crate::message::UrlElicitation::of) reads the URL and its domain, which
     /// a person must see before anything is opened.
     pub fn with_url_elicitation(mut self, on: bool) -> Self {
         self.url_elicitation = on;
@@ -281,7 +282,7 @@ impl SessionConfig {
     ///
     /// When on, the operation hands the notice out as one more leg after
     /// [`Input::Cancel`](crate::driver::Input::Cancel), granted what is left of the budget but
-    /// at most [`CANCEL_NOTICE_GRANT`](crate::CANCEL_NOTICE_GRANT)
+    /// at most [`CANCEL_NOTICE_GRANT`](crate::driver::CANCEL_NOTICE_GRANT)
     /// ([`leg_grant`](crate::driver::leg_grant)), and returns [`Error::Cancelled`] once its
     /// response head arrived or that grant ran out: a cancel then takes up to a second instead
     /// of returning at once. Over HTTP a notice that would go out with the budget spent is not
@@ -489,15 +490,15 @@ impl SessionConfig {
     /// (the server then sends them on that request's answer); in the legacy era a session's
     /// handshake is followed by `logging/setLevel` (when the server declares `logging`), a leg
     /// of the same budget whose refusal changes nothing. The messages come out as events
-    /// ([`Notification::log`](crate::Notification::log)). MCP deprecates logging as of
+    /// ([`Notification::log`](crate::message::Notification::log)). MCP deprecates logging as of
     /// 2026-07-28; servers still send it.
-    pub fn with_log_level(mut self, level: crate::LogLevel) -> Self {
+    pub fn with_log_level(mut self, level: crate::message::LogLevel) -> Self {
         self.log_level = Some(level);
         self
     }
 
     /// The least severe log message the server is asked to send, if any.
-    pub fn log_level(&self) -> Option<crate::LogLevel> {
+    pub fn log_level(&self) -> Option<crate::message::LogLevel> {
         self.log_level
     }
 

@@ -11,7 +11,14 @@
 //! Nothing here decides anything: the operation decides, the driver carries it out.
 #![doc = include_str!("operation/driving.md")]
 
+pub use crate::config::DEADLINE_META_KEY;
+pub use crate::model::LABEL_LIMIT;
 pub use crate::operation::{
-    DRAIN_BYTES, DRAIN_WAIT, Input, Leg, LegId, LegStatus, Operation, Output, ProcessExit, ReplyId,
-    ServerRequest, TransportError, drain_until, leg_grant,
+    Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, DRAIN_BYTES, DRAIN_WAIT, Input,
+    LISTEN_HEAD_WAIT, Leg, LegId, LegKind, LegStatus, MAX_REISSUES, MAX_RESUMPTIONS, Operation,
+    Output, ProcessExit, ReplyId, ServerRequest, TransportError, drain_until, leg_grant,
+};
+pub use crate::wire::{
+    LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
+    SESSION_HEADER,
 };

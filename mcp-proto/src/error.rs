@@ -290,7 +290,7 @@ pub enum Error {
     /// again under a new budget or to cancel.
     #[error(
         "The {budget} operation budget for MCP server \"{server}\" ran out while its task \"{}\" was {}; {}",
-        crate::clip(&task.task_id, crate::QUOTE_LIMIT),
+        mcp_auth::clip(&task.task_id, mcp_auth::QUOTE_LIMIT),
         task.status,
         if *cancel_sent {
             "it was asked to cancel (tasks/cancel), as configured"
@@ -550,7 +550,7 @@ mod tests {
             " t\u{e2}che\t1\n[fake] log line\u{1b}[31m {}",
             "x".repeat(300)
         );
-        let mut task = TaskHandle::new("example.org:443", id.clone(), crate::TaskEra::Modern);
+        let mut task = TaskHandle::new("example.org:443", id.clone(), crate::task::TaskEra::Modern);
         task.status_message = Some("working".into());
         let err = Error::TaskRunning {
             server: "example.org:443".into(),

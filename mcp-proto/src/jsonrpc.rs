@@ -37,7 +37,7 @@ impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Number(n) => write!(f, "{n}"),
-            Self::String(s) => write!(f, "\"{}\"", crate::clip(s, 40)),
+            Self::String(s) => write!(f, "\"{}\"", mcp_auth::clip(s, 40)),
         }
     }
 }

@@ -21,7 +21,7 @@
 //!   [`DRAIN_BYTES`](driver::DRAIN_BYTES)).
 //! * Tasks, both eras ([`SessionConfig::with_tasks`]): a tool call the server runs as a task
 //!   is polled inside the same budget; one still running when the budget ends is handed back
-//!   ([`Error::TaskRunning`], [`TaskHandle`]) to resume ([`Session::resume_task`]) or cancel
+//!   ([`Error::TaskRunning`], [`TaskHandle`](task::TaskHandle)) to resume ([`Session::resume_task`]) or cancel
 //!   ([`Session::cancel_task`]) under a new budget, and a cancelled call cancels its task.
 //!
 //! * Authorization ([`OAuth`], run by `mcp-auth`, re-exported as [`mcp_auth`]): a 401 starts an
@@ -66,9 +66,10 @@
 //! | `jsonrpc`     | JSON-RPC envelopes out, classification in                             |
 //! | [`sse`]       | the incremental event-stream parser                                   |
 //! | `model`       | typed results ([`CallToolResult`], [`SessionInfo`], ...)              |
+//! | [`message`]   | what a server sends of its own, read into types: notifications, elicitations |
 //! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
-//! | `skills`      | the skills extension: entries, and the checks of a loaded file        |
-//! | `task`        | tasks: both eras' shapes read into one state, the handle, the poll timing |
+//! | [`skills`]    | the skills extension: entries, and the checks of a loaded file        |
+//! | [`task`]      | tasks: both eras' shapes read into one state, the handle, the poll timing |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
 //! | `tls`         | [`TlsProblem`] and the sentence of each                               |
 //! | `observe`     | [`Observer`]: where drivers pass on each [`LegReport`] and [`Event`]  |
@@ -156,15 +157,16 @@ pub mod driver;
 mod error;
 mod headers;
 mod jsonrpc;
+pub mod message;
 mod model;
 mod observe;
 mod operation;
 pub mod request;
 mod session;
-mod skills;
+pub mod skills;
 pub mod sse;
 mod start;
-mod task;
+pub mod task;
 mod tls;
 mod transport;
 mod wire;
@@ -174,32 +176,16 @@ pub use catalog::{
     CacheHint, CacheScope, ListKind, Listing, Prompt, Resource, ResourceTemplate, Tool,
 };
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use config::{DEADLINE_META_KEY, SessionConfig};
+pub use config::SessionConfig;
 pub use deadline::{Budget, Exhausted, OperationDeadline, Resolution};
 pub use error::{Error, Fault};
 pub use jsonrpc::{RequestId, RpcError};
-/// The OAuth core the operation runs (re-exported so callers configure it without naming
-/// another dependency).
-pub use mcp_auth;
-/// One way to quote server text, shared with `mcp-auth`: control characters folded to a
-/// space, at most [`QUOTE_LIMIT`] characters, an ellipsis where it was cut.
-pub use mcp_auth::{QUOTE_LIMIT, clip};
 pub use model::{
-    CallToolResult, ClientInfo, Content, Era, LABEL_LIMIT, LogLevel, LogMessage, Notification,
-    Progress, ProtocolVersion, ServerInfo, SessionInfo, Subscription, SubscriptionEnd,
-    UrlElicitation, accept_elicitation_with_defaults,
+    CallToolResult, ClientInfo, Content, Era, ProtocolVersion, ServerInfo, SessionInfo,
+    Subscription, SubscriptionEnd,
 };
 pub use observe::{NoObserver, Observer};
-pub use operation::{
-    Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, Event, LISTEN_HEAD_WAIT, LegEnd,
-    LegKind, LegReport, Listed, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, TransportErrorKind,
-};
+pub use operation::{Action, Event, LegEnd, LegReport, Listed, Outcome, TransportErrorKind};
 pub use session::{Session, SessionUpdate};
-pub use skills::{LoadedSkill, Skill, SkillFile};
-pub use task::{TaskEra, TaskHandle, TaskStatus, TaskSupport};
 pub use tls::TlsProblem;
 pub use transport::{StdioCommand, Transport};
-pub use wire::{
-    LAST_EVENT_ID_HEADER, MAX_SESSION_ID_LEN, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
-    SESSION_HEADER,
-};

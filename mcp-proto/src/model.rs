@@ -473,7 +473,7 @@ pub(crate) fn server_info(value: Option<&Value>) -> ServerInfo {
 /// instead: an acceptance without it would break the server's schema.
 ///
 /// ```
-/// use mcp_proto::accept_elicitation_with_defaults;
+/// use mcp_proto::message::accept_elicitation_with_defaults;
 /// use serde_json::json;
 /// let params = json!({"message": "?", "requestedSchema": {"type": "object", "properties": {
 ///     "name": {"type": "string", "default": "Ada"}, "age": {"type": "integer", "default": 36},

@@ -37,7 +37,7 @@ use crate::transport::LineFramer;
 pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
 /// The tools that may run as tasks (2025-11-25 `execution.taskSupport`), by name: a tool not
 /// in it is forbidden.
-pub(crate) type TaskTools = HashMap<String, crate::TaskSupport>;
+pub(crate) type TaskTools = HashMap<String, crate::task::TaskSupport>;
 
 /// A session with one server.
 ///

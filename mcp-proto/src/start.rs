@@ -69,14 +69,14 @@ impl Session {
     ///
     /// The handle must come from a session to the same server: the task id means nothing to
     /// another one (it answers with an error).
-    pub fn resume_task(&mut self, task: crate::TaskHandle, now: Instant) -> Operation {
+    pub fn resume_task(&mut self, task: crate::task::TaskHandle, now: Instant) -> Operation {
         self.start(Action::ResumeTask(task), self.default_deadline(now))
     }
 
     /// Starts a `tasks/cancel` of `task` under the configured budget. The server's
     /// acknowledgement ends it ([`Outcome::TaskCancelRequested`](crate::Outcome)); cancelling
     /// is cooperative, so the task may still end otherwise.
-    pub fn cancel_task(&mut self, task: crate::TaskHandle, now: Instant) -> Operation {
+    pub fn cancel_task(&mut self, task: crate::task::TaskHandle, now: Instant) -> Operation {
         self.start(Action::CancelTask(task), self.default_deadline(now))
     }
 
@@ -96,7 +96,7 @@ impl Session {
     /// With budget left it is [`close`](Self::close) under that rest. Once `spent` is spent,
     /// nothing waits: over HTTP no `DELETE` is sent (the operation ends with
     /// [`Error::BudgetExhausted`](crate::Error::BudgetExhausted); a legacy session then expires by the server's idle
-    /// timeout), and over stdio the server process is ended at once ([`LegKind::Kill`](crate::LegKind::Kill)). The
+    /// timeout), and over stdio the server process is ended at once ([`LegKind::Kill`](crate::driver::LegKind::Kill)). The
     /// session is forgotten either way.
     pub fn close_within(&mut self, spent: &OperationDeadline, now: Instant) -> Operation {
         let deadline = spent.remainder(now, crate::SessionConfig::CLOSE_BUDGET_CAP);

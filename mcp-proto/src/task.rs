@@ -4,8 +4,8 @@
 //! server alone decides to answer `tools/call` with `resultType: "task"`, and the client polls
 //! `tasks/get`. 2025-11-25 has them in the core (experimental): `tools/call` with
 //! `params.task`, answered with `{task: {...}}`, then `tasks/get` and `tasks/result`. This
-//! module reads what the server says of a task, in either era's shape, into one [`TaskState`].
-//! It also holds the rule that times the next poll inside the budget ([`next_poll`]), and the
+//! module reads what the server says of a task, in either era's shape, into one `TaskState`.
+//! It also holds the rule that times the next poll inside the budget (`next_poll`), and the
 //! [`TaskHandle`] a caller gets back when the budget runs out while the task is still running.
 //!
 //! What it must never do: read a clock (time is an argument), send anything, or decide when

@@ -5,8 +5,9 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::{
-    Action, Budget, Clock, Error, LegKind, ManualClock, OperationDeadline, Resolution, Session,
+    Action, Budget, Clock, Error, ManualClock, OperationDeadline, Resolution, Session,
     SessionConfig,
 };
 use serde_json::{Map, json};

@@ -6,12 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_auth::{ClientConfig, ClientCredentials, CredentialStore, Entropy, MemoryStore, TokenSet};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegStatus, Output};
-use mcp_proto::mcp_auth::{
-    ClientConfig, ClientCredentials, CredentialStore, Entropy, MemoryStore, TokenSet,
-};
 use mcp_proto::{
-    Budget, Clock, Error, LegKind, ManualClock, OAuth, ProtocolVersion, Session, SessionConfig,
+    Budget, Clock, Error, ManualClock, OAuth, ProtocolVersion, Session, SessionConfig,
 };
 use serde_json::{Map, json};
 

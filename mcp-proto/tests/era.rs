@@ -5,7 +5,8 @@
 
 mod support;
 
-use mcp_proto::{Clock, Era, Error, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig};
+use mcp_proto::driver::LegKind;
+use mcp_proto::{Clock, Era, Error, ManualClock, ProtocolVersion, Session, SessionConfig};
 use serde_json::{Map, Value, json};
 use support::{Answer, drive, first_then_healthy, healthy, refused};
 

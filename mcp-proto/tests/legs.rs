@@ -7,8 +7,9 @@ mod support;
 use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegStatus, Output, TransportError};
-use mcp_proto::{Clock, Error, Fault, LegKind, ManualClock, Session, TransportErrorKind};
+use mcp_proto::{Clock, Error, Fault, ManualClock, Session, TransportErrorKind};
 use serde_json::{Map, json};
 use support::{PollPastReports, config, drive, healthy, json_head, live_session, secs, sse_head};
 
@@ -405,7 +406,7 @@ fn every_error_says_whose_fault_it_is() {
         (
             Error::Authorization {
                 server: server(),
-                error: mcp_proto::mcp_auth::AuthError::ResourceMismatch {
+                error: mcp_auth::AuthError::ResourceMismatch {
                     server: "https://s/mcp".into(),
                     resource: "https://other/mcp".into(),
                 },
@@ -415,7 +416,7 @@ fn every_error_says_whose_fault_it_is() {
         (
             Error::Authorization {
                 server: server(),
-                error: mcp_proto::mcp_auth::AuthError::TokenRejected {
+                error: mcp_auth::AuthError::TokenRejected {
                     endpoint: "https://issuer/token".into(),
                     status: 400,
                     error: Some("invalid_grant".into()),

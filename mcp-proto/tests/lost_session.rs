@@ -7,9 +7,8 @@
 
 mod support;
 
-use mcp_proto::{
-    Clock, Error, LegKind, ManualClock, Outcome, Session, SessionConfig, Subscription,
-};
+use mcp_proto::driver::LegKind;
+use mcp_proto::{Clock, Error, ManualClock, Outcome, Session, SessionConfig, Subscription};
 use serde_json::Map;
 use support::{Answer, drive, healthy, live_session};
 

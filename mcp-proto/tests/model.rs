@@ -21,10 +21,11 @@
 use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegId, LegStatus, Operation, Output, TransportError};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, LegKind, ManualClock, OperationDeadline, Outcome,
-    Resolution, Session, SessionConfig, TransportErrorKind,
+    Action, Budget, Clock, Error, Event, ManualClock, OperationDeadline, Outcome, Resolution,
+    Session, SessionConfig, TransportErrorKind,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

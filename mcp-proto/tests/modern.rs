@@ -6,10 +6,9 @@
 mod support;
 
 use mcp_proto::driver::Input;
-use mcp_proto::{
-    Clock, Error, LegKind, ManualClock, ProtocolVersion, Session, SessionConfig,
-    accept_elicitation_with_defaults,
-};
+use mcp_proto::driver::LegKind;
+use mcp_proto::message::accept_elicitation_with_defaults;
+use mcp_proto::{Clock, Error, ManualClock, ProtocolVersion, Session, SessionConfig};
 use serde_json::{Map, json};
 use support::{Answer, PollPastReports, drive, refused};
 
@@ -454,7 +453,7 @@ fn a_request_whose_streams_keep_breaking_is_sent_again_at_most_twice() {
         "{:?}",
         run.result
     );
-    assert_eq!(run.legs.len(), 1 + mcp_proto::MAX_REISSUES as usize);
+    assert_eq!(run.legs.len(), 1 + mcp_proto::driver::MAX_REISSUES as usize);
 }
 
 #[test]

@@ -11,8 +11,9 @@ use support::FeedAnswer;
 use std::collections::HashSet;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, Leg, Operation, Output, TransportError};
-use mcp_proto::{Clock, Error, LegKind, ManualClock, Outcome, Session, TransportErrorKind};
+use mcp_proto::{Clock, Error, ManualClock, Outcome, Session, TransportErrorKind};
 use serde_json::{Map, Value, json};
 use support::{PollPastReports, config, json_head, live_session, secs};
 

@@ -7,10 +7,11 @@ use support::FeedAnswer;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, Output};
 use mcp_proto::sse::SseParser;
 use mcp_proto::{
-    Action, Budget, Clock, Error, LegKind, ManualClock, OperationDeadline, Resolution, Session,
+    Action, Budget, Clock, Error, ManualClock, OperationDeadline, Resolution, Session,
     SessionConfig,
 };
 use proptest::prelude::*;

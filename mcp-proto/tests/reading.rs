@@ -4,10 +4,11 @@
 mod support;
 
 use http::header::ACCEPT;
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegStatus, Output, TransportError};
 use mcp_proto::{
-    Action, Budget, Clock, Content, Error, Event, LegKind, ManualClock, Resolution, Session,
-    SessionConfig, TransportErrorKind,
+    Action, Budget, Clock, Content, Error, Event, ManualClock, Resolution, Session, SessionConfig,
+    TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
 use support::{Answer, PollPastReports, drive, healthy, secs};

@@ -7,9 +7,10 @@
 
 mod support;
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegId, Operation, Output, ReplyId, ServerRequest};
 use mcp_proto::{
-    Clock, Error, Event, LegKind, ManualClock, ProtocolVersion, RpcError, Session, SessionConfig,
+    Clock, Error, Event, ManualClock, ProtocolVersion, RpcError, Session, SessionConfig,
 };
 use serde_json::{Map, Value, json};
 use support::{FeedAnswer, config, json_head, live_session, secs, sse_head};

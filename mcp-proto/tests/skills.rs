@@ -4,9 +4,10 @@
 
 mod support;
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::request::{ReadResource, Request as _};
 use mcp_proto::{
-    Action, Clock, Error, LegKind, ListKind, ManualClock, ProtocolVersion, Session, SessionConfig,
+    Action, Clock, Error, ListKind, ManualClock, ProtocolVersion, Session, SessionConfig,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -46,7 +47,7 @@ fn read(uri: &str, text: &str) -> Answer {
 }
 
 /// The listed skill, through a `skills/list` operation.
-fn listed(session: &mut Session, clock: &ManualClock) -> mcp_proto::Skill {
+fn listed(session: &mut Session, clock: &ManualClock) -> mcp_proto::skills::Skill {
     let op = session.list(ListKind::Skills, clock.now());
     let run = drive(session, op, clock, &[], |_, _| {
         Answer::Result(json!({"skills": [entry()], "ttlMs": 0, "cacheScope": "private"}))

@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, Output, ProcessExit};
 use mcp_proto::{
-    Budget, Clock, Era, Error, Event, LegKind, ManualClock, ProtocolVersion, Session,
-    SessionConfig, StdioCommand,
+    Budget, Clock, Era, Error, Event, ManualClock, ProtocolVersion, Session, SessionConfig,
+    StdioCommand,
 };
 use serde_json::{Map, Value, json};
 

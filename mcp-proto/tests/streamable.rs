@@ -5,11 +5,12 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegStatus, Output};
+use mcp_proto::message::accept_elicitation_with_defaults;
 use mcp_proto::request::{Complete, CompletionRef, Request as _};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, LegKind, ManualClock, OperationDeadline, Resolution,
-    Session, accept_elicitation_with_defaults,
+    Action, Budget, Clock, Error, Event, ManualClock, OperationDeadline, Resolution, Session,
 };
 use serde_json::{Map, Value, json};
 use support::{
@@ -729,7 +730,7 @@ fn a_configured_trace_context_rides_in_every_request_s_meta() {
 
 #[test]
 fn the_budget_left_rides_in_every_request_s_meta_when_configured() {
-    let key = mcp_proto::DEADLINE_META_KEY;
+    let key = mcp_proto::driver::DEADLINE_META_KEY;
     assert_eq!(key, "dev.mcp-deadline/remainingMs");
     let clock = ManualClock::new();
     let told = config()
@@ -778,7 +779,7 @@ fn a_log_level_is_set_after_the_handshake_or_carried_by_every_modern_request() {
         LegKind::SetLogLevel => Answer::Result(json!({})),
         other => healthy(other),
     };
-    let leveled = config().with_log_level(mcp_proto::LogLevel::Warning);
+    let leveled = config().with_log_level(mcp_proto::message::LogLevel::Warning);
     let mut session = mcp_proto::Session::new(leveled.clone());
     let op = session.call_tool("echo", Map::new(), clock.now());
     let run = drive(&mut session, op, &clock, &[], logging);
@@ -828,7 +829,7 @@ fn a_log_level_is_set_after_the_handshake_or_carried_by_every_modern_request() {
     assert_eq!(meta["io.modelcontextprotocol/logLevel"], "warning");
 
     // The messages are events.
-    let message = mcp_proto::Notification {
+    let message = mcp_proto::message::Notification {
         method: "notifications/message".into(),
         params: json!({"level": "error", "logger": "db", "data": {"error": "down"}}),
     };
@@ -838,10 +839,10 @@ fn a_log_level_is_set_after_the_handshake_or_carried_by_every_modern_request() {
         ("error", Some("db"))
     );
     assert_eq!(
-        mcp_proto::LogLevel::parse("error"),
-        Some(mcp_proto::LogLevel::Error)
+        mcp_proto::message::LogLevel::parse("error"),
+        Some(mcp_proto::message::LogLevel::Error)
     );
-    assert!(mcp_proto::LogLevel::Debug < mcp_proto::LogLevel::Emergency);
+    assert!(mcp_proto::message::LogLevel::Debug < mcp_proto::message::LogLevel::Emergency);
 }
 
 #[test]
@@ -924,7 +925,7 @@ fn url_mode_elicitation_is_offered_only_when_asked_and_its_domain_is_read() {
             offered
         );
     }
-    let page = mcp_proto::UrlElicitation::of(&json!({
+    let page = mcp_proto::message::UrlElicitation::of(&json!({
         "mode": "url", "message": "Pay here", "elicitationId": "e-1",
         "url": "https://pay.example.com:8443/checkout?id=7"
     }))
@@ -934,8 +935,9 @@ fn url_mode_elicitation_is_offered_only_when_asked_and_its_domain_is_read() {
         (page.message.as_str(), page.elicitation_id.as_deref()),
         ("Pay here", Some("e-1"))
     );
-    assert!(mcp_proto::UrlElicitation::of(&json!({"message": "a form"})).is_none());
-    let odd = mcp_proto::UrlElicitation::of(&json!({"mode": "url", "url": "not a url"})).unwrap();
+    assert!(mcp_proto::message::UrlElicitation::of(&json!({"message": "a form"})).is_none());
+    let odd = mcp_proto::message::UrlElicitation::of(&json!({"mode": "url", "url": "not a url"}))
+        .unwrap();
     assert_eq!(odd.domain, None);
 }
 

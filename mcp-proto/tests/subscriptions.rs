@@ -5,10 +5,10 @@
 mod support;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegStatus, Output};
 use mcp_proto::{
-    Clock, Event, LegKind, ManualClock, Outcome, ProtocolVersion, Session, SessionConfig,
-    Subscription,
+    Clock, Event, ManualClock, Outcome, ProtocolVersion, Session, SessionConfig, Subscription,
 };
 use serde_json::{Value, json};
 use support::{Answer, config, drive, live_session};

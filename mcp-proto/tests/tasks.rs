@@ -11,9 +11,10 @@ mod support;
 
 use std::time::Duration;
 
+use mcp_proto::driver::LegKind;
+use mcp_proto::task::{TaskEra, TaskStatus};
 use mcp_proto::{
-    Budget, Clock, Error, Fault, LegKind, ManualClock, ProtocolVersion, Resolution, Session,
-    SessionConfig, TaskEra, TaskStatus,
+    Budget, Clock, Error, Fault, ManualClock, ProtocolVersion, Resolution, Session, SessionConfig,
 };
 use serde_json::{Map, Value, json};
 use support::{Answer, drive};
@@ -317,7 +318,7 @@ fn a_cancelled_call_cancels_its_task_on_the_server() {
         panic!("the task's cancel goes out")
     };
     assert_eq!(cancel.kind, LegKind::TaskCancelNotice);
-    assert_eq!(cancel.timeout, mcp_proto::CANCEL_NOTICE_GRANT);
+    assert_eq!(cancel.timeout, mcp_proto::driver::CANCEL_NOTICE_GRANT);
     let sent: Value = serde_json::from_slice(cancel.request.body()).unwrap();
     assert_eq!(
         sent["method"], "tasks/cancel",
@@ -336,7 +337,7 @@ fn a_cancelled_call_cancels_its_task_on_the_server() {
 }
 
 /// The handle a 2 s budget handed back on a task that never ended.
-fn handed_back() -> mcp_proto::TaskHandle {
+fn handed_back() -> mcp_proto::task::TaskHandle {
     let (run, _) = never_done(Resolution::MILLISECOND);
     run.result.unwrap_err().task().unwrap().clone()
 }
@@ -858,7 +859,7 @@ fn a_legacy_task_whose_session_is_lost_is_not_polled_in_another_session() {
 
     // A handle resumed in its session, from another process: the same.
     let mut handle =
-        mcp_proto::TaskHandle::new("mcp.example.test:8080", LEGACY_TASK, TaskEra::Legacy);
+        mcp_proto::task::TaskHandle::new("mcp.example.test:8080", LEGACY_TASK, TaskEra::Legacy);
     handle.session_id = Some("session-1".to_owned());
     let mut again = Session::new(legacy());
     let op = again.resume_task(handle.clone(), clock.now());

@@ -62,9 +62,10 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::{
-    Action, Budget, CallToolResult, Error, Event, LegEnd, LegKind, Outcome, ProtocolVersion,
-    Resolution, SessionConfig, TransportErrorKind,
+    Action, Budget, CallToolResult, Error, Event, LegEnd, Outcome, ProtocolVersion, Resolution,
+    SessionConfig, TransportErrorKind,
 };
 use mcp_testkit::{AnswerMode, Hostile, NotificationReply, Script, TestServer};
 use serde_json::Value;

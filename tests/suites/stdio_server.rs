@@ -662,10 +662,9 @@ fn the_helper_finds_the_binary_and_builds_its_command() {
 /// line, every stdout line fed back, the process's end reported with its status and stderr.
 mod core {
     use super::*;
+    use mcp_proto::driver::LegKind;
     use mcp_proto::driver::{Operation, Output, ProcessExit};
-    use mcp_proto::{
-        Budget, Era, Error, Event, LegKind, Outcome, Session, SessionConfig, StdioCommand,
-    };
+    use mcp_proto::{Budget, Era, Error, Event, Outcome, Session, SessionConfig, StdioCommand};
     use serde_json::Map;
 
     struct Run {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use mcp_proto::mcp_auth::{
+use mcp_auth::{
     AuthError, AuthFlow, AuthRequest, AuthRequestKind, AuthStep, Challenge, ClientConfig,
     ClientCredentials, ClientSource, CredentialStore, Dpop, Entropy, Grant, MAX_AUTHORIZATIONS,
     MemoryStore, PreRegisteredClient, PrivateKey, Secret, TokenEndpointAuth, TokenSet,
@@ -881,7 +881,7 @@ impl Harness<'_> {
         let _ = error.fault();
     }
 
-    fn check_token(&self, flow: &AuthFlow, token: &mcp_proto::mcp_auth::AccessToken) {
+    fn check_token(&self, flow: &AuthFlow, token: &mcp_auth::AccessToken) {
         let issuer = flow.issuer().expect("a token without an issuer");
         assert_eq!(
             token.issuer(),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use mcp_proto::mcp_auth::{
+use mcp_auth::{
     ClientCredentials, ClientSource, CredentialStore, Secret, TokenEndpointAuth, TokenSet,
 };
 use serde_json::Value;
@@ -474,8 +474,8 @@ pub fn credentials(data: &[u8]) {
             let _ = store.task(&url, WRITTEN_TASK);
             match write {
                 Write::RememberTask => {
-                    let era = mcp_proto::TaskEra::Legacy;
-                    let task = mcp_proto::TaskHandle::new("fuzzed", WRITTEN_TASK, era);
+                    let era = mcp_proto::task::TaskEra::Legacy;
+                    let task = mcp_proto::task::TaskHandle::new("fuzzed", WRITTEN_TASK, era);
                     store.remember_task(&url, &task);
                     let kept = store.task(&url, WRITTEN_TASK).map(|(era, _)| era);
                     assert_eq!(kept, Some(era));

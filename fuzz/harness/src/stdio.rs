@@ -12,13 +12,15 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use mcp_auth::QUOTE_LIMIT;
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{
     Input, Leg, LegId, Operation, Output, ProcessExit, TransportError, leg_grant,
 };
 use mcp_proto::request::{GetPrompt, ReadResource};
 use mcp_proto::{
-    Action, Budget, Clock, Error, Event, LegKind, ListKind, ManualClock, Outcome, ProtocolVersion,
-    QUOTE_LIMIT, Resolution, Session, SessionConfig, StdioCommand, TransportErrorKind,
+    Action, Budget, Clock, Error, Event, ListKind, ManualClock, Outcome, ProtocolVersion,
+    Resolution, Session, SessionConfig, StdioCommand, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
 
@@ -870,7 +872,7 @@ pub fn stdio(data: &[u8]) {
         config = config
             .respond_to("roots/list", |_| Ok(json!({"roots": []})))
             .respond_to("elicitation/create", |params| {
-                Ok(mcp_proto::accept_elicitation_with_defaults(params))
+                Ok(mcp_proto::message::accept_elicitation_with_defaults(params))
             });
     }
     let operations = if setup & 0x20 != 0 { 3 } else { 2 };

@@ -40,18 +40,20 @@ use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use mcp_auth::Challenge;
+use mcp_proto::driver::{
+    CANCEL_NOTICE_GRANT, LAST_EVENT_ID_HEADER, LISTEN_HEAD_WAIT, LegKind, MAX_REISSUES,
+    MAX_SESSION_ID_LEN, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER,
+};
 use mcp_proto::driver::{
     Input, Leg, LegId, LegStatus, Operation, Output, TransportError, leg_grant,
 };
-use mcp_proto::mcp_auth::Challenge;
+use mcp_proto::message::accept_elicitation_with_defaults;
 use mcp_proto::request::{GetPrompt, ReadResource, Request as _};
 use mcp_proto::sse::{SseError, SseEvent, SseParser};
 use mcp_proto::{
-    Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Fault, LAST_EVENT_ID_HEADER,
-    LISTEN_HEAD_WAIT, LegKind, ListKind, MAX_REISSUES, MAX_SESSION_ID_LEN, METHOD_HEADER,
-    ManualClock, NAME_HEADER, OperationDeadline, Outcome, PROTOCOL_VERSION_HEADER, ProtocolVersion,
-    Resolution, RpcError, SESSION_HEADER, Session, SessionConfig, TransportErrorKind,
-    accept_elicitation_with_defaults,
+    Action, Budget, Clock, Error, Fault, ListKind, ManualClock, OperationDeadline, Outcome,
+    ProtocolVersion, Resolution, RpcError, Session, SessionConfig, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
 
@@ -197,11 +199,11 @@ fn skill_entry() -> Value {
     })
 }
 
-fn skill() -> mcp_proto::Skill {
+fn skill() -> mcp_proto::skills::Skill {
     let Value::Object(raw) = skill_entry() else {
         unreachable!("the entry is an object")
     };
-    mcp_proto::Skill {
+    mcp_proto::skills::Skill {
         uri: SKILL_URI.to_owned(),
         raw,
     }

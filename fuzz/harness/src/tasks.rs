@@ -14,13 +14,16 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_auth::{QUOTE_LIMIT, clip};
+use mcp_proto::driver::{CANCEL_NOTICE_GRANT, LegKind, METHOD_HEADER, NAME_HEADER, SESSION_HEADER};
 use mcp_proto::driver::{
     Input, Leg, LegStatus, Operation, Output, ServerRequest, TransportError, leg_grant,
 };
+use mcp_proto::message::accept_elicitation_with_defaults;
+use mcp_proto::task::{TaskEra, TaskHandle};
 use mcp_proto::{
-    Action, Budget, CANCEL_NOTICE_GRANT, Clock, Error, Event, LegKind, METHOD_HEADER, ManualClock,
-    NAME_HEADER, Outcome, ProtocolVersion, QUOTE_LIMIT, Resolution, SESSION_HEADER, Session,
-    SessionConfig, TaskEra, TaskHandle, TransportErrorKind, accept_elicitation_with_defaults, clip,
+    Action, Budget, Clock, Error, Event, ManualClock, Outcome, ProtocolVersion, Resolution,
+    Session, SessionConfig, TransportErrorKind,
 };
 use serde_json::{Map, Value, json};
 

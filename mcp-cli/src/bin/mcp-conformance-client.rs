@@ -11,12 +11,13 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use mcp_auth::{ClientConfig, Dpop, Grant, PreRegisteredClient, PrivateKey};
 use mcp_driver_tokio::{Client, HeadlessAuthorizer};
-use mcp_proto::mcp_auth::{ClientConfig, Dpop, Grant, PreRegisteredClient, PrivateKey};
+use mcp_proto::message::accept_elicitation_with_defaults;
 use mcp_proto::request::{GetPrompt, ReadResource};
 use mcp_proto::{
     Action, Budget, Error, Event, LegReport, ListKind, OAuth, Observer, ProtocolVersion,
-    Resolution, RpcError, SessionConfig, accept_elicitation_with_defaults,
+    Resolution, RpcError, SessionConfig,
 };
 use mcp_proto::{Prompt, Resource};
 use serde_json::{Map, Value, json};
@@ -239,7 +240,7 @@ fn context() -> Value {
 /// Metadata Document, and the credentials the context hands over (for a server whose
 /// authorization server is not known in advance).
 fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Error> {
-    let invalid = |e: mcp_proto::mcp_auth::AuthError| Error::Authorization {
+    let invalid = |e: mcp_auth::AuthError| Error::Authorization {
         server: scenario.to_owned(),
         error: e,
     };

@@ -575,7 +575,7 @@ impl Answering {
 fn vet_tool_headers(tools: Vec<Tool>, ctx: Context<'_>) -> Vec<Tool> {
     if ctx.progress.era.modern().is_none() {
         let tasks = tools.iter().filter_map(|tool| match tool.task_support() {
-            crate::TaskSupport::Forbidden => None,
+            crate::task::TaskSupport::Forbidden => None,
             support => Some((tool.name.clone(), support)),
         });
         ctx.session.remember_task_tools(tasks.collect());

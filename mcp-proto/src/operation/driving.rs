@@ -379,7 +379,8 @@ pub struct LegReport {
 /// `leg=2 method=tools/call granted_ms=19000 elapsed_ms=12 status=200`.
 ///
 /// ```
-/// use mcp_proto::{LegEnd, LegKind, LegReport};
+/// use mcp_proto::{LegEnd, LegReport};
+/// use mcp_proto::driver::{LegKind};
 /// use std::time::Duration;
 /// let report = LegReport {
 ///     number: 3,

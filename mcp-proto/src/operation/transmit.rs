@@ -234,7 +234,9 @@ impl Request<'_> {
                 wire::call_tool(id, name, arguments, progress, meta, None, task)
             }
             (LegKind::SetLogLevel, _) => {
-                let level = config.log_level().map_or("info", crate::LogLevel::as_str);
+                let level = config
+                    .log_level()
+                    .map_or("info", crate::message::LogLevel::as_str);
                 let params = Map::from_iter([("level".to_owned(), Value::from(level))]);
                 jsonrpc::request(id, kind.request_name(), traced(params))
             }

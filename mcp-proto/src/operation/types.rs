@@ -112,7 +112,7 @@ pub enum Event {
         /// The server's id of the task.
         task_id: String,
         /// Where it stands.
-        status: crate::TaskStatus,
+        status: crate::task::TaskStatus,
         /// The server's message about it, if any (clipped).
         message: Option<String>,
     },

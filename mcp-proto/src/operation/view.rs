@@ -151,13 +151,13 @@ impl View {
 
     /// Whether the tool `name` runs as a task, as the last tools listing said (`None`: no
     /// listing was read).
-    pub(super) fn task_support(&self, name: &str) -> Option<crate::TaskSupport> {
+    pub(super) fn task_support(&self, name: &str) -> Option<crate::task::TaskSupport> {
         let tools = self.known.task_tools.as_ref()?;
         Some(
             tools
                 .get(name)
                 .copied()
-                .unwrap_or(crate::TaskSupport::Forbidden),
+                .unwrap_or(crate::task::TaskSupport::Forbidden),
         )
     }
 

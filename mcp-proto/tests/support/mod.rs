@@ -6,8 +6,9 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode};
+use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{Input, LegId, LegStatus, Operation, Output, TransportError};
-use mcp_proto::{Clock, Event, LegKind, LegReport, ManualClock, Outcome, Session};
+use mcp_proto::{Clock, Event, LegReport, ManualClock, Outcome, Session};
 use serde_json::{Value, json};
 
 /// Polls past the legs' reports (tests that step an operation by hand and look at what it hands

@@ -12,8 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_proto::mcp_auth::{AuthError, ClientConfig, Grant};
-use mcp_proto::{CallToolResult, Error, Fault, LegKind, OAuth, SessionConfig};
+use mcp_auth::{AuthError, ClientConfig, Grant};
+use mcp_proto::driver::LegKind;
+use mcp_proto::{CallToolResult, Error, Fault, OAuth, SessionConfig};
 use mcp_testkit::{AuthHostile, OAuthScript, RecordedRequest, Script, TestServer};
 
 use super::support::{self, Driver, Recorder, assert_within_budget, config, echo};

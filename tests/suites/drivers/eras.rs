@@ -6,11 +6,10 @@
 
 use std::time::Duration;
 
+use mcp_proto::driver::LegKind;
+use mcp_proto::message::accept_elicitation_with_defaults;
 use mcp_proto::request::{GetPrompt, ReadResource};
-use mcp_proto::{
-    Budget, Era, Error, LegEnd, LegKind, ProtocolVersion, Resolution, SessionConfig,
-    accept_elicitation_with_defaults,
-};
+use mcp_proto::{Budget, Era, Error, LegEnd, ProtocolVersion, Resolution, SessionConfig};
 use mcp_testkit::{Script, ServerEra, TestServer};
 use serde_json::Value;
 

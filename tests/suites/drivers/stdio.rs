@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
+use mcp_proto::driver::LegKind;
 use mcp_proto::{
-    Action, Budget, Error, Event, LegKind, ListKind, Outcome, ProtocolVersion, Resolution,
-    SessionConfig,
+    Action, Budget, Error, Event, ListKind, Outcome, ProtocolVersion, Resolution, SessionConfig,
 };
 use mcp_testkit::{
     PROCESS_TAG_ENV, ServerEra, StdioHostile, StdioScript, StdioSignal, StdioSignals,

@@ -166,11 +166,12 @@ impl Driver for Blocking {
     }
 
     fn authorize_never(&mut self) {
-        self.0
-            .set_authorizer(|_: &mcp_proto::Authorize| -> Result<String, String> {
+        self.0.set_authorizer(
+            |_: &mcp_proto::driver::Authorize| -> Result<String, String> {
                 std::thread::sleep(Duration::from_secs(3600));
                 Err("the person walked away".into())
-            });
+            },
+        );
     }
 
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
@@ -337,7 +338,10 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
     fn authorize_never(&mut self) {
         struct Never;
         impl mcp_driver_tokio::Authorizer for Never {
-            fn authorize(&self, _: &mcp_proto::Authorize) -> mcp_driver_tokio::AuthorizeFuture {
+            fn authorize(
+                &self,
+                _: &mcp_proto::driver::Authorize,
+            ) -> mcp_driver_tokio::AuthorizeFuture {
                 Box::pin(std::future::pending())
             }
         }
