@@ -54,6 +54,7 @@
 //! | [`sse`]       | the incremental event-stream parser                                   |
 //! | `model`       | typed results ([`CallToolResult`], [`SessionInfo`], ...)              |
 //! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
+//! | `schema`      | [`OutputSchema`]: a tool's `outputSchema`, bounded, compiled, checked  |
 //! | `task`        | tasks: [`TaskHandle`], [`TaskStatus`], both eras' shapes, the poll timing |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
 //! | `tls`         | [`TlsProblem`] and the sentence of each                               |
@@ -98,6 +99,7 @@ mod jsonrpc;
 mod model;
 mod observe;
 mod operation;
+mod schema;
 mod session;
 mod skills;
 pub mod sse;
@@ -133,6 +135,7 @@ pub use operation::{
     Action, Authorize, CANCEL_NOTICE_GRANT, DEFAULT_RETRY, Event, LISTEN_HEAD_WAIT, LegEnd,
     LegKind, LegReport, MAX_REISSUES, MAX_RESUMPTIONS, Outcome, TransportErrorKind,
 };
+pub use schema::{Mismatch, OutputSchema, SchemaError};
 pub use session::{Session, SessionUpdate};
 pub use skills::{LoadedSkill, Skill, SkillFile};
 pub use task::{TaskEra, TaskHandle, TaskStatus, TaskSupport};
