@@ -29,15 +29,20 @@
 //!
 //! # The work of a validation
 //!
-//! The crate offers no step budget for a validation, so none is enforced here. What bounds
-//! the work is the schema's size (the limits above), the instance's size (the caller's body
-//! cap), its depth ([`MAX_INSTANCE_DEPTH`](OutputSchema::MAX_INSTANCE_DEPTH), checked before
-//! the crate sees it) and the linear regex engine. A schema that recurses through `$ref`
-//! under several `anyOf`/`oneOf` branches can still make a validation's work grow with the
-//! branches to the power of the instance's depth: a caller that must bound that too checks
-//! structured content only from servers it trusts with its time, or off the thread that
-//! keeps the budget.
-//!
+//! The crate offers no step budget for a validation, and none is enforced here: **a hostile
+//! schema can still make one validation take unbounded time.** What the limits above bound
+//! is the schema's size, not the work of applying it, because the crate follows `$ref`s
+//! afresh each time without remembering results. Two shapes within every limit, measured on
+//! this crate (release build): a chain of `$defs` each `allOf` two `$ref`s to the one before
+//! costs 2^n evaluations on any instance (n = 22: 66 ms against the instance `1`, and it
+//! doubles with every link); a recursive definition with two `anyOf` branches that both
+//! recurse through `items` costs 2^depth on nested arrays (depth 22: 20 s). What does bound
+//! the work otherwise: the instance's size (the caller's body cap), its depth
+//! ([`MAX_INSTANCE_DEPTH`](OutputSchema::MAX_INSTANCE_DEPTH), checked before the crate sees
+//! it) and the linear regex engine. Until a static bound on `$ref` expansion is added here, a
+//! caller that must keep its budget checks structured content off the thread that keeps it,
+//! or only from servers it trusts with its time.
+
 //! `format` is an annotation here in every dialect (the crate would otherwise assert it in
 //! draft-04 to draft-07): the same schema gives the same answer whatever `$schema` says, and
 //! no format check runs on the server's strings.
