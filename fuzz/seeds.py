@@ -17,7 +17,7 @@ import struct
 
 ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
 # Every target whose seeds this script writes (each directory is rewritten whole).
-TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials", "tasks", "bridge")
+TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials", "tasks", "bridge", "schema")
 UUID = "7f3c2b1a-9d8e-4f60-a1b2-c3d4e5f60718"
 
 
@@ -894,6 +894,58 @@ def bridge_seeds():
         write("bridge", name, ("\n".join(lines) + "\n").encode())
 
 
+def schema_seeds():
+    """`schema`: the schema's JSON, a NUL, the instance's JSON (no NUL: the schema checks itself)."""
+    def pair(schema, instance):
+        return json.dumps(schema).encode() + b"\0" + json.dumps(instance).encode()
+
+    weather = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+               "properties": {"temperature": {"type": "number"}, "conditions": {"type": "string"},
+                              "humidity": {"type": "number"}},
+               "required": ["temperature", "conditions", "humidity"], "additionalProperties": False}
+    forecast = {"$defs": {"Day": {"properties": {"date": {"type": "string"}, "high": {"type": "number"},
+                                                 "low": {"anyOf": [{"type": "number"}, {"type": "null"}]}},
+                                  "required": ["date", "high"], "type": "object"}},
+                "properties": {"city": {"type": "string"}, "days": {"items": {"$ref": "#/$defs/Day"}, "type": "array"}},
+                "required": ["city", "days"], "type": "object"}
+    tree = {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}},
+            "unevaluatedProperties": False}
+    deep = {}
+    for _ in range(70):
+        deep = {"not": deep}
+    write("schema", "weather-ok", pair(weather, {"temperature": 22.5, "conditions": "Sunny", "humidity": 65}))
+    write("schema", "weather-type", pair(weather, {"temperature": "hot", "conditions": "Sunny", "humidity": 65}))
+    write("schema", "weather-missing", pair(weather, {"temperature": 1, "conditions": "x"}))
+    write("schema", "weather-extra", pair(weather, {"temperature": 1, "conditions": "x", "humidity": 2, "wind/~": 3}))
+    write("schema", "forecast-ok", pair(forecast, {"city": "Oslo", "days": [{"date": "d", "high": 3, "low": None}]}))
+    write("schema", "forecast-deep-mismatch", pair(forecast, {"city": "Oslo", "days": [{"date": "d", "high": "x"}]}))
+    write("schema", "tree-recursive", pair(tree, {"children": [{"children": [{"children": 3, "x": 1}]}]}))
+    write("schema", "ref-network", pair({"properties": {"a": {"$ref": "https://example.com/s.json"}}}, {}))
+    write("schema", "ref-relative", pair({"$id": "https://example.com/root", "$ref": "other.json"}, {}))
+    write("schema", "ref-local-missing", pair({"$ref": "#/$defs/nowhere"}, 1))
+    write("schema", "dialect-unknown", pair({"$schema": "https://example.com/mine"}, 1))
+    write("schema", "dialect-draft-04", pair({"$schema": "http://json-schema.org/draft-04/schema#",
+                                              "maximum": 5, "exclusiveMaximum": True}, 5))
+    write("schema", "dialect-2019-09", pair({"$schema": "https://json-schema.org/draft/2019-09/schema",
+                                             "$recursiveAnchor": True, "items": {"$recursiveRef": "#"}}, [[[1]]]))
+    write("schema", "deep-schema", pair(deep, 1))
+    write("schema", "enum-huge", pair({"enum": list(range(1001))}, 7))
+    write("schema", "enum-ok", pair({"enum": ["a", 1, None, [1], {"k": "v"}]}, {"k": "w"}))
+    write("schema", "pattern-catastrophic", pair({"type": "string", "pattern": "^(a+)+$"}, "a" * 30 + "b"))
+    write("schema", "pattern-backreference", pair({"pattern": "(a)\\1"}, "aa"))
+    write("schema", "pattern-properties", pair({"patternProperties": {"^x-": {"type": "integer"}, "\\d{3}": False}},
+                                               {"x-a": 1, "x-b": "no", "123": 0}))
+    write("schema", "combinators", pair({"oneOf": [{"type": "integer"}, {"minimum": 2}], "not": {"const": 9},
+                                         "if": {"minimum": 5}, "then": {"multipleOf": 0.5}, "else": {"maximum": -1}}, 3))
+    write("schema", "arrays", pair({"prefixItems": [{"type": "string"}], "items": False, "uniqueItems": True,
+                                    "contains": {"type": "string"}, "minContains": 1, "maxItems": 3}, ["a", "b"]))
+    write("schema", "strings", pair({"minLength": 2, "maxLength": 4, "format": "email",
+                                     "contentEncoding": "base64", "contentMediaType": "application/json"}, "x\u0007y"))
+    write("schema", "self-check", json.dumps(weather).encode())
+    write("schema", "boolean-false", b"false\0{}")
+    write("schema", "not-json", b"{\0{")
+
+
 def main():
     for target in TARGETS:
         shutil.rmtree(ROOT / target, ignore_errors=True)
@@ -907,6 +959,7 @@ def main():
     servers_seeds()
     credentials_seeds()
     bridge_seeds()
+    schema_seeds()
     files = list(ROOT.glob("*/*"))
     size = sum(f.stat().st_size for f in files)
     print(f"wrote {len(files)} seed files, {size} bytes, under {ROOT}")

@@ -14,7 +14,7 @@
 //! the configuration, raise the budget) without matching every variant.
 //!
 //! Every message names the server by its label (default: host and port of its URL). Text that
-//! came from the server is quoted through [`clip`](crate::clip): control characters folded to a space, at
+//! came from the server is quoted through [`clip`](mcp_auth::clip): control characters folded to a space, at
 //! most 200 characters, so a hostile server cannot flood a log line or forge one.
 
 use std::time::Duration;

@@ -69,6 +69,7 @@
 //! | [`message`]   | what a server sends of its own, read into types: notifications, elicitations |
 //! | `catalog`     | what a server offers ([`Tool`], [`Resource`], ...) and [`Listing`]    |
 //! | [`skills`]    | the skills extension: entries, and the checks of a loaded file        |
+//! | [`schema`]    | a tool's `outputSchema`, bounded, compiled, checked                   |
 //! | [`task`]      | tasks: both eras' shapes read into one state, the handle, the poll timing |
 //! | `error`       | [`Error`] and [`Fault`]                                               |
 //! | `tls`         | [`TlsProblem`] and the sentence of each                               |
@@ -162,6 +163,7 @@ mod model;
 mod observe;
 mod operation;
 pub mod request;
+pub mod schema;
 mod session;
 pub mod skills;
 pub mod sse;

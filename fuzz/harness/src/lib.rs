@@ -22,6 +22,7 @@
 //! | `connect`    | [`connect`]                            | `mcp-driver-common`'s reading of a `CONNECT` answer |
 //! | `files`      | [`servers`], [`credentials`]           | `mcp-call`'s `--config` and credentials files |
 //! | `bridge`     | [`bridge`]                             | `mcp-call bridge`'s reading of its host  |
+//! | `schema`     | [`schema`]                             | `mcp-proto`'s `OutputSchema`: a tool's `outputSchema` and `structuredContent` |
 //!
 //! The byte layout of each target's input is documented on its function; `fuzz/seeds.py`
 //! writes every target's seeds in those layouts.
@@ -33,6 +34,7 @@ mod bridge;
 mod bytes;
 mod connect;
 mod files;
+mod schema;
 mod stdio;
 mod streamable;
 mod tasks;
@@ -73,6 +75,7 @@ pub use auth::auth;
 pub use bridge::bridge;
 pub use connect::{CONNECT_HEAD_LIMIT, connect};
 pub use files::{credentials, servers};
+pub use schema::schema;
 pub use stdio::{STDIO_BODY_CAPS, stdio};
 pub use streamable::{
     ANSWER_BODY_CAP, MAX_FED, MAX_INPUTS, OPERATION_BODY_CAP, SSE_LIMITS, answer, operation, sse,
@@ -95,4 +98,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("credentials", credentials),
     ("tasks", tasks),
     ("bridge", bridge),
+    ("schema", schema),
 ];
