@@ -25,7 +25,7 @@
 //!   lazy DFA.
 //! * **Pass server text on unclipped.** Every string in a [`Mismatch`] or a [`SchemaError`]
 //!   that came from the server (pointers, messages, references, dialects) is clipped with
-//!   [`clip`](mcp_auth::clip) to [`QUOTE_LIMIT`](mcp_auth::QUOTE_LIMIT) characters.
+//!   [`clip`] to [`QUOTE_LIMIT`] characters.
 //!
 //! # The work of a validation
 //!
