@@ -99,7 +99,8 @@
 //! | `transmit`  | none                                      | the request each leg carries, handed out |
 //! | `responses` | the work leg's reading, the stream        | what became of each leg, by its role     |
 //! | `read`      | the work leg's reading (head, JSON, SSE)  | heads, bodies, the messages in them      |
-//! | `answer`    | pages, skill files, the input round       | what an answer means (`Meaning`)         |
+//! | `answer`    | skill files, the input round, the relisting | what an answer means (`Meaning`)       |
+//! | `paging`    | a listing's entries, cursors, hints       | a listing's walk, bounded                |
 //! | `introduce` | none                                      | what a server says of itself: `initialize`, `server/discover` |
 //! | `era`       | the version, whether it may change        | era detection: fallback, switch forward  |
 //! | `authorize` | the flow, the auth leg's answer           | a 401 or 403: OAuth legs, the person     |

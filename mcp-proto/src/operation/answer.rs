@@ -9,39 +9,29 @@
 //! listing's walk bounded (a page ceiling, no repeated cursor). It never ends the operation
 //! itself, and holds no server text unclipped in a failure.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::era::{HEADER_MISMATCH, Move};
 use super::failure::Failure;
 use super::input::InputRounds;
 use super::introduce::{read_discover, read_initialize};
 use super::legs::InFlight;
+use super::paging::{PageEnd, Paging};
 use super::progress::Progress;
 use super::read::Heard;
 use super::replies::Replies;
 use super::tasking::{Seen, Tasking, When};
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
-use crate::catalog::{CacheHint, Entry, ListKind, Listing, Tool};
+use crate::catalog::{Entry, ListKind, Listing, Tool};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{CallToolResult, ProtocolVersion};
 use crate::request::Answer;
 use crate::skills::{self, LoadedSkill, SkillFile};
 use crate::task::{self, TaskEra};
 use mcp_auth::{QUOTE_LIMIT, clip};
-
-/// A listing's walk: the entries so far (verbatim), the pages' caching hints, and where the
-/// next page starts.
-#[derive(Debug, Default)]
-pub(super) struct Paging {
-    entries: Vec<Value>,
-    cache: Option<CacheHint>,
-    cursor: Option<String>,
-    cursors_seen: HashSet<String>,
-    pages: u32,
-}
 
 /// A skill being loaded: its files in the order they are read, and those read and verified.
 #[derive(Debug, Default)]
@@ -70,61 +60,6 @@ impl Loading {
     /// Reads every file again (the session they were read on was lost).
     pub(super) fn restart(&mut self) {
         self.loaded.clear();
-    }
-}
-
-/// What a page says about the walk.
-enum PageEnd {
-    /// No next cursor: the walk is over.
-    Last(Vec<Value>, Option<CacheHint>),
-    /// Another page follows.
-    More,
-    /// The server handed back a cursor it had already given.
-    Repeated(String),
-    /// The page ceiling was reached with a next page still announced.
-    Ceiling,
-}
-
-impl Paging {
-    /// The number of the page to ask for next (1-based).
-    pub(super) fn next_page(&self) -> u32 {
-        self.pages + 1
-    }
-
-    /// The params of the next `tools/list`.
-    pub(super) fn params(&self) -> Map<String, Value> {
-        match &self.cursor {
-            Some(cursor) => match json!({ "cursor": cursor }) {
-                Value::Object(params) => params,
-                _ => Map::new(),
-            },
-            None => Map::new(),
-        }
-    }
-
-    fn take_page(
-        &mut self,
-        entries: Vec<Value>,
-        result: &Map<String, Value>,
-        ceiling: u32,
-    ) -> PageEnd {
-        self.entries.extend(entries);
-        if let Some(hint) = CacheHint::of(result) {
-            self.cache = Some(self.cache.map_or(hint, |cache| cache.merge(hint)));
-        }
-        self.pages += 1;
-        let next_cursor = result.get("nextCursor").and_then(Value::as_str);
-        let Some(cursor) = next_cursor.filter(|c| !c.is_empty()) else {
-            return PageEnd::Last(std::mem::take(&mut self.entries), self.cache.take());
-        };
-        if !self.cursors_seen.insert(cursor.to_owned()) {
-            return PageEnd::Repeated(clip(cursor, QUOTE_LIMIT));
-        }
-        if self.pages >= ceiling {
-            return PageEnd::Ceiling;
-        }
-        self.cursor = Some(cursor.to_owned());
-        PageEnd::More
     }
 }
 

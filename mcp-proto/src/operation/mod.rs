@@ -25,6 +25,7 @@ mod leg_kind;
 mod legs;
 mod listen;
 mod open;
+mod paging;
 mod progress;
 mod read;
 mod replies;

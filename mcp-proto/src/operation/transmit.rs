@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::answer::{Answering, Loading, Paging};
+use super::answer::{Answering, Loading};
 use super::ending::Ending;
 use super::grant::Grants;
 use super::legs::Role;
+use super::paging::Paging;
 use super::progress::Progress;
 use super::replies::Replies;
 use super::responses::Responses;
