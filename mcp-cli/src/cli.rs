@@ -341,6 +341,36 @@ impl Command {
             }
         })
     }
+
+    /// What a one-request command prints of its answer, once it was read as its request's: a
+    /// resource's text contents, a prompt's text messages, one suggested value a line; with
+    /// `json`, the result as the server sent it.
+    ///
+    /// # Errors
+    /// [`Error::Malformed`] naming `server` when the result is not what the request answers.
+    pub(crate) fn answer_text(
+        &self,
+        answer: Answer,
+        server: &str,
+        json: bool,
+    ) -> Result<String, Error> {
+        let raw = |raw: Map<String, Value>| Value::Object(raw).to_string();
+        match self {
+            Self::Read { .. } => answer
+                .read::<ReadResource>(server)
+                .map(|read| if json { raw(read.raw) } else { read.text() }),
+            Self::Prompt { .. } => answer
+                .read::<GetPrompt>(server)
+                .map(|got| if json { raw(got.raw) } else { got.text() }),
+            Self::Complete { .. } => {
+                // A completion's reading keeps only its values: the result is kept for `--json`.
+                let result = json.then(|| answer.result.clone());
+                let completion = answer.read::<Complete>(server)?;
+                Ok(result.map_or_else(|| completion.values.join("\n"), raw))
+            }
+            _ => Ok(String::new()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -368,26 +398,6 @@ pub(crate) fn parse_root(text: &str) -> Result<String, String> {
     url::Url::from_file_path(&path)
         .map(|url| url.to_string())
         .map_err(|()| "not an absolute path".to_owned())
-}
-
-impl Command {
-    /// The text a one-request command prints of its answer (`--json` prints the result as the
-    /// server sent it, once it was read as this command's): a resource's text contents, a
-    /// prompt's text messages, one suggested value a line.
-    ///
-    /// # Errors
-    /// [`Error::Malformed`] naming `server` when the result is not what the request answers.
-    pub(crate) fn answer_text(&self, answer: &Answer, server: &str) -> Result<String, Error> {
-        let answer = answer.clone();
-        match self {
-            Self::Read { .. } => answer.read::<ReadResource>(server).map(|read| read.text()),
-            Self::Prompt { .. } => answer.read::<GetPrompt>(server).map(|got| got.text()),
-            Self::Complete { .. } => answer
-                .read::<Complete>(server)
-                .map(|completion| completion.values.join("\n")),
-            _ => Ok(String::new()),
-        }
-    }
 }
 
 pub(crate) fn parse_reference(text: &str) -> Result<CompletionRef, String> {
@@ -469,5 +479,51 @@ impl From<Unit> for mcp_proto::Resolution {
             Unit::S => Self::SECOND,
             Unit::Ms => Self::MILLISECOND,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answer_of<R: mcp_proto::request::Request>(result: Value) -> Answer {
+        Answer::new(R::METHOD, result.as_object().cloned().unwrap_or_default())
+    }
+
+    #[test]
+    fn a_one_request_command_prints_its_text_or_the_result_as_sent_and_refuses_a_malformed_one() {
+        let read = Command::Read { uri: "a".into() };
+        let result =
+            json!({"contents": [{"uri": "a", "text": "one"}, {"uri": "b", "blob": "AA=="}]});
+        let text = read.answer_text(answer_of::<ReadResource>(result.clone()), "srv", false);
+        assert_eq!(text.unwrap(), "one");
+        let raw = read.answer_text(answer_of::<ReadResource>(result.clone()), "srv", true);
+        assert_eq!(
+            serde_json::from_str::<Value>(&raw.unwrap()).unwrap(),
+            result
+        );
+
+        let complete = Command::Complete {
+            reference: CompletionRef::Prompt("p".into()),
+            argument: "a".into(),
+            value: String::new(),
+            context: Vec::new(),
+        };
+        let result = json!({"completion": {"values": ["x", "y"], "hasMore": false}});
+        let text = complete.answer_text(answer_of::<Complete>(result.clone()), "srv", false);
+        assert_eq!(text.unwrap(), "x\ny");
+        let raw = complete.answer_text(answer_of::<Complete>(result.clone()), "srv", true);
+        assert_eq!(
+            serde_json::from_str::<Value>(&raw.unwrap()).unwrap(),
+            result
+        );
+
+        // With --json too, a result that is not the request's is an error, not printed.
+        let err = complete.answer_text(answer_of::<Complete>(json!({"values": []})), "srv", true);
+        assert!(
+            matches!(&err, Err(Error::Malformed { server, method: "completion/complete", .. }) if server == "srv"),
+            "{err:?}"
+        );
     }
 }

@@ -274,17 +274,17 @@ impl Runs<'_> {
         self.last_deadline = Some(deadline);
         self.keep_session |= self.tasks.note(&outcome);
         // A one-request command's answer is read as its request's: a malformed one is an error.
-        let outcome = outcome.and_then(|outcome| match &outcome {
-            Outcome::Answer(answer) => {
-                (self.cli.command.answer_text(answer, self.label)).map(|text| (outcome, Some(text)))
+        let printed = outcome.and_then(|outcome| match outcome {
+            Outcome::Answer(answer) => (self.cli.command)
+                .answer_text(answer, self.label, self.cli.json)
+                .map(|text| println!("{text}")),
+            outcome => {
+                self.status = self.status.max(print_outcome(outcome, self.cli.json));
+                Ok(())
             }
-            _ => Ok((outcome, None)),
         });
-        match outcome {
-            Ok((outcome, text)) => {
-                self.status = self.status.max(print_outcome(outcome, text, self.cli.json));
-                true
-            }
+        match printed {
+            Ok(()) => true,
             Err(err) => {
                 self.reporter.refused(&err);
                 self.failure = Some(self.report(&err));

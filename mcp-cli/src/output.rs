@@ -156,10 +156,10 @@ pub(crate) fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
 }
 
 /// Prints an outcome: a listing (one key per line, or the raw entries as a JSON array), a
-/// call's text (or the raw result), a one-request method's `text` (or the raw result), a
-/// probe's report. Returns the exit code (a tool that answered `isError: true` is not a
-/// success).
-pub(crate) fn print_outcome(outcome: Outcome, text: Option<String>, json: bool) -> u8 {
+/// call's text (or the raw result), a probe's report. Returns the exit code (a tool that
+/// answered `isError: true` is not a success). A one-request command's answer is its own
+/// to print (`Command::answer_text`).
+pub(crate) fn print_outcome(outcome: Outcome, json: bool) -> u8 {
     fn lines<T>(items: &[T], key: impl Fn(&T) -> &str, raw: impl Fn(&T) -> Value, json: bool) {
         if json {
             println!("{}", Value::Array(items.iter().map(raw).collect()));
@@ -185,8 +185,6 @@ pub(crate) fn print_outcome(outcome: Outcome, text: Option<String>, json: bool) 
         Outcome::Prompts(items) => {
             lines(&items, |p| &p.name, |p| Value::Object(p.raw.clone()), json);
         }
-        Outcome::Answer(answer) if json => println!("{}", Value::Object(answer.result)),
-        Outcome::Answer(_) => println!("{}", text.unwrap_or_default()),
         Outcome::Call(result) => return print_call(&result, json),
         Outcome::Probe(info) => return print_probe(&info, json),
         Outcome::TaskCancelRequested(id) if json => {

@@ -57,7 +57,11 @@ fn pages_of_a_catalogue_walk_share_the_budget() {
     let op = session.list_tools(clock.now());
     let run = drive(&mut session, op, &clock, &[1.0, 0.0, 5.0, 3.0], two_pages);
     assert_eq!(run.grant_secs(), [20, 19, 19, 14]);
-    let tools = run.result.unwrap().into_tools().unwrap();
+    let tools = run
+        .result
+        .unwrap()
+        .into_listing::<mcp_proto::Tool>()
+        .unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
 }

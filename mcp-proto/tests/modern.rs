@@ -219,7 +219,12 @@ fn a_listing_pages_with_its_metadata_on_every_page() {
             _ => Answer::Result(json!({"tools": [{"name": "b"}]})),
         },
     );
-    let tools = run.result.clone().unwrap().into_tools().unwrap();
+    let tools = run
+        .result
+        .clone()
+        .unwrap()
+        .into_listing::<mcp_proto::Tool>()
+        .unwrap();
     assert_eq!(tools.len(), 2);
     assert_eq!(run.grant_secs(), [20, 19]);
     assert_eq!(run.legs[1].body["params"]["cursor"], "c2");
@@ -392,7 +397,12 @@ fn annotated_arguments_are_mirrored_in_headers_and_invalid_tools_left_out() {
                 "b": {"type": "string", "x-mcp-header": "same"}}}}
         ]}))
     });
-    let tools = run.result.clone().unwrap().into_tools().unwrap();
+    let tools = run
+        .result
+        .clone()
+        .unwrap()
+        .into_listing::<mcp_proto::Tool>()
+        .unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["sql"], "the invalid tool is left out");
     assert!(

@@ -696,7 +696,14 @@ fn an_empty_cursor_or_missing_tools_array() {
         LegKind::List { .. } => Answer::Result(json!({"tools": [{"name": "a"}], "nextCursor": ""})),
         other => healthy(other),
     });
-    assert_eq!(run.result.unwrap().into_tools().unwrap().len(), 1);
+    assert_eq!(
+        run.result
+            .unwrap()
+            .into_listing::<mcp_proto::Tool>()
+            .unwrap()
+            .len(),
+        1
+    );
     let op = session.list_tools(clock.now());
     let run = drive(&mut session, op, &clock, &[], |_, _| {
         Answer::Result(json!({"items": []}))

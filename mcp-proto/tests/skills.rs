@@ -53,7 +53,11 @@ fn listed(session: &mut Session, clock: &ManualClock) -> mcp_proto::skills::Skil
         Answer::Result(json!({"skills": [entry()], "ttlMs": 0, "cacheScope": "private"}))
     });
     assert_eq!(run.methods(), ["skills/list"]);
-    let skills = run.result.unwrap().into_skills().unwrap();
+    let skills = run
+        .result
+        .unwrap()
+        .into_listing::<mcp_proto::skills::Skill>()
+        .unwrap();
     assert_eq!(skills[0].name(), Some("pdf-processing"));
     skills.into_items().remove(0)
 }
@@ -118,7 +122,7 @@ fn a_file_that_fails_verification_stops_the_load_before_the_next_read() {
         let skill = run
             .result
             .unwrap()
-            .into_skills()
+            .into_listing::<mcp_proto::skills::Skill>()
             .unwrap()
             .into_items()
             .remove(0);

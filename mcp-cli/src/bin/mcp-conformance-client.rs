@@ -191,7 +191,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), Error> {
             let budget = client.session().config().budget();
             let listing = client.run(Action::List(ListKind::Skills), budget).await?;
             let first = listing
-                .into_skills()
+                .into_listing::<mcp_proto::skills::Skill>()
                 .and_then(|skills| skills.into_items().into_iter().next());
             if let (Some(skill), false) = (first, skills.ends_with("no-prefetch")) {
                 let loaded = client.run(Action::LoadSkill(skill), budget).await?;

@@ -167,12 +167,9 @@ impl Outcome {
         }
     }
 
-    /// The tools, if this is a listing.
-    pub fn into_tools(self) -> Option<Listing<Tool>> {
-        match self {
-            Self::Tools(tools) => Some(tools),
-            _ => None,
-        }
+    /// The listing of `E`, if this is one: `outcome.into_listing::<Tool>()`.
+    pub fn into_listing<E: Listed>(self) -> Option<Listing<E>> {
+        E::from_outcome(self).ok()
     }
 
     /// The call's result, if this is one.
@@ -183,42 +180,10 @@ impl Outcome {
         }
     }
 
-    /// The resources, if this is their listing.
-    pub fn into_resources(self) -> Option<Listing<Resource>> {
-        match self {
-            Self::Resources(resources) => Some(resources),
-            _ => None,
-        }
-    }
-
-    /// The resource templates, if this is their listing.
-    pub fn into_resource_templates(self) -> Option<Listing<ResourceTemplate>> {
-        match self {
-            Self::ResourceTemplates(templates) => Some(templates),
-            _ => None,
-        }
-    }
-
-    /// The prompts, if this is their listing.
-    pub fn into_prompts(self) -> Option<Listing<Prompt>> {
-        match self {
-            Self::Prompts(prompts) => Some(prompts),
-            _ => None,
-        }
-    }
-
     /// The answer to one request of the table, if this is one.
     pub fn into_answer(self) -> Option<Answer> {
         match self {
             Self::Answer(answer) => Some(answer),
-            _ => None,
-        }
-    }
-
-    /// The skills, if this is their listing.
-    pub fn into_skills(self) -> Option<Listing<Skill>> {
-        match self {
-            Self::Skills(skills) => Some(skills),
             _ => None,
         }
     }

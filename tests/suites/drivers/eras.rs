@@ -231,7 +231,7 @@ pub(super) fn resources_and_prompts_are_one_operation_each_in_both_eras<D: Drive
                 Budget::from_duration(BUDGET),
             )
             .unwrap()
-            .into_resource_templates()
+            .into_listing::<mcp_proto::ResourceTemplate>()
             .unwrap();
         assert_eq!(templates[0].uri_template, "test://notes/{id}");
 
