@@ -117,10 +117,10 @@ fn mismatched(mismatch: &Mismatch, instance: &Value) {
         instance_path.is_empty() || instance_path.starts_with('/'),
         "not a JSON pointer: {instance_path:?}"
     );
-    // A pointer `clip` left alone (short, no whitespace it would fold) names a value of the
-    // instance, except past the depth limit's own cut-off, which is one too.
-    let intact = instance_path.chars().count() < QUOTE_LIMIT
-        && !instance_path.chars().any(char::is_whitespace);
+    // A pointer `clip` left alone names a value of the instance: short, and through keys with
+    // nothing `clip` folds or trims (a key `"?12 "` is quoted as `/?12`, which names nothing).
+    let intact =
+        instance_path.chars().count() < QUOTE_LIMIT && keys_are_plain(instance);
     if intact {
         assert!(
             instance.pointer(instance_path).is_some(),
@@ -132,4 +132,16 @@ fn mismatched(mismatch: &Mismatch, instance: &Value) {
         !line.chars().any(char::is_control),
         "a control character: {line:?}"
     );
+}
+
+/// Whether no key anywhere in `value` holds a character [`mcp_auth::clip`] folds or trims.
+fn keys_are_plain(value: &Value) -> bool {
+    let plain = |key: &str| !key.chars().any(|c| c.is_whitespace() || c.is_control());
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .all(|(key, value)| plain(key) && keys_are_plain(value)),
+        Value::Array(items) => items.iter().all(keys_are_plain),
+        _ => true,
+    }
 }
