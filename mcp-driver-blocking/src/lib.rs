@@ -88,6 +88,43 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Typed results
+//!
+//! A tool that declares an `outputSchema` promises `structuredContent` of that shape. Once the
+//! session has read a tools listing, each result is checked against its tool's schema before
+//! it is handed over ([`OutputValidation`](mcp_proto::schema::OutputValidation); `Always`
+//! walks the listing inside the call's budget when none was read), and
+//! [`call_tool_as`](Client::call_tool_as) reads it into a type of yours:
+//!
+//! ```no_run
+//! use mcp_driver_blocking::Client;
+//! use mcp_proto::schema::OutputValidation;
+//! use mcp_proto::{Error, SessionConfig};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Weather {
+//!     temperature: f64,
+//!     conditions: String,
+//! }
+//!
+//! # fn main() -> Result<(), Error> {
+//! let config = SessionConfig::new("https://tools.example.org/mcp")?
+//!     .with_output_validation(OutputValidation::Always);
+//! let client = Client::new(config);
+//! let mut arguments = serde_json::Map::new();
+//! arguments.insert("city".into(), "Oslo".into());
+//! match client.call_tool_as::<Weather>("get_weather", arguments) {
+//!     Ok(weather) => println!("{} °C, {}", weather.temperature, weather.conditions),
+//!     // The server broke its promise: where and which rule, and the result as it came.
+//!     Err(Error::OutputInvalid { problem, result, .. }) => {
+//!         eprintln!("unchecked result ({problem}): {}", result.text());
+//!     }
+//!     Err(other) => return Err(other),
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -18,6 +18,7 @@ use mcp_proto::{
     Action, Budget, CallToolResult, Clock, Error, Listed, Listing, MonotonicClock, Observer,
     OperationDeadline, Outcome, SessionConfig, SessionInfo, Tool,
 };
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{Authorizer, CancelHandle, Client, Network};
@@ -144,6 +145,24 @@ impl Client {
             arguments,
         };
         self.operate(call, None).map(typed)
+    }
+
+    /// Calls the tool `name` like [`call_tool`](Self::call_tool) and reads its
+    /// `structuredContent` as `T`: for a tool whose output shape the caller knows (checked
+    /// against the tool's `outputSchema` first, when the session knows it: see
+    /// [`SessionConfig::with_output_validation`](mcp_proto::SessionConfig::with_output_validation)).
+    ///
+    /// # Errors
+    /// Whatever ends the operation, as [`Error`] says; [`Error::OutputInvalid`] when the
+    /// result breaks its schema; [`Error::UnreadableResult`] when the tool failed, sent
+    /// nothing structured, or sent something that is not a `T` (both hold the result).
+    pub fn call_tool_as<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<T, Error> {
+        let result = self.call_tool(name, arguments)?;
+        self.shared.shell.structured(name, result)
     }
 
     /// One request of the table of one-request methods ([`mcp_proto::request`]: a request

@@ -18,6 +18,7 @@ use mcp_proto::{
     Action, Budget, CallToolResult, Error, Listed, Listing, Observer, OperationDeadline, Outcome,
     Session, SessionConfig, SessionInfo, SessionUpdate, StdioCommand, Transport,
 };
+use serde::de::DeserializeOwned;
 
 use crate::{OsEntropy, Reporter, SessionGuard, SharedObserver};
 
@@ -276,5 +277,27 @@ impl<A: Clone, S: SessionSignal> Shell<A, S> {
     pub fn answer<R: Request>(&self, outcome: Outcome) -> Result<R::Output, Error> {
         let server = self.session().config().label().to_owned();
         typed::<Answer>(outcome).read::<R>(&server)
+    }
+
+    /// The call's result read as `T` from its `structuredContent` (the error names this
+    /// client's server and the tool, and holds the result).
+    ///
+    /// # Errors
+    /// [`Error::UnreadableResult`] when the tool failed, sent nothing structured, or sent
+    /// something that is not a `T`.
+    pub fn structured<T: DeserializeOwned>(
+        &self,
+        tool: &str,
+        result: CallToolResult,
+    ) -> Result<T, Error> {
+        result
+            .structured::<T>()
+            .map_err(|reason| Error::UnreadableResult {
+                server: self.session().config().label().to_owned(),
+                tool: mcp_auth::clip(tool, mcp_auth::QUOTE_LIMIT),
+                type_name: std::any::type_name::<T>(),
+                reason,
+                result: Box::new(result),
+            })
     }
 }

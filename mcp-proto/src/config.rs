@@ -61,6 +61,8 @@ pub struct SessionConfig {
     cancel_spent_tasks: bool,
     /// Whether a legacy call of a tool that may run as a task asks for one.
     optional_tasks: bool,
+    /// When a tool's result is checked against its `outputSchema`.
+    output_validation: crate::schema::OutputValidation,
     /// Whether the elicitation capability offers URL mode too.
     url_elicitation: bool,
     /// The least severe log message the server is asked to send, if any.
@@ -144,6 +146,7 @@ impl SessionConfig {
             send_deadline: false,
             cancel_spent_tasks: false,
             optional_tasks: false,
+            output_validation: crate::schema::OutputValidation::default(),
             url_elicitation: false,
             log_level: None,
             protocol_version: None,
@@ -483,6 +486,31 @@ impl SessionConfig {
     /// Whether a legacy call of a tool that may run as a task asks for one.
     pub fn optional_tasks(&self) -> bool {
         self.optional_tasks
+    }
+
+    /// When a tool's result is checked against the `outputSchema` the tool declares
+    /// (default: [`OutputValidation::WhenListed`](crate::schema::OutputValidation::WhenListed),
+    /// when the session read a tools listing). A result that breaks the promise ends the call
+    /// with [`Error::OutputInvalid`](crate::Error::OutputInvalid), the result inside it.
+    ///
+    /// ```
+    /// use mcp_proto::SessionConfig;
+    /// use mcp_proto::schema::OutputValidation;
+    ///
+    /// let config = SessionConfig::new("http://127.0.0.1:8000/mcp")?
+    ///     .with_output_validation(OutputValidation::Always);
+    /// assert_eq!(config.output_validation(), OutputValidation::Always);
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn with_output_validation(mut self, when: crate::schema::OutputValidation) -> Self {
+        self.output_validation = when;
+        self
+    }
+
+    /// When a tool's result is checked (see
+    /// [`with_output_validation`](Self::with_output_validation)).
+    pub fn output_validation(&self) -> crate::schema::OutputValidation {
+        self.output_validation
     }
 
     /// Asks the server for its log messages at `level` and above (default: none asked). In the

@@ -230,6 +230,40 @@ pub enum Error {
         /// What does not match, in one sentence.
         reason: String,
     },
+    /// The tool's result breaks the promise of its `outputSchema` (checked as
+    /// [`SessionConfig::with_output_validation`](crate::SessionConfig::with_output_validation)
+    /// says): no `structuredContent`, one that does not match, or a schema that cannot be
+    /// used. The call itself completed: the result, unchecked, is in `result`.
+    #[error(
+        "MCP server \"{server}\" answered the call of tool \"{tool}\" with a result that {problem}"
+    )]
+    OutputInvalid {
+        /// The server's label.
+        server: String,
+        /// The tool's name, clipped.
+        tool: String,
+        /// What breaks the promise: where, which rule.
+        problem: Box<crate::schema::OutputProblem>,
+        /// The result as the server sent it, for a caller that wants it anyway.
+        result: Box<crate::model::CallToolResult>,
+    },
+    /// A tool's result could not be read as the caller's type (a driver's `call_tool_as`).
+    /// The call itself completed: the result is in `result`.
+    #[error(
+        "the result of tool \"{tool}\" of MCP server \"{server}\" cannot be read as {type_name}: {reason}"
+    )]
+    UnreadableResult {
+        /// The server's label.
+        server: String,
+        /// The tool's name, clipped.
+        tool: String,
+        /// The Rust type asked for (`std::any::type_name`).
+        type_name: &'static str,
+        /// Why not.
+        reason: crate::Unreadable,
+        /// The result as the server sent it.
+        result: Box<crate::model::CallToolResult>,
+    },
     /// The server asks for authorization (a 401) and none can be given here: no OAuth is
     /// configured, or the flow reached the step that needs a person and the caller has no
     /// authorizer. The operation ended at once: no budget was spent waiting for anyone.
@@ -422,6 +456,8 @@ impl Error {
             Self::TooManyPages { .. } => "too_many_pages",
             Self::RepeatedCursor { .. } => "repeated_cursor",
             Self::SkillRejected { .. } => "skill_rejected",
+            Self::OutputInvalid { .. } => "output_invalid",
+            Self::UnreadableResult { .. } => "unreadable_result",
             Self::SpawnFailed { .. } => "spawn_failed",
             Self::ServerExited { .. } => "server_exited",
             Self::AuthorizationRequired { .. } => "authorization_required",
@@ -459,7 +495,14 @@ impl Error {
             | Self::UnsupportedProtocolVersion { .. }
             | Self::TooManyPages { .. }
             | Self::RepeatedCursor { .. }
-            | Self::SkillRejected { .. } => Fault::Server,
+            | Self::SkillRejected { .. }
+            | Self::OutputInvalid { .. } => Fault::Server,
+            // The caller's type and the result disagree: whose fault depends on which is right;
+            // a tool that failed, or sent nothing structured, is the server's.
+            Self::UnreadableResult { reason, .. } => match reason {
+                crate::Unreadable::Type(_) => Fault::Caller,
+                _ => Fault::Server,
+            },
             Self::ServerExited { .. } => Fault::Server,
             Self::SpawnFailed { .. } => Fault::Caller,
             Self::AuthorizationRequired { .. } => Fault::Authorization,
@@ -506,6 +549,8 @@ impl Error {
             | Self::TooManyPages { server, .. }
             | Self::RepeatedCursor { server, .. }
             | Self::SkillRejected { server, .. }
+            | Self::OutputInvalid { server, .. }
+            | Self::UnreadableResult { server, .. }
             | Self::AuthorizationRequired { server, .. }
             | Self::SpawnFailed { server, .. }
             | Self::ServerExited { server, .. }

@@ -101,6 +101,7 @@
 //! | `read`      | the work leg's reading (head, JSON, SSE)  | heads, bodies, the messages in them      |
 //! | `answer`    | skill files, the input round, the relisting | what an answer means (`Meaning`)       |
 //! | `paging`    | a listing's entries, cursors, hints       | a listing's walk, bounded                |
+//! | `output`    | none                                      | a call's result held to its tool's `outputSchema` |
 //! | `introduce` | none                                      | what a server says of itself: `initialize`, `server/discover` |
 //! | `era`       | the version, whether it may change        | era detection: fallback, switch forward  |
 //! | `authorize` | the flow, the auth leg's answer           | a 401 or 403: OAuth legs, the person     |
@@ -185,7 +186,7 @@ pub use error::{Error, Fault};
 pub use jsonrpc::{RequestId, RpcError};
 pub use model::{
     CallToolResult, ClientInfo, Content, Era, ProtocolVersion, ServerInfo, SessionInfo,
-    Subscription, SubscriptionEnd,
+    Subscription, SubscriptionEnd, Unreadable,
 };
 pub use observe::{NoObserver, Observer};
 pub use operation::{Action, Event, LegEnd, LegReport, Listed, Outcome, TransportErrorKind};

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use mcp_auth::clip;
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// How this client identifies itself in `initialize` (legacy) or in every request's `_meta` (modern).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,6 +246,59 @@ impl CallToolResult {
         }
         out
     }
+
+    /// `structuredContent` read as `T`, for a caller that knows the shape a tool returns.
+    ///
+    /// ```
+    /// use mcp_proto::{CallToolResult, Unreadable};
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize, Debug, PartialEq)]
+    /// struct Weather {
+    ///     temperature: f64,
+    /// }
+    ///
+    /// let result = CallToolResult {
+    ///     content: Vec::new(),
+    ///     structured_content: Some(json!({ "temperature": 21.5 })),
+    ///     is_error: false,
+    ///     raw: serde_json::Map::new(),
+    /// };
+    /// let weather: Weather = result.structured()?;
+    /// assert_eq!(weather, Weather { temperature: 21.5 });
+    /// # Ok::<(), Unreadable>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Unreadable`]: the tool failed (`isError`), sent no `structuredContent`, or sent one
+    /// that is not a `T` (serde's reason, clipped).
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, Unreadable> {
+        if self.is_error {
+            return Err(Unreadable::ToolFailed(clip(&self.text(), QUOTE_LIMIT)));
+        }
+        let structured = self
+            .structured_content
+            .as_ref()
+            .ok_or(Unreadable::NoStructuredContent)?;
+        T::deserialize(structured)
+            .map_err(|error| Unreadable::Type(clip(&error.to_string(), QUOTE_LIMIT)))
+    }
+}
+
+/// Why a tool's result could not be read as the caller's type
+/// ([`CallToolResult::structured`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unreadable {
+    /// The tool failed (`isError: true`); its text, clipped.
+    #[error("the tool failed: {0}")]
+    ToolFailed(String),
+    /// The result carries no `structuredContent`.
+    #[error("the result carries no structuredContent")]
+    NoStructuredContent,
+    /// `structuredContent` is not of the type: serde's reason, clipped.
+    #[error("structuredContent does not fit the type: {0}")]
+    Type(String),
 }
 
 /// The severity of a server's log message (RFC 5424's, as MCP names them), least severe

@@ -38,6 +38,8 @@ pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
 /// The tools that may run as tasks (2025-11-25 `execution.taskSupport`), by name: a tool not
 /// in it is forbidden.
 pub(crate) type TaskTools = HashMap<String, crate::task::TaskSupport>;
+/// The `outputSchema` of each tool of the last listing that declared one, by name.
+pub(crate) type ToolSchemas = HashMap<String, Arc<crate::schema::Declared>>;
 
 /// A session with one server.
 ///
@@ -73,6 +75,8 @@ pub(crate) struct Known {
     pub(crate) tool_headers: Arc<ToolHeaders>,
     /// What the last tools listing said of tasks (`None`: no listing was read yet).
     pub(crate) task_tools: Option<Arc<TaskTools>>,
+    /// What the last tools listing declared of outputs (`None`: no listing was read yet).
+    pub(crate) tool_schemas: Option<Arc<ToolSchemas>>,
     /// The server's era, once an operation found it out.
     pub(crate) era: Option<Era>,
     /// The access token every MCP request carries, once an authorization obtained one.
@@ -137,6 +141,8 @@ pub(crate) enum Learned {
     /// The header annotations of the tools of a modern listing.
     ToolHeaders(Arc<ToolHeaders>),
     TaskTools(Arc<TaskTools>),
+    /// The output schemas of the tools of a listing.
+    ToolSchemas(Arc<ToolSchemas>),
     /// An authorization obtained this token (its claim rides along, as with `Established`).
     Token(AccessToken, Option<Arc<Claim>>),
     /// The server refused this token.
@@ -168,6 +174,7 @@ impl fmt::Debug for SessionUpdate {
             Learned::Era(Era::Legacy) => "Era(Legacy)",
             Learned::ToolHeaders(_) => "ToolHeaders",
             Learned::TaskTools(_) => "TaskTools",
+            Learned::ToolSchemas(_) => "ToolSchemas",
             Learned::Token(..) => "Token",
             Learned::TokenRefused(_) => "TokenRefused",
             Learned::DpopNonce(_) => "DpopNonce",
@@ -229,6 +236,7 @@ impl Session {
                 ids: RequestIds::default(),
                 tool_headers: Arc::default(),
                 task_tools: None,
+                tool_schemas: None,
                 era: None,
                 token: None,
                 dpop_nonce: None,
@@ -267,6 +275,7 @@ impl Session {
             Learned::Era(era) => self.known.era = Some(era),
             Learned::ToolHeaders(headers) => self.known.tool_headers = headers,
             Learned::TaskTools(tools) => self.known.task_tools = Some(tools),
+            Learned::ToolSchemas(schemas) => self.known.tool_schemas = Some(schemas),
             Learned::Token(token, _claim) => self.set_token(token),
             Learned::TokenRefused(token) => {
                 if self.known.token.as_ref() == Some(&token) {

@@ -119,8 +119,7 @@ fn mismatched(mismatch: &Mismatch, instance: &Value) {
     );
     // A pointer `clip` left alone names a value of the instance: short, and through keys with
     // nothing `clip` folds or trims (a key `"?12 "` is quoted as `/?12`, which names nothing).
-    let intact =
-        instance_path.chars().count() < QUOTE_LIMIT && keys_are_plain(instance);
+    let intact = instance_path.chars().count() < QUOTE_LIMIT && keys_are_plain(instance);
     if intact {
         assert!(
             instance.pointer(instance_path).is_some(),

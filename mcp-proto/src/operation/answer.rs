@@ -10,6 +10,7 @@
 //! itself, and holds no server text unclipped in a failure.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -29,6 +30,7 @@ use crate::catalog::{Entry, ListKind, Listing, Tool};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::model::{CallToolResult, ProtocolVersion};
 use crate::request::Answer;
+use crate::schema::{Declared, OutputValidation};
 use crate::skills::{self, LoadedSkill, SkillFile};
 use crate::task::{self, TaskEra};
 use mcp_auth::{QUOTE_LIMIT, clip};
@@ -185,17 +187,22 @@ impl Answering {
         (self.paging.next_page(), self.relist == Relist::Walking)
     }
 
-    /// Before a legacy call goes out: when the server runs calls as tasks and no listing said
-    /// whether this tool must, the tools are walked first (inside the same budget).
+    /// Before a call goes out, the tools are walked first (inside the same budget) when the
+    /// call needs what a listing says and no listing was read: in the legacy era, when the
+    /// server runs calls as tasks, whether this tool must; in either era, when every result
+    /// is to be checked ([`OutputValidation::Always`]), the tool's output schema.
     pub(super) fn list_before_call(&mut self, progress: &Progress, session: &View) {
         let Action::CallTool { name, .. } = &progress.action else {
             return;
         };
-        if self.relist == Relist::Never
-            && progress.is_at_work()
-            && progress.era.modern().is_none()
-            && super::tasking::legacy_call_is_task(session, name).is_none()
-        {
+        if self.relist != Relist::Never || !progress.is_at_work() {
+            return;
+        }
+        let tasks_unknown = progress.era.modern().is_none()
+            && super::tasking::legacy_call_is_task(session, name).is_none();
+        let schemas_unknown = session.config().output_validation() == OutputValidation::Always
+            && session.tool_schemas().is_none();
+        if tasks_unknown || schemas_unknown {
             self.relist = Relist::Walking;
         }
     }
@@ -508,6 +515,7 @@ impl Answering {
 /// (reported as an event) and remembers the others' for the calls that follow.
 /// In the legacy era, remembers which tools may run as tasks instead.
 fn vet_tool_headers(tools: Vec<Tool>, ctx: Context<'_>) -> Vec<Tool> {
+    remember_tool_schemas(&tools, ctx.session);
     if ctx.progress.era.modern().is_none() {
         let tasks = tools.iter().filter_map(|tool| match tool.task_support() {
             crate::task::TaskSupport::Forbidden => None,
@@ -534,6 +542,19 @@ fn vet_tool_headers(tools: Vec<Tool>, ctx: Context<'_>) -> Vec<Tool> {
     }
     ctx.session.remember_tool_headers(headers);
     kept
+}
+
+/// Remembers what each tool of a listing declares of its output, for the calls that follow
+/// (compiled on the first result checked against it).
+fn remember_tool_schemas(tools: &[Tool], session: &mut super::view::View) {
+    if !session.config().output_validation().is_on() {
+        return;
+    }
+    let schemas = tools.iter().filter_map(|tool| {
+        let schema = tool.output_schema()?;
+        Some((tool.name.clone(), Arc::new(Declared::new(schema.clone()))))
+    });
+    session.remember_tool_schemas(schemas.collect());
 }
 
 /// The entries of a listing that read as `T`; the others are dropped.

@@ -25,6 +25,7 @@ mod leg_kind;
 mod legs;
 mod listen;
 mod open;
+mod output;
 mod paging;
 mod progress;
 mod read;
@@ -439,7 +440,10 @@ impl Operation {
                     self.finish(Ok(outcome));
                 }
             }
-            Heard::Done(outcome) => self.finish(Ok(outcome)),
+            Heard::Done(outcome) => {
+                let checked = output::check(outcome, &self.progress.action, &self.session);
+                self.finish(checked);
+            }
             Heard::Moved(moved) => {
                 if self.progress.era.moved(moved, &mut self.session) {
                     self.start_over();

@@ -15,7 +15,9 @@ use mcp_auth::{AccessToken, Entropy};
 
 use crate::config::SessionConfig;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
-use crate::session::{Claim, Known, Learned, Session, SessionUpdate, TaskTools, ToolHeaders};
+use crate::session::{
+    Claim, Known, Learned, Session, SessionUpdate, TaskTools, ToolHeaders, ToolSchemas,
+};
 use crate::transport::LineFramer;
 
 /// The operation's copy of its session, and what it learned that the session has not seen.
@@ -147,6 +149,17 @@ impl View {
         let tools = Arc::new(tools);
         self.known.task_tools = Some(Arc::clone(&tools));
         self.learned(Learned::TaskTools(tools));
+    }
+
+    pub(super) fn remember_tool_schemas(&mut self, schemas: ToolSchemas) {
+        let schemas = Arc::new(schemas);
+        self.known.tool_schemas = Some(Arc::clone(&schemas));
+        self.learned(Learned::ToolSchemas(schemas));
+    }
+
+    /// What the last tools listing declared of outputs (`None`: no listing was read).
+    pub(super) fn tool_schemas(&self) -> Option<&ToolSchemas> {
+        self.known.tool_schemas.as_deref()
     }
 
     /// Whether the tool `name` runs as a task, as the last tools listing said (`None`: no

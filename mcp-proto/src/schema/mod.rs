@@ -55,8 +55,11 @@ use serde_json::Value;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 mod bounds;
+mod output;
 
 use bounds::{check_bounds, too_deep};
+pub(crate) use output::Declared;
+pub use output::{OutputProblem, OutputValidation};
 
 /// A tool's `outputSchema`, checked against this client's bounds and compiled: build it once
 /// per tool, then [`validate`](Self::validate) each result's `structuredContent` with it.

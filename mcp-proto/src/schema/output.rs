@@ -1,0 +1,151 @@
+//! A tool's result held to the promise of its `outputSchema`: what a session keeps of each
+//! tool's declaration, when the caller wants results checked, and what breaks the promise.
+//!
+//! What this part is: [`Declared`] (a tool's schema as a listing gave it, compiled on the
+//! first result that needs it and kept for the session's later calls), [`OutputValidation`]
+//! (the caller's choice, in [`SessionConfig`](crate::SessionConfig)) and [`OutputProblem`]
+//! (why a result is refused). It must never decide when a listing is walked (the operation
+//! does, inside its budget) nor drop a result: a refused result travels in the error.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::{Mismatch, OutputSchema, SchemaError};
+use crate::model::CallToolResult;
+
+/// When a tool's result is checked against its `outputSchema`
+/// ([`SessionConfig::with_output_validation`](crate::SessionConfig::with_output_validation)).
+///
+/// A checked result that breaks its tool's promise ends the call with
+/// [`Error::OutputInvalid`](crate::Error::OutputInvalid), which still holds the result. A
+/// result the tool marked `isError` is never checked: it is a failure report, not output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputValidation {
+    /// Never: `structuredContent` is handed over as the server sent it.
+    Off,
+    /// When the session knows the tool's schema from a tools listing it already read (the
+    /// default): a call costs no leg more than it would unchecked.
+    #[default]
+    WhenListed,
+    /// Always: a call on a session that has read no tools listing walks it first, inside the
+    /// same budget (its legs are the operation's, and the trace shows them).
+    Always,
+}
+
+impl OutputValidation {
+    /// Whether results are checked at all.
+    pub fn is_on(self) -> bool {
+        self != Self::Off
+    }
+}
+
+/// Why a tool's result was refused: what the tool declared and what it returned disagree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputProblem {
+    /// The tool declares an `outputSchema` and the result (not `isError`) carries no
+    /// `structuredContent`.
+    #[error("carries no structuredContent, though the tool declares an outputSchema")]
+    Missing,
+    /// `structuredContent` does not match the schema: the first place where it does not.
+    #[error("has {0}")]
+    Mismatch(Mismatch),
+    /// The tool's `outputSchema` itself cannot be used: over a bound, in an unknown dialect,
+    /// invalid, or referring outside itself (never fetched).
+    #[error("cannot be checked: {0}")]
+    Schema(SchemaError),
+}
+
+/// A tool's `outputSchema` as a listing declared it, compiled once, on the first result
+/// that is checked against it.
+#[derive(Debug)]
+pub(crate) struct Declared {
+    raw: Value,
+    compiled: OnceLock<Result<OutputSchema, SchemaError>>,
+}
+
+impl Declared {
+    /// The schema a listing gave for one tool.
+    pub(crate) fn new(raw: Value) -> Self {
+        Self {
+            raw,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// Checks `result` against the declaration: `Ok` for an `isError` result, a result whose
+    /// `structuredContent` matches, and nothing else.
+    pub(crate) fn check(&self, result: &CallToolResult) -> Result<(), OutputProblem> {
+        if result.is_error {
+            return Ok(());
+        }
+        let schema = self
+            .compiled
+            .get_or_init(|| OutputSchema::compile(&self.raw))
+            .as_ref()
+            .map_err(|error| OutputProblem::Schema(error.clone()))?;
+        let Some(structured) = &result.structured_content else {
+            return Err(OutputProblem::Missing);
+        };
+        schema.validate(structured).map_err(OutputProblem::Mismatch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn result(raw: Value) -> CallToolResult {
+        let Value::Object(raw) = raw else {
+            panic!("not an object")
+        };
+        CallToolResult::from_result(raw).expect("a result")
+    }
+
+    fn weather() -> Declared {
+        Declared::new(json!({
+            "type": "object",
+            "properties": { "temperature": { "type": "number" } },
+            "required": ["temperature"],
+        }))
+    }
+
+    #[test]
+    fn a_matching_result_passes_and_a_mismatch_names_where() {
+        let declared = weather();
+        let good = result(json!({ "content": [], "structuredContent": { "temperature": 3 } }));
+        assert_eq!(declared.check(&good), Ok(()));
+        let bad = result(json!({ "content": [], "structuredContent": { "temperature": "x" } }));
+        let Err(OutputProblem::Mismatch(mismatch)) = declared.check(&bad) else {
+            panic!("not a mismatch")
+        };
+        assert_eq!(mismatch.instance_path, "/temperature");
+        assert_eq!(mismatch.rule, "type");
+    }
+
+    #[test]
+    fn a_missing_structured_content_is_refused_unless_the_tool_failed() {
+        let declared = weather();
+        let plain = result(json!({ "content": [{ "type": "text", "text": "3" }] }));
+        assert_eq!(declared.check(&plain), Err(OutputProblem::Missing));
+        let failed = result(json!({ "content": [], "isError": true }));
+        assert_eq!(declared.check(&failed), Ok(()));
+    }
+
+    #[test]
+    fn a_schema_that_cannot_compile_refuses_every_result_the_same_way() {
+        let declared = Declared::new(json!({ "$ref": "https://example.com/schema.json" }));
+        let any = result(json!({ "content": [], "structuredContent": {} }));
+        let first = declared.check(&any);
+        assert!(
+            matches!(
+                &first,
+                Err(OutputProblem::Schema(SchemaError::ExternalRef { .. }))
+            ),
+            "{first:?}"
+        );
+        assert_eq!(declared.check(&any), first);
+    }
+}
