@@ -83,9 +83,18 @@ pub(crate) struct Cli {
     /// for all of them), each under its own budget.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) parallel: u32,
-    /// Print JSON on stdout: the tools array, or the whole call result.
+    /// Print JSON on stdout: the tools array, or the whole call result (its
+    /// `structuredContent` included, values as the server sent them).
     #[arg(long)]
     pub(crate) json: bool,
+    /// Check each tool result's `structuredContent` against the `outputSchema` its tool
+    /// declares (the tools are listed first, inside the budget, when the session has not
+    /// listed them): a result that breaks it is an error naming the place and the rule (exit
+    /// 5, the server's fault; the bridge answers the host with a JSON-RPC error saying the same,
+    /// with `pointer` and `rule` in its `data`). Without it,
+    /// results are passed on unchecked.
+    #[arg(long)]
+    pub(crate) validate_output: bool,
     /// Print one line per leg on stderr.
     #[arg(long)]
     pub(crate) trace: bool,

@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use mcp_driver_common::network::Network;
+use mcp_proto::schema::OutputValidation;
 use mcp_proto::{Budget, Error, OAuth, Resolution, SessionConfig};
 use serde_json::Value;
 
@@ -315,14 +316,21 @@ fn budget(cli: &Cli, entry_timeout: Option<Duration>, login: bool) -> Budget {
 /// What the session asks of the server besides the operation: progress (the spinner shows
 /// it, `--trace` prints it, the bridge relays it; a progress notification never extends the
 /// budget), tasks polled inside the budget (one still running when it ends is named), the
-/// deadline in `_meta`, a task cancelled at the deadline, the server's log messages.
+/// deadline in `_meta`, a task cancelled at the deadline, the server's log messages, the
+/// results checked against their tools' output schemas (`--validate-output`; off otherwise: the
+/// CLI shows, and the bridge relays, what the server sent).
 fn with_features(config: SessionConfig, cli: &Cli, interactive: bool) -> SessionConfig {
     let bridging = matches!(cli.command, Command::Bridge { .. });
     let config = config
         .with_progress(interactive || cli.trace || bridging)
         .with_tasks(true)
         .with_send_deadline(cli.send_deadline)
-        .with_cancel_spent_tasks(cli.cancel_at_deadline);
+        .with_cancel_spent_tasks(cli.cancel_at_deadline)
+        .with_output_validation(if cli.validate_output {
+            OutputValidation::Always
+        } else {
+            OutputValidation::Off
+        });
     match cli.log_level {
         Some(level) => config.with_log_level(level),
         None => config,

@@ -7,6 +7,7 @@
 //! each line means and what each outcome answers.
 
 use mcp_proto::request::OneRequest;
+use mcp_proto::schema::OutputProblem;
 use mcp_proto::{Action, Error, Fault, ListKind, Outcome, SessionInfo};
 use serde_json::{Map, Value, json};
 
@@ -391,6 +392,13 @@ pub(crate) fn error_of(
     let mut data = json!({"kind": err.kind(), "server": err.server().unwrap_or(server)});
     if let Some(task) = err.task() {
         data["task"] = json!({"id": task.task_id, "status": task.status.to_string()});
+    }
+    if let Error::OutputInvalid { tool, problem, .. } = err {
+        data["tool"] = json!(tool);
+        if let OutputProblem::Mismatch(mismatch) = problem.as_ref() {
+            data["pointer"] = json!(mismatch.instance_path);
+            data["rule"] = json!(mismatch.rule);
+        }
     }
     json!({"code": code, "message": message, "data": data})
 }
