@@ -371,3 +371,140 @@ fn format_is_an_annotation_in_every_dialect() {
         assert_eq!(schema.validate(&json!("not an address")), Ok(()));
     }
 }
+
+/// A chain of `$defs`, each `allOf` two references to the one before: 2^links subschemas
+/// applied to any value by a checker that remembers nothing.
+fn doubling_chain(links: usize) -> Value {
+    let mut defs = serde_json::Map::new();
+    defs.insert("d0".into(), json!({ "type": "integer" }));
+    for link in 1..=links {
+        let before = format!("#/$defs/d{}", link - 1);
+        defs.insert(
+            format!("d{link}"),
+            json!({ "allOf": [{ "$ref": before }, { "$ref": before }] }),
+        );
+    }
+    json!({ "$defs": defs, "$ref": format!("#/$defs/d{links}") })
+}
+
+#[test]
+fn a_check_whose_work_doubles_with_each_reference_is_refused_unrun() {
+    // 2^40 applications: the count stops at the limit, long before the crate would.
+    let schema = compile(&doubling_chain(40));
+    let mismatch = first_mismatch(&schema, &json!(1));
+    assert_eq!(mismatch.rule, "work");
+    assert_eq!(mismatch.instance_path, "");
+    assert!(mismatch.message.contains("4000000"), "{}", mismatch.message);
+    // A short chain is counted, within the limit, and checked by the crate.
+    let schema = compile(&doubling_chain(10));
+    assert_eq!(schema.validate(&json!(1)), Ok(()));
+    assert_eq!(first_mismatch(&schema, &json!("one")).rule, "type");
+}
+
+#[test]
+fn a_recursion_that_branches_on_every_level_of_the_value_is_refused_unrun() {
+    // Both branches recurse into the items: 2^depth on arrays nested `depth` deep.
+    let schema = compile(&json!({
+        "$defs": { "node": { "anyOf": [
+            { "type": "array", "items": { "$ref": "#/$defs/node" } },
+            { "type": "array", "items": { "$ref": "#/$defs/node" }, "minItems": 0 }
+        ] } },
+        "$ref": "#/$defs/node"
+    }));
+    let deep = (0..60).fold(json!([]), |inner, _| json!([inner]));
+    assert_eq!(first_mismatch(&schema, &deep).rule, "work");
+    // The same schema on a shallow value is checked.
+    let shallow = (0..5).fold(json!([]), |inner, _| json!([inner]));
+    assert_eq!(schema.validate(&shallow), Ok(()));
+}
+
+#[test]
+fn references_that_loop_without_reaching_into_the_value_are_refused_unrun() {
+    let schema = compile(&json!({
+        "$defs": { "a": { "$ref": "#/$defs/b" }, "b": { "allOf": [{ "$ref": "#/$defs/a" }] } },
+        "$ref": "#/$defs/a"
+    }));
+    assert_eq!(first_mismatch(&schema, &json!(1)).rule, "work");
+}
+
+#[test]
+fn a_large_result_of_small_records_is_checked_within_the_limit() {
+    // About 2 MiB of JSON, the default body cap: 60,000 days of a forecast.
+    let day = json!({ "date": "2026-12-05", "high": 3.5, "low": null });
+    let days = vec![day; 60_000];
+    let instance = json!({ "city": "Oslo", "days": days });
+    assert!(instance.to_string().len() > 2_000_000);
+    assert_eq!(compile(&forecast()).validate(&instance), Ok(()));
+}
+
+#[test]
+fn work_that_grows_with_the_value_is_counted_with_it() {
+    // Many `pattern`s on one long string: each scans it.
+    let patterns: Vec<Value> = (0..100).map(|_| json!({ "pattern": "a" })).collect();
+    let schema = compile(&json!({ "allOf": patterns }));
+    let long = "a".repeat(3_000_000);
+    assert_eq!(first_mismatch(&schema, &json!(long)).rule, "work");
+    assert_eq!(schema.validate(&json!("a".repeat(1_000))), Ok(()));
+    // `uniqueItems` hashes every value, each time it is applied.
+    let unique: Vec<Value> = (0..100).map(|_| json!({ "uniqueItems": true })).collect();
+    let schema = compile(&json!({ "allOf": unique }));
+    let items: Vec<Value> = (0..100_000).map(|n| json!(n)).collect();
+    assert_eq!(first_mismatch(&schema, &json!(items)).rule, "work");
+}
+
+#[test]
+fn a_dynamic_reference_is_counted_at_every_anchor_it_may_land_on() {
+    // The static target is harmless; the anchor the dynamic scope reaches doubles the work.
+    let mut schema = doubling_chain(40);
+    schema["$id"] = json!("https://example.test/outer");
+    schema["$ref"] = json!("inner");
+    schema["$defs"]["heavy"] = json!({ "$dynamicAnchor": "node", "$ref": "#/$defs/d40" });
+    schema["$defs"]["inner"] =
+        json!({ "$id": "inner", "$dynamicAnchor": "node", "$dynamicRef": "#node" });
+    let schema = compile(&schema);
+    assert_eq!(first_mismatch(&schema, &json!(1)).rule, "work");
+}
+
+#[test]
+fn the_deepest_check_allowed_fits_a_tokio_worker_s_stack() {
+    // References in a row, each to the next: as many nested applications as the count allows,
+    // then one more, on a thread with a tokio worker's 2 MiB stack (debug build: big frames).
+    let chain = |links: usize| {
+        let mut defs = serde_json::Map::new();
+        defs.insert("d0".into(), json!({ "type": "integer" }));
+        for link in 1..=links {
+            defs.insert(
+                format!("d{link}"),
+                json!({ "$ref": format!("#/$defs/d{}", link - 1) }),
+            );
+        }
+        json!({ "$defs": defs, "$ref": format!("#/$defs/d{links}") })
+    };
+    let deepest = usize::try_from(Work::MAX_DEPTH).unwrap() - 1;
+    let answers = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let within = compile(&chain(deepest));
+            let past = compile(&chain(deepest + 2));
+            // Four nested applications per level of a value nested as deep as it may be.
+            let levels = compile(&json!({
+                "$defs": {
+                    "n": { "allOf": [{ "$ref": "#/$defs/m" }] },
+                    "m": { "type": "array", "items": { "$ref": "#/$defs/n" } }
+                },
+                "$ref": "#/$defs/m"
+            }));
+            let deep = (0..126).fold(json!(["leaf"]), |inner, _| json!([inner]));
+            (
+                within.validate(&json!("x")),
+                past.validate(&json!(1)),
+                levels.validate(&deep),
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(answers.0.unwrap_err().rule, "type");
+    assert_eq!(answers.1.unwrap_err().rule, "work");
+    assert_eq!(answers.2.unwrap_err().rule, "type");
+}
