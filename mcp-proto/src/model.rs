@@ -296,7 +296,10 @@ pub enum Unreadable {
     /// The result carries no `structuredContent`.
     #[error("the result carries no structuredContent")]
     NoStructuredContent,
-    /// `structuredContent` is not of the type: serde's reason, clipped.
+    /// A resource read has no text or blob content to read.
+    #[error("the result has no text or blob content")]
+    NoContent,
+    /// `structuredContent` (or a resource's JSON) is not of the type: serde's reason, clipped.
     #[error("structuredContent does not fit the type: {0}")]
     Type(String),
 }

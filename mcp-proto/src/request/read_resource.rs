@@ -3,7 +3,9 @@
 use serde_json::{Map, Value};
 
 use super::{Method, Request, joined};
+use crate::Unreadable;
 use crate::catalog::CacheHint;
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// Reads the resource at a URI (one `resources/read`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +78,32 @@ impl ReadResourceResult {
     /// The text contents joined with newlines (binary `blob` contents are left out).
     pub fn text(&self) -> String {
         joined(self.contents.iter().filter_map(|c| c.get("text")))
+    }
+
+    /// The content for `uri` (else the first content) read as JSON into `T`: for a resource
+    /// whose `application/json` text (or blob) the caller knows the shape of.
+    ///
+    /// ```
+    /// use mcp_proto::request::{ReadResource, Request};
+    /// #[derive(serde::Deserialize)]
+    /// struct Config { retries: u32 }
+    ///
+    /// let result = serde_json::json!({"contents": [
+    ///     {"uri": "config://app", "mimeType": "application/json", "text": "{\"retries\": 3}"}
+    /// ]});
+    /// let read = ReadResource::read(result.as_object().cloned().unwrap()).unwrap();
+    /// let config: Config = read.json("config://app")?;
+    /// assert_eq!(config.retries, 3);
+    /// # Ok::<(), mcp_proto::Unreadable>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Unreadable::NoContent`] when no content has text or a blob;
+    /// [`Unreadable::Type`] when it is not JSON of that type (serde's reason, clipped).
+    pub fn json<T: serde::de::DeserializeOwned>(&self, uri: &str) -> Result<T, Unreadable> {
+        let bytes = self.bytes_of(uri).ok_or(Unreadable::NoContent)?;
+        serde_json::from_slice(&bytes)
+            .map_err(|error| Unreadable::Type(clip(&error.to_string(), QUOTE_LIMIT)))
     }
 }
 
