@@ -49,7 +49,12 @@ pub enum OutputProblem {
     #[error("carries no structuredContent, though the tool declares an outputSchema")]
     Missing,
     /// `structuredContent` does not match the schema: the first place where it does not.
-    #[error("has {0}")]
+    #[error(
+        "has structuredContent that does not match the output schema at {} ({}): {}",
+        super::pointer_or_root(&.0.instance_path),
+        .0.rule,
+        .0.message
+    )]
     Mismatch(Mismatch),
     /// The tool's `outputSchema` itself cannot be used: over a bound, in an unknown dialect,
     /// invalid, or referring outside itself (never fetched).
@@ -123,6 +128,13 @@ mod tests {
         };
         assert_eq!(mismatch.instance_path, "/temperature");
         assert_eq!(mismatch.rule, "type");
+        let problem = declared.check(&bad).unwrap_err().to_string();
+        assert!(
+            problem.starts_with(
+                "has structuredContent that does not match the output schema at /temperature (type): "
+            ),
+            "{problem}"
+        );
     }
 
     #[test]
