@@ -2,7 +2,8 @@
 # start-up and clean-up. A row using it prints `ok <check>` / `FAIL <check>: <detail>` lines
 # through `check`, starts its peers with `start_peer` (each in its own process group, ended on
 # exit), and ends with `finish`. It never sleeps for a fixed time: readiness is polled.
-# Environment (set by run.sh): MCP_CALL, DRIVER, INTEROP_HOME, INTEROP_DIR.
+# Environment (set by run.sh): MCP_CALL, DRIVER, INTEROP_HOME, INTEROP_DIR; MCP_TYPED_CALL
+# (default: mcp-typed-call next to MCP_CALL, as `cargo build --release --bins` leaves it).
 # shellcheck disable=SC2034 # TAG, NPM, PY_MCP, PY_FASTMCP, PY_FASTMCP_TASKS, LOOPBACK: for the rows
 
 set -u
@@ -10,6 +11,7 @@ set -u
 : "${DRIVER:?DRIVER: blocking or tokio}"
 : "${INTEROP_HOME:=$HOME/.cache/mcp-interop}"
 : "${INTEROP_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+: "${MCP_TYPED_CALL:=$(dirname "$MCP_CALL")/mcp-typed-call}"
 
 ROW=$(basename "$0" .sh)
 ROW_TMP=$(mktemp -d "${TMPDIR:-/tmp}/interop-$ROW-$DRIVER.XXXXXX")
@@ -92,6 +94,20 @@ mcp() {
   ERR=$(cat "$ROW_TMP/err")
 }
 
+# typed ARGS...: one run of mcp-typed-call (a tool's result read into a Rust type) on
+# $DRIVER, timed and watched as `mcp` is; sets RC, OUT, ERR and MS.
+typed() {
+  local t0 t1
+  t0=$(date +%s%N)
+  timeout -s KILL "$WATCHDOG" "$MCP_TYPED_CALL" --driver "$DRIVER" "$@" >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null
+  RC=$?
+  ((RC == 137)) && echo "interop: mcp-typed-call killed after ${WATCHDOG}s (still running)" >>"$ROW_TMP/err"
+  t1=$(date +%s%N)
+  MS=$(((t1 - t0) / 1000000))
+  OUT=$(cat "$ROW_TMP/out")
+  ERR=$(cat "$ROW_TMP/err")
+}
+
 # A text on one line, cut at $2 characters (default 300).
 _excerpt() { printf '%s' "$1" | tr '\n' '|' | cut -c1-"${2:-300}"; }
 
@@ -100,6 +116,7 @@ _excerpt() { printf '%s' "$1" | tr '\n' '|' | cut -c1-"${2:-300}"; }
 #   out=REGEX     stdout matches (grep -E, any line)     err=REGEX   stderr matches
 #   no_err=REGEX  stderr does not match
 #   no_out=REGEX  stdout does not match
+#   err_seq=REGEX stderr, its lines joined with `|`, matches (for an order of trace lines)
 #   out_bytes=N   stdout is N bytes long (its last newline not counted)
 #   max_ms=N      the process ended within N ms
 check() {
@@ -114,6 +131,7 @@ check() {
       err=*) grep -Eq -- "$want" <<<"$ERR" || why+="stderr lacks /$want/; " ;;
       no_err=*) grep -Eq -- "$want" <<<"$ERR" && why+="stderr has /$want/; " ;;
       no_out=*) grep -Eq -- "$want" <<<"$OUT" && why+="stdout has /$want/; " ;;
+      err_seq=*) grep -Eq -- "$want" <<<"$(tr '\n' '|' <<<"$ERR")" || why+="stderr lacks the sequence /$want/; " ;;
       out_bytes=*) ((${#OUT} == want)) || why+="stdout is ${#OUT} bytes, not $want; " ;;
       max_ms=*) ((MS <= want)) || why+="took ${MS} ms, over ${want}; " ;;
       *) why+="unknown condition $cond; " ;;

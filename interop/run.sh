@@ -4,7 +4,9 @@
 #
 #   interop/run.sh [ROW...]        every row, or only the named ones (with or without .sh)
 #
-# Environment: MCP_CALL; INTEROP_HOME (default $HOME/.cache/mcp-interop); INTEROP_JOBS, rows run
+# Environment: MCP_CALL; MCP_TYPED_CALL (default target/release/mcp-typed-call, for the
+# structured-output row: cargo build --release --bins); INTEROP_HOME (default
+# $HOME/.cache/mcp-interop); INTEROP_JOBS, rows run
 # at once (default 2); INTEROP_ROW_TIMEOUT, seconds before a row is stopped (default 240);
 # INTEROP_LOGS, a folder to keep each row's output in. Prints a table (row, driver, result,
 # seconds), every FAIL line, and `interop: N passed, M failed`; exits 1 on any failure.
@@ -15,6 +17,10 @@ export INTEROP_HOME="${INTEROP_HOME:-$HOME/.cache/mcp-interop}"
 MCP_CALL="${MCP_CALL:-$root/target/release/mcp-call}"
 case $MCP_CALL in /*) ;; *) MCP_CALL="$PWD/$MCP_CALL" ;; esac
 export MCP_CALL
+# The typed client of the structured-output row (tests/src/bin/mcp-typed-call.rs).
+MCP_TYPED_CALL="${MCP_TYPED_CALL:-$root/target/release/mcp-typed-call}"
+case $MCP_TYPED_CALL in /*) ;; *) MCP_TYPED_CALL="$PWD/$MCP_TYPED_CALL" ;; esac
+export MCP_TYPED_CALL
 jobs_max="${INTEROP_JOBS:-2}"
 row_timeout="${INTEROP_ROW_TIMEOUT:-240}"
 

@@ -4,11 +4,14 @@ of its own: what a row observes is FastMCP's (its banner and logs included).
     python fastmcp_server.py stdio
     python fastmcp_server.py http PORT     (streamable HTTP on 127.0.0.1:PORT/mcp)
 
-Tools: echo(text), add(a, b), fail(reason) (raises ToolError: isError: true), sleep(seconds).
+Tools: echo(text), add(a, b), fail(reason) (raises ToolError: isError: true), sleep(seconds),
+get_weather(city) (returns a dataclass Weather: FastMCP derives the tool's outputSchema from
+the annotation and sends the value as structuredContent beside its JSON text).
 Resource interop://greeting; prompt greet(name).
 """
 
 import sys
+from dataclasses import dataclass
 
 import anyio
 from fastmcp import FastMCP
@@ -40,6 +43,21 @@ async def sleep(seconds: float) -> str:
     """Answers after the given number of seconds."""
     await anyio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@dataclass
+class Weather:
+    """The weather in a city."""
+
+    temperature: float
+    conditions: str
+    humidity: float
+
+
+@server.tool
+def get_weather(city: str) -> Weather:
+    """A fixed forecast for any city."""
+    return Weather(temperature=21.5, conditions=f"sunny in {city}", humidity=40.0)
 
 
 @server.resource("interop://greeting", mime_type="text/plain")

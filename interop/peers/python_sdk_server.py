@@ -7,7 +7,8 @@ for the interop rows. It adds no behaviour of its own: what a row observes is th
 sse: answers as an event stream (the SDK's default); json: json_response=True;
 stateless: stateless_http=True (no session id, nothing to DELETE).
 Tools: echo(text), add(a, b), fail(reason) (raises: the SDK answers isError: true),
-sleep(seconds), count(steps) (progress 1..steps, 50 ms apart), chatty(text) (logs "info: <text>" at info and "careful: <text>" at warning,
+sleep(seconds), get_weather(city) (returns a pydantic model Weather: the SDK derives the tool's
+outputSchema from the annotation and sends the value as structuredContent), count(steps) (progress 1..steps, 50 ms apart), chatty(text) (logs "info: <text>" at info and "careful: <text>" at warning,
 logger "interop", then returns the text).
 Resource interop://greeting; prompt greet(name), whose name completes from Ada, Alan, Grace
 (completion/complete: the names that begin with what is typed).
@@ -78,6 +79,20 @@ async def sleep(seconds: float) -> str:
     """Answers after the given number of seconds."""
     await anyio.sleep(seconds)
     return f"slept {seconds}"
+
+
+class Weather(BaseModel):
+    """The weather in a city."""
+
+    temperature: float
+    conditions: str
+    humidity: float
+
+
+@server.tool()
+def get_weather(city: str) -> Weather:
+    """A fixed forecast for any city."""
+    return Weather(temperature=18.0, conditions=f"cloudy in {city}", humidity=65.0)
 
 
 @server.tool()
