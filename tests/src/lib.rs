@@ -32,7 +32,9 @@
 //! * [`Script`] (`script.rs`) describes the behaviour, [`AnswerMode`] the
 //!   wire format of answers, [`Hostile`] the ways to misbehave,
 //!   [`ServerRequest`] a request the server sends on a `tools/call` answer
-//!   stream (answered by the client before the call's result); the script can
+//!   stream (answered by the client before the call's result), [`Script::tool`]
+//!   a tool of the caller's with an `outputSchema` and the result it answers
+//!   (mismatched, unstructured, hostile schemas); the script can
 //!   be swapped while the server runs ([`TestServer::set_script`]).
 //! * [`OAuthScript`] (`oauth.rs`, through [`Script::oauth`]) guards `/mcp`
 //!   with Bearer tokens and serves, on the same port, the Protected Resource
@@ -75,6 +77,9 @@
 //!   `cargo build -p mcp-testkit --bin mcp-testkit-stdio` before it. Nothing is
 //!   built on demand; a missing binary panics saying so. The testkit's own
 //!   suites use `env!("CARGO_BIN_EXE_mcp-testkit-stdio")`.
+//! * `mcp-typed-call` (`src/bin/mcp-typed-call.rs`): a client, not a server: one
+//!   `call_tool_as::<Weather>` on either driver against any server, for the interop
+//!   row `structured-output`.
 //!
 //! Its suites are in `tests/suites/`, declared as `[[test]]` entries in
 //! `tests/Cargo.toml`:
@@ -85,7 +90,8 @@
 //!   clients, configs, bounds), `eras.rs` (era detection, the modern era in one leg),
 //!   `auth.rs` (authorization inside the operation, the OAuth mode), `stdio.rs` (local
 //!   servers), `network.rs` (CAs, TLS errors, proxies), `parallel.rs` (operations in
-//!   flight together on one session) and `spans.rs` (the `tracing` spans).
+//!   flight together on one session), `structured.rs` (results held to their tools'
+//!   `outputSchema`, `call_tool_as`) and `spans.rs` (the `tracing` spans).
 //! * `server.rs`: the HTTP server at the wire level.
 //! * `stdio_server.rs`: the stdio server as a child process.
 //!

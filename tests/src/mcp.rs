@@ -344,7 +344,11 @@ fn tools_list(params: Option<&Value>, script: &Script) -> RpcResult {
                 "invalid cursor: page-{page}"
             )));
         }
-        (page_tools(page, pages), (page < pages).then(|| page + 1))
+        let mut tools = page_tools(page, pages);
+        if page == pages {
+            tools.extend(script.scripted_listing());
+        }
+        (tools, (page < pages).then(|| page + 1))
     };
     let mut result = Map::new();
     result.insert("tools".into(), Value::Array(tools));
@@ -469,6 +473,10 @@ fn tools_call(params: Option<&Value>, env: &mut Env<'_>) -> io::Result<RpcResult
         return Ok(Ok(text_result(format!("slept {ms} ms"), false)));
     }
 
+    if let Some(result) = env.script.scripted_result(name) {
+        return Ok(Ok(result.clone()));
+    }
+
     if name == "greet" && env.modern {
         return Ok(Ok(greet(params)));
     }
@@ -514,6 +522,32 @@ mod tests {
             modern: false,
         };
         dispatch(method, Some(&params), &mut env).unwrap()
+    }
+
+    #[test]
+    fn a_scripted_tool_is_listed_on_the_last_page_and_answers_as_scripted() {
+        let schema = json!({"type": "object", "required": ["n"]});
+        let answer = json!({"content": [], "structuredContent": {"n": "not a number"}});
+        let s = Script::new()
+            .tool_pages(2)
+            .tool("shaped", Some(schema.clone()), answer.clone())
+            .tool("bare", None, json!({"content": []}));
+        let first = run("tools/list", json!({}), &s).unwrap();
+        assert!(
+            first["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["name"] != "shaped")
+        );
+        let last = run("tools/list", json!({"cursor": "page-2"}), &s).unwrap();
+        let tools = last["tools"].as_array().unwrap();
+        let shaped = tools.iter().find(|t| t["name"] == "shaped").unwrap();
+        assert_eq!(shaped["outputSchema"], schema);
+        let bare = tools.iter().find(|t| t["name"] == "bare").unwrap();
+        assert!(bare.get("outputSchema").is_none());
+        let called = run("tools/call", json!({"name": "shaped"}), &s).unwrap();
+        assert_eq!(called, answer);
     }
 
     #[test]

@@ -235,6 +235,16 @@ pub struct Script {
     pub(crate) modern_versions: Vec<String>,
     pub(crate) server_version: String,
     pub(crate) oauth: Option<OAuthScript>,
+    pub(crate) tools: Vec<ScriptedTool>,
+}
+
+/// A tool a script adds to the listing ([`Script::tool`]): its name, the `outputSchema` it
+/// declares (if any), and the result every call of it answers, as given.
+#[derive(Debug, Clone)]
+pub(crate) struct ScriptedTool {
+    pub(crate) name: String,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) result: Value,
 }
 
 impl Default for Script {
@@ -263,6 +273,7 @@ impl Default for Script {
             modern_versions: MODERN_VERSIONS.map(str::to_owned).to_vec(),
             server_version: "0.1.0".to_owned(),
             oauth: None,
+            tools: Vec::new(),
         }
     }
 }
@@ -505,6 +516,49 @@ impl Script {
     pub fn clear_oauth(mut self) -> Self {
         self.oauth = None;
         self
+    }
+
+    /// Adds a tool to the listing (on its last page) that declares `output_schema` (`None`:
+    /// none) and answers every call with `result`, exactly as given: a `structuredContent`
+    /// that breaks the schema, none at all, or a hostile schema are the caller's to script.
+    /// A later tool of the same name replaces it.
+    pub fn tool(
+        mut self,
+        name: impl Into<String>,
+        output_schema: Option<Value>,
+        result: Value,
+    ) -> Self {
+        let name = name.into();
+        self.tools.retain(|t| t.name != name);
+        self.tools.push(ScriptedTool {
+            name,
+            output_schema,
+            result,
+        });
+        self
+    }
+
+    /// The result [`tool`](Self::tool) scripted for `name`, if any.
+    pub(crate) fn scripted_result(&self, name: &str) -> Option<&Value> {
+        self.tools
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| &t.result)
+    }
+
+    /// The listing entries of the scripted tools.
+    pub(crate) fn scripted_listing(&self) -> impl Iterator<Item = Value> + '_ {
+        self.tools.iter().map(|t| {
+            let mut tool = json!({
+                "name": t.name,
+                "description": "A scripted tool.",
+                "inputSchema": {"type": "object"},
+            });
+            if let Some(schema) = &t.output_schema {
+                tool["outputSchema"] = schema.clone();
+            }
+            tool
+        })
     }
 
     /// Sends no server request on `tools/call` answers again (the default).

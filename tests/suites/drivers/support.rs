@@ -11,6 +11,7 @@ use mcp_proto::{
     SessionConfig, SessionInfo, Tool,
 };
 use mcp_testkit::TestServer;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 /// One MCP client, driven synchronously, whatever it runs on. Every method is one operation
@@ -32,6 +33,12 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult, Error>;
+    /// `call_tool_as::<T>`: the call, its result read into `T`.
+    fn call_tool_as<T: DeserializeOwned>(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<T, Error>;
     fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error>;
     fn close(&mut self) -> Result<(), Error>;
     fn open_deadline(&self) -> mcp_proto::OperationDeadline;
@@ -124,6 +131,14 @@ impl Driver for Blocking {
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult, Error> {
         self.0.call_tool(name, arguments)
+    }
+
+    fn call_tool_as<T: DeserializeOwned>(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<T, Error> {
+        self.0.call_tool_as::<T>(name, arguments)
     }
 
     fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
@@ -293,6 +308,15 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
     ) -> Result<CallToolResult, Error> {
         self.runtime
             .block_on(self.client.call_tool(name, arguments))
+    }
+
+    fn call_tool_as<T: DeserializeOwned>(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<T, Error> {
+        self.runtime
+            .block_on(self.client.call_tool_as::<T>(name, arguments))
     }
 
     fn run(&mut self, action: Action, budget: Budget) -> Result<Outcome, Error> {
