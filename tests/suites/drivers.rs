@@ -197,7 +197,6 @@ for_each_driver!(
     a_result_breaking_its_schema_is_output_invalid_naming_place_and_rule,
     a_result_without_the_structured_content_its_tool_declares_is_missing,
     a_schema_referring_to_the_network_is_refused_and_never_fetched,
-    #[ignore = "needs the schema work bound (issue 46)"]
     a_schema_costing_two_to_the_forty_ends_in_a_typed_error_inside_the_budget,
     call_tool_as_reads_a_result_into_a_type_or_says_why_not,
     // Hostile servers.

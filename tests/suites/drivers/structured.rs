@@ -1,7 +1,7 @@
 //! Structured results (issue 46) on every driver, against the test server's scripted tools
 //! ([`Script::tool`]): a result that breaks its tool's `outputSchema`, one without
 //! `structuredContent`, a schema that refers to the network, a schema whose `$ref`s cost 2^40
-//! evaluations if followed naively, and `call_tool_as::<T>` reading a result into a type or
+//! evaluations if followed naively (refused by the work bound, a mismatch of rule `work`), and `call_tool_as::<T>` reading a result into a type or
 //! saying why it cannot. Results are checked with `OutputValidation::Always`: the listing is
 //! walked first, inside the call's budget.
 
@@ -196,8 +196,9 @@ pub(crate) fn a_schema_costing_two_to_the_forty_ends_in_a_typed_error_inside_the
     );
     match outcome {
         Err(Error::OutputInvalid { problem, .. }) => match *problem {
-            OutputProblem::Mismatch(mismatch) => assert_eq!(mismatch.rule, "cost"),
-            other => panic!("not a cost mismatch: {other:?}"),
+            // Counted before it is run (OutputSchema::MAX_WORK): refused unchecked.
+            OutputProblem::Mismatch(mismatch) => assert_eq!(mismatch.rule, "work"),
+            other => panic!("not a work mismatch: {other:?}"),
         },
         other => panic!("not OutputInvalid: {other:?}"),
     }
