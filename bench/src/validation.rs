@@ -5,9 +5,9 @@
 //! testkit's `forecast` tool ([`mcp_testkit::forecast_tool`]): an `outputSchema` of five
 //! typed properties, all required, one of them an array of objects (a date, a high, a low and
 //! the conditions), and an answer of seven days that matches it, as `structuredContent` and as
-//! its JSON in a text block (1,336 bytes of JSON-RPC answer). Before the clock each session walks the tools
-//! listing (so that it knows the tool's schema) and makes one call, checked; the rows differ
-//! only in [`OutputValidation`]:
+//! its JSON in a text block (1,336 bytes of JSON-RPC answer). Before the clock each session
+//! walks the tools listing (so that it knows the tool's schema) and makes one call, checked;
+//! the rows differ only in [`OutputValidation`]:
 //!
 //! * `sequential unvalidated <driver>`: [`OutputValidation::Off`], the result handed over as
 //!   it came;
