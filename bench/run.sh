@@ -3,7 +3,8 @@
 #   1. builds mcp-bench (binary and criterion benches), the testkit's stdio server
 #      (mcp-testkit-stdio, which the stdio cases start) and mcp-call (which the overrun runs
 #      as a whole process) in release,
-#   2. runs the criterion parsing benchmarks (benches/parse.rs),
+#   2. runs the criterion parsing benchmarks (benches/parse.rs) and the outputSchema ones
+#      (benches/schema.rs),
 #   3. runs `mcp-bench run`: the server ceiling, the network cases (both eras over HTTP,
 #      and stdio), the cross-SDK cases
 #      (the drivers, rmcp, the TypeScript SDK and the Python SDK, a client process each),
@@ -74,8 +75,11 @@ cargo build --release -p mcp-cli --bin mcp-call >&2
 build_secs=$(( $(date +%s) - build_start ))
 
 echo "== parsing benchmarks (criterion)" >&2
-rm -rf "$target/criterion"/parse-* "$target/criterion"/sansio-*
+rm -rf "$target/criterion"/parse-* "$target/criterion"/sansio-* "$target/criterion"/output-schema
 cargo bench -p mcp-bench --bench parse >&2
+# Compiling and checking the forecast tool's outputSchema alone (quoted by hand in the
+# "Output validation" section of BENCHMARKS.md, beside the validated/unvalidated rows).
+cargo bench -p mcp-bench --bench schema >&2
 
 echo "== server ceiling, network, memory and overrun cases" >&2
 tables=$(mktemp)

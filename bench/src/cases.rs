@@ -530,7 +530,10 @@ fn two_workers() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// Times `op` after `cfg.warmup` of untimed runs, for `cfg.duration`.
-fn measure_sync(cfg: RunCfg, mut op: impl FnMut() -> Result<(), String>) -> Result<Sample, String> {
+pub(crate) fn measure_sync(
+    cfg: RunCfg,
+    mut op: impl FnMut() -> Result<(), String>,
+) -> Result<Sample, String> {
     let warm_end = Instant::now() + cfg.warmup;
     let mut warm_ops = 0;
     while Instant::now() < warm_end {
@@ -552,7 +555,7 @@ fn measure_sync(cfg: RunCfg, mut op: impl FnMut() -> Result<(), String>) -> Resu
 }
 
 /// [`measure_sync`] for an async operation.
-async fn measure_async(
+pub(crate) async fn measure_async(
     cfg: RunCfg,
     mut op: impl AsyncFnMut() -> Result<(), String>,
 ) -> Result<Sample, String> {

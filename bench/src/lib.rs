@@ -27,6 +27,9 @@
 //! * [`memory`]: peak RSS of one blocking call facing a 100 MiB answer, in a child process.
 //! * [`overrun`]: how far past a 2 s budget a call to a stalled server ends (1 ms
 //!   resolution), inside the operation and as the whole `mcp-call` process, both drivers.
+//! * [`validation`]: what checking a tool's result against its `outputSchema` costs a warm
+//!   call, both drivers, with and without the check (and `benches/schema.rs`: compiling the
+//!   schema and checking one result alone).
 //! * [`stats`]: latency percentiles, CPU accounting from `/proc`, machine load.
 //! * [`report`]: the Markdown tables (and reading criterion's estimates).
 
@@ -37,4 +40,5 @@ pub mod report;
 pub mod sdks;
 pub mod server;
 pub mod stats;
+pub mod validation;
 pub mod wire;

@@ -23,6 +23,14 @@
 //! `sdks cold-closed SSE Python SDK`...) contains `TEXT`: handy under `perf`, or to run one
 //! group (`--only shared-`, `--only sdks`, `--only modern`, `--only stdio`, `--only overrun`).
 //!
+//! The output-validation rows (after the network cases, with them: `--no-network` leaves them
+//! out too) make sequential calls of the legacy server's `forecast` tool, whose listing
+//! declares an `outputSchema`, with results checked (`OutputValidation::WhenListed`, after a
+//! listing walked before the clock) and unchecked (`Off`), for both drivers, taking turns
+//! window by window like the network cases; they are named `sequential validated
+//! mcp-driver-blocking`, `sequential unvalidated mcp-driver-tokio`... (so `--only sequential`
+//! and `--only validated` take them).
+//!
 //! The overrun (last, after every other section, its runs one at a time) calls a stalled
 //! server `N` times per row (default 20, `--overrun-runs`) under a 2 s budget: inside the
 //! operation, and as the whole `mcp-call` process (over HTTP and over stdio), for both drivers;
@@ -51,6 +59,7 @@ use mcp_bench::report::{self, CeilingRow, Check};
 use mcp_bench::sdks::{self, Peers, Sdk, SdkRun};
 use mcp_bench::server::{self, ServerProcess};
 use mcp_bench::stats::{CpuSnapshot, load_average};
+use mcp_bench::validation;
 use mcp_proto::SessionConfig;
 
 /// Options of `mcp-bench run`.
@@ -339,6 +348,50 @@ fn run(options: &Options) -> Result<(), String> {
         checks.extend(report::network_checks(&measured));
     }
 
+    let validation_rows: Vec<_> = if options.network {
+        validation::rows()
+            .into_iter()
+            .filter(|(driver, validated)| {
+                selected(
+                    options.only.as_deref(),
+                    &validation::row_name(*driver, *validated),
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut validated = Vec::new();
+    if !validation_rows.is_empty() {
+        eprint!(
+            "output validation, {} rounds of {} rows: ",
+            options.rounds,
+            validation_rows.len()
+        );
+        validated = validation::measure(
+            &validation_rows,
+            &servers.legacy,
+            options.rounds,
+            options.cfg,
+            || eprint!("."),
+        )?;
+        eprintln!();
+        for row in &validated {
+            let stats = row.stats();
+            let windows: Vec<String> = row.per_window.iter().map(|w| format!("{w:.0}")).collect();
+            eprintln!(
+                "{:<62}{:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs  client CPU {:.1} µs/call  \
+                 windows: {}",
+                validation::row_name(row.driver, row.validated),
+                stats.per_sec(),
+                stats.p50.as_secs_f64() * 1e6,
+                stats.p99.as_secs_f64() * 1e6,
+                row.client_us_per_call().unwrap_or(f64::NAN),
+                windows.join(" "),
+            );
+        }
+    }
+
     let mut sdk_runs: Vec<SdkRun> = Vec::new();
     if let Some(peers) = &peers {
         eprint!("cross-SDK cases, a client process each: ");
@@ -464,6 +517,12 @@ fn run(options: &Options) -> Result<(), String> {
     if !measured.is_empty() {
         out.push_str("\n### Network cases\n\n");
         out.push_str(&report::network_tables(&measured));
+    }
+    if !validated.is_empty() {
+        out.push_str(
+            "\n### Output validation: a warm `tools/call` with and without the `outputSchema` check\n\n",
+        );
+        out.push_str(&validation::table(&validated));
     }
     if !sdk_runs.is_empty() {
         out.push_str("### Across SDKs: the same calls from five clients, a process each\n\n");

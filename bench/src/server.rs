@@ -83,7 +83,11 @@ impl Era {
 fn script(role: &str, era: Era) -> Script {
     let call = "tools/call";
     let script = match role {
-        "json" => Script::new().answer_mode(AnswerMode::Json),
+        // Lists the `forecast` tool too (its `outputSchema` and matching answers): the
+        // output-validation rows call it (`crate::validation`); no other case lists the tools.
+        "json" => Script::new()
+            .answer_mode(AnswerMode::Json)
+            .forecast_tool(true),
         "sse" => Script::new().answer_mode(AnswerMode::Sse),
         "oversize-length" => Script::new().hostile(call, Hostile::Oversize(OVERSIZE)),
         "oversize-chunked" => Script::new().hostile(call, Hostile::OversizeChunked(OVERSIZE)),

@@ -350,12 +350,82 @@ fn tools_list(params: Option<&Value>, script: &Script) -> RpcResult {
         }
         (tools, (page < pages).then(|| page + 1))
     };
+    let mut tools = tools;
+    if script.forecast_tool && next.is_none() {
+        tools.push(forecast_tool());
+    }
     let mut result = Map::new();
     result.insert("tools".into(), Value::Array(tools));
     if let Some(next) = next {
         result.insert("nextCursor".into(), Value::from(format!("page-{next}")));
     }
     Ok(Value::Object(result))
+}
+
+/// The `forecast` tool of [`Script::forecast_tool`] as a listing declares it: its input (a
+/// location) and the `outputSchema` its results match.
+pub fn forecast_tool() -> Value {
+    let mut tool = tool(
+        "forecast",
+        "Seven days of weather for a location.",
+        json!({"location": {"type": "string"}}),
+        &["location"],
+    );
+    tool["outputSchema"] = json!({
+        "type": "object",
+        "properties": {
+            "location": {"type": "string"},
+            "latitude": {"type": "number", "minimum": -90, "maximum": 90},
+            "longitude": {"type": "number", "minimum": -180, "maximum": 180},
+            "units": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "date": {"type": "string"},
+                        "high": {"type": "number"},
+                        "low": {"type": "number"},
+                        "conditions": {"type": "string"}
+                    },
+                    "required": ["date", "high", "low", "conditions"]
+                }
+            }
+        },
+        "required": ["location", "latitude", "longitude", "units", "days"]
+    });
+    tool
+}
+
+/// The result of every `forecast` call: seven days for Lyon, as `structuredContent` and, as
+/// the specification asks of a tool that returns structured content, as its JSON in a text
+/// block.
+pub fn forecast_result() -> Value {
+    const DAYS: [(&str, f64, f64, &str); 7] = [
+        ("2026-12-05", 7.5, 1.0, "cloudy"),
+        ("2026-12-06", 6.0, -0.5, "light rain"),
+        ("2026-12-07", 5.5, -1.5, "fog"),
+        ("2026-12-08", 8.0, 2.0, "partly cloudy"),
+        ("2026-12-09", 9.5, 3.5, "sunny"),
+        ("2026-12-10", 4.0, -2.0, "snow showers"),
+        ("2026-12-11", 6.5, 0.5, "overcast"),
+    ];
+    let days: Vec<Value> = DAYS
+        .iter()
+        .map(|(date, high, low, conditions)| {
+            json!({"date": date, "high": high, "low": low, "conditions": conditions})
+        })
+        .collect();
+    let structured = json!({
+        "location": "Lyon, France",
+        "latitude": 45.764,
+        "longitude": 4.8357,
+        "units": "celsius",
+        "days": days
+    });
+    let mut result = text_result(structured.to_string(), false);
+    result["structuredContent"] = structured;
+    result
 }
 
 /// The multi round-trip tool (modern era): the first call asks for a name with an
@@ -496,6 +566,7 @@ fn tools_call(params: Option<&Value>, env: &mut Env<'_>) -> io::Result<RpcResult
             )),
         },
         "fail" => Ok(text_result("the tool failed on purpose", true)),
+        "forecast" if env.script.forecast_tool => Ok(forecast_result()),
         _ if is_filler(name, env.script) => Ok(text_result(format!("{name} called"), false)),
         _ => Err(RpcError::invalid_params(format!("unknown tool: {name}"))),
     };
@@ -608,6 +679,52 @@ mod tests {
             assert_eq!(names.len(), 4.max(pages));
             assert_eq!(&names[..4], ["echo", "add", "sleep", "fail"]);
         }
+    }
+
+    #[test]
+    fn the_forecast_tool_is_listed_last_with_its_schema_and_answers_to_it() {
+        let off = run("tools/list", json!({}), &Script::new()).unwrap();
+        assert!(
+            off["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["name"] != "forecast")
+        );
+        let e = run("tools/call", json!({"name": "forecast"}), &Script::new()).unwrap_err();
+        assert_eq!(e.code, -32602);
+
+        let s = Script::new().forecast_tool(true).tool_pages(2);
+        let first = run("tools/list", json!({}), &s).unwrap();
+        assert!(
+            first["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["name"] != "forecast")
+        );
+        let last = run("tools/list", json!({"cursor": "page-2"}), &s).unwrap();
+        let listed = last["tools"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(listed, forecast_tool());
+        let schema = mcp_proto::schema::OutputSchema::compile(&listed["outputSchema"]).unwrap();
+
+        let r = run(
+            "tools/call",
+            json!({"name": "forecast", "arguments": {"location": "Lyon"}}),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r["isError"], false);
+        assert_eq!(r["structuredContent"]["days"].as_array().unwrap().len(), 7);
+        assert!(schema.validate(&r["structuredContent"]).is_ok());
+        let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, r["structuredContent"]);
+        let mut broken = r["structuredContent"].clone();
+        broken["days"][3]["high"] = json!("warm");
+        assert_eq!(
+            schema.validate(&broken).unwrap_err().instance_path,
+            "/days/3/high"
+        );
     }
 
     #[test]
