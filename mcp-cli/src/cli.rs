@@ -31,61 +31,61 @@ pub(crate) mod code {
 pub(crate) struct Cli {
     /// The server's endpoint. Without it (and without --stdio or --server), an embedded demo
     /// server is started on 127.0.0.1.
-    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
+    #[arg(long, value_name = "URL", conflicts_with = "stdio", global = true)]
     pub(crate) url: Option<String>,
     /// A local server to run and speak to over its stdin and stdout: the command line, split
     /// as a POSIX shell would (quotes, backslashes) but run without any shell.
-    #[arg(long, value_name = "'COMMAND [ARGS...]'")]
+    #[arg(long, value_name = "'COMMAND [ARGS...]'", global = true)]
     pub(crate) stdio: Option<String>,
     /// An environment variable for the local server, repeatable (on top of this process's
     /// environment and the --server entry's `env`).
-    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env, global = true)]
     pub(crate) env: Vec<(String, String)>,
     /// A server configuration file as MCP hosts write them (`mcpServers`, or VS Code's
     /// `servers`): see `servers` and --server.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub(crate) config: Option<std::path::PathBuf>,
     /// The entry of --config to use: its url, headers and timeout (flags win over them).
-    #[arg(long, value_name = "NAME", requires = "config")]
+    #[arg(long, value_name = "NAME", requires = "config", global = true)]
     pub(crate) server: Option<String>,
     /// The operation's budget in seconds, decimals allowed. Default: MCP_OPERATION_TIMEOUT
     /// (read leniently), else 20.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, global = true)]
     pub(crate) timeout: Option<Duration>,
     /// The unit grants are rounded up to.
-    #[arg(long, value_enum, default_value_t = Unit::S)]
+    #[arg(long, value_enum, default_value_t = Unit::S, global = true)]
     pub(crate) resolution: Unit,
     /// Which driver runs the operation.
-    #[arg(long, value_enum, default_value_t = DriverKind::Blocking)]
+    #[arg(long, value_enum, default_value_t = DriverKind::Blocking, global = true)]
     pub(crate) driver: DriverKind,
     /// Also trust the CA certificates in this PEM file (besides the system's store).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub(crate) cacert: Option<std::path::PathBuf>,
     /// Send every request through this http:// proxy (HTTP CONNECT), whatever HTTPS_PROXY says;
     /// credentials in it are sent to the proxy and never printed.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", global = true)]
     pub(crate) proxy: Option<String>,
     /// Hosts reached without a proxy, as NO_PROXY is written (added to NO_PROXY).
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", global = true)]
     pub(crate) noproxy: Option<String>,
     /// An extra request header, repeatable (e.g. 'Authorization: Bearer ...').
-    #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header)]
+    #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header, global = true)]
     pub(crate) headers: Vec<(String, String)>,
     /// The protocol version to speak: `auto` (the default: the modern request first, the
     /// handshake when the server is legacy), a legacy one (2025-11-25, 2025-06-18; the
     /// handshake only) or the modern 2026-07-28 (stateless only: a tool call is one request).
-    #[arg(long, value_name = "auto|VERSION", default_value = "auto", value_parser = parse_protocol)]
+    #[arg(long, value_name = "auto|VERSION", default_value = "auto", value_parser = parse_protocol, global = true)]
     pub(crate) protocol: Protocol,
     /// Run the operation N times on one session.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub(crate) repeat: u32,
     /// With --repeat: keep N operations in flight at once on the one session (one handshake
     /// for all of them), each under its own budget.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub(crate) parallel: u32,
     /// Print JSON on stdout: the tools array, or the whole call result (its
     /// `structuredContent` included, values as the server sent them).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub(crate) json: bool,
     /// Check each tool result's `structuredContent` against the `outputSchema` its tool
     /// declares (the tools are listed first, inside the budget, when the session has not
@@ -93,65 +93,66 @@ pub(crate) struct Cli {
     /// 5, the server's fault; the bridge answers the host with a JSON-RPC error saying the same,
     /// with `pointer` and `rule` in its `data`). Without it,
     /// results are passed on unchecked.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub(crate) validate_output: bool,
     /// Print one line per leg on stderr.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub(crate) trace: bool,
     /// Answer the server's elicitations (requests for input during a call or its task):
     /// `decline`, or `defaults` (accept a form with the defaults its schema declares; a form
     /// with a required field that has none is declined). Each
     /// is shown on stderr; a URL to open is shown with its domain and always declined.
     /// Without it, no elicitation is offered to the server.
-    #[arg(long, value_enum, value_name = "decline|defaults")]
+    #[arg(long, value_enum, value_name = "decline|defaults", global = true)]
     pub(crate) elicit: Option<elicit::Elicit>,
     /// Answer the server's sampling requests (`sampling/createMessage`: the server asks the
     /// client's model) with this text, as the assistant's message from model `mcp-call`; each
     /// request is shown on stderr. Without it, sampling is not offered to the server.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", global = true)]
     pub(crate) sampling_answer: Option<String>,
     /// A root to offer the server (`roots/list`), repeatable: a URI such as file:///work
     /// (a path is made a file:// URI). Without it, no roots are offered.
-    #[arg(long = "root", value_name = "URI", value_parser = parse_root)]
+    #[arg(long = "root", value_name = "URI", value_parser = parse_root, global = true)]
     pub(crate) roots: Vec<String>,
     /// Tell the server, on every request, the milliseconds left of the budget (in `_meta`,
     /// under `dev.mcp-deadline/remainingMs`: this project's own key, not a standard one).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub(crate) send_deadline: bool,
     /// Cancel a task still running when the budget ends (`tasks/cancel`, sent before the end)
     /// instead of handing it back to look at later.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub(crate) cancel_at_deadline: bool,
     /// Ask the server for its log messages at LEVEL and above (debug, info, notice, warning,
     /// error, critical, alert, emergency) and print them on stderr: `log <level> <logger>: ...`.
-    #[arg(long, value_name = "LEVEL", value_parser = parse_log_level)]
+    #[arg(long, value_name = "LEVEL", value_parser = parse_log_level, global = true)]
     pub(crate) log_level: Option<mcp_proto::message::LogLevel>,
     /// OAuth: a client id issued for this server (instead of registering one), offered to the
     /// authorization server the server names.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", global = true)]
     pub(crate) client_id: Option<String>,
     /// OAuth: the client's secret (a confidential client). Also MCP_CLIENT_SECRET.
     #[arg(
         long,
         value_name = "SECRET",
         env = "MCP_CLIENT_SECRET",
-        hide_env_values = true
+        hide_env_values = true,
+        global = true
     )]
     pub(crate) client_secret: Option<String>,
     /// OAuth: a PKCS#8 PEM P-256 key; with --client-id, tokens come from the client
     /// credentials grant signed with it (private_key_jwt, ES256): no browser.
-    #[arg(long, value_name = "FILE", requires = "client_id")]
+    #[arg(long, value_name = "FILE", requires = "client_id", global = true)]
     pub(crate) client_key: Option<std::path::PathBuf>,
     /// OAuth: how tokens are obtained: `code` (a person approves in a browser, at `login`) or
     /// `client-credentials` (no person: --client-id with --client-secret or --client-key).
-    #[arg(long, value_enum, default_value_t = GrantKind::Code)]
+    #[arg(long, value_enum, default_value_t = GrantKind::Code, global = true)]
     pub(crate) grant: GrantKind,
     /// OAuth: the scope to ask for (default: what the server's challenge or metadata names).
-    #[arg(long, value_name = "SCOPE")]
+    #[arg(long, value_name = "SCOPE", global = true)]
     pub(crate) scope: Option<String>,
     /// OAuth: where registrations and tokens are kept between runs (written 0600). Default:
     /// $XDG_CONFIG_HOME/mcp-call/credentials.json.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub(crate) credentials: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -246,6 +247,10 @@ pub(crate) enum Command {
     /// answers the host with an error naming the budget and the server. Logs (--trace) go to
     /// stderr; EOF on stdin closes the upstream session and ends the bridge.
     Bridge {
+        /// The server's URL, as mcp-remote takes it (`mcp-call bridge https://host/mcp`): the
+        /// same as --url, which may be given instead (both: they must agree).
+        #[arg(value_name = "URL")]
+        upstream: Option<String>,
         /// Log in first when the server needs it: the browser flow of `login` (its URL on
         /// stderr, which hosts show), under login's budget (300 s), before the host's first
         /// request is answered; then the tokens are kept in --credentials as `login` keeps them.
@@ -287,6 +292,41 @@ pub(crate) enum Protocol {
     Auto,
     /// Speak this version and nothing else.
     Pin(ProtocolVersion),
+}
+
+impl Cli {
+    /// `mcp-call bridge URL` as `mcp-call --url URL bridge` (mcp-remote's form): the URL moved
+    /// to `--url`. `Err` is the usage error when both name a server and they differ, or the
+    /// positional URL comes with another way to name one.
+    pub(crate) fn with_upstream(mut self) -> Result<Self, String> {
+        let Command::Bridge { upstream, .. } = &mut self.command else {
+            return Ok(self);
+        };
+        let Some(upstream) = upstream.take() else {
+            return Ok(self);
+        };
+        // The URLs are not quoted: one may carry a credential.
+        match &self.url {
+            Some(url) if *url != upstream => {
+                return Err(
+                    "the bridge's URL and --url name two different servers: give one".into(),
+                );
+            }
+            Some(_) => {}
+            None if self.stdio.is_some() || self.server.is_some() => {
+                let other = if self.stdio.is_some() {
+                    "--stdio"
+                } else {
+                    "--server"
+                };
+                return Err(format!(
+                    "the bridge's URL and {other} name two servers: give one"
+                ));
+            }
+            None => self.url = Some(upstream),
+        }
+        Ok(self)
+    }
 }
 
 impl Command {

@@ -38,8 +38,12 @@ use crate::report::Reporter;
 use crate::setup::Setup;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let cli = match Cli::try_parse().map(Cli::with_upstream) {
+        Ok(Ok(cli)) => cli,
+        Ok(Err(message)) => {
+            let json = std::env::args().any(|a| a == "--json");
+            return ExitCode::from(usage(json, None, &message));
+        }
         Err(err) if err.use_stderr() && std::env::args().any(|a| a == "--json") => {
             // The message's first line, without clap's "error: " prefix.
             let text = err.to_string();
@@ -87,7 +91,7 @@ fn run(cli: &Cli) -> u8 {
         Err(message) => return usage(cli.json, Some(&setup.label), &message),
     };
     match cli.command {
-        Command::Bridge { login } => bridge(cli, setup, network, login),
+        Command::Bridge { login, .. } => bridge(cli, setup, network, login),
         _ => execute::run(cli, setup, &network),
     }
 }

@@ -260,7 +260,7 @@ impl Setup {
         };
         let login = matches!(cli.command, Command::Login);
         // `bridge --login` listens for the browser's redirect as `login` does.
-        let bridge_login = matches!(cli.command, Command::Bridge { login: true });
+        let bridge_login = matches!(cli.command, Command::Bridge { login: true, .. });
         let budget = budget(cli, entry_timeout.flatten(), login);
         let config = match configure(&target, budget, cli.resolution.into(), cli.protocol) {
             Ok(config) => config,

@@ -1247,3 +1247,108 @@ fn a_task_id_that_begins_with_a_dash_is_an_id_not_a_flag() {
         assert!(err.contains(method), "{err}");
     }
 }
+
+/// What a host writes to `mcp-call bridge`: the handshake, then a tools listing; EOF after.
+const HOST_LINES: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    "\n",
+);
+
+/// Runs `mcp-call` with `args` as a host would run the bridge: [`HOST_LINES`] on its stdin,
+/// kept open until the listing's answer is out (or the bridge ends), then closed, as a host
+/// closes it to end the bridge. Returns the exit and what it wrote.
+fn bridged(args: &[&str]) -> Output {
+    use std::io::{BufRead as _, Write as _};
+    let mut child = mcp_call_command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-call runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(HOST_LINES.as_bytes()).expect("written");
+    let mut answers = String::new();
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while lines.read_line(&mut line).unwrap_or(0) > 0 {
+        answers.push_str(&line);
+        let listed = line.contains(r#""id":2"#);
+        line.clear();
+        if listed {
+            break;
+        }
+    }
+    drop(stdin);
+    let mut out = child.wait_with_output().expect("mcp-call ends");
+    out.stdout = answers.into_bytes();
+    out
+}
+
+#[test]
+fn the_bridge_takes_its_url_in_every_position_mcp_remote_and_mcp_call_write_it() {
+    let server = TestServer::start(Script::default());
+    let url = server.url();
+    for args in [
+        vec!["bridge", url.as_str()],
+        vec!["bridge", "--url", url.as_str()],
+        vec!["--url", url.as_str(), "bridge"],
+        vec![
+            "bridge",
+            url.as_str(),
+            "--timeout",
+            "5",
+            "--driver",
+            "tokio",
+        ],
+    ] {
+        let out = bridged(&args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let answers = stdout(&out);
+        assert!(
+            answers.contains(r#""id":2"#) && answers.contains(r#""name":"echo""#),
+            "{args:?}: {answers}"
+        );
+    }
+    // The four runs reached the one server, each in a session of its own.
+    let handshakes = server
+        .rpc_methods()
+        .iter()
+        .filter(|m| *m == "initialize")
+        .count();
+    assert_eq!(handshakes, 4, "{:?}", server.rpc_methods());
+}
+
+#[test]
+fn two_servers_named_for_the_bridge_are_a_usage_error_that_quotes_no_url() {
+    let out = bridged(&[
+        "bridge",
+        "http://user:secret@127.0.0.1:9/mcp",
+        "--url",
+        "http://127.0.0.1:9/other",
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("two different servers"), "{err}");
+    assert!(!err.contains("secret"), "{err}");
+}
+
+#[test]
+fn global_flags_work_after_the_subcommand_too() {
+    let server = TestServer::start(Script::default());
+    let out = mcp_call(&[
+        "call",
+        "echo",
+        r#"{"text":"late flags"}"#,
+        "--url",
+        &server.url(),
+        "--timeout",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("late flags"), "{}", stdout(&out));
+}
