@@ -20,6 +20,7 @@ mod elicit;
 mod execute;
 mod login;
 mod output;
+mod remote_flags;
 mod report;
 mod servers;
 mod setup;
@@ -38,13 +39,15 @@ use crate::report::Reporter;
 use crate::setup::Setup;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse().map(Cli::with_upstream) {
+    let json = std::env::args().any(|a| a == "--json");
+    let (args, notes) = match remote_flags::translate(std::env::args().collect()) {
+        Ok(translated) => translated,
+        Err(message) => return ExitCode::from(usage(json, None, &message)),
+    };
+    let cli = match Cli::try_parse_from(args).map(Cli::with_upstream) {
         Ok(Ok(cli)) => cli,
-        Ok(Err(message)) => {
-            let json = std::env::args().any(|a| a == "--json");
-            return ExitCode::from(usage(json, None, &message));
-        }
-        Err(err) if err.use_stderr() && std::env::args().any(|a| a == "--json") => {
+        Ok(Err(message)) => return ExitCode::from(usage(json, None, &message)),
+        Err(err) if err.use_stderr() && json => {
             // The message's first line, without clap's "error: " prefix.
             let text = err.to_string();
             let line = text.lines().next().unwrap_or_default();
@@ -60,6 +63,12 @@ fn main() -> ExitCode {
             });
         }
     };
+    // What became of mcp-remote's flags, for an operator who asked to see (`--trace`).
+    if cli.trace {
+        for note in &notes {
+            eprintln!("mcp-call: {note}");
+        }
+    }
     ExitCode::from(match cli.command {
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

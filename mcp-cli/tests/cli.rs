@@ -1352,3 +1352,47 @@ fn global_flags_work_after_the_subcommand_too() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("late flags"), "{}", stdout(&out));
 }
+
+#[test]
+fn an_mcp_remote_line_runs_as_a_bridge_and_says_what_became_of_each_flag() {
+    let server = TestServer::start(Script::default());
+    let url = server.url();
+    // A host config's `npx mcp-remote URL 3334 --debug --allow-http --connect-timeout 5`.
+    let out = bridged(&[
+        "bridge",
+        &url,
+        "3334",
+        "--debug",
+        "--allow-http",
+        "--connect-timeout",
+        "5",
+        "--transport",
+        "http-first",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(r#""name":"echo""#),
+        "{}",
+        stdout(&out)
+    );
+    let said = stderr(&out);
+    for note in [
+        "the callback port 3334 is accepted and dropped",
+        "mcp-remote's --debug is --trace here",
+        "mcp-remote's --allow-http is accepted and dropped",
+        "mcp-remote's --connect-timeout is accepted and dropped: one budget per request (--timeout)",
+        "mcp-remote's --transport http-first is accepted and dropped",
+    ] {
+        assert!(said.contains(note), "{note}: {said}");
+    }
+    // Refused: exit 2, the flag named with what to use instead, nothing sent.
+    let before = server.rpc_methods().len();
+    let out = bridged(&["bridge", &url, "--device-code"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--device-code is not taken"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.rpc_methods().len(), before);
+}
