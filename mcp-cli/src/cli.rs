@@ -42,7 +42,8 @@ pub(crate) struct Cli {
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env, global = true)]
     pub(crate) env: Vec<(String, String)>,
     /// A server configuration file as MCP hosts write them (`mcpServers`, or VS Code's
-    /// `servers`): see `servers` and --server.
+    /// `servers`): see `servers` and --server. ${NAME} and ${env:NAME} in an entry's url,
+    /// headers and env values are read from the environment, as --header's are.
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) config: Option<std::path::PathBuf>,
     /// The entry of --config to use: its url, headers and timeout (flags win over them).
@@ -68,9 +69,16 @@ pub(crate) struct Cli {
     /// Hosts reached without a proxy, as NO_PROXY is written (added to NO_PROXY).
     #[arg(long, value_name = "LIST", global = true)]
     pub(crate) noproxy: Option<String>,
-    /// An extra request header, repeatable (e.g. 'Authorization: Bearer ...').
+    /// An extra request header, repeatable (e.g. 'Authorization: Bearer ${TOKEN}'): ${NAME}
+    /// and ${env:NAME} are read from the environment (a bare $NAME, or a ${ never closed, is
+    /// left as written); an unset variable is an error naming it, and nothing is sent.
     #[arg(long = "header", value_name = "'Name: value'", value_parser = parse_header, global = true)]
     pub(crate) headers: Vec<(String, String)>,
+    /// Request headers from a file, repeatable: one 'Name: value' a line, values expanded as
+    /// --header's are; blank lines and lines beginning with # are skipped. A --header of the
+    /// same name wins.
+    #[arg(long = "header-file", value_name = "FILE", global = true)]
+    pub(crate) header_files: Vec<std::path::PathBuf>,
     /// The protocol version to speak: `auto` (the default: the modern request first, the
     /// handshake when the server is legacy), a legacy one (2025-11-25, 2025-06-18; the
     /// handshake only) or the modern 2026-07-28 (stateless only: a tool call is one request).

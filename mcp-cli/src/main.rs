@@ -18,6 +18,7 @@ mod demo;
 mod driver;
 mod elicit;
 mod execute;
+mod expand;
 mod login;
 mod output;
 mod remote_flags;

@@ -15,10 +15,19 @@ use crate::cli::{Cli, Command, GrantKind, LOGIN_BUDGET, Protocol, code};
 use crate::demo::Demo;
 use crate::output::{report_error, usage};
 use crate::report::Reporter;
-use crate::{credentials, elicit, login, servers};
+use crate::{credentials, elicit, expand, login, servers};
 
-/// The --server entry, when one is named, and its timeout.
-fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Transport, Option<Duration>)>, String> {
+/// The --server entry, its `${NAME}` expanded from the environment.
+struct Chosen {
+    transport: servers::Transport,
+    timeout: Option<Duration>,
+    /// The entry's url as written, when it held a variable: what an error about the URL
+    /// quotes (the expanded one may hold a secret).
+    url_as_written: Option<String>,
+}
+
+/// The --server entry, when one is named.
+fn chosen_entry(cli: &Cli) -> Result<Option<Chosen>, String> {
     let (Some(path), Some(name)) = (&cli.config, &cli.server) else {
         return Ok(None);
     };
@@ -31,7 +40,77 @@ fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Transport, Option<Duration
             known.join(", ")
         ));
     };
-    Ok(Some((entry.transport.clone(), entry.timeout)))
+    let at = format!("{}: server \"{}\"", path.display(), name.escape_debug());
+    let (transport, url_as_written) = expanded(entry.transport.clone(), &at)?;
+    Ok(Some(Chosen {
+        transport,
+        timeout: entry.timeout,
+        url_as_written,
+    }))
+}
+
+/// An entry with `${NAME}` and `${env:NAME}` read from the environment in its url, its
+/// headers' values and its env values (what Cursor and VS Code expand), and its url as
+/// written when that held a variable. An error names the entry, the field and the variable.
+fn expanded(
+    transport: servers::Transport,
+    at: &str,
+) -> Result<(servers::Transport, Option<String>), String> {
+    let value = |field: &str, key: &str, text: &str, header: bool| {
+        expand::expand(text, expand::from_env, header)
+            .map_err(|err| format!("{at}: \"{field}\".\"{}\": {err}", key.escape_debug()))
+    };
+    let pairs = |field: &str, pairs: Vec<(String, String)>, header: bool| {
+        (pairs.into_iter())
+            .map(|(key, text)| {
+                let text = value(field, &key, &text, header)?;
+                Ok((key, text))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    };
+    Ok(match transport {
+        servers::Transport::Http(servers::Remote { url, headers }) => {
+            let expanded_url = expand::expand(&url, expand::from_env, false)
+                .map_err(|err| format!("{at}: \"url\": {err}"))?;
+            let written = (expanded_url != url).then_some(url);
+            let remote = servers::Remote {
+                url: expanded_url,
+                headers: pairs("headers", headers, true)?,
+            };
+            (servers::Transport::Http(remote), written)
+        }
+        servers::Transport::Command {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let env = pairs("env", env, false)?;
+            let command = servers::Transport::Command {
+                command,
+                args,
+                env,
+                cwd,
+            };
+            (command, None)
+        }
+    })
+}
+
+/// The headers of --header-file (in their order) then --header, values expanded from the
+/// environment. An error names the header and the variable (and the file and the line),
+/// never a value.
+fn flag_headers(cli: &Cli) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    for path in &cli.header_files {
+        headers.extend(expand::read_header_file(path, expand::from_env)?);
+    }
+    for (name, value) in &cli.headers {
+        let value = expand::expand(value, expand::from_env, true)
+            .map_err(|err| format!("--header \"{}\": {err}", name.escape_debug()))?;
+        headers.push((name.clone(), value));
+    }
+    Ok(headers)
 }
 
 /// Where this run's server is: an endpoint (with its headers), or a program to run.
@@ -45,7 +124,11 @@ enum Target {
 
 /// The target the flags and the --server entry name (flags win), or a usage error. `None`:
 /// the embedded demo server.
-fn target(cli: &Cli, entry: Option<servers::Transport>) -> Result<Option<Target>, String> {
+fn target(
+    cli: &Cli,
+    entry: Option<servers::Transport>,
+    flag_headers: &[(String, String)],
+) -> Result<Option<Target>, String> {
     let local =
         |command: &str, args: Vec<String>, env: Vec<(String, String)>, cwd: Option<String>| {
             let mut stdio = mcp_proto::StdioCommand::new(command).args(args);
@@ -69,7 +152,7 @@ fn target(cli: &Cli, entry: Option<servers::Transport>) -> Result<Option<Target>
     }
     let remote = |url: String, mut headers: Vec<(String, String)>| {
         // Flags win over the entry: a flag's header of the same name replaces the entry's.
-        for (name, value) in &cli.headers {
+        for (name, value) in flag_headers {
             headers.retain(|(known, _)| !known.eq_ignore_ascii_case(name));
             headers.push((name.clone(), value.clone()));
         }
@@ -96,8 +179,8 @@ fn target(cli: &Cli, entry: Option<servers::Transport>) -> Result<Option<Target>
 /// The flags that apply to one transport only, refused with the other.
 fn checked(cli: &Cli, target: Option<Target>) -> Result<Option<Target>, String> {
     match &target {
-        Some(Target::Stdio(_)) if !cli.headers.is_empty() => {
-            Err("--header applies to HTTP servers, not to a local (stdio) one".to_owned())
+        Some(Target::Stdio(_)) if !cli.headers.is_empty() || !cli.header_files.is_empty() => {
+            Err("--header and --header-file apply to HTTP servers, not to a local (stdio) one".to_owned())
         }
         Some(Target::Stdio(_)) if matches!(cli.command, Command::Task { .. }) => {
             Err("task applies to HTTP servers: a local (stdio) server's tasks end with its process, and this one is started anew".to_owned())
@@ -238,11 +321,16 @@ impl Setup {
     /// The setup the flags and the `--config` entry ask for, or the exit code of the usage
     /// error it has already reported.
     pub(crate) fn from_cli(cli: &Cli) -> Result<Self, u8> {
-        let (entry_transport, entry_timeout) = match chosen_entry(cli) {
-            Ok(entry) => entry.unzip(),
-            Err(message) => return Err(usage(cli.json, None, &message)),
+        let chosen = chosen_entry(cli).map_err(|m| usage(cli.json, None, &m))?;
+        let (entry_transport, entry_timeout, url_as_written) = match chosen {
+            Some(c) => (Some(c.transport), c.timeout, c.url_as_written),
+            None => (None, None, None),
         };
-        let target = target(cli, entry_transport).map_err(|m| usage(cli.json, None, &m))?;
+        // The entry's url is the one used only when --url and --stdio are not given.
+        let url_as_written = url_as_written.filter(|_| cli.url.is_none() && cli.stdio.is_none());
+        let flag_headers = flag_headers(cli).map_err(|m| usage(cli.json, None, &m))?;
+        let target =
+            target(cli, entry_transport, &flag_headers).map_err(|m| usage(cli.json, None, &m))?;
         let demo = match target {
             Some(_) => None,
             None => Some(Demo::start().map_err(|err| {
@@ -254,19 +342,26 @@ impl Setup {
             (Some(target), _) => target,
             (None, Some(server)) => Target::Http {
                 url: server.url(),
-                headers: cli.headers.clone(),
+                headers: flag_headers,
             },
             (None, None) => unreachable!("a demo server starts when no URL is given"),
         };
         let login = matches!(cli.command, Command::Login);
         // `bridge --login` listens for the browser's redirect as `login` does.
         let bridge_login = matches!(cli.command, Command::Bridge { login: true, .. });
-        let budget = budget(cli, entry_timeout.flatten(), login);
+        let budget = budget(cli, entry_timeout, login);
         let config = match configure(&target, budget, cli.resolution.into(), cli.protocol) {
             Ok(config) => config,
             Err(err) => {
                 let what = (err.kind(), err.fault());
-                report_error(cli.json, what, None, &err.to_string(), code::USAGE);
+                // Never the expanded URL: a variable in it may be a secret.
+                let message = match (&err, &url_as_written) {
+                    (Error::InvalidUrl { reason, .. }, Some(written)) => format!(
+                        "the MCP server URL \"{written}\" (its variables expanded) cannot be used: {reason}"
+                    ),
+                    _ => err.to_string(),
+                };
+                report_error(cli.json, what, None, &message, code::USAGE);
                 return Err(code::USAGE);
             }
         };

@@ -1395,4 +1395,210 @@ fn an_mcp_remote_line_runs_as_a_bridge_and_says_what_became_of_each_flag() {
         stderr(&out)
     );
     assert_eq!(server.rpc_methods().len(), before);
+/// `${TOKEN}` and `${env:TOKEN}` in a `--header` reach the server expanded; the secret is in
+/// no trace line. Unset, it is a usage error naming it, and nothing is sent.
+#[test]
+fn a_header_s_variable_is_read_from_the_environment_and_an_unset_one_sends_nothing() {
+    let secret = "tok-4f9a-secret";
+    let server = TestServer::start(Script::new());
+    let out = mcp_call_command(&[
+        "--url",
+        &server.url(),
+        "--header",
+        "Authorization: Bearer ${MCP_CALL_TEST_TOKEN}",
+        "--header",
+        "X-Team: ${env:MCP_CALL_TEST_TEAM}-$MCP_CALL_TEST_TEAM-${",
+        "--trace",
+        "call",
+        "echo",
+        r#"{"text":"hi"}"#,
+    ])
+    .env("MCP_CALL_TEST_TOKEN", secret)
+    .env("MCP_CALL_TEST_TEAM", "blue")
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert!(!stderr(&out).contains(secret), "{}", stderr(&out));
+    let requests = server.requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer tok-4f9a-secret")
+        );
+        // A bare $NAME and a ${ never closed are sent as written.
+        assert_eq!(
+            request.header("x-team"),
+            Some("blue-$MCP_CALL_TEST_TEAM-${")
+        );
+    }
+
+    // Unset: exit 2, the variable named, nothing sent; with --json, one usage object.
+    let server = TestServer::start(Script::new());
+    let url = server.url();
+    for json in [false, true] {
+        let mut args = vec![
+            "--url",
+            &url,
+            "--header",
+            "Authorization: Bearer ${MCP_CALL_TEST_TOKEN}",
+            "ping",
+        ];
+        if json {
+            args.insert(0, "--json");
+        }
+        let out = mcp_call_command(&args)
+            .env_remove("MCP_CALL_TEST_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        let err = match json {
+            true => {
+                let error = json_error(&out);
+                assert_eq!(error["kind"], "usage", "{error}");
+                error["message"].as_str().unwrap().to_owned()
+            }
+            false => stderr(&out),
+        };
+        assert!(
+            err.contains("MCP_CALL_TEST_TOKEN") && err.contains("\"Authorization\""),
+            "{err}"
+        );
+    }
+    assert!(server.requests().is_empty(), "nothing was sent");
+
+    // A value a header cannot carry (a line break): the header and the variable are named,
+    // the value is not shown, and nothing is sent.
+    let out = mcp_call_command(&[
+        "--url",
+        &server.url(),
+        "--header",
+        "Authorization: Bearer ${MCP_CALL_TEST_TOKEN}",
+        "ping",
+    ])
+    .env("MCP_CALL_TEST_TOKEN", "tok-line1\ntok-line2")
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("MCP_CALL_TEST_TOKEN") && err.contains("\"Authorization\""),
+        "{err}"
+    );
+    assert!(!err.contains("tok-line"), "{err}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn a_header_file_joins_the_header_flags_and_a_bad_line_is_named_by_number() {
+    let server = TestServer::start(Script::new());
+    let dir = std::env::temp_dir().join(format!("mcp-call-header-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("team.headers");
+    std::fs::write(
+        &path,
+        "# the team's credentials\n\nAuthorization: Bearer ${MCP_CALL_TEST_TOKEN}\nX-Team: from-file\nX-Env: test\n",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let out = mcp_call_command(&[
+        "--url",
+        &server.url(),
+        "--header-file",
+        file,
+        "--header",
+        "X-Env: prod",
+        "call",
+        "echo",
+        r#"{"text":"hi"}"#,
+    ])
+    .env("MCP_CALL_TEST_TOKEN", "from-env")
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let call = &server.requests()[0];
+    assert_eq!(call.header("authorization"), Some("Bearer from-env"));
+    assert_eq!(call.header("x-team"), Some("from-file"));
+    let envs: Vec<&str> = (call.headers.iter())
+        .filter(|(n, _)| n == "x-env")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(envs, ["prod"], "a --header of the same name wins");
+
+    // A line that is not 'Name: value': the file and the line, not its text; nothing sent.
+    let server = TestServer::start(Script::new());
+    std::fs::write(&path, "# comment\nX-Team: blue\nBearer pasted-secret\n").unwrap();
+    let out = mcp_call(&["--url", &server.url(), "--header-file", file, "ping"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{file}, line 3")), "{err}");
+    assert!(!err.contains("pasted-secret"), "{err}");
+    let out = mcp_call(&[
+        "--url",
+        &server.url(),
+        "--header-file",
+        "/nonexistent/team.headers",
+        "ping",
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent/team.headers"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(server.requests().is_empty(), "nothing was sent");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_config_entry_s_url_and_headers_are_expanded_and_an_unset_variable_is_named() {
+    let server = TestServer::start(Script::new());
+    let url = server.url();
+    let (host, rest) = url.rsplit_once(':').unwrap();
+    let (port, path) = rest.split_once('/').unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-call-config-env-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config_path = dir.join("mcp.json");
+    let config = serde_json::json!({"mcpServers": {"remote": {
+        "url": format!("{host}:${{MCP_CALL_TEST_PORT}}/{path}"),
+        "headers": {"Authorization": "Bearer ${env:MCP_CALL_TEST_TOKEN}"}
+    }}});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let file = config_path.to_str().unwrap();
+    let run = |token: Option<&str>| {
+        let mut command = mcp_call_command(&["--config", file, "--server", "remote", "ping"]);
+        command.env("MCP_CALL_TEST_PORT", port);
+        match token {
+            Some(token) => command.env("MCP_CALL_TEST_TOKEN", token),
+            None => command.env_remove("MCP_CALL_TEST_TOKEN"),
+        };
+        command.output().unwrap()
+    };
+    let out = run(Some("entry-token"));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer entry-token")
+    );
+    // `servers` lists the entry as written.
+    let out = mcp_call(&["--config", file, "servers"]);
+    assert!(
+        stdout(&out).contains("${MCP_CALL_TEST_PORT}"),
+        "{}",
+        stdout(&out)
+    );
+
+    let sent = server.requests().len();
+    let out = run(None);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("server \"remote\"")
+            && err.contains("\"Authorization\"")
+            && err.contains("MCP_CALL_TEST_TOKEN"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), sent, "nothing was sent");
+    let _ = std::fs::remove_dir_all(&dir);
 }
