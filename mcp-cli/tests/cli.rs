@@ -1395,6 +1395,8 @@ fn an_mcp_remote_line_runs_as_a_bridge_and_says_what_became_of_each_flag() {
         stderr(&out)
     );
     assert_eq!(server.rpc_methods().len(), before);
+}
+
 /// `${TOKEN}` and `${env:TOKEN}` in a `--header` reach the server expanded; the secret is in
 /// no trace line. Unset, it is a usage error naming it, and nothing is sent.
 #[test]
