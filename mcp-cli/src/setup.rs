@@ -13,12 +13,13 @@ use serde_json::Value;
 
 use crate::cli::{Cli, Command, GrantKind, LOGIN_BUDGET, Protocol, code};
 use crate::demo::Demo;
+use crate::filter::ToolFilter;
 use crate::output::{report_error, usage};
 use crate::report::Reporter;
 use crate::{credentials, elicit, login, servers};
 
-/// The --server entry, when one is named, and its timeout.
-fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Transport, Option<Duration>)>, String> {
+/// The --server entry, when one is named.
+fn chosen_entry(cli: &Cli) -> Result<Option<servers::Entry>, String> {
     let (Some(path), Some(name)) = (&cli.config, &cli.server) else {
         return Ok(None);
     };
@@ -31,7 +32,27 @@ fn chosen_entry(cli: &Cli) -> Result<Option<(servers::Transport, Option<Duration
             known.join(", ")
         ));
     };
-    Ok(Some((entry.transport.clone(), entry.timeout)))
+    Ok(Some(entry.clone()))
+}
+
+/// The tools this run shows and lets be called: the flags' filters and the entry's, all of
+/// them applied.
+fn tool_filter(cli: &Cli, entry: Option<&servers::Entry>) -> ToolFilter {
+    let filter = (ToolFilter::default())
+        .allowing("--tool", &cli.allow_tools)
+        .ignoring("--ignore-tool", &cli.ignore_tools);
+    match entry {
+        Some(entry) => {
+            let name = entry.name.escape_debug();
+            filter
+                .allowing(format!("\"tools\" of --server \"{name}\""), &entry.tools)
+                .ignoring(
+                    format!("\"ignoreTools\" of --server \"{name}\""),
+                    &entry.ignore_tools,
+                )
+        }
+        None => filter,
+    }
 }
 
 /// Where this run's server is: an endpoint (with its headers), or a program to run.
@@ -232,16 +253,20 @@ pub(crate) struct Setup {
     /// The embedded demo server when no server was named: it stops when the setup is dropped,
     /// at the end of the run.
     pub(crate) demo: Option<Demo>,
+    /// The tools shown and callable (`--tool`, `--ignore-tool`, the entry's filters).
+    pub(crate) tools: ToolFilter,
 }
 
 impl Setup {
     /// The setup the flags and the `--config` entry ask for, or the exit code of the usage
     /// error it has already reported.
     pub(crate) fn from_cli(cli: &Cli) -> Result<Self, u8> {
-        let (entry_transport, entry_timeout) = match chosen_entry(cli) {
-            Ok(entry) => entry.unzip(),
+        let entry = match chosen_entry(cli) {
+            Ok(entry) => entry,
             Err(message) => return Err(usage(cli.json, None, &message)),
         };
+        let tools = tool_filter(cli, entry.as_ref());
+        let (entry_transport, entry_timeout) = entry.map(|e| (e.transport, e.timeout)).unzip();
         let target = target(cli, entry_transport).map_err(|m| usage(cli.json, None, &m))?;
         let demo = match target {
             Some(_) => None,
@@ -297,6 +322,7 @@ impl Setup {
             auth,
             reporter,
             demo,
+            tools,
         })
     }
 }
