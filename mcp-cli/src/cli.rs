@@ -162,6 +162,18 @@ pub(crate) struct Cli {
     /// $XDG_CONFIG_HOME/mcp-call/credentials.json.
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) credentials: Option<std::path::PathBuf>,
+    /// Show only the tools whose name matches GLOB (`*` any run of characters, `?` one;
+    /// case-sensitive), repeatable: a tool matching any one is shown. Applies to `tools`,
+    /// `call` (another tool is refused, exit 2, before anything is sent) and the bridge's
+    /// tools/list and tools/call; with --ignore-tool a tool must match this and not that.
+    #[arg(long = "tool", value_name = "GLOB", value_parser = crate::filter::parse_glob, global = true)]
+    pub(crate) allow_tools: Vec<String>,
+    /// Hide the tools whose name matches GLOB (`*` any run of characters, `?` one;
+    /// case-sensitive), repeatable, as mcp-remote's flag does: left out of `tools` and the
+    /// bridge's tools/list, and a call to one refused before anything is sent (exit 2; the
+    /// bridge answers the host with a JSON-RPC error -32602).
+    #[arg(long = "ignore-tool", value_name = "GLOB", value_parser = crate::filter::parse_glob, global = true)]
+    pub(crate) ignore_tools: Vec<String>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }

@@ -27,7 +27,17 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
         auth,
         reporter,
         demo: _demo,
+        tools,
     } = setup;
+    // A filtered tool is not called: refused before a client exists, so nothing is sent.
+    if let Command::Call { tool, .. } = &cli.command {
+        if let Some(why) = tools.hides(tool) {
+            let message = format!(
+                "the tool \"{tool}\" is filtered here: {why} (nothing was sent to the server)"
+            );
+            return usage(cli.json, Some(&label), &message);
+        }
+    }
     let mut client = match Client::new(cli.driver, config, network, reporter.clone()) {
         Ok(client) => client,
         Err(err) => {
@@ -67,6 +77,7 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
         cli,
         label: &label,
         reporter: &reporter,
+        tools: &tools,
         tasks: Tasks::new(kept, &action),
         status: code::OK,
         failure: None,
@@ -213,6 +224,8 @@ struct Runs<'a> {
     cli: &'a Cli,
     label: &'a str,
     reporter: &'a Reporter,
+    /// The tools shown: a listing is printed without the others.
+    tools: &'a crate::filter::ToolFilter,
     tasks: Tasks,
     /// The worst outcome's exit code (a tool's `isError`).
     status: u8,
@@ -278,6 +291,10 @@ impl Runs<'_> {
             Outcome::Answer(answer) => (self.cli.command)
                 .answer_text(answer, self.label, self.cli.json)
                 .map(|text| println!("{text}")),
+            Outcome::Tools(listing) => {
+                print_outcome(Outcome::Tools(self.tools.visible(listing)), self.cli.json);
+                Ok(())
+            }
             outcome => {
                 self.status = self.status.max(print_outcome(outcome, self.cli.json));
                 Ok(())

@@ -19,6 +19,7 @@ mod driver;
 mod elicit;
 mod execute;
 mod expand;
+mod filter;
 mod login;
 mod output;
 mod remote_flags;
@@ -116,6 +117,7 @@ fn bridge(cli: &Cli, setup: Setup, network: Network, login: bool) -> u8 {
         auth,
         reporter,
         demo: _demo,
+        tools,
     } = setup;
     let (token, loopback) = match auth {
         Some(auth) => (auth.store.token_for(&auth.url), auth.loopback),
@@ -135,5 +137,5 @@ fn bridge(cli: &Cli, setup: Setup, network: Network, login: bool) -> u8 {
         Ok(client)
     };
     let login = login.then(|| Budget::from_duration(LOGIN_BUDGET));
-    bridge::serve(config, build, &label, sentence, reporter, login)
+    bridge::serve(config, build, &label, sentence, reporter, login, tools)
 }

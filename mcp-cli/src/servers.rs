@@ -1,7 +1,8 @@
 //! Server configurations as MCP hosts write them: `{"mcpServers": {NAME: ENTRY}}` (Claude
 //! Desktop, Cursor) or VS Code's `{"servers": {NAME: ENTRY}}`. An entry is remote (`url`,
 //! `headers`) or local (`command`, `args`, `env`, `cwd`), with an optional `timeout` in
-//! seconds. Reading a file is all this module does; what an entry means for a run (flags win)
+//! seconds and optional tool filters (`tools`, `ignoreTools`: arrays of name patterns, as
+//! `--tool` and `--ignore-tool` take). Reading a file is all this module does; what an entry means for a run (flags win)
 //! is `main`'s.
 //!
 //! The fuzz harness compiles this file as it is (`fuzz/harness/src/files.rs`, by `#[path]`):
@@ -18,6 +19,11 @@ pub(crate) struct Entry {
     pub(crate) name: String,
     pub(crate) transport: Transport,
     pub(crate) timeout: Option<Duration>,
+    /// `"tools"`: only the tools matching one of these patterns are visible (empty: no
+    /// allowlist).
+    pub(crate) tools: Vec<String>,
+    /// `"ignoreTools"`: the tools matching any of these patterns are hidden.
+    pub(crate) ignore_tools: Vec<String>,
 }
 
 /// A remote server: its endpoint and the headers to send.
@@ -102,11 +108,40 @@ fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
         },
         (None, None) => return Err("neither \"url\" nor \"command\"".to_owned()),
     };
+    let tools = patterns(entry.get("tools"), "tools")?;
+    if entry
+        .get("tools")
+        .is_some_and(|t| t.as_array().is_some_and(Vec::is_empty))
+    {
+        return Err(
+            "\"tools\" is empty: it would hide every tool (leave it out to show them all)"
+                .to_owned(),
+        );
+    }
     Ok(Entry {
         name: name.to_owned(),
         transport,
         timeout,
+        tools,
+        ignore_tools: patterns(entry.get("ignoreTools"), "ignoreTools")?,
     })
+}
+
+/// An array of tool name patterns (`tools`, `ignoreTools`), none of them empty.
+fn patterns(value: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let items = (value.as_array()).ok_or_else(|| format!("\"{what}\" is not an array"))?;
+    (items.iter())
+        .map(|item| match item.as_str() {
+            Some("") => Err(format!(
+                "\"{what}\" holds an empty pattern, which matches no tool"
+            )),
+            Some(glob) => Ok(glob.to_owned()),
+            None => Err(format!("\"{what}\" holds a non-string")),
+        })
+        .collect()
 }
 
 /// A string-to-string object (`headers`, `env`) as pairs.
@@ -168,6 +203,31 @@ mod tests {
             load_text(r#"{"servers": {"v": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#)
                 .unwrap();
         assert_eq!(vscode[0].name, "v");
+        assert!(vscode[0].tools.is_empty() && vscode[0].ignore_tools.is_empty());
+    }
+
+    #[test]
+    fn an_entry_carries_tool_filters() {
+        let entries = load_text(
+            r#"{"mcpServers": {"f": {"url": "http://127.0.0.1:1/mcp",
+                "tools": ["get_*", "echo"], "ignoreTools": ["*admin*"]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(entries[0].tools, ["get_*", "echo"]);
+        assert_eq!(entries[0].ignore_tools, ["*admin*"]);
+        for (broken, why) in [
+            (
+                r#""ignoreTools": "delete*""#,
+                "\"ignoreTools\" is not an array",
+            ),
+            (r#""tools": [1]"#, "\"tools\" holds a non-string"),
+            (r#""ignoreTools": [""]"#, "empty pattern"),
+            (r#""tools": []"#, "would hide every tool"),
+        ] {
+            let text = format!(r#"{{"mcpServers": {{"f": {{"command": "x", {broken}}}}}}}"#);
+            let err = load_text(&text).unwrap_err();
+            assert!(err.contains("server \"f\"") && err.contains(why), "{err}");
+        }
     }
 
     #[test]

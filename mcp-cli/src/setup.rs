@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::cli::{Cli, Command, GrantKind, LOGIN_BUDGET, Protocol, code};
 use crate::demo::Demo;
+use crate::filter::ToolFilter;
 use crate::output::{report_error, usage};
 use crate::report::Reporter;
 use crate::{credentials, elicit, expand, login, servers};
@@ -24,6 +25,10 @@ struct Chosen {
     /// The entry's url as written, when it held a variable: what an error about the URL
     /// quotes (the expanded one may hold a secret).
     url_as_written: Option<String>,
+    /// The entry's name and tool filters (`"tools"`, `"ignoreTools"`).
+    name: String,
+    tools: Vec<String>,
+    ignore_tools: Vec<String>,
 }
 
 /// The --server entry, when one is named.
@@ -46,6 +51,9 @@ fn chosen_entry(cli: &Cli) -> Result<Option<Chosen>, String> {
         transport,
         timeout: entry.timeout,
         url_as_written,
+        name: entry.name.clone(),
+        tools: entry.tools.clone(),
+        ignore_tools: entry.ignore_tools.clone(),
     }))
 }
 
@@ -111,6 +119,26 @@ fn flag_headers(cli: &Cli) -> Result<Vec<(String, String)>, String> {
         headers.push((name.clone(), value));
     }
     Ok(headers)
+}
+
+/// The tools this run shows and lets be called: the flags' filters and the entry's, all of
+/// them applied.
+fn tool_filter(cli: &Cli, entry: Option<&Chosen>) -> ToolFilter {
+    let filter = (ToolFilter::default())
+        .allowing("--tool", &cli.allow_tools)
+        .ignoring("--ignore-tool", &cli.ignore_tools);
+    match entry {
+        Some(entry) => {
+            let name = entry.name.escape_debug();
+            filter
+                .allowing(format!("\"tools\" of --server \"{name}\""), &entry.tools)
+                .ignoring(
+                    format!("\"ignoreTools\" of --server \"{name}\""),
+                    &entry.ignore_tools,
+                )
+        }
+        None => filter,
+    }
 }
 
 /// Where this run's server is: an endpoint (with its headers), or a program to run.
@@ -315,6 +343,8 @@ pub(crate) struct Setup {
     /// The embedded demo server when no server was named: it stops when the setup is dropped,
     /// at the end of the run.
     pub(crate) demo: Option<Demo>,
+    /// The tools shown and callable (`--tool`, `--ignore-tool`, the entry's filters).
+    pub(crate) tools: ToolFilter,
 }
 
 impl Setup {
@@ -322,6 +352,7 @@ impl Setup {
     /// error it has already reported.
     pub(crate) fn from_cli(cli: &Cli) -> Result<Self, u8> {
         let chosen = chosen_entry(cli).map_err(|m| usage(cli.json, None, &m))?;
+        let tools = tool_filter(cli, chosen.as_ref());
         let (entry_transport, entry_timeout, url_as_written) = match chosen {
             Some(c) => (Some(c.transport), c.timeout, c.url_as_written),
             None => (None, None, None),
@@ -392,6 +423,7 @@ impl Setup {
             auth,
             reporter,
             demo,
+            tools,
         })
     }
 }

@@ -487,6 +487,15 @@ pub(crate) fn rpc_error(error: &Value) -> mcp_proto::RpcError {
     }
 }
 
+/// The error a host's `tools/call` of a tool hidden by `--tool`/`--ignore-tool` gets (`why`:
+/// the pattern that hid it), as a server answers a call of a tool it does not have.
+pub(crate) fn filtered(name: &str, why: &str) -> Value {
+    let message = format!(
+        "Invalid params: the tool \"{name}\" is filtered by the bridge (mcp-call bridge): {why}"
+    );
+    refusal(code::INVALID_PARAMS, &message)
+}
+
 /// The error object of a refusal the bridge makes itself.
 pub(crate) fn refusal(code: i64, message: &str) -> Value {
     json!({"code": code, "message": message})

@@ -7,7 +7,9 @@
 //! `notifications/cancelled` cancels its operation (and no answer follows, as the protocol
 //! says); the upstream's progress reaches the host under the host's token; the upstream's
 //! requests (elicitation, sampling, roots) become requests to the host when its handshake
-//! declared it answers them. EOF on stdin (or SIGINT, SIGTERM, SIGHUP) cancels what is in
+//! declared it answers them. The tools `--tool`/`--ignore-tool` hide are left out of the
+//! host's `tools/list`, and its `tools/call` of one is refused here, the upstream never asked.
+//! EOF on stdin (or SIGINT, SIGTERM, SIGHUP) cancels what is in
 //! flight and closes the upstream session within the close's grant; a local upstream's whole
 //! process tree with it.
 //!
@@ -28,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::driver::{Cancel, Client};
+use crate::filter::ToolFilter;
 use crate::report::Reporter;
 use host::{FromHost, HostAnswers, Plan};
 
@@ -44,6 +47,7 @@ const LINE_LIMIT: usize = 16 * 1024 * 1024;
 /// `config` when the host's first request comes (its handshake says which of the upstream's
 /// requests it answers, and so what the upstream is told the client can do). `label` names the
 /// upstream in errors; `sentence` says what went wrong in one sentence, as every command does.
+/// `tools` says which of the upstream's tools the host sees and may call.
 pub(crate) fn serve(
     config: SessionConfig,
     build: impl FnOnce(SessionConfig, Reporter) -> Result<Client, String>,
@@ -51,6 +55,7 @@ pub(crate) fn serve(
     sentence: fn(&Error, &str) -> String,
     reporter: Reporter,
     login: Option<mcp_proto::Budget>,
+    tools: ToolFilter,
 ) -> u8 {
     let (inbox, mut inputs) = unbounded_channel();
     let bridge = Arc::new(Bridge {
@@ -67,6 +72,7 @@ pub(crate) fn serve(
         watcher: Mutex::new(None),
         stopping: std::sync::atomic::AtomicBool::new(false),
         host_answers: std::sync::atomic::AtomicBool::new(false),
+        tools,
     });
     read_stdin(Arc::clone(&bridge), inbox.clone());
     // Ctrl-C at a terminal, or the host's SIGTERM or SIGHUP: the end of the host, as EOF is.
@@ -145,6 +151,8 @@ struct Bridge {
     stopping: std::sync::atomic::AtomicBool,
     /// Whether the host answers any of the upstream's requests.
     host_answers: std::sync::atomic::AtomicBool,
+    /// The tools the host sees and may call.
+    tools: ToolFilter,
 }
 
 /// An operation a host request runs, and what its outcome answers.
@@ -307,7 +315,19 @@ impl Bridge {
                         return Some(job(Action::Probe, Some(version), false));
                     }
                     Plan::Discover => return Some(job(Action::Probe, None, true)),
-                    Plan::Forward(action) => return Some(job(action, None, false)),
+                    Plan::Forward(action) => {
+                        // A hidden tool's call is refused here: the upstream is not asked.
+                        let hidden = match &action {
+                            Action::CallTool { name, .. } => {
+                                (self.tools.hides(name)).map(|why| host::filtered(name, &why))
+                            }
+                            _ => None,
+                        };
+                        match hidden {
+                            Some(error) => self.send(&host::response(&id, Err(error))),
+                            None => return Some(job(action, None, false)),
+                        }
+                    }
                 }
             }
             FromHost::Cancelled { request_id } => {
@@ -385,6 +405,10 @@ impl Bridge {
                 Ok(host::initialize_result(&info, version))
             }
             (Ok(Outcome::Probe(info)), None) if job.discover => Ok(host::discover_result(&info)),
+            (Ok(Outcome::Tools(tools)), _) => {
+                let visible = Outcome::Tools(self.tools.visible(tools));
+                Ok(host::result_of(visible, job.modern))
+            }
             (Ok(outcome), _) => Ok(host::result_of(outcome, job.modern)),
             (Err(err), _) => {
                 let sentence = (self.sentence)(&err, &self.label);
