@@ -6,6 +6,7 @@
 //! drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::driver::drain_until).
 
 use std::io::{self, Read};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_proto::driver::LegKind;
@@ -15,7 +16,8 @@ use mcp_proto::{Clock, MonotonicClock, TransportErrorKind};
 use crate::bodies::{Body, Kept};
 use crate::connector;
 use crate::drive::Wire;
-use crate::lanes::Shared;
+use crate::lanes::{Lane, Shared};
+use crate::pump::Pumps;
 
 /// The size of one body read. Small enough that events reach the observer as they arrive,
 /// large enough that a big JSON answer takes few calls.
@@ -33,16 +35,35 @@ pub(crate) struct HttpWire<'a> {
     /// The bodies still being read, the newest last: emptied when the wire is dropped, its
     /// allocation kept by the lane.
     bodies: &'a mut Vec<Body>,
+    /// Once the standalone stream is opened: it and every body after it read on threads
+    /// ([`Pumps`]), their bytes fed here in order.
+    pumps: Option<Pumps>,
+    /// Makes the standalone stream's lane, and names the operation's (for the pumps).
+    lanes: LaneMaker<'a>,
+}
+
+/// What the wire needs to read beside the operation's thread: the operation's lane, and a
+/// lane of the client's for the standalone stream.
+pub(crate) struct LaneMaker<'a> {
+    pub(crate) work: Arc<Shared>,
+    pub(crate) new_lane: &'a dyn Fn() -> Lane,
 }
 
 impl<'a> HttpWire<'a> {
-    pub(crate) fn new(agent: &'a ureq::Agent, shared: &'a Shared, kept: &'a mut Kept) -> Self {
+    pub(crate) fn new(
+        agent: &'a ureq::Agent,
+        shared: &'a Shared,
+        kept: &'a mut Kept,
+        lanes: LaneMaker<'a>,
+    ) -> Self {
         kept.buf.resize(CHUNK, 0);
         Self {
             agent,
             shared,
             buf: &mut kept.buf,
             bodies: &mut kept.bodies,
+            pumps: None,
+            lanes,
         }
     }
 
@@ -87,13 +108,15 @@ impl Wire for HttpWire<'_> {
     fn transmit(&mut self, op: &mut Operation, leg: Leg) {
         let clock = MonotonicClock;
         if leg.kind == LegKind::Listen {
-            // The standalone stream must be read beside the other legs, which this driver
-            // cannot do: it is declined, and the operation goes on without it.
-            let error = TransportError::new(
-                TransportErrorKind::Declined,
-                "the blocking driver reads one response at a time",
-            );
-            op.handle_input(Input::Failed { leg: leg.id, error }, clock.now());
+            // The standalone stream is read beside the other legs: on a lane and a thread of
+            // its own, and from now on every body on a thread too (see `pump`).
+            let pumps = self
+                .pumps
+                .get_or_insert_with(|| Pumps::new(Arc::clone(&self.lanes.work)));
+            for body in self.bodies.drain(..) {
+                pumps.pump(body);
+            }
+            pumps.listen((self.lanes.new_lane)(), leg);
             return;
         }
         // Cancelled already, or while sending: the loop passes the cancel on.
@@ -115,11 +138,15 @@ impl Wire for HttpWire<'_> {
                 // already back in the pool.
                 if op.handle_input(Input::head(id, &head), now) == LegStatus::ReadMore {
                     let reader = body.into_reader();
-                    self.bodies.push(Body {
+                    let body = Body {
                         id,
                         ends_at,
                         reader,
-                    });
+                    };
+                    match &mut self.pumps {
+                        Some(pumps) => pumps.pump(body),
+                        None => self.bodies.push(body),
+                    }
                 }
             }
             Err(err) => {
@@ -132,6 +159,10 @@ impl Wire for HttpWire<'_> {
     }
 
     fn wait(&mut self, op: &mut Operation, until: Instant) {
+        if let Some(pumps) = &self.pumps {
+            pumps.wait(op, until);
+            return;
+        }
         let clock = MonotonicClock;
         // A body the operation let go (its stream is over with the operation) is dropped.
         self.bodies.retain(|body| op.is_in_flight(body.id));
@@ -174,7 +205,7 @@ impl Wire for HttpWire<'_> {
 /// Sends `request` with the whole exchange (resolve, connect, TLS, send, head and every body
 /// read) bounded by `grant`. A request without a body (a GET or DELETE) is sent without one,
 /// not with an empty one.
-fn send(
+pub(crate) fn send(
     agent: &ureq::Agent,
     request: http::Request<Vec<u8>>,
     grant: Duration,
@@ -198,7 +229,7 @@ fn send(
 
 /// Maps a failure before the response head. `connect_failed` is true when the connector
 /// chain (TCP, proxy, TLS) failed during this leg.
-fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
+pub(crate) fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
     use ureq::Error as E;
     if let E::Io(io) = &err {
         if let Some(tunnel) = io
@@ -240,7 +271,7 @@ fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {
 }
 
 /// Maps a failed body read (after the head arrived).
-fn body_error(err: io::Error) -> TransportError {
+pub(crate) fn body_error(err: io::Error) -> TransportError {
     let err = ureq::Error::from(err);
     let kind = match &err {
         ureq::Error::Timeout(_) => TransportErrorKind::TimedOut,

@@ -24,6 +24,11 @@
 //!   is in; a stream closed before it is resumed (a `GET` with `Last-Event-ID`), and a request
 //!   the server sends on a stream is answered (a nested `POST`), both as the state machine
 //!   says and inside the same budget.
+//! * The session's standalone `GET` stream ([`SessionConfig::with_listen`]), read beside the
+//!   call: once it is opened, it (on a lane of its own) and every body after it are read on
+//!   threads of their own that hand their chunks to the operation's thread, which still sends
+//!   every request (an answer to what the server asks there) and decides nothing. The threads
+//!   end with the operation: its end, a cancel or a failure shuts their sockets down.
 //! * Reporting each leg (grant, measured time, how it ended) and each server event to an
 //!   [`Observer`](mcp_proto::Observer) ([`Client::set_observer`]).
 //! * Cancelling from another thread ([`CancelHandle`]), followed by the proto's cancel notice
@@ -36,12 +41,10 @@
 //!   server request ([`SessionConfig::respond_to`]), how long to drain a body after its
 //!   answer are all `mcp_proto`'s. Retries do not exist.
 //! * Async: see `mcp-driver-tokio`. Helper threads: one for the whole process (`mcp-leg-end`,
-//!   started by the first leg), which shuts a blocked leg's socket down at its grant's end; none
-//!   per client or per operation (ureq itself resolves a host *name* on a helper thread, so that
-//!   the grant bounds the lookup; an IP address is used as is).
-//! * The standalone `GET` stream ([`SessionConfig::with_listen`]): it must be read beside
-//!   the call, which a driver that reads one response at a time cannot do, so its leg is
-//!   declined and the call goes on without it. Use `mcp-driver-tokio` for servers that need it.
+//!   started by the first leg), which shuts a blocked leg's socket down at its grant's end;
+//!   none per client, and none per operation unless it opens the standalone stream (then one
+//!   for it and one per body read after it, above). ureq itself resolves a host *name* on a
+//!   helper thread, so that the grant bounds the lookup; an IP address is used as is.
 //!
 //! # Timing
 //! The grant of a leg bounds all of it: resolve, connect, TLS, send, head and every body read.
@@ -136,6 +139,7 @@ mod lanes;
 mod leg;
 mod leg_end;
 mod methods;
+mod pump;
 mod stdio;
 mod stdout;
 
@@ -323,8 +327,14 @@ impl Client {
                 });
         }
         let op = opened.start(action, clock.now());
+        let work = Arc::clone(lane.shared());
+        let new_lane = || self.shared.new_lane();
         let (agent, shared, kept) = lane.parts();
-        let mut wire = leg::HttpWire::new(agent, shared, kept);
+        let lanes = leg::LaneMaker {
+            work,
+            new_lane: &new_lane,
+        };
+        let mut wire = leg::HttpWire::new(agent, shared, kept, lanes);
         self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
     }
 

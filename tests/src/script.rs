@@ -40,7 +40,8 @@ pub enum Hostile {
     /// closes it or the server shuts down.
     Stall,
     /// Send an SSE status line and headers, then a `: tick\n` comment every
-    /// 200 ms forever, never an answer.
+    /// 200 ms forever, never an answer. Scripted for `"GET"`, the session's standalone
+    /// stream opened and never ended.
     Trickle,
     /// A valid-looking JSON answer (a tool result with a giant string) of this
     /// many bytes, streamed without building it in memory. Sent with a

@@ -556,6 +556,10 @@ impl Conn {
                 &Response::text(405, "method not allowed").header("Allow", "POST"),
                 close,
             ),
+            // The standalone stream a script makes endless: opened, ticked, never ended.
+            "GET" if matches!(script.hostile_for("GET"), Some(Hostile::Trickle)) => {
+                self.trickle(req, close)
+            }
             "GET" => self.get(req, &script, close),
             "DELETE" => self.delete(req, &script, close),
             // A HEAD answer must not carry a body.
@@ -855,6 +859,20 @@ impl Conn {
         self.writer.flush()
     }
 
+    /// An SSE head, then a `: tick` comment every [`TICK`] until the client goes away or the
+    /// server shuts down: never an event.
+    fn trickle(&mut self, req: &Request, close: bool) -> io::Result<Flow> {
+        let shared = Arc::clone(&self.shared);
+        let mut body = BodyWriter::start(&mut self.writer, 200, &sse_headers(), req.http10, close)?;
+        loop {
+            body.send(b": tick\n")?;
+            shared.ticks.fetch_add(1, Ordering::SeqCst);
+            if !shared.sleep(TICK) {
+                return Ok(Flow::Close);
+            }
+        }
+    }
+
     fn hostile(
         &mut self,
         mode: Hostile,
@@ -870,17 +888,7 @@ impl Conn {
                 self.stall();
                 Ok(Flow::Close)
             }
-            Hostile::Trickle => {
-                let mut body =
-                    BodyWriter::start(&mut self.writer, 200, &sse_headers(), req.http10, close)?;
-                loop {
-                    body.send(b": tick\n")?;
-                    shared.ticks.fetch_add(1, Ordering::SeqCst);
-                    if !shared.sleep(TICK) {
-                        return Ok(Flow::Close);
-                    }
-                }
-            }
+            Hostile::Trickle => self.trickle(req, close),
             Hostile::Oversize(size) => {
                 let tweak = Tweak {
                     replace: Some(oversize_payload(&id, size)),

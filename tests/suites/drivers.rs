@@ -61,6 +61,10 @@ use parallel::*;
 mod structured;
 use structured::*;
 
+#[path = "drivers/listen.rs"]
+mod listen;
+use listen::*;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
 use std::thread;
@@ -199,6 +203,9 @@ for_each_driver!(
     a_schema_referring_to_the_network_is_refused_and_never_fetched,
     a_schema_costing_two_to_the_forty_ends_in_a_typed_error_inside_the_budget,
     call_tool_as_reads_a_result_into_a_type_or_says_why_not,
+    // The session's standalone stream, read beside the call and cut with it.
+    the_standalone_stream_is_opened_beside_the_call_and_cut_with_it,
+    a_cancel_cuts_the_standalone_stream_with_the_call,
     // Hostile servers.
     every_hostile_mode_ends_in_its_own_typed_error,
     handshake_failures_are_typed,
