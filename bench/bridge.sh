@@ -30,7 +30,7 @@ done
 remote_version=$(node -p "require('$NPM/mcp-remote/package.json').version")
 
 echo "== build (release)" >&2
-cargo build --release -p mcp-cli --bin mcp-call >&2
+cargo build --release -p mcp-call --bin mcp-call >&2
 mcp_call="${CARGO_TARGET_DIR:-$root/target}/release/mcp-call"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

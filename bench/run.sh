@@ -71,7 +71,7 @@ cargo build --release -p mcp-bench --bins --benches >&2
 # The stdio cases' server, found next to mcp-bench (mcp_testkit::stdio_server_path).
 cargo build --release -p mcp-testkit --bin mcp-testkit-stdio >&2
 # The overrun's whole-process rows run mcp-call, found next to mcp-bench.
-cargo build --release -p mcp-cli --bin mcp-call >&2
+cargo build --release -p mcp-call --bin mcp-call >&2
 build_secs=$(( $(date +%s) - build_start ))
 
 echo "== parsing benchmarks (criterion)" >&2

@@ -24,7 +24,7 @@ export MCP_TYPED_CALL
 jobs_max="${INTEROP_JOBS:-2}"
 row_timeout="${INTEROP_ROW_TIMEOUT:-240}"
 
-[ -x "$MCP_CALL" ] || { echo "interop: no mcp-call at $MCP_CALL (build it: cargo build --release -p mcp-cli)" >&2; exit 2; }
+[ -x "$MCP_CALL" ] || { echo "interop: no mcp-call at $MCP_CALL (build it: cargo build --release -p mcp-call)" >&2; exit 2; }
 
 rows=()
 if [ $# -eq 0 ]; then

@@ -135,6 +135,7 @@ mod authorize;
 mod bodies;
 mod connector;
 mod drive;
+mod exchange;
 mod lanes;
 mod leg;
 mod leg_end;

@@ -25,8 +25,8 @@ use mcp_proto::driver::{Input, Leg, LegId, LegStatus, Operation, TransportError}
 use mcp_proto::{Clock, MonotonicClock};
 
 use crate::bodies::Body;
+use crate::exchange::{body_error, request_error, send};
 use crate::lanes::{Lane, Shared};
-use crate::leg::{body_error, request_error, send};
 use crate::leg_end::Lane as _;
 
 /// How many chunks a thread may read ahead of the operation.

@@ -117,7 +117,7 @@
 //! | `view`      | its copy of the session, what it learned  | the session, without borrowing it        |
 //!
 //! A new one-request method touches three files: its file in `request/` (with its line in
-//! [`request::METHODS`]), one arm in `mcp-call`'s command table (`mcp-cli/src/cli.rs`) and
+//! [`request::METHODS`]), one arm in `mcp-call`'s command table (`mcp-call/src/cli.rs`) and
 //! nothing in the bridge, which relays every method of the table as its host sent it.
 //!
 //! # The driver loop

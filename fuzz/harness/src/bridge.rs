@@ -1,5 +1,5 @@
 //! `mcp-call bridge`'s reading of its host: the lines a host writes to the bridge's stdin, what
-//! each asks for, and the answers made of them (`mcp-cli/src/bridge/host.rs`).
+//! each asks for, and the answers made of them (`mcp-call/src/bridge/host.rs`).
 //!
 //! That module lives in the `mcp-call` binary, which has no library: it is compiled here from
 //! the binary's own source file (`#[path]`), unchanged, so the target runs exactly the code the
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The bridge's host side, compiled from its source.
 #[allow(dead_code)] // What only the binary uses.
-#[path = "../../../mcp-cli/src/bridge/host.rs"]
+#[path = "../../../mcp-call/src/bridge/host.rs"]
 mod host;
 
 use host::{FromHost, Plan};

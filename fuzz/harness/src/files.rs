@@ -1,8 +1,8 @@
-//! `mcp-call`'s files: the server configuration (`mcpServers`, `mcp-cli/src/servers.rs`) and
-//! the credentials file (`mcp-cli/src/credentials.rs`), as a person may have edited them or a
+//! `mcp-call`'s files: the server configuration (`mcpServers`, `mcp-call/src/servers.rs`) and
+//! the credentials file (`mcp-call/src/credentials.rs`), as a person may have edited them or a
 //! crash may have left them.
 //!
-//! Both modules live in the `mcp-cli` binary crate, which has no library. They are compiled
+//! Both modules live in the `mcp-call` binary crate, which has no library. They are compiled
 //! here from the binary's own source files (`#[path]`), unchanged, so the targets run exactly
 //! the code `mcp-call` runs; the two modules use nothing of the binary but themselves (their
 //! module docs say so). The targets write the fuzzer's bytes to a scratch file (under
@@ -24,12 +24,12 @@ use crate::bytes::Bytes;
 
 /// `mcp-call`'s reader of server configurations, compiled from its source.
 #[allow(dead_code)] // What only the binary uses.
-#[path = "../../../mcp-cli/src/servers.rs"]
+#[path = "../../../mcp-call/src/servers.rs"]
 mod servers;
 
 /// `mcp-call`'s credentials file, compiled from its source.
 #[allow(dead_code)] // What only the binary uses (the default path).
-#[path = "../../../mcp-cli/src/credentials.rs"]
+#[path = "../../../mcp-call/src/credentials.rs"]
 mod credentials;
 
 /// A directory of its own for one run of a target, removed when the run ends (the replay runs
