@@ -20,7 +20,9 @@ the file: `await: signalled` or `await: timed out`). With HOST_ELICIT set (a JSO
 object), the host declares elicitation and accepts each with that content, printing
 `elicited: <message>` (after HOST_ELICIT_DELAY seconds, when set). With HOST_MODE set (`auto`, `legacy` or a version), the host is the
 SDK's high-level `Client` in that mode instead (`auto`: `server/discover` first, the 2026-07-28
-era when it is answered); `init` then also prints `protocol=<version>`.
+era when it is answered); `init` then also prints `protocol=<version>`. With HOST_ENV set (a
+JSON object of strings), it is the server's `env` (as a host config's `env` block): the SDK
+merges it over the few variables it inherits by default.
 """
 
 import json
@@ -42,7 +44,8 @@ def text_of(result) -> str:
 async def main() -> None:
     split = sys.argv.index("--")
     steps, command = sys.argv[1:split], sys.argv[split + 1 :]
-    params = StdioServerParameters(command=command[0], args=command[1:])
+    extra = os.environ.get("HOST_ENV")
+    params = StdioServerParameters(command=command[0], args=command[1:], env=json.loads(extra) if extra else None)
     content = os.environ.get("HOST_ELICIT")
     callback = None
     if content is not None:

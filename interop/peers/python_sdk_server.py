@@ -21,8 +21,14 @@ Resource updates: touch(uri) publishes `notifications/resources/updated` for uri
 `subscriptions/listen` stream asking for it (2026-07-28, the SDK's own bus); a legacy
 `resources/subscribe` (which MCPServer leaves unserved) is answered and its session sent the
 update five times, 200 ms apart, on its standalone stream (the SDK's send_resource_updated).
+headers() returns the request headers the SDK hands the tool (`ctx.headers`):
+`authorization=<value> x-team=<value>` (`-` for one absent; on stdio: `no headers`).
+With INTEROP_BEARER=<token> in the environment (HTTP modes), every HTTP request that lacks
+`Authorization: Bearer <token>` exactly is answered 401 before the SDK sees it (a bare ASGI
+wrapper, no OAuth metadata): for the row mcp-remote-config, whose header comes from `${VAR}`.
 """
 
+import os
 import sys
 
 import asyncio
@@ -165,6 +171,15 @@ async def roots(listed: Annotated[types.ListRootsResult, Resolve(_ask_roots)]) -
     return "\n".join(str(root.uri) for root in listed.roots) or "(no roots)"
 
 
+@server.tool()
+def headers(ctx: Context) -> str:
+    """The request's Authorization and X-Team headers, as the SDK hands them to the tool."""
+    seen = ctx.headers
+    if seen is None:
+        return "no headers"
+    return " ".join(f"{name}={seen.get(name, '-')}" for name in ("authorization", "x-team"))
+
+
 @server.resource("interop://greeting", mime_type="text/plain")
 def greeting() -> str:
     """A fixed text."""
@@ -188,19 +203,40 @@ async def complete(ref, argument, context):
     return Completion(values=[n for n in names if n.startswith(argument.value)], total=None, has_more=False)
 
 
+def _require_bearer(app, token: str):
+    """The app behind a check: an HTTP request without `Authorization: Bearer <token>` is 401."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope, receive, send) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"a bearer token is required"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def main() -> None:
     mode = sys.argv[1]
     if mode == "stdio":
         server.run("stdio")
         return
     port = int(sys.argv[2])
-    server.run(
-        "streamable-http",
-        host="127.0.0.1",
-        port=port,
-        json_response=mode == "json",
-        stateless_http=mode == "stateless",
-    )
+    token = os.environ.get("INTEROP_BEARER")
+    if token is None:
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=port,
+            json_response=mode == "json",
+            stateless_http=mode == "stateless",
+        )
+        return
+    import uvicorn
+
+    app = server.streamable_http_app(json_response=mode == "json", stateless_http=mode == "stateless", host="127.0.0.1")
+    uvicorn.run(_require_bearer(app, token), host="127.0.0.1", port=port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@
 // init, tools, call:<tool>:<json>, progress:<tool>:<json>, parallel:<n>[:<key>], changes:<tool>:<seconds>,
 // cancel:<tool>:<json>:<seconds>;
 // HOST_ELICIT (a JSON object): the host declares elicitation and accepts each with it. The SDK's own request
-// timeout is set to 10 minutes: the bridge's budget must be what ends a call.
+// timeout is set to 10 minutes: the bridge's budget must be what ends a call. HOST_ENV (a JSON object of
+// strings): the server's `env`, as a host config's `env` block (the SDK merges it over the few variables it
+// inherits by default). A handshake that fails prints `init: error <code> <message>` and ends the steps.
 import { pathToFileURL } from 'node:url';
 
 const sdk = (path) => import(pathToFileURL(`${process.env.NPM}/@modelcontextprotocol/sdk/dist/esm/${path}`).href);
@@ -19,7 +21,8 @@ const { ElicitRequestSchema, ToolListChangedNotificationSchema } = await sdk('ty
 const split = process.argv.indexOf('--');
 const steps = process.argv.slice(2, split);
 const [command, ...args] = process.argv.slice(split + 1);
-const transport = new StdioClientTransport({ command, args, stderr: 'inherit' });
+const env = process.env.HOST_ENV ? JSON.parse(process.env.HOST_ENV) : undefined;
+const transport = new StdioClientTransport({ command, args, env, stderr: 'inherit' });
 const elicit = process.env.HOST_ELICIT;
 const capabilities = elicit === undefined ? {} : { elicitation: {} };
 const client = new Client({ name: 'ts-host', version: '1.0.0' }, { capabilities });
@@ -40,7 +43,12 @@ const textOf = (result) => result.content.map((block) => block.text ?? '?').join
 for (const step of steps) {
   const [kind, ...rest] = step.split(':');
   if (kind === 'init') {
-    await client.connect(transport, patience);
+    try {
+      await client.connect(transport, patience);
+    } catch (err) {
+      console.log(`init: error ${err.code} ${err.message}`);
+      break;
+    }
     const info = client.getServerVersion();
     console.log(`server: ${info.name} ${info.version}`);
   } else if (kind === 'tools') {
