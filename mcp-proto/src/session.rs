@@ -141,8 +141,9 @@ pub(crate) enum Learned {
     /// The header annotations of the tools of a modern listing.
     ToolHeaders(Arc<ToolHeaders>),
     TaskTools(Arc<TaskTools>),
-    /// The output schemas of the tools of a listing.
-    ToolSchemas(Arc<ToolSchemas>),
+    /// The output schemas of the tools of a listing (`None`: the server said its tools
+    /// changed, so they are not known any more).
+    ToolSchemas(Option<Arc<ToolSchemas>>),
     /// An authorization obtained this token (its claim rides along, as with `Established`).
     Token(AccessToken, Option<Arc<Claim>>),
     /// The server refused this token.
@@ -275,7 +276,7 @@ impl Session {
             Learned::Era(era) => self.known.era = Some(era),
             Learned::ToolHeaders(headers) => self.known.tool_headers = headers,
             Learned::TaskTools(tools) => self.known.task_tools = Some(tools),
-            Learned::ToolSchemas(schemas) => self.known.tool_schemas = Some(schemas),
+            Learned::ToolSchemas(schemas) => self.known.tool_schemas = schemas,
             Learned::Token(token, _claim) => self.set_token(token),
             Learned::TokenRefused(token) => {
                 if self.known.token.as_ref() == Some(&token) {

@@ -303,3 +303,35 @@ fn a_result_reads_into_the_caller_s_type_or_says_why_not() {
     let error = result.structured::<Wrong>().unwrap_err();
     assert!(error.to_string().contains("wind"), "{error}");
 }
+
+#[test]
+fn a_server_that_says_its_tools_changed_has_its_schemas_listed_anew() {
+    let clock = ManualClock::new();
+    let mut session = listed(OutputValidation::Always, &clock);
+    // The call's answer (an event stream) says the tools changed before the result.
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let result = json!({"jsonrpc": "2.0", "id": 3, "result": {
+        "content": [], "structuredContent": {"temperature": 3, "conditions": "fog"},
+    }});
+    let op = session.call_tool("weather", Map::new(), clock.now());
+    let run = drive(&mut session, op, &clock, &[], |kind, _| match kind {
+        LegKind::CallTool => Answer::Sse(format!("data: {changed}\n\ndata: {result}\n\n")),
+        other => support::healthy(other),
+    });
+    assert_eq!(run.legs[0].body["id"], 3, "the answer is to this call");
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    // The schemas the old listing declared are not trusted any more: the next call lists the
+    // tools again first, inside its budget, and checks against what they declare now.
+    let run = call(
+        &mut session,
+        &clock,
+        "weather",
+        json!({"temperature": "warm", "conditions": "fog"}),
+    );
+    assert_eq!(run.methods(), ["tools/list", "tools/call"]);
+    assert!(
+        matches!(run.result, Err(Error::OutputInvalid { .. })),
+        "{:?}",
+        run.result
+    );
+}

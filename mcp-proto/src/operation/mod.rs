@@ -82,6 +82,7 @@ impl Operation {
                 return Output::Update(update);
             }
             if let Some(event) = self.events.pop_front() {
+                self.session.heard(&event);
                 return Output::Event(event);
             }
             if let Some(report) = self.grants.next_report() {
@@ -117,7 +118,8 @@ impl Operation {
     /// The next queued event, for a driver that only wants events (legs are only handed out
     /// by [`poll_output`](Self::poll_output)).
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        event.inspect(|event| self.session.heard(event))
     }
 
     /// Tells the operation what came (see [`Input`]): the one way a driver feeds it. For a

@@ -154,7 +154,21 @@ impl View {
     pub(super) fn remember_tool_schemas(&mut self, schemas: ToolSchemas) {
         let schemas = Arc::new(schemas);
         self.known.tool_schemas = Some(Arc::clone(&schemas));
-        self.learned(Learned::ToolSchemas(schemas));
+        self.learned(Learned::ToolSchemas(Some(schemas)));
+    }
+
+    /// What the operation hands the caller, seen on its way: a server that says its tools
+    /// changed (`notifications/tools/list_changed`) makes the output schemas of its last
+    /// listing unknown, so no result is held to a stale one (and `Always` lists them anew).
+    pub(super) fn heard(&mut self, event: &crate::Event) {
+        let crate::Event::Notification(notification) = event else {
+            return;
+        };
+        if notification.method == "notifications/tools/list_changed"
+            && self.known.tool_schemas.take().is_some()
+        {
+            self.learned(Learned::ToolSchemas(None));
+        }
     }
 
     /// What the last tools listing declared of outputs (`None`: no listing was read).
