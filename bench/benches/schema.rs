@@ -1,5 +1,5 @@
 //! Checking a tool's result against its `outputSchema` alone (issue 46): compiling the testkit's
-//! `forecast` schema ([`mcp_testkit::forecast_tool`]: five typed properties, all required, one
+//! `forecast` schema ([`mcp_testkit::forecast_schema`]: five typed properties, all required, one
 //! an array of objects) with `mcp_proto::schema::OutputSchema::compile`, and validating its
 //! seven-day answer ([`mcp_testkit::forecast_result`]'s `structuredContent`) with
 //! `OutputSchema::validate`: what a session pays once per tool, and on every checked result.
@@ -16,8 +16,7 @@ use mcp_proto::schema::OutputSchema;
 use serde_json::json;
 
 fn output_schema(c: &mut Criterion) {
-    let tool = mcp_testkit::forecast_tool();
-    let schema_json = tool["outputSchema"].clone();
+    let schema_json = mcp_testkit::forecast_schema();
     let instance = mcp_testkit::forecast_result()["structuredContent"].clone();
     let schema = OutputSchema::compile(&schema_json).expect("the forecast schema compiles");
     assert!(schema.validate(&instance).is_ok(), "the forecast matches");

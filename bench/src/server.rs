@@ -85,9 +85,11 @@ fn script(role: &str, era: Era) -> Script {
     let script = match role {
         // Lists the `forecast` tool too (its `outputSchema` and matching answers): the
         // output-validation rows call it (`crate::validation`); no other case lists the tools.
-        "json" => Script::new()
-            .answer_mode(AnswerMode::Json)
-            .forecast_tool(true),
+        "json" => Script::new().answer_mode(AnswerMode::Json).tool(
+            crate::validation::TOOL,
+            Some(mcp_testkit::forecast_schema()),
+            mcp_testkit::forecast_result(),
+        ),
         "sse" => Script::new().answer_mode(AnswerMode::Sse),
         "oversize-length" => Script::new().hostile(call, Hostile::Oversize(OVERSIZE)),
         "oversize-chunked" => Script::new().hostile(call, Hostile::OversizeChunked(OVERSIZE)),

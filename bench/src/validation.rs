@@ -2,7 +2,8 @@
 //!
 //! Each row is the sequential case of one driver (one session, opened before the clock, one
 //! `tools/call` after another on it) against the legacy server's JSON answers, calling the
-//! testkit's `forecast` tool ([`mcp_testkit::forecast_tool`]): an `outputSchema` of five
+//! `forecast` tool the bench's server scripts ([`mcp_testkit::forecast_schema`],
+//! [`mcp_testkit::forecast_result`]): an `outputSchema` of five
 //! typed properties, all required, one of them an array of objects (a date, a high, a low and
 //! the conditions), and an answer of seven days that matches it, as `structuredContent` and as
 //! its JSON in a text block (1,336 bytes of JSON-RPC answer). Before the clock each session

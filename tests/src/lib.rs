@@ -144,7 +144,7 @@ pub mod tls;
 
 pub use black_hole::BlackHole;
 pub use era::{MODERN_VERSIONS, SUPPORTED_VERSIONS, ServerEra};
-pub use mcp::{forecast_result, forecast_tool};
+pub use mcp::{forecast_result, forecast_schema};
 pub use message::RpcKind;
 pub use oauth::{AuthHostile, OAuthScript, RESOURCE_METADATA_PATH, SERVER_METADATA_PATH};
 pub use proxy::{ConnectProxy, Tunnel};

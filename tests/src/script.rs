@@ -221,7 +221,6 @@ pub struct Script {
     pub(crate) tool_pages: usize,
     pub(crate) repeated_cursor: bool,
     pub(crate) endless_listing: bool,
-    pub(crate) forecast_tool: bool,
     pub(crate) default_mode: AnswerMode,
     pub(crate) modes: HashMap<String, AnswerMode>,
     pub(crate) notifications_before_answer: usize,
@@ -260,7 +259,6 @@ impl Default for Script {
             tool_pages: 1,
             repeated_cursor: false,
             endless_listing: false,
-            forecast_tool: false,
             default_mode: AnswerMode::Json,
             modes: HashMap::new(),
             notifications_before_answer: 0,
@@ -353,16 +351,6 @@ impl Script {
     /// Makes `tools/list` endless: every page has a fresh `nextCursor`.
     pub fn endless_listing(mut self, on: bool) -> Self {
         self.endless_listing = on;
-        self
-    }
-
-    /// Adds the tool `forecast` (off by default): listed last, with an `outputSchema` (a
-    /// location, its coordinates, the units and an array of days, each a date, a high, a low and
-    /// the conditions), and answering any call with a seven-day forecast that matches it, as
-    /// `structuredContent` and as its JSON in a text block ([`crate::forecast_tool`],
-    /// [`crate::forecast_result`]).
-    pub fn forecast_tool(mut self, on: bool) -> Self {
-        self.forecast_tool = on;
         self
     }
 
