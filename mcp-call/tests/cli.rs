@@ -6,22 +6,8 @@ use std::time::{Duration, Instant};
 
 use mcp_testkit::{Hostile, Script, ServerEra, TestServer};
 
-/// `mcp-call` with `args`, isolated from this machine's settings: no budget or secret from
-/// the environment, and its credentials file in a directory of the test run's own.
-fn mcp_call_command(args: &[&str]) -> Command {
-    let config_home = std::env::temp_dir().join(format!("mcp-call-tests-{}", std::process::id()));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-call"));
-    command
-        .args(args)
-        .env_remove("MCP_OPERATION_TIMEOUT")
-        .env_remove("MCP_CLIENT_SECRET")
-        .env("XDG_CONFIG_HOME", config_home);
-    command
-}
-
-fn mcp_call(args: &[&str]) -> Output {
-    mcp_call_command(args).output().expect("mcp-call runs")
-}
+mod common;
+use common::{code, mcp_call, mcp_call_command, stderr, stdout};
 
 #[test]
 fn a_401_from_a_server_without_authorization_metadata_names_the_missing_endpoint() {
@@ -44,18 +30,6 @@ fn logout_forgets_without_asking_the_server() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).contains("logged out of"), "{}", stderr(&out));
     assert!(server.requests().is_empty());
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exited with a code")
 }
 
 #[test]

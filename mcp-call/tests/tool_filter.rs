@@ -3,41 +3,15 @@
 //! refused without a request reaching the server. Servers are mcp-testkit on loopback.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use mcp_testkit::{Script, TestServer};
 use serde_json::{Value, json};
 
-/// `mcp-call` with `args`, isolated from this machine's settings (as tests/cli.rs does).
-fn mcp_call_command(args: &[&str]) -> Command {
-    let config_home =
-        std::env::temp_dir().join(format!("mcp-call-filter-tests-{}", std::process::id()));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-call"));
-    command
-        .args(args)
-        .env_remove("MCP_OPERATION_TIMEOUT")
-        .env_remove("MCP_CLIENT_SECRET")
-        .env("XDG_CONFIG_HOME", config_home);
-    command
-}
-
-fn mcp_call(args: &[&str]) -> Output {
-    mcp_call_command(args).output().expect("mcp-call runs")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exited with a code")
-}
+mod common;
+use common::{code, mcp_call, mcp_call_command, stderr, stdout};
 
 #[test]
 fn tools_leaves_out_what_the_filters_hide() {
