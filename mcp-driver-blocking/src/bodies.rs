@@ -6,6 +6,10 @@ use std::time::Instant;
 
 use mcp_proto::driver::LegId;
 
+/// The size of one body read. Small enough that events reach the observer as they arrive,
+/// large enough that a big JSON answer takes few calls.
+pub(crate) const CHUNK: usize = 16 * 1024;
+
 /// A body being read: its leg, the end of its grant, and the reader.
 pub(crate) struct Body {
     pub(crate) id: LegId,

@@ -13,15 +13,11 @@ use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegStatus, Operation};
 use mcp_proto::{Clock, MonotonicClock};
 
-use crate::bodies::{Body, Kept};
+use crate::bodies::{Body, CHUNK, Kept};
 use crate::drive::Wire;
 use crate::exchange::{body_error, request_error, send};
 use crate::lanes::{Lane, Shared};
 use crate::pump::Pumps;
-
-/// The size of one body read. Small enough that events reach the observer as they arrive,
-/// large enough that a big JSON answer takes few calls.
-const CHUNK: usize = 16 * 1024;
 
 /// The HTTP transport of the blocking driver: each leg's request sent on the calling thread,
 /// its head fed at once, its body read one chunk per wait. A leg handed out while a stream is

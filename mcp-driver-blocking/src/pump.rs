@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mcp_proto::driver::{Input, Leg, LegId, LegStatus, Operation, TransportError};
 use mcp_proto::{Clock, MonotonicClock};
 
-use crate::bodies::Body;
+use crate::bodies::{Body, CHUNK};
 use crate::exchange::{body_error, request_error, send};
 use crate::lanes::{Lane, Shared};
 use crate::leg_end::Lane as _;
@@ -33,8 +33,6 @@ use crate::leg_end::Lane as _;
 const AHEAD: usize = 8;
 /// The longest the operation's thread waits on the channel before it looks for a cancel.
 const SLICE: Duration = Duration::from_millis(10);
-/// The size of one read.
-const CHUNK: usize = 16 * 1024;
 
 /// What a reading thread hands over for its leg.
 enum Heard {

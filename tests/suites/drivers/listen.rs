@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use mcp_proto::Error;
 use mcp_testkit::{Hostile, Script, TestServer};
 
-use crate::support::{Driver, config, echo};
+use crate::support::{Driver, config, echo, eventually};
 
 /// A server whose standalone stream opens and never ends.
 fn endless_stream(script: Script) -> TestServer {
@@ -45,13 +45,16 @@ pub(crate) fn the_standalone_stream_is_opened_beside_the_call_and_cut_with_it<D:
 }
 
 pub(crate) fn a_cancel_cuts_the_standalone_stream_with_the_call<D: Driver>() {
-    let server = endless_stream(Script::new().hostile("tools/call", mcp_testkit::Hostile::Stall));
+    let server = endless_stream(Script::new().hostile("tools/call", Hostile::Stall));
     let mut client = D::new(config(&server, Duration::from_secs(30)).with_listen(true));
     let cancel = client.cancel_handle();
     let (result, latency) = thread::scope(|scope| {
         let canceller = scope.spawn(|| {
             // The stream and the stalled call both reached the server.
-            let reached = client_reached(&server);
+            let reached = eventually(Duration::from_secs(10), &mut || {
+                let methods = server.rpc_methods();
+                methods.iter().any(|m| m == "GET") && methods.iter().any(|m| m == "tools/call")
+            });
             let fired = Instant::now();
             cancel();
             (reached, fired)
@@ -74,17 +77,4 @@ pub(crate) fn a_cancel_cuts_the_standalone_stream_with_the_call<D: Driver>() {
         "still {} connection(s) open after the cancel",
         server.open_connections()
     );
-}
-
-/// Whether the stream's `GET` and the call's `tools/call` both reached `server` (within 10 s).
-fn client_reached(server: &TestServer) -> bool {
-    let end = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < end {
-        let methods = server.rpc_methods();
-        if methods.iter().any(|m| m == "GET") && methods.iter().any(|m| m == "tools/call") {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    false
 }
