@@ -491,12 +491,21 @@ pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("\"{text}\" is not a number of seconds"))?;
+    budget_seconds(seconds).map_err(|problem| format!("the timeout {text} is {problem}"))
+}
+
+/// A budget given in seconds (`--timeout`, a `--config` entry's `timeout`): positive, finite,
+/// at least a nanosecond once converted (a budget that rounds to zero is no budget at all), and
+/// representable.
+pub(crate) fn budget_seconds(seconds: f64) -> Result<Duration, &'static str> {
     if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(format!(
-            "the timeout must be a positive number of seconds, not {text}"
-        ));
+        return Err("not a positive number of seconds");
     }
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text} seconds is too long"))
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(budget) if budget.is_zero() => Err("shorter than a nanosecond"),
+        Ok(budget) => Ok(budget),
+        Err(_) => Err("too long"),
+    }
 }
 
 pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {

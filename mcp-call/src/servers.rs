@@ -76,13 +76,13 @@ fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
     let timeout = match entry.get("timeout") {
         None | Some(Value::Null) => None,
-        Some(value) => {
-            let seconds = value
+        Some(value) => Some(
+            value
                 .as_f64()
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .ok_or("\"timeout\" is not a positive number of seconds")?;
-            Some(Duration::try_from_secs_f64(seconds).map_err(|_| "\"timeout\" is too long")?)
-        }
+                .ok_or("not a positive number of seconds")
+                .and_then(crate::cli::budget_seconds)
+                .map_err(|problem| format!("\"timeout\" is {problem}"))?,
+        ),
     };
     let transport = match (text("url"), text("command")) {
         (Some(url), _) => Transport::Http(Remote {
@@ -240,6 +240,10 @@ mod tests {
             err.contains("server \"a\"") && err.contains("timeout"),
             "{err}"
         );
+        // A positive timeout that rounds to no time at all is refused, not a zero budget.
+        let err =
+            load_text(r#"{"mcpServers": {"a": {"timeout": 2.5e-10, "url": "x"}}}"#).unwrap_err();
+        assert!(err.contains("shorter than a nanosecond"), "{err}");
         assert!(
             load_text(r#"{"other": {}}"#)
                 .unwrap_err()

@@ -172,6 +172,7 @@ fn usage_errors_exit_2() {
         &["--timeout", "soon", "ping"],
         &["--timeout", "0", "ping"],
         &["--timeout", "-1", "ping"],
+        &["--timeout", "1e-10", "ping"],
         &["--resolution", "us", "ping"],
         &["--driver", "curl", "ping"],
         &["--header", "no colon", "ping"],
