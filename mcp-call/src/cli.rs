@@ -491,21 +491,8 @@ pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
         .trim()
         .parse()
         .map_err(|_| format!("\"{text}\" is not a number of seconds"))?;
-    budget_seconds(seconds).map_err(|problem| format!("the timeout {text} is {problem}"))
-}
-
-/// A budget given in seconds (`--timeout`, a `--config` entry's `timeout`): positive, finite,
-/// at least a nanosecond once converted (a budget that rounds to zero is no budget at all), and
-/// representable.
-pub(crate) fn budget_seconds(seconds: f64) -> Result<Duration, &'static str> {
-    if !seconds.is_finite() || seconds <= 0.0 {
-        return Err("not a positive number of seconds");
-    }
-    match Duration::try_from_secs_f64(seconds) {
-        Ok(budget) if budget.is_zero() => Err("shorter than a nanosecond"),
-        Ok(budget) => Ok(budget),
-        Err(_) => Err("too long"),
-    }
+    crate::servers::budget_seconds(seconds)
+        .map_err(|problem| format!("the timeout {text} is {problem}"))
 }
 
 pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {

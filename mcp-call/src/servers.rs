@@ -71,6 +71,20 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, String> {
         .collect()
 }
 
+/// A budget given in seconds (`--timeout`, a `--config` entry's `timeout`): positive, finite,
+/// at least a nanosecond once converted (a budget that rounds to zero is no budget at all), and
+/// representable.
+pub(crate) fn budget_seconds(seconds: f64) -> Result<Duration, &'static str> {
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err("not a positive number of seconds");
+    }
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(budget) if budget.is_zero() => Err("shorter than a nanosecond"),
+        Ok(budget) => Ok(budget),
+        Err(_) => Err("too long"),
+    }
+}
+
 fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
     let entry = entry.as_object().ok_or("not an object")?;
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -80,7 +94,7 @@ fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
             value
                 .as_f64()
                 .ok_or("not a positive number of seconds")
-                .and_then(crate::cli::budget_seconds)
+                .and_then(budget_seconds)
                 .map_err(|problem| format!("\"timeout\" is {problem}"))?,
         ),
     };
