@@ -3,6 +3,8 @@ for the interop rows. It adds no behaviour of its own: what a row observes is th
 
     python python_sdk_server.py stdio
     python python_sdk_server.py sse|json|stateless PORT   (streamable HTTP on 127.0.0.1:PORT/mcp)
+    python python_sdk_server.py http-sse PORT   (the HTTP+SSE transport of 2024-11-05:
+        GET 127.0.0.1:PORT/sse, POST /messages/?session_id=...; the SDK's `run("sse")`)
 
 sse: answers as an event stream (the SDK's default); json: json_response=True;
 stateless: stateless_http=True (no session id, nothing to DELETE).
@@ -224,6 +226,9 @@ def main() -> None:
         return
     port = int(sys.argv[2])
     token = os.environ.get("INTEROP_BEARER")
+    if mode == "http-sse":
+        server.run("sse", host="127.0.0.1", port=port)
+        return
     if token is None:
         server.run(
             "streamable-http",

@@ -9,7 +9,6 @@ use std::io::{self, Read};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_proto::driver::LegKind;
 use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegStatus, Operation};
 use mcp_proto::{Clock, MonotonicClock};
 
@@ -103,9 +102,10 @@ impl Drop for HttpWire<'_> {
 impl Wire for HttpWire<'_> {
     fn transmit(&mut self, op: &mut Operation, leg: Leg) {
         let clock = MonotonicClock;
-        if leg.kind == LegKind::Listen {
-            // The standalone stream is read beside the other legs: on a lane and a thread of
-            // its own, and from now on every body on a thread too (see `pump`).
+        if leg.kind.reads_beside() {
+            // The standalone stream (or the HTTP+SSE event stream) is read beside the other
+            // legs: on a lane and a thread of its own, and from now on every body on a thread
+            // too (see `pump`).
             let pumps = self
                 .pumps
                 .get_or_insert_with(|| Pumps::new(Arc::clone(&self.lanes.work)));

@@ -38,6 +38,8 @@ pub use meta::DEADLINE_META_KEY;
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
     transport: Transport,
+    /// Over HTTP: Streamable HTTP, HTTP+SSE, or the one the server answers.
+    http_transport: crate::transport::HttpTransport,
     endpoint: Uri,
     label: String,
     headers: HeaderMap,
@@ -129,6 +131,7 @@ impl SessionConfig {
     fn with_transport(transport: Transport, endpoint: Uri, label: String, url: String) -> Self {
         Self {
             transport,
+            http_transport: crate::transport::HttpTransport::default(),
             endpoint,
             label,
             headers: HeaderMap::new(),
@@ -153,6 +156,32 @@ impl SessionConfig {
             url,
             oauth: None,
         }
+    }
+
+    /// Which HTTP transport the session speaks ([`HttpTransport`](crate::HttpTransport)):
+    /// by default Streamable HTTP, falling back to the HTTP+SSE transport of 2024-11-05 when
+    /// the URL refuses the `initialize` POST as the spec's backwards-compatibility procedure
+    /// says. Pinning [`HttpTransport::Sse`](crate::HttpTransport::Sse) skips the POSTs that
+    /// find it out (two legs for a server of unknown era); pinning
+    /// [`HttpTransport::StreamableHttp`](crate::HttpTransport::StreamableHttp) never falls
+    /// back. Over HTTP+SSE the session speaks the legacy era, whatever version is pinned.
+    /// Ignored over stdio.
+    ///
+    /// ```
+    /// use mcp_proto::{HttpTransport, SessionConfig};
+    /// let config = SessionConfig::new("http://127.0.0.1:8000/sse")?
+    ///     .with_http_transport(HttpTransport::Sse);
+    /// assert_eq!(config.http_transport(), HttpTransport::Sse);
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn with_http_transport(mut self, transport: crate::transport::HttpTransport) -> Self {
+        self.http_transport = transport;
+        self
+    }
+
+    /// Which HTTP transport the session speaks, as configured.
+    pub fn http_transport(&self) -> crate::transport::HttpTransport {
+        self.http_transport
     }
 
     /// Names the server in every error message (default: host and port).
@@ -272,9 +301,9 @@ impl SessionConfig {
     /// counts a dropped stream as open answers the next GET with 409, and that call goes on
     /// without the stream. A server that does not offer the stream (405, 400, 404) is fine.
     ///
-    /// The stream is read beside the call, so it needs a driver that reads two responses at
-    /// once: the tokio driver does; the blocking driver does not, declines the leg, and the
-    /// call goes on without it.
+    /// The stream is read beside the call: both drivers read it on a task or thread of its
+    /// own. Over the HTTP+SSE transport every message of the server comes on its one stream
+    /// anyway, and this changes nothing.
     pub fn with_listen(mut self, on: bool) -> Self {
         self.listen = on;
         self

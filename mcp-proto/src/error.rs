@@ -118,6 +118,21 @@ pub enum Error {
         /// The status code.
         status: u16,
     },
+    /// The URL speaks neither transport over HTTP: its `initialize` POST was refused as
+    /// the spec's fallback names (`400`, `404` or `405` without a modern JSON-RPC error), and
+    /// the GET tried next for the HTTP+SSE transport did not open an event stream either.
+    #[error(
+        "MCP server \"{server}\" speaks neither Streamable HTTP nor HTTP+SSE at its URL: initialize was answered with HTTP status {initialize}, and the GET for an event stream {sse}"
+    )]
+    NoTransport {
+        /// The server's label.
+        server: String,
+        /// The status the `initialize` POST was answered with.
+        initialize: u16,
+        /// What the GET got: `was answered with HTTP status 404`, `was answered with content
+        /// type "text/html"` (clipped).
+        sse: String,
+    },
     /// The answer was neither JSON nor an event stream.
     #[error(
         "MCP server \"{server}\" answered {method} with content type \"{content_type}\"; only JSON or an event stream is read"
@@ -447,6 +462,7 @@ impl Error {
             Self::Proxy { .. } => "proxy",
             Self::InvalidCertificates { .. } => "invalid_certificates",
             Self::HttpStatus { .. } => "http_status",
+            Self::NoTransport { .. } => "no_transport",
             Self::UnsupportedContentType { .. } => "unsupported_content_type",
             Self::Malformed { .. } => "malformed",
             Self::JsonRpc { .. } => "json_rpc",
@@ -487,6 +503,7 @@ impl Error {
             | Self::Tls { .. }
             | Self::Proxy { .. } => Fault::Network,
             Self::HttpStatus { .. }
+            | Self::NoTransport { .. }
             | Self::UnsupportedContentType { .. }
             | Self::Malformed { .. }
             | Self::JsonRpc { .. }
@@ -540,6 +557,7 @@ impl Error {
             | Self::Tls { server, .. }
             | Self::Proxy { server, .. }
             | Self::HttpStatus { server, .. }
+            | Self::NoTransport { server, .. }
             | Self::UnsupportedContentType { server, .. }
             | Self::Malformed { server, .. }
             | Self::JsonRpc { server, .. }

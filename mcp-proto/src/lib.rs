@@ -192,4 +192,4 @@ pub use observe::{NoObserver, Observer};
 pub use operation::{Action, Event, LegEnd, LegReport, Listed, Outcome, TransportErrorKind};
 pub use session::{Session, SessionUpdate};
 pub use tls::TlsProblem;
-pub use transport::{StdioCommand, Transport};
+pub use transport::{HttpTransport, StdioCommand, Transport};

@@ -90,6 +90,8 @@ pub(crate) struct Known {
     pub(crate) time_of_day: Option<(Instant, SystemTime)>,
     /// Over stdio: whether the server process runs.
     pub(crate) process_running: bool,
+    /// Over HTTP: whether the session speaks the HTTP+SSE transport (configured, or found).
+    pub(crate) sse: bool,
 }
 
 impl Known {
@@ -156,6 +158,9 @@ pub(crate) enum Learned {
     ProcessExited,
     /// Over stdio: the stdout framer, handed back when the operation ends.
     Stdout(LineFramer),
+    /// The URL refused Streamable HTTP and speaks the HTTP+SSE transport (or, `false`, it
+    /// does not after all).
+    SpeaksSse(bool),
     /// An authorization obtained (or spent) a registration or tokens: written to the OAuth
     /// client's credential store when the update is applied, outside any poll.
     Credentials(mcp_auth::CredentialChange),
@@ -182,6 +187,7 @@ impl fmt::Debug for SessionUpdate {
             Learned::ProcessStarted => "ProcessStarted",
             Learned::ProcessExited => "ProcessExited",
             Learned::Stdout(_) => "Stdout",
+            Learned::SpeaksSse(_) => "SpeaksSse",
             Learned::Credentials(_) => "Credentials",
         };
         f.write_str(what)
@@ -230,6 +236,7 @@ impl Session {
     /// A session that has not talked to the server yet.
     pub fn new(config: SessionConfig) -> Self {
         let framer = LineFramer::new(config.body_cap());
+        let sse = config.http_transport() == crate::transport::HttpTransport::Sse;
         Self {
             known: Known {
                 config: Arc::new(config),
@@ -244,6 +251,7 @@ impl Session {
                 entropy: None,
                 time_of_day: None,
                 process_running: false,
+                sse,
             },
             framer: Some(framer),
             handshake: Weak::new(),
@@ -293,6 +301,7 @@ impl Session {
                 self.known.established = None;
             }
             Learned::Stdout(framer) => self.framer = Some(framer),
+            Learned::SpeaksSse(sse) => self.known.sse = sse,
             Learned::Credentials(change) => {
                 if let Some(oauth) = self.known.config.oauth() {
                     change.apply_to(oauth.store().as_ref());
@@ -319,6 +328,12 @@ impl Session {
     /// seen to exit since). The next operation starts one when it is not.
     pub fn process_running(&self) -> bool {
         self.known.process_running
+    }
+
+    /// Over HTTP: whether the session speaks the HTTP+SSE transport of 2024-11-05, configured
+    /// or found by an operation whose `initialize` POST the URL refused.
+    pub fn speaks_sse(&self) -> bool {
+        self.known.sse && !self.known.config.is_stdio()
     }
 
     /// The access token the session's requests carry, if an authorization obtained one.

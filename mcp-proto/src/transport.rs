@@ -12,7 +12,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Transport {
-    /// Streamable HTTP: each leg is an HTTP request to the configured endpoint.
+    /// Over HTTP: each leg is an HTTP request. Streamable HTTP to the configured endpoint, or
+    /// the HTTP+SSE transport of 2024-11-05 where the configuration's [`HttpTransport`] says
+    /// so or finds it.
     StreamableHttp,
     /// stdio: the server is a child process the driver starts; each leg is one line written
     /// to its stdin, answers are lines read from its stdout.
@@ -110,13 +112,142 @@ impl StdioCommand {
     }
 }
 
-/// What the framer found in a chunk of stdout.
+/// Which HTTP transport a session speaks to its URL
+/// ([`SessionConfig::with_http_transport`](crate::SessionConfig::with_http_transport)).
+///
+/// Streamable HTTP (2025-03-26 on) POSTs every message to the URL and reads each answer from
+/// the POST's own response. The HTTP+SSE transport of 2024-11-05 (deprecated, still served:
+/// the Python SDK's and FastMCP's `sse` transports, gateways) GETs the URL for an event stream
+/// whose first event, `endpoint`, names where to POST; every answer comes on that one stream.
+/// Over HTTP+SSE the session speaks the legacy era (a handshake, then the work).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HttpTransport {
+    /// Streamable HTTP first, and HTTP+SSE when the URL refuses it the way the spec's
+    /// backwards-compatibility procedure names: the legacy `initialize` POST answered `400`,
+    /// `404` or `405` with no JSON-RPC error in the body. The GET follows inside the same
+    /// budget, and the session remembers the answer.
+    #[default]
+    Auto,
+    /// Streamable HTTP only: a refused POST is the error.
+    StreamableHttp,
+    /// HTTP+SSE only: the first leg is the GET that opens the event stream.
+    Sse,
+}
+
+impl HttpTransport {
+    /// The name `--transport` takes: `auto`, `streamable-http` or `sse`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::StreamableHttp => "streamable-http",
+            Self::Sse => "sse",
+        }
+    }
+}
+
+impl std::str::FromStr for HttpTransport {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(Self::Auto),
+            "streamable-http" | "http" => Ok(Self::StreamableHttp),
+            "sse" => Ok(Self::Sse),
+            other => Err(format!(
+                "\"{}\" is not a transport: auto, streamable-http or sse",
+                other.escape_debug()
+            )),
+        }
+    }
+}
+
+/// What the framer found in a chunk of stdout (or of an HTTP+SSE event stream).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Framed {
-    /// One complete line (without its line ending; `\r\n` is accepted).
+    /// One complete line (without its line ending; `\r\n` is accepted); over HTTP+SSE, one
+    /// `message` event's data.
     Line(Vec<u8>),
     /// A line grew past the cap: it is dropped, up to its newline, without being kept.
     TooLong,
+    /// Over HTTP+SSE: an `endpoint` event, its data as sent (not checked yet).
+    Endpoint(String),
+    /// Over HTTP+SSE: the stream broke its format (an event past the cap, a line that is not
+    /// UTF-8); nothing more can be read from it.
+    Broken(crate::sse::SseError),
+}
+
+/// Over HTTP+SSE: where the `endpoint` event's `data` says to POST, resolved against the
+/// session's `url` (it is usually a path with a session query, `/messages/?session_id=...`).
+/// The endpoint is the server's word, so it is held to the URL's origin (scheme, host and
+/// port): an endpoint elsewhere would send the client's messages (and its token) to another
+/// server. The error says why, with the server's text clipped.
+pub(crate) fn resolve_endpoint(url: &str, data: &str) -> Result<http::Uri, String> {
+    use mcp_auth::{QUOTE_LIMIT, clip};
+    let quoted = || clip(data.trim(), QUOTE_LIMIT);
+    let base = url::Url::parse(url).map_err(|_| "the session's URL does not parse".to_owned())?;
+    let joined = base.join(data.trim()).map_err(|_| {
+        format!(
+            "the endpoint event named {:?}, which is not a URL",
+            quoted()
+        )
+    })?;
+    if joined.origin() != base.origin() {
+        return Err(format!(
+            "the endpoint event named {:?}, on another origin than the URL's (refused: the \
+             messages and their credentials would go to another server)",
+            quoted()
+        ));
+    }
+    joined.as_str().parse().map_err(|_| {
+        format!(
+            "the endpoint event named {:?}, which is not a URL",
+            quoted()
+        )
+    })
+}
+
+/// HTTP+SSE's one event stream, cut into what it carries: each `message` event (the default
+/// type) is one JSON-RPC message, an `endpoint` event names where to POST, other events are
+/// skipped. Bounded like the parser it wraps: one event of at most the cap.
+#[derive(Debug)]
+pub(crate) struct EventFramer {
+    parser: crate::sse::SseParser,
+    events: Vec<crate::sse::SseEvent>,
+    broken: bool,
+}
+
+impl EventFramer {
+    /// A framer whose events are at most `cap` bytes.
+    pub(crate) fn new(cap: usize) -> Self {
+        Self {
+            parser: crate::sse::SseParser::new(cap),
+            events: Vec::new(),
+            broken: false,
+        }
+    }
+
+    /// Feeds the next bytes of the stream (any split), pushing what they completed onto `out`;
+    /// after a [`Framed::Broken`] nothing more.
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Framed>) {
+        if self.broken {
+            return;
+        }
+        let fed = self.parser.feed(chunk, &mut self.events);
+        for event in self.events.drain(..) {
+            match event.event.as_deref() {
+                None | Some("message") if !event.data.trim().is_empty() => {
+                    out.push(Framed::Line(event.data.into_bytes()));
+                }
+                Some("endpoint") => out.push(Framed::Endpoint(event.data)),
+                _ => {}
+            }
+        }
+        if let Err(error) = fed {
+            self.broken = true;
+            out.push(Framed::Broken(error));
+        }
+    }
 }
 
 /// Splits stdout into lines, each at most `cap` bytes. A line past the cap is reported once

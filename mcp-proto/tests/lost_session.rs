@@ -128,6 +128,34 @@ fn a_400_to_a_request_without_a_session_is_only_a_status() {
     let mut session = Session::new(config());
     let op = session.probe(clock.now());
     let run = drive(&mut session, op, &clock, &[], |_, _| refusal(EVERYTHING));
+    // Not a lost session: the spec's fallback to HTTP+SSE is tried (a GET), and when that
+    // opens no stream either, the error says what each request got.
+    assert_eq!(run.methods(), ["initialize", "sse"]);
+    let err = run.result.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NoTransport {
+                initialize: 400,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("initialize was answered with HTTP status 400, and the GET for an event stream was answered with HTTP status 400"),
+        "{err}"
+    );
+    assert!(
+        !session.speaks_sse(),
+        "the URL does not speak HTTP+SSE after all"
+    );
+    // Pinned to Streamable HTTP, the refusal is the error.
+    let pinned = config().with_http_transport(mcp_proto::HttpTransport::StreamableHttp);
+    let mut session = Session::new(pinned);
+    let op = session.probe(clock.now());
+    let run = drive(&mut session, op, &clock, &[], |_, _| refusal(EVERYTHING));
     assert_eq!(run.methods(), ["initialize"]);
     assert!(
         matches!(

@@ -640,7 +640,9 @@ fn run(
     let mut session = Session::new(
         SessionConfig::new("http://model.test/mcp")
             .unwrap()
-            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST),
+            .with_protocol_version(mcp_proto::ProtocolVersion::LATEST)
+            // The model's statuses are Streamable HTTP's (`tests/http_sse.rs` has the fallback).
+            .with_http_transport(mcp_proto::HttpTransport::StreamableHttp),
     );
     if warm {
         // A healthy probe first: the operation under test starts on a live session.

@@ -542,16 +542,24 @@ fn a_session_lost_twice_in_one_operation_is_given_up() {
     });
     assert_eq!(run.methods().len(), 4);
     assert!(matches!(run.result, Err(Error::SessionExpired { .. })));
-    // A 404 on initialize itself (no session id sent) is just a status.
+    // A 404 on initialize itself (no session id sent) is not a lost session: the URL
+    // speaks neither transport (the GET for HTTP+SSE got a 404 too).
     let mut fresh = Session::new(config());
     let op = fresh.probe(clock.now());
-    let run = drive(&mut session, op, &clock, &[], |_, _| {
+    let run = drive(&mut fresh, op, &clock, &[], |_, _| {
         Answer::Raw(404, None, Vec::new())
     });
-    assert!(matches!(
-        run.result,
-        Err(Error::HttpStatus { status: 404, .. })
-    ));
+    assert!(
+        matches!(
+            run.result,
+            Err(Error::NoTransport {
+                initialize: 404,
+                ..
+            })
+        ),
+        "{:?}",
+        run.result
+    );
 }
 
 #[test]

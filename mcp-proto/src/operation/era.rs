@@ -71,6 +71,9 @@ pub(super) enum Move {
     /// The server speaks the modern era: the legacy session, if any, is gone; the work goes
     /// out as a modern request.
     ToModern,
+    /// The URL refused the legacy `initialize` POST: it speaks the HTTP+SSE transport. Its
+    /// event stream is opened, and the handshake goes out on it, inside the same budget.
+    ToSse,
 }
 
 /// The era an operation speaks and whether it may still change it.
@@ -86,6 +89,10 @@ pub(super) struct EraState {
     /// Over stdio, an era not known yet is found with `server/discover` before the work (the
     /// stdio transport's probe): set until it was answered.
     probe_first: bool,
+    /// Whether a refused legacy `initialize` may still move the session to HTTP+SSE.
+    sse_open: bool,
+    /// The status of the `initialize` POST that moved this operation to HTTP+SSE.
+    sse_found_after: Option<u16>,
 }
 
 impl EraState {
@@ -99,7 +106,10 @@ impl EraState {
             _ => None,
         };
         let pinned = config.protocol_version().filter(|v| v.is_modern());
-        let (modern, open) = if let Some(era) = task_era {
+        let (modern, open) = if session.speaks_sse() {
+            // HTTP+SSE carries the legacy era only.
+            (None, false)
+        } else if let Some(era) = task_era {
             let modern = pinned.unwrap_or(ProtocolVersion::MODERN);
             ((era == TaskEra::Modern).then_some(modern), false)
         } else if restarting && config.protocol_version().is_none() {
@@ -119,11 +129,17 @@ impl EraState {
             && modern.is_some()
             && (session.era().is_none() || restarting)
             && !matches!(action, Action::Probe | Action::Close);
+        // Streamable HTTP refused may be HTTP+SSE (the spec's backwards compatibility).
+        let sse_open = !config.is_stdio()
+            && !session.speaks_sse()
+            && config.http_transport() == crate::transport::HttpTransport::Auto;
         Self {
             modern,
             version_retried: false,
             open,
             probe_first,
+            sse_open,
+            sse_found_after: None,
         }
     }
 
@@ -135,6 +151,17 @@ impl EraState {
     /// Whether the operation may still change era.
     pub(super) fn is_open(&self) -> bool {
         self.open
+    }
+
+    /// Whether a refused legacy `initialize` may still move the session to HTTP+SSE.
+    pub(super) fn may_find_sse(&self) -> bool {
+        self.sse_open
+    }
+
+    /// The status of the `initialize` POST whose refusal moved this operation to HTTP+SSE,
+    /// when one did: a GET that opens no event stream then means neither transport is there.
+    pub(super) fn sse_found_after(&self) -> Option<u16> {
+        self.sse_found_after
     }
 
     /// Whether the stdio probe goes out before the work.
@@ -202,7 +229,7 @@ impl EraState {
         // the request on its merits (a modern "not found"); only a 400 (what legacy servers
         // answer a request without a session) explained by a non-modern error means legacy.
         if status == 400 {
-            self.after_refusal(status)
+            self.after_refusal(status, answers)
         } else {
             None
         }
@@ -210,11 +237,20 @@ impl EraState {
 
     /// A refusal with HTTP `status` that carried no modern error. In an operation still
     /// detecting its era, a `400`, `404` or `405` is a legacy server's.
-    pub(super) fn after_refusal(&mut self, status: u16) -> Option<Move> {
-        if self.modern.is_none() || !self.open || !is_legacy_refusal(status) {
+    /// A legacy `initialize` so refused is the spec's sign of an HTTP+SSE server (`refused`
+    /// is the request the refusal answered).
+    pub(super) fn after_refusal(&mut self, status: u16, refused: LegKind) -> Option<Move> {
+        if !is_legacy_refusal(status) {
             return None;
         }
-        Some(self.fall_back())
+        if self.modern.is_some() {
+            return self.open.then(|| self.fall_back());
+        }
+        if refused == LegKind::Initialize && std::mem::take(&mut self.sse_open) {
+            self.sse_found_after = Some(status);
+            return Some(Move::ToSse);
+        }
+        None
     }
 
     /// Acts on `moved`, which a request's answer made: the era is the server's (the session
@@ -226,6 +262,11 @@ impl EraState {
         if moved == Move::ToModern {
             session.reset();
             session.release_claim();
+        }
+        if moved == Move::ToSse {
+            // No session to wait for: this operation's stream will carry its own.
+            session.release_claim();
+            session.learn_sse();
         }
         moved != Move::Retry
     }

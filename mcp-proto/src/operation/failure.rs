@@ -30,6 +30,8 @@ pub(super) enum Failure {
     },
     /// An HTTP status outside 2xx.
     Status(u16),
+    /// The `initialize` POST refused with this status, then the GET for HTTP+SSE this.
+    NoTransport { initialize: u16, sse: String },
     /// A media type that is neither JSON nor an event stream (clipped).
     ContentType(String),
     /// Not what the request's answer must be.
@@ -113,6 +115,11 @@ impl Failure {
                 server,
                 method,
                 status,
+            },
+            Self::NoTransport { initialize, sse } => Error::NoTransport {
+                server,
+                initialize,
+                sse,
             },
             Self::ContentType(content_type) => Error::UnsupportedContentType {
                 server,

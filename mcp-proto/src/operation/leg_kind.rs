@@ -76,6 +76,11 @@ pub enum LegKind {
     /// A GET opening the session's standalone stream, read beside the other legs (see
     /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
     Listen,
+    /// Over HTTP+SSE: the GET that opens the operation's event stream, read beside the other
+    /// legs until the operation ends: its first event names where the messages are POSTed,
+    /// and every answer and request of the server comes on it. Read it like
+    /// [`LegKind::Listen`] ([`LegKind::reads_beside`]).
+    Events,
     /// Over stdio: start the server process (the session's [`StdioCommand`]); no message.
     ///
     /// [`StdioCommand`]: crate::StdioCommand
@@ -125,6 +130,7 @@ impl LegKind {
             | Self::Resume
             | Self::Close
             | Self::Listen
+            | Self::Events
             | Self::Spawn
             | Self::Shutdown
             | Self::Terminate
@@ -133,14 +139,22 @@ impl LegKind {
         }
     }
 
+    /// Whether the leg's body must be read beside the other legs, while they are sent and
+    /// read (the standalone stream, the HTTP+SSE event stream): its body lasts as long as the
+    /// operation, and the answers other legs wait for may come only on it.
+    pub const fn reads_beside(self) -> bool {
+        matches!(self, Self::Listen | Self::Events)
+    }
+
     /// One word for traces: the JSON-RPC method, or what the leg does: `response`, `resume`
-    /// (GET), `close` (DELETE) or `listen` (GET).
+    /// (GET), `close` (DELETE), `listen` (GET) or `sse` (the HTTP+SSE stream's GET).
     pub const fn label(self) -> &'static str {
         match self {
             Self::Respond => "response",
             Self::Resume => "resume",
             Self::Close => "close",
             Self::Listen => "listen",
+            Self::Events => "sse",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",
             Self::Terminate => "terminate",
@@ -171,7 +185,7 @@ impl LegKind {
     pub(crate) const fn request_name(self) -> &'static str {
         match self {
             Self::Close => "DELETE",
-            Self::Resume | Self::Listen => "GET",
+            Self::Resume | Self::Listen | Self::Events => "GET",
             Self::Respond => "POST",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",

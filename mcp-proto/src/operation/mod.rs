@@ -144,7 +144,7 @@ impl Operation {
                 Some(role) => self.stdout.sent(role, now, &mut self.grants),
                 None => Heard::Over,
             },
-            Input::Stdout(bytes) => return self.stdout(bytes, now),
+            Input::Stdout(bytes) => self.stdout(bytes, now),
             Input::Exit(exit) => {
                 let stdout = &mut self.stdout;
                 let (leg, heard) = stdout.exited(exit, &mut self.session, &mut self.grants);
@@ -235,10 +235,10 @@ impl Operation {
                 }
             };
         }
-        if self.progress.is_live(&self.session) && self.responses.listen.is_due() {
+        if self.progress.may_listen(&self.session) && self.responses.listen.is_due() {
             return self.transmit(LegKind::Listen, now, None);
         }
-        if self.grants.timers.holds_back() {
+        if self.grants.timers.holds_back() || self.progress.awaits_endpoint(&self.grants.legs) {
             return Some(self.wait(now));
         }
         match self.answering.task.hold(now) {
@@ -270,10 +270,6 @@ impl Operation {
         self.transmit(kind, now, None)
     }
 
-    fn wait(&self, now: Instant) -> Output {
-        Output::Wait(self.grants.timers.next().unwrap_or(now))
-    }
-
     /// Grants the leg `kind` what is left of the budget and hands it out (`flow`: an auth leg's
     /// request, made by the flow); a refused leg is never built: `None`, the refusal acted on.
     fn transmit(
@@ -292,6 +288,7 @@ impl Operation {
             ending: &mut self.ending,
             grants: &mut self.grants,
             responses: &mut self.responses,
+            stdout: &mut self.stdout,
         }
         .hand_out(kind, flow, grant, now)?;
         Some(Output::Transmit(leg))
@@ -327,31 +324,6 @@ impl Operation {
         None
     }
 
-    /// The next leg when nothing is in flight and nothing holds it back.
-    fn next_kind(&self) -> LegKind {
-        let (page, close) = (self.answering.next_page(), self.stdout.closing.next_kind());
-        let stdio = self.session.config().is_stdio();
-        match self.progress.next_kind(page, close, stdio) {
-            // The call became a task: it is polled from now on.
-            LegKind::CallTool | LegKind::TaskGet if self.answering.task.is_live() => {
-                self.answering.task.request()
-            }
-            LegKind::Subscribe => (self.answering.next_resource_subscribe(&self.progress))
-                .unwrap_or(LegKind::Subscribe),
-            kind => kind,
-        }
-    }
-
-    /// The request whose answer is being read or awaited (the work leg in flight, or the one a
-    /// pending resumption serves, else the next one): its kind, JSON-RPC id and grant.
-    fn awaited(&self) -> (LegKind, Option<i64>, Duration) {
-        match (self.grants.legs.get(Role::Work), self.resume.awaited()) {
-            (Some(leg), _) => (leg.answers, leg.request_id, leg.grant),
-            (None, Some(awaited)) => awaited,
-            (None, None) => (self.next_kind(), None, Duration::ZERO),
-        }
-    }
-
     /// The role of leg `id` if it is in flight and its grant has not ended by `now` (or see
     /// [`Grants::role_at`] for one that failed with `error`); a late one times out here.
     fn in_time(&mut self, id: LegId, now: Instant, error: Option<&TransportError>) -> Option<Role> {
@@ -366,9 +338,13 @@ impl Operation {
 
     /// A piece of the response to leg `id`, if it is in flight and in time (`responses`).
     fn response(&mut self, id: LegId, piece: Piece<'_>, now: Instant) -> Heard {
-        match self.in_time(id, now, None) {
-            Some(role) => self.read(role, piece, now),
-            None => Heard::Over,
+        match (self.in_time(id, now, None), piece) {
+            // Over HTTP+SSE the event stream is read like stdout.
+            (Some(_), Piece::Chunk(bytes)) if self.grants.legs.is_events(id) => {
+                self.stdout(bytes, now)
+            }
+            (Some(role), piece) => self.read(role, piece, now),
+            (None, _) => Heard::Over,
         }
     }
 
@@ -387,8 +363,9 @@ impl Operation {
         self.responses.read(role, piece, parts)
     }
 
-    /// Over stdio: the next bytes on the server's stdout, each line read (`stdio`), acted on.
-    fn stdout(&mut self, chunk: &[u8], now: Instant) -> LegStatus {
+    /// Over stdio: the next bytes on the server's stdout, each line read (`stdio`), acted on;
+    /// over HTTP+SSE, the next bytes of the event stream, read on while it is in flight.
+    fn stdout(&mut self, chunk: &[u8], now: Instant) -> Heard {
         let work = self.grants.legs.get(Role::Work).map(|leg| leg.id);
         // A leg whose grant has ended by now times out before any line is read for it.
         if let (true, Some(id)) = (self.stdout.feed(chunk), work) {
@@ -403,7 +380,7 @@ impl Operation {
                 finished: self.ending.is_finished(),
             };
             let Some(heard) = self.stdout.next(lines) else {
-                return LegStatus::Complete;
+                return self.grants.legs.reading_events();
             };
             self.act(heard);
         }
@@ -437,6 +414,10 @@ impl Operation {
                 return self.act_as(meaning.into(), method);
             }
             Heard::Started => self.progress.spawned(&mut self.session),
+            Heard::Endpoint(at) => {
+                let heard = self.progress.endpoint(at, &mut self.session);
+                return self.act_as(heard, method);
+            }
             Heard::Accepted => {
                 if let Some(outcome) = self.progress.confirm(&mut self.session) {
                     self.finish(Ok(outcome));
@@ -462,10 +443,12 @@ impl Operation {
             }
             Heard::SessionLost(status) => self.fail(method, Failure::SessionExpired(status)),
             // Nothing a modern server would say: perhaps a legacy server refused the request.
-            Heard::Refused(status) => match self.progress.era.after_refusal(status) {
-                Some(moved) => return self.act_as(Heard::Moved(moved), method),
-                None => self.fail(method, Failure::Status(status)),
-            },
+            Heard::Refused(status) => {
+                match self.progress.era.after_refusal(status, self.awaited().0) {
+                    Some(moved) => return self.act_as(Heard::Moved(moved), method),
+                    None => self.fail(method, Failure::Status(status)),
+                }
+            }
             Heard::SubscriptionEnded { by_server } => {
                 let end = self.replies.subscription_end(by_server);
                 self.finish(Ok(Outcome::Subscription(end)));
@@ -516,11 +499,6 @@ impl Operation {
             Timer::Reply => self.replies.give_up_input(),
             Timer::ResumePause | Timer::ListenHead | Timer::TaskPoll => {}
         }
-    }
-
-    /// Whether it waits for its session (to establish it, or for another's authorization).
-    fn awaits_session(&self) -> bool {
-        (self.progress.awaits_session() || self.auth.is_waiting()) && !self.is_finished()
     }
 
     /// [`Input::Session`]: what `session` holds now, for an operation that awaits it.

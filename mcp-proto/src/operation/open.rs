@@ -11,6 +11,7 @@ use super::answer::Answering;
 use super::authorize::Authorizing;
 use super::ending::Ending;
 use super::grant::Grants;
+use super::legs::Role;
 use super::listen::Listen;
 use super::progress::{Progress, Start};
 use super::replies::Replies;
@@ -18,9 +19,10 @@ use super::responses::Responses;
 use super::resume::Resumption;
 use super::stdio::Stdout;
 use super::view::View;
-use super::{Action, Event, LegId, Outcome};
+use super::{Action, Event, LegId, LegKind, Outcome, Output};
 use crate::deadline::OperationDeadline;
 use crate::session::Session;
+use std::time::{Duration, Instant};
 
 /// One MCP operation under one deadline. See the [driver docs](crate::driver) for the driver loop.
 ///
@@ -117,5 +119,42 @@ impl Operation {
     /// any input.
     pub fn is_in_flight(&self, id: LegId) -> bool {
         self.grants.legs.find(id).is_some()
+    }
+}
+
+/// The operation's plain reads that its routing (`mod.rs`) asks.
+impl Operation {
+    pub(super) fn wait(&self, now: Instant) -> Output {
+        Output::Wait(self.grants.timers.next().unwrap_or(now))
+    }
+
+    /// The next leg when nothing is in flight and nothing holds it back.
+    pub(super) fn next_kind(&self) -> LegKind {
+        let (page, close) = (self.answering.next_page(), self.stdout.closing.next_kind());
+        let stdio = self.session.config().is_stdio();
+        match self.progress.next_kind(page, close, stdio) {
+            // The call became a task: it is polled from now on.
+            LegKind::CallTool | LegKind::TaskGet if self.answering.task.is_live() => {
+                self.answering.task.request()
+            }
+            LegKind::Subscribe => (self.answering.next_resource_subscribe(&self.progress))
+                .unwrap_or(LegKind::Subscribe),
+            kind => kind,
+        }
+    }
+
+    /// The request whose answer is being read or awaited (the work leg in flight, or the one a
+    /// pending resumption serves, else the next one): its kind, JSON-RPC id and grant.
+    pub(super) fn awaited(&self) -> (LegKind, Option<i64>, Duration) {
+        match (self.grants.legs.get(Role::Work), self.resume.awaited()) {
+            (Some(leg), _) => (leg.answers, leg.request_id, leg.grant),
+            (None, Some(awaited)) => awaited,
+            (None, None) => (self.next_kind(), None, Duration::ZERO),
+        }
+    }
+
+    /// Whether it waits for its session (to establish it, or for another's authorization).
+    pub(super) fn awaits_session(&self) -> bool {
+        (self.progress.awaits_session() || self.auth.is_waiting()) && !self.is_finished()
     }
 }

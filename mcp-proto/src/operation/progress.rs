@@ -12,6 +12,7 @@
 //! anything.
 
 use super::era::EraState;
+use super::read::Heard;
 use super::stdio::Stdout;
 use super::view::View;
 use super::{Action, LegKind, Outcome};
@@ -26,6 +27,8 @@ use serde_json::Value;
 enum Step {
     /// Over stdio: start the server process.
     Spawn,
+    /// Over HTTP+SSE: open the event stream and wait for its `endpoint` event.
+    OpenStream,
     /// Over HTTP: the session is needed and this operation has not got it yet: another
     /// operation is establishing it, or the session has not said yet which one will
     /// ([`Input::Session`](super::Input::Session)).
@@ -40,11 +43,15 @@ enum Step {
 
 /// Where the work starts, in the era `era` speaks, knowing what `session` knows: the modern
 /// era has no handshake, a live legacy session needs none; anything else needs the session's
-/// handshake (over stdio, where operations run one at a time, it begins at once).
+/// handshake (over stdio, where operations run one at a time, and over HTTP+SSE, where each
+/// operation has a stream and a session of its own, it begins at once).
 fn work_or_handshake(modern: bool, session: &View) -> Step {
-    if modern || session.info().is_some() {
+    if session.speaks_sse() && session.endpoint().is_none() {
+        // Over HTTP+SSE the operation's own stream comes first, then its own handshake.
+        Step::OpenStream
+    } else if modern || session.info().is_some() {
         Step::Work
-    } else if session.config().is_stdio() {
+    } else if session.config().is_stdio() || session.speaks_sse() {
         Step::Initialize
     } else {
         Step::AwaitSession
@@ -149,10 +156,13 @@ impl Progress {
         self.next == Step::AwaitSession
     }
 
-    /// Whether the handshake is done and committed, so the work (and the standalone stream)
-    /// may go out.
-    pub(super) fn is_live(&self, session: &View) -> bool {
-        self.next == Step::Work && self.pending.is_none() && session.info().is_some()
+    /// Whether the handshake is done and committed, so the standalone stream may go out
+    /// before the work. Over HTTP+SSE there is none: the one event stream carries everything.
+    pub(super) fn may_listen(&self, session: &View) -> bool {
+        self.next == Step::Work
+            && self.pending.is_none()
+            && session.info().is_some()
+            && !session.speaks_sse()
     }
 
     /// The handshake in force: committed to `session`, or answered and not yet confirmed.
@@ -167,6 +177,7 @@ impl Progress {
         let (page, relisting) = page;
         match self.next {
             Step::Spawn => LegKind::Spawn,
+            Step::OpenStream => LegKind::Events,
             Step::AwaitSession | Step::Initialize => LegKind::Initialize,
             Step::Work if self.era.probes_first() => LegKind::Discover,
             Step::Initialized => LegKind::Initialized,
@@ -201,6 +212,29 @@ impl Progress {
     pub(super) fn spawned(&mut self, session: &mut View) {
         session.process_started();
         self.next = work_or_handshake(self.era.modern().is_some(), session);
+    }
+
+    /// Over HTTP+SSE: whether the operation waits for its event stream's `endpoint` (the
+    /// stream's leg is in flight, and nothing goes out before it names where to).
+    pub(super) fn awaits_endpoint(&self, legs: &super::legs::LegTable) -> bool {
+        self.next == Step::OpenStream && legs.is_busy(super::legs::Role::Listen)
+    }
+
+    /// Over HTTP+SSE: the event stream named `endpoint`. The first one is where every message
+    /// goes from now on, and the handshake is next; the same one again changes nothing;
+    /// another one is refused (the messages already sent went to the first).
+    pub(super) fn endpoint(&mut self, endpoint: http::Uri, session: &mut View) -> Heard {
+        match session.endpoint() {
+            None => {
+                session.set_endpoint(endpoint);
+                self.next = work_or_handshake(self.era.modern().is_some(), session);
+                Heard::Over
+            }
+            Some(known) if *known == endpoint => Heard::Over,
+            Some(_) => Heard::Failed(super::failure::Failure::Malformed(
+                "the event stream named a second, different endpoint".to_owned(),
+            )),
+        }
     }
 
     /// The operation got the session it waited for: its live session, or the claim to

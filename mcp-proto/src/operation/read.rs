@@ -83,6 +83,9 @@ pub(super) enum Heard {
     Answer(Incoming),
     /// The server process started.
     Started,
+    /// Over HTTP+SSE: the event stream named where messages go (checked against the URL's
+    /// origin).
+    Endpoint(http::Uri),
     /// `notifications/initialized` was accepted (its body is not read).
     Accepted,
     /// The operation's result (a close's: the session, or the process, is gone).
@@ -281,7 +284,9 @@ impl Reading {
         // A modern server explains a refusal (400, 404) with a JSON-RPC error in the body: it
         // is read (under the body cap) so that `-32022` can name the versions to retry with,
         // and so that a refusal that is not a modern error can mean a legacy server.
-        let explained = (era.modern().is_some() || era.is_open())
+        // A refused `initialize` may mean HTTP+SSE, unless a modern error explains it.
+        let sse_next = kind == LegKind::Initialize && era.may_find_sse();
+        let explained = (era.modern().is_some() || era.is_open() || sse_next)
             && status.is_client_error()
             && media_type(headers) == "application/json";
         if !explained && !status.is_success() {

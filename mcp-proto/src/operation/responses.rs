@@ -10,7 +10,7 @@
 //! leaves the leg table here; nothing here grants a leg or ends the operation.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::{HeaderMap, StatusCode};
 
@@ -25,6 +25,7 @@ use super::replies::Replies;
 use super::resume::{Resumed, Resumption};
 use super::view::View;
 use super::{Event, LegKind, TransportError, TransportErrorKind};
+use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// What came of a leg: a piece of its response, or its failure.
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +98,9 @@ impl Responses {
         let auth_leg = matches!(kind, LegKind::Auth(_));
         let modern = era.modern().is_some();
         let framed = match (role, piece) {
+            (Role::Listen, _) if kind == LegKind::Events => {
+                return event_stream(piece, grant, session, grants, era.sse_found_after());
+            }
             (_, Piece::Failed(error)) => {
                 let failed = error.map_or(TransportErrorKind::TimedOut, |e| e.kind);
                 grants.failed(role, failed);
@@ -145,6 +149,17 @@ impl Responses {
             (Role::Work, _) if auth_leg => {
                 grants.end(Role::Work);
                 auth.end(session);
+                return Heard::Over;
+            }
+            // Over HTTP+SSE a 2xx says the server took the message; the answer comes on the
+            // event stream (a notification's is all there is).
+            (Role::Work, Piece::Head(status, _))
+                if status.is_success() && session.endpoint().is_some() =>
+            {
+                if kind == LegKind::Initialized {
+                    grants.end(Role::Work);
+                    return Heard::Accepted;
+                }
                 return Heard::Over;
             }
             (Role::Work, Piece::Head(status, headers)) => {
@@ -200,6 +215,65 @@ impl Responses {
                 Heard::SubscriptionEnded { by_server: true }
             }
             Resumed::Not => Heard::Failed(failure),
+        }
+    }
+}
+
+/// Over HTTP+SSE, what became of the operation's event stream (granted `grant`): its head
+/// must open an event stream; its bytes are read as stdout is (never here); its end or its
+/// failure leaves nothing to carry the answers, and the operation fails, except when its
+/// grant ran out after the stream named its endpoint (the request it serves times out then
+/// too, and says so).
+/// A GET that opens no event stream after the operation's `initialize` POST was refused
+/// (`found_after`: its status) means the URL speaks neither transport: the session forgets
+/// HTTP+SSE, and the error says what each request got.
+fn event_stream(
+    piece: Piece<'_>,
+    grant: Duration,
+    session: &mut View,
+    grants: &mut Grants,
+    found_after: Option<u16>,
+) -> Heard {
+    match piece {
+        Piece::Head(status, headers) => {
+            let media = read::media_type(headers);
+            let got = if !status.is_success() {
+                format!("was answered with HTTP status {}", status.as_u16())
+            } else if media != "text/event-stream" {
+                format!(
+                    "was answered with content type {:?}",
+                    clip(&media, QUOTE_LIMIT)
+                )
+            } else {
+                return Heard::More;
+            };
+            if let Some(initialize) = found_after {
+                session.unlearn_sse();
+                return Heard::Failed(Failure::NoTransport {
+                    initialize,
+                    sse: got,
+                });
+            }
+            Heard::Failed(match status.is_success() {
+                false => Failure::Status(status.as_u16()),
+                true => Failure::ContentType(clip(&media, QUOTE_LIMIT)),
+            })
+        }
+        Piece::Chunk(_) => Heard::More,
+        Piece::End => {
+            grants.end(Role::Listen);
+            let detail = "it closed the HTTP+SSE event stream, which carries every answer";
+            Heard::Failed(Failure::Malformed(detail.to_owned()))
+        }
+        Piece::Failed(error) => {
+            let failed = error.map_or(TransportErrorKind::TimedOut, |e| e.kind);
+            grants.failed(Role::Listen, failed);
+            grants.end(Role::Listen);
+            if error.is_none() && session.endpoint().is_some() {
+                return Heard::Over;
+            }
+            let error = error.cloned();
+            Heard::Failed(Failure::Transport { grant, error })
         }
     }
 }

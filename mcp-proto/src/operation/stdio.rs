@@ -41,7 +41,8 @@ use super::view::View;
 use super::{Event, LegId, LegKind, Outcome, ProcessExit};
 use crate::config::SessionConfig;
 use crate::jsonrpc::{self, Incoming, RequestId};
-use crate::transport::{Framed, LineFramer};
+use crate::sse::SseError;
+use crate::transport::{EventFramer, Framed, LineFramer};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// What the lines are read against: the operation's other parts, borrowed for one line.
@@ -56,11 +57,21 @@ pub(super) struct Lines<'a> {
     pub(super) finished: bool,
 }
 
+/// How the one stream is cut into messages.
+#[derive(Debug)]
+enum Framer {
+    /// stdio: one message a line.
+    Lines(LineFramer),
+    /// HTTP+SSE: one message an event.
+    Events(EventFramer),
+}
+
 /// The server's stdout: the session's framer, with any partial line the last operation left,
-/// lent to this operation and handed back when it ends.
+/// lent to this operation and handed back when it ends. Over HTTP+SSE, the operation's event
+/// stream, read the same way: each `message` event is a line.
 #[derive(Debug)]
 pub(super) struct Stdout {
-    framer: LineFramer,
+    framer: Framer,
     /// Whether the framer is the session's (it goes back); else a fresh one of this operation.
     lent: bool,
     /// Lines framed and not read yet, oldest first.
@@ -75,9 +86,22 @@ impl Stdout {
     pub(super) fn lent(framer: Option<LineFramer>, cap: usize) -> Self {
         Self {
             lent: framer.is_some(),
-            framer: framer.unwrap_or_else(|| LineFramer::new(cap)),
+            framer: Framer::Lines(framer.unwrap_or_else(|| LineFramer::new(cap))),
             lines: VecDeque::new(),
             closing: Closing::default(),
+        }
+    }
+
+    /// Over HTTP+SSE: the operation opens its event stream (events of at most `cap` bytes);
+    /// nothing of a stream before it carries over.
+    pub(super) fn reopen(&mut self, cap: usize) {
+        self.framer = Framer::Events(EventFramer::new(cap));
+        self.lines.clear();
+    }
+
+    fn reset(&mut self) {
+        if let Framer::Lines(framer) = &mut self.framer {
+            framer.reset();
         }
     }
 
@@ -85,7 +109,10 @@ impl Stdout {
     /// line, to read with [`Stdout::next`].
     pub(super) fn feed(&mut self, chunk: &[u8]) -> bool {
         let mut framed = Vec::new();
-        self.framer.feed(chunk, &mut framed);
+        match &mut self.framer {
+            Framer::Lines(framer) => framer.feed(chunk, &mut framed),
+            Framer::Events(framer) => framer.feed(chunk, &mut framed),
+        }
         self.lines.extend(framed);
         !self.lines.is_empty()
     }
@@ -102,6 +129,24 @@ impl Stdout {
                     return Some(Heard::Failed(Failure::TooLarge(ctx.config.body_cap())));
                 }
                 Framed::TooLong => continue,
+                Framed::Endpoint(_) | Framed::Broken(_) if ctx.finished => continue,
+                // Over HTTP+SSE: where messages go, held to the URL's origin.
+                Framed::Endpoint(data) => {
+                    let endpoint = crate::transport::resolve_endpoint(ctx.config.url(), &data);
+                    return Some(match endpoint {
+                        Ok(endpoint) => Heard::Endpoint(endpoint),
+                        Err(detail) => Heard::Failed(Failure::Malformed(detail)),
+                    });
+                }
+                // Nothing more can be read from the stream, and every answer comes on it.
+                Framed::Broken(SseError::EventTooLarge { .. }) => {
+                    return Some(Heard::Failed(Failure::TooLarge(ctx.config.body_cap())));
+                }
+                Framed::Broken(error) => {
+                    return Some(Heard::Failed(Failure::Malformed(format!(
+                        "the event stream broke its format: {error}"
+                    ))));
+                }
             };
             let message = match decode(&line).map(jsonrpc::classify) {
                 Ok(Incoming::Neither) | Err(_) => {
@@ -150,7 +195,7 @@ impl Stdout {
         match kind {
             LegKind::Spawn => {
                 // A fresh process has no partial line.
-                self.framer.reset();
+                self.reset();
                 Heard::Started
             }
             LegKind::Initialized => Heard::Accepted,
@@ -177,7 +222,7 @@ impl Stdout {
         grants: &mut Grants,
     ) -> (Option<LegId>, Heard) {
         session.process_exited();
-        self.framer.reset();
+        self.reset();
         grants.exited();
         let work = grants.legs.get(Role::Work);
         let ends_process = work.is_some_and(|leg| {
@@ -202,8 +247,13 @@ impl Stdout {
     /// The operation ended: the framer (and any partial line in it) for the session, when it
     /// was the session's.
     pub(super) fn hand_back(&mut self) -> Option<LineFramer> {
-        std::mem::take(&mut self.lent)
-            .then(|| std::mem::replace(&mut self.framer, LineFramer::new(0)))
+        if !std::mem::take(&mut self.lent) {
+            return None;
+        }
+        match std::mem::replace(&mut self.framer, Framer::Lines(LineFramer::new(0))) {
+            Framer::Lines(framer) => Some(framer),
+            Framer::Events(_) => None,
+        }
     }
 }
 

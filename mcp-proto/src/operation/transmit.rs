@@ -50,6 +50,8 @@ pub(super) struct Sources<'a> {
     /// The leg table the leg enters, and the responses it is read by.
     pub(super) grants: &'a mut Grants,
     pub(super) responses: &'a mut Responses,
+    /// Over HTTP+SSE, what reads the event stream (a new stream is read afresh).
+    pub(super) stdout: &'a mut super::stdio::Stdout,
 }
 
 impl Sources<'_> {
@@ -71,6 +73,9 @@ impl Sources<'_> {
         let leg = self.grants.hand_out(kind, request, grant, now, answers);
         if kind == LegKind::Listen {
             self.responses.listen.sent(now, leg.ends_at, self.grants);
+        }
+        if kind == LegKind::Events {
+            self.stdout.reopen(self.session.config().body_cap());
         }
         Some(leg)
     }
@@ -104,6 +109,8 @@ impl Sources<'_> {
             }
             LegKind::Respond => (wire.post(self.replies.pop_body()?, handshake), (kind, None)),
             LegKind::Listen => (wire.get(self.session.info(), None), (kind, None)),
+            // The URL itself: no session yet, the stream will name one.
+            LegKind::Events => (wire.get(None, None), (kind, None)),
             LegKind::CancelNotice => {
                 let body = wire::cancelled(self.ending.take_notice()?);
                 (wire.post(body, handshake), (kind, None))
@@ -136,6 +143,16 @@ impl Sources<'_> {
                 (request, (kind, request_id))
             }
         };
+        // Over HTTP+SSE every message goes to the endpoint the operation's stream named (an
+        // auth leg goes where its flow says).
+        if let (Some(endpoint), &http::Method::POST, false) = (
+            self.session.endpoint(),
+            request.method(),
+            matches!(kind, LegKind::Auth(_)),
+        ) {
+            *request.uri_mut() = endpoint.clone();
+        }
+        // After the URL is final: a DPoP proof names it.
         if !matches!(kind, LegKind::Auth(_)) {
             self.session.present_token(&mut request, now);
         }

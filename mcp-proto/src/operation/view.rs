@@ -29,6 +29,9 @@ pub(super) struct View {
     /// Held while this operation authorizes for the session.
     auth_claim: Option<Arc<Claim>>,
     updates: VecDeque<SessionUpdate>,
+    /// Over HTTP+SSE: where this operation's messages are POSTed, once its event stream named
+    /// it. The stream (and the server's session on it) is this operation's alone.
+    endpoint: Option<http::Uri>,
 }
 
 impl View {
@@ -39,6 +42,7 @@ impl View {
             claim: None,
             auth_claim: None,
             updates: VecDeque::new(),
+            endpoint: None,
         }
     }
 
@@ -60,6 +64,39 @@ impl View {
         &self.known.config
     }
 
+    /// Whether the session speaks HTTP+SSE (configured, or found by this operation or an
+    /// earlier one).
+    pub(super) fn speaks_sse(&self) -> bool {
+        self.known.sse && !self.known.config.is_stdio()
+    }
+
+    /// The URL refused Streamable HTTP: it speaks HTTP+SSE, and the session keeps that.
+    pub(super) fn learn_sse(&mut self) {
+        if !self.known.sse {
+            self.known.sse = true;
+            self.learned(Learned::SpeaksSse(true));
+        }
+    }
+
+    /// The GET after a refused `initialize` opened no event stream: the URL does not speak
+    /// HTTP+SSE after all, and the next operation tries Streamable HTTP again.
+    pub(super) fn unlearn_sse(&mut self) {
+        if self.known.sse && self.known.config.http_transport() != crate::HttpTransport::Sse {
+            self.known.sse = false;
+            self.learned(Learned::SpeaksSse(false));
+        }
+    }
+
+    /// Over HTTP+SSE: where messages go, once the stream named it.
+    pub(super) fn endpoint(&self) -> Option<&http::Uri> {
+        self.endpoint.as_ref()
+    }
+
+    /// Over HTTP+SSE: the stream named `endpoint` (checked against the URL's origin).
+    pub(super) fn set_endpoint(&mut self, endpoint: http::Uri) {
+        self.endpoint = Some(endpoint);
+    }
+
     pub(super) fn info(&self) -> Option<&SessionInfo> {
         self.known.established.as_deref()
     }
@@ -75,7 +112,10 @@ impl View {
     /// server is a modern one): forget it, and tell the session which one it was.
     pub(super) fn reset(&mut self) {
         if let Some(info) = self.known.established.take() {
-            self.learned(Learned::Lost(info.session_id.clone()));
+            // Over HTTP+SSE the session was this operation's, never the session's.
+            if !self.speaks_sse() {
+                self.learned(Learned::Lost(info.session_id.clone()));
+            }
         }
     }
 
@@ -83,6 +123,11 @@ impl View {
     pub(super) fn establish(&mut self, info: SessionInfo) {
         let info = Arc::new(info);
         self.known.established = Some(Arc::clone(&info));
+        // Over HTTP+SSE the server's session lives as long as this operation's stream: the
+        // next operation opens its own and shakes hands on it.
+        if self.speaks_sse() {
+            return;
+        }
         // The claim ends when the session has applied this, not before.
         let claim = self.claim.take();
         self.learned(Learned::Established(info, claim));
@@ -98,6 +143,12 @@ impl View {
         }
         // Whoever established the session may have authorized for it too.
         self.take_token(session);
+        // Another operation found the URL speaks HTTP+SSE: this one opens its own stream.
+        if session.speaks_sse() {
+            self.known.sse = true;
+            self.known.established = None;
+            return true;
+        }
         if let Some(info) = session.established() {
             self.known.established = Some(Arc::clone(info));
             return true;
