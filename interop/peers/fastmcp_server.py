@@ -3,6 +3,8 @@ of its own: what a row observes is FastMCP's (its banner and logs included).
 
     python fastmcp_server.py stdio
     python fastmcp_server.py http PORT     (streamable HTTP on 127.0.0.1:PORT/mcp)
+    python fastmcp_server.py sse PORT      (the HTTP+SSE transport of 2024-11-05 on
+                                            127.0.0.1:PORT/sse, FastMCP's transport="sse")
 
 Tools: echo(text), add(a, b), fail(reason) (raises ToolError: isError: true), sleep(seconds),
 get_weather(city) (returns a dataclass Weather: FastMCP derives the tool's outputSchema from
@@ -77,7 +79,7 @@ def main() -> None:
     if mode == "stdio":
         server.run("stdio")
         return
-    server.run("http", host="127.0.0.1", port=int(sys.argv[2]))
+    server.run(mode, host="127.0.0.1", port=int(sys.argv[2]))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,12 @@ pub(crate) struct Cli {
     /// handshake only) or the modern 2026-07-28 (stateless only: a tool call is one request).
     #[arg(long, value_name = "auto|VERSION", default_value = "auto", value_parser = parse_protocol, global = true)]
     pub(crate) protocol: Protocol,
+    /// The HTTP transport: `auto` (the default: Streamable HTTP, and the HTTP+SSE transport of
+    /// 2024-11-05 when the URL refuses the `initialize` POST with 400, 404 or 405, inside the
+    /// same budget), `streamable-http` (never falls back) or `sse` (a `.../sse` URL: the GET
+    /// first, two legs fewer).
+    #[arg(long, value_name = "auto|streamable-http|sse", default_value = "auto", global = true)]
+    pub(crate) transport: mcp_proto::HttpTransport,
     /// Run the operation N times on one session.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub(crate) repeat: u32,

@@ -276,19 +276,20 @@ fn shared_name(
             kept.extend(["--protocol".to_owned(), "2025-11-25".to_owned()]);
             Ok(())
         }
-        ("--transport", "http-only" | "http-first") => {
+        // mcp-remote's names for what `--transport` reaches here.
+        ("--transport", "http-only" | "http-first" | "sse-only" | "sse-first") => {
+            let (ours, why) = match value.as_str() {
+                "http-only" => ("streamable-http", "Streamable HTTP only"),
+                "sse-only" => ("sse", "HTTP+SSE only"),
+                "http-first" => ("auto", "Streamable HTTP, then HTTP+SSE"),
+                _ => ("auto", "Streamable HTTP, then HTTP+SSE (never the other way round)"),
+            };
             notes.push(format!(
-                "mcp-remote's --transport {value} is accepted and dropped: mcp-call speaks Streamable HTTP"
+                "mcp-remote's --transport {value} is --transport {ours} here: {why}, inside one budget"
             ));
+            kept.extend(["--transport".to_owned(), ours.to_owned()]);
             Ok(())
         }
-        ("--transport", "sse-only" | "sse-first") => Err(format!(
-            "mcp-remote's --transport {value} is not taken: the HTTP+SSE transport (2024-11-05) is not reached yet; a server that also speaks Streamable HTTP needs no flag"
-        )),
-        ("--transport", _) => Err(
-            "--transport takes mcp-remote's http-only, http-first, sse-only or sse-first"
-                .to_owned(),
-        ),
         // mcp-call's own --protocol (auto or a version): clap reads it.
         _ => {
             kept.extend([name.to_owned(), value]);
@@ -353,11 +354,6 @@ mod tests {
         );
         assert!(!error.contains("s3cret"), "{error}");
         assert!(
-            translate(args("bridge u --transport sse-only"))
-                .unwrap_err()
-                .contains("HTTP+SSE")
-        );
-        assert!(
             translate(args("bridge u --host"))
                 .unwrap_err()
                 .contains("needs a value")
@@ -375,8 +371,21 @@ mod tests {
             kept("bridge u --protocol=2026-07-28"),
             "bridge u --protocol 2026-07-28"
         );
-        assert_eq!(kept("bridge u --transport http-first"), "bridge u");
-        assert!(translate(args("bridge u --transport sse-first")).is_err());
+        assert_eq!(
+            kept("bridge u --transport http-first"),
+            "bridge u --transport auto"
+        );
+        assert_eq!(
+            kept("bridge u --transport http-only"),
+            "bridge u --transport streamable-http"
+        );
+        assert_eq!(kept("bridge u --transport sse-only"), "bridge u --transport sse");
+        assert_eq!(
+            kept("bridge u --transport sse-first"),
+            "bridge u --transport auto"
+        );
+        // mcp-call's own values pass through, for clap to read.
+        assert_eq!(kept("bridge u --transport sse"), "bridge u --transport sse");
     }
 
     #[test]

@@ -314,7 +314,7 @@ fn configure(
     target: &Target,
     budget: Budget,
     resolution: Resolution,
-    protocol: Protocol,
+    (protocol, transport): (Protocol, mcp_proto::HttpTransport),
 ) -> Result<SessionConfig, Error> {
     let (config, headers) = match target {
         Target::Http { url, headers } => (SessionConfig::new(url)?, headers.as_slice()),
@@ -323,7 +323,8 @@ fn configure(
     let mut config = config
         .with_budget(budget)
         .with_resolution(resolution)
-        .with_client_info("mcp-call", env!("CARGO_PKG_VERSION"));
+        .with_client_info("mcp-call", env!("CARGO_PKG_VERSION"))
+        .with_http_transport(transport);
     if let Protocol::Pin(version) = protocol {
         config = config.with_protocol_version(version);
     }
@@ -381,7 +382,12 @@ impl Setup {
         // `bridge --login` listens for the browser's redirect as `login` does.
         let bridge_login = matches!(cli.command, Command::Bridge { login: true, .. });
         let budget = budget(cli, entry_timeout, login);
-        let config = match configure(&target, budget, cli.resolution.into(), cli.protocol) {
+        let config = match configure(
+            &target,
+            budget,
+            cli.resolution.into(),
+            (cli.protocol, cli.transport),
+        ) {
             Ok(config) => config,
             Err(err) => {
                 let what = (err.kind(), err.fault());

@@ -1357,7 +1357,7 @@ fn an_mcp_remote_line_runs_as_a_bridge_and_says_what_became_of_each_flag() {
         "mcp-remote's --debug is --trace here",
         "mcp-remote's --allow-http is accepted and dropped",
         "mcp-remote's --connect-timeout is accepted and dropped: one budget per request (--timeout)",
-        "mcp-remote's --transport http-first is accepted and dropped",
+        "mcp-remote's --transport http-first is --transport auto here",
     ] {
         assert!(said.contains(note), "{note}: {said}");
     }
