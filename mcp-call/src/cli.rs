@@ -88,7 +88,12 @@ pub(crate) struct Cli {
     /// 2024-11-05 when the URL refuses the `initialize` POST with 400, 404 or 405, inside the
     /// same budget), `streamable-http` (never falls back) or `sse` (a `.../sse` URL: the GET
     /// first, two legs fewer).
-    #[arg(long, value_name = "auto|streamable-http|sse", default_value = "auto", global = true)]
+    #[arg(
+        long,
+        value_name = "auto|streamable-http|sse",
+        default_value = "auto",
+        global = true
+    )]
     pub(crate) transport: mcp_proto::HttpTransport,
     /// Run the operation N times on one session.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), global = true)]

@@ -282,7 +282,10 @@ fn shared_name(
                 "http-only" => ("streamable-http", "Streamable HTTP only"),
                 "sse-only" => ("sse", "HTTP+SSE only"),
                 "http-first" => ("auto", "Streamable HTTP, then HTTP+SSE"),
-                _ => ("auto", "Streamable HTTP, then HTTP+SSE (never the other way round)"),
+                _ => (
+                    "auto",
+                    "Streamable HTTP, then HTTP+SSE (never the other way round)",
+                ),
             };
             notes.push(format!(
                 "mcp-remote's --transport {value} is --transport {ours} here: {why}, inside one budget"
@@ -379,7 +382,10 @@ mod tests {
             kept("bridge u --transport http-only"),
             "bridge u --transport streamable-http"
         );
-        assert_eq!(kept("bridge u --transport sse-only"), "bridge u --transport sse");
+        assert_eq!(
+            kept("bridge u --transport sse-only"),
+            "bridge u --transport sse"
+        );
         assert_eq!(
             kept("bridge u --transport sse-first"),
             "bridge u --transport auto"

@@ -349,7 +349,11 @@ fn a_stream_that_never_names_its_endpoint_ends_at_the_budget() {
         ["sse"],
         "nothing is POSTed without an endpoint"
     );
-    assert!(err.to_string().contains("GET"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("answering GET (the HTTP+SSE event stream)"),
+        "{err}"
+    );
     assert!(
         matches!(
             err,

@@ -185,7 +185,8 @@ impl LegKind {
     pub(crate) const fn request_name(self) -> &'static str {
         match self {
             Self::Close => "DELETE",
-            Self::Resume | Self::Listen | Self::Events => "GET",
+            Self::Resume | Self::Listen => "GET",
+            Self::Events => "GET (the HTTP+SSE event stream)",
             Self::Respond => "POST",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",

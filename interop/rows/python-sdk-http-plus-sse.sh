@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The Python SDK (PyPI mcp 2.3.0) over the HTTP+SSE transport of 2024-11-05 (deprecated, still
+# served: its `run("sse")`, peers/python_sdk_server.py http-sse): GET /sse opens the event
+# stream, whose `endpoint` event names /messages/?session_id=...; every answer comes on the
+# stream. From the URL users hold (`.../sse`): ping finds the legacy era (2025-11-25), tools
+# listing, a call, isError, resources and prompts, a call cut at a 1 s budget, no close leg
+# (the stream was the session); found as the spec says (the modern POST and the legacy
+# `initialize` POST refused with 405, then the GET, inside one budget); `--transport sse` (the
+# GET first); `--transport streamable-http` (the refusal is the error); --root answering the
+# server's roots/list asked on the event stream, by a POST to the endpoint; and
+# `mcp-call bridge` in front of it, under the Python SDK's own host (handshake, tools, a call,
+# the upstream's elicitation relayed to the host).
+. "$INTEROP_DIR/lib.sh"
+. "$INTEROP_DIR/checks.sh"
+
+port=$(free_port)
+start_peer server "$PY_MCP" "$INTEROP_DIR/peers/python_sdk_server.py" http-sse "$port"
+wait_port server "$port" 60
+
+T=(--url "http://127.0.0.1:$port/sse")
+ERA=legacy VERSION=2025-11-25
+python_peer 'the python sdk'
+CLOSE=none
+CLOSE_ARGS=()
+peer_checks
+
+mcp "${T[@]}" --trace call echo '{"text":"found"}'
+check "found as the spec says: both POSTs refused (405), then the GET, in one budget" rc=0 \
+  out='^found$' err='^leg=1 method=tools/call .*status=405' \
+  err='^leg=2 method=initialize .*status=405' err='^leg=3 method=sse .*status=200'
+
+mcp "${T[@]}" --transport sse --trace call echo '{"text":"pinned"}'
+check "--transport sse: the GET first, no POST refused" rc=0 out='^pinned$' \
+  err='^leg=1 method=sse ' no_err='status=405'
+
+mcp "${T[@]}" --transport streamable-http --json call echo '{"text":"x"}'
+check "--transport streamable-http: the refused initialize is the error" rc=5 \
+  err='"kind":"http_status"' err='initialize with HTTP status 405'
+
+mcp "${T[@]}" --root /srv/data --trace call roots
+check "--root: roots/list asked on the event stream, answered by a POST to the endpoint" rc=0 \
+  out='^file:///srv/data$' err='method=response .*status=202'
+
+export HOST_ELICIT='{"name":"Ada"}'
+timeout -s KILL 60 "$PY_MCP" "$INTEROP_DIR/peers/python_host.py" init tools 'call:echo:{"text":"bridged"}' \
+  'call:knock:{}' -- "$MCP_CALL" --driver "$DRIVER" bridge "http://127.0.0.1:$port/sse" \
+  >"$ROW_TMP/out" 2>"$ROW_TMP/err" </dev/null
+RC=$? OUT=$(cat "$ROW_TMP/out") ERR=$(cat "$ROW_TMP/err")
+check "the bridge in front of it: handshake, tools, a call, the elicitation relayed" rc=0 \
+  out='^server: interop-python-sdk 1.0.0$' out='^tools: echo,' out='^call echo: bridged isError=False$' \
+  out='^elicited: Who is there\?$' out='^call knock: Hello, Ada! isError=False$'
+finish

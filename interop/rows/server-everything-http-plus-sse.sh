@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The reference server (npm @modelcontextprotocol/server-everything 2026.8.31) over the
+# HTTP+SSE transport of 2024-11-05 (its `sse` mode: GET /sse, POST /message?sessionId=...),
+# bound to 127.0.0.1 by peers/loopback.cjs, from the URL users hold (`.../sse`). Checks: ping
+# finds the legacy era (2025-11-25), tools listing, echo, get-sum's isError, resources and
+# prompts, trigger-long-running-operation cut at a 1 s budget, no close leg; --root answering
+# get-roots-list's roots/list on the event stream within a second.
+. "$INTEROP_DIR/lib.sh"
+. "$INTEROP_DIR/checks.sh"
+
+port=$(free_port)
+start_peer server env PORT="$port" node --require "$LOOPBACK" \
+  "$NPM/@modelcontextprotocol/server-everything/dist/index.js" sse
+wait_port server "$port"
+
+T=(--url "http://127.0.0.1:$port/sse")
+ERA=legacy VERSION=2025-11-25
+TOOLS=(echo get-sum get-structured-content trigger-long-running-operation)
+ECHO=(echo '{"message":"hi there"}' 'Echo: hi there')
+FAIL=(get-sum '{"a":"one","b":2}' 'Input validation error')
+RESOURCE=(demo://resource/static/document/architecture.md 'Architecture')
+PROMPT=(args-prompt '{"city":"Paris"}' "What's weather in Paris")
+SLOW=(trigger-long-running-operation '{"duration":10,"steps":10}')
+CLOSE=none
+CLOSE_ARGS=()
+peer_checks
+
+mcp "${T[@]}" --root /tmp --trace call get-roots-list
+check "--root answers roots/list on the event stream, within a second" rc=0 \
+  out='file:///tmp' err='method=response ' max_ms=1000
+finish
