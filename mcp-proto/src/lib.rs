@@ -12,7 +12,10 @@
 //!   [`Clock`] seam ([`MonotonicClock`], [`ManualClock`]).
 //! * The Streamable HTTP client side of MCP as a state machine ([`Session`],
 //!   [`Operation`](driver::Operation)): request intents with their grants out, response heads
-//!   and body chunks in, each input naming its leg ([`LegId`](driver::LegId)).
+//!   and body chunks in, each input naming its leg ([`LegId`](driver::LegId)). The deprecated
+//!   HTTP+SSE transport of 2024-11-05 ([`HttpTransport`]) and stdio ([`StdioCommand`]) go
+//!   through the same machine: over HTTP+SSE the operation's event stream is a leg read beside
+//!   the others ([`LegKind::Events`](driver::LegKind::Events)), read like a local server's stdout.
 //! * Reading answers: JSON or an event stream ([`sse`]), checked ids, a body cap, typed
 //!   [`Error`]s that name the server and say whose fault they are ([`Fault`]).
 //! * Every decision of the transport: re-initialising an expired session, resuming a closed
@@ -60,7 +63,7 @@
 //! | `operation`   | the state machine, one part per concern (below)                       |
 //! | [`request`]   | the one-request methods as a table: a file each ([`request::Request`]) |
 //! | [`driver`]    | what drivers exchange with it: [`Operation`](driver::Operation), its outputs and inputs |
-//! | `transport`   | HTTP or stdio ([`Transport`], [`StdioCommand`])                       |
+//! | `transport`   | HTTP (Streamable, or HTTP+SSE: [`HttpTransport`]) or stdio ([`Transport`], [`StdioCommand`]) |
 //! | `wire`        | request bytes and headers (both eras), session-id checks              |
 //! | `headers`     | `x-mcp-header` annotations mirrored as `Mcp-Param-*` headers          |
 //! | `jsonrpc`     | JSON-RPC envelopes out, classification in                             |
@@ -110,7 +113,7 @@
 //! | `tasking`   | the task the call became, its next poll   | polls inside the budget, or hands it back |
 //! | `resume`    | the last event id, the pending resumption | streams closed before their answer       |
 //! | `listen`    | the standalone stream                     | server messages outside any answer       |
-//! | `stdio`     | the stdout framer lent, the close's step  | its lines, the writes, the exit          |
+//! | `stdio`     | the stdout framer lent, the close's step  | its lines, the writes, the exit; over HTTP+SSE the event stream's messages, the endpoint |
 //! | `close`     | the step of a local server's close        | stdin closed, SIGTERM, the kill          |
 //! | `ending`    | the result, the kill, the notice owed     | what follows a result, and the result    |
 //! | `failure`   | none                                      | every way it fails, as a typed error     |
