@@ -23,7 +23,10 @@ pub(crate) fn list_servers(cli: &Cli) -> u8 {
         }
     };
     let described = entries.iter().map(|entry| match &entry.transport {
-        servers::Transport::Http(remote) => (entry.name.as_str(), "http", remote.url.clone()),
+        servers::Transport::Http(remote) => {
+            let kind = if remote.sse { "sse" } else { "http" };
+            (entry.name.as_str(), kind, remote.url.clone())
+        }
         servers::Transport::Command { command, args, .. } => {
             let mut line = command.clone();
             for arg in args {

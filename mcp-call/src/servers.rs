@@ -31,6 +31,9 @@ pub(crate) struct Entry {
 pub(crate) struct Remote {
     pub(crate) url: String,
     pub(crate) headers: Vec<(String, String)>,
+    /// `"type": "sse"` (VS Code's) or `"transport": "sse"`: the HTTP+SSE transport of
+    /// 2024-11-05, without the Streamable HTTP POSTs that would find it.
+    pub(crate) sse: bool,
 }
 
 /// How the entry reaches its server.
@@ -85,6 +88,29 @@ pub(crate) fn budget_seconds(seconds: f64) -> Result<Duration, &'static str> {
     }
 }
 
+/// Whether a remote entry names the HTTP+SSE transport: its `"type"` (VS Code: `http`, `sse`)
+/// or `"transport"` (`streamable-http`, `sse`, as other hosts write it).
+fn speaks_sse(entry: &serde_json::Map<String, Value>) -> Result<bool, String> {
+    let mut sse = false;
+    for key in ["type", "transport"] {
+        match entry.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(kind)) => match kind.as_str() {
+                "sse" => sse = true,
+                "http" | "streamable-http" | "streamableHttp" | "streamable_http" => {}
+                other => {
+                    return Err(format!(
+                        "\"{key}\" is \"{}\": a URL is reached over http (Streamable HTTP) or sse",
+                        other.escape_debug()
+                    ));
+                }
+            },
+            Some(_) => return Err(format!("\"{key}\" is not a string")),
+        }
+    }
+    Ok(sse)
+}
+
 fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
     let entry = entry.as_object().ok_or("not an object")?;
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -102,6 +128,7 @@ fn read_entry(name: &str, entry: &Value) -> Result<Entry, String> {
         (Some(url), _) => Transport::Http(Remote {
             url,
             headers: strings(entry.get("headers"), "headers")?,
+            sse: speaks_sse(entry)?,
         }),
         (None, Some(command)) => Transport::Command {
             command,
@@ -205,7 +232,8 @@ mod tests {
             entries[1].transport,
             Transport::Http(Remote {
                 url: "https://tools.example.org/mcp".into(),
-                headers: vec![("Authorization".into(), "Bearer x".into())]
+                headers: vec![("Authorization".into(), "Bearer x".into())],
+                sse: false,
             })
         );
         assert_eq!(entries[1].timeout, Some(Duration::from_secs(5)));
@@ -217,6 +245,24 @@ mod tests {
             load_text(r#"{"servers": {"v": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#)
                 .unwrap();
         assert_eq!(vscode[0].name, "v");
+        let sse = |entry: &str| match &load_text(&format!(r#"{{"servers": {{"s": {entry}}}}}"#))
+            .map(|entries| entries[0].transport.clone())
+        {
+            Ok(Transport::Http(remote)) => Ok(remote.sse),
+            Ok(other) => panic!("{other:?}"),
+            Err(err) => Err(err.clone()),
+        };
+        assert_eq!(sse(r#"{"type": "sse", "url": "http://h/sse"}"#), Ok(true));
+        assert_eq!(
+            sse(r#"{"transport": "sse", "url": "http://h/sse"}"#),
+            Ok(true)
+        );
+        assert_eq!(sse(r#"{"type": "http", "url": "http://h/mcp"}"#), Ok(false));
+        assert!(
+            sse(r#"{"type": "websocket", "url": "ws://h"}"#)
+                .unwrap_err()
+                .contains("\"type\" is \"websocket\"")
+        );
         assert!(vscode[0].tools.is_empty() && vscode[0].ignore_tools.is_empty());
     }
 

@@ -77,13 +77,14 @@ fn expanded(
             .collect::<Result<Vec<_>, String>>()
     };
     Ok(match transport {
-        servers::Transport::Http(servers::Remote { url, headers }) => {
+        servers::Transport::Http(servers::Remote { url, headers, sse }) => {
             let expanded_url = expand::expand(&url, expand::from_env, false)
                 .map_err(|err| format!("{at}: \"url\": {err}"))?;
             let written = (expanded_url != url).then_some(url);
             let remote = servers::Remote {
                 url: expanded_url,
                 headers: pairs("headers", headers, true)?,
+                sse,
             };
             (servers::Transport::Http(remote), written)
         }
@@ -146,6 +147,8 @@ enum Target {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// The entry names HTTP+SSE (`--transport` other than auto wins over it).
+        sse: bool,
     },
     Stdio(mcp_proto::StdioCommand),
 }
@@ -178,18 +181,22 @@ fn target(
         let target = Target::Stdio(local(program, args.to_vec(), Vec::new(), None));
         return checked(cli, Some(target));
     }
-    let remote = |url: String, mut headers: Vec<(String, String)>| {
+    let remote = |url: String, mut headers: Vec<(String, String)>, sse: bool| {
         // Flags win over the entry: a flag's header of the same name replaces the entry's.
         for (name, value) in flag_headers {
             headers.retain(|(known, _)| !known.eq_ignore_ascii_case(name));
             headers.push((name.clone(), value.clone()));
         }
-        Target::Http { url, headers }
+        Target::Http { url, headers, sse }
     };
     let target = match (cli.url.clone(), entry) {
-        (Some(url), Some(servers::Transport::Http(entry))) => Some(remote(url, entry.headers)),
-        (Some(url), _) => Some(remote(url, Vec::new())),
-        (None, Some(servers::Transport::Http(entry))) => Some(remote(entry.url, entry.headers)),
+        (Some(url), Some(servers::Transport::Http(entry))) => {
+            Some(remote(url, entry.headers, entry.sse))
+        }
+        (Some(url), _) => Some(remote(url, Vec::new(), false)),
+        (None, Some(servers::Transport::Http(entry))) => {
+            Some(remote(entry.url, entry.headers, entry.sse))
+        }
         (
             None,
             Some(servers::Transport::Command {
@@ -317,14 +324,19 @@ fn configure(
     (protocol, transport): (Protocol, mcp_proto::HttpTransport),
 ) -> Result<SessionConfig, Error> {
     let (config, headers) = match target {
-        Target::Http { url, headers } => (SessionConfig::new(url)?, headers.as_slice()),
+        Target::Http { url, headers, .. } => (SessionConfig::new(url)?, headers.as_slice()),
         Target::Stdio(command) => (SessionConfig::stdio(command.clone()), &[][..]),
     };
     let mut config = config
         .with_budget(budget)
         .with_resolution(resolution)
         .with_client_info("mcp-call", env!("CARGO_PKG_VERSION"))
-        .with_http_transport(transport);
+        .with_http_transport(match (target, transport) {
+            (Target::Http { sse: true, .. }, mcp_proto::HttpTransport::Auto) => {
+                mcp_proto::HttpTransport::Sse
+            }
+            _ => transport,
+        });
     if let Protocol::Pin(version) = protocol {
         config = config.with_protocol_version(version);
     }
@@ -375,6 +387,7 @@ impl Setup {
             (None, Some(server)) => Target::Http {
                 url: server.url(),
                 headers: flag_headers,
+                sse: false,
             },
             (None, None) => unreachable!("a demo server starts when no URL is given"),
         };

@@ -1162,9 +1162,10 @@ fn every_hostile_mode_ends_in_its_own_typed_error<D: Driver>() {
             => Err(Error::HttpStatus { method: "tools/call", status: 500, .. })),
         row!(on_call(Hostile::Status(503))
             => Err(Error::HttpStatus { method: "tools/call", status: 503, .. })),
-        // A 404 to a request without a session is a status, not a lost session...
+        // A 404 to a request without a session is not a lost session: the URL is tried for
+        // HTTP+SSE (a GET, refused 405 here), and the error says what each request got...
         row!(Script::new().hostile("initialize", Hostile::Status(404))
-            => Err(Error::HttpStatus { method: "initialize", status: 404, .. })),
+            => Err(Error::NoTransport { initialize: 404, .. })),
         // ...and a session that 404s again once re-established cannot be recovered.
         row!(on_call(Hostile::Status(404))
             => Err(Error::SessionExpired { method: "tools/call", .. })),

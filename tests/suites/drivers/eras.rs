@@ -195,15 +195,27 @@ pub(super) fn a_legacy_server_that_became_modern_is_detected_again<D: Driver>() 
     );
     assert_eq!(client.session().era(), Some(Era::Modern));
 
-    // A client pinned to the legacy era has no way forward: it reports the refusal.
+    // A client pinned to the legacy era has no way forward: it reports the refusal, whose
+    // modern error (read: it rules out the HTTP+SSE fallback) names the versions spoken.
     let pinned = SessionConfig::new(&server.url())
         .unwrap()
         .with_protocol_version(ProtocolVersion::LATEST);
     let mut client = D::new(pinned);
     let err = client.call_tool("echo", echo("x")).unwrap_err();
     assert!(
-        matches!(err, Error::HttpStatus { status: 400, .. }),
+        matches!(
+            err,
+            Error::JsonRpc {
+                code: -32022,
+                method: "initialize",
+                ..
+            }
+        ),
         "{err:?}"
+    );
+    assert_eq!(
+        server.rpc_methods().last().map(String::as_str),
+        Some("initialize")
     );
 }
 
