@@ -69,3 +69,14 @@ python_peer() {
   PROMPT=(greet '{"name":"Ada"}' 'Please greet Ada')
   SLOW=(sleep '{"seconds":10}')
 }
+
+# What the reference server (npm @modelcontextprotocol/server-everything) serves, on every
+# transport it speaks.
+everything_peer() {
+  TOOLS=(echo get-sum get-structured-content trigger-long-running-operation)
+  ECHO=(echo '{"message":"hi there"}' 'Echo: hi there')
+  FAIL=(get-sum '{"a":"one","b":2}' 'Input validation error')
+  RESOURCE=(demo://resource/static/document/architecture.md 'Architecture')
+  PROMPT=(args-prompt '{"city":"Paris"}' "What's weather in Paris")
+  SLOW=(trigger-long-running-operation '{"duration":10,"steps":10}')
+}

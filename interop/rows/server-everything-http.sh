@@ -23,12 +23,7 @@ peer_answers "peer answers initialize as an event stream, with a session" "http:
 
 T=(--url "http://127.0.0.1:$port/mcp")
 ERA=legacy VERSION=2025-11-25
-TOOLS=(echo get-sum get-structured-content trigger-long-running-operation)
-ECHO=(echo '{"message":"hi there"}' 'Echo: hi there')
-FAIL=(get-sum '{"a":"one","b":2}' 'Input validation error')
-RESOURCE=(demo://resource/static/document/architecture.md 'Architecture')
-PROMPT=(args-prompt '{"city":"Paris"}' "What's weather in Paris")
-SLOW=(trigger-long-running-operation '{"duration":10,"steps":10}')
+everything_peer
 CLOSE='method=close .*status=200'
 CLOSE_ARGS=()
 peer_checks

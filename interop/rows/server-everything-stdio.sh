@@ -9,12 +9,7 @@
 
 T=(--stdio "node $NPM/@modelcontextprotocol/server-everything/dist/index.js stdio $TAG")
 ERA=legacy VERSION=2025-11-25
-TOOLS=(echo get-sum get-structured-content trigger-long-running-operation)
-ECHO=(echo '{"message":"hi there"}' 'Echo: hi there')
-FAIL=(get-sum '{"a":"one","b":2}' 'Input validation error')
-RESOURCE=(demo://resource/static/document/architecture.md 'Architecture')
-PROMPT=(args-prompt '{"city":"Paris"}' "What's weather in Paris")
-SLOW=(trigger-long-running-operation '{"duration":10,"steps":10}')
+everything_peer
 CLOSE='method=shutdown .*status=ok'
 CLOSE_ARGS=()
 peer_checks

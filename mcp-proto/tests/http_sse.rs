@@ -60,6 +60,12 @@ struct Run {
 }
 
 impl Run {
+    /// The call's text (the result must be a call's).
+    fn text(&self) -> String {
+        let result = self.result.as_ref().expect("a result").clone();
+        result.into_call().expect("a call's result").text()
+    }
+
     fn labels(&self) -> Vec<&'static str> {
         self.legs.iter().map(|leg| leg.kind.label()).collect()
     }
@@ -223,16 +229,7 @@ fn a_configured_sse_session_opens_its_stream_then_posts_to_the_endpoint() {
     let mut session = Session::new(sse_config());
     let op = call(&mut session, &clock);
     let run = drive(&mut session, op, &clock, &Server::default());
-    assert_eq!(
-        run.result
-            .as_ref()
-            .unwrap()
-            .clone()
-            .into_call()
-            .unwrap()
-            .text(),
-        "over sse"
-    );
+    assert_eq!(run.text(), "over sse");
     assert_eq!(
         run.labels(),
         [
@@ -276,16 +273,7 @@ fn a_url_that_refuses_the_initialize_post_is_reached_over_sse_in_the_same_budget
     let mut session = Session::new(config);
     let op = call(&mut session, &clock);
     let run = drive(&mut session, op, &clock, &Server::default());
-    assert_eq!(
-        run.result
-            .as_ref()
-            .unwrap()
-            .clone()
-            .into_call()
-            .unwrap()
-            .text(),
-        "over sse"
-    );
+    assert_eq!(run.text(), "over sse");
     // The modern request, then the legacy `initialize` (both refused), then the GET.
     assert_eq!(
         run.labels(),
