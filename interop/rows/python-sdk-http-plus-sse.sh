@@ -6,7 +6,9 @@
 # listing, a call, isError, resources and prompts, a call cut at a 1 s budget, no close leg
 # (the stream was the session); found as the spec says (the modern POST and the legacy
 # `initialize` POST refused with 405, then the GET, inside one budget); `--transport sse` (the
-# GET first), and a --config entry's `"type": "sse"` (VS Code's); `--transport streamable-http` (the refusal is the error); --root answering the
+# GET first), and a --config entry's `"type": "sse"` (VS Code's); the stream kept by the
+# session (three calls: the GET and the handshake once, then one POST a call; the hangup at the
+# end); `watch --resource` (resources/subscribe, the updates heard on the session's stream); `--transport streamable-http` (the refusal is the error); --root answering the
 # server's roots/list asked on the event stream, by a POST to the endpoint; and
 # `mcp-call bridge` in front of it, under the Python SDK's own host (handshake, tools, a call,
 # the upstream's elicitation relayed to the host).
@@ -47,6 +49,15 @@ mcp "${T[@]}" --root /srv/data --trace call roots
 # result ends the operation, and that leg is reported cancelled. The server had the answer.)
 check "--root: roots/list asked on the event stream, answered by a POST to the endpoint" rc=0 \
   out='^file:///srv/data$' err='method=response .*status=(202|cancelled)'
+
+mcp "${T[@]}" --transport sse --repeat 3 --trace call echo '{"text":"kept"}'
+check "the stream is kept by the session: the GET and the handshake once, then one POST a call" rc=0 \
+  out='^kept$' err='summary: runs=3 errors=0' err='^leg=1 method=sse ' err='^leg=1 method=tools/call .*status=202' \
+  err='^leg=1 method=hangup .*status=ok'
+
+mcp "${T[@]}" --timeout 2 watch --resource interop://greeting
+check "watch --resource: resources/subscribe, then the updates heard on the session's stream" rc=0 \
+  out='"method":"notifications/resources/updated".*interop://greeting'
 
 export HOST_ELICIT='{"name":"Ada"}'
 timeout -s KILL 60 "$PY_MCP" "$INTEROP_DIR/peers/python_host.py" init tools 'call:echo:{"text":"bridged"}' \

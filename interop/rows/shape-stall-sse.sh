@@ -31,6 +31,8 @@ other=$(free_port)
 start_peer elsewhere python3 "$INTEROP_DIR/peers/stall-sse.py" "$port" "$TAG" elsewhere "$other" "$ROW_TMP/elsewhere"
 wait_port elsewhere "$port"
 wait_port elsewhere "$other"
+# wait_port's own connection is recorded first: that record is the signal to clear it.
+for _ in $(seq 100); do [ -e "$ROW_TMP/elsewhere" ] && break; sleep 0.05; done
 rm -f "$ROW_TMP/elsewhere"
 run "$port" sse
 check "elsewhere: an endpoint on another origin refused before anything is POSTed" rc=5 \

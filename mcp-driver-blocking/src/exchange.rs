@@ -36,6 +36,29 @@ pub(crate) fn send(
     }
 }
 
+/// Sends the GET that opens an HTTP+SSE session's event stream: the exchange up to its head
+/// bounded by `grant` (each step by it, and the whole by the lane, armed at the leg's end by
+/// the caller), its body by nothing: the stream outlives the leg and the operation.
+pub(crate) fn send_stream(
+    agent: &ureq::Agent,
+    request: http::Request<Vec<u8>>,
+    grant: Duration,
+) -> Result<http::Response<ureq::Body>, ureq::Error> {
+    let (parts, _) = request.into_parts();
+    let request = http::Request::from_parts(parts, ());
+    let request = agent
+        .configure_request(request)
+        .timeout_global(None)
+        .timeout_per_call(None)
+        .timeout_resolve(Some(grant))
+        .timeout_connect(Some(grant))
+        .timeout_send_request(Some(grant))
+        .timeout_recv_response(Some(grant))
+        .timeout_recv_body(None)
+        .build();
+    agent.run(request)
+}
+
 /// Maps a failure before the response head. `connect_failed` is true when the connector
 /// chain (TCP, proxy, TLS) failed during this leg.
 pub(crate) fn request_error(err: ureq::Error, connect_failed: bool) -> TransportError {

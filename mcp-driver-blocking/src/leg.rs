@@ -9,12 +9,14 @@ use std::io::{self, Read};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegStatus, Operation};
+use mcp_proto::TransportErrorKind;
+use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegKind, LegStatus, Operation, TransportError};
 use mcp_proto::{Clock, MonotonicClock};
 
 use crate::bodies::{Body, CHUNK, Kept};
 use crate::drive::Wire;
-use crate::exchange::{body_error, request_error, send};
+use crate::events::EventStream;
+use crate::exchange::{body_error, request_error, send, send_stream};
 use crate::lanes::{Lane, Shared};
 use crate::pump::Pumps;
 
@@ -35,6 +37,10 @@ pub(crate) struct HttpWire<'a> {
     pumps: Option<Pumps>,
     /// Makes the standalone stream's lane, and names the operation's (for the pumps).
     lanes: LaneMaker<'a>,
+    /// Over HTTP+SSE: the session's event stream (the client's, while this operation has the
+    /// turn; else one this operation opened, offered to the client at its end). While one is
+    /// open, every body is read on a thread too, beside it.
+    events: &'a mut Option<EventStream>,
 }
 
 /// What the wire needs to read beside the operation's thread: the operation's lane, and a
@@ -50,15 +56,74 @@ impl<'a> HttpWire<'a> {
         shared: &'a Shared,
         kept: &'a mut Kept,
         lanes: LaneMaker<'a>,
+        events: &'a mut Option<EventStream>,
     ) -> Self {
         kept.buf.resize(CHUNK, 0);
-        Self {
+        let mut wire = Self {
             agent,
             shared,
             buf: &mut kept.buf,
             bodies: &mut kept.bodies,
             pumps: None,
             lanes,
+            events,
+        };
+        if wire.events.is_some() {
+            let sink = wire.pumps().sink();
+            if let Some(stream) = wire.events.as_ref() {
+                stream.attach(sink);
+            }
+        }
+        wire
+    }
+
+    /// The pumps, made on first use: from then on every body is read on a thread of its own.
+    fn pumps(&mut self) -> &mut Pumps {
+        let pumps = self
+            .pumps
+            .get_or_insert_with(|| Pumps::new(Arc::clone(&self.lanes.work)));
+        for body in self.bodies.drain(..) {
+            pumps.pump(body);
+        }
+        pumps
+    }
+
+    /// Over HTTP+SSE: sends the GET that opens the session's event stream on a lane of its
+    /// own and feeds its head; when the operation reads on, its body is the session's stream
+    /// from now on (replacing any before it), read on a thread of its own.
+    fn open_events(&mut self, op: &mut Operation, leg: Leg) {
+        let mut lane = (self.lanes.new_lane)();
+        let stream_lane = Arc::clone(lane.shared());
+        let (agent, shared, _) = lane.parts();
+        shared.begin_leg();
+        shared.leg_ends_at(Some(leg.ends_at));
+        let sent = send_stream(agent, leg.request, leg.timeout);
+        shared.leg_ends_at(None);
+        let now = MonotonicClock.now();
+        let response = match sent {
+            Ok(response) => response,
+            Err(err) => {
+                let error = request_error(err, shared.connect_failed());
+                op.handle_input(Input::Failed { leg: leg.id, error }, now);
+                return;
+            }
+        };
+        let (head, body) = response.into_parts();
+        if op.handle_input(Input::head(leg.id, &head), now) == LegStatus::Complete {
+            return;
+        }
+        // The old stream (if any) is dropped first: its connection closes.
+        *self.events = None;
+        match EventStream::read(body.into_reader(), stream_lane) {
+            Ok(stream) => {
+                stream.attach(self.pumps().sink());
+                *self.events = Some(stream);
+            }
+            Err(err) => {
+                let detail = format!("the event stream's thread could not start: {err}");
+                let error = TransportError::new(TransportErrorKind::Io, detail);
+                op.handle_input(Input::EventsEnded { error: Some(error) }, now);
+            }
         }
     }
 
@@ -102,18 +167,22 @@ impl Drop for HttpWire<'_> {
 impl Wire for HttpWire<'_> {
     fn transmit(&mut self, op: &mut Operation, leg: Leg) {
         let clock = MonotonicClock;
-        if leg.kind.reads_beside() {
-            // The standalone stream (or the HTTP+SSE event stream) is read beside the other
-            // legs: on a lane and a thread of its own, and from now on every body on a thread
-            // too (see `pump`).
-            let pumps = self
-                .pumps
-                .get_or_insert_with(|| Pumps::new(Arc::clone(&self.lanes.work)));
-            for body in self.bodies.drain(..) {
-                pumps.pump(body);
+        match leg.kind {
+            // The standalone stream is read beside the other legs: on a lane and a thread of
+            // its own, and from now on every body on a thread too (see `pump`).
+            LegKind::Listen => {
+                let lane = (self.lanes.new_lane)();
+                self.pumps().listen(lane, leg);
+                return;
             }
-            pumps.listen((self.lanes.new_lane)(), leg);
-            return;
+            LegKind::Events => return self.open_events(op, leg),
+            LegKind::Hangup => {
+                // Dropped, its connection closes: the server's session ends with it.
+                *self.events = None;
+                op.handle_input(Input::EventsEnded { error: None }, clock.now());
+                return;
+            }
+            _ => {}
         }
         // Cancelled already, or while sending: the loop passes the cancel on.
         if self.shared.is_cancelled() && !op.is_finished() {

@@ -135,6 +135,7 @@ mod authorize;
 mod bodies;
 mod connector;
 mod drive;
+mod events;
 mod exchange;
 mod lanes;
 mod leg;
@@ -143,6 +144,7 @@ mod methods;
 mod pump;
 mod stdio;
 mod stdout;
+mod turns;
 
 use mcp_driver_common::{tls, trace};
 
@@ -213,7 +215,10 @@ pub(crate) struct ClientShared {
     /// cancelled).
     pub(crate) shell: Shell<drive::SharedAuthorizer, drive::SessionChanged>,
     /// Over stdio: the server process, and whose turn it is.
-    stdio: stdio::Turns,
+    stdio: turns::Turns<stdio::Child>,
+    /// Over HTTP+SSE: the session's event stream, and whose turn it is (one stream: the
+    /// operations on the session take turns, as over stdio).
+    events: turns::Turns<events::EventStream>,
     tls: tls::LazyConfig,
     proxies: mcp_driver_common::network::Proxies,
     /// The names whose addresses the caller fixed.
@@ -278,7 +283,8 @@ impl Client {
         let tls = tls::LazyConfig::new(network)?;
         let shared = Arc::new(ClientShared {
             shell: Shell::new(config, drive::SessionChanged::default()),
-            stdio: stdio::Turns::default(),
+            stdio: turns::Turns::default(),
+            events: turns::Turns::default(),
             tls,
             proxies: network.proxies(),
             resolved: network.resolved(),
@@ -327,16 +333,40 @@ impl Client {
                     self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
                 });
         }
-        let op = opened.start(action, clock.now());
         let work = Arc::clone(lane.shared());
         let new_lane = || self.shared.new_lane();
         let (agent, shared, kept) = lane.parts();
-        let lanes = leg::LaneMaker {
-            work,
-            new_lane: &new_lane,
+        let run = |events: &mut Option<events::EventStream>| {
+            let op = opened.start(action, clock.now());
+            let lanes = leg::LaneMaker {
+                work,
+                new_lane: &new_lane,
+            };
+            let mut wire = leg::HttpWire::new(agent, shared, kept, lanes, events);
+            self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
         };
-        let mut wire = leg::HttpWire::new(agent, shared, kept, lanes);
-        self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
+        // The session says whether its stream lives on: one it no longer has is dropped
+        // (closing its connection).
+        let open = || shell.session().event_stream_open();
+        if shell.session().speaks_sse() {
+            // One stream: the operations on an HTTP+SSE session take turns, as over stdio.
+            let events = &self.shared.events;
+            return events.take_turn(opened.deadline.end(), shared, |held| {
+                let result = run(held);
+                if !open() {
+                    *held = None;
+                }
+                result
+            });
+        }
+        let mut own = None;
+        let result = run(&mut own);
+        // A stream this operation opened without the turn (it found HTTP+SSE itself) is the
+        // client's, unless another is.
+        if let (Some(stream), true) = (own, open()) {
+            self.shared.events.offer(stream);
+        }
+        result
     }
 
     /// Drives `op` over `wire` to its end, in the operation's span: the one loop

@@ -34,8 +34,9 @@ const AHEAD: usize = 8;
 /// The longest the operation's thread waits on the channel before it looks for a cancel.
 const SLICE: Duration = Duration::from_millis(10);
 
-/// What a reading thread hands over for its leg.
-enum Heard {
+/// What a reading thread hands over for its leg (or for the session's HTTP+SSE event stream,
+/// which is no leg's: `crate::events`).
+pub(crate) enum Heard {
     /// The stream's response head (its body follows).
     Head(http::response::Parts),
     /// The next bytes of a body.
@@ -48,8 +49,8 @@ enum Heard {
 
 /// The threads reading for one operation, and the channel they hand over on.
 pub(crate) struct Pumps {
-    sender: SyncSender<(LegId, Heard)>,
-    receiver: Receiver<(LegId, Heard)>,
+    sender: SyncSender<(Option<LegId>, Heard)>,
+    receiver: Receiver<(Option<LegId>, Heard)>,
     /// The operation's lane: shut down when the operation ends, so that no body read on a
     /// thread outlives it.
     work: Arc<Shared>,
@@ -84,13 +85,13 @@ impl Pumps {
                 match send(agent, leg.request, leg.timeout) {
                     Ok(response) => {
                         let (head, body) = response.into_parts();
-                        if sender.send((id, Heard::Head(head))).is_ok() {
+                        if sender.send((Some(id), Heard::Head(head))).is_ok() {
                             read_to_end(id, body.into_reader(), &sender);
                         }
                     }
                     Err(err) => {
                         let error = request_error(err, shared.connect_failed());
-                        let _ = sender.send((id, Heard::Failed(error)));
+                        let _ = sender.send((Some(id), Heard::Failed(error)));
                     }
                 }
                 shared.leg_ends_at(None);
@@ -100,8 +101,13 @@ impl Pumps {
                 mcp_proto::TransportErrorKind::Io,
                 format!("the standalone stream's thread could not start: {err}"),
             );
-            let _ = self.sender.try_send((leg.id, Heard::Failed(error)));
+            let _ = self.sender.try_send((Some(leg.id), Heard::Failed(error)));
         }
+    }
+
+    /// Where the session's event stream hands its bytes over while this operation runs.
+    pub(crate) fn sink(&self) -> SyncSender<(Option<LegId>, Heard)> {
+        self.sender.clone()
     }
 
     /// Reads `body` on a thread of its own: its bytes come through [`wait`](Self::wait).
@@ -116,7 +122,7 @@ impl Pumps {
                 mcp_proto::TransportErrorKind::Io,
                 format!("the body's reading thread could not start: {err}"),
             );
-            let _ = self.sender.try_send((id, Heard::Failed(error)));
+            let _ = self.sender.try_send((Some(id), Heard::Failed(error)));
         }
     }
 
@@ -126,11 +132,24 @@ impl Pumps {
         let clock = MonotonicClock;
         let slice = until.saturating_duration_since(clock.now()).min(SLICE);
         match self.receiver.recv_timeout(slice) {
-            Ok((id, heard)) => {
+            Ok((Some(id), heard)) => {
                 // What comes for a leg the operation let go is dropped.
                 if op.is_in_flight(id) {
                     feed(op, id, heard, clock.now());
                 }
+            }
+            // The session's event stream: whatever runs on the session hears it.
+            Ok((None, heard)) => {
+                let now = clock.now();
+                let _: LegStatus = match heard {
+                    Heard::Chunk(bytes) => op.handle_input(Input::Events(&bytes), now),
+                    Heard::Failed(error) => {
+                        op.handle_input(Input::EventsEnded { error: Some(error) }, now)
+                    }
+                    Heard::End | Heard::Head(_) => {
+                        op.handle_input(Input::EventsEnded { error: None }, now)
+                    }
+                };
             }
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
                 let now = clock.now();
@@ -171,7 +190,7 @@ fn feed(op: &mut Operation, id: LegId, heard: Heard, now: Instant) {
 
 /// Reads `reader` to its end (or its failure), handing each chunk over; stops when no one
 /// takes what it hands over any more.
-fn read_to_end(id: LegId, mut reader: impl Read, sender: &SyncSender<(LegId, Heard)>) {
+fn read_to_end(id: LegId, mut reader: impl Read, sender: &SyncSender<(Option<LegId>, Heard)>) {
     let mut buf = vec![0; CHUNK];
     loop {
         let heard = match reader.read(&mut buf) {
@@ -181,7 +200,7 @@ fn read_to_end(id: LegId, mut reader: impl Read, sender: &SyncSender<(LegId, Hea
             Err(err) => Heard::Failed(body_error(err)),
         };
         let last = !matches!(heard, Heard::Chunk(_));
-        if sender.send((id, heard)).is_err() || last {
+        if sender.send((Some(id), heard)).is_err() || last {
             return;
         }
     }

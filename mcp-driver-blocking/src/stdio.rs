@@ -15,7 +15,7 @@
 
 use std::io::{Read, Write};
 use std::process::ChildStdin;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_proto::driver::LegKind;
@@ -234,88 +234,6 @@ fn wait_writable(stdin: &ChildStdin, slice: Duration) {
 #[cfg(not(unix))]
 fn wait_writable(_: &ChildStdin, slice: Duration) {
     std::thread::sleep(slice);
-}
-
-/// The server process of a client, and whose turn it is: stdio operations take turns (one
-/// process, one stdout), each waiting for its turn inside its own budget.
-#[derive(Default)]
-pub(crate) struct Turns {
-    slot: Mutex<Slot>,
-    /// Signalled when a turn ends.
-    ended: Condvar,
-}
-
-#[derive(Default)]
-struct Slot {
-    busy: bool,
-    /// The process, kept between operations (ended on close, or when the client is dropped).
-    child: Option<Child>,
-}
-
-impl Turns {
-    /// Runs `run` with the process once it is this operation's turn (waiting at most until
-    /// `until`, the operation's budget's end). An operation whose turn does not come in time,
-    /// or that is cancelled while it waits, runs without the process: it ends at once, having
-    /// sent nothing, with its own error.
-    pub(crate) fn take_turn<R>(
-        &self,
-        until: Option<Instant>,
-        shared: &Shared,
-        run: impl FnOnce(&mut Option<Child>) -> R,
-    ) -> R {
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        while slot.busy {
-            let now = Instant::now();
-            let left = until.map(|end| end.saturating_duration_since(now));
-            if left.is_some_and(|left| left.is_zero()) || shared.is_cancelled() {
-                drop(slot);
-                return run(&mut None);
-            }
-            slot = match left {
-                Some(left) => {
-                    self.ended
-                        .wait_timeout(slot, left)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0
-                }
-                None => self
-                    .ended
-                    .wait(slot)
-                    .unwrap_or_else(PoisonError::into_inner),
-            };
-        }
-        slot.busy = true;
-        let child = slot.child.take();
-        drop(slot);
-        let mut turn = Turn { turns: self, child };
-        run(&mut turn.child)
-    }
-
-    /// Wakes the operations waiting for their turn (one of them was cancelled).
-    pub(crate) fn wake(&self) {
-        let _slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        self.ended.notify_all();
-    }
-}
-
-/// A turn in progress: it ends (the process back in its slot, the next waiter woken) however
-/// the operation ends, a panic included.
-struct Turn<'a> {
-    turns: &'a Turns,
-    child: Option<Child>,
-}
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        let mut slot = self
-            .turns
-            .slot
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        slot.busy = false;
-        slot.child = self.child.take();
-        self.turns.ended.notify_one();
-    }
 }
 
 /// The stdio transport of the blocking driver: the server process a turn holds, started,

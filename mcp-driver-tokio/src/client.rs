@@ -77,6 +77,10 @@ pub(crate) struct Shared {
     /// Over stdio: the server process, kept between operations (ended on close; killed when
     /// the last clone is dropped). Locked for a whole operation: stdio operations take turns.
     child: tokio::sync::Mutex<Option<crate::stdio::Child>>,
+    /// Over HTTP+SSE: the session's event stream (the body of its GET), kept between
+    /// operations while the session says it is open. Locked for a whole operation: operations
+    /// on an HTTP+SSE session take turns, one reading the stream at a time.
+    events: tokio::sync::Mutex<Option<hyper::body::Incoming>>,
 }
 
 impl Clone for Client {
@@ -107,6 +111,7 @@ impl Client {
             http,
             connecting,
             child: tokio::sync::Mutex::new(None),
+            events: tokio::sync::Mutex::new(None),
         };
         Ok(Self {
             shared: Arc::new(shared),
@@ -144,30 +149,45 @@ impl Client {
             span: trace::operation(op, &opened.server),
         };
         let Some(command) = opened.stdio.take() else {
+            // Over HTTP+SSE, one stream: operations take turns, as over stdio.
+            let sse = shell.session().speaks_sse();
+            let mut turn = match sse {
+                true => take_turn(&shared.events, cancel, opened.deadline.end()).await,
+                false => None,
+            };
+            let mut own = None;
+            let events = match turn.as_deref_mut() {
+                Some(events) => events,
+                None => &mut own,
+            };
             let mut op = opened.start(action, clock.now());
             let mut wire = HttpWire {
                 http: &shared.http,
                 connecting: &shared.connecting,
                 legs: Vec::new(),
+                events,
             };
-            return run(&op, &mut reporting).drive(&mut op, &mut wire).await;
+            let result = run(&op, &mut reporting).drive(&mut op, &mut wire).await;
+            // The session says whether its stream lives on: a stream it no longer has is
+            // dropped (closing its connection); one this operation opened without the turn
+            // (it found HTTP+SSE itself) is the client's if no other is.
+            drop(wire);
+            let open = shell.session().event_stream_open();
+            match (turn.as_deref_mut(), own) {
+                (Some(held), _) if !open => *held = None,
+                (None, Some(stream)) if open => {
+                    if let Ok(mut slot) = shared.events.try_lock() {
+                        slot.get_or_insert(stream);
+                    }
+                }
+                _ => {}
+            }
+            return result;
         };
         // One server process, one stdout: stdio operations take turns, each waiting for its
         // turn inside its budget. One whose turn never came (its budget ran out, or it was
         // cancelled) runs without the process: it ends at once, having sent nothing.
-        let cancelled = cancel.waiter();
-        tokio::pin!(cancelled);
-        cancelled.as_mut().enable();
-        let mut turn = tokio::select! {
-            biased;
-            () = &mut cancelled => None,
-            turn = async {
-                match opened.deadline.end() {
-                    Some(end) => tokio::time::timeout_at(TokioInstant::from_std(end), shared.child.lock()).await.ok(),
-                    None => Some(shared.child.lock().await),
-                }
-            } => turn,
-        };
+        let mut turn = take_turn(&shared.child, cancel, opened.deadline.end()).await;
         let mut no_process = None;
         let child = match turn.as_deref_mut() {
             Some(child) => child,
@@ -181,5 +201,28 @@ impl Client {
             armed,
         };
         run(&op, &mut reporting).drive(&mut op, &mut wire).await
+    }
+}
+
+/// Waits for the turn on what operations share one at a time (a local server, an HTTP+SSE
+/// stream) inside the operation's budget (`until`): `None` when the budget ran out or the
+/// operation was cancelled first (it then runs without it, and ends at once).
+async fn take_turn<'m, T>(
+    slot: &'m tokio::sync::Mutex<T>,
+    cancel: &CancelShared,
+    until: Option<std::time::Instant>,
+) -> Option<tokio::sync::MutexGuard<'m, T>> {
+    let cancelled = cancel.waiter();
+    tokio::pin!(cancelled);
+    cancelled.as_mut().enable();
+    tokio::select! {
+        biased;
+        () = &mut cancelled => None,
+        turn = async {
+            match until {
+                Some(end) => tokio::time::timeout_at(TokioInstant::from_std(end), slot.lock()).await.ok(),
+                None => Some(slot.lock().await),
+            }
+        } => turn,
     }
 }

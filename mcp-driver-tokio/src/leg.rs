@@ -31,7 +31,9 @@ use mcp_driver_common::network::{
     CONNECTION_ATTEMPT_DELAY, Network, Proxies, ProxyFailure, ProxyUrl, Resolved,
     parse_connect_response,
 };
-use mcp_proto::driver::{DRAIN_BYTES, Input, Leg, LegId, LegStatus, Operation, TransportError};
+use mcp_proto::driver::{
+    DRAIN_BYTES, Input, Leg, LegId, LegKind, LegStatus, Operation, TransportError,
+};
 use mcp_proto::{Clock, TlsProblem, TransportErrorKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -490,6 +492,8 @@ fn connect_timeouts(
 /// One leg in flight.
 pub(crate) struct InFlight {
     id: LegId,
+    /// Over HTTP+SSE, the leg whose body becomes the session's event stream.
+    opens_stream: bool,
     /// Its grant's end, which bounds the drain after its answer.
     ends_at: Instant,
     /// Its request's URI: the target of a tunnel it may be waiting for.
@@ -519,6 +523,7 @@ impl InFlight {
         let request = leg.request.map(|body| Full::new(Bytes::from(body)));
         Self {
             id: leg.id,
+            opens_stream: leg.kind == LegKind::Events,
             ends_at: leg.ends_at,
             uri: request.uri().clone(),
             state: State::Head(http.request(request)),
@@ -527,27 +532,77 @@ impl InFlight {
 }
 
 /// The HTTP transport of the tokio driver: every leg in flight is a request and then a body,
-/// read beside the others.
+/// read beside the others; over HTTP+SSE the session's event stream too, kept between
+/// operations.
 pub(crate) struct HttpWire<'a> {
     pub(crate) http: &'a Http,
     pub(crate) connecting: &'a Connecting,
     pub(crate) legs: Vec<InFlight>,
+    /// Over HTTP+SSE: the session's event stream (the client's, while this operation has the
+    /// turn; else one this operation opened, offered to the client at its end).
+    pub(crate) events: &'a mut Option<Incoming>,
+}
+
+/// What came on the wire: a leg's delivery, or the next frame of the session's event stream.
+pub(crate) enum Came {
+    Leg(usize, Delivery),
+    Events(Option<Result<Frame<Bytes>, hyper::Error>>),
 }
 
 impl Wire for HttpWire<'_> {
-    type Came = (usize, Delivery);
+    type Came = Came;
 
-    async fn transmit(&mut self, _: &mut Operation, leg: Leg, now: Instant) -> Instant {
+    async fn transmit(&mut self, op: &mut Operation, leg: Leg, now: Instant) -> Instant {
+        if leg.kind == LegKind::Hangup {
+            // Dropped, its connection closes: the server's session ends with it.
+            *self.events = None;
+            op.handle_input(Input::EventsEnded { error: None }, now);
+            return now;
+        }
         self.legs.push(InFlight::start(self.http, leg));
         now
     }
 
-    async fn next(&mut self) -> (usize, Delivery) {
-        next(&mut self.legs).await
+    async fn next(&mut self) -> Came {
+        let (legs, events) = (&mut self.legs, &mut *self.events);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready((index, delivery)) = poll_legs(legs, cx) {
+                return Poll::Ready(Came::Leg(index, delivery));
+            }
+            match events {
+                Some(body) => Pin::new(body).poll_frame(cx).map(Came::Events),
+                None => Poll::Pending,
+            }
+        })
+        .await
     }
 
-    async fn feed(&mut self, op: &mut Operation, (index, delivery): (usize, Delivery)) -> Instant {
-        feed(op, &mut self.legs, index, delivery).await
+    async fn feed(&mut self, op: &mut Operation, came: Came) -> Instant {
+        match came {
+            Came::Leg(index, delivery) => {
+                feed(op, &mut self.legs, self.events, index, delivery).await
+            }
+            Came::Events(frame) => {
+                let now = TokioClock.now();
+                match frame {
+                    Some(Ok(frame)) => {
+                        if let Some(data) = frame.data_ref().filter(|data| !data.is_empty()) {
+                            op.handle_input(Input::Events(data), now);
+                        }
+                    }
+                    None => {
+                        *self.events = None;
+                        op.handle_input(Input::EventsEnded { error: None }, now);
+                    }
+                    Some(Err(err)) => {
+                        *self.events = None;
+                        let error = TransportError::new(TransportErrorKind::Io, chain(&err));
+                        op.handle_input(Input::EventsEnded { error: Some(error) }, now);
+                    }
+                }
+                now
+            }
+        }
     }
 
     fn at_timer(&mut self, op: &mut Operation, now: Instant) {
@@ -562,20 +617,17 @@ impl Wire for HttpWire<'_> {
 /// The next delivery of any leg in flight, with its index; never resolves when none is in
 /// flight, so it can sit in a `select!` beside the operation's timer. Cancel-safe: dropping it
 /// loses nothing.
-async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
-    std::future::poll_fn(|cx| {
-        for (index, leg) in legs.iter_mut().enumerate() {
-            let delivery = match &mut leg.state {
-                State::Head(head) => Pin::new(head).poll(cx).map(Delivery::Head),
-                State::Body(body) => Pin::new(body).poll_frame(cx).map(Delivery::Frame),
-            };
-            if let Poll::Ready(delivery) = delivery {
-                return Poll::Ready((index, delivery));
-            }
+fn poll_legs(legs: &mut [InFlight], cx: &mut std::task::Context<'_>) -> Poll<(usize, Delivery)> {
+    for (index, leg) in legs.iter_mut().enumerate() {
+        let delivery = match &mut leg.state {
+            State::Head(head) => Pin::new(head).poll(cx).map(Delivery::Head),
+            State::Body(body) => Pin::new(body).poll_frame(cx).map(Delivery::Frame),
+        };
+        if let Poll::Ready(delivery) = delivery {
+            return Poll::Ready((index, delivery));
         }
-        Poll::Pending
-    })
-    .await
+    }
+    Poll::Pending
 }
 
 /// Feeds what leg `index` delivered to the operation; a leg that is over is dropped (the
@@ -584,6 +636,7 @@ async fn next(legs: &mut [InFlight]) -> (usize, Delivery) {
 async fn feed(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
+    events: &mut Option<Incoming>,
     index: usize,
     delivery: Delivery,
 ) -> Instant {
@@ -593,7 +646,12 @@ async fn feed(
     match delivery {
         Delivery::Head(Ok(response)) => {
             let (head, body) = response.into_parts();
-            if op.handle_input(Input::head(id, &head), now) == LegStatus::ReadMore {
+            let read_on = op.handle_input(Input::head(id, &head), now) == LegStatus::ReadMore;
+            if read_on && leg.opens_stream {
+                // The session's event stream from now on (another one it replaces is dropped);
+                // the leg is over for this wire: its bytes come as `Input::Events`.
+                *events = Some(body);
+            } else if read_on {
                 leg.state = State::Body(body);
                 return now;
             }

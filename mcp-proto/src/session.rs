@@ -31,7 +31,7 @@ use crate::config::SessionConfig;
 use crate::deadline::OperationDeadline;
 use crate::headers::ParamHeader;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
-use crate::transport::LineFramer;
+use crate::transport::{EventFramer, Framer, LineFramer};
 
 /// The `x-mcp-header` annotations of each tool of the last modern listing.
 pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
@@ -55,7 +55,7 @@ pub struct Session {
     known: Known,
     /// Over stdio: the server's stdout cut into lines, lent to the operation that runs
     /// (stdio operations take turns); `None` while lent.
-    framer: Option<LineFramer>,
+    framer: Option<Framer>,
     /// The operation establishing the session, while it does: it holds the claim, and the
     /// claim ends when that operation commits, gives up or is dropped.
     handshake: Weak<Claim>,
@@ -92,6 +92,9 @@ pub(crate) struct Known {
     pub(crate) process_running: bool,
     /// Over HTTP: whether the session speaks the HTTP+SSE transport (configured, or found).
     pub(crate) sse: bool,
+    /// Over HTTP+SSE: where messages go, while the session's event stream is open (the
+    /// driver holds the stream itself).
+    pub(crate) endpoint: Option<Arc<http::Uri>>,
 }
 
 impl Known {
@@ -156,8 +159,13 @@ pub(crate) enum Learned {
     ProcessStarted,
     /// Over stdio: the server process ended.
     ProcessExited,
-    /// Over stdio: the stdout framer, handed back when the operation ends.
-    Stdout(LineFramer),
+    /// Over stdio (or HTTP+SSE): the stream's framer, handed back when the operation ends.
+    Stdout(Framer),
+    /// Over HTTP+SSE: the session's event stream named this endpoint (a new stream: a new
+    /// session on the server, its handshake still to come).
+    StreamOpened(Arc<http::Uri>),
+    /// Over HTTP+SSE: the session's event stream is gone, and the server's session with it.
+    StreamClosed,
     /// The URL refused Streamable HTTP and speaks the HTTP+SSE transport (or, `false`, it
     /// does not after all).
     SpeaksSse(bool),
@@ -187,6 +195,8 @@ impl fmt::Debug for SessionUpdate {
             Learned::ProcessStarted => "ProcessStarted",
             Learned::ProcessExited => "ProcessExited",
             Learned::Stdout(_) => "Stdout",
+            Learned::StreamOpened(_) => "StreamOpened",
+            Learned::StreamClosed => "StreamClosed",
             Learned::SpeaksSse(_) => "SpeaksSse",
             Learned::Credentials(_) => "Credentials",
         };
@@ -235,7 +245,10 @@ impl fmt::Debug for SharedEntropy {
 impl Session {
     /// A session that has not talked to the server yet.
     pub fn new(config: SessionConfig) -> Self {
-        let framer = LineFramer::new(config.body_cap());
+        let framer = match config.is_stdio() {
+            true => Framer::Lines(LineFramer::new(config.body_cap())),
+            false => Framer::Events(EventFramer::new(config.body_cap())),
+        };
         let sse = config.http_transport() == crate::transport::HttpTransport::Sse;
         Self {
             known: Known {
@@ -252,6 +265,7 @@ impl Session {
                 time_of_day: None,
                 process_running: false,
                 sse,
+                endpoint: None,
             },
             framer: Some(framer),
             handshake: Weak::new(),
@@ -301,6 +315,14 @@ impl Session {
                 self.known.established = None;
             }
             Learned::Stdout(framer) => self.framer = Some(framer),
+            Learned::StreamOpened(endpoint) => {
+                self.known.endpoint = Some(endpoint);
+                self.known.established = None;
+            }
+            Learned::StreamClosed => {
+                self.known.endpoint = None;
+                self.known.established = None;
+            }
             Learned::SpeaksSse(sse) => self.known.sse = sse,
             Learned::Credentials(change) => {
                 if let Some(oauth) = self.known.config.oauth() {
@@ -334,6 +356,13 @@ impl Session {
     /// or found by an operation whose `initialize` POST the URL refused.
     pub fn speaks_sse(&self) -> bool {
         self.known.sse && !self.known.config.is_stdio()
+    }
+
+    /// Over HTTP+SSE: whether the session's event stream is open (it named its endpoint and
+    /// has not ended since). A driver keeps the stream only while this holds: once an
+    /// operation ends with it false, the stream it holds is dropped.
+    pub fn event_stream_open(&self) -> bool {
+        self.known.endpoint.is_some()
     }
 
     /// The access token the session's requests carry, if an authorization obtained one.
@@ -430,6 +459,11 @@ impl Session {
     }
 
     /// The MCP server's last DPoP nonce, for a token an operation takes from the session.
+    /// Over HTTP+SSE: the open event stream's endpoint.
+    pub(crate) fn stream_endpoint(&self) -> Option<Arc<http::Uri>> {
+        self.known.endpoint.clone()
+    }
+
     pub(crate) fn dpop_nonce(&self) -> Option<&String> {
         self.known.dpop_nonce.as_ref()
     }
@@ -438,8 +472,8 @@ impl Session {
     /// over stdio, the stdout framer (with any partial line the last operation left), lent
     /// unless another operation has it (one whose turn never came, say) and handed back as an
     /// update when the operation ends.
-    pub(crate) fn lend(&mut self) -> (Known, Option<LineFramer>) {
-        let framer = if self.known.config.is_stdio() {
+    pub(crate) fn lend(&mut self) -> (Known, Option<Framer>) {
+        let framer = if self.known.config.is_stdio() || self.speaks_sse() {
             self.framer.take()
         } else {
             None

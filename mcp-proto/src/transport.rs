@@ -207,6 +207,27 @@ pub(crate) fn resolve_endpoint(url: &str, data: &str) -> Result<http::Uri, Strin
     })
 }
 
+/// How the session's one stream is cut into messages: stdio's lines, or HTTP+SSE's events.
+/// Kept by the session between operations (with any partial line or event in it), lent to
+/// the operation that runs.
+#[derive(Debug)]
+pub(crate) enum Framer {
+    /// stdio: one message a line.
+    Lines(LineFramer),
+    /// HTTP+SSE: one message an event.
+    Events(EventFramer),
+}
+
+impl Framer {
+    /// Feeds the next bytes, pushing what they completed onto `out`.
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Framed>) {
+        match self {
+            Self::Lines(framer) => framer.feed(chunk, out),
+            Self::Events(framer) => framer.feed(chunk, out),
+        }
+    }
+}
+
 /// HTTP+SSE's one event stream, cut into what it carries: each `message` event (the default
 /// type) is one JSON-RPC message, an `endpoint` event names where to POST, other events are
 /// skipped. Bounded like the parser it wraps: one event of at most the cap.
@@ -215,6 +236,7 @@ pub(crate) struct EventFramer {
     parser: crate::sse::SseParser,
     events: Vec<crate::sse::SseEvent>,
     broken: bool,
+    cap: usize,
 }
 
 impl EventFramer {
@@ -224,7 +246,13 @@ impl EventFramer {
             parser: crate::sse::SseParser::new(cap),
             events: Vec::new(),
             broken: false,
+            cap,
         }
+    }
+
+    /// The most bytes one event may have.
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
     }
 
     /// Feeds the next bytes of the stream (any split), pushing what they completed onto `out`;

@@ -30,6 +30,11 @@ struct Server {
     asks: Option<Value>,
     /// How long each leg takes before its answer.
     delay: Duration,
+    /// The session's stream ended before the operation (the driver feeds that first).
+    ended_before: bool,
+    /// The endpoint answers this many POSTs 404 (a server that restarted) before it knows
+    /// the session again.
+    forgets: std::cell::Cell<u32>,
 }
 
 impl Default for Server {
@@ -40,6 +45,8 @@ impl Default for Server {
             closes: false,
             asks: None,
             delay: Duration::from_millis(100),
+            ended_before: false,
+            forgets: std::cell::Cell::new(0),
         }
     }
 }
@@ -83,8 +90,9 @@ fn event(kind: &str, data: &str) -> Vec<u8> {
     format!("event: {kind}\ndata: {data}\n\n").into_bytes()
 }
 
-/// Drives `op` against `server` by the clock: the stream's bytes are fed as they would come,
-/// beside the POSTs (each answered 202, its answer then sent on the stream).
+/// Drives `op` against `server` by the clock, as a driver does: the session's stream (opened
+/// by an `Events` leg, kept between operations) is fed as `Input::Events` beside the POSTs
+/// (each answered 202, its answer then sent on the stream).
 fn drive(
     session: &mut Session,
     mut op: mcp_proto::driver::Operation,
@@ -92,8 +100,13 @@ fn drive(
     server: &Server,
 ) -> Run {
     let mut legs = Vec::new();
-    let mut stream: Option<LegId> = None;
     let mut held: Option<Value> = None;
+    let stream = |op: &mut mcp_proto::driver::Operation, bytes: &[u8], now| {
+        op.handle_input(Input::Events(bytes), now);
+    };
+    if server.ended_before {
+        op.handle_input(Input::EventsEnded { error: None }, clock.now());
+    }
     let mut outputs = 0;
     loop {
         outputs += 1;
@@ -116,20 +129,22 @@ fn drive(
                     assert_eq!(leg.request.headers()["accept"], "text/event-stream");
                     let status = op.handle_input(head(leg.id, StatusCode::OK, &sse_head()), now);
                     assert_eq!(status, LegStatus::ReadMore);
-                    stream = Some(leg.id);
                     if let Some(endpoint) = server.endpoint {
-                        let bytes = event("endpoint", endpoint);
-                        op.handle_input(
-                            Input::Chunk {
-                                leg: leg.id,
-                                bytes: &bytes,
-                            },
-                            now,
-                        );
+                        stream(&mut op, &event("endpoint", endpoint), now);
                     }
                     if server.closes {
-                        op.handle_input(Input::End { leg: leg.id }, now);
+                        op.handle_input(Input::EventsEnded { error: None }, now);
                     }
+                    continue;
+                }
+                if leg.kind == LegKind::Hangup {
+                    op.handle_input(Input::EventsEnded { error: None }, now);
+                    continue;
+                }
+                if server.forgets.get() > 0 {
+                    server.forgets.set(server.forgets.get() - 1);
+                    let none = HeaderMap::new();
+                    op.handle_input(head(leg.id, StatusCode::NOT_FOUND, &none), now);
                     continue;
                 }
                 if *leg.request.uri() == URL {
@@ -154,16 +169,8 @@ fn drive(
                     LegStatus::Complete,
                     "a POST's body is never read over HTTP+SSE"
                 );
-                let stream = stream.expect("a POST before the stream");
                 let send = |op: &mut mcp_proto::driver::Operation, message: &Value| {
-                    let bytes = event("message", &message.to_string());
-                    op.handle_input(
-                        Input::Chunk {
-                            leg: stream,
-                            bytes: &bytes,
-                        },
-                        now,
-                    );
+                    stream(op, &event("message", &message.to_string()), now);
                 };
                 // The answer to the server's own request: the call it held is answered now.
                 if body.get("method").is_none() {
@@ -247,12 +254,37 @@ fn a_configured_sse_session_opens_its_stream_then_posts_to_the_endpoint() {
     // One budget, spent across the legs: each granted what is left (20 s, 100 ms a leg).
     let grants: Vec<u128> = run.legs.iter().map(|l| l.grant.as_millis()).collect();
     assert_eq!(grants, [20_000, 19_900, 19_800, 19_700]);
-    // The stream and its session were the operation's: the next one opens its own.
-    assert!(session.info().is_none());
-    assert!(session.speaks_sse());
+    // The stream and its session are the session's: the next operation is one POST.
+    assert!(session.info().is_some());
+    assert!(session.speaks_sse() && session.event_stream_open());
     let op = call(&mut session, &clock);
     let run = drive(&mut session, op, &clock, &Server::default());
-    assert!(run.result.is_ok());
+    assert_eq!(run.text(), "over sse");
+    assert_eq!(run.labels(), ["tools/call"]);
+    assert_eq!(
+        run.legs[0].uri,
+        "http://127.0.0.1:8000/messages/?session_id=abc"
+    );
+}
+
+#[test]
+fn a_stream_that_ended_between_operations_is_reopened_inside_the_next_budget() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(sse_config());
+    let op = call(&mut session, &clock);
+    assert!(
+        drive(&mut session, op, &clock, &Server::default())
+            .result
+            .is_ok()
+    );
+    // The server closed the stream while no operation ran: the driver tells the next one.
+    let op = call(&mut session, &clock);
+    let server = Server {
+        ended_before: true,
+        ..Server::default()
+    };
+    let run = drive(&mut session, op, &clock, &server);
+    assert_eq!(run.text(), "over sse");
     assert_eq!(
         run.labels(),
         [
@@ -261,6 +293,50 @@ fn a_configured_sse_session_opens_its_stream_then_posts_to_the_endpoint() {
             "notifications/initialized",
             "tools/call"
         ]
+    );
+    let grants: Vec<u128> = run.legs.iter().map(|l| l.grant.as_millis()).collect();
+    assert_eq!(grants, [20_000, 19_900, 19_800, 19_700], "one budget");
+}
+
+#[test]
+fn an_endpoint_that_forgot_the_session_gets_a_new_stream_once() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(sse_config());
+    let op = call(&mut session, &clock);
+    assert!(
+        drive(&mut session, op, &clock, &Server::default())
+            .result
+            .is_ok()
+    );
+    // The server restarted: its endpoint answers 404 to the old session.
+    let op = call(&mut session, &clock);
+    let server = Server {
+        forgets: std::cell::Cell::new(1),
+        ..Server::default()
+    };
+    let run = drive(&mut session, op, &clock, &server);
+    assert_eq!(run.text(), "over sse");
+    assert_eq!(
+        run.labels(),
+        [
+            "tools/call",
+            "sse",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    // Forgotten again on the new stream: the operation gives up (once per operation).
+    let op = call(&mut session, &clock);
+    let server = Server {
+        forgets: std::cell::Cell::new(5),
+        ..Server::default()
+    };
+    let run = drive(&mut session, op, &clock, &server);
+    let err = run.result.as_ref().unwrap_err();
+    assert!(
+        matches!(err, Error::SessionExpired { status: 404, .. }),
+        "{err:?}"
     );
 }
 
@@ -287,11 +363,11 @@ fn a_url_that_refuses_the_initialize_post_is_reached_over_sse_in_the_same_budget
         ]
     );
     assert_eq!(run.legs[2].grant, Duration::from_millis(19_800));
-    // The session remembers: the next operation starts with the stream.
+    // The session remembers, and keeps the stream: the next call is one POST.
     assert!(session.speaks_sse());
     let op = call(&mut session, &clock);
     let run = drive(&mut session, op, &clock, &Server::default());
-    assert_eq!(run.labels()[0], "sse");
+    assert_eq!(run.labels(), ["tools/call"]);
 }
 
 #[test]
@@ -394,9 +470,10 @@ fn a_stream_closed_before_the_answer_fails_the_operation_at_once() {
         err.to_string().contains("closed the HTTP+SSE event stream"),
         "{err}"
     );
+    // Ended before the first POST: opened again once, ended again: nothing was POSTed.
     assert_eq!(
         run.labels(),
-        ["sse"],
+        ["sse", "sse"],
         "nothing is POSTed on a stream that is gone"
     );
     assert!(
@@ -433,7 +510,7 @@ fn a_server_request_on_the_stream_is_answered_by_a_post_to_the_endpoint() {
 }
 
 #[test]
-fn a_listing_walks_over_sse_and_a_close_sends_nothing() {
+fn a_listing_walks_over_sse_and_a_close_drops_the_stream() {
     let clock = ManualClock::new();
     let mut session = Session::new(sse_config());
     let op = session.list_tools(clock.now());
@@ -455,8 +532,48 @@ fn a_listing_walks_over_sse_and_a_close_sends_nothing() {
         "{:?}",
         run.result
     );
-    assert!(
-        run.legs.is_empty(),
-        "the stream was the session: nothing is left to close"
+    assert_eq!(
+        run.labels(),
+        ["hangup"],
+        "the stream is the session: it is dropped"
     );
+    assert!(!session.event_stream_open() && session.info().is_none());
+    // Closed already: nothing to drop.
+    let op = session.close(clock.now());
+    let run = drive(&mut session, op, &clock, &Server::default());
+    assert!(matches!(run.result, Ok(Outcome::Closed)) && run.legs.is_empty());
+}
+
+#[test]
+fn a_subscription_listens_to_the_session_stream_until_the_budget_ends() {
+    let clock = ManualClock::new();
+    let mut session = Session::new(sse_config().with_budget(Budget::from_secs(3)));
+    let start = clock.now();
+    let subscription = mcp_proto::Subscription {
+        resource_subscriptions: vec!["file:///a".to_owned()],
+        ..mcp_proto::Subscription::default()
+    };
+    let op = session.subscribe(subscription, clock.now());
+    let run = drive(&mut session, op, &clock, &Server::default());
+    assert!(
+        matches!(&run.result, Ok(Outcome::Subscription(end)) if !end.by_server),
+        "{:?}",
+        run.result
+    );
+    // The resource subscribed to by a POST; then no leg: the stream is the subscription.
+    assert_eq!(
+        run.labels(),
+        [
+            "sse",
+            "initialize",
+            "notifications/initialized",
+            "resources/subscribe"
+        ]
+    );
+    assert_eq!(
+        clock.now() - start,
+        Duration::from_secs(3),
+        "the budget ends it"
+    );
+    assert!(session.event_stream_open(), "the stream lives on");
 }

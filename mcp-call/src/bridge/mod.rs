@@ -596,9 +596,20 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
 
 /// Starts the list changes' watcher (one at most): subscriptions one after another, each
 /// under a budget of its own, until the host is gone or they keep failing.
+///
+/// Not over HTTP+SSE: its one stream carries everything, and a subscription would hold it (the
+/// operations on such a session take turns) for its whole budget, keeping the host's requests
+/// waiting. What the upstream sends between them is read with the next one.
 fn watch(client: &Client, bridge: &Arc<Bridge>, changes: Subscription) -> Option<Running> {
     let relay = bridge.relay(None);
     let bridge = Arc::clone(bridge);
+    let sse = match client {
+        Client::Blocking(client) => client.session().speaks_sse(),
+        Client::Tokio(_, client) => client.session().speaks_sse(),
+    };
+    if sse {
+        return None;
+    }
     match client {
         Client::Blocking(client) => {
             let worker = client.with_observer(relay);

@@ -217,6 +217,18 @@ pub enum Input<'a> {
     /// Over stdio: the next bytes the server wrote on its stdout, as they came (any split).
     /// Feed them whenever they arrive, also while no leg awaits an answer.
     Stdout(&'a [u8]),
+    /// Over HTTP+SSE: the next bytes of the session's event stream (the body of the
+    /// [`LegKind::Events`] leg whose head the operation took), as they came (any split). Feed
+    /// them to the operation that runs on the session whenever they arrive, also while no leg
+    /// awaits an answer; bytes that came between operations go to the next one.
+    Events(&'a [u8]),
+    /// Over HTTP+SSE: the session's event stream ended (`error`: how it broke, when it did), or
+    /// was dropped for a [`LegKind::Hangup`]. A request awaiting its answer fails; a hangup is
+    /// complete; the next operation opens a new stream.
+    EventsEnded {
+        /// The transport's failure, when the stream broke rather than ended.
+        error: Option<TransportError>,
+    },
     /// Over stdio: the server process ended (or closed its stdout). A request awaiting its
     /// answer fails with [`Error::ServerExited`]; a close (at any of its steps) or a kill is
     /// complete.

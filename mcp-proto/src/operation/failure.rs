@@ -94,6 +94,14 @@ impl Failure {
         ))
     }
 
+    /// Over HTTP+SSE: the session's event stream ended (`how`: the transport's words, when it
+    /// broke) while an answer was still to come on it.
+    pub(super) fn stream_closed(how: &str) -> Self {
+        Self::Malformed(format!(
+            "it closed the HTTP+SSE event stream, which carries every answer{how}"
+        ))
+    }
+
     /// The error on `server` for the request `method`.
     pub(super) fn into_error(self, server: String, method: &'static str) -> Error {
         match self {

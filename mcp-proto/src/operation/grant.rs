@@ -166,10 +166,11 @@ impl Grants {
             Some(kind) => return LegEnd::Transport(kind),
             None if leg.exited && !ends_process => return LegEnd::Exited,
             None if leg.status != 0 => LegEnd::Status(leg.status),
-            None if self.stdio => LegEnd::Done,
+            // A stream dropped is over as it should be, as a process ended is.
+            None if self.stdio || leg.kind == LegKind::Hangup => LegEnd::Done,
             None => LegEnd::Cancelled,
         };
-        if leg.kind == LegKind::Kill {
+        if matches!(leg.kind, LegKind::Kill | LegKind::Hangup) {
             end
         } else {
             end.as_of(self.now, leg.ends_at())
@@ -374,7 +375,8 @@ pub fn leg_grant(
 ) -> Option<Duration> {
     let unit = deadline.resolution().unit();
     match (kind, deadline.grant(now)) {
-        (LegKind::Kill, _) => Some(unit),
+        // Ending what runs (a process, the session's stream) takes no time, and must happen.
+        (LegKind::Kill | LegKind::Hangup, _) => Some(unit),
         (LegKind::CancelNotice | LegKind::TaskCancelNotice, Ok(left)) => {
             Some(left.min(CANCEL_NOTICE_GRANT))
         }

@@ -76,11 +76,22 @@ pub enum LegKind {
     /// A GET opening the session's standalone stream, read beside the other legs (see
     /// [`SessionConfig::with_listen`](crate::SessionConfig::with_listen)).
     Listen,
-    /// Over HTTP+SSE: the GET that opens the operation's event stream, read beside the other
-    /// legs until the operation ends: its first event names where the messages are POSTed,
-    /// and every answer and request of the server comes on it. Read it like
-    /// [`LegKind::Listen`] ([`LegKind::reads_beside`]).
+    /// Over HTTP+SSE: the GET that opens the session's event stream. Send it and feed its
+    /// head; when the operation answers [`LegStatus::ReadMore`](crate::driver::LegStatus),
+    /// its body **is the session's stream**: feed every byte of it as
+    /// [`Input::Events`](crate::driver::Input::Events) (never as `Input::Chunk`) and its end
+    /// or failure as [`Input::EventsEnded`](crate::driver::Input::EventsEnded), to whichever
+    /// operation runs on the session, across operations, until a [`LegKind::Hangup`], another
+    /// `Events` leg (which replaces it) or the client's end. Read it beside the other legs
+    /// ([`LegKind::reads_beside`]): its first event names where every message is POSTed, and
+    /// every answer and request of the server comes on it. The leg itself is over when the
+    /// stream named its endpoint (or failed first). Operations on an HTTP+SSE session take
+    /// turns, as over stdio: one reads the stream at a time.
     Events,
+    /// Over HTTP+SSE: drop the session's event stream (close its connection: that ends the
+    /// server's session), the close of an HTTP+SSE session; no request, no wait. Drop it and
+    /// report [`Input::EventsEnded`](crate::driver::Input::EventsEnded).
+    Hangup,
     /// Over stdio: start the server process (the session's [`StdioCommand`]); no message.
     ///
     /// [`StdioCommand`]: crate::StdioCommand
@@ -131,6 +142,7 @@ impl LegKind {
             | Self::Close
             | Self::Listen
             | Self::Events
+            | Self::Hangup
             | Self::Spawn
             | Self::Shutdown
             | Self::Terminate
@@ -155,6 +167,7 @@ impl LegKind {
             Self::Close => "close",
             Self::Listen => "listen",
             Self::Events => "sse",
+            Self::Hangup => "hangup",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",
             Self::Terminate => "terminate",
@@ -187,6 +200,7 @@ impl LegKind {
             Self::Close => "DELETE",
             Self::Resume | Self::Listen => "GET",
             Self::Events => "GET (the HTTP+SSE event stream)",
+            Self::Hangup => "hangup",
             Self::Respond => "POST",
             Self::Spawn => "spawn",
             Self::Shutdown => "shutdown",

@@ -17,8 +17,7 @@ pub(super) enum Role {
     Work,
     /// An answer to a server request: only its head is looked at.
     Reply,
-    /// The standalone stream: read for server messages, never for an answer. Over HTTP+SSE,
-    /// the event stream every answer comes on.
+    /// The standalone stream: read for server messages, never for an answer.
     Listen,
     /// The `notifications/cancelled` after a cancel: only its head is waited for.
     Notice,
@@ -32,7 +31,7 @@ impl Role {
     pub(super) const fn of(kind: LegKind) -> Self {
         match kind {
             LegKind::Respond => Self::Reply,
-            LegKind::Listen | LegKind::Events => Self::Listen,
+            LegKind::Listen => Self::Listen,
             LegKind::CancelNotice | LegKind::TaskCancelNotice => Self::Notice,
             _ => Self::Work,
         }
@@ -85,7 +84,12 @@ impl InFlight {
         !self.written
             && !matches!(
                 self.kind,
-                LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
+                LegKind::Spawn
+                    | LegKind::Shutdown
+                    | LegKind::Terminate
+                    | LegKind::Kill
+                    | LegKind::Events
+                    | LegKind::Hangup
             )
     }
 }
@@ -131,21 +135,6 @@ impl LegTable {
             .iter()
             .flatten()
             .any(InFlight::may_be_half_written)
-    }
-
-    /// Over HTTP+SSE: whether `id` is the operation's event stream.
-    pub(super) fn is_events(&self, id: LegId) -> bool {
-        self.get(Role::Listen)
-            .is_some_and(|leg| leg.id == id && leg.kind == LegKind::Events)
-    }
-
-    /// Whether a driver reads on: while the event stream is in flight, else no more (over
-    /// stdio there is no leg to read).
-    pub(super) fn reading_events(&self) -> super::read::Heard {
-        match self.get(Role::Listen) {
-            Some(leg) if leg.kind == LegKind::Events => super::read::Heard::More,
-            _ => super::read::Heard::Over,
-        }
     }
 
     pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {

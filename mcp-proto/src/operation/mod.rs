@@ -147,16 +147,15 @@ impl Operation {
             Input::Stdout(bytes) => self.stdout(bytes, now),
             Input::Exit(exit) => {
                 let stdout = &mut self.stdout;
-                let (leg, heard) = stdout.exited(exit, &mut self.session, &mut self.grants);
-                // The request it cut off had its answer still coming, unless its grant ended.
-                let heard = match leg.is_none_or(|leg| self.in_time(leg, now, None).is_some()) {
-                    true => heard,
-                    false => Heard::Over,
-                };
-                // A notice not yet written (owed before, or just now by a call whose grant
-                // ended first) has no process left to reach: it is not sent.
-                self.ending.drop_notice();
-                heard
+                let ended = stdout.exited(exit, &mut self.session, &mut self.grants);
+                self.cut_off(ended, now)
+            }
+            Input::Events(bytes) => self.stdout(bytes, now),
+            Input::EventsEnded { error } => {
+                let (session, grants) = (&mut self.session, &mut self.grants);
+                let finished = self.ending.is_finished();
+                let ended = (self.stdout).stream_ended(error.as_ref(), session, grants, finished);
+                self.cut_off(ended, now)
             }
             Input::Timeout => {
                 for timer in Timer::ALL {
@@ -238,7 +237,7 @@ impl Operation {
         if self.progress.may_listen(&self.session) && self.responses.listen.is_due() {
             return self.transmit(LegKind::Listen, now, None);
         }
-        if self.grants.timers.holds_back() || self.progress.awaits_endpoint(&self.grants.legs) {
+        if self.grants.timers.holds_back() {
             return Some(self.wait(now));
         }
         match self.answering.task.hold(now) {
@@ -267,6 +266,11 @@ impl Operation {
         } else {
             self.next_kind()
         };
+        // Over HTTP+SSE the session's stream is the subscription: heard until the budget ends.
+        if kind == LegKind::Subscribe && self.session.speaks_sse() {
+            (self.grants.timers).set(Timer::Listening, self.grants.end_or(now));
+            return Some(self.wait(now));
+        }
         self.transmit(kind, now, None)
     }
 
@@ -338,14 +342,20 @@ impl Operation {
 
     /// A piece of the response to leg `id`, if it is in flight and in time (`responses`).
     fn response(&mut self, id: LegId, piece: Piece<'_>, now: Instant) -> Heard {
-        match (self.in_time(id, now, None), piece) {
-            // Over HTTP+SSE the event stream is read like stdout.
-            (Some(_), Piece::Chunk(bytes)) if self.grants.legs.is_events(id) => {
-                self.stdout(bytes, now)
-            }
-            (Some(role), piece) => self.read(role, piece, now),
-            (None, _) => Heard::Over,
+        match self.in_time(id, now, None) {
+            Some(role) => self.read(role, piece, now),
+            None => Heard::Over,
         }
+    }
+
+    /// The process exited, or the HTTP+SSE stream ended: what that means (`ended`: the leg it
+    /// cut off and what to do), unless that leg's grant ended first. A notice not yet written
+    /// (owed before, or just now by a call whose grant ended first) has nothing left to reach:
+    /// it is not sent.
+    fn cut_off(&mut self, (leg, heard): (Option<LegId>, Heard), now: Instant) -> Heard {
+        let in_time = leg.is_none_or(|leg| self.in_time(leg, now, None).is_some());
+        self.ending.drop_notice();
+        if in_time { heard } else { Heard::Over }
     }
 
     /// What became of the leg in `role`, read by the part of its role (`responses`).
@@ -364,7 +374,7 @@ impl Operation {
     }
 
     /// Over stdio: the next bytes on the server's stdout, each line read (`stdio`), acted on;
-    /// over HTTP+SSE, the next bytes of the event stream, read on while it is in flight.
+    /// over HTTP+SSE, the next bytes of the session's event stream, read the same way.
     fn stdout(&mut self, chunk: &[u8], now: Instant) -> Heard {
         let work = self.grants.legs.get(Role::Work).map(|leg| leg.id);
         // A leg whose grant has ended by now times out before any line is read for it.
@@ -380,7 +390,7 @@ impl Operation {
                 finished: self.ending.is_finished(),
             };
             let Some(heard) = self.stdout.next(lines) else {
-                return self.grants.legs.reading_events();
+                return Heard::Over;
             };
             self.act(heard);
         }
@@ -415,7 +425,9 @@ impl Operation {
             }
             Heard::Started => self.progress.spawned(&mut self.session),
             Heard::Endpoint(at) => {
-                let heard = self.progress.endpoint(at, &mut self.session);
+                let heard = self
+                    .progress
+                    .endpoint(at, &mut self.session, &mut self.grants);
                 return self.act_as(heard, method);
             }
             Heard::Accepted => {
@@ -442,6 +454,10 @@ impl Operation {
                 self.start_over();
             }
             Heard::SessionLost(status) => self.fail(method, Failure::SessionExpired(status)),
+            Heard::StreamLost if self.progress.lose_session(&mut self.session, false) => {
+                self.start_over();
+            }
+            Heard::StreamLost => self.fail(method, Failure::stream_closed("")),
             // Nothing a modern server would say: perhaps a legacy server refused the request.
             Heard::Refused(status) => {
                 match self.progress.era.after_refusal(status, self.awaited().0) {
@@ -497,6 +513,10 @@ impl Operation {
             // The caller did not answer in time: the request goes out without the answers,
             // and is refused (the budget is spent).
             Timer::Reply => self.replies.give_up_input(),
+            Timer::Listening => {
+                let end = self.replies.subscription_end(false);
+                self.finish(Ok(Outcome::Subscription(end)));
+            }
             Timer::ResumePause | Timer::ListenHead | Timer::TaskPoll => {}
         }
     }

@@ -130,9 +130,14 @@ impl Operation {
 
     /// The next leg when nothing is in flight and nothing holds it back.
     pub(super) fn next_kind(&self) -> LegKind {
-        let (page, close) = (self.answering.next_page(), self.stdout.closing.next_kind());
-        let stdio = self.session.config().is_stdio();
-        match self.progress.next_kind(page, close, stdio) {
+        let page = self.answering.next_page();
+        // What a close ends: a local server (step by step), or the HTTP+SSE stream.
+        let (sse, stdio) = (self.session.speaks_sse(), self.session.config().is_stdio());
+        let close = match sse {
+            true => LegKind::Hangup,
+            false => self.stdout.closing.next_kind(),
+        };
+        match self.progress.next_kind(page, close, stdio || sse) {
             // The call became a task: it is polled from now on.
             LegKind::CallTool | LegKind::TaskGet if self.answering.task.is_live() => {
                 self.answering.task.request()

@@ -77,6 +77,8 @@ impl Start {
     /// closing no process does nothing: the session is reset, and the operation ends at once.
     pub(super) fn of(session: &mut Session, action: &Action) -> Self {
         let stdio = session.config().is_stdio();
+        // Over HTTP+SSE the session is its event stream: a close drops it.
+        let sse = session.speaks_sse();
         let close = *action == Action::Close;
         // A local server started anew may be another build of it (upgraded, or another
         // program on the PATH): its era is found again, not remembered.
@@ -91,6 +93,8 @@ impl Start {
         let nothing_to_close = close
             && if stdio {
                 !session.process_running()
+            } else if sse {
+                !session.event_stream_open()
             } else {
                 session.info().and_then(|i| i.session_id.as_ref()).is_none()
             };
@@ -101,7 +105,7 @@ impl Start {
             era,
             nothing_to_close,
             restarting,
-            ends_process: stdio && close,
+            ends_process: (stdio || sse) && close,
         }
     }
 
@@ -172,8 +176,9 @@ impl Progress {
 
     /// The leg that goes out next when nothing is in flight and nothing holds it back: `page`
     /// is the listing's next page and whether it walks a call's tools again (`answer`),
-    /// `close` a local server's next close step (over `stdio`).
-    pub(super) fn next_kind(&self, page: (u32, bool), close: LegKind, stdio: bool) -> LegKind {
+    /// `close` what ends what the session holds (`held`: a local server's next close step,
+    /// or the HTTP+SSE stream's hangup).
+    pub(super) fn next_kind(&self, page: (u32, bool), close: LegKind, held: bool) -> LegKind {
         let (page, relisting) = page;
         match self.next {
             Step::Spawn => LegKind::Spawn,
@@ -196,7 +201,7 @@ impl Progress {
                 Action::Subscribe(_) => LegKind::Subscribe,
                 Action::ResumeTask(_) => LegKind::TaskGet,
                 Action::CancelTask(_) => LegKind::TaskCancel,
-                Action::Close if stdio => close,
+                Action::Close if held => close,
                 Action::Close => LegKind::Close,
             },
         }
@@ -214,24 +219,26 @@ impl Progress {
         self.next = work_or_handshake(self.era.modern().is_some(), session);
     }
 
-    /// Over HTTP+SSE: whether the operation waits for its event stream's `endpoint` (the
-    /// stream's leg is in flight, and nothing goes out before it names where to).
-    pub(super) fn awaits_endpoint(&self, legs: &super::legs::LegTable) -> bool {
-        self.next == Step::OpenStream && legs.is_busy(super::legs::Role::Listen)
-    }
-
-    /// Over HTTP+SSE: the event stream named `endpoint`. The first one is where every message
-    /// goes from now on, and the handshake is next; the same one again changes nothing;
-    /// another one is refused (the messages already sent went to the first).
-    pub(super) fn endpoint(&mut self, endpoint: http::Uri, session: &mut View) -> Heard {
+    /// Over HTTP+SSE: the event stream named `endpoint`. On the stream this operation opened
+    /// (its leg awaits it), it is where every message goes from now on: the leg is over, the
+    /// session knows the stream, and the handshake is next. The same one again changes
+    /// nothing; another one is refused (the messages already sent went to the first).
+    pub(super) fn endpoint(
+        &mut self,
+        endpoint: http::Uri,
+        session: &mut View,
+        grants: &mut super::grant::Grants,
+    ) -> Heard {
+        let opening = grants.legs.get(super::legs::Role::Work);
+        if opening.is_some_and(|leg| leg.kind == LegKind::Events) {
+            grants.end(super::legs::Role::Work);
+            session.open_stream(endpoint);
+            self.next = work_or_handshake(self.era.modern().is_some(), session);
+            return Heard::Over;
+        }
         match session.endpoint() {
-            None => {
-                session.set_endpoint(endpoint);
-                self.next = work_or_handshake(self.era.modern().is_some(), session);
-                Heard::Over
-            }
             Some(known) if *known == endpoint => Heard::Over,
-            Some(_) => Heard::Failed(super::failure::Failure::Malformed(
+            _ => Heard::Failed(super::failure::Failure::Malformed(
                 "the event stream named a second, different endpoint".to_owned(),
             )),
         }

@@ -95,6 +95,9 @@ pub(super) enum Heard {
     /// The session is gone: a request that carried its id was answered with this status (a
     /// `404`, or a `400` that says so: [`says_session_is_gone`]).
     SessionLost(u16),
+    /// Over HTTP+SSE: the session's event stream ended between two legs: the next goes on a
+    /// new one, once.
+    StreamLost,
     /// A refusal with this status that no modern error explained: perhaps a legacy server's,
     /// else the status is the error.
     Refused(u16),

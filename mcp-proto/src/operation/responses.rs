@@ -98,7 +98,7 @@ impl Responses {
         let auth_leg = matches!(kind, LegKind::Auth(_));
         let modern = era.modern().is_some();
         let framed = match (role, piece) {
-            (Role::Listen, _) if kind == LegKind::Events => {
+            (Role::Work, _) if kind == LegKind::Events => {
                 return event_stream(piece, grant, session, grants, era.sse_found_after());
             }
             (_, Piece::Failed(error)) => {
@@ -162,6 +162,12 @@ impl Responses {
                 }
                 return Heard::Over;
             }
+            // The endpoint does not know the session (the server restarted, or forgot it):
+            // the stream is stale; a new one is opened, once, inside the budget.
+            (Role::Work, Piece::Head(StatusCode::NOT_FOUND, _)) if session.endpoint().is_some() => {
+                session.close_stream();
+                return Heard::SessionLost(404);
+            }
             (Role::Work, Piece::Head(status, headers)) => {
                 let context = read::Context {
                     grants,
@@ -219,14 +225,13 @@ impl Responses {
     }
 }
 
-/// Over HTTP+SSE, what became of the operation's event stream (granted `grant`): its head
-/// must open an event stream; its bytes are read as stdout is (never here); its end or its
-/// failure leaves nothing to carry the answers, and the operation fails, except when its
-/// grant ran out after the stream named its endpoint (the request it serves times out then
-/// too, and says so).
-/// A GET that opens no event stream after the operation's `initialize` POST was refused
-/// (`found_after`: its status) means the URL speaks neither transport: the session forgets
-/// HTTP+SSE, and the error says what each request got.
+/// Over HTTP+SSE, what became of the leg that opens the session's event stream (granted
+/// `grant`), before the stream named its endpoint (which ends the leg: `progress`): its head
+/// must open an event stream; its bytes come as [`Input::Events`](super::Input::Events),
+/// never here; its failure leaves nothing to carry the answers. A GET that opens no event
+/// stream after the operation's `initialize` POST was refused (`found_after`: its status)
+/// means the URL speaks neither transport: the session forgets HTTP+SSE, and the error says
+/// what each request got.
 fn event_stream(
     piece: Piece<'_>,
     grant: Duration,
@@ -260,18 +265,12 @@ fn event_stream(
             })
         }
         Piece::Chunk(_) => Heard::More,
-        Piece::End => {
-            grants.end(Role::Listen);
-            let detail = "it closed the HTTP+SSE event stream, which carries every answer";
-            Heard::Failed(Failure::Malformed(detail.to_owned()))
-        }
+        Piece::End => Heard::Failed(Failure::Malformed(
+            "it closed the HTTP+SSE event stream before naming its endpoint".to_owned(),
+        )),
         Piece::Failed(error) => {
             let failed = error.map_or(TransportErrorKind::TimedOut, |e| e.kind);
-            grants.failed(Role::Listen, failed);
-            grants.end(Role::Listen);
-            if error.is_none() && session.endpoint().is_some() {
-                return Heard::Over;
-            }
+            grants.failed(Role::Work, failed);
             let error = error.cloned();
             Heard::Failed(Failure::Transport { grant, error })
         }

@@ -42,7 +42,7 @@ use super::{Event, LegId, LegKind, Outcome, ProcessExit};
 use crate::config::SessionConfig;
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::sse::SseError;
-use crate::transport::{EventFramer, Framed, LineFramer};
+use crate::transport::{EventFramer, Framed, Framer, LineFramer};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// What the lines are read against: the operation's other parts, borrowed for one line.
@@ -57,18 +57,9 @@ pub(super) struct Lines<'a> {
     pub(super) finished: bool,
 }
 
-/// How the one stream is cut into messages.
-#[derive(Debug)]
-enum Framer {
-    /// stdio: one message a line.
-    Lines(LineFramer),
-    /// HTTP+SSE: one message an event.
-    Events(EventFramer),
-}
-
 /// The server's stdout: the session's framer, with any partial line the last operation left,
-/// lent to this operation and handed back when it ends. Over HTTP+SSE, the operation's event
-/// stream, read the same way: each `message` event is a line.
+/// lent to this operation and handed back when it ends. Over HTTP+SSE, the session's event
+/// stream, read the same way (each `message` event is a line) and lent the same way.
 #[derive(Debug)]
 pub(super) struct Stdout {
     framer: Framer,
@@ -83,36 +74,37 @@ pub(super) struct Stdout {
 impl Stdout {
     /// The stdout an operation starts with: the session's `framer` when it lent one, else a
     /// fresh one with lines of at most `cap` bytes.
-    pub(super) fn lent(framer: Option<LineFramer>, cap: usize) -> Self {
+    pub(super) fn lent(framer: Option<Framer>, cap: usize) -> Self {
         Self {
             lent: framer.is_some(),
-            framer: Framer::Lines(framer.unwrap_or_else(|| LineFramer::new(cap))),
+            framer: framer.unwrap_or_else(|| Framer::Lines(LineFramer::new(cap))),
             lines: VecDeque::new(),
             closing: Closing::default(),
         }
     }
 
-    /// Over HTTP+SSE: the operation opens its event stream (events of at most `cap` bytes);
-    /// nothing of a stream before it carries over.
+    /// Over HTTP+SSE: the operation opens the session's event stream (events of at most
+    /// `cap` bytes): nothing of a stream before it carries over, and the framer goes to the
+    /// session when the operation ends.
     pub(super) fn reopen(&mut self, cap: usize) {
         self.framer = Framer::Events(EventFramer::new(cap));
         self.lines.clear();
+        self.lent = true;
     }
 
     fn reset(&mut self) {
-        if let Framer::Lines(framer) = &mut self.framer {
-            framer.reset();
+        match &mut self.framer {
+            Framer::Lines(framer) => framer.reset(),
+            Framer::Events(framer) => *framer = EventFramer::new(framer.cap()),
         }
+        self.lines.clear();
     }
 
     /// The next bytes the server wrote, as they came (any split): true when they completed a
     /// line, to read with [`Stdout::next`].
     pub(super) fn feed(&mut self, chunk: &[u8]) -> bool {
         let mut framed = Vec::new();
-        match &mut self.framer {
-            Framer::Lines(framer) => framer.feed(chunk, &mut framed),
-            Framer::Events(framer) => framer.feed(chunk, &mut framed),
-        }
+        self.framer.feed(chunk, &mut framed);
         self.lines.extend(framed);
         !self.lines.is_empty()
     }
@@ -246,13 +238,40 @@ impl Stdout {
 
     /// The operation ended: the framer (and any partial line in it) for the session, when it
     /// was the session's.
-    pub(super) fn hand_back(&mut self) -> Option<LineFramer> {
-        if !std::mem::take(&mut self.lent) {
-            return None;
+    pub(super) fn hand_back(&mut self) -> Option<Framer> {
+        std::mem::take(&mut self.lent)
+            .then(|| std::mem::replace(&mut self.framer, Framer::Lines(LineFramer::new(0))))
+    }
+
+    /// Over HTTP+SSE: the session's event stream ended (`error`: how, when it broke). The
+    /// session knows it (the server's session is gone with it). A hangup is complete; a
+    /// request awaiting its answer, or the stream's leg awaiting its endpoint, fails; an
+    /// operation between its legs goes on over a new stream (once). Returns the leg whose
+    /// grant must still last for that, and what the operation must do.
+    pub(super) fn stream_ended(
+        &mut self,
+        error: Option<&super::TransportError>,
+        session: &mut View,
+        grants: &mut Grants,
+        finished: bool,
+    ) -> (Option<LegId>, Heard) {
+        session.close_stream();
+        self.reset();
+        let work = grants.legs.get(Role::Work).map(|leg| (leg.id, leg.kind));
+        if let Some((_, LegKind::Hangup)) = work {
+            grants.end(Role::Work);
+            return (None, Heard::Done(Outcome::Closed));
         }
-        match std::mem::replace(&mut self.framer, Framer::Lines(LineFramer::new(0))) {
-            Framer::Lines(framer) => Some(framer),
-            Framer::Events(_) => None,
+        match work {
+            _ if finished => (None, Heard::Over),
+            // Between two legs (or before the first): the next goes on a new stream.
+            None => (None, Heard::StreamLost),
+            Some((id, _)) => {
+                let how = error.map_or_else(String::new, |e| {
+                    format!(" ({})", clip(&e.detail, QUOTE_LIMIT))
+                });
+                (Some(id), Heard::Failed(Failure::stream_closed(&how)))
+            }
         }
     }
 }

@@ -31,10 +31,13 @@ pub(super) enum Timer {
     Reply,
     /// The next poll of the task the call became.
     TaskPoll,
+    /// Over HTTP+SSE, a subscription: the session's stream is listened to until the budget's
+    /// end, which ends it.
+    Listening,
 }
 
 impl Timer {
-    const COUNT: usize = Role::COUNT + 7;
+    const COUNT: usize = Role::COUNT + 8;
 
     /// Every timer, in the order they are expired when several are due at once: leg ends
     /// first (a leg that ran out fails before anything it gates proceeds).
@@ -50,6 +53,7 @@ impl Timer {
         Self::CloseStep,
         Self::Reply,
         Self::TaskPoll,
+        Self::Listening,
     ];
 
     const fn index(self) -> usize {
@@ -62,6 +66,7 @@ impl Timer {
             Self::CloseStep => Role::COUNT + 4,
             Self::Reply => Role::COUNT + 5,
             Self::TaskPoll => Role::COUNT + 6,
+            Self::Listening => Role::COUNT + 7,
         }
     }
 }
@@ -103,6 +108,7 @@ impl TimerTable {
             Timer::ListenHead,
             Timer::CloseStep,
             Timer::Reply,
+            Timer::Listening,
         ]
         .into_iter()
         .any(|timer| self.is_armed(timer))

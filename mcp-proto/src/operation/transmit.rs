@@ -188,9 +188,13 @@ impl Request<'_> {
     fn build(&self, kind: LegKind) -> (http::Request<Vec<u8>>, Option<i64>) {
         if matches!(
             kind,
-            LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
+            LegKind::Spawn
+                | LegKind::Shutdown
+                | LegKind::Terminate
+                | LegKind::Kill
+                | LegKind::Hangup
         ) {
-            // No message: the driver starts or ends the process.
+            // No message: the driver starts or ends the process, or drops the stream.
             return (http::Request::new(Vec::new()), None);
         }
         if let Some(version) = self.modern {

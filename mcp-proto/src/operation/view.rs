@@ -18,7 +18,7 @@ use crate::model::{Era, ProtocolVersion, SessionInfo};
 use crate::session::{
     Claim, Known, Learned, Session, SessionUpdate, TaskTools, ToolHeaders, ToolSchemas,
 };
-use crate::transport::LineFramer;
+use crate::transport::Framer;
 
 /// The operation's copy of its session, and what it learned that the session has not seen.
 #[derive(Debug)]
@@ -29,9 +29,6 @@ pub(super) struct View {
     /// Held while this operation authorizes for the session.
     auth_claim: Option<Arc<Claim>>,
     updates: VecDeque<SessionUpdate>,
-    /// Over HTTP+SSE: where this operation's messages are POSTed, once its event stream named
-    /// it. The stream (and the server's session on it) is this operation's alone.
-    endpoint: Option<http::Uri>,
 }
 
 impl View {
@@ -42,7 +39,6 @@ impl View {
             claim: None,
             auth_claim: None,
             updates: VecDeque::new(),
-            endpoint: None,
         }
     }
 
@@ -87,14 +83,27 @@ impl View {
         }
     }
 
-    /// Over HTTP+SSE: where messages go, once the stream named it.
+    /// Over HTTP+SSE: where messages go, while the session's event stream is open.
     pub(super) fn endpoint(&self) -> Option<&http::Uri> {
-        self.endpoint.as_ref()
+        self.known.endpoint.as_deref()
     }
 
-    /// Over HTTP+SSE: the stream named `endpoint` (checked against the URL's origin).
-    pub(super) fn set_endpoint(&mut self, endpoint: http::Uri) {
-        self.endpoint = Some(endpoint);
+    /// Over HTTP+SSE: the session's new event stream named `endpoint` (checked against the
+    /// URL's origin): a new session on the server, its handshake to come.
+    pub(super) fn open_stream(&mut self, endpoint: http::Uri) {
+        let endpoint = Arc::new(endpoint);
+        self.known.endpoint = Some(Arc::clone(&endpoint));
+        self.known.established = None;
+        self.learned(Learned::StreamOpened(endpoint));
+    }
+
+    /// Over HTTP+SSE: the session's event stream is gone (it ended, or the server forgot its
+    /// session), and the server's session with it: the next operation opens another.
+    pub(super) fn close_stream(&mut self) {
+        self.known.established = None;
+        if self.known.endpoint.take().is_some() {
+            self.learned(Learned::StreamClosed);
+        }
     }
 
     pub(super) fn info(&self) -> Option<&SessionInfo> {
@@ -112,10 +121,7 @@ impl View {
     /// server is a modern one): forget it, and tell the session which one it was.
     pub(super) fn reset(&mut self) {
         if let Some(info) = self.known.established.take() {
-            // Over HTTP+SSE the session was this operation's, never the session's.
-            if !self.speaks_sse() {
-                self.learned(Learned::Lost(info.session_id.clone()));
-            }
+            self.learned(Learned::Lost(info.session_id.clone()));
         }
     }
 
@@ -123,11 +129,6 @@ impl View {
     pub(super) fn establish(&mut self, info: SessionInfo) {
         let info = Arc::new(info);
         self.known.established = Some(Arc::clone(&info));
-        // Over HTTP+SSE the server's session lives as long as this operation's stream: the
-        // next operation opens its own and shakes hands on it.
-        if self.speaks_sse() {
-            return;
-        }
         // The claim ends when the session has applied this, not before.
         let claim = self.claim.take();
         self.learned(Learned::Established(info, claim));
@@ -143,10 +144,12 @@ impl View {
         }
         // Whoever established the session may have authorized for it too.
         self.take_token(session);
-        // Another operation found the URL speaks HTTP+SSE: this one opens its own stream.
+        // Another operation found the URL speaks HTTP+SSE: this one goes on over it, on the
+        // session's stream when one is open, else on one it opens.
         if session.speaks_sse() {
             self.known.sse = true;
-            self.known.established = None;
+            self.known.endpoint = session.stream_endpoint();
+            self.known.established = session.established().cloned();
             return true;
         }
         if let Some(info) = session.established() {
@@ -338,7 +341,7 @@ impl View {
 
     /// The operation ended: its claims are over and, over stdio, the stdout `framer` it was
     /// lent (with any partial line in it) goes back to the session for the next operation.
-    pub(super) fn hand_back(&mut self, framer: Option<LineFramer>) {
+    pub(super) fn hand_back(&mut self, framer: Option<Framer>) {
         self.claim = None;
         self.auth_claim = None;
         if let Some(framer) = framer {
