@@ -3,7 +3,7 @@
 # served: its `run("sse")`, peers/python_sdk_server.py http-sse): GET /sse opens the event
 # stream, whose `endpoint` event names /messages/?session_id=...; every answer comes on the
 # stream. From the URL users hold (`.../sse`): ping finds the legacy era (2025-11-25), tools
-# listing, a call, isError, resources and prompts, a call cut at a 1 s budget, no close leg
+# listing, a call, isError, resources and prompts, a call cut at a 1 s budget, the close a hangup (the stream dropped)
 # (the stream was the session); found as the spec says (the modern POST and the legacy
 # `initialize` POST refused with 405, then the GET, inside one budget); `--transport sse` (the
 # GET first), and a --config entry's `"type": "sse"` (VS Code's); the stream kept by the
@@ -22,7 +22,7 @@ wait_port server "$port" 60
 T=(--url "http://127.0.0.1:$port/sse")
 ERA=legacy VERSION=2025-11-25
 python_peer 'the python sdk'
-CLOSE=none
+CLOSE='method=hangup .*status=ok'
 CLOSE_ARGS=()
 peer_checks
 

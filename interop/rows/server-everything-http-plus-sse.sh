@@ -3,7 +3,7 @@
 # HTTP+SSE transport of 2024-11-05 (its `sse` mode: GET /sse, POST /message?sessionId=...),
 # bound to 127.0.0.1 by peers/loopback.cjs, from the URL users hold (`.../sse`). Checks: ping
 # finds the legacy era (2025-11-25), tools listing, echo, get-sum's isError, resources and
-# prompts, trigger-long-running-operation cut at a 1 s budget, no close leg; --root answering
+# prompts, trigger-long-running-operation cut at a 1 s budget, the close a hangup; --root answering
 # get-roots-list's roots/list on the event stream within a second.
 . "$INTEROP_DIR/lib.sh"
 . "$INTEROP_DIR/checks.sh"
@@ -16,7 +16,7 @@ wait_port server "$port"
 T=(--url "http://127.0.0.1:$port/sse")
 ERA=legacy VERSION=2025-11-25
 everything_peer
-CLOSE=none
+CLOSE='method=hangup .*status=ok'
 CLOSE_ARGS=()
 peer_checks
 
