@@ -17,7 +17,8 @@ import struct
 
 ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
 # Every target whose seeds this script writes (each directory is rewritten whole).
-TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials", "tasks", "bridge", "schema")
+TARGETS = ("sse", "answer", "operation", "stdio", "auth", "connect", "servers", "credentials", "tasks", "bridge", "schema",
+           "http_sse")
 UUID = "7f3c2b1a-9d8e-4f60-a1b2-c3d4e5f60718"
 
 
@@ -946,6 +947,151 @@ def schema_seeds():
     write("schema", "not-json", b"{\0{")
 
 
+# ---------------------------------------------------------------------------------------------
+# http_sse: [setup][budget][resolution], then per operation its action byte and the bytes its
+# legs and waits consume (see `http_sse` in fuzz/harness/src/http_sse.rs)
+# ---------------------------------------------------------------------------------------------
+
+H_PINNED, H_AUTO, H_SMALL_CAP, H_ROOTS, H_NOTICE, H_TWO_OPS = 0, 0x01, 0x02, 0x04, 0x08, 0x10
+H_CALL, H_LIST, H_PROBE = 0, 1, 2
+H_STREAM_OK = bytes([0])        # the GET: 200 text/event-stream
+H_STREAM_404 = bytes([13])
+H_STREAM_HTML = bytes([11])     # 200 application/json
+H_STREAM_REFUSED = bytes([15])  # no connection
+H_ACCEPTED = bytes([0])         # a POST to the endpoint: 202
+H_POST_500 = bytes([14])
+H_POST_FAILS = bytes([15])
+H_REFUSED = bytes([0])          # Streamable HTTP's POST to the URL: 405
+H_REFUSED_404 = bytes([4])
+H_REFUSED_400 = bytes([5])
+# Indexes into ENDPOINTS.
+EP_PATH, EP_RELATIVE, EP_ABSOLUTE, EP_SECOND, EP_EMPTY, EP_SPACES = 0, 1, 2, 3, 4, 5
+EP_OTHER_HOST, EP_HTTPS, EP_OTHER_PORT, EP_SCHEME_RELATIVE, EP_BACKSLASHES, EP_USERINFO = 12, 13, 14, 16, 17, 18
+H_ERROR, H_FIRST, H_MORE, H_NOTE_FIRST, H_TYPED, H_CRLF = 0x01, 0x02, 0x04, 0x08, 0x10, 0x80
+WHOLE, BYTE_BY_BYTE, SEVENS = 0, 1, (6 << 2) | 1
+
+
+def h_endpoint(index, at=0, split=WHOLE):
+    return bytes([2, index, at, split])
+
+
+def h_answer(flags=0, at=0, split=WHOLE):
+    return bytes([3, flags, at, split])
+
+
+def h_stray(flags, at=0, split=WHOLE):
+    return bytes([4, flags, at, split])
+
+
+def h_server(pick, at=0, split=WHOLE):
+    return bytes([5, pick, at, split])
+
+
+def h_huge(pick, at=0, split=WHOLE):
+    return bytes([6, pick, at, split])
+
+
+def h_not_utf8(pick, at=0, split=WHOLE):
+    return bytes([7, pick, at, split])
+
+
+def h_end(at=0):
+    return bytes([8, 0, at])
+
+
+def h_break(kind=0, at=0):
+    return bytes([9, kind, at])
+
+
+def h_noise(pick, at=0, split=WHOLE):
+    return bytes([10, pick, at, split])
+
+
+def h_cancel(at=0):
+    return bytes([11, 0, at])
+
+
+def h_raw_endpoint(data, at=0, split=WHOLE):
+    return bytes([13, len(data)]) + data + bytes([at, split])
+
+
+def h_split_answer(flags, cut, at=0, split=WHOLE):
+    return bytes([14, flags, cut, at, split])
+
+
+def h_pass(at):
+    return bytes([15, 0, at])
+
+
+def h_raw(data, at=0, split=WHOLE):
+    return bytes([1, len(data)]) + data + bytes([at, split])
+
+
+def h_input(setup, ops, budget=5, resolution=0):
+    """budget: seconds, 1 to 5."""
+    return bytes([setup, budget - 1, resolution]) + b"".join(ops)
+
+
+def http_sse_seeds():
+    # The stream, its endpoint, the handshake's two POSTs, then the work's POST and answer.
+    handshake = H_STREAM_OK + h_endpoint(EP_PATH, 10) + H_ACCEPTED + h_answer(0, 10) + H_ACCEPTED
+    call = bytes([H_CALL]) + handshake + H_ACCEPTED + h_answer(0, 10)
+    auto_found = H_REFUSED + H_REFUSED
+    for name, data in {
+        "pinned-call": h_input(H_PINNED, [call]),
+        "pinned-list-two-pages": h_input(H_PINNED, [bytes([H_LIST]) + handshake + H_ACCEPTED + h_answer(H_MORE, 5)
+                                                    + H_ACCEPTED + h_answer(H_NOTE_FIRST, 5)]),
+        "pinned-probe-crlf-typed": h_input(H_PINNED, [bytes([H_PROBE]) + H_STREAM_OK + h_endpoint(EP_ABSOLUTE | 0x80)
+                                                      + H_ACCEPTED + h_answer(H_CRLF | H_TYPED) + H_ACCEPTED]),
+        "auto-finds-sse-then-second-call": h_input(H_AUTO | H_TWO_OPS, [bytes([H_CALL]) + auto_found + call[1:], call]),
+        "auto-404-and-400-refusals": h_input(H_AUTO, [bytes([H_CALL]) + H_REFUSED_404 + H_REFUSED_400 + call[1:]]),
+        "auto-get-404-no-transport": h_input(H_AUTO | H_TWO_OPS, [bytes([H_CALL]) + auto_found + H_STREAM_404,
+                                                                  bytes([H_PROBE]) + H_REFUSED + H_STREAM_HTML]),
+        "endpoint-other-origin": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_OK + h_endpoint(EP_OTHER_HOST, 30)]),
+        "endpoint-userinfo-trick": h_input(H_PINNED | H_TWO_OPS, [bytes([H_CALL]) + H_STREAM_OK + h_endpoint(EP_USERINFO),
+                                                                   bytes([H_CALL]) + H_STREAM_OK + h_endpoint(EP_BACKSLASHES)]),
+        "endpoint-changes": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_OK + h_endpoint(EP_PATH) + H_ACCEPTED
+                                               + h_endpoint(EP_PATH) + h_endpoint(EP_SECOND) + h_answer()]),
+        "endpoint-spaces-then-same-again": h_input(H_PINNED, [bytes([H_LIST]) + H_STREAM_OK + h_endpoint(EP_SPACES)
+                                                           + H_ACCEPTED + h_endpoint(EP_PATH) + h_answer() + H_ACCEPTED
+                                                           + H_ACCEPTED + h_answer()]),
+        "endpoint-garbage-bytes": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_OK + h_raw_endpoint(b"ht\xfftp://[::1")]),
+        "endpoint-echoes-secret": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_OK
+                                                     + h_raw_endpoint(b"http://evil.example/?t=fuzz-secret-xyz")]),
+        "stream-ends-before-endpoint": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_OK + h_noise(0) + h_end(100)]),
+        "stream-breaks-after-endpoint": h_input(H_PINNED, [bytes([H_CALL]) + handshake + H_ACCEPTED + h_break(0, 50)]),
+        "stream-never-ends": h_input(H_PINNED, [bytes([H_CALL]) + handshake + H_ACCEPTED], budget=1),
+        "stream-silent-never-names-endpoint": h_input(H_PINNED, [bytes([H_PROBE]) + H_STREAM_OK], budget=2, resolution=2),
+        "unknown-ids-then-answer": h_input(H_PINNED, [bytes([H_CALL]) + handshake + H_ACCEPTED + h_stray(0) + h_stray(1)
+                                                      + h_stray(2) + h_stray(3) + h_stray(4) + h_answer()]),
+        "null-id-error": h_input(H_PINNED, [bytes([H_CALL]) + handshake + H_ACCEPTED + h_stray(5)]),
+        "huge-event-small-cap": h_input(H_PINNED | H_SMALL_CAP, [bytes([H_CALL]) + handshake + H_ACCEPTED + h_huge(0x87, 0, SEVENS)]),
+        "huge-endpoint-unended": h_input(H_PINNED | H_SMALL_CAP, [bytes([H_CALL]) + H_STREAM_OK + h_huge(0x45)]),
+        "not-utf8": h_input(H_PINNED, [bytes([H_CALL]) + handshake + H_ACCEPTED + h_not_utf8(2) + h_not_utf8(0)]),
+        "server-requests-answered": h_input(H_PINNED | H_ROOTS, [bytes([H_CALL]) + handshake + H_ACCEPTED
+                                                                 + h_server(3) + H_ACCEPTED + h_server(2) + H_ACCEPTED
+                                                                 + h_server(0) + h_server(5) + H_ACCEPTED + h_answer()]),
+        "cancel-with-notice": h_input(H_PINNED | H_NOTICE, [bytes([H_CALL]) + handshake + H_ACCEPTED + h_cancel(20) + H_ACCEPTED]),
+        "answer-byte-by-byte": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_OK + h_endpoint(EP_PATH, 0, BYTE_BY_BYTE)
+                                                  + H_ACCEPTED + h_answer(0, 0, SEVENS) + H_ACCEPTED + H_ACCEPTED
+                                                  + h_answer(H_NOTE_FIRST, 0, BYTE_BY_BYTE)]),
+        "answer-over-two-data-lines": h_input(H_PINNED, [bytes([H_CALL]) + handshake + H_ACCEPTED + h_split_answer(0, 8)]),
+        "noise-then-answer": h_input(H_PINNED, [bytes([H_LIST]) + H_STREAM_OK + h_noise(0) + h_noise(1) + h_endpoint(EP_EMPTY)
+                                                + H_ACCEPTED + h_noise(3) + h_noise(7) + h_answer() + H_ACCEPTED + H_ACCEPTED
+                                                + h_pass(100) + h_answer(H_ERROR)]),
+        "post-fails-and-500": h_input(H_PINNED | H_TWO_OPS, [bytes([H_CALL]) + H_STREAM_OK + h_endpoint(EP_PATH) + H_POST_500,
+                                                              bytes([H_CALL]) + H_STREAM_OK + h_endpoint(EP_PATH) + H_POST_FAILS]),
+        "stream-get-refused": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_REFUSED]),
+        "endpoint-relative-probe": h_input(H_PINNED, [bytes([H_PROBE]) + H_STREAM_OK + h_endpoint(EP_RELATIVE) + H_ACCEPTED
+                                                      + h_answer(0x20) + H_ACCEPTED]),
+        "raw-stream-ms-budget": h_input(H_PINNED, [bytes([H_CALL]) + H_STREAM_OK
+                                                   + h_raw(b"event: endpoint\r\ndata: /m?x=1\r\n\r\n", 3, SEVENS) + H_ACCEPTED
+                                                   + h_raw(b'data: {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"r","version":"1"}}}\n\n', 40)
+                                                   + H_ACCEPTED + H_ACCEPTED + h_answer(0, 200)], budget=5, resolution=3),
+    }.items():
+        write("http_sse", name, data)
+
+
 def main():
     for target in TARGETS:
         shutil.rmtree(ROOT / target, ignore_errors=True)
@@ -960,6 +1106,7 @@ def main():
     credentials_seeds()
     bridge_seeds()
     schema_seeds()
+    http_sse_seeds()
     files = list(ROOT.glob("*/*"))
     size = sum(f.stat().st_size for f in files)
     print(f"wrote {len(files)} seed files, {size} bytes, under {ROOT}")

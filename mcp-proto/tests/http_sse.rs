@@ -577,3 +577,69 @@ fn a_subscription_listens_to_the_session_stream_until_the_budget_ends() {
     );
     assert!(session.event_stream_open(), "the stream lives on");
 }
+
+/// Polls until the operation waits, the legs it hands out meanwhile collected.
+fn until_wait(
+    op: &mut mcp_proto::driver::Operation,
+    session: &mut Session,
+    clock: &ManualClock,
+) -> Vec<mcp_proto::driver::Leg> {
+    let mut legs = Vec::new();
+    loop {
+        match op.poll_on(session, clock.now()) {
+            Output::Wait(_) => return legs,
+            Output::Transmit(leg) => legs.push(leg),
+            Output::Event(_) | Output::LegEnded(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_server_request_before_the_endpoint_is_answered_once_the_endpoint_is_named() {
+    // Found by the http_sse fuzz target (fuzz/regressions/http_sse/
+    // answer-to-a-server-request-posted-before-the-endpoint): the answer went out at once,
+    // POSTed to the URL itself, before the stream said where messages go.
+    let clock = ManualClock::new();
+    let mut session = Session::new(sse_config());
+    let mut op = call(&mut session, &clock);
+    let Output::Transmit(stream) = op.poll_on(&mut session, clock.now()) else {
+        panic!("the stream first")
+    };
+    assert_eq!(stream.kind, LegKind::Events);
+    let now = clock.now();
+    let status = op.handle_input(head(stream.id, StatusCode::OK, &sse_head()), now);
+    assert_eq!(status, LegStatus::ReadMore);
+    let ping = event("message", r#"{"jsonrpc":"2.0","id":"s-1","method":"ping"}"#);
+    let chunk = Input::Chunk {
+        leg: stream.id,
+        bytes: &ping,
+    };
+    assert_eq!(op.handle_input(chunk, now), LegStatus::ReadMore);
+    let early = until_wait(&mut op, &mut session, &clock);
+    assert!(
+        early.is_empty(),
+        "POSTed before the endpoint: {:?}",
+        early
+            .iter()
+            .map(|leg| (leg.kind.label(), leg.request.uri().to_string()))
+            .collect::<Vec<_>>()
+    );
+    let endpoint = event("endpoint", "/messages/?session_id=abc");
+    let chunk = Input::Chunk {
+        leg: stream.id,
+        bytes: &endpoint,
+    };
+    assert_eq!(op.handle_input(chunk, now), LegStatus::ReadMore);
+    let Output::Transmit(answer) = op.poll_on(&mut session, clock.now()) else {
+        panic!("the answer to the ping, now that it has somewhere to go")
+    };
+    assert_eq!(answer.kind, LegKind::Respond);
+    assert_eq!(
+        answer.request.uri().to_string(),
+        "http://127.0.0.1:8000/messages/?session_id=abc"
+    );
+    let body: Value = serde_json::from_slice(answer.request.body()).unwrap();
+    assert_eq!(body["id"], "s-1");
+    assert_eq!(body["result"], json!({}));
+}

@@ -17,6 +17,7 @@
 //! |--------------|----------------------------------------|------------------------------------------|
 //! | `streamable` | [`sse`], [`answer`], [`operation`]     | `mcp-proto` over Streamable HTTP         |
 //! | `stdio`      | [`stdio`]                              | `mcp-proto` over stdio, a fake process   |
+//! | `http_sse`   | [`http_sse`]                           | `mcp-proto` over HTTP+SSE (2024-11-05): the event stream and its `endpoint` |
 //! | `tasks`      | [`tasks`]                              | `mcp-proto`'s tasks, both eras, over HTTP |
 //! | `auth`       | [`auth`]                               | `mcp-auth`'s `AuthFlow`                  |
 //! | `connect`    | [`connect`]                            | `mcp-driver-common`'s reading of a `CONNECT` answer |
@@ -34,6 +35,7 @@ mod bridge;
 mod bytes;
 mod connect;
 mod files;
+mod http_sse;
 mod schema;
 mod stdio;
 mod streamable;
@@ -75,6 +77,7 @@ pub use auth::auth;
 pub use bridge::bridge;
 pub use connect::{CONNECT_HEAD_LIMIT, connect};
 pub use files::{credentials, servers};
+pub use http_sse::{HTTP_SSE_BODY_CAPS, http_sse};
 pub use schema::schema;
 pub use stdio::{STDIO_BODY_CAPS, stdio};
 pub use streamable::{
@@ -99,4 +102,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tasks", tasks),
     ("bridge", bridge),
     ("schema", schema),
+    ("http_sse", http_sse),
 ];

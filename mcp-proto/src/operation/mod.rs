@@ -188,7 +188,8 @@ impl Operation {
     /// 1. Finished: what the ending still owes (a cancel notice, a step of a close, a kill), a
     ///    wait for it, or the result.
     /// 2. A server's request the caller answers is handed out (with the time left).
-    /// 3. An answer owed to the server goes out, when none is in flight.
+    /// 3. An answer owed to the server goes out, when none is in flight (over HTTP+SSE, once
+    ///    the stream named the endpoint).
     /// 4. The work leg is in flight: wait.
     /// 5. Another operation establishes the session (or authorizes for it): wait for it.
     /// 6. An authorization runs: its next request, the person's step, a wait, or its end.
@@ -209,7 +210,10 @@ impl Operation {
             return Some(Output::Request(request));
         }
         self.replies.hold_input(&mut self.grants, now);
-        if self.replies.is_owed() && !self.grants.legs.is_busy(Role::Reply) {
+        // Over HTTP+SSE an answer to a request the stream brought before it named the
+        // endpoint waits for it, as every message does: it has nowhere to go yet.
+        let postable = !self.session.speaks_sse() || self.session.endpoint().is_some();
+        if self.replies.is_owed() && !self.grants.legs.is_busy(Role::Reply) && postable {
             return self.transmit(LegKind::Respond, now, None);
         }
         if self.grants.legs.is_busy(Role::Work) {
