@@ -119,8 +119,6 @@ const NOISE: [&[u8]; 8] = [
 /// The event stream as the harness reads it, beside the operation.
 #[derive(Debug)]
 struct Stream {
-    leg: LegId,
-    ends_at: Instant,
     /// The driver reads it: its head was read on, and neither it ended nor the operation let
     /// it go.
     open: bool,
@@ -146,8 +144,12 @@ struct Run {
     limit: Instant,
     /// The session spoke HTTP+SSE when the operation started: its first leg opens the stream.
     sse_from_start: bool,
+    /// Over HTTP+SSE without a stream kept from an earlier operation: its first leg opens one.
+    opens_stream: bool,
     handed: u32,
     stream: Option<Stream>,
+    /// How many event streams the operation opened (a second after one ended between legs).
+    streams: u32,
     /// The ids of the requests the operation POSTed, with their methods, in order.
     sent: Vec<(i64, String)>,
     /// The ids the stream answered with a result (not an error) after the request went out.
@@ -192,7 +194,10 @@ impl Harness<'_> {
         now + Duration::from_nanos(nanos)
     }
 
-    fn run(&mut self, op: Operation, sse_from_start: bool) {
+    /// Runs `op` to its end; `kept`: the session's event stream an earlier operation left
+    /// open, which this one reads on. Returns the stream it leaves open, if any.
+    fn run(&mut self, op: Operation, sse_from_start: bool, kept: Option<Stream>) -> Option<Stream> {
+        let opens_stream = sse_from_start && kept.is_none();
         let deadline = *op.deadline();
         let unit = deadline.resolution().unit();
         let limit = deadline
@@ -206,8 +211,10 @@ impl Harness<'_> {
             unit,
             limit,
             sse_from_start,
+            opens_stream,
             handed: 0,
-            stream: None,
+            stream: kept,
+            streams: 0,
             sent: Vec::new(),
             answered: HashSet::new(),
             server_requests: Vec::new(),
@@ -221,6 +228,7 @@ impl Harness<'_> {
         while let Some(until) = self.drain(&mut run) {
             self.wait(&mut run, until);
         }
+        run.stream.filter(|stream| stream.open)
     }
 
     /// Polls the operation until it waits (`Some(until)`, later than now) or ends (`None`),
@@ -316,7 +324,7 @@ impl Harness<'_> {
             leg.ends_at < run.limit,
             "leg {number} ({kind:?}) ends past the deadline's end and a unit"
         );
-        if run.handed == 1 && run.sse_from_start {
+        if run.handed == 1 && run.opens_stream {
             assert_eq!(
                 kind,
                 LegKind::Events,
@@ -328,10 +336,16 @@ impl Harness<'_> {
             same_origin(uri),
             "leg {number} ({kind:?}) goes to {uri}, off the URL's origin"
         );
-        if kind == LegKind::Events {
-            self.open_stream(run, leg);
-        } else {
-            self.post(run, leg);
+        match kind {
+            LegKind::Events => self.open_stream(run, leg),
+            // The stream dropped: a driver reports its end.
+            LegKind::Hangup => {
+                if let Some(stream) = run.stream.as_mut() {
+                    stream.open = false;
+                }
+                give(run, Input::EventsEnded { error: None }, self.now());
+            }
+            _ => self.post(run, leg),
         }
     }
 
@@ -353,10 +367,12 @@ impl Harness<'_> {
             Some(&b"text/event-stream"[..]),
             "leg {number}: the stream's GET accepts another type"
         );
+        // A stream that ended between two legs is opened again, once.
         assert!(
-            run.stream.is_none(),
-            "leg {number}: a second event stream in one operation"
+            run.streams < 2,
+            "leg {number}: a third event stream in one operation"
         );
+        run.streams += 1;
         let pick = self.bytes.byte();
         let now = self.now();
         let (status, content_type) = match pick % 16 {
@@ -397,8 +413,6 @@ impl Harness<'_> {
         }
         let open = read == LegStatus::ReadMore;
         run.stream = Some(Stream {
-            leg: leg.id,
-            ends_at: leg.ends_at,
             open,
             parser: SseParser::new(self.cap),
             events: Vec::new(),
@@ -652,32 +666,26 @@ impl Harness<'_> {
     /// What happens to the stream or the operation at `at`, other than bytes.
     fn happen(&mut self, run: &mut Run, what: u8, pick: u8, at: Instant) {
         // A driver reports nothing more of a leg the operation no longer has.
-        let live = |run: &Run| {
-            run.stream
-                .as_ref()
-                .is_some_and(|s| s.open && run.op.is_in_flight(s.leg))
-        };
+        let live = |run: &Run| run.stream.as_ref().is_some_and(|s| s.open);
         match what {
             // The server closes the stream.
             8 if live(run) => {
                 if let Some(stream) = run.stream.as_mut() {
                     stream.open = false;
-                    let leg = stream.leg;
-                    give(run, Input::End { leg }, at);
+                    give(run, Input::EventsEnded { error: None }, at);
                 }
             }
             // The stream's connection breaks.
             9 if live(run) => {
                 if let Some(stream) = run.stream.as_mut() {
                     stream.open = false;
-                    let leg = stream.leg;
                     let kind = [
                         TransportErrorKind::Io,
                         TransportErrorKind::Protocol,
                         TransportErrorKind::TimedOut,
                     ][usize::from(pick) % 3];
                     let error = TransportError::new(kind, "connection reset by peer");
-                    give(run, Input::Failed { leg, error }, at);
+                    give(run, Input::EventsEnded { error: Some(error) }, at);
                 }
             }
             // The caller cancels.
@@ -715,21 +723,16 @@ impl Harness<'_> {
             let Some(mut stream) = run.stream.take() else {
                 return;
             };
-            if !stream.open || !run.op.is_in_flight(stream.leg) {
-                // A driver drops a leg the operation no longer has.
-                stream.open = false;
+            if !stream.open {
                 run.stream = Some(stream);
                 return;
             }
             self.fed += chunk.len();
             self.echoed |= echoes;
-            // The operation reads what comes before the leg's end; after it, the leg times out.
-            if now < stream.ends_at {
-                read_along(&mut stream, chunk, finished, run);
-            }
-            let leg = stream.leg;
-            let read = give(run, Input::Chunk { leg, bytes: chunk }, now);
-            stream.open = read == LegStatus::ReadMore;
+            // The session's stream: read by whatever operation runs, for as long as it lasts
+            // (the leg that opened it is over once it named its endpoint).
+            read_along(&mut stream, chunk, finished, run);
+            give(run, Input::Events(chunk), now);
             run.stream = Some(stream);
             if self.drain(run).is_none() {
                 return;
@@ -1176,6 +1179,7 @@ pub fn http_sse(data: &[u8]) {
         fed: 0,
         echoed: false,
     };
+    let mut kept = None;
     for _ in 0..operations {
         let pick = harness.bytes.byte();
         let now = harness.now();
@@ -1183,7 +1187,9 @@ pub fn http_sse(data: &[u8]) {
         if !auto {
             assert!(sse_from_start, "a session pinned to HTTP+SSE forgot it");
         }
+        // A driver keeps the stream only while the session says it is open.
+        let open = harness.session.event_stream_open();
         let op = start(&mut harness.session, pick, now);
-        harness.run(op, sse_from_start);
+        kept = harness.run(op, sse_from_start, kept.filter(|_| open));
     }
 }
