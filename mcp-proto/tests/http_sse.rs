@@ -611,11 +611,7 @@ fn a_server_request_before_the_endpoint_is_answered_once_the_endpoint_is_named()
     let status = op.handle_input(head(stream.id, StatusCode::OK, &sse_head()), now);
     assert_eq!(status, LegStatus::ReadMore);
     let ping = event("message", r#"{"jsonrpc":"2.0","id":"s-1","method":"ping"}"#);
-    let chunk = Input::Chunk {
-        leg: stream.id,
-        bytes: &ping,
-    };
-    assert_eq!(op.handle_input(chunk, now), LegStatus::ReadMore);
+    op.handle_input(Input::Events(&ping), now);
     let early = until_wait(&mut op, &mut session, &clock);
     assert!(
         early.is_empty(),
@@ -626,15 +622,10 @@ fn a_server_request_before_the_endpoint_is_answered_once_the_endpoint_is_named()
             .collect::<Vec<_>>()
     );
     let endpoint = event("endpoint", "/messages/?session_id=abc");
-    let chunk = Input::Chunk {
-        leg: stream.id,
-        bytes: &endpoint,
-    };
-    assert_eq!(op.handle_input(chunk, now), LegStatus::ReadMore);
-    let Output::Transmit(answer) = op.poll_on(&mut session, clock.now()) else {
-        panic!("the answer to the ping, now that it has somewhere to go")
-    };
-    assert_eq!(answer.kind, LegKind::Respond);
+    op.handle_input(Input::Events(&endpoint), now);
+    let legs = until_wait(&mut op, &mut session, &clock);
+    let answer = (legs.iter().find(|leg| leg.kind == LegKind::Respond))
+        .expect("the answer to the ping, now that it has somewhere to go");
     assert_eq!(
         answer.request.uri().to_string(),
         "http://127.0.0.1:8000/messages/?session_id=abc"
