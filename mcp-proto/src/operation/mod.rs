@@ -210,10 +210,8 @@ impl Operation {
             return Some(Output::Request(request));
         }
         self.replies.hold_input(&mut self.grants, now);
-        // Over HTTP+SSE an answer to a request the stream brought before it named the
-        // endpoint waits for it, as every message does: it has nowhere to go yet.
-        let postable = !self.session.speaks_sse() || self.session.endpoint().is_some();
-        if self.replies.is_owed() && !self.grants.legs.is_busy(Role::Reply) && postable {
+        let (owed, postable) = (self.replies.is_owed(), self.session.can_post());
+        if owed && postable && !self.grants.legs.is_busy(Role::Reply) {
             return self.transmit(LegKind::Respond, now, None);
         }
         if self.grants.legs.is_busy(Role::Work) {

@@ -83,6 +83,13 @@ impl View {
         }
     }
 
+    /// Whether a message can be POSTed now: over HTTP+SSE only once the stream named its
+    /// endpoint (an answer to a request the stream brought before that waits for it, as every
+    /// message does: it has nowhere to go yet).
+    pub(super) fn can_post(&self) -> bool {
+        !self.speaks_sse() || self.endpoint().is_some()
+    }
+
     /// Over HTTP+SSE: where messages go, while the session's event stream is open.
     pub(super) fn endpoint(&self) -> Option<&http::Uri> {
         self.known.endpoint.as_deref()
