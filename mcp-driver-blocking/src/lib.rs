@@ -193,7 +193,8 @@ use drive::Driver;
 /// handshake and the others wait for it inside their own budgets, so N threads calling at
 /// once send **one** `initialize`. Each operation runs on a lane of its own (an agent whose
 /// pooled connections are reused by the next operation on that lane); over stdio the
-/// operations take turns (one server process), each under its own budget from its call.
+/// operations take turns (one server process), and over HTTP+SSE (one event stream, kept by
+/// the client between operations), each under its own budget from its call.
 ///
 /// Use a [`CancelHandle`] to end operations early from another thread: it cancels the
 /// operations of the client value it came from, so give each thread that must be cancelled

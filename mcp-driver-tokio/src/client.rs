@@ -29,7 +29,8 @@ use crate::trace;
 /// handshake and the others wait for it inside their own budgets, so N concurrent calls send
 /// **one** `initialize`; a session lost under a burst is re-established once. Every operation
 /// keeps its own budget. Over stdio the operations take turns (one server process, one
-/// stdout), each still under its own budget from the moment it was first polled.
+/// stdout), and over HTTP+SSE (one event stream, kept by the client between operations), each
+/// still under its own budget from the moment it was first polled.
 ///
 /// Every leg `mcp-proto` hands out is sent as it says and read beside the others in flight:
 /// answers to requests the server sends on a stream, the standalone stream
