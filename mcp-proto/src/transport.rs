@@ -250,6 +250,11 @@ impl EventFramer {
         }
     }
 
+    /// Whether the stream broke its format: nothing more is read from it.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken
+    }
+
     /// The most bytes one event may have.
     pub(crate) fn cap(&self) -> usize {
         self.cap

@@ -26,6 +26,8 @@ struct Server {
     refuses_post: u16,
     /// Whether the stream ends right after the endpoint.
     closes: bool,
+    /// A second `endpoint` event, right after the first.
+    second_endpoint: Option<&'static str>,
     /// The server's own request, sent on the stream before the answer to `tools/call`.
     asks: Option<Value>,
     /// How long each leg takes before its answer.
@@ -43,6 +45,7 @@ impl Default for Server {
             endpoint: Some("/messages/?session_id=abc"),
             refuses_post: 405,
             closes: false,
+            second_endpoint: None,
             asks: None,
             delay: Duration::from_millis(100),
             ended_before: false,
@@ -130,6 +133,9 @@ fn drive(
                     let status = op.handle_input(head(leg.id, StatusCode::OK, &sse_head()), now);
                     assert_eq!(status, LegStatus::ReadMore);
                     if let Some(endpoint) = server.endpoint {
+                        stream(&mut op, &event("endpoint", endpoint), now);
+                    }
+                    if let Some(endpoint) = server.second_endpoint {
                         stream(&mut op, &event("endpoint", endpoint), now);
                     }
                     if server.closes {
@@ -633,4 +639,29 @@ fn a_server_request_before_the_endpoint_is_answered_once_the_endpoint_is_named()
     let body: Value = serde_json::from_slice(answer.request.body()).unwrap();
     assert_eq!(body["id"], "s-1");
     assert_eq!(body["result"], json!({}));
+}
+
+#[test]
+fn a_stream_that_names_a_second_endpoint_is_not_used_again() {
+    // Found by the http_sse fuzz target (fuzz/regressions/http_sse/
+    // a-second-endpoint-leaves-the-stream-in-use): the operation failed, and the next one
+    // POSTed on the stream that had changed its word.
+    let clock = ManualClock::new();
+    let mut session = Session::new(sse_config());
+    let op = call(&mut session, &clock);
+    let server = Server {
+        second_endpoint: Some("/elsewhere/?session_id=xyz"),
+        ..Server::default()
+    };
+    let run = drive(&mut session, op, &clock, &server);
+    let err = run.result.as_ref().unwrap_err();
+    assert!(
+        err.to_string().contains("a second, different endpoint"),
+        "{err}"
+    );
+    assert!(!session.event_stream_open(), "the stream is given up");
+    let op = call(&mut session, &clock);
+    let run = drive(&mut session, op, &clock, &Server::default());
+    assert_eq!(run.text(), "over sse");
+    assert_eq!(run.labels()[0], "sse", "a new stream");
 }

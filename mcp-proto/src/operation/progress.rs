@@ -222,7 +222,8 @@ impl Progress {
     /// Over HTTP+SSE: the event stream named `endpoint`. On the stream this operation opened
     /// (its leg awaits it), it is where every message goes from now on: the leg is over, the
     /// session knows the stream, and the handshake is next. The same one again changes
-    /// nothing; another one is refused (the messages already sent went to the first).
+    /// nothing; another one is refused (the messages already sent went to the first), and the
+    /// stream with it.
     pub(super) fn endpoint(
         &mut self,
         endpoint: http::Uri,
@@ -238,9 +239,14 @@ impl Progress {
         }
         match session.endpoint() {
             Some(known) if *known == endpoint => Heard::Over,
-            _ => Heard::Failed(super::failure::Failure::Malformed(
-                "the event stream named a second, different endpoint".to_owned(),
-            )),
+            // A stream that changes its word is not used again: the next operation opens
+            // another.
+            _ => {
+                session.close_stream();
+                Heard::Failed(super::failure::Failure::Malformed(
+                    "the event stream named a second, different endpoint".to_owned(),
+                ))
+            }
         }
     }
 

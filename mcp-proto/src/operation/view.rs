@@ -351,6 +351,11 @@ impl View {
     pub(super) fn hand_back(&mut self, framer: Option<Framer>) {
         self.claim = None;
         self.auth_claim = None;
+        // An HTTP+SSE stream that broke its format can carry nothing more: the next operation
+        // opens another.
+        if matches!(&framer, Some(Framer::Events(events)) if events.is_broken()) {
+            self.close_stream();
+        }
         if let Some(framer) = framer {
             self.learned(Learned::Stdout(framer));
         }
