@@ -80,14 +80,13 @@
 //!
 //! ## The operation's parts (`operation/`)
 //!
-//! Only `operation/mod.rs` writes `impl Operation` (its reads aside, in `open`), and it only
-//! routes: each input goes to the part it is about, and what the part hands back (a decision:
-//! a `Heard`, a `Meaning`, a `Polled`, an `After`, a `Refusal`) is acted on there, where the
-//! operation is finished, failed or cancelled. Each part owns its state and takes what else it
-//! needs as arguments; none grants a leg or ends the operation. Every leg is granted at one
-//! site (`grant`), whose refusal rule is one `match`; `poll_output` is a loop over one step
-//! (`step`), whose checks in their priority order are the operation's policy (its doc lists
-//! them).
+//! Only `operation/mod.rs` writes `impl Operation` (its constructor and its reads aside, in
+//! `open`), and it only routes: each input goes to the part it is about, and what the part hands
+//! back (a decision: a `Heard`, a `Meaning`, a `Polled`, an `After`, a `Refusal`) is acted on
+//! there, where the operation is finished, failed or cancelled. Each part owns its state and takes
+//! what else it needs as arguments; none grants a leg or ends the operation. Every leg is granted
+//! at one site (`grant`), whose refusal rule is one `match`; `poll_output` is a loop over one step
+//! (`step`), whose checks in their priority order are the operation's policy (its doc lists them).
 //!
 //! | part        | its state                                 | its concern                              |
 //! |-------------|-------------------------------------------|------------------------------------------|

@@ -31,7 +31,7 @@ use crate::config::SessionConfig;
 use crate::deadline::OperationDeadline;
 use crate::headers::ParamHeader;
 use crate::model::{Era, ProtocolVersion, SessionInfo};
-use crate::transport::{EventFramer, Framer, LineFramer};
+use crate::transport::Framer;
 
 /// The `x-mcp-header` annotations of each tool of the last modern listing.
 pub(crate) type ToolHeaders = HashMap<String, Vec<ParamHeader>>;
@@ -246,8 +246,8 @@ impl Session {
     /// A session that has not talked to the server yet.
     pub fn new(config: SessionConfig) -> Self {
         let framer = match config.is_stdio() {
-            true => Framer::Lines(LineFramer::new(config.body_cap())),
-            false => Framer::Events(EventFramer::new(config.body_cap())),
+            true => Framer::lines(config.body_cap()),
+            false => Framer::events(config.body_cap()),
         };
         let sse = config.http_transport() == crate::transport::HttpTransport::Sse;
         Self {

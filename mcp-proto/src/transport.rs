@@ -207,11 +207,19 @@ pub(crate) fn resolve_endpoint(url: &str, data: &str) -> Result<http::Uri, Strin
     })
 }
 
-/// How the session's one stream is cut into messages: stdio's lines, or HTTP+SSE's events.
-/// Kept by the session between operations (with any partial line or event in it), lent to
-/// the operation that runs.
+/// How the session's one stream is cut into messages (stdio's lines, or HTTP+SSE's events),
+/// and the messages cut and not read yet. Kept by the session between operations (with any
+/// partial line or event in it, and what an operation that ended left unread), lent to the
+/// operation that runs.
 #[derive(Debug)]
-pub(crate) enum Framer {
+pub(crate) struct Framer {
+    cut: Cut,
+    /// Cut and not read yet, oldest first.
+    pending: std::collections::VecDeque<Framed>,
+}
+
+#[derive(Debug)]
+enum Cut {
     /// stdio: one message a line.
     Lines(LineFramer),
     /// HTTP+SSE: one message an event.
@@ -219,12 +227,61 @@ pub(crate) enum Framer {
 }
 
 impl Framer {
-    /// Feeds the next bytes, pushing what they completed onto `out`.
-    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Framed>) {
-        match self {
-            Self::Lines(framer) => framer.feed(chunk, out),
-            Self::Events(framer) => framer.feed(chunk, out),
+    /// stdio's: lines of at most `cap` bytes.
+    pub(crate) fn lines(cap: usize) -> Self {
+        Self {
+            cut: Cut::Lines(LineFramer::new(cap)),
+            pending: std::collections::VecDeque::new(),
         }
+    }
+
+    /// HTTP+SSE's: events of at most `cap` bytes.
+    pub(crate) fn events(cap: usize) -> Self {
+        Self {
+            cut: Cut::Events(EventFramer::new(cap)),
+            pending: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Feeds the next bytes; true when something is cut and not read yet.
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> bool {
+        let mut out = Vec::new();
+        match &mut self.cut {
+            Cut::Lines(framer) => framer.feed(chunk, &mut out),
+            Cut::Events(framer) => framer.feed(chunk, &mut out),
+        }
+        self.pending.extend(out);
+        !self.pending.is_empty()
+    }
+
+    /// Whether something is cut and not read yet.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The oldest message cut and not read yet.
+    pub(crate) fn next(&mut self) -> Option<Framed> {
+        self.pending.pop_front()
+    }
+
+    /// Puts back `item`, read by an operation that can no longer act on it: the next reads it.
+    pub(crate) fn put_back(&mut self, item: Framed) {
+        self.pending.push_front(item);
+    }
+
+    /// A fresh stream (a process started, a stream opened or ended): nothing of the last
+    /// carries over.
+    pub(crate) fn reset(&mut self) {
+        self.pending.clear();
+        match &mut self.cut {
+            Cut::Lines(framer) => framer.reset(),
+            Cut::Events(framer) => *framer = EventFramer::new(framer.cap),
+        }
+    }
+
+    /// Over HTTP+SSE: whether the stream broke its format (nothing more is read from it).
+    pub(crate) fn is_broken(&self) -> bool {
+        matches!(&self.cut, Cut::Events(framer) if framer.broken)
     }
 }
 
@@ -248,16 +305,6 @@ impl EventFramer {
             broken: false,
             cap,
         }
-    }
-
-    /// Whether the stream broke its format: nothing more is read from it.
-    pub(crate) fn is_broken(&self) -> bool {
-        self.broken
-    }
-
-    /// The most bytes one event may have.
-    pub(crate) fn cap(&self) -> usize {
-        self.cap
     }
 
     /// Feeds the next bytes of the stream (any split), pushing what they completed onto `out`;

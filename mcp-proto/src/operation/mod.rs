@@ -5,9 +5,9 @@
 //! budget, reads each answer by the transport's rules and ends with a typed result. It does
 //! not know which driver runs it, and it never reads a clock, opens a socket or sleeps.
 //!
-//! This module is the only one that writes `impl Operation` (its plain reads are `open`'s), and
-//! it only routes; the parts beside it own their state and return decisions. The parts, what
-//! each holds and what it is for, are mapped once, in the [crate docs](crate).
+//! This module is the only one that writes `impl Operation` (its constructor and its plain reads
+//! are `open`'s), and it only routes; the parts beside it own their state and return decisions. The
+//! parts, what each holds and what it is for, are mapped once, in the [crate docs](crate).
 //!
 //! How a driver drives it is the public [`driver`](crate::driver) module's documentation.
 
@@ -41,7 +41,6 @@ mod view;
 
 use std::time::{Duration, Instant};
 
-use crate::deadline::OperationDeadline;
 use crate::error::Error;
 use crate::session::Session;
 
@@ -67,12 +66,6 @@ pub use open::Operation;
 pub use types::{Action, DEFAULT_RETRY, Event, Listed, MAX_REISSUES, MAX_RESUMPTIONS, Outcome};
 
 impl Operation {
-    /// An operation for `action` under `deadline`, starting from what `session` knows (see
-    /// [`Session::start`]), its parts assembled by `open`.
-    pub(crate) fn new(session: &mut Session, action: Action, deadline: OperationDeadline) -> Self {
-        open::operation(session, action, deadline)
-    }
-
     /// The next thing the driver must do. See the [module docs](crate::driver).
     pub fn poll_output(&mut self, now: Instant) -> Output {
         self.grants.at(now);
@@ -144,17 +137,18 @@ impl Operation {
                 Some(role) => self.stdout.sent(role, now, &mut self.grants),
                 None => Heard::Over,
             },
-            Input::Stdout(bytes) => self.stdout(bytes, now),
+            Input::Stdout(bytes) | Input::Events(bytes) => self.stdout(bytes, now),
             Input::Exit(exit) => {
-                let stdout = &mut self.stdout;
-                let ended = stdout.exited(exit, &mut self.session, &mut self.grants);
+                let ended = (self.stdout).exited(exit, &mut self.session, &mut self.grants);
                 self.cut_off(ended, now)
             }
-            Input::Events(bytes) => self.stdout(bytes, now),
             Input::EventsEnded { error } => {
-                let (session, grants) = (&mut self.session, &mut self.grants);
-                let finished = self.ending.is_finished();
-                let ended = (self.stdout).stream_ended(error.as_ref(), session, grants, finished);
+                let parts = (
+                    &mut self.session,
+                    &mut self.grants,
+                    self.ending.is_finished(),
+                );
+                let ended = self.stdout.stream_ended(error.as_ref(), parts);
                 self.cut_off(ended, now)
             }
             Input::Timeout => {
@@ -185,6 +179,7 @@ impl Operation {
     /// operation (a leg refused, the authorization ended) and the next step decides.
     ///
     /// The order of the checks is the policy; the first that applies decides:
+    /// 0. What the session's stream brought before the operation ran, left unread, is read.
     /// 1. Finished: what the ending still owes (a cancel notice, a step of a close, a kill), a
     ///    wait for it, or the result.
     /// 2. A server's request the caller answers is handed out (with the time left).
@@ -199,6 +194,10 @@ impl Operation {
     /// 9. A task is polled: wait for its next poll, or hand it back when none fits the budget.
     /// 10. The action's next request (a resumption first), granted what is left, or refused.
     fn step(&mut self, now: Instant) -> Option<Output> {
+        if self.stdout.has_pending() && !self.is_finished() {
+            self.stdout(&[], now);
+            return None;
+        }
         if self.is_finished() {
             return match self.ending.after(&self.grants.legs) {
                 After::Leg(kind) => self.transmit(kind, now, None),

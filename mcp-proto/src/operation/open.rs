@@ -88,6 +88,12 @@ pub(super) fn operation(
 
 /// What a driver or a caller may ask of an operation at any time: plain reads of its parts.
 impl Operation {
+    /// An operation for `action` under `deadline`, starting from what `session` knows (see
+    /// [`Session::start`]), its parts assembled here.
+    pub(crate) fn new(session: &mut Session, action: Action, deadline: OperationDeadline) -> Self {
+        operation(session, action, deadline)
+    }
+
     /// The configuration of the session the operation runs on (its transport, its label).
     pub fn session_config(&self) -> &crate::SessionConfig {
         self.session.config()

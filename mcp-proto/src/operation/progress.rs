@@ -222,30 +222,32 @@ impl Progress {
     /// Over HTTP+SSE: the event stream named `endpoint`. On the stream this operation opened
     /// (its leg awaits it), it is where every message goes from now on: the leg is over, the
     /// session knows the stream, and the handshake is next. The same one again changes
-    /// nothing; another one is refused (the messages already sent went to the first), and the
-    /// stream with it.
+    /// nothing; another one, or one on another origin, is refused (the messages already sent
+    /// went to the first), and the stream with it.
     pub(super) fn endpoint(
         &mut self,
-        endpoint: http::Uri,
+        endpoint: Result<http::Uri, String>,
         session: &mut View,
         grants: &mut super::grant::Grants,
     ) -> Heard {
+        use super::failure::Failure;
         let opening = grants.legs.get(super::legs::Role::Work);
-        if opening.is_some_and(|leg| leg.kind == LegKind::Events) {
-            grants.end(super::legs::Role::Work);
-            session.open_stream(endpoint);
-            self.next = work_or_handshake(self.era.modern().is_some(), session);
-            return Heard::Over;
-        }
-        match session.endpoint() {
-            Some(known) if *known == endpoint => Heard::Over,
-            // A stream that changes its word is not used again: the next operation opens
-            // another.
-            _ => {
+        let opening = opening.is_some_and(|leg| leg.kind == LegKind::Events);
+        match (endpoint, session.endpoint()) {
+            (Ok(endpoint), _) if opening => {
+                grants.end(super::legs::Role::Work);
+                session.open_stream(endpoint);
+                self.next = work_or_handshake(self.era.modern().is_some(), session);
+                Heard::Over
+            }
+            (Ok(endpoint), Some(known)) if *known == endpoint => Heard::Over,
+            // A stream that names another endpoint, or one that is refused, is not used
+            // again: the next operation opens another.
+            (named, _) => {
                 session.close_stream();
-                Heard::Failed(super::failure::Failure::Malformed(
-                    "the event stream named a second, different endpoint".to_owned(),
-                ))
+                Heard::Failed(Failure::Malformed(named.err().unwrap_or_else(|| {
+                    "the event stream named a second, different endpoint".to_owned()
+                })))
             }
         }
     }

@@ -84,8 +84,8 @@ pub(super) enum Heard {
     /// The server process started.
     Started,
     /// Over HTTP+SSE: the event stream named where messages go (checked against the URL's
-    /// origin).
-    Endpoint(http::Uri),
+    /// origin: `Err` says why it is refused).
+    Endpoint(Result<http::Uri, String>),
     /// `notifications/initialized` was accepted (its body is not read).
     Accepted,
     /// The operation's result (a close's: the session, or the process, is gone).

@@ -42,7 +42,7 @@ use super::{Event, LegId, LegKind, Outcome, ProcessExit};
 use crate::config::SessionConfig;
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::sse::SseError;
-use crate::transport::{EventFramer, Framed, Framer, LineFramer};
+use crate::transport::{Framed, Framer};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// What the lines are read against: the operation's other parts, borrowed for one line.
@@ -62,11 +62,10 @@ pub(super) struct Lines<'a> {
 /// stream, read the same way (each `message` event is a line) and lent the same way.
 #[derive(Debug)]
 pub(super) struct Stdout {
+    /// The session's framer, with the lines cut and not read yet.
     framer: Framer,
     /// Whether the framer is the session's (it goes back); else a fresh one of this operation.
     lent: bool,
-    /// Lines framed and not read yet, oldest first.
-    lines: VecDeque<Framed>,
     /// A close of the process: which of its steps is next.
     pub(super) closing: Closing,
 }
@@ -77,8 +76,7 @@ impl Stdout {
     pub(super) fn lent(framer: Option<Framer>, cap: usize) -> Self {
         Self {
             lent: framer.is_some(),
-            framer: framer.unwrap_or_else(|| Framer::Lines(LineFramer::new(cap))),
-            lines: VecDeque::new(),
+            framer: framer.unwrap_or_else(|| Framer::lines(cap)),
             closing: Closing::default(),
         }
     }
@@ -87,33 +85,37 @@ impl Stdout {
     /// `cap` bytes): nothing of a stream before it carries over, and the framer goes to the
     /// session when the operation ends.
     pub(super) fn reopen(&mut self, cap: usize) {
-        self.framer = Framer::Events(EventFramer::new(cap));
-        self.lines.clear();
+        self.framer = Framer::events(cap);
         self.lent = true;
     }
 
     fn reset(&mut self) {
-        match &mut self.framer {
-            Framer::Lines(framer) => framer.reset(),
-            Framer::Events(framer) => *framer = EventFramer::new(framer.cap()),
-        }
-        self.lines.clear();
+        self.framer.reset();
+    }
+
+    /// Whether lines are cut and not read yet (an earlier operation left them: the session's
+    /// stream brought them after its result).
+    pub(super) fn has_pending(&self) -> bool {
+        self.framer.has_pending()
     }
 
     /// The next bytes the server wrote, as they came (any split): true when they completed a
     /// line, to read with [`Stdout::next`].
     pub(super) fn feed(&mut self, chunk: &[u8]) -> bool {
-        let mut framed = Vec::new();
-        self.framer.feed(chunk, &mut framed);
-        self.lines.extend(framed);
-        !self.lines.is_empty()
+        self.framer.feed(chunk)
     }
 
     /// Reads the lines framed, in order, until one the operation must act on: the answer to
     /// the awaited request, or a line past the cap while a request awaits its answer. `None`
     /// once every line is read.
     pub(super) fn next(&mut self, ctx: Lines<'_>) -> Option<Heard> {
-        while let Some(item) = self.lines.pop_front() {
+        while let Some(item) = self.framer.next() {
+            // An operation that has its result acts on nothing more: what is left is the
+            // next one's (a notification, a request, an event of the session's stream).
+            if ctx.finished {
+                self.framer.put_back(item);
+                return None;
+            }
             let awaited = ctx.legs.get(Role::Work).and_then(|leg| leg.request_id);
             let line = match item {
                 Framed::Line(line) => line,
@@ -121,14 +123,10 @@ impl Stdout {
                     return Some(Heard::Failed(Failure::TooLarge(ctx.config.body_cap())));
                 }
                 Framed::TooLong => continue,
-                Framed::Endpoint(_) | Framed::Broken(_) if ctx.finished => continue,
                 // Over HTTP+SSE: where messages go, held to the URL's origin.
                 Framed::Endpoint(data) => {
                     let endpoint = crate::transport::resolve_endpoint(ctx.config.url(), &data);
-                    return Some(match endpoint {
-                        Ok(endpoint) => Heard::Endpoint(endpoint),
-                        Err(detail) => Heard::Failed(Failure::Malformed(detail)),
-                    });
+                    return Some(Heard::Endpoint(endpoint));
                 }
                 // Nothing more can be read from the stream, and every answer comes on it.
                 Framed::Broken(SseError::EventTooLarge { .. }) => {
@@ -148,9 +146,6 @@ impl Stdout {
                 }
                 Ok(message) => message,
             };
-            if ctx.finished {
-                continue;
-            }
             // A response: the awaited request's, or one that came too late for its own.
             let answer = ctx.replies.take(message, ctx.config, ctx.events);
             if let (Some(answer), Some(awaited)) = (answer, awaited) {
@@ -240,7 +235,7 @@ impl Stdout {
     /// was the session's.
     pub(super) fn hand_back(&mut self) -> Option<Framer> {
         std::mem::take(&mut self.lent)
-            .then(|| std::mem::replace(&mut self.framer, Framer::Lines(LineFramer::new(0))))
+            .then(|| std::mem::replace(&mut self.framer, Framer::lines(0)))
     }
 
     /// Over HTTP+SSE: the session's event stream ended (`error`: how, when it broke). The
@@ -251,9 +246,7 @@ impl Stdout {
     pub(super) fn stream_ended(
         &mut self,
         error: Option<&super::TransportError>,
-        session: &mut View,
-        grants: &mut Grants,
-        finished: bool,
+        (session, grants, finished): (&mut View, &mut Grants, bool),
     ) -> (Option<LegId>, Heard) {
         session.close_stream();
         self.reset();

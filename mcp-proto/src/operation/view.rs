@@ -353,7 +353,7 @@ impl View {
         self.auth_claim = None;
         // An HTTP+SSE stream that broke its format can carry nothing more: the next operation
         // opens another.
-        if matches!(&framer, Some(Framer::Events(events)) if events.is_broken()) {
+        if framer.as_ref().is_some_and(Framer::is_broken) {
             self.close_stream();
         }
         if let Some(framer) = framer {
