@@ -1442,7 +1442,7 @@ impl std::fmt::Debug for Harness<'_> {
 }
 
 /// The request an error names: a JSON-RPC method the operation sends, or `DELETE`.
-const ERROR_METHODS: [&str; 10] = [
+const ERROR_METHODS: [&str; 11] = [
     "initialize",
     "notifications/initialized",
     "ping",
@@ -1453,6 +1453,8 @@ const ERROR_METHODS: [&str; 10] = [
     "resources/read",
     "prompts/get",
     "DELETE",
+    // A refused `initialize` is followed by the GET for HTTP+SSE (the spec's fallback).
+    "GET (the HTTP+SSE event stream)",
 ];
 
 /// The request named in `err`, for the errors that name one.
