@@ -254,6 +254,20 @@ impl Framer {
         !self.pending.is_empty()
     }
 
+    /// Whether what an operation that ended left unread is kept for the next (HTTP+SSE: the
+    /// session's stream goes on) rather than skipped (stdio, as it always was).
+    pub(crate) fn keeps_unread(&self) -> bool {
+        matches!(self.cut, Cut::Events(_))
+    }
+
+    /// The operation it was lent to ended: over stdio the lines it left unread go with it (as
+    /// they always did); over HTTP+SSE they are the next operation's.
+    pub(crate) fn end_of_operation(&mut self) {
+        if !self.keeps_unread() {
+            self.pending.clear();
+        }
+    }
+
     /// Whether something is cut and not read yet.
     pub(crate) fn has_pending(&self) -> bool {
         !self.pending.is_empty()
@@ -272,10 +286,13 @@ impl Framer {
     /// A fresh stream (a process started, a stream opened or ended): nothing of the last
     /// carries over.
     pub(crate) fn reset(&mut self) {
-        self.pending.clear();
         match &mut self.cut {
+            // Lines already cut are read as they always were.
             Cut::Lines(framer) => framer.reset(),
-            Cut::Events(framer) => *framer = EventFramer::new(framer.cap),
+            Cut::Events(framer) => {
+                self.pending.clear();
+                *framer = EventFramer::new(framer.cap);
+            }
         }
     }
 

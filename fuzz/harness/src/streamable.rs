@@ -1935,7 +1935,9 @@ impl Harness<'_> {
                 LegStatus::ReadMore => {
                     // A refusal is read only when a modern server may have explained it with a
                     // JSON-RPC error (the operation speaks or may still detect the modern era).
-                    let explainable = self.mode != Mode::Legacy
+                    // A refused `initialize` is read too: without a modern error it means the
+                    // URL may speak HTTP+SSE (the spec's fallback), with one it does not.
+                    let explainable = (self.mode != Mode::Legacy || kind == LegKind::Initialize)
                         && role == Role::Work
                         && status.is_client_error()
                         && media_type(map) == "application/json";

@@ -264,7 +264,8 @@ fn event_stream(
                 true => Failure::ContentType(clip(&media, QUOTE_LIMIT)),
             })
         }
-        Piece::Chunk(_) => Heard::More,
+        // Its bytes come as `Input::Events`: a chunk of the leg is read no further.
+        Piece::Chunk(_) => Heard::Over,
         Piece::End => Heard::Failed(Failure::Malformed(
             "it closed the HTTP+SSE event stream before naming its endpoint".to_owned(),
         )),

@@ -110,9 +110,10 @@ impl Stdout {
     /// once every line is read.
     pub(super) fn next(&mut self, ctx: Lines<'_>) -> Option<Heard> {
         while let Some(item) = self.framer.next() {
-            // An operation that has its result acts on nothing more: what is left is the
-            // next one's (a notification, a request, an event of the session's stream).
-            if ctx.finished {
+            // An operation that has its result acts on nothing more. Over HTTP+SSE what is
+            // left is the next operation's (the session's stream goes on); over stdio it is
+            // skipped, its noise still reported.
+            if ctx.finished && self.framer.keeps_unread() {
                 self.framer.put_back(item);
                 return None;
             }
@@ -123,6 +124,7 @@ impl Stdout {
                     return Some(Heard::Failed(Failure::TooLarge(ctx.config.body_cap())));
                 }
                 Framed::TooLong => continue,
+                Framed::Endpoint(_) | Framed::Broken(_) if ctx.finished => continue,
                 // Over HTTP+SSE: where messages go, held to the URL's origin.
                 Framed::Endpoint(data) => {
                     let endpoint = crate::transport::resolve_endpoint(ctx.config.url(), &data);
@@ -146,6 +148,9 @@ impl Stdout {
                 }
                 Ok(message) => message,
             };
+            if ctx.finished {
+                continue;
+            }
             // A response: the awaited request's, or one that came too late for its own.
             let answer = ctx.replies.take(message, ctx.config, ctx.events);
             if let (Some(answer), Some(awaited)) = (answer, awaited) {
@@ -234,8 +239,12 @@ impl Stdout {
     /// The operation ended: the framer (and any partial line in it) for the session, when it
     /// was the session's.
     pub(super) fn hand_back(&mut self) -> Option<Framer> {
-        std::mem::take(&mut self.lent)
-            .then(|| std::mem::replace(&mut self.framer, Framer::lines(0)))
+        if !std::mem::take(&mut self.lent) {
+            return None;
+        }
+        let mut framer = std::mem::replace(&mut self.framer, Framer::lines(0));
+        framer.end_of_operation();
+        Some(framer)
     }
 
     /// Over HTTP+SSE: the session's event stream ended (`error`: how, when it broke). The
