@@ -98,7 +98,8 @@ impl Responses {
         let auth_leg = matches!(kind, LegKind::Auth(_));
         let modern = era.modern().is_some();
         let framed = match (role, piece) {
-            (Role::Work, _) if kind == LegKind::Events => {
+            // The stream's GET; a 401 or 403 is read as any refusal (an authorization).
+            (Role::Work, _) if kind == LegKind::Events && !refuses_access(piece) => {
                 return event_stream(piece, grant, session, grants, era.sse_found_after());
             }
             (_, Piece::Failed(error)) => {
@@ -276,4 +277,10 @@ fn event_stream(
             Heard::Failed(Failure::Transport { grant, error })
         }
     }
+}
+
+/// Whether `piece` is a head that asks for authorization (401) or more of it (403).
+fn refuses_access(piece: Piece<'_>) -> bool {
+    matches!(piece, Piece::Head(status, _)
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN)
 }
