@@ -100,7 +100,8 @@ impl Responses {
         let framed = match (role, piece) {
             // The stream's GET; a 401 or 403 is read as any refusal (an authorization).
             (Role::Work, _) if kind == LegKind::Events && !refuses_access(piece) => {
-                return event_stream(piece, grant, session, grants, era.sse_found_after());
+                let found_after = era.sse_found_after();
+                return event_stream(piece, (grant, status), session, grants, found_after);
             }
             (_, Piece::Failed(error)) => {
                 let failed = error.map_or(TransportErrorKind::TimedOut, |e| e.kind);
@@ -235,7 +236,7 @@ impl Responses {
 /// what each request got.
 fn event_stream(
     piece: Piece<'_>,
-    grant: Duration,
+    (grant, status_seen): (Duration, u16),
     session: &mut View,
     grants: &mut Grants,
     found_after: Option<u16>,
@@ -265,7 +266,9 @@ fn event_stream(
                 true => Failure::ContentType(clip(&media, QUOTE_LIMIT)),
             })
         }
-        // Its bytes come as `Input::Events`: a chunk of the leg is read no further.
+        // Its bytes come as `Input::Events`: a chunk of the leg is ignored (read on after its
+        // head, the leg in flight until its endpoint; before it, it goes nowhere).
+        Piece::Chunk(_) if status_seen != 0 => Heard::More,
         Piece::Chunk(_) => Heard::Over,
         Piece::End => Heard::Failed(Failure::Malformed(
             "it closed the HTTP+SSE event stream before naming its endpoint".to_owned(),
