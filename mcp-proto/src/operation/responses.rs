@@ -90,6 +90,7 @@ impl Responses {
         let Some(leg) = grants.legs.get_mut(role) else {
             return Heard::Over;
         };
+        let had_head = leg.status != 0;
         if let Piece::Head(status, _) = piece {
             leg.status = status.as_u16();
         }
@@ -101,7 +102,7 @@ impl Responses {
             // The stream's GET; a 401 or 403 is read as any refusal (an authorization).
             (Role::Work, _) if kind == LegKind::Events && !refuses_access(piece) => {
                 let found_after = era.sse_found_after();
-                return event_stream(piece, (grant, status), session, grants, found_after);
+                return event_stream(piece, (grant, had_head), session, grants, found_after);
             }
             (_, Piece::Failed(error)) => {
                 let failed = error.map_or(TransportErrorKind::TimedOut, |e| e.kind);
@@ -236,12 +237,14 @@ impl Responses {
 /// what each request got.
 fn event_stream(
     piece: Piece<'_>,
-    (grant, status_seen): (Duration, u16),
+    (grant, had_head): (Duration, bool),
     session: &mut View,
     grants: &mut Grants,
     found_after: Option<u16>,
 ) -> Heard {
     match piece {
+        // A second head goes nowhere.
+        Piece::Head(..) if had_head => Heard::Over,
         Piece::Head(status, headers) => {
             let media = read::media_type(headers);
             let got = if !status.is_success() {
@@ -268,7 +271,7 @@ fn event_stream(
         }
         // Its bytes come as `Input::Events`: a chunk of the leg is ignored (read on after its
         // head, the leg in flight until its endpoint; before it, it goes nowhere).
-        Piece::Chunk(_) if status_seen != 0 => Heard::More,
+        Piece::Chunk(_) if had_head => Heard::More,
         Piece::Chunk(_) => Heard::Over,
         Piece::End => Heard::Failed(Failure::Malformed(
             "it closed the HTTP+SSE event stream before naming its endpoint".to_owned(),
