@@ -36,7 +36,7 @@ for _ in $(seq 100); do [ -e "$ROW_TMP/elsewhere" ] && break; sleep 0.05; done
 rm -f "$ROW_TMP/elsewhere"
 run "$port" sse
 check "elsewhere: an endpoint on another origin refused before anything is POSTed" rc=5 \
-  err='"kind":"malformed"' err='another origin' no_err='method=initialize' max_ms=1000
+  err='"kind":"malformed"' err='another origin' no_err='method=initialize' max_ms=1500
 if [ -e "$ROW_TMP/elsewhere" ]; then fail "elsewhere: nothing reaches the other origin" "$(cat "$ROW_TMP/elsewhere")"; else ok "elsewhere: nothing reaches the other origin"; fi
 
 port=$(free_port)
@@ -44,7 +44,7 @@ start_peer closes python3 "$INTEROP_DIR/peers/stall-sse.py" "$port" "$TAG" close
 wait_port closes "$port"
 run "$port" sse
 check "closes: the stream's end before the answer ends the operation at once" rc=5 \
-  err='"kind":"malformed"' err='closed the HTTP\+SSE event stream' max_ms=1000
+  err='"kind":"malformed"' err='closed the HTTP\+SSE event stream' max_ms=1500
 
 no_process_left "no mcp-call process left" "mcp-call.*X-Interop-Tag: $TAG"
 finish

@@ -15,11 +15,9 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use mcp_proto::driver::LegId;
 
-use crate::bodies::CHUNK;
-use crate::exchange::body_error;
 use crate::lanes::Shared;
 use crate::leg_end::Lane as _;
-use crate::pump::Heard;
+use crate::pump::{Heard, read_chunks};
 
 /// Where the stream's thread hands its chunks: the running operation's channel (`None` is the
 /// session's stream in it, no leg's).
@@ -116,18 +114,6 @@ impl Link {
 }
 
 /// The stream's thread: each chunk handed over in order; its end or failure last.
-fn read(mut body: impl Read, link: &Link) {
-    let mut buf = vec![0; CHUNK];
-    loop {
-        let heard = match body.read(&mut buf) {
-            Ok(0) => Heard::End,
-            Ok(n) => Heard::Chunk(buf[..n].to_vec()),
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => Heard::Failed(body_error(err)),
-        };
-        let last = !matches!(heard, Heard::Chunk(_));
-        if !link.hand_over(heard) || last {
-            return;
-        }
-    }
+fn read(body: impl Read, link: &Link) {
+    read_chunks(body, |heard| link.hand_over(heard));
 }

@@ -190,7 +190,14 @@ fn feed(op: &mut Operation, id: LegId, heard: Heard, now: Instant) {
 
 /// Reads `reader` to its end (or its failure), handing each chunk over; stops when no one
 /// takes what it hands over any more.
-fn read_to_end(id: LegId, mut reader: impl Read, sender: &SyncSender<(Option<LegId>, Heard)>) {
+fn read_to_end(id: LegId, reader: impl Read, sender: &SyncSender<(Option<LegId>, Heard)>) {
+    read_chunks(reader, |heard| sender.send((Some(id), heard)).is_ok());
+}
+
+/// Reads `reader` a chunk at a time, handing each over (`hand_over` false: no one takes it
+/// any more, stop), then its end or failure. The one reading loop of the threads that read
+/// beside an operation (its bodies, the session's HTTP+SSE stream).
+pub(crate) fn read_chunks(mut reader: impl Read, mut hand_over: impl FnMut(Heard) -> bool) {
     let mut buf = vec![0; CHUNK];
     loop {
         let heard = match reader.read(&mut buf) {
@@ -200,7 +207,7 @@ fn read_to_end(id: LegId, mut reader: impl Read, sender: &SyncSender<(Option<Leg
             Err(err) => Heard::Failed(body_error(err)),
         };
         let last = !matches!(heard, Heard::Chunk(_));
-        if sender.send((Some(id), heard)).is_err() || last {
+        if !hand_over(heard) || last {
             return;
         }
     }

@@ -461,7 +461,7 @@ fn an_endpoint_on_another_origin_is_refused_before_anything_is_posted() {
 }
 
 #[test]
-fn a_stream_closed_before_the_answer_fails_the_operation_at_once() {
+fn a_stream_that_closes_before_any_post_is_reopened_once_then_fails_at_once() {
     let clock = ManualClock::new();
     let mut session = Session::new(sse_config());
     let start = clock.now();

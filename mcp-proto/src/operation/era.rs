@@ -89,10 +89,19 @@ pub(super) struct EraState {
     /// Over stdio, an era not known yet is found with `server/discover` before the work (the
     /// stdio transport's probe): set until it was answered.
     probe_first: bool,
-    /// Whether a refused legacy `initialize` may still move the session to HTTP+SSE.
-    sse_open: bool,
-    /// The status of the `initialize` POST that moved this operation to HTTP+SSE.
-    sse_found_after: Option<u16>,
+    /// Where the operation stands with the fallback to HTTP+SSE.
+    sse: SseFallback,
+}
+
+/// The spec's fallback from Streamable HTTP to HTTP+SSE, once per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SseFallback {
+    /// A refused legacy `initialize` may still move the session to HTTP+SSE.
+    Open,
+    /// One did, refused with this status.
+    Taken(u16),
+    /// Not here: pinned, over stdio, or the session speaks HTTP+SSE already.
+    Closed,
 }
 
 impl EraState {
@@ -130,16 +139,19 @@ impl EraState {
             && (session.era().is_none() || restarting)
             && !matches!(action, Action::Probe | Action::Close);
         // Streamable HTTP refused may be HTTP+SSE (the spec's backwards compatibility).
-        let sse_open = !config.is_stdio()
+        let sse = match !config.is_stdio()
             && !session.speaks_sse()
-            && config.http_transport() == crate::transport::HttpTransport::Auto;
+            && config.http_transport() == crate::transport::HttpTransport::Auto
+        {
+            true => SseFallback::Open,
+            false => SseFallback::Closed,
+        };
         Self {
             modern,
             version_retried: false,
             open,
             probe_first,
-            sse_open,
-            sse_found_after: None,
+            sse,
         }
     }
 
@@ -155,13 +167,16 @@ impl EraState {
 
     /// Whether a refused legacy `initialize` may still move the session to HTTP+SSE.
     pub(super) fn may_find_sse(&self) -> bool {
-        self.sse_open
+        self.sse == SseFallback::Open
     }
 
     /// The status of the `initialize` POST whose refusal moved this operation to HTTP+SSE,
     /// when one did: a GET that opens no event stream then means neither transport is there.
     pub(super) fn sse_found_after(&self) -> Option<u16> {
-        self.sse_found_after
+        match self.sse {
+            SseFallback::Taken(status) => Some(status),
+            SseFallback::Open | SseFallback::Closed => None,
+        }
     }
 
     /// Whether the stdio probe goes out before the work.
@@ -246,8 +261,8 @@ impl EraState {
         if self.modern.is_some() {
             return self.open.then(|| self.fall_back());
         }
-        if refused == LegKind::Initialize && std::mem::take(&mut self.sse_open) {
-            self.sse_found_after = Some(status);
+        if refused == LegKind::Initialize && self.may_find_sse() {
+            self.sse = SseFallback::Taken(status);
             return Some(Move::ToSse);
         }
         None

@@ -82,8 +82,8 @@ pub enum LegKind {
     /// [`Input::Events`](crate::driver::Input::Events) (never as `Input::Chunk`) and its end
     /// or failure as [`Input::EventsEnded`](crate::driver::Input::EventsEnded), to whichever
     /// operation runs on the session, across operations, until a [`LegKind::Hangup`], another
-    /// `Events` leg (which replaces it) or the client's end. Read it beside the other legs
-    /// ([`LegKind::reads_beside`]): its first event names where every message is POSTed, and
+    /// `Events` leg (which replaces it) or the client's end. Read it beside the other legs: its
+    /// first event names where every message is POSTed, and
     /// every answer and request of the server comes on it. The leg itself is over when the
     /// stream named its endpoint (or failed first). Operations on an HTTP+SSE session take
     /// turns, as over stdio: one reads the stream at a time.
@@ -149,13 +149,6 @@ impl LegKind {
             | Self::Kill
             | Self::Auth(_) => None,
         }
-    }
-
-    /// Whether the leg's body must be read beside the other legs, while they are sent and
-    /// read (the standalone stream, the HTTP+SSE event stream): its body lasts as long as the
-    /// operation, and the answers other legs wait for may come only on it.
-    pub const fn reads_beside(self) -> bool {
-        matches!(self, Self::Listen | Self::Events)
     }
 
     /// One word for traces: the JSON-RPC method, or what the leg does: `response`, `resume`

@@ -84,12 +84,7 @@ impl InFlight {
         !self.written
             && !matches!(
                 self.kind,
-                LegKind::Spawn
-                    | LegKind::Shutdown
-                    | LegKind::Terminate
-                    | LegKind::Kill
-                    | LegKind::Events
-                    | LegKind::Hangup
+                LegKind::Spawn | LegKind::Shutdown | LegKind::Terminate | LegKind::Kill
             )
     }
 }
