@@ -17,8 +17,10 @@
 # reaches the host. A 2025-11-25 task asking for input from the task on the standalone stream
 # (the TypeScript SDK's simpleTaskInteractive) is answered by the host through the bridge, on
 # both drivers. A host speaking the 2026-07-28 era (the Python SDK's
-# Client, which probes server/discover) gets the same but the elicitation (not relayed to a
-# modern host yet), on the Python SDK upstream and, for a call, on the legacy reference server.
+# Client, which probes server/discover) gets the same, the upstream's elicitation (modern
+# inputRequests, a legacy request on the call's stream, a request on stdout) asked in an input
+# round the host answers with its retry, on the Python SDK upstream (HTTP in both eras, stdio)
+# and on the legacy reference server.
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
@@ -113,7 +115,7 @@ done
 # A host that speaks the 2026-07-28 era: the Python SDK's high-level Client in its default
 # mode probes server/discover, and each request then names the version in _meta.
 HOST_MODE=auto host_run python init tools 'call:echo:{"text":"hi"}' 'call:fail:{"reason":"r"}' \
-  parallel:16 'progress:count:{"steps":4}' 'cancel:sleep:{"seconds":30}:0.5' \
+  parallel:16 'progress:count:{"steps":4}' 'cancel:sleep:{"seconds":30}:0.5' 'call:knock:{}' \
   'call:sleep:{"seconds":30}' -- --url "http://127.0.0.1:$port/mcp" --timeout 2
 M="python host in the 2026-07-28 era (the SDK's Client, mode auto), Python SDK upstream"
 check "$M: server/discover answered, tools, call, isError, 16 at once" rc=0 \
@@ -123,9 +125,24 @@ check "$M: server/discover answered, tools, call, isError, 16 at once" rc=0 \
 check "$M: progress, a host cancel, a stalled call answered -32001 by the budget" rc=0 \
   out='^progress count: 4 notifications, last 4(\.0)?$' out='^cancel sleep: cancelled, ping ok' \
   out='^call sleep: error -32001 [0-9]+ ms The bridge.s 2 s budget for this request ran out'
-HOST_MODE=auto host_run python init tools 'call:echo:{"message":"hi"}' -- --url "http://127.0.0.1:$everything/mcp"
-check "python host in the 2026-07-28 era, the reference server (legacy) upstream: tools, call" rc=0 \
-  out='^server: mcp-servers/everything .* protocol=2026-07-28$' out='^call echo: Echo: hi isError=False$'
+check "$M: the upstream's elicitation (its inputRequests) asked of the host in an input round, the retry answered" \
+  rc=0 out='^elicited: Who is there\?$' out='^call knock: Hello, Ada! isError=False$' \
+  err='method=tools/call .*status=200'
+# The upstream asks during the call in a legacy era (a request on the call's stream, or on
+# stdout): the modern host is still asked in an input round, never sent a request.
+HOST_MODE=auto host_run python init 'call:knock:{}' -- --url "http://127.0.0.1:$port/mcp" \
+  --protocol 2025-11-25 --timeout 5
+check "$M: the upstream's elicitation on a 2025-11-25 call's stream asked of the host in an input round" \
+  rc=0 out='^elicited: Who is there\?$' out='^call knock: Hello, Ada! isError=False$'
+HOST_MODE=auto host_run python init 'call:knock:{}' -- \
+  --stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $TAG" --timeout 5
+check "$M: the stdio upstream's elicitation asked of the host in an input round" \
+  rc=0 out='^elicited: Who is there\?$' out='^call knock: Hello, Ada! isError=False$'
+HOST_MODE=auto host_run python init tools 'call:echo:{"message":"hi"}' \
+  'call:trigger-elicitation-request:{}' -- --url "http://127.0.0.1:$everything/mcp"
+check "python host in the 2026-07-28 era, the reference server (legacy) upstream: tools, call, its elicitation in an input round" rc=0 \
+  out='^server: mcp-servers/everything .* protocol=2026-07-28$' out='^call echo: Echo: hi isError=False$' \
+  out='^elicited: Please provide inputs' out='User provided the requested information'
 
 for host in python ts; do
   H="$host host"

@@ -22,6 +22,9 @@ pub(crate) const MODERN_HOST_VERSION: &str = "2026-07-28";
 /// The `_meta` key a modern request names its version under.
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 
+/// The `_meta` key a modern request declares the client's capabilities under.
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
 /// JSON-RPC's codes for what the host sent wrong, and the one for a spent budget (the
 /// TypeScript SDK's `RequestTimeout`, which hosts built on it show as a timeout).
 pub(crate) mod code {
@@ -439,9 +442,13 @@ pub(crate) struct HostAnswers {
 }
 
 impl HostAnswers {
-    /// What the host's `initialize` params declare.
+    /// What the host's first request declares: its `initialize` params' `capabilities`, or a
+    /// modern host's, in each request's `_meta`.
     pub(crate) fn declared(params: &Value) -> Self {
-        let capabilities = params.get("capabilities");
+        let capabilities = (params.get("capabilities")).or_else(|| {
+            let key = CAPABILITIES_KEY.replace('/', "~1");
+            params.pointer(&format!("/_meta/{key}"))
+        });
         let has = |key: &str| {
             capabilities
                 .and_then(|c| c.get(key))
@@ -466,6 +473,17 @@ impl HostAnswers {
         .into_iter()
         .filter_map(|(declared, method)| declared.then_some(method))
     }
+}
+
+/// The answer a modern host gets when the upstream asks `method` with `params` during its
+/// request: an input round, the request under `key`, the round named by `state` (the host's
+/// retry carries it back verbatim).
+pub(crate) fn input_required(key: &str, method: &str, params: &Value, state: &str) -> Value {
+    json!({
+        "resultType": "input_required",
+        "inputRequests": {key: {"method": method, "params": params}},
+        "requestState": state,
+    })
 }
 
 /// One JSON-RPC request line to the host (without its newline).
@@ -687,6 +705,11 @@ mod tests {
             ["elicitation/create", "roots/list"]
         );
         assert_eq!(HostAnswers::declared(&json!({})), HostAnswers::default());
+        // A modern host declares them in each request's `_meta`.
+        let modern = json!({"_meta": {"io.modelcontextprotocol/clientCapabilities":
+            {"elicitation": {}, "sampling": {}}}});
+        let answers = HostAnswers::declared(&modern);
+        assert!(answers.elicitation && answers.sampling && !answers.roots);
     }
 
     #[test]

@@ -17,12 +17,12 @@
 //! and runs operations. It must never write anything but whole MCP messages to stdout (logs and
 //! `--trace` go to stderr), and never leave an operation running once the host is gone.
 
+mod ask;
 mod host;
 
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use mcp_proto::{Action, Error, Observer, Outcome, RpcError, SessionConfig, Subscription};
@@ -32,6 +32,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use crate::driver::{Cancel, Client};
 use crate::filter::ToolFilter;
 use crate::report::Reporter;
+use ask::{Answering, Asks, Retry};
 use host::{FromHost, HostAnswers, Plan};
 
 /// How many subscriptions in a row may fail before the list changes are no longer listened
@@ -64,9 +65,7 @@ pub(crate) fn serve(
         sentence,
         budget: config.budget().as_duration(),
         out: Mutex::new(()),
-        in_flight: Mutex::new(HashMap::new()),
-        asked: Mutex::new(HashMap::new()),
-        next_ask: AtomicU64::new(1),
+        asks: Asks::default(),
         inbox: inbox.clone(),
         watches: !config.is_stdio(),
         watcher: Mutex::new(None),
@@ -97,10 +96,10 @@ pub(crate) fn serve(
             Some(Input::Eof) | None => return crate::code::OK,
         }
     };
-    let answers = match first.1.as_str() {
-        "initialize" => HostAnswers::declared(&first.2),
-        _ => HostAnswers::default(),
-    };
+    // What the host answers, from its handshake or (2026-07-28) its first request's `_meta`.
+    let answers = HostAnswers::declared(&first.2);
+    let modern = first.1 == "server/discover" || host::is_modern(&first.2);
+    bridge.asks.host_modern.store(modern, Ordering::SeqCst);
     let mut client = match build(bridge.answering(config, answers), reporter) {
         Ok(client) => client,
         Err(message) => {
@@ -134,13 +133,9 @@ struct Bridge {
     budget: Duration,
     /// Held while a line is written, so lines from parallel operations never interleave.
     out: Mutex<()>,
-    /// The host's requests whose operations run, by id: their cancel, and whether the host
-    /// cancelled them (then no answer is sent).
-    in_flight: Mutex<HashMap<String, (Cancel, bool)>>,
-    /// The requests the bridge sent the host (an upstream's, relayed), by id: where the
-    /// host's answer goes.
-    asked: Mutex<HashMap<String, mpsc::Sender<Result<Value, Value>>>>,
-    next_ask: AtomicU64,
+    /// The host's requests in flight, and what the bridge asked the host (the upstream's
+    /// requests, relayed) and waits for.
+    asks: Asks,
     /// The dispatcher's inbox, for what the bridge itself decides (the list changes to watch).
     inbox: UnboundedSender<Input>,
     /// Over HTTP only: a local upstream's notifications come on its stdout during the
@@ -245,54 +240,31 @@ impl Bridge {
     }
 
     /// Asks the host `method` with `params` (an upstream's request, relayed) and waits for
-    /// its answer, at most one budget (the operation refuses to send an answer that comes
-    /// after its own budget's end).
+    /// its answer, until the end of the operation's budget at most.
     fn ask_host(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
-        let id = format!(
-            "mcp-call-bridge-{}",
-            self.next_ask.fetch_add(1, Ordering::Relaxed)
-        );
-        let (answer, answered) = mpsc::channel();
-        locked(&self.asked).insert(id.clone(), answer);
-        self.send(&host::request_line(&id, method, params));
-        // On the tokio driver's workers the wait gives its worker's other tasks to another
-        // one: the host's other requests go on while it answers this one.
-        let on_workers = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
-            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-        });
-        let wait = || answered.recv_timeout(self.budget);
-        let got = if on_workers {
-            tokio::task::block_in_place(wait)
-        } else {
-            wait()
-        };
-        locked(&self.asked).remove(&id);
-        match got {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(host::rpc_error(&error)),
-            Err(_) => Err(RpcError {
-                code: host::code::TIMEOUT,
-                message: format!("the host did not answer {method} within the request's budget"),
-                data: None,
-            }),
-        }
-    }
-
-    /// The host's answer to the bridge's request `id`, to whoever waits for it (none: a late
-    /// or unknown answer, dropped).
-    fn answered(&self, id: &Value, answer: Result<Value, Value>) {
-        let Some(id) = id.as_str() else {
-            return;
-        };
-        if let Some(waiting) = locked(&self.asked).remove(id) {
-            let _ = waiting.send(answer);
-        }
+        (self.asks).ask(method, params, self.budget, |line| self.send(line))
     }
 
     /// What `message` asks for: answered here at once, or a job to run.
     fn dispatch(&self, message: FromHost) -> Option<Job> {
         match message {
             FromHost::Request { id, method, params } => {
+                // The retry of an input round: the operation that asked goes on.
+                match self.asks.retry(&id, &params) {
+                    Retry::No => {}
+                    Retry::Taken => return None,
+                    Retry::InFlight => {
+                        self.in_flight_already(&id);
+                        return None;
+                    }
+                    Retry::Unknown => {
+                        let message = "Invalid params: the requestState names no input round \
+                            of this bridge (its request's budget ended)";
+                        let error = host::refusal(host::code::INVALID_PARAMS, message);
+                        self.send(&host::response(&id, Err(error)));
+                        return None;
+                    }
+                }
                 let progress = host::progress_token(&params);
                 let modern = host::is_modern(&params);
                 let job = |action, initialize, discover| Job {
@@ -330,38 +302,37 @@ impl Bridge {
                     }
                 }
             }
-            FromHost::Cancelled { request_id } => {
-                if let Some((cancel, cancelled)) =
-                    locked(&self.in_flight).get_mut(&request_id.to_string())
-                {
-                    *cancelled = true;
-                    cancel.cancel();
-                }
-            }
+            FromHost::Cancelled { request_id } => self.asks.cancel(&request_id),
             FromHost::Invalid { id, code, message } => {
                 self.send(&host::response(&id, Err(host::refusal(code, &message))));
             }
-            FromHost::Response { id, answer } => self.answered(&id, answer),
+            FromHost::Response { id, answer } => self.asks.answered(&id, answer),
             FromHost::Notification { .. } => {}
         }
         None
     }
 
-    /// Registers `job` with the cancel of the client clone it runs on, unless a request with
-    /// its id is still running (the host broke the protocol: this one is refused, the first
-    /// goes on). True when it may run.
-    fn begin(&self, job: &Job, cancel: Cancel) -> bool {
-        let key = job.id.to_string();
-        let mut in_flight = locked(&self.in_flight);
-        if in_flight.contains_key(&key) {
-            drop(in_flight);
-            let message = format!("Invalid Request: request {key} is already in flight");
-            let error = host::refusal(host::code::INVALID_REQUEST, &message);
-            self.send(&host::response(&job.id, Err(error)));
-            return false;
+    /// Registers `job`'s operation, with the cancel of the client clone it runs on and the
+    /// deadline it runs under, unless a request with its id is still running (the host broke
+    /// the protocol: this one is refused, the first goes on).
+    fn begin(
+        &self,
+        job: &Job,
+        cancel: Cancel,
+        deadline: mcp_proto::OperationDeadline,
+    ) -> Option<Arc<Answering>> {
+        let answering = Arc::new(Answering::new(job.id.clone(), job.modern, deadline, cancel));
+        if !self.asks.begin(&job.id, &answering) {
+            self.in_flight_already(&job.id);
+            return None;
         }
-        in_flight.insert(key, (cancel, false));
-        true
+        Some(answering)
+    }
+
+    fn in_flight_already(&self, id: &Value) {
+        let message = format!("Invalid Request: request {id} is already in flight");
+        let error = host::refusal(host::code::INVALID_REQUEST, &message);
+        self.send(&host::response(id, Err(error)));
     }
 
     /// The observer of `job`'s operation.
@@ -373,19 +344,13 @@ impl Bridge {
         }
     }
 
-    /// The job's operation ended with `outcome`: its answer goes to the host, unless the host
-    /// cancelled the request.
-    fn finish(
-        &self,
-        job: &Job,
-        outcome: Result<Outcome, Error>,
-        deadline: &mcp_proto::OperationDeadline,
-    ) {
-        let cancelled = (locked(&self.in_flight).remove(&job.id.to_string()))
-            .is_some_and(|(_, cancelled)| cancelled);
-        if cancelled {
+    /// The job's operation ended with `outcome`: its answer goes to the host request it
+    /// answers (the host's retry after an input round), unless the host cancelled it.
+    fn finish(&self, job: &Job, answering: &Answering, outcome: Result<Outcome, Error>) {
+        let Some(to) = self.asks.finish(answering) else {
             return;
-        }
+        };
+        let deadline = answering.deadline();
         if let (Ok(Outcome::Probe(info)), true) =
             (&outcome, job.initialize.is_some() || job.discover)
         {
@@ -417,7 +382,7 @@ impl Bridge {
                 Err(host::error_of(&err, sentence, &self.label, budget))
             }
         };
-        self.send(&host::response(&job.id, answer));
+        self.send(&host::response(&to, answer));
     }
 
     /// Whether the watcher listens again after `failures` subscriptions in a row failed.
@@ -441,10 +406,7 @@ impl Bridge {
         if let Some(watcher) = locked(&self.watcher).as_ref() {
             watcher.cancel();
         }
-        for (cancel, cancelled) in locked(&self.in_flight).values_mut() {
-            *cancelled = true;
-            cancel.cancel();
-        }
+        self.asks.cancel_all();
     }
 }
 
@@ -471,7 +433,7 @@ fn read_stdin(bridge: Arc<Bridge>, inputs: UnboundedSender<Input>) {
                 }
                 Ok(_) => match host::read(&line) {
                     Some(FromHost::Response { id, answer }) => {
-                        bridge.answered(&id, answer);
+                        bridge.asks.answered(&id, answer);
                         continue;
                     }
                     Some(message) => Input::Message(message),
@@ -571,24 +533,23 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
     match client {
         Client::Blocking(client) => {
             let worker = client.with_observer(relay);
-            if !bridge.begin(&job, Cancel::Blocking(worker.cancel_handle())) {
-                return None;
-            }
+            let deadline = worker.open_deadline();
+            let answering =
+                bridge.begin(&job, Cancel::Blocking(worker.cancel_handle()), deadline)?;
             Some(Running::Thread(std::thread::spawn(move || {
-                let deadline = worker.open_deadline();
-                let outcome = worker.run_within(job.action.clone(), deadline);
-                bridge.finish(&job, outcome, &deadline);
+                let outcome =
+                    answering.scope_thread(|| worker.run_within(job.action.clone(), deadline));
+                bridge.finish(&job, &answering, outcome);
             })))
         }
         Client::Tokio(runtime, client) => {
             let worker = client.with_observer(relay);
-            if !bridge.begin(&job, Cancel::Tokio(worker.cancel_handle())) {
-                return None;
-            }
+            let deadline = worker.open_deadline();
+            let answering = bridge.begin(&job, Cancel::Tokio(worker.cancel_handle()), deadline)?;
             Some(Running::Task(runtime.spawn(async move {
-                let deadline = worker.open_deadline();
-                let outcome = worker.run_within(job.action.clone(), deadline).await;
-                bridge.finish(&job, outcome, &deadline);
+                let operation = worker.run_within(job.action.clone(), deadline);
+                let outcome = Arc::clone(&answering).scope_task(operation).await;
+                bridge.finish(&job, &answering, outcome);
             })))
         }
     }
