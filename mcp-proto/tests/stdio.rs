@@ -874,3 +874,56 @@ fn a_line_the_server_left_unfinished_is_read_on_by_the_next_operation_even_after
         run.result
     );
 }
+
+/// Over stdio there is no stream to close: a modern subscription that ends with its budget,
+/// or is cancelled, is ended on the server with `notifications/cancelled` naming its request
+/// (2026-07-28 cancellation), within the one unit past the budget. Otherwise the server keeps
+/// every subscription it was ever sent, and sends each notification once for each.
+#[test]
+fn a_modern_subscription_over_stdio_is_cancelled_on_the_server_when_it_ends() {
+    for cancelled in [false, true] {
+        let clock = ManualClock::new();
+        let mut session = Session::new(config().with_budget(Budget::from_secs(3)));
+        let mut server = modern();
+        let subscription = mcp_proto::Subscription {
+            tools_list_changed: true,
+            ..Default::default()
+        };
+        let mut op = session.subscribe(subscription, clock.now());
+        let mut listen = None;
+        let mut written = Vec::new();
+        let result = loop {
+            match op.poll_output(clock.now()) {
+                Output::Update(update) => session.apply(update),
+                Output::Transmit(leg) => {
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                    if leg.kind == LegKind::Spawn {
+                        continue;
+                    }
+                    let message: Value = serde_json::from_slice(leg.request.body()).unwrap();
+                    written.push(message.clone());
+                    if message["method"] == "subscriptions/listen" {
+                        listen = Some(message["id"].clone());
+                        if cancelled {
+                            op.handle_input(Input::Cancel, clock.now());
+                            continue;
+                        }
+                    }
+                    for chunk in server(&message).stdout {
+                        op.handle_input(Input::Stdout(&chunk), clock.now());
+                    }
+                }
+                Output::Wait(until) | Output::AwaitSession(until) => {
+                    clock.set(until.max(clock.now()));
+                    op.handle_input(Input::Timeout, clock.now());
+                }
+                Output::Done(result) => break result,
+                _ => {}
+            }
+        };
+        assert_eq!(result.is_ok(), !cancelled, "{result:?}");
+        let notice = written.last().unwrap();
+        assert_eq!(notice["method"], "notifications/cancelled", "{written:?}");
+        assert_eq!(notice["params"]["requestId"], listen.unwrap());
+    }
+}

@@ -65,7 +65,10 @@ impl Ending {
     /// transport needs it: over stdio always (there is no stream to close, and the server
     /// would work on); over HTTP after a cancel in the `legacy` era when `config` asks
     /// ([`SessionConfig::with_cancel_notice`]); in the modern era closing the call's stream is
-    /// the cancellation. The server never works on a call that was not sent.
+    /// the cancellation. A modern subscription (`subscriptions/listen`, the only one with an
+    /// id) is announced over stdio however it ends, its budget's end included: the server
+    /// would hold it, and send each notification on it, for the life of the process. The
+    /// server never works on a request that was not sent.
     pub(super) fn give_up(
         &mut self,
         (kind, call): (LegKind, Option<i64>),
@@ -73,8 +76,14 @@ impl Ending {
         legacy: bool,
         cancelled: bool,
     ) {
-        let announced = config.is_stdio() || (cancelled && config.cancel_notice() && legacy);
-        if kind == LegKind::CallTool && announced {
+        let announced = match kind {
+            LegKind::CallTool => {
+                config.is_stdio() || (cancelled && config.cancel_notice() && legacy)
+            }
+            LegKind::Subscribe => config.is_stdio(),
+            _ => false,
+        };
+        if announced {
             self.notice = call;
         }
     }
