@@ -12,7 +12,11 @@ call:<tool>:<json> (`call <tool>: <text> isError=<bool>` or `call <tool>: error 
 notifications, last <progress>`), parallel:<n>[:<key>] (n echo calls at once, their text
 under key, default text: `parallel: <k> of <n> answered, each its own`), changes:<tool>:<seconds> (the tool called every 200 ms until the
 server's notifications/tools/list_changed is heard: `changes: notified` or `changes: none`),
-race:<slow>:<fast> (the slow tool, then 200 ms later the fast
+listen:<seconds> (waits, sending nothing, until the server's notifications/tools/list_changed
+is heard: `listen: notified` or `listen: none`), subscribe:<uri> and unsubscribe:<uri>
+(`subscribe <uri>: ok` or `subscribe <uri>: error <code> <message>`), updates:<n>:<seconds>:<uri>
+(waits, sending nothing, until n notifications/resources/updated of the URI were heard in all:
+`updates <uri>: <count>`), race:<slow>:<fast> (the slow tool, then 200 ms later the fast
 one, both without arguments: `race: <first> then <second>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`), mark:<path> (creates the file, for
 the row to see this point was reached), await:<path>:<seconds> (waits until the row creates
@@ -81,13 +85,17 @@ async def main() -> None:
             await run_steps(session, [step for step in steps if step != "init"])
 
 
-# The list changes the server told of, as they come.
+# The list changes the server told of, as they come, and the updates of each resource.
 changed = anyio.Event()
+updated: dict[str, int] = {}
 
 
 async def heard(message) -> None:
     if isinstance(message, types.ToolListChangedNotification):
         changed.set()
+    if isinstance(message, types.ResourceUpdatedNotification):
+        uri = str(message.params.uri)
+        updated[uri] = updated.get(uri, 0) + 1
 
 
 async def run_steps(session, steps: list[str]) -> None:
@@ -139,6 +147,25 @@ async def run_steps(session, steps: list[str]) -> None:
                     with anyio.move_on_after(0.2):
                         await changed.wait()
             print(f"changes: {'notified' if changed.is_set() else 'none'}", flush=True)
+        elif kind == "listen":
+            with anyio.move_on_after(float(rest)):
+                await changed.wait()
+            print(f"listen: {'notified' if changed.is_set() else 'none'}", flush=True)
+        elif kind in ("subscribe", "unsubscribe"):
+            try:
+                if kind == "subscribe":
+                    await session.subscribe_resource(rest)
+                else:
+                    await session.unsubscribe_resource(rest)
+                print(f"{kind} {rest}: ok", flush=True)
+            except MCPError as err:
+                print(f"{kind} {rest}: error {err.error.code} {err.error.message}", flush=True)
+        elif kind == "updates":
+            count, seconds, uri = rest.split(":", 2)
+            with anyio.move_on_after(float(seconds)):
+                while updated.get(uri, 0) < int(count):
+                    await anyio.sleep(0.05)
+            print(f"updates {uri}: {updated.get(uri, 0)}", flush=True)
         elif kind == "race":
             # The slow call (it waits for the host), then, 200 ms later, the fast one: which
             # is answered first.

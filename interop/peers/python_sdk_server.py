@@ -18,7 +18,9 @@ summarize(text) samples the client's model (sampling/createMessage), knock() eli
 (elicitation/create, a required string) and roots() asks for
 the client's roots (roots/list), through the SDK's resolvers: an InputRequiredResult in the
 2026-07-28 era, a request mid-call in a legacy session.
-change() publishes `notifications/tools/list_changed` to the listen streams asking for it.
+change() publishes `notifications/tools/list_changed` to the listen streams asking for it;
+change_later(seconds) does so that long after it answered, outside any request (and, for a
+legacy session, sends the notification on the session too).
 Resource updates: touch(uri) publishes `notifications/resources/updated` for uri to every
 `subscriptions/listen` stream asking for it (2026-07-28, the SDK's own bus); a legacy
 `resources/subscribe` (which MCPServer leaves unserved) is answered and its session sent the
@@ -125,6 +127,25 @@ async def change(ctx: Context) -> str:
     """Tells subscriptions/listen streams that the tool list changed (it did not)."""
     await ctx.notify_tools_changed()
     return "told"
+
+
+@server.tool()
+async def change_later(seconds: float, ctx: Context) -> str:
+    """After `seconds`, outside any request: tells the listen streams (2026-07-28) and the
+    session (legacy) that the tool list changed."""
+
+    async def later() -> None:
+        await anyio.sleep(seconds)
+        await ctx.notify_tools_changed()
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception:  # a modern request's session is gone once it was answered
+            pass
+
+    task = asyncio.get_running_loop().create_task(later())
+    _updating.add(task)
+    task.add_done_callback(_updating.discard)
+    return f"changing in {seconds} s"
 
 
 @server.tool()

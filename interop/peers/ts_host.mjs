@@ -6,7 +6,7 @@
 //   NPM=<node_modules> node ts_host.mjs STEP... -- COMMAND ARGS...
 //
 // init, tools, call:<tool>:<json>, progress:<tool>:<json>, parallel:<n>[:<key>], changes:<tool>:<seconds>,
-// cancel:<tool>:<json>:<seconds>;
+// listen:<seconds>, subscribe:<uri>, unsubscribe:<uri>, updates:<n>:<seconds>:<uri>, cancel:<tool>:<json>:<seconds>;
 // HOST_ELICIT (a JSON object): the host declares elicitation and accepts each with it. The SDK's own request
 // timeout is set to 10 minutes: the bridge's budget must be what ends a call. HOST_ENV (a JSON object of
 // strings): the server's `env`, as a host config's `env` block (the SDK merges it over the few variables it
@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 const sdk = (path) => import(pathToFileURL(`${process.env.NPM}/@modelcontextprotocol/sdk/dist/esm/${path}`).href);
 const { Client } = await sdk('client/index.js');
 const { StdioClientTransport } = await sdk('client/stdio.js');
-const { ElicitRequestSchema, ToolListChangedNotificationSchema } = await sdk('types.js');
+const { ElicitRequestSchema, ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } = await sdk('types.js');
 
 const split = process.argv.indexOf('--');
 const steps = process.argv.slice(2, split);
@@ -38,6 +38,13 @@ let changed = false;
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
   changed = true;
 });
+// The updates of each resource the server told of, counted as they come.
+const updated = new Map();
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+  const uri = notification.params.uri;
+  updated.set(uri, (updated.get(uri) ?? 0) + 1);
+});
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const textOf = (result) => result.content.map((block) => block.text ?? '?').join(' ');
 
 for (const step of steps) {
@@ -92,6 +99,27 @@ for (const step of steps) {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     console.log(`changes: ${changed ? 'notified' : 'none'}`);
+  } else if (kind === 'listen') {
+    // Waits, sending nothing, until the server's tool list change is heard.
+    const until = performance.now() + Number(rest[0]) * 1000;
+    while (!changed && performance.now() < until) await sleep(50);
+    console.log(`listen: ${changed ? 'notified' : 'none'}`);
+  } else if (kind === 'subscribe' || kind === 'unsubscribe') {
+    const uri = rest.join(':');
+    try {
+      if (kind === 'subscribe') await client.subscribeResource({ uri }, patience);
+      else await client.unsubscribeResource({ uri }, patience);
+      console.log(`${kind} ${uri}: ok`);
+    } catch (err) {
+      console.log(`${kind} ${uri}: error ${err.code} ${err.message}`);
+    }
+  } else if (kind === 'updates') {
+    // Waits, sending nothing, until that many updates of the resource were heard in all.
+    const [count, seconds, ...parts] = rest;
+    const uri = parts.join(':');
+    const until = performance.now() + Number(seconds) * 1000;
+    while ((updated.get(uri) ?? 0) < Number(count) && performance.now() < until) await sleep(50);
+    console.log(`updates ${uri}: ${updated.get(uri) ?? 0}`);
   } else if (kind === 'cancel') {
     const tool = rest[0];
     const after = Number(rest[rest.length - 1]);

@@ -35,6 +35,10 @@ wait_port python-http "$port"
 wait_port everything "$everything"
 wait_port tasks "$tasks"
 
+# A resource of the reference server, which sends an update of each resource subscribed to
+# every 5 s once its toggle-subscriber-updates tool was called.
+DOC=demo://resource/static/document/architecture.md
+
 # host_run HOST STEP... -- UPSTREAM-ARGS...: the host runs the steps against
 # `mcp-call bridge` in front of the upstream, declaring elicitation (answered with a name);
 # OUT and ERR are the host's.
@@ -159,7 +163,8 @@ for host in python ts; do
   host_run "$host" init tools 'call:echo:{"message":"hi"}' 'call:get-sum:{"a":"x","b":2}' \
     parallel:16:message 'progress:trigger-long-running-operation:{"duration":1,"steps":4}' \
     'cancel:trigger-long-running-operation:{"duration":10,"steps":10}:0.5' \
-    'call:trigger-elicitation-request:{}' -- --url "http://127.0.0.1:$everything/mcp"
+    'call:trigger-elicitation-request:{}' "subscribe:$DOC" 'call:toggle-subscriber-updates:{}' \
+    "updates:2:12:$DOC" "unsubscribe:$DOC" -- --url "http://127.0.0.1:$everything/mcp"
   R="$H, reference server upstream"
   check "$R: handshake, tools, call, isError, 16 at once" rc=0 \
     out='^server: mcp-servers/everything ' out='^tools: .*echo' \
@@ -171,6 +176,23 @@ for host in python ts; do
     out='^cancel trigger-long-running-operation: cancelled, ping ok' err='method=tools/call .*status=cancelled'
   check "$R: its elicitation (on the call's stream) asked of the host" rc=0 \
     out='^elicited: Please provide inputs' out='User provided the requested information'
+  check "$R: a resource subscription relayed (resources/subscribe upstream, its updates on the session's stream, the second between the host's requests), and ended" \
+    rc=0 out="^subscribe $DOC: ok\$" out="^updates $DOC: 2\$" out="^unsubscribe $DOC: ok\$" \
+    err='method=resources/subscribe .*status=200'
+  # A local upstream: its stdout is heard between the host's requests (the watcher yields
+  # to each of them), and what it sends then reaches the host when it is sent.
+  host_run "$host" init "subscribe:$DOC" 'call:toggle-subscriber-updates:{}' "updates:2:12:$DOC" \
+    "unsubscribe:$DOC" 'call:echo:{"message":"after"}' -- \
+    --stdio "node $NPM/@modelcontextprotocol/server-everything/dist/index.js stdio" --timeout 3
+  check "$H, reference server over stdio: a resource's updates relayed, the second between the host's requests" \
+    rc=0 out="^subscribe $DOC: ok\$" out="^updates $DOC: 2\$" out="^unsubscribe $DOC: ok\$" \
+    out='^call echo: Echo: after isError=False$'
+  host_run "$host" init 'call:change_later:{"seconds":1}' listen:5 'call:echo:{"text":"after"}' -- \
+    --stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $TAG" --timeout 3
+  check "$H, Python SDK stdio upstream (modern): a tool list change sent between the host's requests reaches it then" \
+    rc=0 out='^listen: notified$' out='^call echo: after isError=False$' \
+    err='method=subscriptions/listen .*' err='method=notifications/cancelled '
+  no_process_left "$H: no upstream process left after the list change" "$TAG"
 done
 # A host that dies mid-session (its end of the pipe closed, as a killed process's is): the
 # bridge reads EOF, ends the upstream within the close's grant, and exits.

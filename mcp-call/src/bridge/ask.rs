@@ -75,6 +75,11 @@ impl Answering {
         self.deadline
     }
 
+    /// Whether the operation's budget is spent already.
+    pub(super) fn is_spent(&self) -> bool {
+        self.deadline.is_exhausted(Instant::now())
+    }
+
     /// The host no longer wants the answer: the operation is cancelled and nothing is sent.
     pub(super) fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
@@ -155,6 +160,11 @@ impl Asks {
         }
         in_flight.insert(key, Arc::clone(answering));
         true
+    }
+
+    /// Whether none of the host's requests is in flight.
+    pub(super) fn is_idle(&self) -> bool {
+        locked(&self.in_flight).is_empty()
     }
 
     /// The host cancelled its request `id`: its operation is cancelled, and answers nothing.

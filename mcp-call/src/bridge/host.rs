@@ -139,6 +139,9 @@ pub(crate) enum Plan {
     Discover,
     /// This operation on the upstream, under the request's own budget.
     Forward(Action),
+    /// `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`: the bridge's own
+    /// subscription to the upstream changes, and the host is answered at once.
+    Subscribe { uri: String, on: bool },
     /// This error, at once.
     Refuse { code: i64, message: String },
 }
@@ -169,6 +172,13 @@ pub(crate) fn plan(method: &str, params: &Value) -> Plan {
         "resources/list" => Plan::Forward(Action::List(ListKind::Resources)),
         "resources/templates/list" => Plan::Forward(Action::List(ListKind::ResourceTemplates)),
         "prompts/list" => Plan::Forward(Action::List(ListKind::Prompts)),
+        "resources/subscribe" | "resources/unsubscribe" => match text("uri") {
+            Some(uri) => Plan::Subscribe {
+                uri,
+                on: method == "resources/subscribe",
+            },
+            None => missing("a resource URI"),
+        },
         "tools/call" => match text("name") {
             Some(name) => Plan::Forward(Action::CallTool {
                 name,
@@ -188,20 +198,23 @@ pub(crate) fn plan(method: &str, params: &Value) -> Plan {
 }
 
 /// The capabilities the bridge declares to its host: what it relays of the upstream's. Lists
-/// are walked whole inside one budget (no cursors); a list's changes are relayed when the
-/// upstream declares them (`listChanged`); resource subscriptions, logging and tasks are not
-/// (a task the upstream makes is polled inside the request's budget).
+/// are walked whole inside one budget (no cursors); a list's changes and resource
+/// subscriptions are relayed when the upstream declares them (`listChanged`, `subscribe`);
+/// logging and tasks are not (a task the upstream makes is polled inside the request's
+/// budget).
 pub(crate) fn relayed_capabilities(upstream: &Value) -> Value {
     let mut capabilities = Map::new();
     for key in ["tools", "resources", "prompts"] {
         if upstream.get(key).is_some_and(Value::is_object) {
-            let changes =
-                upstream.pointer(&format!("/{key}/listChanged")) == Some(&Value::Bool(true));
-            let relayed = match changes {
-                true => json!({"listChanged": true}),
-                false => json!({}),
-            };
-            capabilities.insert(key.to_owned(), relayed);
+            let mut relayed = Map::new();
+            for flag in ["listChanged", "subscribe"] {
+                let declared =
+                    upstream.pointer(&format!("/{key}/{flag}")) == Some(&Value::Bool(true));
+                if declared && (flag == "listChanged" || key == "resources") {
+                    relayed.insert(flag.to_owned(), Value::Bool(true));
+                }
+            }
+            capabilities.insert(key.to_owned(), Value::Object(relayed));
         }
     }
     if upstream.get("completions").is_some_and(Value::is_object) {
@@ -234,6 +247,25 @@ pub(crate) fn list_changed_line(method: &str) -> Option<String> {
             | "notifications/resources/list_changed"
     )
     .then(|| json!({"jsonrpc": "2.0", "method": method}).to_string())
+}
+
+/// Whether the upstream declares resource subscriptions (`resources.subscribe`).
+pub(crate) fn subscribable(upstream: &Value) -> bool {
+    upstream.pointer("/resources/subscribe") == Some(&Value::Bool(true))
+}
+
+/// The host's line for an upstream's `notifications/resources/updated` with `params`, and the
+/// URI it is about; `None` for another notification (the upstream's `_meta`, a subscription's
+/// id, is its own and stays out).
+pub(crate) fn resource_updated(method: &str, params: &Value) -> Option<(String, String)> {
+    if method != "notifications/resources/updated" {
+        return None;
+    }
+    let mut params = params.as_object().cloned()?;
+    let uri = params.get("uri")?.as_str()?.to_owned();
+    params.remove("_meta");
+    let line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+    Some((uri, line))
 }
 
 /// The answer to the host's `initialize`: the upstream's identity and what the bridge relays
@@ -629,7 +661,18 @@ mod tests {
             panic!()
         };
         assert_eq!(code, code::INVALID_PARAMS);
-        let Plan::Refuse { code, .. } = plan("resources/subscribe", &json!({"uri": "x"})) else {
+        assert_eq!(
+            plan("resources/unsubscribe", &json!({"uri": "x"})),
+            Plan::Subscribe {
+                uri: "x".into(),
+                on: false
+            }
+        );
+        let Plan::Refuse { code, .. } = plan("resources/subscribe", &json!({})) else {
+            panic!()
+        };
+        assert_eq!(code, code::INVALID_PARAMS);
+        let Plan::Refuse { code, .. } = plan("logging/setLevel", &json!({"level": "info"})) else {
             panic!()
         };
         assert_eq!(code, code::METHOD_NOT_FOUND);
@@ -714,11 +757,28 @@ mod tests {
 
     #[test]
     fn the_host_is_told_only_the_capabilities_the_bridge_relays() {
-        let upstream = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
-            "logging": {}, "tasks": {"requests": {"tools": {"call": {}}}}, "completions": {}});
+        let upstream = json!({"tools": {"listChanged": true, "subscribe": true},
+            "resources": {"subscribe": true}, "logging": {},
+            "tasks": {"requests": {"tools": {"call": {}}}}, "completions": {}});
         assert_eq!(
             relayed_capabilities(&upstream),
-            json!({"tools": {"listChanged": true}, "resources": {}, "completions": {}})
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
+                "completions": {}})
+        );
+        assert!(subscribable(&upstream) && !subscribable(&json!({"resources": {}})));
+        let (uri, line) = resource_updated(
+            "notifications/resources/updated",
+            &json!({"uri": "a://1", "_meta": {"io.modelcontextprotocol/subscriptionId": 3}}),
+        )
+        .unwrap();
+        assert_eq!(uri, "a://1");
+        assert_eq!(
+            line,
+            r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a://1"}}"#
+        );
+        assert_eq!(
+            resource_updated("notifications/progress", &json!({"uri": "a"})),
+            None
         );
         let watched = list_changes(&upstream).unwrap();
         assert!(watched.tools_list_changed && !watched.resources_list_changed);

@@ -19,13 +19,15 @@
 
 mod ask;
 mod host;
+mod watch;
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use mcp_proto::{Action, Error, Observer, Outcome, RpcError, SessionConfig, Subscription};
+use mcp_proto::request::{OneRequest, SubscribeResource, UnsubscribeResource};
+use mcp_proto::{Action, Error, Observer, Outcome, RpcError, SessionConfig};
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -34,11 +36,7 @@ use crate::filter::ToolFilter;
 use crate::report::Reporter;
 use ask::{Answering, Asks, Retry};
 use host::{FromHost, HostAnswers, Plan};
-
-/// How many subscriptions in a row may fail before the list changes are no longer listened
-/// for (an upstream that refuses them), and the pause after each failure.
-const WATCH_TRIES: u32 = 3;
-const WATCH_PAUSE: Duration = Duration::from_secs(1);
+use watch::Watch;
 
 /// The longest line read from the host (a request is small; a host that sends more is
 /// answered with an error, and the line skipped).
@@ -67,9 +65,8 @@ pub(crate) fn serve(
         out: Mutex::new(()),
         asks: Asks::default(),
         inbox: inbox.clone(),
-        watches: !config.is_stdio(),
-        watcher: Mutex::new(None),
-        stopping: std::sync::atomic::AtomicBool::new(false),
+        watch: Watch::new(config.is_stdio()),
+        subscribable: std::sync::atomic::AtomicBool::new(false),
         host_answers: std::sync::atomic::AtomicBool::new(false),
         tools,
     });
@@ -92,7 +89,7 @@ pub(crate) fn serve(
                 let _ = bridge.dispatch(message);
             }
             Some(Input::TooLong) => too_long(&bridge),
-            Some(Input::Watch(_)) => {}
+            Some(Input::Rewatch) => {}
             Some(Input::Eof) | None => return crate::code::OK,
         }
     };
@@ -138,12 +135,10 @@ struct Bridge {
     asks: Asks,
     /// The dispatcher's inbox, for what the bridge itself decides (the list changes to watch).
     inbox: UnboundedSender<Input>,
-    /// Over HTTP only: a local upstream's notifications come on its stdout during the
-    /// operations, and a subscription would hold its one stdout.
-    watches: bool,
-    /// The list changes' watcher, once it runs: its cancel, and whether it must stop.
-    watcher: Mutex<Option<Cancel>>,
-    stopping: std::sync::atomic::AtomicBool,
+    /// What the bridge listens for between the host's requests.
+    watch: Watch,
+    /// The upstream offers resource subscriptions: the host's are relayed.
+    subscribable: std::sync::atomic::AtomicBool,
     /// Whether the host answers any of the upstream's requests.
     host_answers: std::sync::atomic::AtomicBool,
     /// The tools the host sees and may call.
@@ -162,6 +157,9 @@ struct Job {
     modern: bool,
     /// The token the host asked progress under: the upstream's progress goes to it.
     progress: Option<Value>,
+    /// A legacy upstream's `resources/subscribe` (true) or `resources/unsubscribe` of this
+    /// URI: once taken, the watcher's filter changes.
+    subscribes: Option<(String, bool)>,
 }
 
 /// What one host request's operation reports to: `--trace` and the rest of what every
@@ -171,6 +169,8 @@ struct Relay {
     reporter: Reporter,
     bridge: Arc<Bridge>,
     progress: Option<Value>,
+    /// The watcher's: its acknowledgments answer the host's subscriptions.
+    watcher: bool,
 }
 
 impl Observer for Relay {
@@ -187,6 +187,28 @@ impl Observer for Relay {
         if let Some(line) = host::list_changed_line(&notification.method) {
             self.bridge.send(&line);
         }
+        // A modern upstream took the watcher's subscription: the host's wait for it is over.
+        if self.watcher && notification.method == "notifications/subscriptions/acknowledged" {
+            let granted: Vec<String> = (notification.params)
+                .pointer("/notifications/resourceSubscriptions")
+                .and_then(Value::as_array)
+                .map(|uris| {
+                    uris.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let answered = self.bridge.watch.acknowledged(&granted);
+            self.bridge.answer_subscriptions(answered);
+        }
+        // An update of a resource the host subscribed to.
+        if let Some((uri, line)) =
+            host::resource_updated(&notification.method, &notification.params)
+            && self.bridge.watch.is_subscribed(&uri)
+        {
+            self.bridge.send(&line);
+        }
         if let (Some(token), Some(_)) = (&self.progress, notification.progress()) {
             self.bridge
                 .send(&host::progress_line(token, &notification.params));
@@ -198,11 +220,10 @@ impl Observer for Relay {
 /// requests are taken there, and never come here).
 enum Input {
     Message(FromHost),
-    /// The upstream answered the host's handshake declaring these list changes (or, in a
-    /// legacy session whose requests the host answers, none: its standalone stream is held
-    /// to hear those requests): listened for, one subscription after another, while the
-    /// bridge serves.
-    Watch(mcp_proto::Subscription),
+    /// What the bridge listens for changed (the upstream's handshake was answered, the host
+    /// subscribed), or the last host request on a local upstream ended: the watcher starts
+    /// if it should and does not run.
+    Rewatch,
     /// A line longer than [`LINE_LIMIT`], skipped.
     TooLong,
     Eof,
@@ -274,6 +295,7 @@ impl Bridge {
                     discover,
                     modern,
                     progress,
+                    subscribes: None,
                 };
                 match host::plan(&method, &params) {
                     Plan::Answer(result) => {
@@ -287,6 +309,38 @@ impl Bridge {
                         return Some(job(Action::Probe, Some(version), false));
                     }
                     Plan::Discover => return Some(job(Action::Probe, None, true)),
+                    Plan::Subscribe { uri, on } => {
+                        if !self.subscribable.load(Ordering::SeqCst) {
+                            let message = format!(
+                                "Method not found: {method} (the upstream offers no resource subscriptions)"
+                            );
+                            let error = host::refusal(host::code::METHOD_NOT_FOUND, &message);
+                            self.send(&host::response(&id, Err(error)));
+                            return None;
+                        }
+                        // A legacy upstream is asked itself; its answer answers the host.
+                        if !self.watch.upstream_modern() {
+                            let request = match on {
+                                true => OneRequest::new(&SubscribeResource { uri: uri.clone() }),
+                                false => OneRequest::new(&UnsubscribeResource { uri: uri.clone() }),
+                            };
+                            let mut job = job(Action::Request(request), None, false);
+                            job.subscribes = Some((uri, on));
+                            return Some(job);
+                        }
+                        // A modern one is told in the watcher's next subscription.
+                        let start = match on {
+                            true => self.watch.subscribe_pending(&uri, id.clone(), modern),
+                            false => self.watch.resource(&uri, false),
+                        };
+                        if start {
+                            let _ = self.inbox.send(Input::Rewatch);
+                        }
+                        if !on {
+                            let answer = host::in_era(serde_json::json!({}), modern);
+                            self.send(&host::response(&id, Ok(answer)));
+                        }
+                    }
                     Plan::Forward(action) => {
                         // A hidden tool's call is refused here: the upstream is not asked.
                         let hidden = match &action {
@@ -335,19 +389,49 @@ impl Bridge {
         self.send(&host::response(id, Err(error)));
     }
 
-    /// The observer of `job`'s operation.
-    fn relay(self: &Arc<Self>, progress: Option<Value>) -> Relay {
+    /// The observer of `job`'s operation (`watcher`: the watcher's).
+    fn relay(self: &Arc<Self>, progress: Option<Value>, watcher: bool) -> Relay {
         Relay {
             reporter: self.reporter.clone(),
             bridge: Arc::clone(self),
             progress,
+            watcher,
+        }
+    }
+
+    /// Answers the host's subscriptions a modern upstream took (or left out, or failed to).
+    fn answer_subscriptions(&self, answered: Vec<(watch::Pending, bool)>) {
+        for (pending, taken) in answered {
+            let answer = match taken {
+                true => Ok(host::in_era(serde_json::json!({}), pending.modern)),
+                false => {
+                    let message = format!(
+                        "the upstream {} did not take the subscription to {}",
+                        self.label, pending.uri
+                    );
+                    Err(host::refusal(host::code::INTERNAL, &message))
+                }
+            };
+            self.send(&host::response(&pending.id, answer));
         }
     }
 
     /// The job's operation ended with `outcome`: its answer goes to the host request it
     /// answers (the host's retry after an input round), unless the host cancelled it.
-    fn finish(&self, job: &Job, answering: &Answering, outcome: Result<Outcome, Error>) {
-        let Some(to) = self.asks.finish(answering) else {
+    fn finish(&self, job: &Job, answering: &Answering, outcome: Result<Outcome, Error>, sse: bool) {
+        // A legacy upstream took the host's subscription (or its end): the filter follows,
+        // before the host hears of it.
+        if let (Ok(_), Some((uri, on))) = (&outcome, &job.subscribes)
+            && self.watch.resource(uri, *on)
+        {
+            let _ = self.inbox.send(Input::Rewatch);
+        }
+        let to = self.asks.finish(answering);
+        // The last host request on a local upstream ended: the watcher listens again.
+        if self.watch.local && self.asks.is_idle() && self.watch.idle() {
+            let _ = self.inbox.send(Input::Rewatch);
+        }
+        let Some(to) = to else {
             return;
         };
         let deadline = answering.deadline();
@@ -357,14 +441,26 @@ impl Bridge {
             // A legacy session's standalone stream also carries the requests the upstream
             // sends outside any answer: it is held when the host answers them.
             let legacy = !info.protocol_version.is_modern();
-            let changes = (host::list_changes(&info.capabilities)).or_else(|| {
-                (legacy && self.host_answers.load(Ordering::SeqCst))
-                    .then(mcp_proto::Subscription::default)
-            });
-            if let (Some(changes), true) = (changes, self.watches) {
-                let _ = self.inbox.send(Input::Watch(changes));
+            let hold = legacy && self.host_answers.load(Ordering::SeqCst);
+            let changes = host::list_changes(&info.capabilities).unwrap_or_default();
+            // Over HTTP+SSE nothing is listened for between the host's requests.
+            let subscribable = host::subscribable(&info.capabilities) && !sse;
+            self.subscribable.store(subscribable, Ordering::SeqCst);
+            if self.watch.declare(changes, hold, !legacy) {
+                let _ = self.inbox.send(Input::Rewatch);
             }
         }
+        // Over HTTP+SSE the host is not offered resource subscriptions (see `subscribable`).
+        let outcome = outcome.map(|outcome| match outcome {
+            Outcome::Probe(mut info) if sse => {
+                let resources = info.capabilities.get_mut("resources");
+                if let Some(resources) = resources.and_then(Value::as_object_mut) {
+                    resources.remove("subscribe");
+                }
+                Outcome::Probe(info)
+            }
+            outcome => outcome,
+        });
         let answer = match (outcome, job.initialize) {
             (Ok(Outcome::Probe(info)), Some(version)) => {
                 Ok(host::initialize_result(&info, version))
@@ -385,27 +481,9 @@ impl Bridge {
         self.send(&host::response(&to, answer));
     }
 
-    /// Whether the watcher listens again after `failures` subscriptions in a row failed.
-    fn watches_on(&self, failures: u32) -> bool {
-        !self.stopping.load(Ordering::SeqCst) && failures < WATCH_TRIES
-    }
-
-    /// Registers the list changes' watcher; false when one already runs.
-    fn watching(&self, cancel: Cancel) -> bool {
-        let mut watcher = locked(&self.watcher);
-        if watcher.is_some() {
-            return false;
-        }
-        *watcher = Some(cancel);
-        true
-    }
-
     /// The host is gone: every operation still running is cancelled (nobody reads its answer).
     fn cancel_all(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        if let Some(watcher) = locked(&self.watcher).as_ref() {
-            watcher.cancel();
-        }
+        self.watch.stop();
         self.asks.cancel_all();
     }
 }
@@ -448,15 +526,6 @@ fn read_stdin(bridge: Arc<Bridge>, inputs: UnboundedSender<Input>) {
     });
 }
 
-/// Whether a subscription that `ended` after `lasted` failed (counted in `failures`, and the
-/// watcher pauses): an error, or an end before the pause (a server that ends each at once
-/// must not be asked again in a tight loop). One that lasted resets the count.
-fn watch_failed(ended: &Result<Outcome, Error>, lasted: Duration, failures: &mut u32) -> bool {
-    let failed = ended.is_err() || lasted < WATCH_PAUSE;
-    *failures = if failed { *failures + 1 } else { 0 };
-    failed
-}
-
 fn too_long(bridge: &Bridge) {
     let message = format!("Invalid Request: a line longer than {LINE_LIMIT} bytes");
     let error = host::refusal(host::code::INVALID_REQUEST, &message);
@@ -480,7 +549,7 @@ fn serve_loop(bridge: &Arc<Bridge>, client: Client, first: FromHost, mut inputs:
                 too_long(bridge);
                 None
             }
-            Input::Watch(changes) => watch(&client, bridge, changes),
+            Input::Rewatch => watch(&client, bridge),
             Input::Eof => break,
         };
         running.extend(started);
@@ -528,7 +597,7 @@ impl Running {
 /// Starts `job`'s operation on a clone of the client (its own cancel, its own observer),
 /// unless the host cancelled it already; it answers the host when it ends.
 fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
-    let relay = bridge.relay(job.progress.clone());
+    let relay = bridge.relay(job.progress.clone(), false);
     let bridge = Arc::clone(bridge);
     match client {
         Client::Blocking(client) => {
@@ -537,9 +606,14 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
             let answering =
                 bridge.begin(&job, Cancel::Blocking(worker.cancel_handle()), deadline)?;
             Some(Running::Thread(std::thread::spawn(move || {
+                // A local upstream's stdout is the watcher's until it has ended.
+                while bridge.watch.yield_to_request().is_some() && !answering.is_spent() {
+                    std::thread::sleep(watch::YIELD_SLICE);
+                }
                 let outcome =
                     answering.scope_thread(|| worker.run_within(job.action.clone(), deadline));
-                bridge.finish(&job, &answering, outcome);
+                let sse = worker.session().speaks_sse();
+                bridge.finish(&job, &answering, outcome, sse);
             })))
         }
         Client::Tokio(runtime, client) => {
@@ -547,61 +621,85 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
             let deadline = worker.open_deadline();
             let answering = bridge.begin(&job, Cancel::Tokio(worker.cancel_handle()), deadline)?;
             Some(Running::Task(runtime.spawn(async move {
+                // A local upstream's stdout is the watcher's until it has ended.
+                while bridge.watch.yield_to_request().is_some() && !answering.is_spent() {
+                    tokio::time::sleep(watch::YIELD_SLICE).await;
+                }
                 let operation = worker.run_within(job.action.clone(), deadline);
                 let outcome = Arc::clone(&answering).scope_task(operation).await;
-                bridge.finish(&job, &answering, outcome);
+                let sse = worker.session().speaks_sse();
+                bridge.finish(&job, &answering, outcome, sse);
             })))
         }
     }
 }
 
-/// Starts the list changes' watcher (one at most): subscriptions one after another, each
-/// under a budget of its own, until the host is gone or they keep failing.
+/// Starts the watcher (one at most, see `watch`): subscriptions one after another, each
+/// under a budget of its own, until the host is gone, nothing is wanted, a host request runs
+/// on a local upstream, or they keep failing.
 ///
 /// Not over HTTP+SSE: its one stream carries everything, and a subscription would hold it (the
 /// operations on such a session take turns) for its whole budget, keeping the host's requests
 /// waiting. What the upstream sends between them is read with the next one.
-fn watch(client: &Client, bridge: &Arc<Bridge>, changes: Subscription) -> Option<Running> {
-    let relay = bridge.relay(None);
+fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
+    let relay = bridge.relay(None, true);
     let bridge = Arc::clone(bridge);
     let sse = match client {
         Client::Blocking(client) => client.session().speaks_sse(),
         Client::Tokio(_, client) => client.session().speaks_sse(),
     };
-    if sse {
+    if sse || !bridge.watch.start() {
         return None;
     }
+    let busy = {
+        let bridge = Arc::clone(&bridge);
+        move || !bridge.asks.is_idle()
+    };
     match client {
         Client::Blocking(client) => {
             let worker = client.with_observer(relay);
-            if !bridge.watching(Cancel::Blocking(worker.cancel_handle())) {
-                return None;
-            }
+            let cancel = Cancel::Blocking(worker.cancel_handle());
             Some(Running::Thread(std::thread::spawn(move || {
                 let mut failures = 0;
-                while bridge.watches_on(failures) {
+                while let Some((subscription, generation)) = bridge.watch.next(&cancel, &busy) {
                     let began = std::time::Instant::now();
-                    let action = Action::Subscribe(changes.clone());
+                    let action = Action::Subscribe(subscription);
                     let ended = worker.run_within(action, worker.open_deadline());
-                    if watch_failed(&ended, began.elapsed(), &mut failures) {
-                        std::thread::sleep(WATCH_PAUSE);
+                    let (counts, refused) = bridge.watch.ended(generation, ended.is_err());
+                    bridge.answer_subscriptions(refused);
+                    if !counts {
+                        continue;
+                    }
+                    if watch::failed(&ended, began.elapsed(), &mut failures) {
+                        if failures >= watch::TRIES {
+                            bridge.answer_subscriptions(bridge.watch.gave_up());
+                            return;
+                        }
+                        std::thread::sleep(watch::PAUSE);
                     }
                 }
             })))
         }
         Client::Tokio(runtime, client) => {
             let worker = client.with_observer(relay);
-            if !bridge.watching(Cancel::Tokio(worker.cancel_handle())) {
-                return None;
-            }
+            let cancel = Cancel::Tokio(worker.cancel_handle());
             Some(Running::Task(runtime.spawn(async move {
                 let mut failures = 0;
-                while bridge.watches_on(failures) {
+                while let Some((subscription, generation)) = bridge.watch.next(&cancel, &busy) {
                     let began = std::time::Instant::now();
-                    let action = Action::Subscribe(changes.clone());
+                    let action = Action::Subscribe(subscription);
                     let ended = worker.run_within(action, worker.open_deadline()).await;
-                    if watch_failed(&ended, began.elapsed(), &mut failures) {
-                        tokio::time::sleep(WATCH_PAUSE).await;
+                    let (counts, refused) = bridge.watch.ended(generation, ended.is_err());
+                    bridge.answer_subscriptions(refused);
+                    if !counts {
+                        continue;
+                    }
+                    if watch::failed(&ended, began.elapsed(), &mut failures) {
+                        if failures >= watch::TRIES {
+                            bridge.answer_subscriptions(bridge.watch.gave_up());
+                            return;
+                        }
+                        tokio::time::sleep(watch::PAUSE).await;
                     }
                 }
             })))

@@ -32,6 +32,7 @@
 mod complete;
 mod get_prompt;
 mod read_resource;
+mod subscribe;
 
 use serde_json::{Map, Value};
 
@@ -41,10 +42,17 @@ use crate::error::Error;
 pub use complete::{Complete, Completion, CompletionRef};
 pub use get_prompt::{GetPrompt, GetPromptResult};
 pub use read_resource::{ReadResource, ReadResourceResult};
+pub use subscribe::{SubscribeResource, UnsubscribeResource};
 
 /// Every one-request method, one row each. A relay finds here how to carry a method its host
 /// asked for ([`OneRequest::relay`]).
-pub const METHODS: &[Method] = &[*ReadResource::METHOD, *GetPrompt::METHOD, *Complete::METHOD];
+pub const METHODS: &[Method] = &[
+    *ReadResource::METHOD,
+    *GetPrompt::METHOD,
+    *Complete::METHOD,
+    *SubscribeResource::METHOD,
+    *UnsubscribeResource::METHOD,
+];
 
 /// A one-request method's row: what the operation must know to carry it, whatever it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
