@@ -40,7 +40,9 @@ fn answered(line: &str, id: &Value) -> Value {
 /// handshake's version is one the bridge speaks; a progress token is a string or an integer;
 /// what the host declares it answers is consistent (URL mode only with elicitation); the
 /// capabilities relayed name only what the bridge relays, with list changes only where the
-/// subscription it listens with asks for them.
+/// subscription it listens with asks for them; a subscription's plan names the URI the host
+/// gave; an upstream's update relayed carries its URI and none of its `_meta`; an input round
+/// carries the upstream's request as it was.
 pub fn bridge(data: &[u8]) {
     for line in data.split(|&b| b == b'\n') {
         let Some(message) = host::read(line) else {
@@ -107,6 +109,15 @@ fn request(id: &Value, method: &str, params: &Value) {
         }
     }
     let _ = host::rpc_error(params);
+    // The upstream's notification with these params, as the host would get it.
+    if let Some((uri, line)) = host::resource_updated(method, params) {
+        let message: Value = serde_json::from_str(&line).expect("an update line is JSON");
+        assert_eq!(message["params"]["uri"], uri.as_str());
+        assert!(message["params"].get("_meta").is_none(), "{line}");
+    }
+    // The upstream asking `method` with these params, as a modern host's input round.
+    let round = host::input_required("input-1", method, params, "state-1");
+    assert_eq!(round["inputRequests"]["input-1"]["params"], *params);
     match host::plan(method, params) {
         Plan::Answer(result) => {
             let line = host::response(id, Ok(host::in_era(result, modern)));
@@ -130,6 +141,14 @@ fn request(id: &Value, method: &str, params: &Value) {
             assert_eq!(method, "initialize");
         }
         Plan::Discover => assert_eq!(method, "server/discover"),
+        Plan::Subscribe { uri, on } => {
+            assert_eq!(on, method == "resources/subscribe", "{method}");
+            assert!(on || method == "resources/unsubscribe", "{method}");
+            assert_eq!(
+                params.get("uri").and_then(Value::as_str),
+                Some(uri.as_str())
+            );
+        }
         Plan::Forward(action) => {
             if let Action::CallTool { name, .. } = &action {
                 assert_eq!(

@@ -43,6 +43,17 @@ pub(super) struct Answering {
     to: Mutex<Option<Value>>,
     /// The host cancelled the request: no answer is sent.
     cancelled: AtomicBool,
+    /// While the operation waits for the host's answer to what it was asked: where a cancel
+    /// ends the wait.
+    asking: Mutex<Option<mpsc::Sender<Answer>>>,
+}
+
+/// What ends a wait for the host's answer.
+enum Answer {
+    /// The host's result or error object.
+    Host(Result<Value, Value>),
+    /// Nobody waits for it any more: the host cancelled its request (false) or is gone (true).
+    Dropped { host_gone: bool },
 }
 
 thread_local! {
@@ -68,6 +79,7 @@ impl Answering {
             cancel,
             to: Mutex::new(Some(id)),
             cancelled: AtomicBool::new(false),
+            asking: Mutex::new(None),
         }
     }
 
@@ -84,6 +96,10 @@ impl Answering {
     pub(super) fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
         self.cancel.cancel();
+        // The operation cannot see the cancel while it waits for the host: the wait ends.
+        if let Some(waiting) = locked(&self.asking).take() {
+            let _ = waiting.send(Answer::Dropped { host_gone: false });
+        }
     }
 
     /// Runs `work` (the operation, on this thread) with its responder knowing this request.
@@ -110,7 +126,7 @@ impl Answering {
 struct Round {
     /// The key of `inputRequests` the upstream's request went under.
     key: String,
-    answer: mpsc::Sender<Result<Value, Value>>,
+    answer: mpsc::Sender<Answer>,
     answering: Arc<Answering>,
 }
 
@@ -121,7 +137,7 @@ pub(super) struct Asks {
     /// The host's requests whose operations run, by id (as JSON text).
     in_flight: Mutex<HashMap<String, Arc<Answering>>>,
     /// Requests sent to a legacy host, by id: where its answer goes.
-    requests: Mutex<HashMap<String, mpsc::Sender<Result<Value, Value>>>>,
+    requests: Mutex<HashMap<String, mpsc::Sender<Answer>>>,
     /// Input rounds of a modern host, by `requestState`.
     rounds: Mutex<HashMap<String, Round>>,
     next: AtomicU64,
@@ -174,10 +190,18 @@ impl Asks {
         }
     }
 
-    /// The host is gone: every operation still running is cancelled.
+    /// The host is gone: every operation still running is cancelled, and every wait for the
+    /// host's answer ends.
     pub(super) fn cancel_all(&self) {
         for answering in locked(&self.in_flight).values() {
             answering.cancel();
+        }
+        let gone = || Answer::Dropped { host_gone: true };
+        for waiting in locked(&self.requests).values() {
+            let _ = waiting.send(gone());
+        }
+        for round in locked(&self.rounds).values() {
+            let _ = round.answer.send(gone());
         }
     }
 
@@ -207,6 +231,13 @@ impl Asks {
                 .map_or(budget, |a| a.deadline.remaining(Instant::now()));
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (answer, answered) = mpsc::channel();
+        let current = answering.clone();
+        if let Some(answering) = &answering {
+            if answering.cancelled.load(Ordering::SeqCst) {
+                return Err(dropped(method, false));
+            }
+            *locked(&answering.asking) = Some(answer.clone());
+        }
         let asked = match answering {
             Some(answering) if answering.modern => {
                 let Some(id) = locked(&answering.to).take() else {
@@ -252,13 +283,28 @@ impl Asks {
         } else {
             wait()
         };
+        if let Some(answering) = current {
+            locked(&answering.asking).take();
+        }
+        let host_gone = matches!(got, Ok(Answer::Dropped { host_gone: true }));
         match asked {
             Asked::Round(state) => drop(locked(&self.rounds).remove(&state)),
-            Asked::Request(id) => drop(locked(&self.requests).remove(&id)),
+            Asked::Request(id) => {
+                locked(&self.requests).remove(&id);
+                // Nobody waits for the host's answer any more: it is told, as a server
+                // cancels its own request, so that it stops asking the person.
+                if !host_gone && !matches!(got, Ok(Answer::Host(_))) {
+                    send(&host::cancelled_line(
+                        &id,
+                        "the request that asked it is over",
+                    ));
+                }
+            }
         }
         match got {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(host::rpc_error(&error)),
+            Ok(Answer::Host(Ok(result))) => Ok(result),
+            Ok(Answer::Host(Err(error))) => Err(host::rpc_error(&error)),
+            Ok(Answer::Dropped { host_gone }) => Err(dropped(method, host_gone)),
             Err(_) => Err(RpcError {
                 code: host::code::TIMEOUT,
                 message: format!("the host did not answer {method} within the request's budget"),
@@ -274,7 +320,7 @@ impl Asks {
             return;
         };
         if let Some(waiting) = locked(&self.requests).remove(id) {
-            let _ = waiting.send(answer);
+            let _ = waiting.send(Answer::Host(answer));
         }
     }
 
@@ -299,8 +345,21 @@ impl Asks {
             None => Err(json!({"code": host::code::INVALID_PARAMS,
                 "message": "the host's retry carries no answer to the request it was asked"})),
         };
-        let _ = round.answer.send(answer);
+        let _ = round.answer.send(Answer::Host(answer));
         Retry::Taken
+    }
+}
+
+/// The error the upstream's request gets when nobody waits for the host's answer any more.
+fn dropped(method: &str, host_gone: bool) -> RpcError {
+    let why = match host_gone {
+        true => "the host is gone",
+        false => "the host cancelled the request it was asked for",
+    };
+    RpcError {
+        code: host::code::INTERNAL,
+        message: format!("the bridge no longer asks the host {method}: {why}"),
+        data: None,
     }
 }
 
@@ -454,5 +513,35 @@ mod tests {
         asks.cancel(&json!(1));
         assert_eq!(asks.finish(&op), None);
         assert!(asks.begin(&json!(1), &op), "out of flight once ended");
+    }
+
+    #[test]
+    fn a_cancel_or_the_host_s_end_ends_the_wait_and_the_host_is_told() {
+        let asks = Arc::new(Asks::default());
+        let op = answering(json!(4), false, Duration::from_secs(30));
+        assert!(asks.begin(&json!(4), &op));
+        let began = Instant::now();
+        let (sent, thread) = ask_on_thread(&asks, Some(Arc::clone(&op)));
+        let asked = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(asked["method"], "elicitation/create");
+        // The host cancels the request that asked: the wait ends, not the 30 s budget.
+        asks.cancel(&json!(4));
+        let err = thread.join().unwrap().unwrap_err();
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            began.elapsed()
+        );
+        assert_eq!(err.code, host::code::INTERNAL);
+        let told = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(told["method"], "notifications/cancelled");
+        assert_eq!(told["params"]["requestId"], asked["id"]);
+
+        // The host gone: a wait outside its requests (the watcher's) ends too, unannounced.
+        let (sent, thread) = ask_on_thread(&asks, None);
+        sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        asks.cancel_all();
+        assert!(thread.join().unwrap().is_err());
+        assert!(sent.try_recv().is_err(), "nothing more is written");
     }
 }

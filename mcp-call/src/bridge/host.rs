@@ -518,6 +518,14 @@ pub(crate) fn input_required(key: &str, method: &str, params: &Value, state: &st
     })
 }
 
+/// The host's `notifications/cancelled` for the bridge's own request `id`: nobody waits for
+/// its answer any more.
+pub(crate) fn cancelled_line(id: &str, reason: &str) -> String {
+    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": reason}})
+    .to_string()
+}
+
 /// One JSON-RPC request line to the host (without its newline).
 pub(crate) fn request_line(id: &str, method: &str, params: &Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
