@@ -16,7 +16,11 @@ listen:<seconds> (waits, sending nothing, until the server's notifications/tools
 is heard: `listen: notified` or `listen: none`), subscribe:<uri> and unsubscribe:<uri>
 (`subscribe <uri>: ok` or `subscribe <uri>: error <code> <message>`), updates:<n>:<seconds>:<uri>
 (waits, sending nothing, until n notifications/resources/updated of the URI were heard in all:
-`updates <uri>: <count>`), race:<slow>:<fast> (the slow tool, then 200 ms later the fast
+`updates <uri>: <count>`), listen-tools:<seconds>:<tool>:<json> and
+listen-resource:<n>:<seconds>:<tool>:<uri> (2026-07-28 hosts, HOST_MODE set: the Client's
+`listen()` for the tool list's changes, or for that resource's updates, then the tool called
+(with those arguments, or none); `listen: acknowledged <honored filter>`, then `listen tools: changed` or
+`listen tools: none`, or `listen <uri>: <count> updates`), race:<slow>:<fast> (the slow tool, then 200 ms later the fast
 one, both without arguments: `race: <first> then <second>`), cancel:<tool>:<json>:<seconds> (the call cancelled by the host after that long,
 then a ping: `cancel <tool>: cancelled, ping ok <ms> ms`), mark:<path> (creates the file, for
 the row to see this point was reached), await:<path>:<seconds> (waits until the row creates
@@ -166,6 +170,28 @@ async def run_steps(session, steps: list[str]) -> None:
                 while updated.get(uri, 0) < int(count):
                     await anyio.sleep(0.05)
             print(f"updates {uri}: {updated.get(uri, 0)}", flush=True)
+        elif kind == "listen-tools":
+            seconds, tool, arguments = rest.split(":", 2)
+            async with session.listen(tools_list_changed=True) as sub:
+                print(f"listen: acknowledged {sub.honored.model_dump(by_alias=True, exclude_none=True)}", flush=True)
+                await session.call_tool(tool, json.loads(arguments or "{}"))
+                heard = None
+                with anyio.move_on_after(float(seconds)):
+                    heard = await sub.__anext__()
+            print(f"listen tools: {'changed' if heard is not None else 'none'}", flush=True)
+        elif kind == "listen-resource":
+            count, seconds, tool, uri = rest.split(":", 3)
+            heard = 0
+            async with session.listen(resource_subscriptions=[uri]) as sub:
+                print(f"listen: acknowledged {sub.honored.model_dump(by_alias=True, exclude_none=True)}", flush=True)
+                await session.call_tool(tool, {})
+                with anyio.move_on_after(float(seconds)):
+                    async for event in sub:
+                        if str(getattr(event, "uri", "")) == uri:
+                            heard += 1
+                            if heard >= int(count):
+                                break
+            print(f"listen {uri}: {heard} updates", flush=True)
         elif kind == "race":
             # The slow call (it waits for the host), then, 200 ms later, the fast one: which
             # is answered first.

@@ -134,6 +134,20 @@ check "$M: the upstream's elicitation (its inputRequests) asked of the host in a
   err='method=tools/call .*status=200'
 # The upstream asks during the call in a legacy era (a request on the call's stream, or on
 # stdout): the modern host is still asked in an input round, never sent a request.
+# A modern host's own subscriptions (the Client's listen()): acknowledged with what the
+# upstream declares, and only what each asked for reaches it, under its id.
+HOST_MODE=auto host_run python init 'listen-tools:5:change:{}' -- --url "http://127.0.0.1:$port/mcp"
+check "$M: its subscriptions/listen for tool list changes acknowledged, the upstream's change on it" \
+  rc=0 out="^listen: acknowledged \\{'toolsListChanged': True\\}$" out='^listen tools: changed$'
+HOST_MODE=auto host_run python init 'listen-tools:5:change_later:{"seconds":0.5}' -- \
+  --stdio "$PY_MCP $INTEROP_DIR/peers/python_sdk_server.py stdio $TAG" --timeout 3
+check "$M: the stdio upstream's change after the call, heard between the host's requests, on its subscription" \
+  rc=0 out='^listen tools: changed$'
+HOST_MODE=auto host_run python init "listen-resource:2:12:toggle-subscriber-updates:$DOC" -- \
+  --stdio "node $NPM/@modelcontextprotocol/server-everything/dist/index.js stdio" --timeout 3
+check "$M, the reference server over stdio: its subscription to a resource (resources/subscribe upstream) acknowledged, its updates on it" \
+  rc=0 out="^listen: acknowledged \\{'resourceSubscriptions': \\['$DOC'\\]\\}$" \
+  out="^listen $DOC: 2 updates\$"
 HOST_MODE=auto host_run python init 'call:knock:{}' -- --url "http://127.0.0.1:$port/mcp" \
   --protocol 2025-11-25 --timeout 5
 check "$M: the upstream's elicitation on a 2025-11-25 call's stream asked of the host in an input round" \

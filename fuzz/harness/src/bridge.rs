@@ -141,6 +141,15 @@ fn request(id: &Value, method: &str, params: &Value) {
             assert_eq!(method, "initialize");
         }
         Plan::Discover => assert_eq!(method, "server/discover"),
+        Plan::Listen { filter } => {
+            assert_eq!(method, "subscriptions/listen");
+            let line = host::acknowledged_line(id, &filter);
+            let ack: Value = serde_json::from_str(&line).expect("an acknowledgment is JSON");
+            assert_eq!(
+                ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                *id
+            );
+        }
         Plan::Subscribe { uri, on } => {
             assert_eq!(on, method == "resources/subscribe", "{method}");
             assert!(on || method == "resources/unsubscribe", "{method}");

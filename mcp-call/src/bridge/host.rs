@@ -140,8 +140,11 @@ pub(crate) enum Plan {
     /// This operation on the upstream, under the request's own budget.
     Forward(Action),
     /// `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`: the bridge's own
-    /// subscription to the upstream changes, and the host is answered at once.
+    /// subscription to the upstream changes, and the host is answered once it did.
     Subscribe { uri: String, on: bool },
+    /// A modern host's `subscriptions/listen` asking for what `filter` names: acknowledged
+    /// once the upstream took its resources, and never answered otherwise (the host ends it).
+    Listen { filter: mcp_proto::Subscription },
     /// This error, at once.
     Refuse { code: i64, message: String },
 }
@@ -172,6 +175,9 @@ pub(crate) fn plan(method: &str, params: &Value) -> Plan {
         "resources/list" => Plan::Forward(Action::List(ListKind::Resources)),
         "resources/templates/list" => Plan::Forward(Action::List(ListKind::ResourceTemplates)),
         "prompts/list" => Plan::Forward(Action::List(ListKind::Prompts)),
+        "subscriptions/listen" => Plan::Listen {
+            filter: listen_filter(params),
+        },
         "resources/subscribe" | "resources/unsubscribe" => match text("uri") {
             Some(uri) => Plan::Subscribe {
                 uri,
@@ -247,6 +253,58 @@ pub(crate) fn list_changed_line(method: &str) -> Option<String> {
             | "notifications/resources/list_changed"
     )
     .then(|| json!({"jsonrpc": "2.0", "method": method}).to_string())
+}
+
+/// What a host's `subscriptions/listen` asks for (`params.notifications`): what is not a
+/// boolean `true` or a string URI is not asked for.
+pub(crate) fn listen_filter(params: &Value) -> mcp_proto::Subscription {
+    let asked =
+        |key: &str| params.pointer(&format!("/notifications/{key}")) == Some(&Value::Bool(true));
+    let uris = params
+        .pointer("/notifications/resourceSubscriptions")
+        .and_then(Value::as_array);
+    mcp_proto::Subscription {
+        tools_list_changed: asked("toolsListChanged"),
+        prompts_list_changed: asked("promptsListChanged"),
+        resources_list_changed: asked("resourcesListChanged"),
+        resource_subscriptions: (uris.into_iter().flatten())
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+    }
+}
+
+/// The `_meta` key a notification on a subscription names it under.
+const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The acknowledgment of the host's `subscriptions/listen` `id`: what the bridge relays of
+/// what it asked for.
+pub(crate) fn acknowledged_line(id: &Value, granted: &mcp_proto::Subscription) -> String {
+    let mut notifications = Map::new();
+    for (on, key) in [
+        (granted.tools_list_changed, "toolsListChanged"),
+        (granted.prompts_list_changed, "promptsListChanged"),
+        (granted.resources_list_changed, "resourcesListChanged"),
+    ] {
+        if on {
+            notifications.insert(key.to_owned(), Value::Bool(true));
+        }
+    }
+    if !granted.resource_subscriptions.is_empty() {
+        let uris = granted.resource_subscriptions.clone();
+        notifications.insert("resourceSubscriptions".to_owned(), Value::from(uris));
+    }
+    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": {SUBSCRIPTION_KEY: id}, "notifications": notifications}})
+    .to_string()
+}
+
+/// The upstream's notification `method` with `params`, on the host's subscription `id`: its
+/// `_meta` (the upstream's own subscription) replaced by the host's.
+pub(crate) fn on_subscription(id: &Value, method: &str, params: &Value) -> String {
+    let mut params = params.as_object().cloned().unwrap_or_default();
+    params.insert("_meta".to_owned(), json!({SUBSCRIPTION_KEY: id}));
+    json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }
 
 /// Whether the upstream declares resource subscriptions (`resources.subscribe`).
@@ -670,6 +728,20 @@ mod tests {
         };
         assert_eq!(code, code::INVALID_PARAMS);
         assert_eq!(
+            plan(
+                "subscriptions/listen",
+                &json!({"notifications": {"toolsListChanged": true, "promptsListChanged": 1,
+                    "resourceSubscriptions": ["a://1", 2]}})
+            ),
+            Plan::Listen {
+                filter: mcp_proto::Subscription {
+                    tools_list_changed: true,
+                    resource_subscriptions: vec!["a://1".into()],
+                    ..Default::default()
+                }
+            }
+        );
+        assert_eq!(
             plan("resources/unsubscribe", &json!({"uri": "x"})),
             Plan::Subscribe {
                 uri: "x".into(),
@@ -787,6 +859,26 @@ mod tests {
         assert_eq!(
             resource_updated("notifications/progress", &json!({"uri": "a"})),
             None
+        );
+        // On a modern host's subscription: its id in `_meta`, the upstream's gone.
+        let on = on_subscription(
+            &json!("listen-1"),
+            "notifications/resources/updated",
+            &json!({"uri": "a://1", "_meta": {"io.modelcontextprotocol/subscriptionId": 3}}),
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&on).unwrap()["params"],
+            json!({"uri": "a://1", "_meta": {"io.modelcontextprotocol/subscriptionId": "listen-1"}})
+        );
+        let granted = mcp_proto::Subscription {
+            tools_list_changed: true,
+            resource_subscriptions: vec!["a://1".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&acknowledged_line(&json!(5), &granted)).unwrap()["params"],
+            json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 5},
+                "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["a://1"]}})
         );
         let watched = list_changes(&upstream).unwrap();
         assert!(watched.tools_list_changed && !watched.resources_list_changed);

@@ -19,6 +19,7 @@
 
 mod ask;
 mod host;
+mod listen;
 mod watch;
 
 use std::io::{BufRead, Write};
@@ -36,7 +37,8 @@ use crate::filter::ToolFilter;
 use crate::report::Reporter;
 use ask::{Answering, Asks, Retry};
 use host::{FromHost, HostAnswers, Plan};
-use watch::Watch;
+use listen::Listens;
+use watch::{Waiter, Watch};
 
 /// The longest line read from the host (a request is small; a host that sends more is
 /// answered with an error, and the line skipped).
@@ -66,6 +68,8 @@ pub(crate) fn serve(
         asks: Asks::default(),
         inbox: inbox.clone(),
         watch: Watch::new(config.is_stdio()),
+        listens: Listens::default(),
+        next_silent: std::sync::atomic::AtomicU64::new(1),
         subscribable: std::sync::atomic::AtomicBool::new(false),
         host_answers: std::sync::atomic::AtomicBool::new(false),
         tools,
@@ -89,7 +93,7 @@ pub(crate) fn serve(
                 let _ = bridge.dispatch(message);
             }
             Some(Input::TooLong) => too_long(&bridge),
-            Some(Input::Rewatch) => {}
+            Some(Input::Rewatch | Input::Run(_)) => {}
             Some(Input::Eof) | None => return crate::code::OK,
         }
     };
@@ -137,6 +141,11 @@ struct Bridge {
     inbox: UnboundedSender<Input>,
     /// What the bridge listens for between the host's requests.
     watch: Watch,
+    /// A modern host's subscriptions.
+    listens: Listens,
+    /// Numbers the operations the bridge runs for itself (a resource a modern host's
+    /// subscription names, subscribed to on a legacy upstream).
+    next_silent: std::sync::atomic::AtomicU64,
     /// The upstream offers resource subscriptions: the host's are relayed.
     subscribable: std::sync::atomic::AtomicBool,
     /// Whether the host answers any of the upstream's requests.
@@ -158,8 +167,9 @@ struct Job {
     /// The token the host asked progress under: the upstream's progress goes to it.
     progress: Option<Value>,
     /// A legacy upstream's `resources/subscribe` (true) or `resources/unsubscribe` of this
-    /// URI: once taken, the watcher's filter changes.
-    subscribes: Option<(String, bool)>,
+    /// URI, and who waits for it: once taken, the watcher's filter changes. For a host's
+    /// subscription (`Waiter::Listen`) the operation answers no request of the host's.
+    subscribes: Option<(String, bool, Waiter)>,
 }
 
 /// What one host request's operation reports to: `--trace` and the rest of what every
@@ -183,9 +193,23 @@ impl Observer for Relay {
         let mcp_proto::Event::Notification(notification) = event else {
             return;
         };
-        // A list's change, whichever operation's stream it came on.
-        if let Some(line) = host::list_changed_line(&notification.method) {
-            self.bridge.send(&line);
+        let (method, params) = (&notification.method, &notification.params);
+        // A modern host hears only what one of its subscriptions asked for, on it.
+        if self.bridge.asks.host_modern.load(Ordering::SeqCst) {
+            for line in self.bridge.listens.lines(method, params) {
+                self.bridge.send(&line);
+            }
+        } else {
+            // A list's change, whichever operation's stream it came on.
+            if let Some(line) = host::list_changed_line(method) {
+                self.bridge.send(&line);
+            }
+            // An update of a resource the host subscribed to.
+            if let Some((uri, line)) = host::resource_updated(method, params)
+                && self.bridge.watch.is_subscribed(&uri)
+            {
+                self.bridge.send(&line);
+            }
         }
         // A modern upstream took the watcher's subscription: the host's wait for it is over.
         if self.watcher && notification.method == "notifications/subscriptions/acknowledged" {
@@ -202,13 +226,6 @@ impl Observer for Relay {
             let answered = self.bridge.watch.acknowledged(&granted);
             self.bridge.answer_subscriptions(answered);
         }
-        // An update of a resource the host subscribed to.
-        if let Some((uri, line)) =
-            host::resource_updated(&notification.method, &notification.params)
-            && self.bridge.watch.is_subscribed(&uri)
-        {
-            self.bridge.send(&line);
-        }
         if let (Some(token), Some(_)) = (&self.progress, notification.progress()) {
             self.bridge
                 .send(&host::progress_line(token, &notification.params));
@@ -224,6 +241,8 @@ enum Input {
     /// subscribed), or the last host request on a local upstream ended: the watcher starts
     /// if it should and does not run.
     Rewatch,
+    /// An operation the bridge runs for itself.
+    Run(Job),
     /// A line longer than [`LINE_LIMIT`], skipped.
     TooLong,
     Eof,
@@ -309,6 +328,7 @@ impl Bridge {
                         return Some(job(Action::Probe, Some(version), false));
                     }
                     Plan::Discover => return Some(job(Action::Probe, None, true)),
+                    Plan::Listen { filter } => self.listen(&id, &filter, modern),
                     Plan::Subscribe { uri, on } => {
                         if !self.subscribable.load(Ordering::SeqCst) {
                             let message = format!(
@@ -325,12 +345,22 @@ impl Bridge {
                                 false => OneRequest::new(&UnsubscribeResource { uri: uri.clone() }),
                             };
                             let mut job = job(Action::Request(request), None, false);
-                            job.subscribes = Some((uri, on));
+                            let waiter = Waiter::Request {
+                                id: id.clone(),
+                                modern,
+                            };
+                            job.subscribes = Some((uri, on, waiter));
                             return Some(job);
                         }
                         // A modern one is told in the watcher's next subscription.
                         let start = match on {
-                            true => self.watch.subscribe_pending(&uri, id.clone(), modern),
+                            true => {
+                                let waiter = Waiter::Request {
+                                    id: id.clone(),
+                                    modern,
+                                };
+                                self.watch.subscribe_pending(&uri, waiter)
+                            }
                             false => self.watch.resource(&uri, false),
                         };
                         if start {
@@ -356,7 +386,10 @@ impl Bridge {
                     }
                 }
             }
-            FromHost::Cancelled { request_id } => self.asks.cancel(&request_id),
+            FromHost::Cancelled { request_id } => {
+                self.asks.cancel(&request_id);
+                self.listens.close(&request_id);
+            }
             FromHost::Invalid { id, code, message } => {
                 self.send(&host::response(&id, Err(host::refusal(code, &message))));
             }
@@ -402,17 +435,67 @@ impl Bridge {
     /// Answers the host's subscriptions a modern upstream took (or left out, or failed to).
     fn answer_subscriptions(&self, answered: Vec<(watch::Pending, bool)>) {
         for (pending, taken) in answered {
-            let answer = match taken {
-                true => Ok(host::in_era(serde_json::json!({}), pending.modern)),
-                false => {
-                    let message = format!(
-                        "the upstream {} did not take the subscription to {}",
-                        self.label, pending.uri
-                    );
-                    Err(host::refusal(host::code::INTERNAL, &message))
+            self.subscription_settled(&pending.waiter, &pending.uri, taken);
+        }
+    }
+
+    /// The upstream took (or refused) the subscription to `uri` `waiter` waits for: the
+    /// host's request is answered, or its subscription acknowledged once nothing is left.
+    fn subscription_settled(&self, waiter: &Waiter, uri: &str, taken: bool) {
+        match waiter {
+            Waiter::Request { id, modern } => {
+                let answer = match taken {
+                    true => Ok(host::in_era(serde_json::json!({}), *modern)),
+                    false => {
+                        let message = format!(
+                            "the upstream {} did not take the subscription to {uri}",
+                            self.label
+                        );
+                        Err(host::refusal(host::code::INTERNAL, &message))
+                    }
+                };
+                self.send(&host::response(id, answer));
+            }
+            Waiter::Listen { id } => {
+                if let Some(line) = self.listens.settled(id, uri, taken) {
+                    self.send(&line);
                 }
+            }
+        }
+    }
+
+    /// A modern host's `subscriptions/listen` `id` asking for `filter`: acknowledged at once,
+    /// or once the upstream took the resources it names (a legacy upstream is sent
+    /// `resources/subscribe` for each, by operations of the bridge's own).
+    fn listen(&self, id: &Value, filter: &mcp_proto::Subscription, modern: bool) {
+        let subscribable = self.subscribable.load(Ordering::SeqCst);
+        let declared = self.watch.declared();
+        let opened = (self.listens).open(id, filter, &declared, subscribable, |uri| {
+            self.watch.is_subscribed(uri)
+        });
+        if let Some(line) = opened.acknowledged {
+            self.send(&line);
+        }
+        for uri in opened.subscribe {
+            let waiter = Waiter::Listen { id: id.clone() };
+            if self.watch.upstream_modern() {
+                if self.watch.subscribe_pending(&uri, waiter) {
+                    let _ = self.inbox.send(Input::Rewatch);
+                }
+                continue;
+            }
+            let n = self.next_silent.fetch_add(1, Ordering::Relaxed);
+            let request = OneRequest::new(&SubscribeResource { uri: uri.clone() });
+            let job = Job {
+                id: Value::from(format!("mcp-call-bridge-subscribe-{n}")),
+                action: Action::Request(request),
+                initialize: None,
+                discover: false,
+                modern,
+                progress: None,
+                subscribes: Some((uri, true, waiter)),
             };
-            self.send(&host::response(&pending.id, answer));
+            let _ = self.inbox.send(Input::Run(job));
         }
     }
 
@@ -421,7 +504,7 @@ impl Bridge {
     fn finish(&self, job: &Job, answering: &Answering, outcome: Result<Outcome, Error>, sse: bool) {
         // A legacy upstream took the host's subscription (or its end): the filter follows,
         // before the host hears of it.
-        if let (Ok(_), Some((uri, on))) = (&outcome, &job.subscribes)
+        if let (Ok(_), Some((uri, on, _))) = (&outcome, &job.subscribes)
             && self.watch.resource(uri, *on)
         {
             let _ = self.inbox.send(Input::Rewatch);
@@ -430,6 +513,11 @@ impl Bridge {
         // The last host request on a local upstream ended: the watcher listens again.
         if self.watch.local && self.asks.is_idle() && self.watch.idle() {
             let _ = self.inbox.send(Input::Rewatch);
+        }
+        // A host's subscription waited for this one: it is told, and no request answered.
+        if let Some((uri, _, waiter @ Waiter::Listen { .. })) = &job.subscribes {
+            self.subscription_settled(waiter, uri, outcome.is_ok());
+            return;
         }
         let Some(to) = to else {
             return;
@@ -550,6 +638,7 @@ fn serve_loop(bridge: &Arc<Bridge>, client: Client, first: FromHost, mut inputs:
                 None
             }
             Input::Rewatch => watch(&client, bridge),
+            Input::Run(job) => run(&client, bridge, job),
             Input::Eof => break,
         };
         running.extend(started);

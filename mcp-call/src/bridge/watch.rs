@@ -37,15 +37,23 @@ pub(super) const PAUSE: Duration = Duration::from_secs(1);
 /// cancel that comes before the subscription runs is not kept, so it is sent again.
 pub(super) const YIELD_SLICE: Duration = Duration::from_millis(5);
 
-/// A host's `resources/subscribe` of a modern upstream, waiting for the subscription that
-/// acknowledges it.
+/// Who waits for the upstream to take a subscription to a resource.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Waiter {
+    /// The host's `resources/subscribe` `id`, answered with `{}` or an error (`modern`: the
+    /// host speaks the modern era in it).
+    Request { id: Value, modern: bool },
+    /// The host's `subscriptions/listen` `id`, acknowledged once each resource it asks for
+    /// was taken or refused.
+    Listen { id: Value },
+}
+
+/// A host's subscription to a resource of a modern upstream, waiting for the subscription
+/// that acknowledges it.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Pending {
     pub(super) uri: String,
-    /// The host's request.
-    pub(super) id: Value,
-    /// The host speaks the modern era in it.
-    pub(super) modern: bool,
+    pub(super) waiter: Waiter,
     /// The generation that asks for it: an acknowledgment of an older one does not answer it.
     generation: u64,
 }
@@ -168,18 +176,16 @@ impl Watch {
         }
     }
 
-    /// A modern upstream: the host's request `id` subscribes to `uri`, answered once a
-    /// subscription asking for it is acknowledged ([`Self::acknowledged`]) or fails. True
-    /// when the loop should start.
-    pub(super) fn subscribe_pending(&self, uri: &str, id: Value, modern: bool) -> bool {
+    /// A modern upstream: `waiter` subscribes to `uri`, told once a subscription asking for
+    /// it is acknowledged ([`Self::acknowledged`]) or fails. True when the loop should start.
+    pub(super) fn subscribe_pending(&self, uri: &str, waiter: Waiter) -> bool {
         let mut state = locked(&self.state);
         state.resources.insert(uri.to_owned());
         let start = state.changed();
         let generation = state.generation;
         state.pending.push(Pending {
             uri: uri.to_owned(),
-            id,
-            modern,
+            waiter,
             generation,
         });
         start
@@ -196,6 +202,11 @@ impl Watch {
         state.settle(|pending| {
             (pending.generation <= current).then(|| granted.contains(&pending.uri))
         })
+    }
+
+    /// The list changes the upstream declared (none before its handshake was answered).
+    pub(super) fn declared(&self) -> Subscription {
+        locked(&self.state).declared.clone().unwrap_or_default()
     }
 
     /// Whether the host subscribed to `uri`: its updates are relayed.
@@ -388,8 +399,12 @@ mod tests {
         assert!(watch.start());
         let (_, first) = watch.next(&cancel(), || false).unwrap();
         // Two subscriptions restart it; the old one's acknowledgment answers neither.
-        assert!(!watch.subscribe_pending("a://1", json!(1), false));
-        assert!(!watch.subscribe_pending("a://2", json!(2), true));
+        let request = |id: u64, modern| Waiter::Request {
+            id: json!(id),
+            modern,
+        };
+        assert!(!watch.subscribe_pending("a://1", request(1, false)));
+        assert!(!watch.subscribe_pending("a://2", request(2, true)));
         assert!(watch.acknowledged(&["a://1".to_owned()]).is_empty());
         assert!(!watch.ended(first, true).0);
         let (subscription, second) = watch.next(&cancel(), || false).unwrap();
@@ -397,12 +412,16 @@ mod tests {
         // The upstream takes one and leaves the other out: no longer asked for.
         let answered = watch.acknowledged(&["a://1".to_owned()]);
         let answers: Vec<_> = (answered.iter())
-            .map(|(pending, taken)| (pending.id.clone(), pending.modern, *taken))
+            .map(|(pending, taken)| (pending.waiter.clone(), *taken))
             .collect();
-        assert_eq!(answers, [(json!(1), false, true), (json!(2), true, false)]);
+        assert_eq!(
+            answers,
+            [(request(1, false), true), (request(2, true), false)]
+        );
         assert!(watch.is_subscribed("a://1") && !watch.is_subscribed("a://2"));
         // A subscription that fails refuses what waits for it.
-        assert!(!watch.subscribe_pending("a://3", json!(3), false));
+        let listen = Waiter::Listen { id: json!("l-1") };
+        assert!(!watch.subscribe_pending("a://3", listen));
         assert!(!watch.ended(second, true).0);
         let (_, third) = watch.next(&cancel(), || false).unwrap();
         let (counts, refused) = watch.ended(third, true);
