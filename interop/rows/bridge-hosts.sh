@@ -3,7 +3,8 @@
 # ClientSession (peers/python_host.py) and the TypeScript SDK's StdioClientTransport with
 # Client (peers/ts_host.mjs) start `mcp-call bridge` as their local server. Upstreams: the
 # Python SDK over HTTP (the modern era it detects, and the legacy one forced), the reference
-# server over HTTP (legacy, the TypeScript SDK), and the Python SDK over stdio (both eras).
+# server over HTTP and stdio (legacy, the TypeScript SDK), and the Python SDK over stdio (both
+# eras).
 # Checks, per host and upstream: the handshake answered with the upstream's identity, the
 # tools listed, a call, a tool's isError, 16 calls at once each answered with its own result,
 # the upstream's progress under the host's own token, a call the host cancels
@@ -21,6 +22,11 @@
 # inputRequests, a legacy request on the call's stream, a request on stdout) asked in an input
 # round the host answers with its retry, on the Python SDK upstream (HTTP in both eras, stdio)
 # and on the legacy reference server.
+# Resource subscriptions: a host's resources/subscribe relayed to the reference server (over
+# HTTP and stdio), its updates reaching the host (the second between the host's requests), and
+# resources/unsubscribe; a modern host's own subscriptions/listen for tool list changes and
+# for a resource's updates. A local upstream's list change sent between the host's requests
+# reaches it then (the bridge listens to the process's stdout while no request runs).
 . "$INTEROP_DIR/lib.sh"
 
 port=$(free_port)
