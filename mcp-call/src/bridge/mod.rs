@@ -6,9 +6,12 @@
 //! gives up. Host requests run side by side on the one upstream session; the host's
 //! `notifications/cancelled` cancels its operation (and no answer follows, as the protocol
 //! says); the upstream's progress reaches the host under the host's token; the upstream's
-//! requests (elicitation, sampling, roots) become requests to the host when its handshake
-//! declared it answers them. The tools `--tool`/`--ignore-tool` hide are left out of the
-//! host's `tools/list`, and its `tools/call` of one is refused here, the upstream never asked.
+//! requests (elicitation, sampling, roots) are asked of the host when it declared it answers
+//! them (`ask`: a request to a legacy host, an input round for a modern one). The list changes
+//! and the resources the host subscribed to are listened for between its requests (`watch`),
+//! and a modern host's own subscriptions get what they asked for (`listen`). The tools
+//! `--tool`/`--ignore-tool` hide are left out of the host's `tools/list`, and its `tools/call`
+//! of one is refused here, the upstream never asked.
 //! EOF on stdin (or SIGINT, SIGTERM, SIGHUP) cancels what is in
 //! flight and closes the upstream session within the close's grant; a local upstream's whole
 //! process tree with it.
@@ -172,6 +175,14 @@ struct Job {
     subscribes: Option<(String, bool, Waiter)>,
 }
 
+impl Job {
+    /// The same, a legacy upstream's `resources/subscribe` or `resources/unsubscribe`.
+    fn subscribing(mut self, subscribes: (String, bool, Waiter)) -> Self {
+        self.subscribes = Some(subscribes);
+        self
+    }
+}
+
 /// What one host request's operation reports to: `--trace` and the rest of what every
 /// command shows (the reporter), and the upstream's progress, relayed to the host under its
 /// token when it asked for it.
@@ -330,46 +341,12 @@ impl Bridge {
                     Plan::Discover => return Some(job(Action::Probe, None, true)),
                     Plan::Listen { filter } => self.listen(&id, &filter, modern),
                     Plan::Subscribe { uri, on } => {
-                        if !self.subscribable.load(Ordering::SeqCst) {
-                            let message = format!(
-                                "Method not found: {method} (the upstream offers no resource subscriptions)"
-                            );
-                            let error = host::refusal(host::code::METHOD_NOT_FOUND, &message);
-                            self.send(&host::response(&id, Err(error)));
-                            return None;
-                        }
-                        // A legacy upstream is asked itself; its answer answers the host.
-                        if !self.watch.upstream_modern() {
-                            let request = match on {
-                                true => OneRequest::new(&SubscribeResource { uri: uri.clone() }),
-                                false => OneRequest::new(&UnsubscribeResource { uri: uri.clone() }),
-                            };
-                            let mut job = job(Action::Request(request), None, false);
-                            let waiter = Waiter::Request {
-                                id: id.clone(),
-                                modern,
-                            };
-                            job.subscribes = Some((uri, on, waiter));
-                            return Some(job);
-                        }
-                        // A modern one is told in the watcher's next subscription.
-                        let start = match on {
-                            true => {
-                                let waiter = Waiter::Request {
-                                    id: id.clone(),
-                                    modern,
-                                };
-                                self.watch.subscribe_pending(&uri, waiter)
-                            }
-                            false => self.watch.resource(&uri, false),
+                        let waiter = Waiter::Request {
+                            id: id.clone(),
+                            modern,
                         };
-                        if start {
-                            let _ = self.inbox.send(Input::Rewatch);
-                        }
-                        if !on {
-                            let answer = host::in_era(serde_json::json!({}), modern);
-                            self.send(&host::response(&id, Ok(answer)));
-                        }
+                        let subscription = self.subscribe(&method, uri, on, waiter)?;
+                        return Some(job(subscription.0, None, false).subscribing(subscription.1));
                     }
                     Plan::Forward(action) => {
                         // A hidden tool's call is refused here: the upstream is not asked.
@@ -462,6 +439,50 @@ impl Bridge {
                 }
             }
         }
+    }
+
+    /// The host's `resources/subscribe` (`on`) or `resources/unsubscribe` of `uri`, which
+    /// `waiter` is: for a legacy upstream, the operation that sends it and what it subscribes
+    /// (its answer answers the host); for a modern one, `None`: the watcher's next
+    /// subscription is told, and the host answered at its acknowledgment (at once for an end).
+    fn subscribe(
+        &self,
+        method: &str,
+        uri: String,
+        on: bool,
+        waiter: Waiter,
+    ) -> Option<(Action, (String, bool, Waiter))> {
+        let Waiter::Request { id, modern } = &waiter else {
+            return None;
+        };
+        if !self.subscribable.load(Ordering::SeqCst) {
+            let message = format!(
+                "Method not found: {method} (the upstream offers no resource subscriptions)"
+            );
+            let error = host::refusal(host::code::METHOD_NOT_FOUND, &message);
+            self.send(&host::response(id, Err(error)));
+            return None;
+        }
+        if !self.watch.upstream_modern() {
+            let request = match on {
+                true => OneRequest::new(&SubscribeResource { uri: uri.clone() }),
+                false => OneRequest::new(&UnsubscribeResource { uri: uri.clone() }),
+            };
+            return Some((Action::Request(request), (uri, on, waiter)));
+        }
+        let (id, modern) = (id.clone(), *modern);
+        let start = match on {
+            true => self.watch.subscribe_pending(&uri, waiter),
+            false => self.watch.resource(&uri, false),
+        };
+        if start {
+            let _ = self.inbox.send(Input::Rewatch);
+        }
+        if !on {
+            let answer = host::in_era(serde_json::json!({}), modern);
+            self.send(&host::response(&id, Ok(answer)));
+        }
+        None
     }
 
     /// A modern host's `subscriptions/listen` `id` asking for `filter`: acknowledged at once,
