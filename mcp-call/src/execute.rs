@@ -4,6 +4,7 @@
 //! close at the end, under what the last operation left of its budget. What to print is
 //! `output`'s; what each operation does is the library's.
 
+use crate::stdout::outln;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -290,7 +291,7 @@ impl Runs<'_> {
         let printed = outcome.and_then(|outcome| match outcome {
             Outcome::Answer(answer) => (self.cli.command)
                 .answer_text(answer, self.label, self.cli.json)
-                .map(|text| println!("{text}")),
+                .map(|text| outln!("{text}")),
             Outcome::Tools(listing) => {
                 print_outcome(Outcome::Tools(self.tools.visible(listing)), self.cli.json);
                 Ok(())

@@ -26,6 +26,7 @@ mod remote_flags;
 mod report;
 mod servers;
 mod setup;
+mod stdout;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,14 @@ use crate::report::Reporter;
 use crate::setup::Setup;
 
 fn main() -> ExitCode {
+    let code = main_code();
+    // What a command printed, out before the process ends (every way out comes here).
+    stdout::flush();
+    code
+}
+
+/// The command's work, and its exit code.
+fn main_code() -> ExitCode {
     let json = std::env::args().any(|a| a == "--json");
     let (args, notes) = match remote_flags::translate(std::env::args().collect()) {
         Ok(translated) => translated,

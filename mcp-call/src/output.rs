@@ -2,6 +2,7 @@
 //! usage errors on stderr as one sentence (or one JSON object), the `--repeat` summary. Each
 //! printer returns the exit code its output stands for; none of them decides anything else.
 
+use crate::stdout::outln;
 use std::time::Duration;
 
 use mcp_proto::{Era, Error, Fault, Outcome};
@@ -42,10 +43,10 @@ pub(crate) fn list_servers(cli: &Cli) -> u8 {
                 serde_json::json!({"name": name, "transport": transport, "target": target})
             })
             .collect();
-        println!("{}", Value::Array(list));
+        outln!("{}", Value::Array(list));
     } else {
         for (name, transport, target) in described {
-            println!("{name}\t{transport}\t{target}");
+            outln!("{name}\t{transport}\t{target}");
         }
     }
     code::OK
@@ -141,7 +142,7 @@ pub(crate) fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
             "capabilities": info.capabilities,
             "sessionId": info.session_id,
         });
-        println!("{value}");
+        outln!("{value}");
     } else {
         // A server that reports no version gets no empty word (and no double space).
         let mut who = info.server.name.clone();
@@ -149,7 +150,7 @@ pub(crate) fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
             who.push(' ');
             who.push_str(&info.server.version);
         }
-        println!(
+        outln!(
             "{who} (protocol {}, {} era)",
             info.protocol_version,
             Era::of(info.protocol_version)
@@ -165,10 +166,10 @@ pub(crate) fn print_probe(info: &mcp_proto::SessionInfo, json: bool) -> u8 {
 pub(crate) fn print_outcome(outcome: Outcome, json: bool) -> u8 {
     fn lines<T>(items: &[T], key: impl Fn(&T) -> &str, raw: impl Fn(&T) -> Value, json: bool) {
         if json {
-            println!("{}", Value::Array(items.iter().map(raw).collect()));
+            outln!("{}", Value::Array(items.iter().map(raw).collect()));
         } else {
             for item in items {
-                println!("{}", key(item));
+                outln!("{}", key(item));
             }
         }
     }
@@ -191,14 +192,14 @@ pub(crate) fn print_outcome(outcome: Outcome, json: bool) -> u8 {
         Outcome::Call(result) => return print_call(&result, json),
         Outcome::Probe(info) => return print_probe(&info, json),
         Outcome::TaskCancelRequested(id) if json => {
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({"task": {"id": id, "cancel": "requested"}})
             );
         }
-        Outcome::TaskCancelRequested(id) => println!("cancel requested: {id}"),
+        Outcome::TaskCancelRequested(id) => outln!("cancel requested: {id}"),
         // The notifications went out as they came; the end is said only to a script.
-        Outcome::Subscription(end) if json => println!(
+        Outcome::Subscription(end) if json => outln!(
             "{}",
             serde_json::json!({"subscription": {"acknowledged": end.acknowledged,
                 "endedBy": if end.by_server { "server" } else { "budget" }}})
@@ -211,9 +212,9 @@ pub(crate) fn print_outcome(outcome: Outcome, json: bool) -> u8 {
 
 pub(crate) fn print_call(result: &mcp_proto::CallToolResult, json: bool) -> u8 {
     if json {
-        println!("{}", Value::Object(result.raw.clone()));
+        outln!("{}", Value::Object(result.raw.clone()));
     } else {
-        println!("{}", result.text());
+        outln!("{}", result.text());
     }
     if result.is_error {
         code::TOOL_ERROR

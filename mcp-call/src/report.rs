@@ -228,10 +228,10 @@ impl Observer for Reporter {
 /// One notification as one JSON line on stdout, flushed at once: a pipe reader sees it when
 /// it comes, not when a buffer fills.
 fn print_notification(notification: &mcp_proto::message::Notification) {
-    use std::io::Write;
     let line = serde_json::json!({"method": notification.method, "params": notification.params});
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    // A reader waits for it: out at once.
+    crate::stdout::outln!("{line}");
+    crate::stdout::flush();
 }
 
 /// A server's log message as one line: `log <level>[ <logger>]: <data>` (a string as it is,
