@@ -1,9 +1,12 @@
 //! The driver's own TCP transport: a connection's [`Socket`] as ureq reads and writes it, and
 //! the [`SocketHandle`] a cancel or the leg's end shuts it down with.
 //!
-//! A wait for input is `poll(2)` on the lane's own thread until the leg's end, to the
-//! microsecond (spinning through its last millisecond), and whether a pooled connection is
-//! still open is one `poll`; off Unix a wait is the socket's receive timeout, as in ureq's own
+//! A wait for input whose end is far starts with the read itself, blocking under a constant
+//! receive timeout ([`FAR_SLICE`]: one system call for an answer that comes, where a `poll`
+//! first makes two); the rest of it, and every wait whose end is near, is `poll(2)` on the
+//! lane's own thread until its end, to the microsecond (spinning through its last
+//! millisecond). Whether a pooled connection is still
+//! open is one `poll`; off Unix a wait is the socket's receive timeout, as in ureq's own
 //! transport. The shutdown handle shuts the read side first.
 //!
 //! This module never decides whether a leg was late, nor any MCP matter; it only waits, reads
@@ -23,6 +26,16 @@ use ureq::unversioned::transport::{Buffers, LazyBuffers, NextTimeout, ShutdownHa
 /// again instead (at most this much CPU, and only for a wait that reaches its end).
 #[cfg(unix)]
 const READ_SPIN: Duration = Duration::from_millis(1);
+
+/// A wait that ends at least [`FAR_SLICE`] + [`FAR_MARGIN`] from now (each whole slice of
+/// [`SLICE`](super::slice::SLICE)) starts with a read that blocks for at most this long (the
+/// socket's receive timeout, a constant set once per connection: no system call goes to
+/// setting it again). The receive timeout runs on the kernel's timer wheel, a tick or two
+/// late (10 ms a tick at 100 Hz): the margin, waited with `poll`, keeps the wait's end exact.
+#[cfg(unix)]
+const FAR_SLICE: Duration = Duration::from_millis(30);
+#[cfg(unix)]
+const FAR_MARGIN: Duration = Duration::from_millis(20);
 
 /// A connection's socket as a shutdown sees it: a second handle on it, registered (weakly)
 /// for a cancel and for the leg-end thread, kept alive by the [`Socket`] it belongs to.
@@ -53,6 +66,9 @@ pub(crate) struct Socket {
     write_timeout: Option<Duration>,
     #[cfg(not(unix))]
     read_timeout: Option<Duration>,
+    /// On Unix: whether the socket's receive timeout is [`FAR_SLICE`] already.
+    #[cfg(unix)]
+    far_slice: bool,
     _handle: Arc<SocketHandle>,
 }
 
@@ -112,6 +128,11 @@ impl Transport for Socket {
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         let (after, reason) = limit(timeout.for_read());
         let until = after.map(|after| Instant::now() + after);
+        #[cfg(unix)]
+        if let Some(amount) = self.read_far(after)? {
+            self.buffers.input_appended(amount);
+            return Ok(amount > 0);
+        }
         self.wait_readable(until, reason)?;
         let input = self.buffers.input_append_buf();
         let amount = loop {
@@ -143,7 +164,29 @@ impl Socket {
             write_timeout: None,
             #[cfg(not(unix))]
             read_timeout: None,
+            #[cfg(unix)]
+            far_slice: false,
             _handle: handle,
+        }
+    }
+
+    /// When the wait (`after`) ends far from now, one read under the socket's receive
+    /// timeout ([`FAR_SLICE`]): `Some(amount)` when input (or the end) came; `None` when it
+    /// did not, or the wait's end is near: [`Self::wait_readable`]'s exact wait follows.
+    #[cfg(unix)]
+    fn read_far(&mut self, after: Option<Duration>) -> Result<Option<usize>, ureq::Error> {
+        if after.is_some_and(|after| after < FAR_SLICE + FAR_MARGIN) {
+            return Ok(None);
+        }
+        if !self.far_slice {
+            self.stream.set_read_timeout(Some(FAR_SLICE))?;
+            self.far_slice = true;
+        }
+        let input = self.buffers.input_append_buf();
+        match (&self.stream).read(input) {
+            Ok(amount) => Ok(Some(amount)),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted || is_timeout(&err) => Ok(None),
+            Err(err) => Err(ureq::Error::Io(err)),
         }
     }
 
@@ -240,6 +283,35 @@ mod tests {
             reason: ureq::Timeout::RecvResponse,
             ..NextTimeout::default()
         }
+    }
+
+    /// A wait whose end is far starts with a blocking read under the socket's receive
+    /// timeout: an answer that comes after that read's own slice is still read, and a silent
+    /// server's wait still ends at its time, not at the slice's.
+    #[cfg(unix)]
+    #[test]
+    fn a_far_wait_reads_what_comes_late_and_ends_at_its_own_time() {
+        let (mut socket, _handle, mut server) = socket_pair();
+        let started = Instant::now();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(FAR_SLICE * 2);
+            server.write_all(b"late").unwrap();
+            server
+        });
+        assert!(socket.await_input(within(Duration::from_secs(5))).unwrap());
+        assert_eq!(socket.buffers.input(), b"late");
+        assert!(started.elapsed() >= FAR_SLICE * 2);
+        let _server = writer.join().unwrap();
+        let started = Instant::now();
+        let waited = socket.await_input(within(Duration::from_millis(200)));
+        let took = started.elapsed();
+        assert!(matches!(waited, Err(ureq::Error::Timeout(_))), "{waited:?}");
+        assert!(
+            took >= Duration::from_millis(200),
+            "not before its time: {took:?}"
+        );
+        // Generous: a slow machine bounds it, not the read's slice.
+        assert!(took < Duration::from_millis(700), "{took:?}");
     }
 
     #[test]
