@@ -18,6 +18,10 @@ pub(crate) struct Turns<T> {
 
 struct Slot<T> {
     busy: bool,
+    /// How many operations wait for their turn: a turn's end signals only when one does (a
+    /// signal is a system call, and a client's operations on a local server mostly come one
+    /// after another, none waiting).
+    waiting: usize,
     /// What is shared, kept between operations (ended on close, or when the client is dropped).
     child: Option<T>,
 }
@@ -27,6 +31,7 @@ impl<T> Default for Turns<T> {
         Self {
             slot: Mutex::new(Slot {
                 busy: false,
+                waiting: 0,
                 child: None,
             }),
             ended: Condvar::new(),
@@ -62,6 +67,7 @@ impl<T> Turns<T> {
                 drop(slot);
                 return run(&mut None);
             }
+            slot.waiting += 1;
             slot = match left {
                 Some(left) => {
                     self.ended
@@ -74,6 +80,7 @@ impl<T> Turns<T> {
                     .wait(slot)
                     .unwrap_or_else(PoisonError::into_inner),
             };
+            slot.waiting -= 1;
         }
         slot.busy = true;
         let child = slot.child.take();
@@ -84,8 +91,10 @@ impl<T> Turns<T> {
 
     /// Wakes the operations waiting for their turn (one of them was cancelled).
     pub(crate) fn wake(&self) {
-        let _slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        self.ended.notify_all();
+        let slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.waiting > 0 {
+            self.ended.notify_all();
+        }
     }
 }
 
@@ -105,6 +114,50 @@ impl<T> Drop for Turn<'_, T> {
             .unwrap_or_else(PoisonError::into_inner);
         slot.busy = false;
         slot.child = self.child.take();
-        self.turns.ended.notify_one();
+        if slot.waiting > 0 {
+            self.turns.ended.notify_one();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A turn's end wakes the operation waiting for the next one (it is counted), and not at
+    /// its budget's end.
+    #[test]
+    fn a_turn_s_end_hands_the_slot_to_the_one_waiting() {
+        let turns = Arc::new(Turns::<u32>::default());
+        turns.offer(7);
+        let (held, holding) = std::sync::mpsc::channel();
+        let first = {
+            let turns = Arc::clone(&turns);
+            std::thread::spawn(move || {
+                turns.take_turn(None, &Shared::for_lane(), |child| {
+                    held.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(100));
+                    *child = child.map(|n| n + 1);
+                });
+            })
+        };
+        holding.recv().unwrap();
+        let started = Instant::now();
+        let until = started + Duration::from_secs(30);
+        let got = turns.take_turn(Some(until), &Shared::for_lane(), |child| *child);
+        assert_eq!(got, Some(8), "the slot as the first turn left it");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        first.join().unwrap();
+        // No one waits: a turn ends without a signal, and the next takes it at once.
+        assert_eq!(
+            turns.take_turn(None, &Shared::for_lane(), |child| *child),
+            Some(8)
+        );
     }
 }
