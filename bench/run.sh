@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Reproduces every number of BENCHMARKS.md in one go:
 #   1. builds mcp-bench (binary and criterion benches), the testkit's stdio server
-#      (mcp-testkit-stdio, which the stdio cases start) and mcp-call (which the overrun runs
-#      as a whole process) in release,
+#      (mcp-testkit-stdio, which the stdio cases start) and mcp-call (which the whole-process
+#      rows and the overrun run as a whole process) in release,
 #   2. runs the criterion parsing benchmarks (benches/parse.rs) and the outputSchema ones
 #      (benches/schema.rs),
 #   3. runs `mcp-bench run`: the server ceiling, the network cases (both eras over HTTP,
 #      and stdio), the cross-SDK cases
 #      (the drivers, rmcp, the TypeScript SDK and the Python SDK, a client process each),
-#      the memory cases, then the overrun past a 2 s budget against a stalled server
+#      the memory cases, the whole-process rows against rmcp's own server (`mcp-bench
+#      serve-rmcp`, rmcp 3.11's StreamableHttpService: for each era, 5 paired rounds of
+#      `mcp-call --driver blocking|tokio --repeat 8000 call echo` and the bare floor
+#      `mcp-bench floor-child` posting the same bytes, one process at a time: about a minute;
+#      `--whole-calls N`, `--whole-rounds R` to choose, `--only whole` to run them alone with
+#      `mcp-bench run`), then the overrun past a 2 s budget against a stalled server
 #      (inside the operation and as the whole mcp-call process, 20 runs a row: about 4 minutes),
 #   4. writes the tables into BENCHMARKS.md between the result markers
 #      (or prints them with --print),
@@ -17,13 +22,15 @@
 #
 # Usage: bench/run.sh [--print] [--quick] [extra `mcp-bench run` options...]
 #   --print   print the tables instead of writing BENCHMARKS.md
-#   --quick   shorter windows (1 s per case instead of 2 s) and 5 overrun runs a row instead
-#             of 20: a smoke run, not for the record
+#   --quick   shorter windows (1 s per case instead of 2 s), 5 overrun runs a row instead
+#             of 20, and whole-process rows of 2000 calls in 3 rounds instead of 8000 in 5:
+#             a smoke run, not for the record
 #
 # The cross-SDK cases need the SDKs interop/install.sh installs into $INTEROP_HOME (default
 # ~/.cache/mcp-interop): `interop/install.sh && bench/run.sh`. Without them the run fails at
 # once, naming that step (`--no-sdks` leaves the cross-SDK table out instead).
-# Takes about 16 minutes on a fresh 2-core machine (about 6 of them the build, 4 the overrun).
+# Takes about 17 minutes on a fresh 2-core machine (about 6 of them the build, 4 the overrun,
+# 1 the whole-process rows).
 # `wrk` (apt-get install -y wrk), when installed, adds a row to the server-ceiling table.
 set -euo pipefail
 
@@ -36,7 +43,7 @@ extra=()
 for arg in "$@"; do
     case "$arg" in
         --print) print=1 ;;
-        --quick) secs=1; quick=(--overrun-runs 5) ;;
+        --quick) secs=1; quick=(--overrun-runs 5 --whole-calls 2000 --whole-rounds 3) ;;
         *) extra+=("$arg") ;;
     esac
 done
@@ -70,7 +77,7 @@ build_start=$(date +%s)
 cargo build --release -p mcp-bench --bins --benches >&2
 # The stdio cases' server, found next to mcp-bench (mcp_testkit::stdio_server_path).
 cargo build --release -p mcp-testkit --bin mcp-testkit-stdio >&2
-# The overrun's whole-process rows run mcp-call, found next to mcp-bench.
+# The whole-process rows and the overrun's run mcp-call, found next to mcp-bench.
 cargo build --release -p mcp-call --bin mcp-call >&2
 build_secs=$(( $(date +%s) - build_start ))
 
@@ -81,7 +88,7 @@ cargo bench -p mcp-bench --bench parse >&2
 # "Output validation" section of BENCHMARKS.md, beside the validated/unvalidated rows).
 cargo bench -p mcp-bench --bench schema >&2
 
-echo "== server ceiling, network, memory and overrun cases" >&2
+echo "== server ceiling, network, memory, whole-process and overrun cases" >&2
 tables=$(mktemp)
 trap 'rm -f "$tables"' EXIT
 "$target/release/mcp-bench" run --secs "$secs" ${quick[@]+"${quick[@]}"} --criterion "$target/criterion" --out "$tables" ${extra[@]+"${extra[@]}"}

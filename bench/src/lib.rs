@@ -1,7 +1,8 @@
 //! Benchmarks of the MCP drivers (`mcp-driver-blocking`, `mcp-driver-tokio`) against their
 //! bare-HTTP floors (in both protocol eras) and bare-pipe floors (stdio), against the official
 //! Rust SDK (`rmcp`, over HTTP and stdio) and against the TypeScript and Python SDKs' clients,
-//! all on one loopback server (or the testkit's stdio server).
+//! all on one loopback server (or the testkit's stdio server); and the whole `mcp-call` process
+//! against rmcp's own server, beside a bare floor process.
 //!
 //! Everything is driven by `bench/run.sh`, which builds in release, runs the criterion parsing
 //! benchmarks (`benches/parse.rs`) and the `mcp-bench` binary, and writes the tables into
@@ -27,6 +28,11 @@
 //! * [`memory`]: peak RSS of one blocking call facing a 100 MiB answer, in a child process.
 //! * [`overrun`]: how far past a 2 s budget a call to a stalled server ends (1 ms
 //!   resolution), inside the operation and as the whole `mcp-call` process, both drivers.
+//! * [`rmcp_server`]: the official Rust SDK's own server (rmcp 3.11's
+//!   `StreamableHttpService`, one `echo` tool), run as `mcp-bench serve-rmcp`.
+//! * [`whole`]: whole `mcp-call --repeat N` processes (both drivers, both eras) against that
+//!   server beside a bare floor process posting the same bytes (`mcp-bench floor-child`),
+//!   in paired rounds: calls/s, the ratio to the floor, CPU per call.
 //! * [`validation`]: what checking a tool's result against its `outputSchema` costs a warm
 //!   call, both drivers, with and without the check (and `benches/schema.rs`: compiling the
 //!   schema and checking one result alone).
@@ -37,8 +43,10 @@ pub mod cases;
 pub mod memory;
 pub mod overrun;
 pub mod report;
+pub mod rmcp_server;
 pub mod sdks;
 pub mod server;
 pub mod stats;
 pub mod validation;
+pub mod whole;
 pub mod wire;

@@ -1,12 +1,16 @@
-//! `mcp-bench`: runs the network, server-ceiling and memory cases, reads the criterion parsing
-//! results, and prints the Markdown tables of `BENCHMARKS.md`.
+//! `mcp-bench`: runs the network, server-ceiling, memory, whole-process and overrun cases, reads
+//! the criterion parsing results, and prints the Markdown tables of `BENCHMARKS.md`.
 //!
 //! ```text
 //! mcp-bench run [--secs S] [--rounds N] [--warmup-ms MS] [--only TEXT] [--criterion DIR]
 //!               [--out FILE] [--no-ceiling] [--no-network] [--no-memory]
 //!               [--interop-home DIR] [--no-sdks] [--no-overrun] [--overrun-runs N]
+//!               [--whole-calls N] [--whole-rounds R]
 //! mcp-bench serve [--era legacy|modern]
 //!                                     # the server process of one era (used by `run`)
+//! mcp-bench serve-rmcp                # rmcp's own StreamableHttpService, tool echo (used by `run`)
+//! mcp-bench floor-child URL legacy|modern N
+//!                                     # N bare calls posting mcp-call's bytes (used by `run`)
 //! mcp-bench memory-child DRIVER URL   # one call, then its peak RSS (used by `run`)
 //! mcp-bench client-child KIND URL CASE WARMUP_MS WINDOW_MS
 //!                                     # a Rust client of the cross-SDK table (used by `run`)
@@ -21,7 +25,9 @@
 //! table out). `--only TEXT` keeps the cases whose name (`sequential JSON mcp-driver-tokio`,
 //! `in-flight-16 SSE rmcp (default client)`, `shared-256 JSON floor: bare hyper-util POST`,
 //! `sdks cold-closed SSE Python SDK`...) contains `TEXT`: handy under `perf`, or to run one
-//! group (`--only shared-`, `--only sdks`, `--only modern`, `--only stdio`, `--only overrun`).
+//! group (`--only shared-`, `--only sdks`, `--only modern`, `--only stdio`, `--only overrun`,
+//! `--only whole`). The server ceiling's rows are named `server ceiling` and the memory rows
+//! `memory blocking oversize-sse`...: with `--only`, they run only when it names them too.
 //!
 //! The output-validation rows (after the network cases, with them: `--no-network` leaves them
 //! out too) make sequential calls of the legacy server's `forecast` tool, whose listing
@@ -35,10 +41,26 @@
 //! server `N` times per row (default 20, `--overrun-runs`) under a 2 s budget: inside the
 //! operation, and as the whole `mcp-call` process (over HTTP and over stdio), for both drivers;
 //! its rows are named `overrun mcp-driver-tokio inside the operation`, `overrun
-//! mcp-driver-blocking whole process over stdio`... (so `--only stdio` takes its two stdio rows
-//! too; `--no-overrun` leaves it out). It runs
+//! mcp-driver-blocking mcp-call process over stdio`... (so `--only stdio` takes its two stdio
+//! rows too; `--no-overrun` leaves it out). It runs
 //! `mcp-call` from the folder of `mcp-bench` (`cargo build --release --bins` builds it): the run
 //! fails at once, naming that step, when a whole-process row is selected and it is missing.
+//!
+//! The whole-process rows (after the memory cases, before the overrun, their processes one at
+//! a time) measure `mcp-call` against the official Rust SDK's own server: `serve-rmcp` (rmcp
+//! 3.11's `StreamableHttpService`, JSON answers for 2026-07-28 requests, a session's answers
+//! as event streams in 2025-11-25). For each era (2025-11-25, then 2026-07-28), `R` paired
+//! rounds (default 5, `--whole-rounds`) each run three processes to completion, in an order
+//! alternating between rounds: `mcp-call --driver blocking --url URL [--protocol 2025-11-25]
+//! --repeat N call echo '{"text":"hi"}'` (default N 8000, `--whole-calls`), the same with
+//! `--driver tokio`, and the floor `floor-child URL ERA N` (one ureq agent and connection
+//! posting the bytes `mcp-call`'s blocking driver posts). Each is timed from spawn to exit,
+//! with its user and system CPU time and the server's; the table gives per row the median
+//! calls/s over the rounds, the median per-round ratio to the same round's floor, and CPU µs
+//! per call. Its rows are named `whole 2025-11-25 mcp-call --driver tokio`, `whole 2026-07-28
+//! floor: bare ureq (mcp-bench floor-child)`... (`--only whole` takes them all; a selected
+//! client row brings its era's floor along). It runs `mcp-call` from the folder of
+//! `mcp-bench` too, and fails at once, naming the build step, when it is missing.
 //!
 //! The 2026-07-28 era's cases talk to a second server process (`serve --era modern`); the
 //! stdio cases start `mcp-testkit-stdio`, which `bench/run.sh` builds next to `mcp-bench`
@@ -56,10 +78,12 @@ use mcp_bench::cases::{
 use mcp_bench::memory::{self, MemoryRun};
 use mcp_bench::overrun::{self, OverrunRow, Place};
 use mcp_bench::report::{self, CeilingRow, Check};
+use mcp_bench::rmcp_server;
 use mcp_bench::sdks::{self, Peers, Sdk, SdkRun};
 use mcp_bench::server::{self, ServerProcess};
 use mcp_bench::stats::{CpuSnapshot, load_average};
 use mcp_bench::validation;
+use mcp_bench::whole::{self, WholeRow};
 use mcp_proto::SessionConfig;
 
 /// Options of `mcp-bench run`.
@@ -79,6 +103,10 @@ struct Options {
     overrun: bool,
     /// Runs per overrun row (`--overrun-runs`).
     overrun_runs: usize,
+    /// Calls per process of the whole-process rows (`--whole-calls`).
+    whole_calls: u32,
+    /// Paired rounds of the whole-process rows (`--whole-rounds`).
+    whole_rounds: u32,
 }
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
@@ -97,6 +125,8 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         interop_home: Some(sdks::default_interop_home()),
         overrun: true,
         overrun_runs: overrun::DEFAULT_RUNS,
+        whole_calls: whole::DEFAULT_CALLS,
+        whole_rounds: whole::DEFAULT_ROUNDS,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -129,6 +159,18 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                     .map_err(|_| "--overrun-runs takes a count")?;
                 options.overrun_runs = runs.max(1);
             }
+            "--whole-calls" => {
+                let calls: u32 = value()?
+                    .parse()
+                    .map_err(|_| "--whole-calls takes a count")?;
+                options.whole_calls = calls.max(1);
+            }
+            "--whole-rounds" => {
+                let rounds: u32 = value()?
+                    .parse()
+                    .map_err(|_| "--whole-rounds takes a count")?;
+                options.whole_rounds = rounds.max(1);
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -139,14 +181,17 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("serve") => server::serve_main(&args[1..]).map_err(|e| e.to_string()),
+        Some("serve-rmcp") => rmcp_server::serve_main(&args[1..]).map_err(|e| e.to_string()),
+        Some("floor-child") => whole::floor_child_main(&args[1..]),
         Some("memory-child") if args.len() == 3 => {
             memory::child_main(&args[1], &args[2]).map_err(|e| e.to_string())
         }
         Some("client-child") => sdks::child_main(&args[1..]),
         Some("run") => parse_options(&args[1..]).and_then(|o| run(&o)),
         _ => Err(
-            "usage: mcp-bench run [options] | serve [--era legacy|modern] | memory-child DRIVER URL \
-                  | client-child KIND URL CASE WARMUP_MS WINDOW_MS"
+            "usage: mcp-bench run [options] | serve [--era legacy|modern] | serve-rmcp \
+                  | memory-child DRIVER URL | client-child KIND URL CASE WARMUP_MS WINDOW_MS \
+                  | floor-child URL legacy|modern N"
                 .to_owned(),
         ),
     };
@@ -196,6 +241,9 @@ fn network_cases() -> Vec<(Group, Target, ClientKind)> {
     }
     cases
 }
+
+/// The name `--only` matches for the server-ceiling rows.
+const CEILING: &str = "server ceiling";
 
 /// Whether the case or row called `name` runs: `--only`'s text is part of its name, or there
 /// is no `--only`.
@@ -270,6 +318,20 @@ fn run(options: &Options) -> Result<(), String> {
     } else {
         None
     };
+    // And the whole-process rows' `mcp-call` (their floor is this binary).
+    let whole_rows = whole::with_floors(
+        &whole::rows()
+            .into_iter()
+            .filter(|(era, runner)| {
+                selected(options.only.as_deref(), &whole::row_name(*era, *runner))
+            })
+            .collect::<Vec<_>>(),
+    );
+    let whole_mcp_call = if whole_rows.is_empty() {
+        None
+    } else {
+        Some(whole::mcp_call_path(&exe)?)
+    };
     let overrun_stdio = if overrun_rows
         .iter()
         .any(|(_, place)| *place == Place::ProcessStdio)
@@ -299,7 +361,7 @@ fn run(options: &Options) -> Result<(), String> {
     let mut checks: Vec<Check> = Vec::new();
 
     let mut ceiling = Vec::new();
-    if options.ceiling {
+    if options.ceiling && selected(options.only.as_deref(), CEILING) {
         ceiling = measure_ceiling(&servers.legacy, options.cfg.duration)?;
     }
 
@@ -438,6 +500,9 @@ fn run(options: &Options) -> Result<(), String> {
                 "oversize-chunked",
                 "oversize-sse",
             ] {
+                if !selected(options.only.as_deref(), &format!("memory {driver} {role}")) {
+                    continue;
+                }
                 let run = memory::measure(&exe, driver, role, servers.legacy.url(role))
                     .map_err(|e| e.to_string())?;
                 eprintln!(
@@ -452,6 +517,53 @@ fn run(options: &Options) -> Result<(), String> {
                 .into_iter()
                 .filter(|c| c.what.contains("blocking")),
         );
+    }
+
+    // When nothing else runs: the whole processes against rmcp's server, one at a time.
+    let mut whole_runs: Vec<WholeRow> = Vec::new();
+    if let Some(mcp_call) = whole_mcp_call {
+        let server =
+            rmcp_server::RmcpServerProcess::spawn(&exe).map_err(|e| format!("rmcp server: {e}"))?;
+        let setup = whole::Setup {
+            url: server.url().to_owned(),
+            server_pid: server.pid(),
+            mcp_call,
+            exe: exe.clone(),
+            calls: options.whole_calls,
+        };
+        eprint!(
+            "whole processes against rmcp's server, {} rounds of {} processes of {} calls: ",
+            options.whole_rounds,
+            whole_rows.len(),
+            options.whole_calls
+        );
+        whole_runs = whole::measure(&whole_rows, &setup, options.whole_rounds, |era, round| {
+            eprint!("{}:{round} ", whole::version(era));
+        })?;
+        eprintln!();
+        drop(server);
+        for row in &whole_runs {
+            let floor = whole_runs
+                .iter()
+                .find(|f| f.era == row.era && f.runner == whole::Runner::Floor);
+            let rates: Vec<String> = row.rates().iter().map(|r| format!("{r:.0}")).collect();
+            let fmt = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1}"));
+            eprintln!(
+                "{:<62}{:>9.0} calls/s  x floor {}  user {} µs/call  sys {} µs/call  \
+                 server {} µs/call  waits/call {}  rounds: {}",
+                whole::row_name(row.era, row.runner),
+                row.rate().map_or(f64::NAN, |s| s.median),
+                floor
+                    .and_then(|f| row.times_floor(f))
+                    .map_or_else(|| "–".to_owned(), |v| format!("{v:.3}")),
+                fmt(row.user_us()),
+                fmt(row.system_us()),
+                fmt(row.server_us()),
+                row.switches_per_call()
+                    .map_or_else(|| "–".to_owned(), |v| format!("{v:.2}")),
+                rates.join(" "),
+            );
+        }
     }
 
     // Last, when nothing else runs: the runs one at a time.
@@ -551,6 +663,18 @@ fn run(options: &Options) -> Result<(), String> {
     if !memory_runs.is_empty() {
         out.push_str("\n### Memory: one call facing a 100 MiB answer (cap 2 MiB)\n\n");
         out.push_str(&report::memory_table(&memory_runs, cap_kib));
+    }
+    if !whole_runs.is_empty() {
+        let _ = write!(
+            out,
+            "\n### {}\n\n",
+            report::whole_title(options.whole_calls)
+        );
+        out.push_str(&report::whole_table(
+            &whole_runs,
+            options.whole_calls,
+            options.whole_rounds,
+        ));
     }
     if !overrun_runs.is_empty() {
         let _ = write!(

@@ -103,9 +103,22 @@ impl Place {
     }
 }
 
-/// The name `--only` matches: `overrun mcp-driver-tokio whole process over stdio`.
+impl Place {
+    /// The place in the row's name for `--only`: the table's label, but "the `mcp-call`
+    /// process" where the table says "whole process", so that `--only whole` takes the
+    /// whole-process rows against rmcp's server ([`crate::whole`]) and not these.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Inside => self.label(),
+            Self::ProcessHttp => "mcp-call process over HTTP",
+            Self::ProcessStdio => "mcp-call process over stdio",
+        }
+    }
+}
+
+/// The name `--only` matches: `overrun mcp-driver-tokio mcp-call process over stdio`.
 pub fn row_name(driver: Driver, place: Place) -> String {
-    format!("overrun {} {}", driver.label(), place.label())
+    format!("overrun {} {}", driver.label(), place.name())
 }
 
 /// Every row, in the order they run (taking turns) and are reported.
@@ -414,7 +427,12 @@ mod tests {
         );
         assert_eq!(
             row_name(Driver::Tokio, Place::ProcessStdio),
-            "overrun mcp-driver-tokio whole process over stdio"
+            "overrun mcp-driver-tokio mcp-call process over stdio"
+        );
+        assert!(
+            rows.iter()
+                .all(|(d, p)| !row_name(*d, *p).contains("whole")),
+            "`--only whole` is the whole-process rows against rmcp's server"
         );
         assert!(
             rows.iter()

@@ -7,6 +7,7 @@ use crate::cases::{ClientKind, Era, Group, Measurement, Mode, Target, case_name}
 use crate::memory::MemoryRun;
 use crate::overrun::{OverrunRow, Place};
 use crate::sdks::SdkRun;
+use crate::whole::{Runner, WholeRow};
 
 /// One row of the server-ceiling table.
 #[derive(Debug, Clone, PartialEq)]
@@ -451,6 +452,61 @@ pub fn overrun_table(rows: &[OverrunRow]) -> String {
             opt(overrun.map(|s| s.max), 2),
             opt(lateness.map(|s| s.median), 2),
             opt(lateness.map(|s| s.max), 2),
+        );
+    }
+    out
+}
+
+/// The title of the whole-process table for `calls` calls a process.
+pub fn whole_title(calls: u32) -> String {
+    format!(
+        "Whole process against rmcp's own server: `mcp-call --repeat {calls}` beside a bare client"
+    )
+}
+
+/// The whole-process table: its caption (the server, its configuration, the method), then per
+/// era and process the median calls/s over the rounds (and their range), the median of the
+/// per-round ratios to the same round's floor, and CPU per call (medians over the rounds).
+pub fn whole_table(rows: &[WholeRow], calls: u32, rounds: u32) -> String {
+    let mut out = format!(
+        "Server: rmcp 3.11's own `StreamableHttpService` (`mcp-bench serve-rmcp`: the tool \
+         `echo`, rmcp's `ServerHandler`, hyper's HTTP/1.1 server with keep-alive on 127.0.0.1, \
+         a multi-threaded tokio runtime), configured with {}. Each row is one process making \
+         N = {calls} sequential `tools/call`s of `echo` on one keep-alive connection (in \
+         2025-11-25 after its handshake, the session's `DELETE` last) and exiting; the floor \
+         (`mcp-bench floor-child`) posts the same requests as `mcp-call`'s blocking driver \
+         (headers, body, ids counting up) through one ureq agent, reads each whole answer and \
+         checks it echoes, and does nothing else. R = {rounds} paired rounds per era: in each \
+         round the era's three processes run to completion one at a time, in an order that \
+         alternates between rounds (after one untimed warm-up run of each). calls/s = N / wall \
+         time from spawn to exit, median over the rounds (min–max beside it); × floor = the \
+         median over the rounds of the row's calls/s over the same round's floor's; CPU per \
+         call: the process's user and system time (`getrusage(RUSAGE_CHILDREN)` around its \
+         reaping) and the server's (`/proc/<pid>/stat`, 10 ms ticks), medians over the \
+         rounds; waits per call: the process's voluntary context switches.\n\n\
+         | era | process | calls/s (median) | rounds min–max | × floor | user µs/call \
+         | system µs/call | server CPU µs/call | waits/call |\n\
+         |---|---|--:|--:|--:|--:|--:|--:|--:|\n",
+        crate::rmcp_server::CONFIG_LABEL
+    );
+    for row in rows {
+        let rate = row.rate();
+        let floor = rows
+            .iter()
+            .find(|f| f.era == row.era && f.runner == Runner::Floor);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {}–{} | {} | {} | {} | {} | {} |",
+            crate::whole::version(row.era),
+            row.runner.label(),
+            opt(rate.map(|s| s.median), 0),
+            opt(rate.map(|s| s.min), 0),
+            opt(rate.map(|s| s.max), 0),
+            opt(floor.and_then(|f| row.times_floor(f)), 2),
+            opt(row.user_us(), 1),
+            opt(row.system_us(), 1),
+            opt(row.server_us(), 1),
+            opt(row.switches_per_call(), 2),
         );
     }
     out

@@ -116,6 +116,15 @@ pub fn capture_call(url: &str) -> CallLegs {
     let config = SessionConfig::new(url)
         .expect("a valid endpoint")
         .with_protocol_version(ProtocolVersion::LATEST);
+    capture_call_with(config)
+}
+
+/// [`capture_call`] for a configuration of the caller's (pinned to a legacy version): the
+/// legs `config` makes `mcp-proto` send, its client info and options included.
+///
+/// # Panics
+/// As [`capture_call`].
+pub fn capture_call_with(config: SessionConfig) -> CallLegs {
     CallLegs::from_legs(capture(config))
 }
 
@@ -131,6 +140,16 @@ pub fn capture_modern_call(url: &str) -> Captured {
     let config = SessionConfig::new(url)
         .expect("a valid endpoint")
         .with_protocol_version(ProtocolVersion::MODERN);
+    capture_modern_call_with(config)
+}
+
+/// [`capture_modern_call`] for a configuration of the caller's (pinned to
+/// [`ProtocolVersion::MODERN`]): the request `config` makes `mcp-proto` send, its client info
+/// and options included.
+///
+/// # Panics
+/// As [`capture_modern_call`].
+pub fn capture_modern_call_with(config: SessionConfig) -> Captured {
     let mut legs = capture(config);
     let kinds: Vec<LegKind> = legs.iter().map(|(kind, _)| *kind).collect();
     assert_eq!(kinds, [LegKind::CallTool], "a modern call is one leg");
