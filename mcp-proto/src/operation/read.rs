@@ -366,7 +366,11 @@ impl Reading {
             Body::Head => Framed::then(Heard::Over),
             Body::Json(buffer) => {
                 let body = std::mem::take(buffer);
-                match (self.refused_session.take(), says_session_is_gone(&body)) {
+                // Only a refusal of a request that carried a session is read for whether the
+                // session is gone: an answer's body is decoded once, by `json_answer`.
+                let refused = self.refused_session.take();
+                let gone = refused.is_some() && says_session_is_gone(&body);
+                match (refused, gone) {
                     // A close of a session the server no longer knows: it is closed.
                     (Some(LegKind::Close), true) => Framed::then(Heard::Done(Outcome::Closed)),
                     (Some(LegKind::Close), false) => {
