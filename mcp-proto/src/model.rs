@@ -431,8 +431,22 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// The `notifications` filter as sent: only the fields asked for.
-    pub(crate) fn filter(&self) -> Map<String, Value> {
+    /// The `notifications` filter as `subscriptions/listen` sends it (and as its
+    /// acknowledgment says what was granted): only the fields asked for.
+    ///
+    /// ```
+    /// use mcp_proto::Subscription;
+    /// let asked = Subscription {
+    ///     tools_list_changed: true,
+    ///     resource_subscriptions: vec!["file:///notes.txt".into()],
+    ///     ..Subscription::default()
+    /// };
+    /// let filter = serde_json::Value::Object(asked.filter());
+    /// assert_eq!(filter, serde_json::json!(
+    ///     {"toolsListChanged": true, "resourceSubscriptions": ["file:///notes.txt"]}));
+    /// assert_eq!(Subscription::from_filter(&filter), asked);
+    /// ```
+    pub fn filter(&self) -> Map<String, Value> {
         let mut filter = Map::new();
         for (asked, key) in [
             (self.tools_list_changed, "toolsListChanged"),
@@ -450,6 +464,25 @@ impl Subscription {
             );
         }
         filter
+    }
+
+    /// What a `notifications` filter asks for, read as a server reads it (a relay reads its
+    /// host's so): a field that is not `true` is not asked for, and a URI that is not a string
+    /// is left out.
+    pub fn from_filter(filter: &Value) -> Self {
+        let asked = |key: &str| filter.get(key) == Some(&Value::Bool(true));
+        let uris = filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array);
+        Self {
+            tools_list_changed: asked("toolsListChanged"),
+            prompts_list_changed: asked("promptsListChanged"),
+            resources_list_changed: asked("resourcesListChanged"),
+            resource_subscriptions: (uris.into_iter().flatten())
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        }
     }
 }
 

@@ -255,23 +255,10 @@ pub(crate) fn list_changed_line(method: &str) -> Option<String> {
     .then(|| json!({"jsonrpc": "2.0", "method": method}).to_string())
 }
 
-/// What a host's `subscriptions/listen` asks for (`params.notifications`): what is not a
-/// boolean `true` or a string URI is not asked for.
+/// What a host's `subscriptions/listen` asks for (`params.notifications`).
 pub(crate) fn listen_filter(params: &Value) -> mcp_proto::Subscription {
-    let asked =
-        |key: &str| params.pointer(&format!("/notifications/{key}")) == Some(&Value::Bool(true));
-    let uris = params
-        .pointer("/notifications/resourceSubscriptions")
-        .and_then(Value::as_array);
-    mcp_proto::Subscription {
-        tools_list_changed: asked("toolsListChanged"),
-        prompts_list_changed: asked("promptsListChanged"),
-        resources_list_changed: asked("resourcesListChanged"),
-        resource_subscriptions: (uris.into_iter().flatten())
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-    }
+    let filter = params.get("notifications").unwrap_or(&Value::Null);
+    mcp_proto::Subscription::from_filter(filter)
 }
 
 /// The `_meta` key a notification on a subscription names it under.
@@ -280,22 +267,8 @@ const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 /// The acknowledgment of the host's `subscriptions/listen` `id`: what the bridge relays of
 /// what it asked for.
 pub(crate) fn acknowledged_line(id: &Value, granted: &mcp_proto::Subscription) -> String {
-    let mut notifications = Map::new();
-    for (on, key) in [
-        (granted.tools_list_changed, "toolsListChanged"),
-        (granted.prompts_list_changed, "promptsListChanged"),
-        (granted.resources_list_changed, "resourcesListChanged"),
-    ] {
-        if on {
-            notifications.insert(key.to_owned(), Value::Bool(true));
-        }
-    }
-    if !granted.resource_subscriptions.is_empty() {
-        let uris = granted.resource_subscriptions.clone();
-        notifications.insert("resourceSubscriptions".to_owned(), Value::from(uris));
-    }
     json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-        "params": {"_meta": {SUBSCRIPTION_KEY: id}, "notifications": notifications}})
+        "params": {"_meta": {SUBSCRIPTION_KEY: id}, "notifications": granted.filter()}})
     .to_string()
 }
 
