@@ -25,6 +25,9 @@ struct Listen {
     granted: Subscription,
     /// The resources the upstream has not taken or refused yet: acknowledged when none is left.
     waiting: Vec<String>,
+    /// The list changes it was granted wait for the upstream's own subscription to be
+    /// acknowledged (a modern upstream sends them only on one).
+    unheard: bool,
 }
 
 /// The host's subscriptions.
@@ -44,7 +47,8 @@ pub(super) struct Opened {
 impl Listens {
     /// The host's `subscriptions/listen` `id` asks for `filter`. `declared`: the list changes
     /// the upstream sends; `subscribable`: whether it offers resource subscriptions;
-    /// `subscribed`: whether it is subscribed to a resource already.
+    /// `subscribed`: whether it is subscribed to a resource already; `heard`: whether the
+    /// upstream's list changes reach the bridge now ([`Self::heard`] acknowledges it later).
     pub(super) fn open(
         &self,
         id: &Value,
@@ -52,6 +56,7 @@ impl Listens {
         declared: &Subscription,
         subscribable: bool,
         subscribed: impl Fn(&str) -> bool,
+        heard: bool,
     ) -> Opened {
         let mut granted = Subscription {
             tools_list_changed: filter.tools_list_changed && declared.tools_list_changed,
@@ -70,9 +75,12 @@ impl Listens {
                 }
             }
         }
-        let acknowledged = waiting
-            .is_empty()
-            .then(|| host::acknowledged_line(id, &granted));
+        let unheard = !heard
+            && (granted.tools_list_changed
+                || granted.prompts_list_changed
+                || granted.resources_list_changed);
+        let acknowledged =
+            (waiting.is_empty() && !unheard).then(|| host::acknowledged_line(id, &granted));
         let subscribe = waiting.clone();
         let mut open = locked(&self.open);
         open.retain(|listen| listen.id != *id);
@@ -80,6 +88,7 @@ impl Listens {
             id: id.clone(),
             granted,
             waiting,
+            unheard,
         });
         Opened {
             acknowledged,
@@ -100,7 +109,39 @@ impl Listens {
         if taken {
             listen.granted.resource_subscriptions.push(uri.to_owned());
         }
-        (listen.waiting.is_empty()).then(|| host::acknowledged_line(id, &listen.granted))
+        (listen.waiting.is_empty() && !listen.unheard)
+            .then(|| host::acknowledged_line(id, &listen.granted))
+    }
+
+    /// The upstream's list changes reach the bridge now (its subscription was acknowledged):
+    /// the acknowledgments of the subscriptions that waited for that and nothing else.
+    pub(super) fn heard(&self) -> Vec<String> {
+        let mut open = locked(&self.open);
+        let mut lines = Vec::new();
+        for listen in open.iter_mut().filter(|listen| listen.unheard) {
+            listen.unheard = false;
+            if listen.waiting.is_empty() {
+                lines.push(host::acknowledged_line(&listen.id, &listen.granted));
+            }
+        }
+        lines
+    }
+
+    /// The upstream will not be listened to (its subscriptions keep failing): the
+    /// subscriptions that waited for it are acknowledged without the list changes.
+    pub(super) fn not_heard(&self) -> Vec<String> {
+        let mut open = locked(&self.open);
+        let mut lines = Vec::new();
+        for listen in open.iter_mut().filter(|listen| listen.unheard) {
+            listen.unheard = false;
+            listen.granted.tools_list_changed = false;
+            listen.granted.prompts_list_changed = false;
+            listen.granted.resources_list_changed = false;
+            if listen.waiting.is_empty() {
+                lines.push(host::acknowledged_line(&listen.id, &listen.granted));
+            }
+        }
+        lines
     }
 
     /// The host cancelled its subscription `id` (or a request of that id: nothing then).
@@ -122,7 +163,8 @@ impl Listens {
             _ => false,
         };
         (locked(&self.open).iter())
-            .filter(|listen| listen.waiting.is_empty() && wants(&listen.granted))
+            .filter(|listen| listen.waiting.is_empty() && !listen.unheard)
+            .filter(|listen| wants(&listen.granted))
             .map(|listen| host::on_subscription(&listen.id, method, params))
             .collect()
     }
@@ -150,7 +192,7 @@ mod tests {
             resources_list_changed: true,
             ..Subscription::default()
         };
-        let opened = listens.open(&json!("l-1"), &filter, &declared, true, |_| false);
+        let opened = listens.open(&json!("l-1"), &filter, &declared, true, |_| false, true);
         assert!(opened.subscribe.is_empty());
         let ack = read(&opened.acknowledged.unwrap());
         // The resources' list changes are not declared: not granted.
@@ -184,9 +226,8 @@ mod tests {
             resource_subscriptions: vec!["a://1".into(), "a://2".into(), "a://3".into()],
             ..Subscription::default()
         };
-        let opened = listens.open(&json!(9), &filter, &Subscription::default(), true, |uri| {
-            uri == "a://3"
-        });
+        let none = Subscription::default();
+        let opened = listens.open(&json!(9), &filter, &none, true, |uri| uri == "a://3", true);
         assert_eq!(opened.acknowledged, None);
         assert_eq!(opened.subscribe, ["a://1", "a://2"]);
         // Nothing goes out on it before its acknowledgment.
@@ -216,10 +257,45 @@ mod tests {
                 .is_empty()
         );
         // An upstream without resource subscriptions: none granted, acknowledged at once.
-        let opened = listens.open(&json!(10), &filter, &Subscription::default(), false, |_| {
-            true
-        });
+        let opened = listens.open(&json!(10), &filter, &none, false, |_| true, true);
         let ack = read(&opened.acknowledged.unwrap());
         assert_eq!(ack["params"]["notifications"], json!({}));
+    }
+
+    #[test]
+    fn list_changes_are_acknowledged_once_the_upstream_s_subscription_was() {
+        let listens = Listens::default();
+        let tools = Subscription {
+            tools_list_changed: true,
+            ..Subscription::default()
+        };
+        let opened = listens.open(&json!(1), &tools, &tools, false, |_| false, false);
+        assert_eq!(
+            opened.acknowledged, None,
+            "the upstream does not listen yet"
+        );
+        assert!(
+            listens
+                .lines("notifications/tools/list_changed", &json!({}))
+                .is_empty()
+        );
+        let acks = listens.heard();
+        assert_eq!(acks.len(), 1);
+        assert_eq!(
+            read(&acks[0])["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+        assert!(listens.heard().is_empty(), "once");
+        assert_eq!(
+            listens
+                .lines("notifications/tools/list_changed", &json!({}))
+                .len(),
+            1
+        );
+        // An upstream that is never listened to: acknowledged without the list changes.
+        let opened = listens.open(&json!(2), &tools, &tools, false, |_| false, false);
+        assert_eq!(opened.acknowledged, None);
+        let acks = listens.not_heard();
+        assert_eq!(read(&acks[0])["params"]["notifications"], json!({}));
     }
 }

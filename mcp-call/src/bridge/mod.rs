@@ -236,6 +236,10 @@ impl Observer for Relay {
                 .unwrap_or_default();
             let answered = self.bridge.watch.acknowledged(&granted);
             self.bridge.answer_subscriptions(answered);
+            // The host's subscriptions that waited for the upstream to listen.
+            for line in self.bridge.listens.heard() {
+                self.bridge.send(&line);
+            }
         }
         if let (Some(token), Some(_)) = (&self.progress, notification.progress()) {
             self.bridge
@@ -485,15 +489,29 @@ impl Bridge {
         None
     }
 
+    /// The upstream is no longer listened to: the host's subscriptions that waited for it
+    /// are acknowledged without what it would have sent.
+    fn unheard(&self) {
+        for line in self.listens.not_heard() {
+            self.send(&line);
+        }
+    }
+
     /// A modern host's `subscriptions/listen` `id` asking for `filter`: acknowledged at once,
     /// or once the upstream took the resources it names (a legacy upstream is sent
     /// `resources/subscribe` for each, by operations of the bridge's own).
     fn listen(&self, id: &Value, filter: &mcp_proto::Subscription, modern: bool) {
         let subscribable = self.subscribable.load(Ordering::SeqCst);
         let declared = self.watch.declared();
-        let opened = (self.listens).open(id, filter, &declared, subscribable, |uri| {
-            self.watch.is_subscribed(uri)
-        });
+        let heard = self.watch.is_heard();
+        let opened = (self.listens).open(
+            id,
+            filter,
+            &declared,
+            subscribable,
+            |uri| self.watch.is_subscribed(uri),
+            heard,
+        );
         if let Some(line) = opened.acknowledged {
             self.send(&line);
         }
@@ -783,6 +801,7 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
                     if watch::failed(&ended, began.elapsed(), &mut failures) {
                         if failures >= watch::TRIES {
                             bridge.answer_subscriptions(bridge.watch.gave_up());
+                            bridge.unheard();
                             return;
                         }
                         std::thread::sleep(watch::PAUSE);
@@ -807,6 +826,7 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
                     if watch::failed(&ended, began.elapsed(), &mut failures) {
                         if failures >= watch::TRIES {
                             bridge.answer_subscriptions(bridge.watch.gave_up());
+                            bridge.unheard();
                             return;
                         }
                         tokio::time::sleep(watch::PAUSE).await;

@@ -76,6 +76,9 @@ struct State {
     running: bool,
     /// The subscription under way: its generation and cancel.
     current: Option<(u64, Cancel)>,
+    /// A modern upstream acknowledged the subscription under way: what it sends from now on
+    /// reaches the host.
+    acknowledged: bool,
     /// The host is gone: no subscription starts again.
     stopping: bool,
 }
@@ -199,6 +202,7 @@ impl Watch {
         let Some(current) = state.current.as_ref().map(|(generation, _)| *generation) else {
             return Vec::new();
         };
+        state.acknowledged = true;
         state.settle(|pending| {
             (pending.generation <= current).then(|| granted.contains(&pending.uri))
         })
@@ -207,6 +211,15 @@ impl Watch {
     /// The list changes the upstream declared (none before its handshake was answered).
     pub(super) fn declared(&self) -> Subscription {
         locked(&self.state).declared.clone().unwrap_or_default()
+    }
+
+    /// Whether what the upstream sends reaches the bridge now: a legacy upstream's stream
+    /// (its head is not seen), or a modern one's acknowledged subscription. A modern host's
+    /// subscription is acknowledged only then, so that a change the host causes right after
+    /// is not lost.
+    pub(super) fn is_heard(&self) -> bool {
+        let state = locked(&self.state);
+        !state.modern || state.acknowledged
     }
 
     /// Whether the host subscribed to `uri`: its updates are relayed.
@@ -246,6 +259,7 @@ impl Watch {
             return None;
         };
         state.current = Some((state.generation, cancel.clone()));
+        state.acknowledged = false;
         Some((subscription, state.generation))
     }
 
@@ -255,6 +269,7 @@ impl Watch {
     pub(super) fn ended(&self, generation: u64, failed: bool) -> (bool, Vec<(Pending, bool)>) {
         let mut state = locked(&self.state);
         state.current = None;
+        state.acknowledged = false;
         let own = state.generation == generation;
         let refused = match own && failed {
             true => state.settle(|pending| (pending.generation <= generation).then_some(false)),
