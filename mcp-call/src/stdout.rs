@@ -46,7 +46,7 @@ pub(crate) fn flush() {
     };
 }
 
-/// `println!` through [`line`].
+/// `println!` through [`line()`].
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::stdout::line(format_args!($($arg)*))

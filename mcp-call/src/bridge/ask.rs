@@ -11,8 +11,8 @@
 //! never past it.
 //!
 //! The operation's responder is the session's (one for every operation), and runs on the
-//! operation's own thread (blocking driver) or task (tokio driver): [`Answering::scope`]
-//! tells it which host request it serves. Nothing here writes to stdout itself.
+//! operation's own thread (blocking driver) or task (tokio driver): [`Answering::scope_thread`]
+//! and [`Answering::scope_task`] tell it which host request it serves. Nothing here writes to stdout itself.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -94,12 +94,26 @@ impl Answering {
 
     /// The host no longer wants the answer: the operation is cancelled and nothing is sent.
     pub(super) fn cancel(&self) {
+        // Under the wait's lock: an ask that has not registered its wait yet sees the cancel
+        // when it does, one that has is woken (the operation cannot see the cancel while it
+        // waits for the host).
+        let mut asking = locked(&self.asking);
         self.cancelled.store(true, Ordering::SeqCst);
         self.cancel.cancel();
-        // The operation cannot see the cancel while it waits for the host: the wait ends.
-        if let Some(waiting) = locked(&self.asking).take() {
+        if let Some(waiting) = asking.take() {
             let _ = waiting.send(Answer::Dropped { host_gone: false });
         }
+    }
+
+    /// Registers the wait for the host's answer, where a cancel ends it; false when the host
+    /// cancelled the request already.
+    fn wait_on(&self, answer: &mpsc::Sender<Answer>) -> bool {
+        let mut asking = locked(&self.asking);
+        if self.cancelled.load(Ordering::SeqCst) {
+            return false;
+        }
+        *asking = Some(answer.clone());
+        true
     }
 
     /// Runs `work` (the operation, on this thread) with its responder knowing this request.
@@ -225,22 +239,18 @@ impl Asks {
         send: impl Fn(&str),
     ) -> Result<Value, RpcError> {
         let answering = Answering::current();
-        let until = Instant::now()
-            + answering
-                .as_ref()
-                .map_or(budget, |a| a.deadline.remaining(Instant::now()));
+        let now = Instant::now();
+        let until = (answering.as_ref()).map_or(now + budget, |a| now + a.deadline.remaining(now));
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (answer, answered) = mpsc::channel();
         let current = answering.clone();
-        if let Some(answering) = &answering {
-            if answering.cancelled.load(Ordering::SeqCst) {
-                return Err(dropped(method, false));
-            }
-            *locked(&answering.asking) = Some(answer.clone());
+        if answering.as_ref().is_some_and(|a| !a.wait_on(&answer)) {
+            return Err(dropped(method, false));
         }
         let asked = match answering {
             Some(answering) if answering.modern => {
                 let Some(id) = locked(&answering.to).take() else {
+                    locked(&answering.asking).take();
                     return Err(refused(method, "the host's request was answered already"));
                 };
                 // Answered: until the retry, the host has nothing in flight to cancel.

@@ -48,7 +48,7 @@ impl Listens {
     /// The host's `subscriptions/listen` `id` asks for `filter`. `declared`: the list changes
     /// the upstream sends; `subscribable`: whether it offers resource subscriptions;
     /// `subscribed`: whether it is subscribed to a resource already; `heard`: whether the
-    /// upstream's list changes reach the bridge now ([`Self::heard`] acknowledges it later).
+    /// upstream's list changes reach the bridge now ([`Self::unheard_settled`] acknowledges it later).
     pub(super) fn open(
         &self,
         id: &Value,
@@ -113,30 +113,21 @@ impl Listens {
             .then(|| host::acknowledged_line(id, &listen.granted))
     }
 
-    /// The upstream's list changes reach the bridge now (its subscription was acknowledged):
-    /// the acknowledgments of the subscriptions that waited for that and nothing else.
-    pub(super) fn heard(&self) -> Vec<String> {
+    /// The upstream's list changes reach the bridge now (`heard`: its subscription was
+    /// acknowledged), or never will (its subscriptions keep failing: the list changes are no
+    /// longer granted): the acknowledgments of the subscriptions that waited for that and
+    /// nothing else.
+    pub(super) fn unheard_settled(&self, heard: bool) -> Vec<String> {
         let mut open = locked(&self.open);
         let mut lines = Vec::new();
         for listen in open.iter_mut().filter(|listen| listen.unheard) {
             listen.unheard = false;
-            if listen.waiting.is_empty() {
-                lines.push(host::acknowledged_line(&listen.id, &listen.granted));
+            if !heard {
+                let granted = &mut listen.granted;
+                granted.tools_list_changed = false;
+                granted.prompts_list_changed = false;
+                granted.resources_list_changed = false;
             }
-        }
-        lines
-    }
-
-    /// The upstream will not be listened to (its subscriptions keep failing): the
-    /// subscriptions that waited for it are acknowledged without the list changes.
-    pub(super) fn not_heard(&self) -> Vec<String> {
-        let mut open = locked(&self.open);
-        let mut lines = Vec::new();
-        for listen in open.iter_mut().filter(|listen| listen.unheard) {
-            listen.unheard = false;
-            listen.granted.tools_list_changed = false;
-            listen.granted.prompts_list_changed = false;
-            listen.granted.resources_list_changed = false;
             if listen.waiting.is_empty() {
                 lines.push(host::acknowledged_line(&listen.id, &listen.granted));
             }
@@ -279,13 +270,13 @@ mod tests {
                 .lines("notifications/tools/list_changed", &json!({}))
                 .is_empty()
         );
-        let acks = listens.heard();
+        let acks = listens.unheard_settled(true);
         assert_eq!(acks.len(), 1);
         assert_eq!(
             read(&acks[0])["params"]["notifications"],
             json!({"toolsListChanged": true})
         );
-        assert!(listens.heard().is_empty(), "once");
+        assert!(listens.unheard_settled(true).is_empty(), "once");
         assert_eq!(
             listens
                 .lines("notifications/tools/list_changed", &json!({}))
@@ -295,7 +286,7 @@ mod tests {
         // An upstream that is never listened to: acknowledged without the list changes.
         let opened = listens.open(&json!(2), &tools, &tools, false, |_| false, false);
         assert_eq!(opened.acknowledged, None);
-        let acks = listens.not_heard();
+        let acks = listens.unheard_settled(false);
         assert_eq!(read(&acks[0])["params"]["notifications"], json!({}));
     }
 }

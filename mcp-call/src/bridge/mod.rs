@@ -41,7 +41,7 @@ use crate::report::Reporter;
 use ask::{Answering, Asks, Retry};
 use host::{FromHost, HostAnswers, Plan};
 use listen::Listens;
-use watch::{Waiter, Watch};
+use watch::{After, Waiter, Watch};
 
 /// The longest line read from the host (a request is small; a host that sends more is
 /// answered with an error, and the line skipped).
@@ -224,20 +224,15 @@ impl Observer for Relay {
         }
         // A modern upstream took the watcher's subscription: the host's wait for it is over.
         if self.watcher && notification.method == "notifications/subscriptions/acknowledged" {
-            let granted: Vec<String> = (notification.params)
-                .pointer("/notifications/resourceSubscriptions")
-                .and_then(Value::as_array)
-                .map(|uris| {
-                    uris.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let answered = self.bridge.watch.acknowledged(&granted);
+            let acknowledged = params.get("notifications").unwrap_or(&Value::Null);
+            let granted = mcp_proto::Subscription::from_filter(acknowledged);
+            let answered = self
+                .bridge
+                .watch
+                .acknowledged(&granted.resource_subscriptions);
             self.bridge.answer_subscriptions(answered);
             // The host's subscriptions that waited for the upstream to listen.
-            for line in self.bridge.listens.heard() {
+            for line in self.bridge.listens.unheard_settled(true) {
                 self.bridge.send(&line);
             }
         }
@@ -489,12 +484,30 @@ impl Bridge {
         None
     }
 
-    /// The upstream is no longer listened to: the host's subscriptions that waited for it
-    /// are acknowledged without what it would have sent.
-    fn unheard(&self) {
-        for line in self.listens.not_heard() {
-            self.send(&line);
+    /// The watcher's subscription of `generation` ended (`failed`: with an error) after
+    /// `lasted`: the host's subscriptions it failed to take are refused, and what the watcher
+    /// does next. When it gives up, the host's subscriptions that waited for the upstream to
+    /// listen are acknowledged without what it would have sent.
+    fn watched(
+        &self,
+        generation: u64,
+        failed: bool,
+        lasted: Duration,
+        failures: &mut u32,
+    ) -> After {
+        let (counts, refused) = self.watch.ended(generation, failed);
+        self.answer_subscriptions(refused);
+        if !counts {
+            return After::Next;
         }
+        let after = watch::after(failed, lasted, failures);
+        if after == After::Stop {
+            self.answer_subscriptions(self.watch.gave_up());
+            for line in self.listens.unheard_settled(false) {
+                self.send(&line);
+            }
+        }
+        after
     }
 
     /// A modern host's `subscriptions/listen` `id` asking for `filter`: acknowledged at once,
@@ -735,12 +748,14 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
                 bridge.begin(&job, Cancel::Blocking(worker.cancel_handle()), deadline)?;
             Some(Running::Thread(std::thread::spawn(move || {
                 // A local upstream's stdout is the watcher's until it has ended.
-                while bridge.watch.yield_to_request().is_some() && !answering.is_spent() {
+                while bridge.watch.yield_to_request() && !answering.is_spent() {
                     std::thread::sleep(watch::YIELD_SLICE);
                 }
                 let outcome =
                     answering.scope_thread(|| worker.run_within(job.action.clone(), deadline));
-                let sse = worker.session().speaks_sse();
+                // What a handshake relays depends on the transport it found.
+                let probe = job.initialize.is_some() || job.discover;
+                let sse = probe && worker.session().speaks_sse();
                 bridge.finish(&job, &answering, outcome, sse);
             })))
         }
@@ -750,12 +765,13 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
             let answering = bridge.begin(&job, Cancel::Tokio(worker.cancel_handle()), deadline)?;
             Some(Running::Task(runtime.spawn(async move {
                 // A local upstream's stdout is the watcher's until it has ended.
-                while bridge.watch.yield_to_request().is_some() && !answering.is_spent() {
+                while bridge.watch.yield_to_request() && !answering.is_spent() {
                     tokio::time::sleep(watch::YIELD_SLICE).await;
                 }
                 let operation = worker.run_within(job.action.clone(), deadline);
                 let outcome = Arc::clone(&answering).scope_task(operation).await;
-                let sse = worker.session().speaks_sse();
+                let probe = job.initialize.is_some() || job.discover;
+                let sse = probe && worker.session().speaks_sse();
                 bridge.finish(&job, &answering, outcome, sse);
             })))
         }
@@ -793,18 +809,11 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
                     let began = std::time::Instant::now();
                     let action = Action::Subscribe(subscription);
                     let ended = worker.run_within(action, worker.open_deadline());
-                    let (counts, refused) = bridge.watch.ended(generation, ended.is_err());
-                    bridge.answer_subscriptions(refused);
-                    if !counts {
-                        continue;
-                    }
-                    if watch::failed(&ended, began.elapsed(), &mut failures) {
-                        if failures >= watch::TRIES {
-                            bridge.answer_subscriptions(bridge.watch.gave_up());
-                            bridge.unheard();
-                            return;
-                        }
-                        std::thread::sleep(watch::PAUSE);
+                    let lasted = began.elapsed();
+                    match bridge.watched(generation, ended.is_err(), lasted, &mut failures) {
+                        After::Next => {}
+                        After::Pause => std::thread::sleep(watch::PAUSE),
+                        After::Stop => return,
                     }
                 }
             })))
@@ -818,18 +827,11 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
                     let began = std::time::Instant::now();
                     let action = Action::Subscribe(subscription);
                     let ended = worker.run_within(action, worker.open_deadline()).await;
-                    let (counts, refused) = bridge.watch.ended(generation, ended.is_err());
-                    bridge.answer_subscriptions(refused);
-                    if !counts {
-                        continue;
-                    }
-                    if watch::failed(&ended, began.elapsed(), &mut failures) {
-                        if failures >= watch::TRIES {
-                            bridge.answer_subscriptions(bridge.watch.gave_up());
-                            bridge.unheard();
-                            return;
-                        }
-                        tokio::time::sleep(watch::PAUSE).await;
+                    let lasted = began.elapsed();
+                    match bridge.watched(generation, ended.is_err(), lasted, &mut failures) {
+                        After::Next => {}
+                        After::Pause => tokio::time::sleep(watch::PAUSE).await,
+                        After::Stop => return,
                     }
                 }
             })))

@@ -9,11 +9,13 @@
 //! the filter of what reaches it. A modern upstream (2026-07-28) is told the resources in the
 //! subscription's own request (`subscriptions/listen`): a change of them cancels the one that
 //! runs, the next asks for the new set at once, and the host's `resources/subscribe` is
-//! answered when the upstream acknowledged the resource (or refused with the reason). A local upstream (stdio) has one
-//! stdout, which an operation holds for its whole life: there the watcher listens only while
-//! no host request runs. A host request cancels it, and waits until it has ended; the last
-//! one to end has it started again. So what a local upstream sends between the host's
-//! requests reaches the host when it is sent, not with the next request.
+//! answered when the upstream acknowledged the resource (or refused with the reason).
+//!
+//! A local upstream (stdio) has one stdout, which an operation holds for its whole life:
+//! there the watcher listens only while no host request runs. A host request cancels it, and
+//! waits until it has ended; the last one to end has it started again. So what a local
+//! upstream sends between the host's requests reaches the host when it is sent, not with the
+//! next request.
 //!
 //! This module holds the state and the rules; the runner starts the loop on its driver. It
 //! never writes to the host.
@@ -131,7 +133,6 @@ impl State {
 }
 
 /// The watcher's state, shared by the dispatcher, the host requests' operations and the loop.
-#[derive(Default)]
 pub(super) struct Watch {
     state: Mutex<State>,
     /// The upstream is local (stdio): the watcher yields to the host's requests.
@@ -230,14 +231,13 @@ impl Watch {
     /// True when a loop should start now (none runs and something is wanted): after the
     /// last host request ended, over stdio.
     pub(super) fn idle(&self) -> bool {
-        let state = locked(&self.state);
-        !state.running && !state.stopping && state.wanted().is_some()
+        locked(&self.state).should_start()
     }
 
-    /// The loop is about to start: false when one runs already.
+    /// The loop is about to start: false when one runs already (or nothing is wanted).
     pub(super) fn start(&self) -> bool {
         let mut state = locked(&self.state);
-        let start = !state.running && !state.stopping && state.wanted().is_some();
+        let start = state.should_start();
         state.running |= start;
         start
     }
@@ -259,7 +259,6 @@ impl Watch {
             return None;
         };
         state.current = Some((state.generation, cancel.clone()));
-        state.acknowledged = false;
         Some((subscription, state.generation))
     }
 
@@ -283,22 +282,23 @@ impl Watch {
     pub(super) fn gave_up(&self) -> Vec<(Pending, bool)> {
         let mut state = locked(&self.state);
         state.running = false;
-        state.current = None;
         state.settle(|_| Some(false))
     }
 
     /// A host request is about to run on a local upstream: the subscription under way is
-    /// cancelled. Returns it while it runs (the request sends the cancel again after
-    /// [`YIELD_SLICE`] until it has ended); `None` once none runs.
-    pub(super) fn yield_to_request(&self) -> Option<()> {
-        let mut state = locked(&self.state);
+    /// cancelled. True while it runs (the request sends the cancel again after
+    /// [`YIELD_SLICE`] until it has ended); false once none runs, and always over HTTP.
+    pub(super) fn yield_to_request(&self) -> bool {
         if !self.local {
-            return None;
+            return false;
         }
+        let mut state = locked(&self.state);
         state.generation += 1;
-        let (_, cancel) = state.current.as_ref()?;
+        let Some((_, cancel)) = &state.current else {
+            return false;
+        };
         cancel.cancel();
-        Some(())
+        true
     }
 
     /// The host is gone: the subscription under way is cancelled, and none starts again.
@@ -314,13 +314,29 @@ impl Watch {
     }
 }
 
-/// Whether a subscription that `ended` after `lasted` failed (counted in `failures`, and the
-/// watcher pauses): an error, or an end before the pause (a server that ends each at once
-/// must not be asked again in a tight loop). One that lasted resets the count.
-pub(super) fn failed<T, E>(ended: &Result<T, E>, lasted: Duration, failures: &mut u32) -> bool {
-    let failed = ended.is_err() || lasted < PAUSE;
+/// What the watcher does once a subscription ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum After {
+    /// The next one, at once.
+    Next,
+    /// The next one after [`PAUSE`].
+    Pause,
+    /// None: the upstream keeps refusing them.
+    Stop,
+}
+
+/// What follows a subscription that ended on its own, `failed` (an error) or not, after
+/// `lasted`: one that failed, or ended before the pause (a server that ends each at once must
+/// not be asked again in a tight loop), counts in `failures` and is followed by a pause, and
+/// the [`TRIES`]th in a row by none. One that lasted resets the count.
+pub(super) fn after(failed: bool, lasted: Duration, failures: &mut u32) -> After {
+    let failed = failed || lasted < PAUSE;
     *failures = if failed { *failures + 1 } else { 0 };
-    failed
+    match (failed, *failures >= TRIES) {
+        (false, _) => After::Next,
+        (true, false) => After::Pause,
+        (true, true) => After::Stop,
+    }
 }
 
 #[cfg(test)]
@@ -393,9 +409,9 @@ mod tests {
         assert!(watch.start());
         let (_, generation) = watch.next(&cancel(), || false).unwrap();
         // A request cancels it (again and again while it runs).
-        assert_eq!(watch.yield_to_request(), Some(()));
+        assert!(watch.yield_to_request());
         assert!(!watch.ended(generation, true).0);
-        assert_eq!(watch.yield_to_request(), None, "none runs");
+        assert!(!watch.yield_to_request(), "none runs");
         // While a request runs no subscription starts; after the last, one starts again.
         assert!(watch.next(&cancel(), || true).is_none());
         assert!(watch.idle() && watch.start());
@@ -404,7 +420,7 @@ mod tests {
         let http = Watch::new(false);
         assert!(http.declare(tools(), false, true) && http.start());
         assert!(http.next(&cancel(), || true).is_some());
-        assert_eq!(http.yield_to_request(), None);
+        assert!(!http.yield_to_request());
     }
 
     #[test]
@@ -443,5 +459,18 @@ mod tests {
         assert!(counts);
         assert_eq!(refused.len(), 1);
         assert!(!refused[0].1 && !watch.is_subscribed("a://3"));
+    }
+
+    #[test]
+    fn failures_in_a_row_pause_the_watcher_and_the_third_stops_it() {
+        let mut failures = 0;
+        let long = PAUSE * 2;
+        assert_eq!(after(true, long, &mut failures), After::Pause);
+        // An end before the pause is a failure too: no tight loop on a server that ends each.
+        assert_eq!(after(false, PAUSE / 2, &mut failures), After::Pause);
+        assert_eq!(after(true, long, &mut failures), After::Stop);
+        let mut failures = 2;
+        assert_eq!(after(false, long, &mut failures), After::Next);
+        assert_eq!(failures, 0, "one that lasted resets the count");
     }
 }
