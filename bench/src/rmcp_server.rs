@@ -32,12 +32,12 @@
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, LazyLock};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
+
+use crate::server::Serving;
 use hyper_util::service::TowerToHyperService;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
@@ -177,65 +177,21 @@ pub fn serve_main(args: &[String]) -> io::Result<()> {
 
 /// The `serve-rmcp` child process. Dropping it closes its standard input, which stops it.
 #[derive(Debug)]
-pub struct RmcpServerProcess {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    url: String,
-}
+pub struct RmcpServerProcess(Serving);
 
 impl RmcpServerProcess {
     /// Starts `exe serve-rmcp` and waits for its URL.
     pub fn spawn(exe: &std::path::Path) -> io::Result<Self> {
-        let mut child = Command::new(exe)
-            .arg("serve-rmcp")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()?;
-        let stdin = child.stdin.take();
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| io::Error::other("no stdout"))?;
-        let mut url = None;
-        for line in io::BufReader::new(stdout).lines() {
-            let line = line?;
-            if line.is_empty() {
-                break;
-            }
-            if let Some((ROLE, found)) = line.split_once(' ') {
-                url = Some(found.to_owned());
-            }
-        }
-        let Some(url) = url else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io::Error::other("the rmcp server process did not start"));
-        };
-        Ok(Self { child, stdin, url })
+        Serving::spawn(exe, &["serve-rmcp"], 1).map(Self)
     }
 
     /// Its endpoint, `http://127.0.0.1:PORT/mcp`.
     pub fn url(&self) -> &str {
-        &self.url
+        self.0.url(ROLE).unwrap_or_default()
     }
 
     /// The process id (for its CPU time).
     pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for RmcpServerProcess {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.pid()
     }
 }

@@ -306,21 +306,23 @@ impl Counters {
     }
 }
 
-/// The server child process. Dropping it closes its standard input, which stops it.
+/// A serving child process of `mcp-bench` (`serve`, `serve-rmcp`): started with its
+/// arguments, its `ROLE URL` lines read up to the blank one. Dropping it closes its standard
+/// input, which stops it (killed after 5 s if it does not).
 #[derive(Debug)]
-pub struct ServerProcess {
-    era: Era,
+pub(crate) struct Serving {
     child: Child,
     stdin: Option<ChildStdin>,
+    /// What it writes after its URLs (the counters `serve` answers with).
     lines: Lines<BufReader<ChildStdout>>,
     urls: Vec<(String, String)>,
 }
 
-impl ServerProcess {
-    /// Starts `exe serve --era ERA` and waits for its URLs.
-    pub fn spawn(exe: &std::path::Path, era: Era) -> io::Result<Self> {
+impl Serving {
+    /// Starts `exe` with `args` and waits for `roles` URLs.
+    pub(crate) fn spawn(exe: &std::path::Path, args: &[&str], roles: usize) -> io::Result<Self> {
         let mut child = Command::new(exe)
-            .args(["serve", "--era", era.name()])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
@@ -340,18 +342,63 @@ impl ServerProcess {
                 urls.push((role.to_owned(), url.to_owned()));
             }
         }
-        if urls.len() != era.roles().len() {
+        if urls.len() != roles {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(io::Error::other("the server process did not start"));
+            let what = args.first().copied().unwrap_or_default();
+            return Err(io::Error::other(format!(
+                "the {what} process did not start"
+            )));
         }
         Ok(Self {
-            era,
             child,
             stdin,
             lines,
             urls,
         })
+    }
+
+    /// The URL of the server playing `role`.
+    pub(crate) fn url(&self, role: &str) -> Option<&str> {
+        (self.urls.iter())
+            .find(|(r, _)| r == role)
+            .map(|(_, url)| url.as_str())
+    }
+
+    /// The process id (for its CPU time).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        // Closing stdin asks the server to stop; wait a moment, then make sure.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server child process. Dropping it stops it.
+#[derive(Debug)]
+pub struct ServerProcess {
+    era: Era,
+    serving: Serving,
+}
+
+impl ServerProcess {
+    /// Starts `exe serve --era ERA` and waits for its URLs.
+    pub fn spawn(exe: &std::path::Path, era: Era) -> io::Result<Self> {
+        let serving = Serving::spawn(exe, &["serve", "--era", era.name()], era.roles().len())?;
+        Ok(Self { era, serving })
     }
 
     /// The era its servers speak.
@@ -364,26 +411,22 @@ impl ServerProcess {
     /// # Panics
     /// For a role the process does not serve.
     pub fn url(&self, role: &str) -> &str {
-        self.urls
-            .iter()
-            .find(|(r, _)| r == role)
-            .map(|(_, url)| url.as_str())
-            .unwrap_or_else(|| panic!("no server for {role}"))
+        (self.serving.url(role)).unwrap_or_else(|| panic!("no server for {role}"))
     }
 
     /// The process id (for its CPU time).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.serving.pid()
     }
 
     /// What the server playing `role` has received so far; `None` when the server process
     /// did not answer. Read it when no client is running (between cases): the counts are
     /// exact then.
     pub fn counters(&mut self, role: &str) -> Option<Counters> {
-        let stdin = self.stdin.as_mut()?;
+        let stdin = self.serving.stdin.as_mut()?;
         writeln!(stdin).ok()?;
         stdin.flush().ok()?;
-        let line = self.lines.next()?.ok()?;
+        let line = self.serving.lines.next()?.ok()?;
         let mut words = line.split_whitespace();
         while let Some(word) = words.next() {
             let connections = words.next()?;
@@ -407,22 +450,6 @@ impl ServerProcess {
     /// (as [`Self::counters`]).
     pub fn initialize_requests(&mut self, role: &str) -> Option<u64> {
         self.counters(role).map(|c| c.initialize())
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        // Closing stdin asks the server to stop; wait a moment, then make sure.
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
