@@ -2,13 +2,17 @@
 """The architecture is described once, in mcp-proto's crate docs (mcp-proto/src/lib.rs): its
 two tables name every module of the crate and every part of `operation/`. This check fails
 when a named module does not exist, or a module exists that the map does not name, so the map
-cannot drift from the code."""
+cannot drift from the code. It also holds two bounds that keep the crate readable: its root
+re-exports at most ROOT_NAMES names (the rest have one path, under a module), and no file of
+mcp-proto/src is over FILE_LINES lines."""
 
 import pathlib
 import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "mcp-proto" / "src"
+ROOT_NAMES = 45
+FILE_LINES = 600
 ROW = re.compile(r"^//! \| \[?`([a-z_]+)`\]?")
 
 
@@ -22,6 +26,15 @@ def table(lines, heading):
         match = ROW.match(line) if inside else None
         if match:
             names.append(match.group(1))
+    return names
+
+
+def root_names(text):
+    """The names the crate root re-exports (`pub use a::b;` and `pub use a::{b, c};`)."""
+    names = []
+    for used in re.findall(r"^pub use ([^;]+);", text, re.M | re.S):
+        inner = used[used.index("{") + 1 : used.rindex("}")] if "{" in used else used
+        names += [name for name in inner.split(",") if name.strip()]
     return names
 
 
@@ -45,11 +58,21 @@ def main():
         problems.append(f"module `{name}` of mcp-proto/src is not in the crate docs' map")
     for name in sorted(operation - set(parts)):
         problems.append(f"part `{name}` of operation/ is not in the crate docs' map")
+    names = root_names((ROOT / "lib.rs").read_text())
+    if len(names) > ROOT_NAMES:
+        problems.append(f"lib.rs re-exports {len(names)} names at the root (at most {ROOT_NAMES})")
+    for path in sorted(ROOT.rglob("*.rs")):
+        lines = len(path.read_text().splitlines())
+        if lines > FILE_LINES:
+            problems.append(f"{path.relative_to(ROOT)} has {lines} lines (at most {FILE_LINES})")
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
         return 1
-    print(f"the map names {len(crate)} modules and {len(parts)} parts of operation/, as they are")
+    print(
+        f"the map names {len(crate)} modules and {len(parts)} parts of operation/, as they are;"
+        f" the root re-exports {len(names)} names; no file is over {FILE_LINES} lines"
+    )
     return 0
 
 

@@ -17,7 +17,11 @@
 //! came from the server is quoted through [`clip`](mcp_auth::clip): control characters folded to a space, at
 //! most 200 characters, so a hostile server cannot flood a log line or forge one.
 
+mod fault;
+
 use std::time::Duration;
+
+pub use fault::Fault;
 
 use crate::deadline::{Budget, format_seconds};
 use crate::model::ProtocolVersion;
@@ -275,7 +279,7 @@ pub enum Error {
         /// The Rust type asked for (`std::any::type_name`).
         type_name: &'static str,
         /// Why not.
-        reason: crate::Unreadable,
+        reason: crate::request::Unreadable,
         /// The result as the server sent it.
         result: Box<crate::model::CallToolResult>,
     },
@@ -405,51 +409,6 @@ fn reason_suffix(reason: Option<&str>) -> String {
     reason.map_or_else(String::new, |reason| format!(": {reason}"))
 }
 
-/// Who or what is at fault when an operation fails (h11's split of local from remote).
-///
-/// Deliberately exhaustive: a caller's `match` on it (an exit code, a retry policy) covers
-/// every case, and a new kind of fault would be a breaking change that makes it say so.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Fault {
-    /// The operation's budget ran out before a leg could be sent: the server was not asked.
-    Budget,
-    /// The path to the server: it could not be reached, or a leg did not finish within its
-    /// grant.
-    Network,
-    /// The server answered, but not with what the protocol asks for (a status, a malformed
-    /// or oversized answer, a JSON-RPC error, a listing that does not end...), or its own
-    /// authorization metadata or challenges break the rules.
-    Server,
-    /// The authorization server (the OAuth issuer the MCP server names) refused or broke the
-    /// rules: its metadata is missing or wrong, registration failed, the token endpoint
-    /// refused the grant or answered something that is not a token. The MCP server itself
-    /// may be fine: look at the issuer's configuration and the client's credentials there.
-    AuthorizationServer,
-    /// The caller's input cannot be used (a URL, a header) or the API was misused.
-    Caller,
-    /// The caller cancelled the operation.
-    Cancelled,
-    /// Authorization is needed and was not given: no one here could authorize, or the person
-    /// declined. Log in (or configure an authorizer) and try again.
-    Authorization,
-}
-
-impl Fault {
-    /// One lower-case word, stable for scripts and traces: `budget`, `network`, `server`,
-    /// `authorization_server`, `caller`, `cancelled`, `authorization`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Budget => "budget",
-            Self::Network => "network",
-            Self::Server => "server",
-            Self::AuthorizationServer => "authorization_server",
-            Self::Caller => "caller",
-            Self::Cancelled => "cancelled",
-            Self::Authorization => "authorization",
-        }
-    }
-}
-
 impl Error {
     /// The error's kind in `snake_case` (`budget_exhausted`, `leg_timed_out`, `http_status`,
     /// ...), stable for scripts: the variant's name.
@@ -484,58 +443,6 @@ impl Error {
             Self::InvalidUrl { .. } => "invalid_url",
             Self::InvalidHeader { .. } => "invalid_header",
             Self::AlreadyFinished => "already_finished",
-        }
-    }
-
-    /// Who or what is at fault.
-    ///
-    /// ```
-    /// use mcp_proto::{Error, Fault};
-    /// let err = Error::HttpStatus { server: "s:80".into(), method: "tools/call", status: 503 };
-    /// assert_eq!(err.fault(), Fault::Server);
-    /// ```
-    pub fn fault(&self) -> Fault {
-        match self {
-            Self::BudgetExhausted { .. } | Self::TaskRunning { .. } => Fault::Budget,
-            Self::TaskCancelled { .. } => Fault::Server,
-            Self::LegTimedOut { .. }
-            | Self::Unreachable { .. }
-            | Self::Tls { .. }
-            | Self::Proxy { .. } => Fault::Network,
-            Self::HttpStatus { .. }
-            | Self::NoTransport { .. }
-            | Self::UnsupportedContentType { .. }
-            | Self::Malformed { .. }
-            | Self::JsonRpc { .. }
-            | Self::AnswerTooLarge { .. }
-            | Self::SessionExpired { .. }
-            | Self::UnsupportedProtocolVersion { .. }
-            | Self::TooManyPages { .. }
-            | Self::RepeatedCursor { .. }
-            | Self::SkillRejected { .. }
-            | Self::OutputInvalid { .. } => Fault::Server,
-            // The caller's type and the result disagree: whose fault depends on which is right;
-            // a tool that failed, or sent nothing structured, is the server's.
-            Self::UnreadableResult { reason, .. } => match reason {
-                crate::Unreadable::Type(_) => Fault::Caller,
-                _ => Fault::Server,
-            },
-            Self::ServerExited { .. } => Fault::Server,
-            Self::SpawnFailed { .. } => Fault::Caller,
-            Self::AuthorizationRequired { .. } => Fault::Authorization,
-            Self::Authorization { error, .. } => match error.fault() {
-                mcp_auth::Fault::Caller => Fault::Caller,
-                mcp_auth::Fault::User => Fault::Authorization,
-                mcp_auth::Fault::Server => Fault::Server,
-                mcp_auth::Fault::AuthorizationServer => Fault::AuthorizationServer,
-                // A kind of fault this crate does not know yet: the authorization's.
-                _ => Fault::Authorization,
-            },
-            Self::Cancelled { .. } => Fault::Cancelled,
-            Self::InvalidUrl { .. }
-            | Self::InvalidHeader { .. }
-            | Self::InvalidCertificates { .. }
-            | Self::AlreadyFinished => Fault::Caller,
         }
     }
 

@@ -188,7 +188,7 @@ pub use error::{Error, Fault};
 pub use jsonrpc::{RequestId, RpcError};
 pub use model::{
     CallToolResult, ClientInfo, Content, Era, ProtocolVersion, ServerInfo, SessionInfo,
-    Subscription, SubscriptionEnd, Unreadable,
+    Subscription, SubscriptionEnd,
 };
 pub use observe::{NoObserver, Observer};
 pub use operation::{Action, Event, LegEnd, LegReport, Listed, Outcome, TransportErrorKind};

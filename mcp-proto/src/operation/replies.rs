@@ -22,7 +22,8 @@ use super::grant::Grants;
 use super::timers::Timer;
 use crate::config::{SessionConfig, protocol_answer};
 use crate::jsonrpc::{Incoming, RequestId, RpcError};
-use crate::model::{Notification, SubscriptionEnd};
+use crate::message::Notification;
+use crate::model::SubscriptionEnd;
 use crate::wire;
 
 /// Where the caller's answer to a request goes.

@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::catalog::{ListKind, Listing, Prompt, Resource, ResourceTemplate, Tool};
 use crate::jsonrpc::RequestId;
-use crate::model::{CallToolResult, Notification, SessionInfo, Subscription, SubscriptionEnd};
+use crate::message::Notification;
+use crate::model::{CallToolResult, SessionInfo, Subscription, SubscriptionEnd};
 use crate::request::{Answer, OneRequest};
 use crate::skills::{LoadedSkill, Skill};
 use crate::task::TaskHandle;

@@ -12,6 +12,8 @@
 //! listing's pages, a tool call and its tasks, subscriptions, the task polls, the close) are
 //! the operation's, not rows here.
 //!
+//! The typed readings of results ([`Unreadable`] says why one failed) live here too.
+//!
 //! Plain data and pure functions: nothing here sends, waits or decides how an operation runs.
 //!
 //! ```
@@ -43,6 +45,11 @@ pub use complete::{Complete, Completion, CompletionRef};
 pub use get_prompt::{GetPrompt, GetPromptResult};
 pub use read_resource::{ReadResource, ReadResourceResult};
 pub use subscribe::{SubscribeResource, UnsubscribeResource};
+
+/// Why a result could not be read as the caller's type: a tool's `structuredContent`
+/// ([`CallToolResult::structured`](crate::CallToolResult::structured)) or a resource's JSON
+/// ([`ReadResourceResult::json`]).
+pub use crate::model::Unreadable;
 
 /// Every one-request method, one row each. A relay finds here how to carry a method its host
 /// asked for ([`OneRequest::relay`]).

@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use super::{Method, Request, joined};
-use crate::Unreadable;
 use crate::catalog::CacheHint;
+use crate::model::Unreadable;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// Reads the resource at a URI (one `resources/read`).
@@ -94,7 +94,7 @@ impl ReadResourceResult {
     /// let read = ReadResource::read(result.as_object().cloned().unwrap()).unwrap();
     /// let config: Config = read.json("config://app")?;
     /// assert_eq!(config.retries, 3);
-    /// # Ok::<(), mcp_proto::Unreadable>(())
+    /// # Ok::<(), mcp_proto::request::Unreadable>(())
     /// ```
     ///
     /// # Errors

@@ -8,8 +8,9 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use mcp_proto::request::Unreadable;
 use mcp_proto::schema::{OutputProblem, OutputValidation, SchemaError};
-use mcp_proto::{Error, Fault, Unreadable};
+use mcp_proto::{Error, Fault};
 use mcp_testkit::{Script, TestServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
