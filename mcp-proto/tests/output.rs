@@ -335,3 +335,64 @@ fn a_server_that_says_its_tools_changed_has_its_schemas_listed_anew() {
         run.result
     );
 }
+
+#[test]
+fn a_check_that_would_outlast_the_budget_is_not_run_and_blames_the_budget() {
+    // At millisecond resolution a result that comes 2 ms before the budget's end may be
+    // checked for 3 ms (what is left, and the one unit the budget may overrun by): 100,000
+    // readings held to `type` take more than that, so the result is handed back unchecked in
+    // the error, the budget's fault. The same result early in the budget is checked and passes.
+    let readings: Vec<u32> = (0..100_000).collect();
+    let schema = json!({"type": "object",
+        "properties": {"readings": {"type": "array", "items": {"type": "number"}}}});
+    let answer = json!({"readings": readings});
+    let serve = |answer: Value| {
+        let schema = schema.clone();
+        move |kind, _| match kind {
+            LegKind::List { .. } => Answer::Result(json!({"tools": [
+                {"name": "meter", "inputSchema": {"type": "object"}, "outputSchema": schema}]})),
+            LegKind::CallTool => Answer::Result(json!({
+                "content": [], "structuredContent": answer})),
+            other => support::healthy(other),
+        }
+    };
+    let config = support::config()
+        .with_budget(mcp_proto::Budget::from_secs(1))
+        .with_resolution(mcp_proto::Resolution::MILLISECOND);
+    let clock = ManualClock::new();
+    let mut session = Session::new(config);
+    let op = session.list_tools(clock.now());
+    assert!(
+        drive(&mut session, op, &clock, &[], serve(answer.clone()))
+            .result
+            .is_ok()
+    );
+
+    let op = session.call_tool("meter", Map::new(), clock.now());
+    let late = drive(&mut session, op, &clock, &[0.998], serve(answer.clone()));
+    let error = late.result.unwrap_err();
+    let Error::OutputInvalid {
+        problem, result, ..
+    } = &error
+    else {
+        panic!("not an output error: {error:?}")
+    };
+    assert_eq!(
+        **problem,
+        OutputProblem::Unchecked {
+            left: std::time::Duration::from_millis(3)
+        }
+    );
+    assert_eq!(result.structured_content.as_ref(), Some(&answer));
+    assert_eq!(error.fault(), Fault::Budget);
+    assert!(
+        error
+            .to_string()
+            .contains("could not be checked in the 0.003 s left"),
+        "{error}"
+    );
+
+    let op = session.call_tool("meter", Map::new(), clock.now());
+    let early = drive(&mut session, op, &clock, &[0.1], serve(answer.clone()));
+    assert!(early.result.is_ok(), "{:?}", early.result);
+}

@@ -61,6 +61,13 @@ impl Error {
     /// ```
     pub fn fault(&self) -> Fault {
         match self {
+            // A result whose check did not fit in what was left: the budget's end, not the
+            // server's fault.
+            Self::OutputInvalid { problem, .. }
+                if matches!(**problem, crate::schema::OutputProblem::Unchecked { .. }) =>
+            {
+                Fault::Budget
+            }
             Self::BudgetExhausted { .. } | Self::TaskRunning { .. } => Fault::Budget,
             Self::TaskCancelled { .. } => Fault::Server,
             Self::LegTimedOut { .. }

@@ -187,6 +187,14 @@ impl Grants {
         Budget::from_duration(self.deadline.total())
     }
 
+    /// What is left of the budget at the latest instant given, plus the one unit of
+    /// resolution it may overrun by: how long work done here after an answer (a result's
+    /// check) may last.
+    pub(super) fn left_with_overrun(&self) -> Duration {
+        let deadline = &self.deadline;
+        (deadline.remaining(self.now)).saturating_add(deadline.resolution().unit())
+    }
+
     pub(super) fn deadline(&self) -> &OperationDeadline {
         &self.deadline
     }

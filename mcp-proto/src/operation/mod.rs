@@ -437,7 +437,8 @@ impl Operation {
                 }
             }
             Heard::Done(outcome) => {
-                let checked = output::check(outcome, &self.progress.action, &self.session);
+                let left = self.grants.left_with_overrun();
+                let checked = output::check(outcome, &self.progress.action, &self.session, left);
                 self.finish(checked);
             }
             Heard::Moved(moved) => {

@@ -7,14 +7,25 @@
 //! lets through: a tool the listing declared nothing for, or a session that read no listing,
 //! passes unchecked.
 
+use std::time::Duration;
+
 use super::view::View;
 use super::{Action, Outcome};
 use crate::Error;
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// `outcome`, or the error that refuses it: a call's result checked against its tool's
-/// declared output when the session knows it and the configuration asks for it.
-pub(super) fn check(outcome: Outcome, action: &Action, session: &View) -> Result<Outcome, Error> {
+/// declared output when the session knows it and the configuration asks for it. The check
+/// lasts no longer than `left`, what the budget has left with the one unit it may overrun by:
+/// a check that would take longer is not run ([`OutputProblem::Unchecked`]).
+///
+/// [`OutputProblem::Unchecked`]: crate::schema::OutputProblem::Unchecked
+pub(super) fn check(
+    outcome: Outcome,
+    action: &Action,
+    session: &View,
+    left: Duration,
+) -> Result<Outcome, Error> {
     let Action::CallTool { name, .. } = action else {
         return Ok(outcome);
     };
@@ -23,7 +34,9 @@ pub(super) fn check(outcome: Outcome, action: &Action, session: &View) -> Result
     };
     let declared = session.tool_schemas().and_then(|schemas| schemas.get(name));
     let checked = match declared {
-        Some(declared) if session.config().output_validation().is_on() => declared.check(&result),
+        Some(declared) if session.config().output_validation().is_on() => {
+            declared.check(&result, left)
+        }
         _ => Ok(()),
     };
     match checked {

@@ -39,7 +39,10 @@
 //! a walk over the value counts every subschema applied to every value, every branch
 //! included, with what grows with the value (a `pattern` on a long string, `uniqueItems` on a
 //! large array). The count stops at [`MAX_WORK`](OutputSchema::MAX_WORK), and a value whose
-//! check would pass it is a [`Mismatch`] of rule `work`, never checked. Measured (release
+//! check would pass it is a [`Mismatch`] of rule `work`, never checked. A call's check
+//! is also held to what is left of its budget
+//! ([`WORK_PER_MILLISECOND`](OutputSchema::WORK_PER_MILLISECOND)): a check that would outlast
+//! it is not run either ([`OutputProblem::Unchecked`]). Measured (release
 //! build, 2 cores): a check at the limit takes the crate 15-20 ms (the doubling chain) and
 //! the count about as long; the count of a 2 MiB result of 60,000 small records, checked
 //! within the limit, 17 ms beside the crate's 8 ms. The count recurses no deeper than the
@@ -221,6 +224,22 @@ impl OutputSchema {
     /// `patternProperties` on many members; every branch of `anyOf` and `oneOf` counted. A
     /// value whose check would take more is a mismatch of rule `work`, not checked.
     pub const MAX_WORK: u64 = Work::LIMIT;
+    /// The steps of a check (its count included) counted on per millisecond of what is left
+    /// of an operation's budget: a tenth of what a release build does here (about 10 ns a
+    /// step, measured at the limit), so a slow machine still ends the check in time. A call's
+    /// result is checked with at most this many steps per millisecond left, plus the one unit
+    /// of resolution the budget may overrun by; at the default resolution (a second) that is
+    /// always the whole [`MAX_WORK`](Self::MAX_WORK).
+    pub const WORK_PER_MILLISECOND: u64 = 10_000;
+
+    /// The work a check may take when `time` is what it may last: at most
+    /// [`MAX_WORK`](Self::MAX_WORK), and at least the steps of one millisecond.
+    pub(crate) fn work_within(time: std::time::Duration) -> u64 {
+        let millis = u64::try_from(time.as_millis()).unwrap_or(u64::MAX).max(1);
+        millis
+            .saturating_mul(Self::WORK_PER_MILLISECOND)
+            .min(Self::MAX_WORK)
+    }
 
     /// Checks `schema` against this client's bounds, then compiles it in the dialect its
     /// `$schema` names (JSON Schema 2020-12 when it names none).
@@ -273,39 +292,69 @@ impl OutputSchema {
     /// deeper than [`MAX_INSTANCE_DEPTH`](Self::MAX_INSTANCE_DEPTH) is a mismatch of rule
     /// `depth`, without running the schema.
     pub fn validate(&self, instance: &Value) -> Result<(), Mismatch> {
+        match self.validate_within(instance, Self::MAX_WORK) {
+            Ok(()) => Ok(()),
+            Err(Refusal::Mismatch(mismatch)) => Err(mismatch),
+            Err(Refusal::Longer) => Err(self.too_much(Exceeded::Units)),
+        }
+    }
+
+    /// [`validate`](Self::validate) with the check's work held to `work` steps (at most
+    /// [`MAX_WORK`](Self::MAX_WORK)): a value whose check would take more than `work` but no
+    /// more than the schema's own limit is [`Refusal::Longer`], not a mismatch.
+    pub(crate) fn validate_within(&self, instance: &Value, work: u64) -> Result<(), Refusal> {
         if let Some(pointer) = too_deep(instance, Self::MAX_INSTANCE_DEPTH) {
-            return Err(Mismatch {
+            return Err(Refusal::Mismatch(Mismatch {
                 instance_path: clip(&pointer, QUOTE_LIMIT),
                 rule: "depth".to_owned(),
                 message: format!(
                     "the value nests deeper than {} levels and was not checked",
                     Self::MAX_INSTANCE_DEPTH
                 ),
-            });
+            }));
         }
-        if let Err(exceeded) = self.work.check(instance) {
-            let message = match exceeded {
-                Exceeded::Units => format!(
-                    "checking the value would take more than {} steps of the schema; it was not checked",
-                    Self::MAX_WORK
-                ),
-                Exceeded::Depth => format!(
-                    "checking the value would nest the schema's subschemas deeper than {} levels; it was not checked",
-                    Work::MAX_DEPTH
-                ),
-            };
-            return Err(Mismatch {
-                instance_path: String::new(),
-                rule: "work".to_owned(),
-                message,
-            });
+        match self.work.check(instance, work) {
+            Ok(()) => {}
+            Err(Exceeded::Units) if work < Self::MAX_WORK => return Err(Refusal::Longer),
+            Err(exceeded) => return Err(Refusal::Mismatch(self.too_much(exceeded))),
         }
-        self.validator.validate(instance).map_err(|error| Mismatch {
-            instance_path: clip(error.instance_path().as_str(), QUOTE_LIMIT),
-            rule: clip(error.kind().keyword(), QUOTE_LIMIT),
-            message: clip(&error.to_string(), QUOTE_LIMIT),
+        self.validator.validate(instance).map_err(|error| {
+            Refusal::Mismatch(Mismatch {
+                instance_path: clip(error.instance_path().as_str(), QUOTE_LIMIT),
+                rule: clip(error.kind().keyword(), QUOTE_LIMIT),
+                message: clip(&error.to_string(), QUOTE_LIMIT),
+            })
         })
     }
+
+    /// The mismatch of rule `work`: checking the value would pass the schema's own limit.
+    fn too_much(&self, exceeded: Exceeded) -> Mismatch {
+        let message = match exceeded {
+            Exceeded::Units => format!(
+                "checking the value would take more than {} steps of the schema; it was not checked",
+                Self::MAX_WORK
+            ),
+            Exceeded::Depth => format!(
+                "checking the value would nest the schema's subschemas deeper than {} levels; it was not checked",
+                Work::MAX_DEPTH
+            ),
+        };
+        Mismatch {
+            instance_path: String::new(),
+            rule: "work".to_owned(),
+            message,
+        }
+    }
+}
+
+/// Why [`OutputSchema::validate_within`] did not pass a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// It does not match, or its check would pass the schema's own limit.
+    Mismatch(Mismatch),
+    /// Its check would take more than the work it was given, though not more than the
+    /// schema's own limit: the value is neither passed nor blamed.
+    Longer,
 }
 
 /// The retriever the crate asks for any resource the schema does not hold: it refuses, and

@@ -8,10 +8,12 @@
 //! does, inside its budget) nor drop a result: a refused result travels in the error.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Mismatch, OutputSchema, SchemaError};
+use super::{Mismatch, OutputSchema, Refusal, SchemaError};
+use crate::deadline::format_seconds;
 use crate::model::CallToolResult;
 
 /// When a tool's result is checked against its `outputSchema`
@@ -60,6 +62,17 @@ pub enum OutputProblem {
     /// invalid, or referring outside itself (never fetched).
     #[error("cannot be checked: {0}")]
     Schema(SchemaError),
+    /// Checking `structuredContent` would take longer than what was left of the operation's
+    /// budget (with the one unit it may overrun by), so it was neither checked nor blamed:
+    /// the budget's end, not the server's fault. A longer budget checks it.
+    #[error(
+        "has structuredContent that could not be checked in the {} s left of the budget",
+        format_seconds(*.left)
+    )]
+    Unchecked {
+        /// What was left of the budget (with its one unit of overrun) when the result came.
+        left: Duration,
+    },
 }
 
 /// A tool's `outputSchema` as a listing declared it, compiled once, on the first result
@@ -80,8 +93,13 @@ impl Declared {
     }
 
     /// Checks `result` against the declaration: `Ok` for an `isError` result, a result whose
-    /// `structuredContent` matches, and nothing else.
-    pub(crate) fn check(&self, result: &CallToolResult) -> Result<(), OutputProblem> {
+    /// `structuredContent` matches, and nothing else. The check lasts no longer than `left`
+    /// (what the budget has left), counted in [`OutputSchema::WORK_PER_MILLISECOND`].
+    pub(crate) fn check(
+        &self,
+        result: &CallToolResult,
+        left: Duration,
+    ) -> Result<(), OutputProblem> {
         if result.is_error {
             return Ok(());
         }
@@ -93,7 +111,13 @@ impl Declared {
         let Some(structured) = &result.structured_content else {
             return Err(OutputProblem::Missing);
         };
-        schema.validate(structured).map_err(OutputProblem::Mismatch)
+        let work = OutputSchema::work_within(left);
+        schema
+            .validate_within(structured, work)
+            .map_err(|refusal| match refusal {
+                Refusal::Mismatch(mismatch) => OutputProblem::Mismatch(mismatch),
+                Refusal::Longer => OutputProblem::Unchecked { left },
+            })
     }
 }
 
@@ -101,6 +125,8 @@ impl Declared {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    const SECOND: Duration = Duration::from_secs(1);
 
     fn result(raw: Value) -> CallToolResult {
         let Value::Object(raw) = raw else {
@@ -121,14 +147,14 @@ mod tests {
     fn a_matching_result_passes_and_a_mismatch_names_where() {
         let declared = weather();
         let good = result(json!({ "content": [], "structuredContent": { "temperature": 3 } }));
-        assert_eq!(declared.check(&good), Ok(()));
+        assert_eq!(declared.check(&good, SECOND), Ok(()));
         let bad = result(json!({ "content": [], "structuredContent": { "temperature": "x" } }));
-        let Err(OutputProblem::Mismatch(mismatch)) = declared.check(&bad) else {
+        let Err(OutputProblem::Mismatch(mismatch)) = declared.check(&bad, SECOND) else {
             panic!("not a mismatch")
         };
         assert_eq!(mismatch.instance_path, "/temperature");
         assert_eq!(mismatch.rule, "type");
-        let problem = declared.check(&bad).unwrap_err().to_string();
+        let problem = declared.check(&bad, SECOND).unwrap_err().to_string();
         assert!(
             problem.starts_with(
                 "has structuredContent that does not match the output schema at /temperature (type): "
@@ -141,16 +167,16 @@ mod tests {
     fn a_missing_structured_content_is_refused_unless_the_tool_failed() {
         let declared = weather();
         let plain = result(json!({ "content": [{ "type": "text", "text": "3" }] }));
-        assert_eq!(declared.check(&plain), Err(OutputProblem::Missing));
+        assert_eq!(declared.check(&plain, SECOND), Err(OutputProblem::Missing));
         let failed = result(json!({ "content": [], "isError": true }));
-        assert_eq!(declared.check(&failed), Ok(()));
+        assert_eq!(declared.check(&failed, SECOND), Ok(()));
     }
 
     #[test]
     fn a_schema_that_cannot_compile_refuses_every_result_the_same_way() {
         let declared = Declared::new(json!({ "$ref": "https://example.com/schema.json" }));
         let any = result(json!({ "content": [], "structuredContent": {} }));
-        let first = declared.check(&any);
+        let first = declared.check(&any, SECOND);
         assert!(
             matches!(
                 &first,
@@ -158,6 +184,42 @@ mod tests {
             ),
             "{first:?}"
         );
-        assert_eq!(declared.check(&any), first);
+        assert_eq!(declared.check(&any, SECOND), first);
+    }
+
+    #[test]
+    fn a_check_longer_than_what_is_left_is_neither_run_nor_blamed() {
+        // 100,000 numbers, each held to `type`: about 200,000 steps, well inside the schema's
+        // own limit, and more than the 20,000 two milliseconds allow.
+        let declared = Declared::new(json!({
+            "type": "object",
+            "properties": { "readings": { "type": "array", "items": { "type": "number" } } },
+        }));
+        let readings: Vec<u32> = (0..100_000).collect();
+        let big = result(json!({ "content": [], "structuredContent": { "readings": readings } }));
+        let left = Duration::from_millis(2);
+        assert_eq!(
+            declared.check(&big, left),
+            Err(OutputProblem::Unchecked { left })
+        );
+        assert_eq!(
+            declared.check(&big, left).unwrap_err().to_string(),
+            "has structuredContent that could not be checked in the 0.002 s left of the budget"
+        );
+        assert_eq!(declared.check(&big, SECOND), Ok(()));
+        // A small result is checked in any time at all.
+        let small = result(json!({ "content": [], "structuredContent": { "readings": [1, 2] } }));
+        assert_eq!(declared.check(&small, Duration::ZERO), Ok(()));
+    }
+
+    #[test]
+    fn the_work_a_check_may_take_follows_the_time_it_may_last() {
+        assert_eq!(OutputSchema::work_within(Duration::ZERO), 10_000);
+        assert_eq!(OutputSchema::work_within(Duration::from_millis(3)), 30_000);
+        assert_eq!(OutputSchema::work_within(SECOND), OutputSchema::MAX_WORK);
+        assert_eq!(
+            OutputSchema::work_within(Duration::MAX),
+            OutputSchema::MAX_WORK
+        );
     }
 }

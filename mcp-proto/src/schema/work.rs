@@ -62,7 +62,7 @@ struct Node {
 /// Why a check was not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Exceeded {
-    /// Its count passed [`Work::LIMIT`].
+    /// Its count passed the limit it was given ([`Work::LIMIT`] at most).
     Units,
     /// Subschemas applied inside each other deeper than [`Work::MAX_DEPTH`].
     Depth,
@@ -133,11 +133,13 @@ impl Work {
         Ok(Self { nodes })
     }
 
-    /// Counts the work of checking `instance`, stopping at the limit.
-    pub(super) fn check(&self, instance: &Value) -> Result<(), Exceeded> {
+    /// Counts the work of checking `instance`, stopping at `limit` units (never more than
+    /// [`Work::LIMIT`]).
+    pub(super) fn check(&self, instance: &Value, limit: u64) -> Result<(), Exceeded> {
         let mut walk = Walk {
             work: self,
             spent: 0,
+            limit: limit.min(Self::LIMIT),
         };
         walk.apply(0, Instance::Value(instance), 0)
     }
@@ -364,12 +366,14 @@ enum Instance<'i> {
 struct Walk<'w> {
     work: &'w Work,
     spent: u64,
+    /// Where the count stops.
+    limit: u64,
 }
 
 impl Walk<'_> {
     fn charge(&mut self, units: u64) -> Result<(), Exceeded> {
         self.spent = self.spent.saturating_add(units);
-        if self.spent > Work::LIMIT {
+        if self.spent > self.limit {
             return Err(Exceeded::Units);
         }
         Ok(())
@@ -418,7 +422,7 @@ impl Walk<'_> {
             }
             Instance::Value(Value::Array(items)) => {
                 if node.unique {
-                    self.charge(size_within(items, Work::LIMIT - self.spent))?;
+                    self.charge(size_within(items, self.limit.saturating_sub(self.spent)))?;
                 }
                 for (at, item) in items.iter().enumerate() {
                     let positional = node.prefix.get(at).copied();
