@@ -161,14 +161,16 @@ impl Client {
                 Some(events) => events,
                 None => &mut own,
             };
-            let mut op = opened.start(action, clock.now());
+            // The operation and the loop that drives it live on the heap: the future a caller
+            // holds (and moves, into `block_on` or a task) stays small.
+            let mut op = Box::new(opened.start(action, clock.now()));
             let mut wire = HttpWire {
                 http: &shared.http,
                 connecting: &shared.connecting,
                 legs: Vec::new(),
                 events,
             };
-            let result = run(&op, &mut reporting).drive(&mut op, &mut wire).await;
+            let result = Box::pin(run(&op, &mut reporting).drive(&mut op, &mut wire)).await;
             // The session says whether its stream lives on: a stream it no longer has is
             // dropped (closing its connection); one this operation opened without the turn
             // (it found HTTP+SSE itself) is the client's if no other is.
@@ -194,14 +196,14 @@ impl Client {
             Some(child) => child,
             None => &mut no_process,
         };
-        let mut op = opened.start(action, clock.now());
+        let mut op = Box::new(opened.start(action, clock.now()));
         let mut wire = crate::stdio::StdioWire {
             child,
             command,
             cancel,
             armed,
         };
-        run(&op, &mut reporting).drive(&mut op, &mut wire).await
+        Box::pin(run(&op, &mut reporting).drive(&mut op, &mut wire)).await
     }
 }
 
