@@ -75,6 +75,8 @@ pub struct SessionConfig {
     url: String,
     /// How to authorize when the server asks, if at all.
     oauth: Option<crate::auth::OAuth>,
+    /// What every modern request carries in `_meta` from this configuration, built once.
+    modern_meta: crate::wire::MetaCache,
 }
 
 impl SessionConfig {
@@ -155,6 +157,7 @@ impl SessionConfig {
             protocol_version: None,
             url,
             oauth: None,
+            modern_meta: crate::wire::MetaCache::default(),
         }
     }
 

@@ -6,8 +6,11 @@
 //! clock or do I/O, and it never copies a caller's tool arguments into an intermediate tree:
 //! they are serialised from borrowed fields.
 
+use std::sync::{Arc, OnceLock};
+
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Method, Uri};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{RequestId, RpcError};
@@ -182,6 +185,82 @@ pub(crate) fn modern_meta(
     meta
 }
 
+/// What every modern request of one configuration carries in `_meta` whatever it asks (the
+/// version, the client's capabilities and who it is, the trace context, the log level), as
+/// members and as the JSON object they serialise to: built once per configuration, so a
+/// request that adds nothing of its own writes the text as it is.
+#[derive(Debug)]
+pub(crate) struct ModernMeta {
+    version: ProtocolVersion,
+    /// The members, for a request that adds its own (a progress token, the time left).
+    pub(crate) members: Map<String, Value>,
+    /// `members` as a JSON object.
+    pub(crate) text: Box<RawValue>,
+}
+
+impl ModernMeta {
+    /// The members for `version` from what the configuration declares.
+    pub(crate) fn new(version: ProtocolVersion, members: Map<String, Value>) -> Self {
+        // Serialising a map of strings and maps cannot fail.
+        let text =
+            serde_json::value::to_raw_value(&members).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        Self {
+            version,
+            members,
+            text,
+        }
+    }
+}
+
+/// A configuration's [`ModernMeta`], without and with the tasks extension declared, built
+/// on first use. A clone starts empty: a cloned configuration may be changed before it is
+/// used, and must not carry what the first one declared.
+#[derive(Default)]
+pub(crate) struct MetaCache([OnceLock<Arc<ModernMeta>>; 2]);
+
+impl MetaCache {
+    /// The members for `version` (with the tasks extension when `tasks`), `build` called
+    /// when this cache has none for them. The first version asked keeps its slot; another
+    /// version is built each time (a session speaks one version).
+    pub(crate) fn get(
+        &self,
+        version: ProtocolVersion,
+        tasks: bool,
+        build: impl FnOnce() -> ModernMeta,
+    ) -> Arc<ModernMeta> {
+        let slot = &self.0[usize::from(tasks)];
+        match slot.get() {
+            Some(meta) if meta.version == version => Arc::clone(meta),
+            Some(_) => Arc::new(build()),
+            None => Arc::clone(slot.get_or_init(|| Arc::new(build()))),
+        }
+    }
+}
+
+impl Clone for MetaCache {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for MetaCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetaCache(..)")
+    }
+}
+
+/// A `tools/call`'s `_meta` beside its progress token, if any: nothing, these members, or a
+/// modern configuration's own (written as its serialised text when nothing is added).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CallMeta<'a> {
+    /// No members.
+    None,
+    /// These members.
+    Members(&'a Map<String, Value>),
+    /// A modern configuration's members.
+    Modern(&'a ModernMeta),
+}
+
 /// Checks a session id before it is ever echoed: visible ASCII (0x21-0x7E), 1 to 256 bytes.
 pub(crate) fn valid_session_id(raw: &[u8]) -> bool {
     !raw.is_empty()
@@ -191,13 +270,14 @@ pub(crate) fn valid_session_id(raw: &[u8]) -> bool {
 
 /// The body of a `tools/call`, serialised from borrowed fields: no copy of the arguments, no
 /// `Value` tree. `progress_token` asks the server for progress notifications; `meta` holds
-/// further `_meta` members (the modern request metadata, the trace context), when there are any.
+/// further `_meta` members (the modern request metadata, the trace context), when there are
+/// any.
 pub(crate) fn call_tool(
     id: i64,
     name: &str,
     arguments: &Map<String, Value>,
     progress_token: Option<i64>,
-    meta: Option<&Map<String, Value>>,
+    meta: CallMeta<'_>,
     input: Option<&InputRound>,
     task: bool,
 ) -> Vec<u8> {
@@ -207,6 +287,12 @@ pub(crate) fn call_tool(
         progress_token: Option<i64>,
         #[serde(flatten, skip_serializing_if = "Option::is_none")]
         members: Option<&'a Map<String, Value>>,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(untagged)]
+    enum MetaField<'a> {
+        Members(Meta<'a>),
+        Text(&'a RawValue),
     }
     #[derive(serde::Serialize)]
     struct CallParams<'a> {
@@ -220,12 +306,22 @@ pub(crate) fn call_tool(
         #[serde(skip_serializing_if = "Option::is_none")]
         task: Option<Map<String, Value>>,
         #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta<'a>>,
+        meta: Option<MetaField<'a>>,
     }
-    let meta = (progress_token.is_some() || meta.is_some()).then_some(Meta {
-        progress_token,
-        members: meta,
-    });
+    let members = match meta {
+        CallMeta::Modern(modern) if progress_token.is_none() => Err(&*modern.text),
+        CallMeta::Modern(modern) => Ok(Some(&modern.members)),
+        CallMeta::Members(members) => Ok(Some(members)),
+        CallMeta::None => Ok(None),
+    };
+    let meta = match members {
+        Err(text) => Some(MetaField::Text(text)),
+        Ok(None) if progress_token.is_none() => None,
+        Ok(members) => Some(MetaField::Members(Meta {
+            progress_token,
+            members,
+        })),
+    };
     let params = CallParams {
         name,
         arguments,
@@ -286,6 +382,56 @@ pub(crate) fn cancelled(request_id: i64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_modern_call_writes_its_kept_meta_as_the_members_would_be_written() {
+        let version = ProtocolVersion::V2026_07_28;
+        let members = modern_meta(version, Map::new(), &ClientInfo::default());
+        let modern = ModernMeta::new(version, members.clone());
+        let arguments = Map::from_iter([("text".to_owned(), Value::from("hi"))]);
+        let call = |progress, meta| call_tool(7, "echo", &arguments, progress, meta, None, false);
+        // The text as it was kept is the members as they would be written.
+        assert_eq!(
+            call(None, CallMeta::Modern(&modern)),
+            call(None, CallMeta::Members(&members))
+        );
+        // A progress token goes beside the members, none lost.
+        let with_token: Value =
+            serde_json::from_slice(&call(Some(7), CallMeta::Modern(&modern))).unwrap();
+        let meta = with_token["params"]["_meta"].as_object().unwrap();
+        assert_eq!(meta["progressToken"], 7);
+        assert!(
+            members
+                .iter()
+                .all(|(key, value)| meta.get(key) == Some(value))
+        );
+        assert_eq!(meta.len(), members.len() + 1);
+        let bare: Value = serde_json::from_slice(&call(None, CallMeta::None)).unwrap();
+        assert!(bare["params"].get("_meta").is_none());
+    }
+
+    #[test]
+    fn a_kept_meta_is_the_first_version_s_and_a_clone_keeps_none() {
+        let built = std::cell::Cell::new(0);
+        let build = |version| {
+            built.set(built.get() + 1);
+            ModernMeta::new(version, Map::new())
+        };
+        let cache = MetaCache::default();
+        let latest = ProtocolVersion::V2026_07_28;
+        let other = ProtocolVersion::V2025_11_25;
+        cache.get(latest, false, || build(latest));
+        cache.get(latest, false, || build(latest));
+        assert_eq!(built.get(), 1);
+        // The other slot, and another version, are their own.
+        cache.get(latest, true, || build(latest));
+        assert_eq!(cache.get(other, false, || build(other)).version, other);
+        assert_eq!(cache.get(latest, false, || build(latest)).version, latest);
+        assert_eq!(built.get(), 3);
+        // A clone (a configuration copied to be changed) builds its own.
+        cache.clone().get(latest, false, || build(latest));
+        assert_eq!(built.get(), 4);
+    }
 
     #[test]
     fn session_ids_are_visible_ascii_of_at_most_256_bytes() {

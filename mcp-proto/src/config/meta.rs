@@ -6,8 +6,11 @@
 
 use serde_json::{Map, Value};
 
+use std::sync::Arc;
+
 use super::SessionConfig;
 use crate::error::Error;
+use crate::model::ProtocolVersion;
 
 /// The `_meta` key under which a request tells the server the milliseconds left of the
 /// operation's budget ([`SessionConfig::with_send_deadline`]): this project's own, not a
@@ -83,6 +86,31 @@ impl SessionConfig {
     /// The trace context every request carries in `_meta` (empty when not configured).
     pub fn trace_context(&self) -> &Map<String, Value> {
         &self.trace_context
+    }
+
+    /// What every modern request of this configuration carries in `_meta` in `version`,
+    /// whatever it asks: the version, the client's capabilities (the tasks extension declared
+    /// when `tasks`) and who it is, the trace context, the log level asked for. Built once and
+    /// kept (a request adds the time left, or a progress token, to a copy).
+    pub(crate) fn modern_meta(
+        &self,
+        version: ProtocolVersion,
+        tasks: bool,
+    ) -> Arc<crate::wire::ModernMeta> {
+        self.modern_meta.get(version, tasks, || {
+            let mut capabilities = self.capabilities();
+            if tasks {
+                let tasks = serde_json::json!({"io.modelcontextprotocol/tasks": {}});
+                capabilities.insert("extensions".to_owned(), tasks);
+            }
+            let mut meta = crate::wire::modern_meta(version, capabilities, self.client_info());
+            meta.extend(self.trace_context.clone());
+            if let Some(level) = self.log_level {
+                let key = "io.modelcontextprotocol/logLevel".to_owned();
+                meta.insert(key, Value::from(level.as_str()));
+            }
+            crate::wire::ModernMeta::new(version, meta)
+        })
     }
 }
 

@@ -251,7 +251,10 @@ impl Request<'_> {
             }
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
-                let meta = (!trace.is_empty()).then_some(trace);
+                let meta = match trace.is_empty() {
+                    true => wire::CallMeta::None,
+                    false => wire::CallMeta::Members(trace),
+                };
                 let task = super::tasking::legacy_call_is_task(self.session, name) == Some(true);
                 wire::call_tool(id, name, arguments, progress, meta, None, task)
             }
@@ -291,25 +294,25 @@ impl Request<'_> {
     ) -> (http::Request<Vec<u8>>, Option<i64>) {
         let id = self.session.take_request_id();
         let config = self.session.config();
-        let mut capabilities = config.capabilities();
         let task_action = matches!(self.action, Action::ResumeTask(_) | Action::CancelTask(_));
-        if config.tasks() || task_action {
-            let tasks = serde_json::json!({"io.modelcontextprotocol/tasks": {}});
-            capabilities.insert("extensions".to_owned(), tasks);
-        }
-        let mut meta = wire::modern_meta(version, capabilities, config.client_info());
-        meta.extend(self.meta.clone());
-        if let Some(level) = config.log_level() {
-            let key = "io.modelcontextprotocol/logLevel".to_owned();
-            meta.insert(key, Value::from(level.as_str()));
-        }
+        let modern = config.modern_meta(version, config.tasks() || task_action);
+        // What this request adds to the configuration's own members: the time left, when the
+        // server is told (the trace context is the configuration's, in `modern` already).
+        let own = config.sends_deadline().then(|| {
+            let mut meta = modern.members.clone();
+            meta.extend(self.meta.clone());
+            meta
+        });
         let method = kind.request_name();
         let (body, name, params) = match (kind, self.action) {
             (LegKind::CallTool, Action::CallTool { name, arguments }) => {
                 let progress = config.progress().then_some(id);
                 let input = self.input;
-                let body =
-                    wire::call_tool(id, name, arguments, progress, Some(&meta), input, false);
+                let meta = match &own {
+                    Some(own) => wire::CallMeta::Members(own),
+                    None => wire::CallMeta::Modern(&modern),
+                };
+                let body = wire::call_tool(id, name, arguments, progress, meta, input, false);
                 let params =
                     crate::headers::param_values(self.session.tool_headers(name), arguments);
                 (body, Some(name.as_str()), params)
@@ -325,6 +328,7 @@ impl Request<'_> {
                 if let Some(input) = self.input {
                     input.add_to(&mut params);
                 }
+                let meta = own.unwrap_or_else(|| modern.members.clone());
                 params.insert("_meta".to_owned(), Value::Object(meta));
                 // `Mcp-Name` mirrors what names the request: a prompt's name, a resource's URI,
                 // the task a poll or cancel is about (so a load balancer routes it to the task's server).
