@@ -135,6 +135,108 @@ pub(crate) fn classify(mut message: Map<String, Value>) -> Incoming {
     }
 }
 
+/// Reads one JSON-RPC object straight into its class, as [`classify`] would read it decoded
+/// (a member seen twice counts as its last), without building the envelope as a map: a
+/// member this client does not read (`jsonrpc`, anything unknown) is read and dropped, not
+/// kept.
+///
+/// # Errors
+/// serde_json's, for anything that is not one JSON object; a caller that must say which
+/// (not JSON, or JSON but not an object) decodes the bytes again the plain way.
+pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming, serde_json::Error> {
+    serde_json::from_slice::<Read>(bytes).map(|read| read.0)
+}
+
+/// [`Incoming`] as [`read_message`] deserialises it.
+struct Read(Incoming);
+
+impl<'de> serde::Deserialize<'de> for Read {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(Envelope)
+    }
+}
+
+/// The visitor of one JSON-RPC object's members.
+struct Envelope;
+
+/// The members [`classify`] reads.
+enum Member {
+    Id,
+    Method,
+    Params,
+    Error,
+    Result,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Member {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = Member;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Member, E> {
+                Ok(match name {
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    "error" => Member::Error,
+                    "result" => Member::Result,
+                    _ => Member::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(Name)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Envelope {
+    type Value = Read;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+        let (mut id, mut method, mut params, mut error, mut result) =
+            (None, None, None, None, None);
+        while let Some(member) = map.next_key::<Member>()? {
+            let slot = match member {
+                Member::Id => &mut id,
+                Member::Method => &mut method,
+                Member::Params => &mut params,
+                Member::Error => &mut error,
+                Member::Result => &mut result,
+                // Read as a value (and dropped), so what a decoded message refuses (a number
+                // out of range) is refused here too.
+                Member::Other => {
+                    map.next_value::<Value>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value::<Value>()?);
+        }
+        let id = id.as_ref().and_then(RequestId::from_value);
+        if let Some(Value::String(method)) = method {
+            let params = params.unwrap_or(Value::Null);
+            return Ok(Read(match id {
+                Some(id) => Incoming::Request { id, method, params },
+                None => Incoming::Notification { method, params },
+            }));
+        }
+        if let Some(error) = error {
+            let error = RpcError::read(&error);
+            return Ok(Read(Incoming::Error { id, error }));
+        }
+        Ok(Read(match result {
+            Some(result) => Incoming::Result { id, result },
+            None => Incoming::Neither,
+        }))
+    }
+}
+
 /// Serialises a request. `params` is always an object (`{}` when empty, never `[]`).
 pub(crate) fn request(id: i64, method: &str, params: Map<String, Value>) -> Vec<u8> {
     // Serialising a `Value` built from maps and strings cannot fail.
@@ -211,6 +313,38 @@ mod tests {
         let note = obj(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}));
         assert!(matches!(classify(note), Incoming::Notification { .. }));
         assert_eq!(classify(obj(json!({"jsonrpc":"2.0"}))), Incoming::Neither);
+    }
+
+    #[test]
+    fn a_message_read_straight_is_classified_as_when_decoded_first() {
+        let cases = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":"s1","method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32601,"message":"nope"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":null}"#,
+            r#"{"id":1,"method":7,"result":[1]}"#,
+            r#"{"id":1,"result":{"a":1},"result":{"b":2}}"#,
+            r#"{"\u0069d":3,"r\u0065sult":true,"x":{"deep":[null,1e400]}}"#,
+            r#"{"id":[1],"result":null}"#,
+            r#"{"jsonrpc":"2.0"}"#,
+            r#"{}"#,
+        ];
+        for case in cases {
+            let decoded: Value = serde_json::from_str(case).unwrap_or(Value::Null);
+            let Value::Object(decoded) = decoded else {
+                assert!(read_message(case.as_bytes()).is_err(), "{case}");
+                continue;
+            };
+            assert_eq!(
+                read_message(case.as_bytes()).unwrap(),
+                classify(decoded),
+                "{case}"
+            );
+        }
+        for bad in ["[1]", "1", "\"x\"", "{\"id\":1", "{\"id\":1} x", ""] {
+            assert!(read_message(bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -14,11 +14,11 @@ use http::{HeaderMap, StatusCode};
 
 use super::grant::Grants;
 use super::legs::Role;
-use super::read::{Framed, Heard, decode, media_type};
+use super::read::{Framed, Heard, media_type, read_message};
 use super::timers::Timer;
 use super::{Action, LISTEN_HEAD_WAIT};
 use crate::config::SessionConfig;
-use crate::jsonrpc::{self, Incoming};
+use crate::jsonrpc::Incoming;
 use crate::sse::{SseEvent, SseParser};
 
 /// The standalone stream's state.
@@ -107,7 +107,7 @@ impl Listen {
                     if event.data.trim().is_empty() {
                         continue;
                     }
-                    match decode(event.data.as_bytes()).map(jsonrpc::classify) {
+                    match read_message(event.data.as_bytes()) {
                         Ok(
                             message @ (Incoming::Request { .. } | Incoming::Notification { .. }),
                         ) => {

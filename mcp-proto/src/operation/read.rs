@@ -62,6 +62,15 @@ impl BadMessage {
     }
 }
 
+/// Reads one JSON-RPC message into its class ([`jsonrpc::classify`] of [`decode`]), without
+/// the envelope's map; what cannot be read is decoded again the plain way, to say why.
+pub(super) fn read_message(bytes: &[u8]) -> Result<Incoming, BadMessage> {
+    match jsonrpc::read_message(bytes) {
+        Ok(message) => Ok(message),
+        Err(_) => decode(bytes).map(jsonrpc::classify),
+    }
+}
+
 /// Decodes one JSON-RPC message.
 pub(super) fn decode(bytes: &[u8]) -> Result<Map<String, Value>, BadMessage> {
     match serde_json::from_slice::<Value>(bytes) {
@@ -406,8 +415,8 @@ impl Reading {
                 // A priming event (an id and empty data) or a keep-alive.
                 continue;
             }
-            let message = match decode(event.data.as_bytes()) {
-                Ok(message) => jsonrpc::classify(message),
+            let message = match read_message(event.data.as_bytes()) {
+                Ok(message) => message,
                 Err(bad) => {
                     let detail = bad.detail("an event's data", "an event's data");
                     return Framed::messages(messages, Heard::Failed(Failure::Malformed(detail)));
@@ -484,7 +493,7 @@ fn json_answer(body: &[u8], status: u16, modern: bool) -> Framed {
         // A refusal's body: a JSON-RPC error explains it, anything else leaves the status. In
         // the legacy era only a modern error explains a refusal (it can move the operation to
         // the modern era); any other keeps the status as the error.
-        return match decode(body).map(jsonrpc::classify) {
+        return match read_message(body) {
             Ok(error @ Incoming::Error { .. })
                 if modern || error.error_code().is_some_and(is_modern_error) =>
             {
@@ -496,7 +505,7 @@ fn json_answer(body: &[u8], status: u16, modern: bool) -> Framed {
     if body.iter().all(u8::is_ascii_whitespace) {
         return malformed(format!("empty body with status {status}"));
     }
-    match decode(body).map(jsonrpc::classify) {
+    match read_message(body) {
         Ok(answer @ (Incoming::Result { .. } | Incoming::Error { .. })) => Framed::answer(answer),
         Ok(_) => malformed("neither a result nor an error".to_owned()),
         Err(bad) => malformed(bad.detail("the answer", "the body")),

@@ -34,13 +34,13 @@ use super::close::Closing;
 use super::failure::Failure;
 use super::grant::Grants;
 use super::legs::{LegTable, Role};
-use super::read::{Heard, decode};
+use super::read::{Heard, read_message};
 use super::replies::Replies;
 use super::timers::Timer;
 use super::view::View;
 use super::{Event, LegId, LegKind, Outcome, ProcessExit};
 use crate::config::SessionConfig;
-use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::jsonrpc::{Incoming, RequestId};
 use crate::sse::SseError;
 use crate::transport::{Framed, Framer};
 use mcp_auth::{QUOTE_LIMIT, clip};
@@ -140,7 +140,7 @@ impl Stdout {
                     ))));
                 }
             };
-            let message = match decode(&line).map(jsonrpc::classify) {
+            let message = match read_message(&line) {
                 Ok(Incoming::Neither) | Err(_) => {
                     let line = clip(&String::from_utf8_lossy(&line), QUOTE_LIMIT);
                     ctx.events.push_back(Event::StdoutNoise { line });
