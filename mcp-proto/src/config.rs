@@ -538,6 +538,7 @@ impl SessionConfig {
         Endpoint {
             uri: &self.endpoint,
             headers: &self.headers,
+            lines: self.is_stdio(),
         }
     }
 }

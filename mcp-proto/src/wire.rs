@@ -50,6 +50,8 @@ pub(crate) struct Endpoint<'a> {
     pub(crate) uri: &'a Uri,
     /// The caller's extra headers (e.g. `Authorization`).
     pub(crate) headers: &'a HeaderMap,
+    /// Over stdio messages are lines: a request is its body alone, no URL and no header.
+    pub(crate) lines: bool,
 }
 
 impl Endpoint<'_> {
@@ -71,6 +73,9 @@ impl Endpoint<'_> {
         params: Vec<(http::HeaderName, HeaderValue)>,
     ) -> http::Request<Vec<u8>> {
         let mut request = self.request(Method::POST, body, None);
+        if self.lines {
+            return request;
+        }
         let headers = request.headers_mut();
         headers.insert(
             PROTOCOL_VERSION_HEADER,
@@ -112,6 +117,10 @@ impl Endpoint<'_> {
         info: Option<&SessionInfo>,
     ) -> http::Request<Vec<u8>> {
         let mut request = http::Request::new(body);
+        *request.method_mut() = method.clone();
+        if self.lines {
+            return request;
+        }
         *request.uri_mut() = self.uri.clone();
         let headers = request.headers_mut();
         headers.clone_from(self.headers);
@@ -136,7 +145,6 @@ impl Endpoint<'_> {
                 HeaderValue::from_static(info.protocol_version.as_str()),
             );
         }
-        *request.method_mut() = method;
         request
     }
 }
@@ -465,6 +473,7 @@ mod tests {
         let endpoint = Endpoint {
             uri: &uri,
             headers: &headers,
+            lines: false,
         };
         let get = endpoint.get(None, Some("ev-7"));
         assert_eq!(get.method(), Method::GET);
