@@ -46,7 +46,13 @@ struct Task {
     /// The legacy session it belongs to (a resume speaks in it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     session_id: Option<String>,
+    /// The tool whose call it runs (its result is held to that tool's `outputSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool: Option<String>,
 }
+
+/// A stored task: its era, its legacy session and the tool whose call it runs.
+pub(crate) type KeptTask = (TaskEra, Option<String>, Option<String>);
 
 /// The era a stored task was created in, by its word in the file (`None`: a word this version
 /// does not know, which is no task it can poll).
@@ -215,22 +221,27 @@ impl FileStore {
                 era,
                 expires_at,
                 session_id,
+                tool: task.tool.clone(),
             };
             tasks.insert(task.task_id.clone(), kept);
         });
         self.persist();
     }
 
-    /// The task `id` kept for the server at `url` (its era and legacy session), if it is kept
-    /// and its TTL has not passed.
-    pub(crate) fn task(&self, url: &str, id: &str) -> Option<(TaskEra, Option<String>)> {
+    /// The task `id` kept for the server at `url` (its era, legacy session and tool), if it is
+    /// kept and its TTL has not passed.
+    pub(crate) fn task(&self, url: &str, id: &str) -> Option<KeptTask> {
         let now = unix_now();
         self.with(|file| {
             let task = file.tasks.get(url)?.get(id)?;
             if task.expires_at.is_some_and(|at| at <= now) {
                 return None;
             }
-            Some((era_of(&task.era)?, task.session_id.clone()))
+            Some((
+                era_of(&task.era)?,
+                task.session_id.clone(),
+                task.tool.clone(),
+            ))
         })
     }
 
@@ -537,6 +548,7 @@ mod tests {
             status: mcp_proto::task::TaskStatus::Working,
             status_message: None,
             session_id: (era == TaskEra::Legacy).then(|| "session-9".to_owned()),
+            tool: Some("slow".to_owned()),
         };
         let url = "https://mcp.example/mcp";
         store.remember_task(url, &handle("t-1", TaskEra::Modern, None));
@@ -547,8 +559,12 @@ mod tests {
         // An expired one (a TTL of zero) is not offered.
         store.remember_task(url, &handle("t-3", TaskEra::Modern, Some(Duration::ZERO)));
         let again = FileStore::open(&path).unwrap();
-        assert_eq!(again.task(url, "t-1"), Some((TaskEra::Modern, None)));
-        let legacy = Some((TaskEra::Legacy, Some("session-9".to_owned())));
+        let slow = Some("slow".to_owned());
+        assert_eq!(
+            again.task(url, "t-1"),
+            Some((TaskEra::Modern, None, slow.clone()))
+        );
+        let legacy = Some((TaskEra::Legacy, Some("session-9".to_owned()), slow));
         assert_eq!(again.task(url, "t-2"), legacy);
         assert_eq!(again.task(url, "t-3"), None);
         assert_eq!(again.task("https://other.example/mcp", "t-1"), None);

@@ -155,12 +155,15 @@ fn task_handle(
     id: &str,
 ) -> mcp_proto::task::TaskHandle {
     let kept = kept.and_then(|(store, url)| store.task(url, id));
-    let (era, session_id) = kept.unwrap_or(match cli.protocol {
-        Protocol::Pin(version) if !version.is_modern() => (mcp_proto::task::TaskEra::Legacy, None),
-        _ => (mcp_proto::task::TaskEra::Modern, None),
+    let (era, session_id, tool) = kept.unwrap_or(match cli.protocol {
+        Protocol::Pin(version) if !version.is_modern() => {
+            (mcp_proto::task::TaskEra::Legacy, None, None)
+        }
+        _ => (mcp_proto::task::TaskEra::Modern, None, None),
     });
     let mut task = mcp_proto::task::TaskHandle::new(label, id, era);
     task.session_id = session_id;
+    task.tool = tool;
     task
 }
 

@@ -128,6 +128,10 @@ pub struct TaskHandle {
     /// server issued one. A resume or cancel speaks in that session, without a handshake, so
     /// it must not be closed while the task is wanted.
     pub session_id: Option<String>,
+    /// The tool whose call the task runs, when the call that created it handed it back (a
+    /// resumed task's result is then held to that tool's `outputSchema`, as the call's would
+    /// have been); `None` for a handle made from an id alone ([`TaskHandle::new`]).
+    pub tool: Option<String>,
 }
 
 impl TaskHandle {
@@ -143,6 +147,7 @@ impl TaskHandle {
             status: TaskStatus::Working,
             status_message: None,
             session_id: None,
+            tool: None,
         }
     }
 }
@@ -185,9 +190,11 @@ impl TaskState {
         server: &str,
         era: TaskEra,
         session_id: Option<String>,
+        tool: Option<String>,
     ) -> TaskHandle {
         TaskHandle {
             session_id,
+            tool,
             server: server.to_owned(),
             task_id: self.id.clone(),
             era,
@@ -510,7 +517,7 @@ mod tests {
     #[test]
     fn a_handle_keeps_what_the_caller_needs_to_look_again() {
         let task = read_created(fastmcp_created(), TaskEra::Modern).unwrap();
-        let handle = task.handle("tasks-peer", TaskEra::Modern, None);
+        let handle = task.handle("tasks-peer", TaskEra::Modern, None, None);
         assert_eq!(handle.server, "tasks-peer");
         assert_eq!(handle.task_id, task.id);
         assert_eq!(handle.status, TaskStatus::Working);

@@ -377,6 +377,37 @@ fn a_handed_back_task_is_resumed_under_a_new_budget_until_it_completes() {
 }
 
 #[test]
+fn a_resumed_task_s_result_is_held_to_its_tool_s_output_schema() {
+    // The handle names the tool its call ran; a session that listed the tool's schema checks
+    // the result the task ends with as it would have checked the call's.
+    let handle = handed_back();
+    assert_eq!(handle.tool.as_deref(), Some("slow"));
+    let clock = ManualClock::new();
+    let mut session = Session::new(modern());
+    let op = session.list_tools(clock.now());
+    let listed = drive(&mut session, op, &clock, &[0.01], |_, _| {
+        Answer::Result(
+            json!({"tools": [{"name": "slow", "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "required": ["seconds"]}}]}),
+        )
+    });
+    assert!(listed.result.is_ok(), "{:?}", listed.result);
+    let op = session.resume_task(handle.clone(), clock.now());
+    let run = drive(&mut session, op, &clock, &[0.01], |_, _| completed());
+    let err = run.result.unwrap_err();
+    let Error::OutputInvalid { tool, problem, .. } = &err else {
+        panic!("not an output error: {err:?}")
+    };
+    assert_eq!(tool, "slow");
+    assert_eq!(**problem, mcp_proto::schema::OutputProblem::Missing);
+    // A handle made from an id alone names no tool: its result is handed over unchecked.
+    let bare = mcp_proto::task::TaskHandle::new(&handle.server, TASK, TaskEra::Modern);
+    let op = session.resume_task(bare, clock.now());
+    let run = drive(&mut session, op, &clock, &[0.01], |_, _| completed());
+    assert!(run.result.is_ok(), "{:?}", run.result);
+}
+
+#[test]
 fn a_resumed_task_that_outlives_its_budget_too_is_handed_back_again_with_its_news() {
     let handle = handed_back();
     let clock = ManualClock::new();

@@ -477,7 +477,7 @@ pub fn credentials(data: &[u8]) {
                     let era = mcp_proto::task::TaskEra::Legacy;
                     let task = mcp_proto::task::TaskHandle::new("fuzzed", WRITTEN_TASK, era);
                     store.remember_task(&url, &task);
-                    let kept = store.task(&url, WRITTEN_TASK).map(|(era, _)| era);
+                    let kept = store.task(&url, WRITTEN_TASK).map(|(era, _, _)| era);
                     assert_eq!(kept, Some(era));
                 }
                 _ => {

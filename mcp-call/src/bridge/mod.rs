@@ -252,7 +252,7 @@ enum Input {
     /// if it should and does not run.
     Rewatch,
     /// An operation the bridge runs for itself.
-    Run(Job),
+    Run(Box<Job>),
     /// A line longer than [`LINE_LIMIT`], skipped.
     TooLong,
     Eof,
@@ -547,7 +547,7 @@ impl Bridge {
                 progress: None,
                 subscribes: Some((uri, true, waiter)),
             };
-            let _ = self.inbox.send(Input::Run(job));
+            let _ = self.inbox.send(Input::Run(Box::new(job)));
         }
     }
 
@@ -690,7 +690,7 @@ fn serve_loop(bridge: &Arc<Bridge>, client: Client, first: FromHost, mut inputs:
                 None
             }
             Input::Rewatch => watch(&client, bridge),
-            Input::Run(job) => run(&client, bridge, job),
+            Input::Run(job) => run(&client, bridge, *job),
             Input::Eof => break,
         };
         running.extend(started);

@@ -319,9 +319,13 @@ impl Answering {
                         TaskEra::Legacy => ctx.session.info().and_then(|i| i.session_id.clone()),
                         _ => None,
                     };
+                    let tool = match &ctx.progress.action {
+                        Action::CallTool { name, .. } => Some(name.clone()),
+                        _ => None,
+                    };
                     (self
                         .task
-                        .created(result, era, session_id, ctx.when, ctx.events))
+                        .created(result, (era, session_id, tool), ctx.when, ctx.events))
                     .into()
                 }
                 _ => malformed(format!(

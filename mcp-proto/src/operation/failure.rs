@@ -75,6 +75,8 @@ pub(super) enum Failure {
         budget: Budget,
         /// Whether `tasks/cancel` follows (the configuration cancels such a task).
         cancel_sent: bool,
+        /// The tool whose call the task runs, when known.
+        tool: Option<String>,
     },
     /// The server cancelled the task the call became (its status message, clipped).
     TaskCancelled {
@@ -188,9 +190,10 @@ impl Failure {
                 session_id,
                 budget,
                 cancel_sent,
+                tool,
             } => Error::TaskRunning {
                 cancel_sent,
-                task: Box::new(task.handle(&server, era, session_id)),
+                task: Box::new(task.handle(&server, era, session_id, tool)),
                 server,
                 budget,
             },

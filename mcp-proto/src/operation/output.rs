@@ -26,8 +26,14 @@ pub(super) fn check(
     session: &View,
     left: Duration,
 ) -> Result<Outcome, Error> {
-    let Action::CallTool { name, .. } = action else {
-        return Ok(outcome);
+    // A resumed task's result is its call's: held to the tool the call named, when known.
+    let name = match action {
+        Action::CallTool { name, .. } => name,
+        Action::ResumeTask(task) => match &task.tool {
+            Some(tool) => tool,
+            None => return Ok(outcome),
+        },
+        _ => return Ok(outcome),
     };
     let Outcome::Call(result) = outcome else {
         return Ok(outcome);

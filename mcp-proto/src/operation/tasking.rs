@@ -66,6 +66,8 @@ struct Live {
     answered: BTreeSet<String>,
     /// The legacy session it belongs to.
     session_id: Option<String>,
+    /// The tool whose call it runs, when known (handed back with it).
+    tool: Option<String>,
 }
 
 /// What the task waits for.
@@ -99,7 +101,12 @@ impl Next {
 impl Live {
     /// A task first seen in `era` (in the legacy `session_id`), its first request's answer
     /// awaited.
-    fn new(task: TaskState, era: TaskEra, session_id: Option<String>) -> Box<Self> {
+    fn new(
+        task: TaskState,
+        era: TaskEra,
+        session_id: Option<String>,
+        tool: Option<String>,
+    ) -> Box<Self> {
         Box::new(Self {
             task,
             era,
@@ -107,6 +114,7 @@ impl Live {
             next: Next::Answer(LegKind::TaskGet),
             answered: BTreeSet::new(),
             session_id,
+            tool,
         })
     }
 }
@@ -224,7 +232,12 @@ impl Tasking {
             payload: TaskPayload::None,
         };
         Self {
-            live: Some(Live::new(task, handle.era, handle.session_id.clone())),
+            live: Some(Live::new(
+                task,
+                handle.era,
+                handle.session_id.clone(),
+                handle.tool.clone(),
+            )),
         }
     }
 
@@ -232,15 +245,14 @@ impl Tasking {
     pub(super) fn created(
         &mut self,
         result: Map<String, Value>,
-        era: TaskEra,
-        session_id: Option<String>,
+        (era, session_id, tool): (TaskEra, Option<String>, Option<String>),
         when: When,
         events: &mut VecDeque<Event>,
     ) -> Seen {
         match task::read_created(result, era) {
             Ok(task) => {
                 events.push_back(status_event(&task));
-                self.live = Some(Live::new(task, era, session_id));
+                self.live = Some(Live::new(task, era, session_id, tool));
                 self.schedule(when);
                 Seen::Running
             }
@@ -398,6 +410,7 @@ impl Tasking {
             session_id: live.session_id,
             budget,
             cancel_sent: cancel,
+            tool: live.tool,
         };
         Some((failure, cancelled))
     }
