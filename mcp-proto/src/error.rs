@@ -279,7 +279,7 @@ pub enum Error {
         /// The Rust type asked for (`std::any::type_name`).
         type_name: &'static str,
         /// Why not.
-        reason: crate::request::Unreadable,
+        reason: crate::model::Unreadable,
         /// The result as the server sent it.
         result: Box<crate::model::CallToolResult>,
     },

@@ -89,7 +89,7 @@ impl Error {
             // The caller's type and the result disagree: whose fault depends on which is right;
             // a tool that failed, or sent nothing structured, is the server's.
             Self::UnreadableResult { reason, .. } => match reason {
-                crate::request::Unreadable::Type(_) => Fault::Caller,
+                crate::model::Unreadable::Type(_) => Fault::Caller,
                 _ => Fault::Server,
             },
             Self::ServerExited { .. } => Fault::Server,
