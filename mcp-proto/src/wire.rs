@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -29,6 +29,13 @@ pub const METHOD_HEADER: &str = "mcp-method";
 pub const NAME_HEADER: &str = "mcp-name";
 /// The longest session id this client will echo back.
 pub const MAX_SESSION_ID_LEN: usize = 256;
+
+/// The header names as values, made once: a `&str` name is parsed again at every insert.
+pub(crate) const SESSION: HeaderName = HeaderName::from_static(SESSION_HEADER);
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(PROTOCOL_VERSION_HEADER);
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static(LAST_EVENT_ID_HEADER);
+const MCP_METHOD: HeaderName = HeaderName::from_static(METHOD_HEADER);
+const MCP_NAME: HeaderName = HeaderName::from_static(NAME_HEADER);
 
 /// Headers a caller may not set: the transport sets them itself.
 pub(crate) const RESERVED_HEADERS: [&str; 10] = [
@@ -77,13 +84,10 @@ impl Endpoint<'_> {
             return request;
         }
         let headers = request.headers_mut();
-        headers.insert(
-            PROTOCOL_VERSION_HEADER,
-            HeaderValue::from_static(version.as_str()),
-        );
-        headers.insert(METHOD_HEADER, HeaderValue::from_static(method));
+        headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(version.as_str()));
+        headers.insert(MCP_METHOD, HeaderValue::from_static(method));
         if let Some(name) = name {
-            headers.insert(NAME_HEADER, header_value(name));
+            headers.insert(MCP_NAME, header_value(name));
         }
         for (name, value) in params {
             headers.insert(name, value);
@@ -100,7 +104,7 @@ impl Endpoint<'_> {
     ) -> http::Request<Vec<u8>> {
         let mut request = self.request(Method::GET, Vec::new(), info);
         if let Some(value) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
-            request.headers_mut().insert(LAST_EVENT_ID_HEADER, value);
+            request.headers_mut().insert(LAST_EVENT_ID, value);
         }
         request
     }
@@ -137,11 +141,11 @@ impl Endpoint<'_> {
             if let Some(id) = &info.session_id {
                 // The id was checked to be visible ASCII when it arrived.
                 if let Ok(value) = HeaderValue::from_str(id) {
-                    headers.insert(SESSION_HEADER, value);
+                    headers.insert(SESSION, value);
                 }
             }
             headers.insert(
-                PROTOCOL_VERSION_HEADER,
+                PROTOCOL_VERSION,
                 HeaderValue::from_static(info.protocol_version.as_str()),
             );
         }

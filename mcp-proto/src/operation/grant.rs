@@ -260,7 +260,7 @@ impl Grants {
     ) -> Leg {
         self.at(now);
         let ends_at = now.checked_add(grant).unwrap_or(now);
-        let carried_session = request.headers().contains_key(crate::wire::SESSION_HEADER);
+        let carried_session = request.headers().contains_key(crate::wire::SESSION);
         self.sent += 1;
         let id = LegId(self.sent);
         let role = Role::of(kind);

@@ -26,7 +26,7 @@ use super::view::View;
 use super::{LegKind, Outcome};
 use crate::jsonrpc::{self, Incoming};
 use crate::sse::{SseError, SseEvent, SseParser};
-use crate::wire::{SESSION_HEADER, valid_session_id};
+use crate::wire::{SESSION, valid_session_id};
 use mcp_auth::{QUOTE_LIMIT, clip};
 
 /// The media type of a head, lower case, without parameters (empty when absent). Borrowed from
@@ -311,7 +311,7 @@ impl Reading {
             return Heard::Accepted;
         }
         if kind == LegKind::Initialize {
-            if let Some(raw) = headers.get(SESSION_HEADER) {
+            if let Some(raw) = headers.get(SESSION) {
                 if !valid_session_id(raw.as_bytes()) {
                     let shown = clip(&String::from_utf8_lossy(raw.as_bytes()), QUOTE_LIMIT);
                     return Heard::Failed(Failure::Malformed(format!(

@@ -338,7 +338,9 @@ impl View {
 
     /// Remembers a fresh DPoP nonce a response of the MCP server carried.
     pub(super) fn note_dpop_nonce(&mut self, headers: &http::HeaderMap) {
-        let Some(nonce) = headers.get("dpop-nonce").and_then(|v| v.to_str().ok()) else {
+        // A name made once: a `&str` is parsed again at every look.
+        const DPOP_NONCE: http::HeaderName = http::HeaderName::from_static("dpop-nonce");
+        let Some(nonce) = headers.get(DPOP_NONCE).and_then(|v| v.to_str().ok()) else {
             return;
         };
         if self.token().is_some_and(AccessToken::is_dpop_bound) {
