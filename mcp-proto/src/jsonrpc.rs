@@ -347,6 +347,45 @@ mod tests {
         }
     }
 
+    /// A JSON value of a few levels: what a member of a message may hold.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "[a-z/ ]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-z]{1,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Read straight or decoded first, a message is the same message: whatever members it
+        /// has (those read, others, some twice), whatever they hold.
+        #[test]
+        fn reading_straight_agrees_with_decoding_first(
+            members in proptest::collection::vec(
+                ("(id|method|params|error|result|jsonrpc|x)", any_json()), 0..7),
+        ) {
+            let text = format!(
+                "{{{}}}",
+                members
+                    .iter()
+                    .map(|(key, value)| format!("{}:{value}", Value::from(key.as_str())))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let decoded: Map<String, Value> = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(read_message(text.as_bytes()).unwrap(), classify(decoded));
+        }
+    }
+
     #[test]
     fn empty_params_are_an_object() {
         let body = request(1, "tools/list", Map::new());
