@@ -174,29 +174,6 @@ pub(crate) fn header_value(text: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("=?base64?{encoded}?=")).unwrap_or(HeaderValue::from_static(""))
 }
 
-/// The `_meta` every modern request carries: its version, the client's capabilities, and who
-/// the client is.
-pub(crate) fn modern_meta(
-    version: ProtocolVersion,
-    capabilities: Map<String, Value>,
-    client: &ClientInfo,
-) -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert(
-        "io.modelcontextprotocol/protocolVersion".to_owned(),
-        Value::from(version.as_str()),
-    );
-    meta.insert(
-        "io.modelcontextprotocol/clientCapabilities".to_owned(),
-        Value::Object(capabilities),
-    );
-    meta.insert(
-        "io.modelcontextprotocol/clientInfo".to_owned(),
-        json!({"name": client.name, "version": client.version}),
-    );
-    meta
-}
-
 /// What every modern request of one configuration carries in `_meta` whatever it asks (the
 /// version, the client's capabilities and who it is, the trace context, the log level), as
 /// members and as the JSON object they serialise to: built once per configuration, so a
@@ -211,8 +188,33 @@ pub(crate) struct ModernMeta {
 }
 
 impl ModernMeta {
-    /// The members for `version` from what the configuration declares.
-    pub(crate) fn new(version: ProtocolVersion, members: Map<String, Value>) -> Self {
+    /// The members for `version`: the client's `capabilities`, who it is (`client`), the
+    /// configuration's own `extra` members (the trace context) and the log level asked for.
+    pub(crate) fn new(
+        version: ProtocolVersion,
+        capabilities: Map<String, Value>,
+        client: &ClientInfo,
+        extra: &Map<String, Value>,
+        log_level: Option<crate::message::LogLevel>,
+    ) -> Self {
+        let mut members = Map::new();
+        members.insert(
+            "io.modelcontextprotocol/protocolVersion".to_owned(),
+            Value::from(version.as_str()),
+        );
+        members.insert(
+            "io.modelcontextprotocol/clientCapabilities".to_owned(),
+            Value::Object(capabilities),
+        );
+        members.insert(
+            "io.modelcontextprotocol/clientInfo".to_owned(),
+            json!({"name": client.name, "version": client.version}),
+        );
+        members.extend(extra.clone());
+        if let Some(level) = log_level {
+            let key = "io.modelcontextprotocol/logLevel".to_owned();
+            members.insert(key, Value::from(level.as_str()));
+        }
         // Serialising a map of strings and maps cannot fail.
         let text =
             serde_json::value::to_raw_value(&members).unwrap_or_else(|_| RawValue::NULL.to_owned());
@@ -320,19 +322,18 @@ pub(crate) fn call_tool(
         #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
         meta: Option<MetaField<'a>>,
     }
-    let members = match meta {
-        CallMeta::Modern(modern) if progress_token.is_none() => Err(&*modern.text),
-        CallMeta::Modern(modern) => Ok(Some(&modern.members)),
-        CallMeta::Members(members) => Ok(Some(members)),
-        CallMeta::None => Ok(None),
-    };
-    let meta = match members {
-        Err(text) => Some(MetaField::Text(text)),
-        Ok(None) if progress_token.is_none() => None,
-        Ok(members) => Some(MetaField::Members(Meta {
+    let beside = |members| {
+        Some(MetaField::Members(Meta {
             progress_token,
             members,
-        })),
+        }))
+    };
+    let meta = match meta {
+        CallMeta::Modern(modern) if progress_token.is_none() => Some(MetaField::Text(&modern.text)),
+        CallMeta::Modern(modern) => beside(Some(&modern.members)),
+        CallMeta::Members(members) => beside(Some(members)),
+        CallMeta::None if progress_token.is_none() => None,
+        CallMeta::None => beside(None),
     };
     let params = CallParams {
         name,
@@ -398,8 +399,9 @@ mod tests {
     #[test]
     fn a_modern_call_writes_its_kept_meta_as_the_members_would_be_written() {
         let version = ProtocolVersion::V2026_07_28;
-        let members = modern_meta(version, Map::new(), &ClientInfo::default());
-        let modern = ModernMeta::new(version, members.clone());
+        let client = ClientInfo::default();
+        let modern = ModernMeta::new(version, Map::new(), &client, &Map::new(), None);
+        let members = modern.members.clone();
         let arguments = Map::from_iter([("text".to_owned(), Value::from("hi"))]);
         let call = |progress, meta| call_tool(7, "echo", &arguments, progress, meta, None, false);
         // The text as it was kept is the members as they would be written.
@@ -427,7 +429,13 @@ mod tests {
         let built = std::cell::Cell::new(0);
         let build = |version| {
             built.set(built.get() + 1);
-            ModernMeta::new(version, Map::new())
+            ModernMeta::new(
+                version,
+                Map::new(),
+                &ClientInfo::default(),
+                &Map::new(),
+                None,
+            )
         };
         let cache = MetaCache::default();
         let latest = ProtocolVersion::V2026_07_28;

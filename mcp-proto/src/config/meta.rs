@@ -103,13 +103,8 @@ impl SessionConfig {
                 let tasks = serde_json::json!({"io.modelcontextprotocol/tasks": {}});
                 capabilities.insert("extensions".to_owned(), tasks);
             }
-            let mut meta = crate::wire::modern_meta(version, capabilities, self.client_info());
-            meta.extend(self.trace_context.clone());
-            if let Some(level) = self.log_level {
-                let key = "io.modelcontextprotocol/logLevel".to_owned();
-                meta.insert(key, Value::from(level.as_str()));
-            }
-            crate::wire::ModernMeta::new(version, meta)
+            let (client, trace) = (self.client_info(), &self.trace_context);
+            crate::wire::ModernMeta::new(version, capabilities, client, trace, self.log_level)
         })
     }
 }

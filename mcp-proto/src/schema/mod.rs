@@ -295,6 +295,7 @@ impl OutputSchema {
         match self.validate_within(instance, Self::MAX_WORK) {
             Ok(()) => Ok(()),
             Err(Refusal::Mismatch(mismatch)) => Err(mismatch),
+            // Given the whole limit, a check past it is a mismatch already; this is the same.
             Err(Refusal::Longer) => Err(self.too_much(Exceeded::Units)),
         }
     }
