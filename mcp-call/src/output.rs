@@ -212,9 +212,9 @@ pub(crate) fn print_outcome(outcome: Outcome, json: bool) -> u8 {
 
 pub(crate) fn print_call(result: &mcp_proto::CallToolResult, json: bool) -> u8 {
     if json {
-        outln!("{}", Value::Object(result.raw.clone()));
+        outln!("{}", Value::Object(result.raw_object()));
     } else {
-        outln!("{}", result.text());
+        crate::stdout::text_line(&result.text());
     }
     if result.is_error {
         code::TOOL_ERROR

@@ -4,9 +4,15 @@
 //! `structuredContent`, unknown content blocks) as raw [`serde_json::Value`]s: this crate
 //! validates the envelope, not the tools.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use mcp_auth::{QUOTE_LIMIT, clip};
+
+mod plain;
+
+/// Why a tool's result is malformed when its `content` is not an array.
+const NOT_AN_ARRAY: &str = "the result's \"content\" is not an array";
 
 /// How this client identifies itself in `initialize` (legacy) or in every request's `_meta` (modern).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,7 +210,7 @@ impl Content {
 ///
 /// `is_error: true` means the *tool* failed (bad arguments, a failing backend) and the server
 /// reported it as data; the call itself succeeded. Protocol failures are [`Error`](crate::Error)s.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CallToolResult {
     /// The content blocks.
     pub content: Vec<Content>,
@@ -212,8 +218,27 @@ pub struct CallToolResult {
     pub structured_content: Option<Value>,
     /// True only when the server sent `isError: true` (strictly a boolean).
     pub is_error: bool,
-    /// The whole `result` object as the server sent it.
-    pub raw: Map<String, Value>,
+    /// The whole `result` object, its JSON text as the server sent it (read it with
+    /// [`CallToolResult::raw_object`], or hand it on as it is).
+    pub raw: Box<RawValue>,
+}
+
+/// Two results are equal when their fields are, and their `raw` objects read as the same
+/// JSON (the text may differ in spacing and order).
+impl PartialEq for CallToolResult {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.content, &self.structured_content, self.is_error)
+            == (&other.content, &other.structured_content, other.is_error)
+            && self.raw_object() == other.raw_object()
+    }
+}
+
+/// What [`CallToolResult::read_plain`] made of a `result`.
+pub(crate) enum Plain {
+    /// A tool's result (no task, no request for input), or why it is not one.
+    Call(Result<CallToolResult, String>),
+    /// Something the operation reads as an object: a task, a request for input, not an object.
+    Not(Box<RawValue>),
 }
 
 impl CallToolResult {
@@ -222,15 +247,47 @@ impl CallToolResult {
         let content = match result.get("content") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(blocks)) => blocks.iter().map(Content::from_block).collect(),
-            Some(_) => return Err("the result's \"content\" is not an array".to_owned()),
+            Some(_) => return Err(NOT_AN_ARRAY.to_owned()),
         };
         Ok(Self {
             content,
             structured_content: result.get("structuredContent").cloned(),
             is_error: result.get("isError") == Some(&Value::Bool(true)),
-            // The answer is kept whole, moved rather than copied.
-            raw: result,
+            // A `Map` always serialises.
+            raw: serde_json::value::to_raw_value(&result).unwrap_or_default(),
         })
+    }
+
+    /// Reads a `result` straight into a tool's result, as [`from_result`](Self::from_result)
+    /// reads it decoded (a member seen twice counts as its last), without building it as a
+    /// `Value` tree: the content blocks are read into their types, only `structuredContent`
+    /// and blocks of other types as values. A result that names a task (`resultType` `task`,
+    /// or a `task` object) or asks for input (`resultType` `input_required`), or that is not
+    /// an object, is handed back for the operation to read as an object.
+    pub(crate) fn read_plain(raw: Box<RawValue>) -> Plain {
+        let Ok(read) = serde_json::from_str::<plain::Members>(raw.get()) else {
+            return Plain::Not(raw);
+        };
+        if read.names_task_or_input() {
+            return Plain::Not(raw);
+        }
+        let content = match read.content {
+            None | Some(plain::Blocks::Null) => Vec::new(),
+            Some(plain::Blocks::Read(blocks)) => blocks,
+            Some(plain::Blocks::NotAnArray) => return Plain::Call(Err(NOT_AN_ARRAY.to_owned())),
+        };
+        Plain::Call(Ok(Self {
+            content,
+            structured_content: read.structured_content,
+            is_error: read.is_error == Some(Value::Bool(true)),
+            raw,
+        }))
+    }
+
+    /// The whole `result` object read as JSON (empty if it cannot be: it was checked to be an
+    /// object when it arrived).
+    pub fn raw_object(&self) -> Map<String, Value> {
+        serde_json::from_str(self.raw.get()).unwrap_or_default()
     }
 
     /// The text blocks joined with newlines: what a terminal user wants to see.
@@ -250,7 +307,6 @@ impl CallToolResult {
     /// `structuredContent` read as `T`, for a caller that knows the shape a tool returns.
     ///
     /// ```
-    /// use mcp_proto::request::Unreadable;
     /// use mcp_proto::CallToolResult;
     /// use serde_json::json;
     ///
@@ -263,11 +319,11 @@ impl CallToolResult {
     ///     content: Vec::new(),
     ///     structured_content: Some(json!({ "temperature": 21.5 })),
     ///     is_error: false,
-    ///     raw: serde_json::Map::new(),
+    ///     raw: serde_json::value::to_raw_value(&json!({}))?,
     /// };
     /// let weather: Weather = result.structured()?;
     /// assert_eq!(weather, Weather { temperature: 21.5 });
-    /// # Ok::<(), Unreadable>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors

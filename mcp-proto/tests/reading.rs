@@ -208,6 +208,27 @@ fn neither_a_result_nor_an_error_is_malformed() {
 }
 
 #[test]
+fn a_result_json_reads_but_a_client_cannot_is_malformed_and_says_why() {
+    // A number out of range: JSON, so the message is read, but no result can hold it, in a
+    // tool's result (read straight) as in any other.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"x":1e400}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"t","n":-1e999}]}}"#,
+    ] {
+        let run = call_with(Answer::Raw(
+            200,
+            Some("application/json"),
+            body.as_bytes().to_vec(),
+        ));
+        let detail = malformed_detail(&run);
+        assert!(
+            detail.starts_with("the result cannot be read: number out of range"),
+            "{body}: {detail}"
+        );
+    }
+}
+
+#[test]
 fn an_answer_with_another_id_is_refused() {
     let run = call_with(Answer::Json(answer_for(1003, json!({"content": []}))));
     assert_eq!(

@@ -389,7 +389,7 @@ pub(crate) fn result_of(outcome: Outcome, modern: bool) -> Value {
             json!({"prompts": entries(&items, |p| &p.raw)}),
             Some(items.cache),
         ),
-        Outcome::Call(call) => (Value::Object(call.raw), None),
+        Outcome::Call(call) => (Value::Object(call.raw_object()), None),
         Outcome::Answer(answer) => {
             let cache = answer.method().cached.then(|| answer.cache());
             (Value::Object(answer.result), cache)

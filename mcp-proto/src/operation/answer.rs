@@ -27,8 +27,8 @@ use super::tasking::{Seen, Tasking, When};
 use super::view::View;
 use super::{Action, Event, LegKind, Outcome};
 use crate::catalog::{Entry, ListKind, Listing, Tool};
-use crate::jsonrpc::{Incoming, RequestId};
-use crate::model::{CallToolResult, ProtocolVersion};
+use crate::jsonrpc::{Incoming, NotAnObject, RawResult, RequestId};
+use crate::model::{CallToolResult, Plain, ProtocolVersion};
 use crate::request::Answer;
 use crate::schema::{Declared, OutputValidation};
 use crate::skills::{self, LoadedSkill, SkillFile};
@@ -248,24 +248,44 @@ impl Answering {
             }
             Incoming::Result { id, result } => {
                 let expected = leg.request_id.map(RequestId::Number);
-                match result {
-                    Value::Object(result) if id == expected => result,
-                    _ if id != expected => {
-                        let shown = |id: Option<RequestId>| {
-                            id.map_or_else(|| "none".to_owned(), |id| id.to_string())
-                        };
-                        let (got, want) = (shown(id), shown(expected));
-                        return Meaning::Failed(Failure::Malformed(format!(
-                            "the answer's id {got} does not match the request's id {want}"
-                        )));
-                    }
-                    _ => {
-                        let detail = "neither a result nor an error".to_owned();
-                        return Meaning::Failed(Failure::Malformed(detail));
-                    }
+                if id != expected {
+                    let shown = |id: Option<RequestId>| {
+                        id.map_or_else(|| "none".to_owned(), |id| id.to_string())
+                    };
+                    let (got, want) = (shown(id), shown(expected));
+                    return Meaning::Failed(Failure::Malformed(format!(
+                        "the answer's id {got} does not match the request's id {want}"
+                    )));
                 }
+                result
             }
             _ => return Meaning::More,
+        };
+        // A tool's plain result (no task, no request for input) is read straight into its
+        // type: the call's hot path. Anything else is read as an object, below.
+        let result = match leg.answers {
+            LegKind::CallTool => match CallToolResult::read_plain(result.0) {
+                Plain::Call(call) => {
+                    ctx.session.set_era(ctx.progress.era.confirm());
+                    return match call {
+                        Ok(call) => Meaning::Finish(Outcome::Call(call)),
+                        Err(detail) => Meaning::Failed(Failure::Malformed(detail)),
+                    };
+                }
+                Plain::Not(result) => RawResult(result),
+            },
+            _ => result,
+        };
+        let result = match result.object() {
+            Ok(result) => result,
+            Err(NotAnObject::Other) => {
+                let detail = "neither a result nor an error".to_owned();
+                return Meaning::Failed(Failure::Malformed(detail));
+            }
+            Err(NotAnObject::Unreadable(why)) => {
+                let detail = format!("the result cannot be read: {}", clip(&why, QUOTE_LIMIT));
+                return Meaning::Failed(Failure::Malformed(detail));
+            }
         };
         if leg.answers != LegKind::Initialize {
             // A request of this era was answered: the era is the server's, and the session
