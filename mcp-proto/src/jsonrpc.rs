@@ -105,43 +105,58 @@ pub(crate) enum Incoming {
     Neither,
 }
 
-/// A response's `result`, its JSON text as the server sent it: checked to be one JSON value,
-/// not yet read. A tool's result is read from it straight into its type, every other result
-/// as a JSON object ([`RawResult::object`]); building a `Value` tree first and taking it apart
-/// cost a warm call about a tenth of its instructions.
+/// How a message's `result` is kept when it is read ([`read_message`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ResultAs {
+    /// As a value: any result but a tool's (it is read as an object, once).
+    #[default]
+    Value,
+    /// As its text: a tool's result, read from it straight into its type (building a `Value`
+    /// tree and taking it apart cost a warm call about a tenth of its instructions), and kept
+    /// as the server sent it.
+    Text,
+}
+
+/// A response's `result`, kept as [`ResultAs`] asked.
 #[derive(Debug, Clone)]
-pub(crate) struct RawResult(pub(crate) Box<RawValue>);
+pub(crate) enum RawResult {
+    /// Its JSON text as the server sent it, checked to be JSON but not read.
+    Text(Box<RawValue>),
+    /// Read as a value.
+    Value(Value),
+}
 
 /// Why a `result` is not an object a client can read.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum NotAnObject {
     /// A JSON value, but not an object.
     Other,
-    /// An object, but not one `serde_json` reads (a number out of range, a nesting too deep):
-    /// its reason.
+    /// An object, but not one `serde_json` reads (a number out of range): its reason.
     Unreadable(String),
 }
 
 impl RawResult {
-    /// The result read as a JSON object (a member seen twice counts as its last).
-    pub(crate) fn object(&self) -> Result<Map<String, Value>, NotAnObject> {
-        if !self.0.get().starts_with('{') {
-            return Err(NotAnObject::Other);
+    /// The result as a JSON object (a member seen twice counts as its last).
+    pub(crate) fn object(self) -> Result<Map<String, Value>, NotAnObject> {
+        match self {
+            Self::Value(Value::Object(result)) => Ok(result),
+            Self::Value(_) => Err(NotAnObject::Other),
+            Self::Text(text) if !text.get().starts_with('{') => Err(NotAnObject::Other),
+            Self::Text(text) => {
+                serde_json::from_str(text.get()).map_err(|e| NotAnObject::Unreadable(e.to_string()))
+            }
         }
-        serde_json::from_str(self.0.get()).map_err(|e| NotAnObject::Unreadable(e.to_string()))
-    }
-
-    fn of(value: &Value) -> Self {
-        // A `Value` always serialises.
-        Self(serde_json::value::to_raw_value(value).unwrap_or_default())
     }
 }
 
-/// Two results are equal when they read as the same JSON value (the text may differ in
-/// spacing, order and members given twice).
+/// Two results are equal when they read as the same JSON value (a text may differ from
+/// another in spacing, order and members given twice).
 impl PartialEq for RawResult {
     fn eq(&self, other: &Self) -> bool {
-        let read = |raw: &Self| serde_json::from_str::<Value>(raw.0.get()).ok();
+        let read = |raw: &Self| match raw {
+            Self::Text(text) => serde_json::from_str::<Value>(text.get()).ok(),
+            Self::Value(value) => Some(value.clone()),
+        };
         read(self) == read(other)
     }
 }
@@ -174,7 +189,7 @@ pub(crate) fn classify(mut message: Map<String, Value>) -> Incoming {
     match message.remove("result") {
         Some(result) => Incoming::Result {
             id,
-            result: RawResult::of(&result),
+            result: RawResult::Value(result),
         },
         None => Incoming::Neither,
     }
@@ -188,21 +203,15 @@ pub(crate) fn classify(mut message: Map<String, Value>) -> Incoming {
 /// # Errors
 /// serde_json's, for anything that is not one JSON object; a caller that must say which
 /// (not JSON, or JSON but not an object) decodes the bytes again the plain way.
-pub(crate) fn read_message(bytes: &[u8]) -> Result<Incoming, serde_json::Error> {
-    serde_json::from_slice::<Read>(bytes).map(|read| read.0)
+pub(crate) fn read_message(bytes: &[u8], keep: ResultAs) -> Result<Incoming, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let message = serde::Deserializer::deserialize_map(&mut deserializer, Envelope(keep))?;
+    deserializer.end()?;
+    Ok(message)
 }
 
-/// [`Incoming`] as [`read_message`] deserialises it.
-struct Read(Incoming);
-
-impl<'de> serde::Deserialize<'de> for Read {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(Envelope)
-    }
-}
-
-/// The visitor of one JSON-RPC object's members.
-struct Envelope;
+/// The visitor of one JSON-RPC object's members, keeping its `result` as it says.
+struct Envelope(ResultAs);
 
 /// The members [`classify`] reads.
 enum Member {
@@ -238,13 +247,13 @@ impl<'de> serde::Deserialize<'de> for Member {
 }
 
 impl<'de> serde::de::Visitor<'de> for Envelope {
-    type Value = Read;
+    type Value = Incoming;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON-RPC object")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Incoming, A::Error> {
         let (mut id, mut method, mut params, mut error) = (None, None, None, None);
         let mut result = None;
         while let Some(member) = map.next_key::<Member>()? {
@@ -253,9 +262,12 @@ impl<'de> serde::de::Visitor<'de> for Envelope {
                 Member::Method => &mut method,
                 Member::Params => &mut params,
                 Member::Error => &mut error,
-                // Kept as its text: checked to be JSON here, read by whoever awaits it.
                 Member::Result => {
-                    result = Some(RawResult(map.next_value::<Box<RawValue>>()?));
+                    result = Some(match self.0 {
+                        // Checked to be JSON here, read by whoever awaits it.
+                        ResultAs::Text => RawResult::Text(map.next_value()?),
+                        ResultAs::Value => RawResult::Value(map.next_value()?),
+                    });
                     continue;
                 }
                 // Read as a value (and dropped), so what a decoded message refuses (a number
@@ -270,19 +282,19 @@ impl<'de> serde::de::Visitor<'de> for Envelope {
         let id = id.as_ref().and_then(RequestId::from_value);
         if let Some(Value::String(method)) = method {
             let params = params.unwrap_or(Value::Null);
-            return Ok(Read(match id {
+            return Ok(match id {
                 Some(id) => Incoming::Request { id, method, params },
                 None => Incoming::Notification { method, params },
-            }));
+            });
         }
         if let Some(error) = error {
             let error = RpcError::read(&error);
-            return Ok(Read(Incoming::Error { id, error }));
+            return Ok(Incoming::Error { id, error });
         }
-        Ok(Read(match result {
+        Ok(match result {
             Some(result) => Incoming::Result { id, result },
             None => Incoming::Neither,
-        }))
+        })
     }
 }
 
@@ -379,20 +391,22 @@ mod tests {
             r#"{"jsonrpc":"2.0"}"#,
             r#"{}"#,
         ];
-        for case in cases {
-            let decoded: Value = serde_json::from_str(case).unwrap_or(Value::Null);
-            let Value::Object(decoded) = decoded else {
-                assert!(read_message(case.as_bytes()).is_err(), "{case}");
-                continue;
-            };
-            assert_eq!(
-                read_message(case.as_bytes()).unwrap(),
-                classify(decoded),
-                "{case}"
-            );
-        }
-        for bad in ["[1]", "1", "\"x\"", "{\"id\":1", "{\"id\":1} x", ""] {
-            assert!(read_message(bad.as_bytes()).is_err(), "{bad}");
+        for keep in [ResultAs::Value, ResultAs::Text] {
+            for case in cases {
+                let decoded: Value = serde_json::from_str(case).unwrap_or(Value::Null);
+                let Value::Object(decoded) = decoded else {
+                    assert!(read_message(case.as_bytes(), keep).is_err(), "{case}");
+                    continue;
+                };
+                assert_eq!(
+                    read_message(case.as_bytes(), keep).unwrap(),
+                    classify(decoded),
+                    "{case} {keep:?}"
+                );
+            }
+            for bad in ["[1]", "1", "\"x\"", "{\"id\":1", "{\"id\":1} x", ""] {
+                assert!(read_message(bad.as_bytes(), keep).is_err(), "{bad}");
+            }
         }
     }
 
@@ -431,8 +445,28 @@ mod tests {
                     .join(",")
             );
             let decoded: Map<String, Value> = serde_json::from_str(&text).unwrap();
-            proptest::prop_assert_eq!(read_message(text.as_bytes()).unwrap(), classify(decoded));
+            for keep in [ResultAs::Value, ResultAs::Text] {
+                let read = read_message(text.as_bytes(), keep).unwrap();
+                proptest::prop_assert_eq!(read, classify(decoded.clone()));
+            }
         }
+    }
+
+    #[test]
+    fn a_result_is_kept_as_its_text_only_when_asked() {
+        let text = br#"{"id":1,"result": {"b":1, "a":[true]} }"#;
+        let Ok(Incoming::Result { result, .. }) = read_message(text, ResultAs::Text) else {
+            panic!("not a result")
+        };
+        let RawResult::Text(raw) = &result else {
+            panic!("not kept as text: {result:?}")
+        };
+        assert_eq!(raw.get(), r#"{"b":1, "a":[true]}"#);
+        let Ok(Incoming::Result { result, .. }) = read_message(text, ResultAs::Value) else {
+            panic!("not a result")
+        };
+        assert!(matches!(result, RawResult::Value(_)), "{result:?}");
+        assert_eq!(result.object().unwrap()["a"], json!([true]));
     }
 
     #[test]

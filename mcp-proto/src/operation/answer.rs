@@ -263,18 +263,20 @@ impl Answering {
         };
         // A tool's plain result (no task, no request for input) is read straight into its
         // type: the call's hot path. Anything else is read as an object, below.
-        let result = match leg.answers {
-            LegKind::CallTool => match CallToolResult::read_plain(result.0) {
-                Plain::Call(call) => {
-                    ctx.session.set_era(ctx.progress.era.confirm());
-                    return match call {
-                        Ok(call) => Meaning::Finish(Outcome::Call(call)),
-                        Err(detail) => Meaning::Failed(Failure::Malformed(detail)),
-                    };
+        let result = match result {
+            RawResult::Text(text) if leg.answers == LegKind::CallTool => {
+                match CallToolResult::read_plain(text) {
+                    Plain::Call(call) => {
+                        ctx.session.set_era(ctx.progress.era.confirm());
+                        return match call {
+                            Ok(call) => Meaning::Finish(Outcome::Call(call)),
+                            Err(detail) => Meaning::Failed(Failure::Malformed(detail)),
+                        };
+                    }
+                    Plain::Not(text) => RawResult::Text(text),
                 }
-                Plain::Not(result) => RawResult(result),
-            },
-            _ => result,
+            }
+            result => result,
         };
         let result = match result.object() {
             Ok(result) => result,

@@ -18,7 +18,7 @@ use super::read::{Framed, Heard, media_type, read_message};
 use super::timers::Timer;
 use super::{Action, LISTEN_HEAD_WAIT};
 use crate::config::SessionConfig;
-use crate::jsonrpc::Incoming;
+use crate::jsonrpc::{Incoming, ResultAs};
 use crate::sse::{SseEvent, SseParser};
 
 /// The standalone stream's state.
@@ -107,7 +107,7 @@ impl Listen {
                     if event.data.trim().is_empty() {
                         continue;
                     }
-                    match read_message(event.data.as_bytes()) {
+                    match read_message(event.data.as_bytes(), ResultAs::Value) {
                         Ok(
                             message @ (Incoming::Request { .. } | Incoming::Notification { .. }),
                         ) => {

@@ -24,7 +24,7 @@ use super::grant::Grants;
 use super::legs::Role;
 use super::view::View;
 use super::{LegKind, Outcome};
-use crate::jsonrpc::{self, Incoming};
+use crate::jsonrpc::{self, Incoming, ResultAs};
 use crate::sse::{SseError, SseEvent, SseParser};
 use crate::wire::{SESSION, valid_session_id};
 use mcp_auth::{QUOTE_LIMIT, clip};
@@ -64,10 +64,20 @@ impl BadMessage {
 
 /// Reads one JSON-RPC message into its class ([`jsonrpc::classify`] of [`decode`]), without
 /// the envelope's map; what cannot be read is decoded again the plain way, to say why.
-pub(super) fn read_message(bytes: &[u8]) -> Result<Incoming, BadMessage> {
-    match jsonrpc::read_message(bytes) {
+/// A `result` is kept as `keep` says: as its text only where a tool's result is awaited.
+pub(super) fn read_message(bytes: &[u8], keep: ResultAs) -> Result<Incoming, BadMessage> {
+    match jsonrpc::read_message(bytes, keep) {
         Ok(message) => Ok(message),
         Err(_) => decode(bytes).map(jsonrpc::classify),
+    }
+}
+
+/// How the answer to a request of `kind` keeps its `result`: as its text for a tool's result
+/// (read from it straight into its type), as a value for any other.
+pub(super) fn keep_for(kind: LegKind) -> ResultAs {
+    match kind {
+        LegKind::CallTool => ResultAs::Text,
+        _ => ResultAs::Value,
     }
 }
 
@@ -185,6 +195,8 @@ pub(super) struct Reading {
     refused_session: Option<LegKind>,
     /// The events a chunk completed, kept between chunks to spare an allocation each.
     events: Vec<SseEvent>,
+    /// How the answer's `result` is kept: as its text for a tool's result.
+    keep: ResultAs,
 }
 
 /// How the body is read.
@@ -207,6 +219,7 @@ impl Reading {
         self.session_id = None;
         self.refused_session = None;
         self.events.clear();
+        self.keep = ResultAs::Value;
     }
 
     /// Whether the answer is an event stream being read.
@@ -304,6 +317,7 @@ impl Reading {
         if !explained && !status.is_success() {
             return Heard::Refused(status.as_u16());
         }
+        self.keep = keep_for(kind);
         if kind == LegKind::Initialized {
             // A notification's answer is not read: 202 without a body is the norm, and any
             // 2xx, with or without a body, is accepted.
@@ -386,7 +400,7 @@ impl Reading {
                         Framed::then(Heard::Failed(Failure::Status(status)))
                     }
                     (Some(_), true) => Framed::then(Heard::SessionLost(status)),
-                    _ => json_answer(&body, status, modern),
+                    _ => json_answer(&body, status, modern, self.keep),
                 }
             }
             Body::Sse(parser) => {
@@ -415,7 +429,7 @@ impl Reading {
                 // A priming event (an id and empty data) or a keep-alive.
                 continue;
             }
-            let message = match read_message(event.data.as_bytes()) {
+            let message = match read_message(event.data.as_bytes(), self.keep) {
                 Ok(message) => message,
                 Err(bad) => {
                     let detail = bad.detail("an event's data", "an event's data");
@@ -487,13 +501,13 @@ pub(super) fn says_session_is_gone(body: &[u8]) -> bool {
 }
 
 /// A whole JSON body with `status`: the answer, or why there is none.
-fn json_answer(body: &[u8], status: u16, modern: bool) -> Framed {
+fn json_answer(body: &[u8], status: u16, modern: bool, keep: ResultAs) -> Framed {
     let malformed = |detail: String| Framed::then(Heard::Failed(Failure::Malformed(detail)));
     if !(200..300).contains(&status) {
         // A refusal's body: a JSON-RPC error explains it, anything else leaves the status. In
         // the legacy era only a modern error explains a refusal (it can move the operation to
         // the modern era); any other keeps the status as the error.
-        return match read_message(body) {
+        return match read_message(body, ResultAs::Value) {
             Ok(error @ Incoming::Error { .. })
                 if modern || error.error_code().is_some_and(is_modern_error) =>
             {
@@ -505,7 +519,7 @@ fn json_answer(body: &[u8], status: u16, modern: bool) -> Framed {
     if body.iter().all(u8::is_ascii_whitespace) {
         return malformed(format!("empty body with status {status}"));
     }
-    match read_message(body) {
+    match read_message(body, keep) {
         Ok(answer @ (Incoming::Result { .. } | Incoming::Error { .. })) => Framed::answer(answer),
         Ok(_) => malformed("neither a result nor an error".to_owned()),
         Err(bad) => malformed(bad.detail("the answer", "the body")),

@@ -34,13 +34,13 @@ use super::close::Closing;
 use super::failure::Failure;
 use super::grant::Grants;
 use super::legs::{LegTable, Role};
-use super::read::{Heard, read_message};
+use super::read::{Heard, keep_for, read_message};
 use super::replies::Replies;
 use super::timers::Timer;
 use super::view::View;
 use super::{Event, LegId, LegKind, Outcome, ProcessExit};
 use crate::config::SessionConfig;
-use crate::jsonrpc::{Incoming, RequestId};
+use crate::jsonrpc::{Incoming, RequestId, ResultAs};
 use crate::sse::SseError;
 use crate::transport::{Framed, Framer};
 use mcp_auth::{QUOTE_LIMIT, clip};
@@ -140,7 +140,11 @@ impl Stdout {
                     ))));
                 }
             };
-            let message = match read_message(&line) {
+            let keep = ctx
+                .legs
+                .get(Role::Work)
+                .map_or(ResultAs::Value, |leg| keep_for(leg.answers));
+            let message = match read_message(&line, keep) {
                 Ok(Incoming::Neither) | Err(_) => {
                     let line = clip(&String::from_utf8_lossy(&line), QUOTE_LIMIT);
                     ctx.events.push_back(Event::StdoutNoise { line });
