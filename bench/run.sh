@@ -29,7 +29,7 @@
 # The cross-SDK cases need the SDKs interop/install.sh installs into $INTEROP_HOME (default
 # ~/.cache/mcp-interop): `interop/install.sh && bench/run.sh`. Without them the run fails at
 # once, naming that step (`--no-sdks` leaves the cross-SDK table out instead).
-# Takes about 17 minutes on a fresh 2-core machine (about 6 of them the build, 4 the overrun,
+# Takes about 22 minutes on a 2-core machine (about 7 of them the build, with LTO; 4 the overrun,
 # 1 the whole-process rows).
 # `wrk` (apt-get install -y wrk), when installed, adds a row to the server-ceiling table.
 set -euo pipefail
