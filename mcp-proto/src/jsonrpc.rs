@@ -331,6 +331,44 @@ pub(crate) fn notification(method: &str, params: Map<String, Value>) -> Vec<u8> 
         .unwrap_or_default()
 }
 
+/// What the property tests of messages and results are made of: any JSON a member may hold,
+/// and an object written member by member (a name may come twice, as a server may send it).
+#[cfg(test)]
+pub(crate) mod arbitrary {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// A JSON value of a few levels: objects with member names matching `names`, strings
+    /// matching `strings` (a pattern that names the words a reader looks for makes them come).
+    pub(crate) fn any_json(
+        names: &'static str,
+        strings: &'static str,
+    ) -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            strings.prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map(names, inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// The text of an object of `members`, written in their order, names repeated as given.
+    pub(crate) fn object(members: &[(String, Value)]) -> String {
+        let members: Vec<String> = members
+            .iter()
+            .map(|(name, value)| format!("{}:{value}", Value::from(name.as_str())))
+            .collect();
+        format!("{{{}}}", members.join(","))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,40 +448,16 @@ mod tests {
         }
     }
 
-    /// A JSON value of a few levels: what a member of a message may hold.
-    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
-        use proptest::prelude::*;
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            "[a-z/ ]{0,8}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(3, 16, 4, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                proptest::collection::btree_map("[a-z]{1,6}", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
-
     proptest::proptest! {
         /// Read straight or decoded first, a message is the same message: whatever members it
         /// has (those read, others, some twice), whatever they hold.
         #[test]
         fn reading_straight_agrees_with_decoding_first(
             members in proptest::collection::vec(
-                ("(id|method|params|error|result|jsonrpc|x)", any_json()), 0..7),
+                ("(id|method|params|error|result|jsonrpc|x)",
+                    arbitrary::any_json("[a-z]{1,6}", "[a-z/ ]{0,8}")), 0..7),
         ) {
-            let text = format!(
-                "{{{}}}",
-                members
-                    .iter()
-                    .map(|(key, value)| format!("{}:{value}", Value::from(key.as_str())))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            );
+            let text = arbitrary::object(&members);
             let decoded: Map<String, Value> = serde_json::from_str(&text).unwrap();
             for keep in [ResultAs::Value, ResultAs::Text] {
                 let read = read_message(text.as_bytes(), keep).unwrap();

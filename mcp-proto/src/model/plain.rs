@@ -256,6 +256,7 @@ mod tests {
     use serde_json::{Map, Value, json};
 
     use super::super::{CallToolResult, Content, Plain};
+    use crate::jsonrpc::arbitrary::{self, object};
 
     /// `read_plain` on `text`, and `from_result` on the same text decoded: what each made of it.
     fn both(
@@ -350,31 +351,13 @@ mod tests {
         );
     }
 
-    /// A JSON value of a few levels, with the block members' names among its keys.
+    /// Any JSON, with a block's member names among its objects' and the words a block's
+    /// type may be among its strings.
     fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
-        use proptest::prelude::*;
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            "(text|image|audio|task|[a-z ]{0,6})".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(3, 16, 4, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                proptest::collection::btree_map("(type|text|data|mimeType|x)", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
-
-    /// An object of `members` written as they come, names repeated as given.
-    fn object(members: &[(String, Value)]) -> String {
-        let members: Vec<String> = members
-            .iter()
-            .map(|(key, value)| format!("{}:{value}", Value::from(key.as_str())))
-            .collect();
-        format!("{{{}}}", members.join(","))
+        arbitrary::any_json(
+            "(type|text|data|mimeType|x)",
+            "(text|image|audio|task|[a-z ]{0,6})",
+        )
     }
 
     proptest::proptest! {
