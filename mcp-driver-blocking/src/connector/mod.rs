@@ -13,7 +13,8 @@
 //! * **TCP** ([`tcp`]): the connection to one of the name's addresses, never past what is left
 //!   of the grant (raced on Unix: Happy Eyeballs, RFC 8305), handed over as a [`Socket`]
 //!   ([`socket`]) of ours, which waits for input with `poll(2)` on the lane's own thread until
-//!   the leg's end.
+//!   the leg's end, and which sends a request's head and its body's first bytes in one write
+//!   ([`held`]).
 //! * **Sliced reads** ([`slice`]): every wait for input ends at the leg's end, cut into slices
 //!   of at most [`SLICE`].
 //! * **TLS** ([`tls`]): the handshake with the client's rustls configuration; a handshake that
@@ -32,6 +33,7 @@
 //! [`Socket`]: socket::Socket
 //! [`SLICE`]: slice::SLICE
 
+mod held;
 mod resolve;
 mod slice;
 mod socket;
