@@ -6,9 +6,10 @@
 //!
 //! The head is held only between ureq's write of a head and its next step on the connection:
 //! the body's write sends both; a wait for input first sends what is held (a request that
-//! waits for `100 Continue`, or a body that never came, still reaches the server). Only a
-//! plaintext request head is recognised: under TLS the transport below sees records, never a
-//! head, and nothing is held.
+//! waits for `100 Continue`, or a body that never came, still reaches the server). Both the
+//! TCP [`Socket`](super::socket::Socket) and the TLS transport hold a head: over TLS the head
+//! and the body's first bytes go in one record, and the socket below, which sees records and
+//! never a head, sends it as it comes.
 //!
 //! This module never parses more of a head than its request line's shape and its
 //! `content-length` or `transfer-encoding`, and never drops, reorders or alters a byte.

@@ -19,6 +19,7 @@ use ureq::unversioned::transport::{
     Transport, TransportAdapter,
 };
 
+use super::held::HeldOutput;
 use super::left;
 use crate::lanes::Shared;
 
@@ -67,7 +68,7 @@ impl<In: Transport> UreqConnector<In> for Tls {
             details.config.output_buffer_size(),
         );
         Ok(Some(Either::B(TlsTransport {
-            buffers,
+            buffers: HeldOutput::new(buffers),
             stream: StreamOwned { conn, sock },
         })))
     }
@@ -102,7 +103,8 @@ fn handshake_error(err: io::Error, leg_ended: bool) -> ureq::Error {
 
 /// A TLS connection over the chained transport.
 pub(crate) struct TlsTransport {
-    buffers: LazyBuffers,
+    /// A request head is held in them until its body's first bytes: both go in one record.
+    buffers: HeldOutput,
     stream: StreamOwned<ClientConnection, TransportAdapter<Box<dyn Transport>>>,
 }
 
@@ -119,13 +121,19 @@ impl Transport for TlsTransport {
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
         self.stream.get_mut().set_timeout(timeout);
-        let output = &self.buffers.output()[..amount];
-        self.stream.write_all(output)?;
+        let output = self.buffers.outgoing(amount);
+        if !output.is_empty() {
+            self.stream.write_all(output)?;
+        }
         Ok(())
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         self.stream.get_mut().set_timeout(timeout);
+        // A head still held (its body never came: a wait for `100 Continue`) goes out first.
+        if self.buffers.held() > 0 {
+            self.stream.write_all(self.buffers.release())?;
+        }
         let input = self.buffers.input_append_buf();
         let amount = self.stream.read(input)?;
         self.buffers.input_appended(amount);
