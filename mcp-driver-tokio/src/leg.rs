@@ -716,10 +716,14 @@ pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportError
 
 /// After the answer is in: reads what is left of `body` if it ends within the proto's drain
 /// bounds, so that hyper puts the connection back in its pool instead of closing it. What is
-/// already in (usually the chunked body's end) is read without arming a timer. Returns whether
-/// it had to wait.
+/// already in (usually the chunked body's end) is read without arming a timer: first as it
+/// is, then after one turn of the runtime, in which hyper's connection task reads what the
+/// socket holds. A timer shorter than every other is armed only after that: arming it wakes
+/// the runtime's driver with a system call (`tokio::time` re-parks on an earlier timer), two
+/// a call on an event-stream answer when it was armed at once. Returns whether it had to wait.
 async fn drain_rest(body: &mut Incoming, until: Instant) -> bool {
     let mut left = DRAIN_BYTES;
+    let mut yielded = false;
     loop {
         if body.is_end_stream() {
             return false;
@@ -727,6 +731,10 @@ async fn drain_rest(body: &mut Incoming, until: Instant) -> bool {
         let polled =
             std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
         match polled {
+            Poll::Pending if !yielded => {
+                yielded = true;
+                tokio::task::yield_now().await;
+            }
             Poll::Pending => break,
             Poll::Ready(Some(Ok(frame))) => {
                 left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
