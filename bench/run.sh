@@ -32,6 +32,8 @@
 # Takes about 22 minutes on a 2-core machine (about 7 of them the build, with LTO; 4 the overrun,
 # 1 the whole-process rows).
 # `wrk` (apt-get install -y wrk), when installed, adds a row to the server-ceiling table.
+# Not run here: bench/footprint.py (needs valgrind) counts the code one warm call touches,
+# by crate and function (BENCHMARKS.md, "The per-call path").
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
