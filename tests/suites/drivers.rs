@@ -194,7 +194,6 @@ for_each_driver!(
     a_stalled_handshake_leg_times_out_too,
     a_coarse_resolution_overruns_the_budget_by_at_most_one_unit,
     a_stream_kept_open_after_the_answer_does_not_delay_the_result,
-    event_stream_answers_keep_their_connection,
     a_body_trickling_on_after_its_answer_ends_the_call_at_the_answer,
     a_cancel_from_another_thread_ends_the_call_at_once,
     a_cancel_between_operations_does_nothing,
@@ -973,19 +972,6 @@ fn a_coarse_resolution_overruns_the_budget_by_at_most_one_unit<D: Driver>() {
     for grant in call.recorder.grants_ms() {
         assert_eq!(grant % 250, 0, "{:?}", call.recorder.grants_ms());
     }
-}
-
-/// An answer that comes as an event stream is read to its end (the chunked body's last
-/// chunk), so its connection goes back to the pool: ten calls, one connection.
-fn event_stream_answers_keep_their_connection<D: Driver>() {
-    let server = TestServer::start(Script::new().answer_mode_for("tools/call", AnswerMode::Sse));
-    let (mut client, _) = new_client::<D>(&server, BUDGET);
-    client.probe().unwrap();
-    for i in 0..10 {
-        let text = format!("n{i}");
-        assert_eq!(client.call_tool("echo", echo(&text)).unwrap().text(), text);
-    }
-    assert_eq!(server.connections_accepted(), 1);
 }
 
 fn a_stream_kept_open_after_the_answer_does_not_delay_the_result<D: Driver>() {
