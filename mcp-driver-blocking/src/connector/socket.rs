@@ -5,9 +5,11 @@
 //! receive timeout ([`FAR_SLICE`]: one system call for an answer that comes, where a `poll`
 //! first makes two); the rest of it, and every wait whose end is near, is `poll(2)` on the
 //! lane's own thread until its end, to the microsecond (spinning through its last
-//! millisecond). Whether a pooled connection is still open is one `poll`; off Unix a wait is
-//! the socket's receive timeout, as in ureq's own transport. The shutdown handle shuts the
-//! read side first.
+//! millisecond). Whether a pooled connection is still open is one `poll` when a request takes
+//! it (none when it is given back right after its answer); off Unix a wait is the socket's
+//! receive timeout, as in ureq's own transport. A request's head waits in the output for its
+//! body's first bytes, so both leave in one write ([`HeldOutput`]). The shutdown handle shuts
+//! the read side first.
 //!
 //! This module never decides whether a leg was late, nor any MCP matter; it only waits, reads
 //! and writes until the instant it is given, and reports a wait that ran out as ureq's timeout
