@@ -14,6 +14,8 @@
 //! This module never parses more of a head than its request line's shape and its
 //! `content-length` or `transfer-encoding`, and never drops, reorders or alters a byte.
 
+use std::io::{self, Write};
+
 use ureq::unversioned::transport::{Buffers, LazyBuffers};
 
 /// ureq's buffers, with the first [`Self::held`] bytes of the output set aside: ureq writes
@@ -27,11 +29,6 @@ pub(super) struct HeldOutput {
 impl HeldOutput {
     pub(super) fn new(inner: LazyBuffers) -> Self {
         Self { inner, held: 0 }
-    }
-
-    /// How many bytes of a head wait for their body.
-    pub(super) fn held(&self) -> usize {
-        self.held
     }
 
     /// Takes in the `amount` bytes ureq just wrote to the output. Returns the bytes to send
@@ -50,10 +47,14 @@ impl HeldOutput {
         &self.inner.output()[..total]
     }
 
-    /// The held bytes, to be sent before a wait for input; nothing is held afterwards.
-    pub(super) fn release(&mut self) -> &[u8] {
+    /// Before a wait for input: sends a head still held (its body never came: a wait for
+    /// `100 Continue`) through `out`; nothing is held afterwards.
+    pub(super) fn send_held(&mut self, mut out: impl Write) -> io::Result<()> {
         let held = std::mem::take(&mut self.held);
-        &self.inner.output()[..held]
+        if held == 0 {
+            return Ok(());
+        }
+        out.write_all(&self.inner.output()[..held])
     }
 }
 
@@ -163,18 +164,20 @@ mod tests {
         let head = b"POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n";
         buffers.output()[..head.len()].copy_from_slice(head);
         assert!(buffers.outgoing(head.len()).is_empty());
-        assert_eq!(buffers.held(), head.len());
         // ureq writes the body where it is told the output starts: after the head.
         let (_, output) = buffers.tmp_and_output();
         output[..4].copy_from_slice(b"body");
         let sent = buffers.outgoing(4).to_vec();
         assert_eq!(sent, [&head[..], b"body"].concat());
-        assert_eq!(buffers.held(), 0);
-        // A head whose body never comes is released whole before a wait for input.
+        let mut released = Vec::new();
+        buffers.send_held(&mut released).unwrap();
+        assert!(released.is_empty(), "nothing is held once the body went");
+        // A head whose body never comes is sent whole before a wait for input, once.
         buffers.output()[..head.len()].copy_from_slice(head);
         assert!(buffers.outgoing(head.len()).is_empty());
-        assert_eq!(buffers.release(), &head[..]);
-        assert!(buffers.release().is_empty());
+        buffers.send_held(&mut released).unwrap();
+        buffers.send_held(&mut released).unwrap();
+        assert_eq!(released, head);
         // A head without a body leaves at once.
         let get = b"GET / HTTP/1.1\r\n\r\n";
         buffers.output()[..get.len()].copy_from_slice(get);

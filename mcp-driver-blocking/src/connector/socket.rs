@@ -138,13 +138,9 @@ impl Transport for Socket {
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         let (after, reason) = limit(timeout.for_read());
-        // A head still held (its body never came: a wait for `100 Continue`) goes out first.
-        if self.buffers.held() > 0 {
-            let held = self.buffers.release();
-            (&self.stream)
-                .write_all(held)
-                .map_err(|err| io_error(err, reason))?;
-        }
+        self.buffers
+            .send_held(&self.stream)
+            .map_err(|err| io_error(err, reason))?;
         let until = after.map(|after| Instant::now() + after);
         #[cfg(unix)]
         if let Some(amount) = self.read_far(after)? {

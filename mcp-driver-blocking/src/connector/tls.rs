@@ -130,10 +130,7 @@ impl Transport for TlsTransport {
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         self.stream.get_mut().set_timeout(timeout);
-        // A head still held (its body never came: a wait for `100 Continue`) goes out first.
-        if self.buffers.held() > 0 {
-            self.stream.write_all(self.buffers.release())?;
-        }
+        self.buffers.send_held(&mut self.stream)?;
         let input = self.buffers.input_append_buf();
         let amount = self.stream.read(input)?;
         self.buffers.input_appended(amount);
