@@ -14,7 +14,7 @@ pub(crate) const CHUNK: usize = 16 * 1024;
 pub(crate) struct Body {
     pub(crate) id: LegId,
     pub(crate) ends_at: Instant,
-    pub(crate) reader: ureq::BodyReader<'static>,
+    pub(crate) reader: crate::http1::Body,
 }
 
 /// What a lane keeps of its HTTP transport between operations: allocations only (an

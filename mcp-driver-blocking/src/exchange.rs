@@ -1,62 +1,45 @@
-//! One HTTP exchange with ureq, as the blocking driver makes it: a request sent with the whole
+//! One HTTP exchange, as the blocking driver makes it ([`crate::http1`]): a request sent with the whole
 //! exchange bounded by its grant, and ureq's failures mapped to the state machine's transport
 //! errors. A leaf: the transport (`leg`) and the reading threads (`pump`) both use it, and it
 //! uses neither; it never decides what a failure means for the operation.
 
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_proto::TransportErrorKind;
 use mcp_proto::driver::TransportError;
 
 use crate::connector;
+use crate::http1::{Body, Http, Limits};
 
 /// Sends `request` with the whole exchange (resolve, connect, TLS, send, head and every body
 /// read) bounded by `grant`. A request without a body (a GET or DELETE) is sent without one,
 /// not with an empty one.
 pub(crate) fn send(
-    agent: &ureq::Agent,
+    http: &Http,
     request: http::Request<Vec<u8>>,
     grant: Duration,
-) -> Result<http::Response<ureq::Body>, ureq::Error> {
-    if request.body().is_empty() {
-        let (parts, _) = request.into_parts();
-        let request = http::Request::from_parts(parts, ());
-        let request = agent
-            .configure_request(request)
-            .timeout_global(Some(grant))
-            .build();
-        agent.run(request)
-    } else {
-        let request = agent
-            .configure_request(request)
-            .timeout_global(Some(grant))
-            .build();
-        agent.run(request)
-    }
+) -> Result<http::Response<Body>, ureq::Error> {
+    let end = Instant::now() + grant;
+    http.send(
+        request,
+        Limits {
+            head: end,
+            body: Some(end),
+        },
+    )
 }
 
 /// Sends the GET that opens an HTTP+SSE session's event stream: the exchange up to its head
-/// bounded by `grant` (each step by it, and the whole by the lane, armed at the leg's end by
-/// the caller), its body by nothing: the stream outlives the leg and the operation.
+/// bounded by `grant` (and by the lane, armed at the leg's end by the caller), its body by
+/// nothing: the stream outlives the leg and the operation.
 pub(crate) fn send_stream(
-    agent: &ureq::Agent,
+    http: &Http,
     request: http::Request<Vec<u8>>,
     grant: Duration,
-) -> Result<http::Response<ureq::Body>, ureq::Error> {
-    let (parts, _) = request.into_parts();
-    let request = http::Request::from_parts(parts, ());
-    let request = agent
-        .configure_request(request)
-        .timeout_global(None)
-        .timeout_per_call(None)
-        .timeout_resolve(Some(grant))
-        .timeout_connect(Some(grant))
-        .timeout_send_request(Some(grant))
-        .timeout_recv_response(Some(grant))
-        .timeout_recv_body(None)
-        .build();
-    agent.run(request)
+) -> Result<http::Response<Body>, ureq::Error> {
+    let head = Instant::now() + grant;
+    http.send(request, Limits { head, body: None })
 }
 
 /// Maps a failure before the response head. `connect_failed` is true when the connector

@@ -1,12 +1,12 @@
-//! The lanes an operation's legs run in: a lane's agent, body buffer and cancel state
+//! The lanes an operation's legs run in: a lane's HTTP client, body buffer and cancel state
 //! ([`Lane`], [`Shared`]), a client value's lanes ([`Lanes`]: the idle ones and every one), and
 //! cancelling the operations in flight on them from another thread ([`CancelHandle`]).
 //!
 //! A blocked socket read cannot be woken by a flag, so cancelling must reach the socket.
-//! The client's connector ([`crate::connector`]) hands ureq's TCP connector a
-//! `register_shutdown` callback of its own, which ureq calls with a weak handle to every
-//! socket it opens (straight after the TCP connect, before any TLS handshake). The handles are
-//! kept here, weakly, for as long as their sockets live: in use, or idle in the agent's pool.
+//! The client's connector ([`crate::connector`]) hands the TCP step a `register_shutdown`
+//! callback of its own, which it calls with a weak handle to every socket it opens (straight
+//! after the TCP connect, before any TLS handshake). The handles are kept here, weakly, for as
+//! long as their sockets live: in use, or idle in the lane's pool ([`crate::http1`]).
 //!
 //! [`CancelHandle::cancel`] sets a flag and shuts down **every** live socket of the client
 //! (`shutdown(Both)`), which makes a read or write blocked on any of them return at once. That
@@ -256,19 +256,19 @@ impl Drop for OperationGuard {
     }
 }
 
-/// One operation's way to the server: an agent (and the connections it pools), the cancel
+/// One operation's way to the server: an HTTP client (and the connections it keeps), the cancel
 /// state of the operation it runs, and the body buffer. A client value runs each operation in
 /// flight on a lane of its own, and keeps the idle ones for the next operations.
 pub(crate) struct Lane {
-    agent: ureq::Agent,
+    http: crate::http1::Http,
     shared: Arc<Shared>,
     kept: crate::bodies::Kept,
 }
 
 impl Lane {
-    pub(crate) fn new(agent: ureq::Agent, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(http: crate::http1::Http, shared: Arc<Shared>) -> Self {
         Self {
-            agent,
+            http,
             shared,
             kept: crate::bodies::Kept::default(),
         }
@@ -278,8 +278,8 @@ impl Lane {
         &self.shared
     }
 
-    pub(crate) fn parts(&mut self) -> (&ureq::Agent, &Shared, &mut crate::bodies::Kept) {
-        (&self.agent, &self.shared, &mut self.kept)
+    pub(crate) fn parts(&mut self) -> (&crate::http1::Http, &Shared, &mut crate::bodies::Kept) {
+        (&self.http, &self.shared, &mut self.kept)
     }
 }
 

@@ -25,7 +25,7 @@ use crate::pump::Pumps;
 /// read (the answer to a request the server sent on it) is sent in between two reads of it,
 /// so the bodies still being read form a stack: the newest is read first.
 pub(crate) struct HttpWire<'a> {
-    agent: &'a ureq::Agent,
+    http: &'a crate::http1::Http,
     shared: &'a Shared,
     /// The body read buffer, kept by the lane between legs and operations.
     buf: &'a mut Vec<u8>,
@@ -52,7 +52,7 @@ pub(crate) struct LaneMaker<'a> {
 
 impl<'a> HttpWire<'a> {
     pub(crate) fn new(
-        agent: &'a ureq::Agent,
+        http: &'a crate::http1::Http,
         shared: &'a Shared,
         kept: &'a mut Kept,
         lanes: LaneMaker<'a>,
@@ -60,7 +60,7 @@ impl<'a> HttpWire<'a> {
     ) -> Self {
         kept.buf.resize(CHUNK, 0);
         let mut wire = Self {
-            agent,
+            http,
             shared,
             buf: &mut kept.buf,
             bodies: &mut kept.bodies,
@@ -94,10 +94,10 @@ impl<'a> HttpWire<'a> {
     fn open_events(&mut self, op: &mut Operation, leg: Leg) {
         let mut lane = (self.lanes.new_lane)();
         let stream_lane = Arc::clone(lane.shared());
-        let (agent, shared, _) = lane.parts();
+        let (http, shared, _) = lane.parts();
         shared.begin_leg();
         shared.leg_ends_at(Some(leg.ends_at));
-        let sent = send_stream(agent, leg.request, leg.timeout);
+        let sent = send_stream(http, leg.request, leg.timeout);
         shared.leg_ends_at(None);
         let now = MonotonicClock.now();
         let response = match sent {
@@ -114,7 +114,7 @@ impl<'a> HttpWire<'a> {
         }
         // The old stream (if any) is dropped first: its connection closes.
         *self.events = None;
-        match EventStream::read(body.into_reader(), stream_lane) {
+        match EventStream::read(body, stream_lane) {
             Ok(stream) => {
                 stream.attach(self.pumps().sink());
                 *self.events = Some(stream);
@@ -191,7 +191,7 @@ impl Wire for HttpWire<'_> {
         self.shared.begin_leg();
         let (id, ends_at) = (leg.id, leg.ends_at);
         self.shared.leg_ends_at(Some(ends_at));
-        let sent = send(self.agent, leg.request, leg.timeout);
+        let sent = send(self.http, leg.request, leg.timeout);
         let now = clock.now();
         if self.shared.is_cancelled() && !op.is_finished() {
             return;
@@ -202,7 +202,7 @@ impl Wire for HttpWire<'_> {
                 // On Complete, dropping an unread body closes its connection; an empty one is
                 // already back in the pool.
                 if op.handle_input(Input::head(id, &head), now) == LegStatus::ReadMore {
-                    let reader = body.into_reader();
+                    let reader = body;
                     let body = Body {
                         id,
                         ends_at,

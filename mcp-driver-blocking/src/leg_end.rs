@@ -91,8 +91,8 @@ impl LegEnd {
         slot.fired = false;
         if ends.looks_at.is_none_or(|look| at < look) {
             ends.looks_at = Some(at);
-            // Without the thread, ureq's own timeout still ends the leg, a few milliseconds
-            // late.
+            // Without the thread, the exchange's own limit still ends the leg, a few
+            // milliseconds late.
             if let Some(watch) = watch {
                 watch.changed.notify_one();
             }

@@ -1,10 +1,11 @@
-//! A thin, synchronous driver for [`mcp_proto`] over [ureq] 3: one deadline per MCP
-//! operation, spent across its HTTP legs.
+//! A thin, synchronous driver for [`mcp_proto`] over [ureq] 3 (its HTTP/1.1 core, ureq-proto,
+//! on its transport): one deadline per MCP operation, spent across its HTTP legs.
 //!
 //! [`mcp_proto`] decides everything about an MCP operation (which request comes next, how
 //! much of the budget it may spend, how to read the answer, which error ends it) without
 //! doing any I/O. This crate does the I/O on the calling thread: for each leg the state
-//! machine hands out, it sends the request with ureq, bounds the **whole** leg (resolve,
+//! machine hands out, it sends the request (ureq-proto writes it and reads the answer's head,
+//! on a connection the lane keeps), bounds the **whole** leg (resolve,
 //! connect, TLS, send, response head and every body read) by the leg's grant, and feeds the
 //! head, the body chunks and any transport failure back in. It holds no policy of its own.
 //!
@@ -43,7 +44,7 @@
 //! * Async: see `mcp-driver-tokio`. Helper threads: one for the whole process (`mcp-leg-end`,
 //!   started by the first leg), which shuts a blocked leg's socket down at its grant's end;
 //!   none per client, and none per operation unless it opens the standalone stream (then one
-//!   for it and one per body read after it, above). ureq itself resolves a host *name* on a
+//!   for it and one per body read after it, above). A host *name* is resolved on a
 //!   helper thread, so that the grant bounds the lookup; an IP address is used as is.
 //!
 //! # Timing
@@ -137,6 +138,7 @@ mod connector;
 mod drive;
 mod events;
 mod exchange;
+mod http1;
 mod lanes;
 mod leg;
 mod leg_end;
@@ -169,15 +171,15 @@ pub use mcp_proto;
 
 use lanes::Shared;
 
-/// ureq's input buffer per connection: a response head fits (ureq's limit is 64 KiB).
+/// The input buffer per connection: a response head fits (the limit is 64 KiB, as ureq's).
 const INPUT_BUFFER: usize = 64 * 1024;
-/// ureq's output buffer per connection: a request head and the body's pieces.
+/// The output buffer per connection: a request head and the body's pieces.
 const OUTPUT_BUFFER: usize = 16 * 1024;
 /// The `User-Agent` of every request (and of a proxy's `CONNECT`).
 const USER_AGENT: &str = concat!("mcp-driver-blocking/", env!("CARGO_PKG_VERSION"));
 use drive::Driver;
 
-/// A blocking MCP client for one server: a [`Session`](mcp_proto::Session) plus the HTTP agents
+/// A blocking MCP client for one server: a [`Session`](mcp_proto::Session) plus the HTTP clients
 /// that carry it.
 ///
 /// Every method that talks to the server is **one operation** with **one deadline**, opened
@@ -191,8 +193,8 @@ use drive::Driver;
 /// can share one client (or clones of it, which share its session) and each thread's
 /// operation blocks only that thread. On a new legacy session one operation runs the
 /// handshake and the others wait for it inside their own budgets, so N threads calling at
-/// once send **one** `initialize`. Each operation runs on a lane of its own (an agent whose
-/// pooled connections are reused by the next operation on that lane); over stdio the
+/// once send **one** `initialize`. Each operation runs on a lane of its own (an HTTP client whose
+/// kept connections are reused by the next operation on that lane); over stdio the
 /// operations take turns (one server process), and over HTTP+SSE (one event stream, kept by
 /// the client between operations), each under its own budget from its call.
 ///
@@ -227,26 +229,23 @@ pub(crate) struct ClientShared {
 }
 
 impl ClientShared {
-    /// A lane for one more operation at once: its own agent and cancel state.
+    /// A lane for one more operation at once: its own HTTP client and cancel state.
     fn new_lane(&self) -> lanes::Lane {
         let shared = Shared::for_lane();
-        let agent_config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .accept("")
-            .user_agent(USER_AGENT)
-            // The connector's own tunnel carries proxied requests (see `connector`).
+        // What the connector chain reads of ureq's configuration: the buffers, Nagle (off by
+        // ureq's default), the address family (any). No proxy: the chain's own tunnel carries
+        // proxied requests (see `connector`).
+        //
+        // Each connection allocates (and zeroes) both buffers. ureq's 128 KiB each sit at the
+        // allocator's mmap threshold: a connection made per operation page-faulted 256 KiB in
+        // and unmapped it again each time. The input buffer holds a response head (up to
+        // 64 KiB); requests are small and a body goes out through the output buffer in pieces.
+        let config = ureq::Agent::config_builder()
             .proxy(None)
-            // Each connection allocates (and zeroes) both buffers. ureq's 128 KiB each sit at
-            // the allocator's mmap threshold: a connection made per operation page-faulted
-            // 256 KiB in and unmapped it again each time. The input buffer holds a response
-            // head, which ureq allows up to 64 KiB; requests are small and a body goes out
-            // through the output buffer in pieces.
             .input_buffer_size(INPUT_BUFFER)
             .output_buffer_size(OUTPUT_BUFFER)
             .build();
-        let agent = ureq::Agent::with_parts(
-            agent_config,
+        let http = http1::Http::new(
             connector::Connector::new(
                 Arc::clone(&shared),
                 self.tls.clone(),
@@ -254,8 +253,9 @@ impl ClientShared {
                 USER_AGENT,
             ),
             connector::Resolver::new(self.proxies.clone(), self.resolved.clone()),
+            config,
         );
-        lanes::Lane::new(agent, shared)
+        lanes::Lane::new(http, shared)
     }
 }
 
@@ -336,14 +336,14 @@ impl Client {
         }
         let work = Arc::clone(lane.shared());
         let new_lane = || self.shared.new_lane();
-        let (agent, shared, kept) = lane.parts();
+        let (http, shared, kept) = lane.parts();
         let run = |events: &mut Option<events::EventStream>| {
             let op = opened.start(action, clock.now());
             let lanes = leg::LaneMaker {
                 work,
                 new_lane: &new_lane,
             };
-            let mut wire = leg::HttpWire::new(agent, shared, kept, lanes, events);
+            let mut wire = leg::HttpWire::new(http, shared, kept, lanes, events);
             self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
         };
         // The session says whether its stream lives on: one it no longer has is dropped

@@ -27,7 +27,7 @@ impl Client {
     /// A client for the server `config` describes. Nothing is sent until the first
     /// operation.
     ///
-    /// The agent answers every status to the state machine (404 re-initializes, 202
+    /// The driver answers every status to the state machine (404 re-initializes, 202
     /// accepts a notification, 401 and 500 are typed errors), follows no redirect (a 3xx is
     /// reported, not followed), adds no `Accept` of its own and caps no body (the state
     /// machine caps what it reads). It trusts the operating system's store (and

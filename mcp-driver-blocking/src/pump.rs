@@ -11,7 +11,7 @@
 //! still sends every request and decides nothing new.
 //!
 //! What it must never do: outlive its operation. The stream runs on a lane of its own (its own
-//! agent and sockets), armed at its leg's end; when the operation ends, [`Pumps`] is dropped,
+//! HTTP client and sockets), armed at its leg's end; when the operation ends, [`Pumps`] is dropped,
 //! which shuts down the sockets of that lane and of the operation's lane (a read blocked on
 //! either returns at once) and closes the channel (a thread with something to hand over ends).
 //! A thread still resolving a name ends with that lookup, which the leg's grant bounds.
@@ -78,15 +78,15 @@ impl Pumps {
         let spawned = std::thread::Builder::new()
             .name("mcp-listen".into())
             .spawn(move || {
-                let (agent, shared, _) = lane.parts();
+                let (http, shared, _) = lane.parts();
                 shared.begin_leg();
                 shared.leg_ends_at(Some(leg.ends_at));
                 let id = leg.id;
-                match send(agent, leg.request, leg.timeout) {
+                match send(http, leg.request, leg.timeout) {
                     Ok(response) => {
                         let (head, body) = response.into_parts();
                         if sender.send((Some(id), Heard::Head(head))).is_ok() {
-                            read_to_end(id, body.into_reader(), &sender);
+                            read_to_end(id, body, &sender);
                         }
                     }
                     Err(err) => {

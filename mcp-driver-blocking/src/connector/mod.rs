@@ -1,28 +1,27 @@
-//! The client's connector chain: how a leg gets a connection. ureq's own steps (its socket
-//! registry) with our own TCP, proxy tunnel and TLS steps (so that both drivers trust, tunnel
-//! and fail alike: see [`crate::tls`] and [`mcp_driver_common::network`]), plus socket
+//! The client's connector chain: how a leg gets a connection. ureq's chain of steps with our
+//! own TCP, proxy tunnel and TLS steps (so that both drivers trust, tunnel and fail alike: see
+//! [`crate::tls`] and [`mcp_driver_common::network`]), plus socket
 //! registration for cancelling and precise read timeouts; and a resolver that skips the lookup
 //! for an address, and for a target reached through a proxy.
 //!
 //! One file per step of a connection, in the order a leg goes through them:
 //!
-//! * **Name lookup** ([`resolve`]): the agent's [`Resolver`], which ureq calls before the chain.
+//! * **Name lookup** ([`resolve`]): the lane's [`Resolver`], which the lane's HTTP client
+//!   ([`crate::http1`]) calls before the chain.
 //!   It never looks up a target reached through a proxy: only the proxy resolves that name.
 //! * **Tunnel** ([`tunnel`]): the HTTP `CONNECT` tunnel through the target's proxy, when it
 //!   has one, inside the leg's grant; its failures are a [`TunnelFailed`] that names the proxy.
 //! * **TCP** ([`tcp`]): the connection to one of the name's addresses, never past what is left
 //!   of the grant (raced on Unix: Happy Eyeballs, RFC 8305), handed over as a [`Socket`]
 //!   ([`socket`]) of ours, which waits for input with `poll(2)` on the lane's own thread until
-//!   the leg's end, and which sends a request's head and its body's first bytes in one write
-//!   ([`held`]).
+//!   the leg's end.
 //! * **Sliced reads** ([`slice`]): every wait for input ends at the leg's end, cut into slices
 //!   of at most [`SLICE`].
 //! * **TLS** ([`tls`]): the handshake with the client's rustls configuration; a handshake that
 //!   ran out of the grant is [`HANDSHAKE_TIMED_OUT`].
 //! * **Registration** (here). [`Connector`] hands the chain a `register_shutdown` callback of
 //!   its own, so every socket the TCP step opens is recorded for [`CancelHandle`] and for the
-//!   leg-end thread (see [`crate::lanes`], [`crate::leg_end`]); ureq's own registry is still
-//!   called. A connection that could not be made is recorded on the lane, for the leg to
+//!   leg-end thread (see [`crate::lanes`], [`crate::leg_end`]). A connection that could not be made is recorded on the lane, for the leg to
 //!   report.
 //!
 //! This module never decides an MCP matter (what a failed connection means for the operation
@@ -33,7 +32,6 @@
 //! [`Socket`]: socket::Socket
 //! [`SLICE`]: slice::SLICE
 
-mod held;
 mod resolve;
 mod slice;
 mod socket;

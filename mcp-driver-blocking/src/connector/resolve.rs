@@ -1,5 +1,5 @@
-//! The name lookup step, which ureq runs before the connector chain: the agent's
-//! [`Resolver`], and the [`Lookup`] of a name inside the leg's grant.
+//! The name lookup step, which the lane's HTTP client ([`crate::http1`]) runs before the
+//! connector chain: the lane's [`Resolver`], and the [`Lookup`] of a name inside the leg's grant.
 //!
 //! The resolver skips the lookup for an address, for a name the caller fixed, and for a target
 //! reached through a proxy: the `CONNECT` carries the target's name and only the proxy

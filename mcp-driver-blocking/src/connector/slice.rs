@@ -1,6 +1,6 @@
 //! The sliced-reads step, between TCP and TLS: [`Slice`] wraps the TCP transport in
 //! [`Sliced`], which ends every wait for input at the leg's end (the lane's armed end, which
-//! ureq's own time, counted from a little later, would pass), and cuts it into slices of at
+//! the exchange's own time ([`crate::http1`]), counted from a little later, would pass), and cuts it into slices of at
 //! most [`SLICE`].
 //!
 //! The slices matter where the wait is the socket's receive timeout (`SO_RCVTIMEO`, off Unix),
@@ -49,8 +49,8 @@ impl<In: Transport> UreqConnector<In> for Slice {
     }
 }
 
-/// `after` rounded up to a whole number of [`SLICE`]s (a zero stays zero: ureq reads it as
-/// "already over").
+/// `after` rounded up to a whole number of [`SLICE`]s (a zero stays zero: a transport reads
+/// it as "already over").
 fn whole_slices(after: Duration) -> Duration {
     let slice = SLICE.as_nanos();
     let slices = after.as_nanos().div_ceil(slice);
@@ -73,8 +73,8 @@ impl<T: Transport> Transport for Sliced<T> {
 
     /// Writes with the leg's remaining time rounded up to a whole [`SLICE`]: the leg's end
     /// is kept by the leg-end thread (which shuts the socket down then, so a blocked write
-    /// returns at once), and the write's own timeout is only its fallback. ureq re-arms the
-    /// socket's send timeout (`setsockopt`) whenever the value it is given changes, which the
+    /// returns at once), and the write's own timeout is only its fallback. The socket re-arms
+    /// its send timeout (`setsockopt`) whenever the value it is given changes, which the
     /// exact remaining time did at every write (two system calls a request); rounded, it
     /// changes once in fifty milliseconds.
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
@@ -93,8 +93,8 @@ impl<T: Transport> Transport for Sliced<T> {
         let (UreqDuration::Exact(mut total), None) = (timeout.after, timeout.per_read) else {
             return self.0.await_input(timeout);
         };
-        // A drain's end, and the leg's own end, to the microsecond (ureq's time counts from a
-        // little after the leg was handed out).
+        // A drain's end, and the leg's own end, to the microsecond (the exchange's time counts
+        // from a little after the leg was handed out).
         let ends = [
             (self.1.drain_until(), ureq::Timeout::RecvBody),
             (self.1.reads_until(), timeout.reason),
@@ -150,7 +150,7 @@ mod tests {
         assert_eq!(whole_slices(Duration::from_nanos(1)), SLICE);
         assert_eq!(whole_slices(SLICE), SLICE);
         // Two writes a few microseconds apart, late in a 20 s grant: the same timeout, so
-        // ureq leaves the socket's as it is.
+        // the socket's stays as it is.
         let first = ms(19_998) - Duration::from_micros(3);
         let second = first - Duration::from_micros(40);
         assert_eq!(whole_slices(first), ms(20_000));

@@ -5,11 +5,9 @@
 //! receive timeout ([`FAR_SLICE`]: one system call for an answer that comes, where a `poll`
 //! first makes two); the rest of it, and every wait whose end is near, is `poll(2)` on the
 //! lane's own thread until its end, to the microsecond (spinning through its last
-//! millisecond). Whether a pooled connection is still open is one `poll` when a request takes
-//! it (none when it is given back right after its answer); off Unix a wait is the socket's
-//! receive timeout, as in ureq's own transport. A request's head waits in the output for its
-//! body's first bytes, so both leave in one write ([`HeldOutput`]). The shutdown handle shuts
-//! the read side first.
+//! millisecond). Whether a kept connection is still open is one `poll` when a request takes
+//! it; off Unix a wait is the socket's receive timeout, as in ureq's own transport. The
+//! shutdown handle shuts the read side first.
 //!
 //! This module never decides whether a leg was late, nor any MCP matter; it only waits, reads
 //! and writes until the instant it is given, and reports a wait that ran out as ureq's timeout
@@ -23,8 +21,6 @@ use std::time::{Duration, Instant};
 
 use ureq::unversioned::transport::time::Duration as UreqDuration;
 use ureq::unversioned::transport::{Buffers, LazyBuffers, NextTimeout, ShutdownHandle, Transport};
-
-use super::held::HeldOutput;
 
 /// How long before a wait's end a [`Socket`] stops sleeping in `poll(2)` and looks again and
 /// again instead (at most this much CPU, and only for a wait that reaches its end).
@@ -65,8 +61,7 @@ impl ShutdownHandle for SocketHandle {
 /// (ureq's look is a non-blocking read between two `ioctl`s).
 pub(crate) struct Socket {
     stream: TcpStream,
-    /// A request head is held in them until its body's first bytes: both leave in one write.
-    buffers: HeldOutput,
+    buffers: LazyBuffers,
     /// The send (and, off Unix, receive) timeouts the socket holds, set only when they change.
     write_timeout: Option<Duration>,
     #[cfg(not(unix))]
@@ -74,12 +69,6 @@ pub(crate) struct Socket {
     /// On Unix: whether the socket's receive timeout is [`FAR_SLICE`] already.
     #[cfg(unix)]
     far_slice: bool,
-    /// Input came since ureq last asked whether the connection is open. ureq asks twice a
-    /// request: when it gives the connection back to its pool, right after the answer's
-    /// last byte was read, and when a request takes it. The first is answered without a
-    /// look: the second, which decides whether a request may go out on the connection,
-    /// still looks, and sees any stray byte or end the first would have seen.
-    answered: bool,
     _handle: Arc<SocketHandle>,
 }
 
@@ -130,22 +119,17 @@ impl Transport for Socket {
             self.stream.set_write_timeout(after)?;
             self.write_timeout = after;
         }
-        let output = self.buffers.outgoing(amount);
         (&self.stream)
-            .write_all(output)
+            .write_all(&self.buffers.output()[..amount])
             .map_err(|err| io_error(err, reason))
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         let (after, reason) = limit(timeout.for_read());
-        self.buffers
-            .send_held(&self.stream)
-            .map_err(|err| io_error(err, reason))?;
         let until = after.map(|after| Instant::now() + after);
         #[cfg(unix)]
         if let Some(amount) = self.read_far(after)? {
             self.buffers.input_appended(amount);
-            self.answered = amount > 0;
             return Ok(amount > 0);
         }
         self.wait_readable(until, reason)?;
@@ -157,14 +141,10 @@ impl Transport for Socket {
             }
         };
         self.buffers.input_appended(amount);
-        self.answered = amount > 0;
         Ok(amount > 0)
     }
 
     fn is_open(&mut self) -> bool {
-        if std::mem::take(&mut self.answered) {
-            return true;
-        }
         // Open: nothing to read (no stray bytes, no end, no error) at this instant.
         !self.readable_within(Duration::ZERO).unwrap_or(true)
     }
@@ -179,13 +159,12 @@ impl Socket {
     pub(super) fn new(stream: TcpStream, buffers: LazyBuffers, handle: Arc<SocketHandle>) -> Self {
         Self {
             stream,
-            buffers: HeldOutput::new(buffers),
+            buffers,
             write_timeout: None,
             #[cfg(not(unix))]
             read_timeout: None,
             #[cfg(unix)]
             far_slice: false,
-            answered: false,
             _handle: handle,
         }
     }
@@ -334,57 +313,6 @@ mod tests {
         assert!(took < Duration::from_millis(700), "{took:?}");
     }
 
-    /// Writes `bytes` as ureq does: into the output, then one transmit.
-    fn transmit(socket: &mut Socket, bytes: &[u8]) {
-        socket.buffers().output()[..bytes.len()].copy_from_slice(bytes);
-        socket
-            .transmit_output(bytes.len(), within(Duration::from_secs(5)))
-            .unwrap();
-    }
-
-    /// Whether the server side has nothing to read at this instant.
-    fn nothing_sent(server: &TcpStream) -> bool {
-        server.set_nonblocking(true).unwrap();
-        let looked = server.peek(&mut [0u8; 1]);
-        server.set_nonblocking(false).unwrap();
-        matches!(looked, Err(err) if err.kind() == io::ErrorKind::WouldBlock)
-    }
-
-    /// Reads until `len` bytes came (or five seconds passed).
-    fn receive(server: &mut TcpStream, len: usize) -> Vec<u8> {
-        server
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        let mut got = vec![0u8; len];
-        server.read_exact(&mut got).unwrap();
-        got
-    }
-
-    /// A request's head and body leave in one write: the server sees nothing of a POST
-    /// until its body is written, then all of it, in order; a head whose body never comes
-    /// is sent before the wait for the answer; a GET's head leaves at once.
-    #[test]
-    fn a_head_that_declares_a_body_leaves_with_it() {
-        let (mut socket, _handle, mut server) = socket_pair();
-        let head = b"POST /mcp HTTP/1.1\r\ncontent-length: 4\r\n\r\n";
-        transmit(&mut socket, head);
-        assert!(nothing_sent(&server), "the head waits for its body");
-        transmit(&mut socket, b"{}{}");
-        assert_eq!(
-            receive(&mut server, head.len() + 4),
-            [&head[..], b"{}{}"].concat()
-        );
-        // A wait for input sends a held head first (a `100 Continue` flow).
-        transmit(&mut socket, head);
-        assert!(nothing_sent(&server));
-        server.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").unwrap();
-        assert!(socket.await_input(within(Duration::from_secs(5))).unwrap());
-        assert_eq!(receive(&mut server, head.len()), head);
-        let get = b"GET /mcp HTTP/1.1\r\nhost: a\r\n\r\n";
-        transmit(&mut socket, get);
-        assert_eq!(receive(&mut server, get.len()), get);
-    }
-
     #[test]
     fn a_wait_for_a_silent_server_ends_at_its_time_as_a_timeout() {
         let (mut socket, _handle, _server) = socket_pair();
@@ -441,10 +369,8 @@ mod tests {
         server.write_all(b"hello").unwrap();
         assert!(socket.await_input(within(Duration::from_secs(5))).unwrap());
         assert_eq!(socket.buffers().input(), b"hello");
-        // Bytes after an answer: the look when the answer was just read (ureq giving the
-        // connection back) is not made; the look when a request takes it sees them.
+        // Bytes after an answer: the look when a request takes the connection sees them.
         server.write_all(b"stray").unwrap();
-        assert!(socket.is_open(), "given back: not looked at");
         assert!(closes(&mut socket), "taken: stray bytes seen, not reused");
     }
 }

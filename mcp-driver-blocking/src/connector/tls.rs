@@ -19,7 +19,6 @@ use ureq::unversioned::transport::{
     Transport, TransportAdapter,
 };
 
-use super::held::HeldOutput;
 use super::left;
 use crate::lanes::Shared;
 
@@ -68,7 +67,7 @@ impl<In: Transport> UreqConnector<In> for Tls {
             details.config.output_buffer_size(),
         );
         Ok(Some(Either::B(TlsTransport {
-            buffers: HeldOutput::new(buffers),
+            buffers,
             stream: StreamOwned { conn, sock },
         })))
     }
@@ -103,8 +102,7 @@ fn handshake_error(err: io::Error, leg_ended: bool) -> ureq::Error {
 
 /// A TLS connection over the chained transport.
 pub(crate) struct TlsTransport {
-    /// A request head is held in them until its body's first bytes: both go in one record.
-    buffers: HeldOutput,
+    buffers: LazyBuffers,
     stream: StreamOwned<ClientConnection, TransportAdapter<Box<dyn Transport>>>,
 }
 
@@ -121,16 +119,12 @@ impl Transport for TlsTransport {
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
         self.stream.get_mut().set_timeout(timeout);
-        let output = self.buffers.outgoing(amount);
-        if !output.is_empty() {
-            self.stream.write_all(output)?;
-        }
+        self.stream.write_all(&self.buffers.output()[..amount])?;
         Ok(())
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
         self.stream.get_mut().set_timeout(timeout);
-        self.buffers.send_held(&mut self.stream)?;
         let input = self.buffers.input_append_buf();
         let amount = self.stream.read(input)?;
         self.buffers.input_appended(amount);
