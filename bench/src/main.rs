@@ -9,7 +9,7 @@
 //! mcp-bench serve [--era legacy|modern]
 //!                                     # the server process of one era (used by `run`)
 //! mcp-bench serve-rmcp                # rmcp's own StreamableHttpService, tool echo (used by `run`)
-//! mcp-bench floor-child URL legacy|modern N
+//! mcp-bench floor-child [--proto] URL legacy|modern N
 //!                                     # N bare calls posting mcp-call's bytes (used by `run`)
 //! mcp-bench memory-child DRIVER URL   # one call, then its peak RSS (used by `run`)
 //! mcp-bench client-child KIND URL CASE WARMUP_MS WINDOW_MS
@@ -50,11 +50,12 @@
 //! a time) measure `mcp-call` against the official Rust SDK's own server: `serve-rmcp` (rmcp
 //! 3.11's `StreamableHttpService`, JSON answers for 2026-07-28 requests, a session's answers
 //! as event streams in 2025-11-25). For each era (2025-11-25, then 2026-07-28), `R` paired
-//! rounds (default 5, `--whole-rounds`) each run three processes to completion, in an order
+//! rounds (default 5, `--whole-rounds`) each run four processes to completion, in an order
 //! alternating between rounds: `mcp-call --driver blocking --url URL [--protocol 2025-11-25]
 //! --repeat N call echo '{"text":"hi"}'` (default N 8000, `--whole-calls`), the same with
-//! `--driver tokio`, and the floor `floor-child URL ERA N` (one ureq agent and connection
-//! posting the bytes `mcp-call`'s blocking driver posts). Each is timed from spawn to exit,
+//! `--driver tokio`, the floor `floor-child URL ERA N` (one ureq agent and connection
+//! posting the bytes `mcp-call`'s blocking driver posts), and `floor-child --proto URL ERA N`
+//! (the same bytes with ureq's HTTP/1.1 core alone, ureq-proto, on one TCP connection). Each is timed from spawn to exit,
 //! with its user and system CPU time and the server's; the table gives per row the median
 //! calls/s over the rounds, the median per-round ratio to the same round's floor, and CPU µs
 //! per call. Its rows are named `whole 2025-11-25 mcp-call --driver tokio`, `whole 2026-07-28
@@ -191,7 +192,7 @@ fn main() -> ExitCode {
         _ => Err(
             "usage: mcp-bench run [options] | serve [--era legacy|modern] | serve-rmcp \
                   | memory-child DRIVER URL | client-child KIND URL CASE WARMUP_MS WINDOW_MS \
-                  | floor-child URL legacy|modern N"
+                  | floor-child [--proto] URL legacy|modern N"
                 .to_owned(),
         ),
     };

@@ -476,8 +476,11 @@ pub fn whole_table(rows: &[WholeRow], calls: u32, rounds: u32) -> String {
          2025-11-25 after its handshake, the session's `DELETE` last) and exiting; the floor \
          (`mcp-bench floor-child`) posts the same requests as `mcp-call`'s blocking driver \
          (headers, body, ids counting up) through one ureq agent, reads each whole answer and \
-         checks it echoes, and does nothing else. R = {rounds} paired rounds per era: in each \
-         round the era's three processes run to completion one at a time, in an order that \
+         checks it echoes, and does nothing else; `bare ureq-proto` (`floor-child --proto`) \
+         posts the same bytes with ureq's HTTP/1.1 core alone (`ureq-proto`, which the \
+         blocking driver runs itself) on one TCP connection, one write a request: a row \
+         beside the others, not the floor. R = {rounds} paired rounds per era: in each \
+         round the era's four processes run to completion one at a time, in an order that \
          alternates between rounds (after one untimed warm-up run of each). calls/s = N / wall \
          time from spawn to exit, median over the rounds (min–max beside it); × floor = the \
          median over the rounds of the row's calls/s over the same round's floor's; CPU per \

@@ -3,7 +3,7 @@
 //! ours.
 //!
 //! For each era (2025-11-25, then 2026-07-28), `R` paired rounds (default 5,
-//! `--whole-rounds`); in each round three processes run to completion, one at a time, each
+//! `--whole-rounds`); in each round four processes run to completion, one at a time, each
 //! making `N` sequential `tools/call`s of `echo` (default 8000, `--whole-calls`):
 //!
 //! * `mcp-call --driver blocking --url URL [--protocol 2025-11-25] --repeat N call echo
@@ -11,9 +11,12 @@
 //!   `--protocol auto`, whose first request is already the stateless call);
 //! * the same with `--driver tokio`;
 //! * the floor, `mcp-bench floor-child URL ERA N` ([`floor_child_main`]): one ureq agent, one
-//!   keep-alive connection, posting the bytes `mcp-call`'s blocking driver posts.
+//!   keep-alive connection, posting the bytes `mcp-call`'s blocking driver posts;
+//! * the same bytes with `--proto`: ureq's HTTP/1.1 core alone (`ureq-proto`, which the
+//!   blocking driver runs itself) on one TCP connection, without ureq's call loop, pool and
+//!   timers. It is a row beside the others, not the floor: the ratios stay against ureq's.
 //!
-//! The order of the three alternates between rounds (forward, then backward), so that neither
+//! The order of the four alternates between rounds (forward, then backward), so that neither
 //! a slow start nor a slow end of a round lands on one process. Each process is timed from
 //! spawn to exit (process start, the handshake in the legacy era, the `N` calls, the session's
 //! `DELETE` in the legacy era, the exit). Its user and system CPU time are
@@ -66,11 +69,13 @@ pub enum Runner {
     Tokio,
     /// `mcp-bench floor-child`.
     Floor,
+    /// `mcp-bench floor-child ... proto`: ureq-proto alone on one TCP connection.
+    FloorProto,
 }
 
 impl Runner {
-    /// The three, in the order they are reported (and run in the forward rounds).
-    pub const ALL: [Self; 3] = [Self::Blocking, Self::Tokio, Self::Floor];
+    /// The four, in the order they are reported (and run in the forward rounds).
+    pub const ALL: [Self; 4] = [Self::Blocking, Self::Tokio, Self::Floor, Self::FloorProto];
 
     /// The name in the tables.
     pub fn label(self) -> &'static str {
@@ -78,6 +83,7 @@ impl Runner {
             Self::Blocking => "mcp-call --driver blocking",
             Self::Tokio => "mcp-call --driver tokio",
             Self::Floor => "floor: bare ureq (mcp-bench floor-child)",
+            Self::FloorProto => "bare ureq-proto (mcp-bench floor-child --proto)",
         }
     }
 }
@@ -222,9 +228,13 @@ pub fn command(runner: Runner, era: Era, setup: &Setup, calls: u32) -> Command {
             command.args(["--repeat", &calls, "call", "echo", r#"{"text":"hi"}"#]);
             command
         }
-        Runner::Floor => {
+        Runner::Floor | Runner::FloorProto => {
             let mut command = Command::new(&setup.exe);
-            command.args(["floor-child", &setup.url, era.name(), &calls]);
+            command.arg("floor-child");
+            if runner == Runner::FloorProto {
+                command.arg("--proto");
+            }
+            command.args([&setup.url, era.name(), &calls]);
             command
         }
     }
@@ -284,7 +294,8 @@ fn run_one(runner: Runner, era: Era, setup: &Setup, calls: u32) -> Result<Proces
                 .find_map(|w| w.strip_prefix("errors="))
                 .map(str::to_owned)
         });
-    let repeat_failed = runner != Runner::Floor && summary_errors.as_deref() != Some("0");
+    let repeat_failed = matches!(runner, Runner::Blocking | Runner::Tokio)
+        && summary_errors.as_deref() != Some("0");
     if !status.success() || repeat_failed {
         return Err(format!(
             "{} exited with {status}: {}",
@@ -495,21 +506,33 @@ fn floor_agent() -> ureq::Agent {
         .new_agent()
 }
 
+/// How the floor posts: through one ureq agent (ureq's call loop, pool and timers around its
+/// HTTP/1.1 core), or with that core alone (`ureq-proto`) on one TCP connection, the core the
+/// blocking driver runs itself.
+enum Poster {
+    Agent(ureq::Agent),
+    Proto(ProtoConnection),
+}
+
 /// Sends `request`, reads the whole answer into `buf`; returns the status and the session id
 /// header. A request without a body (the `DELETE`) is sent as the blocking driver sends it:
-/// with no body at all (`()`), not an empty one.
-fn post<B: ureq::AsSendBody>(
-    agent: &ureq::Agent,
-    request: http::Request<B>,
+/// with no body at all, not an empty one.
+fn post(
+    poster: &mut Poster,
+    request: http::Request<&[u8]>,
     buf: &mut Vec<u8>,
 ) -> Result<(u16, Option<String>), String> {
-    let mut response = agent.run(request).map_err(|e| e.to_string())?;
+    let agent = match poster {
+        Poster::Agent(agent) => agent,
+        Poster::Proto(connection) => return connection.post(request, buf),
+    };
+    let mut response = match request.body().is_empty() {
+        true => agent.run(request.map(|_| ())),
+        false => agent.run(request),
+    }
+    .map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
-    let session = response
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let session = session_of(response.headers());
     buf.clear();
     response
         .body_mut()
@@ -517,6 +540,117 @@ fn post<B: ureq::AsSendBody>(
         .read_to_end(buf)
         .map_err(|e| e.to_string())?;
     Ok((status, session))
+}
+
+fn session_of(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// One keep-alive TCP connection driven with `ureq-proto`: each request written whole and sent
+/// in one write, the answer read with the input kept between reads; nothing else.
+struct ProtoConnection {
+    tcp: std::net::TcpStream,
+    output: Vec<u8>,
+    input: Vec<u8>,
+    /// The input not read yet: `input[used..filled]`.
+    used: usize,
+    filled: usize,
+}
+
+impl ProtoConnection {
+    fn open(url: &str) -> Result<Self, String> {
+        let uri: http::Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+        let host = uri.host().ok_or_else(|| format!("{url}: no host"))?;
+        let port = uri.port_u16().unwrap_or(80);
+        let tcp = std::net::TcpStream::connect((host, port)).map_err(|e| format!("{url}: {e}"))?;
+        tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+        Ok(Self {
+            tcp,
+            output: vec![0; 16 * 1024],
+            input: vec![0; 64 * 1024],
+            used: 0,
+            filled: 0,
+        })
+    }
+
+    /// Reads more input after what is left unread; the server's close is an error.
+    fn fill(&mut self) -> Result<(), String> {
+        if self.used == self.filled {
+            (self.used, self.filled) = (0, 0);
+        }
+        let read = self
+            .tcp
+            .read(&mut self.input[self.filled..])
+            .map_err(|e| e.to_string())?;
+        if read == 0 {
+            return Err("the server closed the connection".into());
+        }
+        self.filled += read;
+        Ok(())
+    }
+
+    fn post(
+        &mut self,
+        request: http::Request<&[u8]>,
+        buf: &mut Vec<u8>,
+    ) -> Result<(u16, Option<String>), String> {
+        use std::io::Write as _;
+        use ureq_proto::client::{Call, RecvResponseResult, SendRequestResult};
+        let error = |e: ureq_proto::Error| e.to_string();
+        let (parts, body) = request.into_parts();
+        let mut call = Call::new(http::Request::from_parts(parts, ())).map_err(error)?;
+        if !body.is_empty() {
+            call.header(http::header::CONTENT_LENGTH, body.len())
+                .map_err(error)?;
+        }
+        call.header(http::header::USER_AGENT, USER_AGENT)
+            .map_err(error)?;
+        let mut call = call.proceed();
+        let mut written = call.write(&mut self.output).map_err(error)?;
+        let mut answer = match call.proceed().map_err(error)? {
+            Some(SendRequestResult::SendBody(mut send)) => {
+                let (_, amount) = send
+                    .write(body, &mut self.output[written..])
+                    .map_err(error)?;
+                written += amount;
+                send.proceed().ok_or("the body did not fit the output")?
+            }
+            Some(SendRequestResult::RecvResponse(answer)) => answer,
+            _ => return Err("no request to send".into()),
+        };
+        self.tcp
+            .write_all(&self.output[..written])
+            .map_err(|e| e.to_string())?;
+        let head = loop {
+            if self.used < self.filled {
+                let (amount, head) = answer
+                    .try_response(&self.input[self.used..self.filled], false)
+                    .map_err(error)?;
+                self.used += amount;
+                if let Some(head) = head {
+                    break head;
+                }
+            }
+            self.fill()?;
+        };
+        buf.clear();
+        if let Some(RecvResponseResult::RecvBody(mut reading)) = answer.proceed() {
+            while !reading.can_proceed() {
+                if self.used == self.filled {
+                    self.fill()?;
+                }
+                let (amount, produced) = reading
+                    .read(&self.input[self.used..self.filled], &mut self.output)
+                    .map_err(error)?;
+                self.used += amount;
+                buf.extend_from_slice(&self.output[..produced]);
+            }
+        }
+        Ok((head.status().as_u16(), session_of(head.headers())))
+    }
 }
 
 /// Whether an answer carries the echoed text as `"text":"hi"` (a JSON body or an event's data).
@@ -547,19 +681,24 @@ fn echoed(body: &[u8]) -> bool {
 /// A bad command line, or the first request that fails, answers another status than the
 /// protocol's, or does not echo the text.
 pub fn floor_child_main(args: &[String]) -> Result<(), String> {
-    let usage = || "usage: mcp-bench floor-child URL legacy|modern N".to_owned();
-    let [url, era, n] = args else {
-        return Err(usage());
+    let usage = || "usage: mcp-bench floor-child [--proto] URL legacy|modern N".to_owned();
+    let (url, era, n, proto) = match args {
+        [url, era, n] => (url, era, n, false),
+        [proto, url, era, n] if proto == "--proto" => (url, era, n, true),
+        _ => return Err(usage()),
     };
     let era = Era::parse(era).ok_or_else(usage)?;
     let n: u64 = n.parse().map_err(|_| usage())?;
     let FloorRequests { handshake, call } = FloorRequests::capture(url, era)?;
-    let agent = floor_agent();
+    let mut agent = match proto {
+        true => Poster::Proto(ProtoConnection::open(url)?),
+        false => Poster::Agent(floor_agent()),
+    };
     let mut buf = Vec::with_capacity(16 * 1024);
     let (call, delete) = match handshake {
         Some((initialize, initialized)) => {
             let (status, session) = post(
-                &agent,
+                &mut agent,
                 initialize.to_request(&initialize.body[..]),
                 &mut buf,
             )?;
@@ -571,7 +710,7 @@ pub fn floor_child_main(args: &[String]) -> Result<(), String> {
             };
             let initialized = initialized.session(&session);
             let (status, _) = post(
-                &agent,
+                &mut agent,
                 initialized.to_request(&initialized.body[..]),
                 &mut buf,
             )?;
@@ -587,7 +726,7 @@ pub fn floor_child_main(args: &[String]) -> Result<(), String> {
     let mut body = Vec::with_capacity(call.before_id.len() + call.after_id.len() + 20);
     for k in 0..n {
         call.body(k, &mut body);
-        let (status, _) = post(&agent, call.request(&body), &mut buf)?;
+        let (status, _) = post(&mut agent, call.request(&body), &mut buf)?;
         if status != 200 {
             return Err(format!("call {} answered {status}", k + 1));
         }
@@ -600,7 +739,7 @@ pub fn floor_child_main(args: &[String]) -> Result<(), String> {
         }
     }
     if let Some(delete) = delete {
-        let (status, _) = post(&agent, delete.to_request(()), &mut buf)?;
+        let (status, _) = post(&mut agent, delete.to_request(&[][..]), &mut buf)?;
         if !(200..300).contains(&status) {
             return Err(format!("DELETE answered {status}"));
         }
@@ -626,7 +765,7 @@ mod tests {
 
     #[test]
     fn rows_are_named_for_only_and_keep_their_floor() {
-        assert_eq!(rows().len(), 6);
+        assert_eq!(rows().len(), 8);
         assert_eq!(
             row_name(Era::Legacy, Runner::Tokio),
             "whole 2025-11-25 mcp-call --driver tokio"
