@@ -17,10 +17,10 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Request, Response, header};
-use ureq::unversioned::resolver::Resolver as _;
+use ureq::unversioned::resolver::Resolver;
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
 use ureq::unversioned::transport::{
-    ConnectionDetails, Connector as _, NextTimeout, ShutdownHandle, Transport,
+    ConnectionDetails, Connector, NextTimeout, ShutdownHandle, Transport,
 };
 use ureq::{Error, Timeout};
 use ureq_proto::BodyMode;
@@ -28,8 +28,6 @@ use ureq_proto::client::state::{RecvBody, RecvResponse, SendRequest};
 use ureq_proto::client::{
     Await100Result, Call, RecvBodyResult, RecvResponseResult, SendRequestResult,
 };
-
-use crate::connector::{Connector, Resolver};
 
 /// How long an idle connection is kept (ureq's default): a server's keep-alive is rarely
 /// longer, and a connection it closed is found out at the next take anyway.
@@ -40,10 +38,13 @@ const MAX_IDLE: usize = 10;
 /// The longest answer head read (ureq's default limit): a connection's input buffer holds it.
 const MAX_HEAD: usize = crate::INPUT_BUFFER;
 
+/// The connector chain a lane's connections are made with ([`crate::connector`]).
+type Chain = Box<dyn Connector<(), Out = Box<dyn Transport>>>;
+
 /// One lane's HTTP client: the connector chain and the connections it keeps.
 pub(crate) struct Http {
-    connector: Connector,
-    resolver: Resolver,
+    connector: Chain,
+    resolver: Box<dyn Resolver>,
     /// What the connector chain reads (buffer sizes, the address family, Nagle).
     config: ureq::config::Config,
     pool: Arc<Pool>,
@@ -153,13 +154,13 @@ fn disconnected() -> Error {
 
 impl Http {
     pub(crate) fn new(
-        connector: Connector,
-        resolver: Resolver,
+        connector: impl Connector<(), Out = Box<dyn Transport>>,
+        resolver: impl Resolver,
         config: ureq::config::Config,
     ) -> Self {
         Self {
-            connector,
-            resolver,
+            connector: Box::new(connector),
+            resolver: Box::new(resolver),
             config,
             pool: Arc::default(),
         }
@@ -197,7 +198,7 @@ impl Http {
             addrs,
             config: &self.config,
             request_level: false,
-            resolver: &self.resolver,
+            resolver: &*self.resolver,
             now: UreqInstant::Exact(Instant::now()),
             timeout: until(Some(end), Timeout::Connect),
             current_time: Arc::new(|| UreqInstant::Exact(Instant::now())),
