@@ -14,7 +14,7 @@ use http_body_util::Full;
 
 use mcp_proto::driver::Authorize;
 
-use crate::leg::{Http, http_client};
+use crate::http1::{Http, http_client};
 
 /// What an [`Authorizer`] resolves to: the redirect URL, or why there is none.
 pub type AuthorizeFuture = Pin<Box<dyn Future<Output = Result<String, String>> + Send>>;

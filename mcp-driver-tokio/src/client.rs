@@ -10,8 +10,10 @@ use tokio::time::Instant as TokioInstant;
 use crate::Network;
 use crate::cancel::CancelShared;
 use crate::clock::TokioClock;
+use crate::connector::Connecting;
 use crate::drive::Run;
-use crate::leg::{self, Connecting, Http, HttpWire};
+use crate::http1::{self, Http};
+use crate::leg::HttpWire;
 use crate::shell::{Changed, ClientShell};
 use crate::trace;
 
@@ -81,7 +83,7 @@ pub(crate) struct Shared {
     /// Over HTTP+SSE: the session's event stream (the body of its GET), kept between
     /// operations while the session says it is open. Locked for a whole operation: operations
     /// on an HTTP+SSE session take turns, one reading the stream at a time.
-    events: tokio::sync::Mutex<Option<hyper::body::Incoming>>,
+    events: tokio::sync::Mutex<Option<crate::http1::Body>>,
 }
 
 impl Clone for Client {
@@ -106,7 +108,7 @@ impl Client {
     /// # Errors
     /// [`Error::InvalidCertificates`] when a CA it adds cannot be read or holds no certificate.
     pub fn with_network(config: SessionConfig, network: &Network) -> Result<Self, Error> {
-        let (http, connecting) = leg::http_client_for(network)?;
+        let (http, connecting) = http1::http_client_for(network)?;
         let shared = Shared {
             shell: Shell::new(config, Changed::default()),
             http,

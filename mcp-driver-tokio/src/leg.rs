@@ -4,465 +4,57 @@
 //!
 //! Nothing here decides anything: every head, frame and failure goes to the operation, which
 //! says whether to read on. The only waits are the operation's (its next timer, in the one
-//! loop of `drive.rs`) and the drain after an answer, bounded by the proto's [`drain_until`](mcp_proto::driver::drain_until) and
-//! [`DRAIN_BYTES`].
+//! loop of `drive.rs`) and the drain after an answer, bounded by the proto's
+//! [`drain_until`](mcp_proto::driver::drain_until) and [`DRAIN_BYTES`]. Requests go through the
+//! client's [`Http`] ([`crate::http1`]).
 
-use std::error::Error as StdError;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-
 use bytes::Bytes;
 use http::Uri;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body as _, Frame, Incoming};
-use hyper_rustls::MaybeHttpsStream;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::connect::dns::Name;
-use hyper_util::client::legacy::{Client as HyperClient, ResponseFuture};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use mcp_driver_common::lookup;
-use mcp_driver_common::network::{
-    CONNECTION_ATTEMPT_DELAY, Network, Proxies, ProxyFailure, ProxyUrl, Resolved,
-    parse_connect_response,
-};
+use hyper::body::{Body as _, Frame};
 use mcp_proto::driver::{
     DRAIN_BYTES, Input, Leg, LegId, LegKind, LegStatus, Operation, TransportError,
 };
 use mcp_proto::{Clock, TlsProblem, TransportErrorKind};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tower_service::Service as _;
 
 use crate::clock::TokioClock;
+use crate::connector::{Connecting, chain, target_of};
+use crate::http1::{Body, HeadResult, Http, RequestError, ResponseFuture};
 use crate::wire::Wire;
-
-/// The HTTP client every leg goes through.
-pub(crate) type Http = HyperClient<Connector, Full<Bytes>>;
-
-type HeadResult = Result<http::Response<Incoming>, hyper_util::client::legacy::Error>;
-
-/// The `User-Agent` of a proxy's `CONNECT`.
-const USER_AGENT: &str = concat!("mcp-driver-tokio/", env!("CARGO_PKG_VERSION"));
-
-/// An HTTP/1.1 client for the default [`Network`] (the system's trust store, proxies from the
-/// environment). Redirects are not followed (hyper never does).
-pub(crate) fn http_client() -> Http {
-    // The default network adds no CA of the caller's, so it cannot fail.
-    http_client_for(&Network::default())
-        .map(|(http, _)| http)
-        .unwrap_or_else(|_| unreachable!("the default network adds no CA of the caller's"))
-}
-
-/// An HTTP/1.1 client whose connections trust and tunnel as `network` says: plain HTTP, or
-/// HTTPS through rustls with the ring provider ([`crate::tls`]), each through the target's
-/// proxy when it has one (an HTTP `CONNECT` tunnel); names looked up by [`Resolver`] (or
-/// fixed by the caller). Also returns what its connections are doing ([`Connecting`]), which
-/// tells a leg that ran out of time in a TLS handshake or in a proxy's tunnel
-/// ([`connect_timeouts`]).
-pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Connecting), mcp_proto::Error> {
-    let mut tcp = HttpConnector::new_with_resolver(Resolver);
-    configure(&mut tcp);
-    let connecting = Connecting::default();
-    let connector = Connector {
-        tcp,
-        tls: crate::tls::LazyConfig::new(network)?,
-        proxies: Arc::new(network.proxies()),
-        resolved: network.resolved(),
-        connecting: connecting.clone(),
-    };
-    let http = HyperClient::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .build(connector);
-    Ok((http, connecting))
-}
-
-/// How every TCP connector of the driver connects: any URI scheme (TLS is the [`Connector`]'s),
-/// Nagle off, and a name's addresses raced (Happy Eyeballs: hyper-util starts the first address
-/// of the other family when the first family's attempt has had no answer for the shared
-/// [`CONNECTION_ATTEMPT_DELAY`]; within a family the addresses are tried in turn).
-fn configure<R>(tcp: &mut HttpConnector<R>) {
-    tcp.enforce_http(false);
-    tcp.set_nodelay(true);
-    tcp.set_happy_eyeballs_timeout(Some(CONNECTION_ATTEMPT_DELAY));
-}
-
-/// A resolver that answers with the addresses the caller fixed for a name
-/// ([`Network::with_resolved`]); the connector puts the URI's port on them.
-#[derive(Clone)]
-struct Fixed(Vec<SocketAddr>);
-
-impl tower_service::Service<Name> for Fixed {
-    type Response = std::vec::IntoIter<SocketAddr>;
-    type Error = std::io::Error;
-    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
-
-    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Name) -> Self::Future {
-        std::future::ready(Ok(self.0.clone().into_iter()))
-    }
-}
-
-/// The connector's name lookups: each on a detached thread of
-/// [`mcp_driver_common::lookup`], never on tokio's blocking pool, whose threads a runtime's
-/// shutdown waits for. A leg that ends while its lookup goes on drops the lookup's future
-/// (its connection attempt is dropped with the request); the thread ends when the system
-/// resolver gives up, and neither the runtime nor the process waits for it. The threads are
-/// bounded as that module says (one per name, at most
-/// [`MAX_LOOKUPS`](mcp_driver_common::lookup::MAX_LOOKUPS) names at once in the process).
-/// hyper-util's `HttpConnector` calls it for names only: an IP-literal host is used as it is.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Resolver;
-
-impl tower_service::Service<Name> for Resolver {
-    type Response = std::vec::IntoIter<SocketAddr>;
-    type Error = std::io::Error;
-    type Future =
-        Pin<Box<dyn Future<Output = Result<Self::Response, std::io::Error>> + Send + 'static>>;
-
-    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, name: Name) -> Self::Future {
-        let started = lookup::lookup(name.as_str());
-        Box::pin(async move {
-            // Port 0: the connector sets the URL's.
-            let ips = started?.await?;
-            let addrs: Vec<SocketAddr> = ips.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect();
-            Ok(addrs.into_iter())
-        })
-    }
-}
-
-/// What a client's connections are doing: the TLS handshakes and the proxy tunnels in
-/// progress. A leg whose grant ends before its answer's head asks it why ([`connect_timeouts`]).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Connecting {
-    handshakes: Arc<AtomicUsize>,
-    tunnels: Arc<Mutex<Vec<Tunnel>>>,
-    next_tunnel: Arc<AtomicU64>,
-}
-
-/// A tunnel in progress: its target (`host:port`), and how it fails if the grant ends now.
-#[derive(Debug)]
-struct Tunnel {
-    id: u64,
-    target: String,
-    at_the_end: TransportError,
-}
-
-impl Connecting {
-    /// Whether a handshake is in progress.
-    fn handshaking(&self) -> bool {
-        self.handshakes.load(Ordering::SeqCst) > 0
-    }
-
-    fn begin_handshake(&self) -> HandshakeGuard {
-        self.handshakes.fetch_add(1, Ordering::SeqCst);
-        HandshakeGuard(self.clone())
-    }
-
-    /// Records a tunnel to `target` until the guard is dropped; it fails as `at_the_end` if the
-    /// grant ends meanwhile (see [`TunnelGuard::now`]).
-    fn begin_tunnel(&self, target: &str, at_the_end: TransportError) -> TunnelGuard {
-        let id = self.next_tunnel.fetch_add(1, Ordering::Relaxed);
-        self.tunnels().push(Tunnel {
-            id,
-            target: target.to_owned(),
-            at_the_end,
-        });
-        TunnelGuard(self.clone(), id)
-    }
-
-    /// How a leg to `target` whose grant ended fails, when a tunnel to it is in progress.
-    fn tunnel_to(&self, target: &str) -> Option<TransportError> {
-        self.tunnels()
-            .iter()
-            .find(|tunnel| tunnel.target == target)
-            .map(|tunnel| tunnel.at_the_end.clone())
-    }
-
-    fn tunnels(&self) -> std::sync::MutexGuard<'_, Vec<Tunnel>> {
-        self.tunnels.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Counts one handshake until it ends or is dropped.
-struct HandshakeGuard(Connecting);
-
-impl Drop for HandshakeGuard {
-    fn drop(&mut self) {
-        self.0.handshakes.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Keeps one tunnel on the list until it is open, has failed, or is dropped.
-struct TunnelGuard(Connecting, u64);
-
-impl TunnelGuard {
-    /// The tunnel reached a step where running out of the grant fails as `at_the_end`.
-    fn now(&self, at_the_end: TransportError) {
-        if let Some(tunnel) = self.0.tunnels().iter_mut().find(|t| t.id == self.1) {
-            tunnel.at_the_end = at_the_end;
-        }
-    }
-}
-
-impl Drop for TunnelGuard {
-    fn drop(&mut self) {
-        self.0.tunnels().retain(|t| t.id != self.1);
-    }
-}
-
-/// A URI's target as a tunnel names it: `host:port` (the scheme's port unless given).
-fn target_of(uri: &Uri) -> String {
-    let https = uri
-        .scheme_str()
-        .is_some_and(|s| s.eq_ignore_ascii_case("https"));
-    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    format!("{}:{port}", uri.host().unwrap_or(""))
-}
-
-/// The connector: TCP (hyper-util's, its names looked up by [`Resolver`]), the proxy tunnel,
-/// TLS (tokio-rustls).
-#[derive(Clone)]
-pub(crate) struct Connector {
-    tcp: HttpConnector<Resolver>,
-    tls: crate::tls::LazyConfig,
-    proxies: Arc<Proxies>,
-    /// The names whose addresses the caller fixed.
-    resolved: Resolved,
-    connecting: Connecting,
-}
-
-type Stream = MaybeHttpsStream<TokioIo<TcpStream>>;
-
-impl tower_service::Service<Uri> for Connector {
-    type Response = Stream;
-    type Error = ConnectFailure;
-    type Future = Pin<Box<dyn Future<Output = Result<Stream, ConnectFailure>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // hyper-util's HTTP connector is always ready.
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, uri: Uri) -> Self::Future {
-        Box::pin(self.clone().open(uri))
-    }
-}
-
-impl Connector {
-    async fn open(mut self, uri: Uri) -> Result<Stream, ConnectFailure> {
-        let scheme = uri.scheme_str().unwrap_or("http").to_owned();
-        let host = uri.host().unwrap_or("").to_owned();
-        let https = scheme.eq_ignore_ascii_case("https");
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let tcp = match self.proxies.for_target(&scheme, &host) {
-            Err(unusable) => return Err(ConnectFailure::new(TransportErrorKind::Proxy, unusable)),
-            Ok(None) => match self.resolved.addresses(&host) {
-                Some(ips) => {
-                    let addrs = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
-                    let mut fixed = HttpConnector::new_with_resolver(Fixed(addrs));
-                    configure(&mut fixed);
-                    fixed.call(uri).await.map_err(ConnectFailure::connect)?
-                }
-                None => self.tcp.call(uri).await.map_err(ConnectFailure::connect)?,
-            },
-            Ok(Some(proxy)) => {
-                let proxy = proxy.clone();
-                self.tunnel(&proxy, &host, port).await?
-            }
-        };
-        if !https {
-            return Ok(MaybeHttpsStream::Http(tcp));
-        }
-        let name = crate::tls::server_name(&host).ok_or_else(|| {
-            ConnectFailure::new(
-                TransportErrorKind::Tls(TlsProblem::Handshake),
-                "the host is not a valid TLS server name",
-            )
-        })?;
-        let _handshake = self.connecting.begin_handshake();
-        let tls = tokio_rustls::TlsConnector::from(self.tls.get());
-        match tls.connect(name, TokioIo::new(tcp)).await {
-            Ok(tls) => Ok(MaybeHttpsStream::Https(TokioIo::new(tls))),
-            Err(err) => Err(handshake_failure(err)),
-        }
-    }
-
-    /// Connects to `proxy` and opens a `CONNECT` tunnel to `host:port` through it. Until it is
-    /// open, it is on the client's list of tunnels in progress, with the failure a leg to
-    /// `host:port` whose grant ends meanwhile reports: the proxy could not be reached, then
-    /// (once connected) the proxy did not answer.
-    async fn tunnel(
-        &mut self,
-        proxy: &ProxyUrl,
-        host: &str,
-        port: u16,
-    ) -> Result<TokioIo<TcpStream>, ConnectFailure> {
-        let authority = format!("{host}:{port}");
-        let failed =
-            |what: ProxyFailure| ConnectFailure::from(proxy.transport_error(&authority, &what));
-        let progress = self.connecting.begin_tunnel(
-            &authority,
-            proxy.transport_error(&authority, &ProxyFailure::NoConnection),
-        );
-        let proxy_uri: Uri = proxy.uri().parse().map_err(|_| {
-            failed(ProxyFailure::Unusable(format!(
-                "the proxy {proxy} is not a valid URI"
-            )))
-        })?;
-        let stream = self
-            .tcp
-            .call(proxy_uri)
-            .await
-            .map_err(|e| failed(ProxyFailure::Unreachable(io_words(&e))))?;
-        let mut tcp = stream.into_inner();
-        progress.now(proxy.transport_error(&authority, &ProxyFailure::NoAnswer));
-        tcp.write_all(&proxy.connect_request(host, port, USER_AGENT))
-            .await
-            .map_err(|e| failed(ProxyFailure::Unreachable(e.to_string())))?;
-        // Read the answer's head a byte at a time: what follows it is the tunnel's.
-        let mut head = Vec::with_capacity(128);
-        loop {
-            let mut byte = [0u8; 1];
-            let read = tcp
-                .read(&mut byte)
-                .await
-                .map_err(|e| failed(ProxyFailure::Unreachable(e.to_string())))?;
-            if read == 0 {
-                return Err(failed(ProxyFailure::Closed));
-            }
-            head.push(byte[0]);
-            match parse_connect_response(&head) {
-                Ok(None) => {}
-                Ok(Some((_, status))) if (200..300).contains(&status) => {
-                    return Ok(TokioIo::new(tcp));
-                }
-                Ok(Some((_, status))) => return Err(failed(ProxyFailure::Refused(status))),
-                Err(what) => return Err(failed(what)),
-            }
-        }
-    }
-}
-
-/// A failed handshake: a rustls error is the certificate's or the handshake's.
-fn handshake_failure(err: std::io::Error) -> ConnectFailure {
-    match err
-        .get_ref()
-        .and_then(|e| e.downcast_ref::<rustls::Error>())
-    {
-        Some(tls) => ConnectFailure::new(
-            TransportErrorKind::Tls(crate::tls::problem_of(tls)),
-            tls.to_string(),
-        ),
-        None => ConnectFailure::new(TransportErrorKind::Connect, err.to_string()),
-    }
-}
-
-/// The words of the innermost I/O error in `err`'s chain, else the whole chain.
-fn io_words(err: &(dyn StdError + 'static)) -> String {
-    let mut source = Some(err);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            return io.to_string();
-        }
-        source = cause.source();
-    }
-    chain(err)
-}
-
-/// Why a connection could not be made, with the kind the operation is told.
-#[derive(Debug)]
-pub(crate) struct ConnectFailure {
-    kind: TransportErrorKind,
-    detail: String,
-    source: Option<Box<dyn StdError + Send + Sync>>,
-}
-
-impl From<TransportError> for ConnectFailure {
-    fn from(error: TransportError) -> Self {
-        Self::new(error.kind, error.detail)
-    }
-}
-
-impl ConnectFailure {
-    fn new(kind: TransportErrorKind, detail: impl Into<String>) -> Self {
-        Self {
-            kind,
-            detail: detail.into(),
-            source: None,
-        }
-    }
-
-    /// A TCP connect failure: the connector's own error, kept as the source.
-    fn connect(err: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        let err = err.into();
-        Self {
-            kind: TransportErrorKind::Connect,
-            detail: err.to_string(),
-            source: Some(err),
-        }
-    }
-}
-
-impl std::fmt::Display for ConnectFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.detail)
-    }
-}
-
-impl StdError for ConnectFailure {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn StdError + 'static))
-    }
-}
 
 /// What a failed request tells the operation: a TLS or proxy failure in the connector's own
 /// words (the same as the blocking driver's), any other failure with its whole chain.
-pub(crate) fn transport_error(err: &hyper_util::client::legacy::Error) -> TransportError {
-    let kind = kind_of(err);
-    let mut source = err.source();
-    while let Some(cause) = source {
-        if let Some(failure) = cause.downcast_ref::<ConnectFailure>() {
-            if matches!(
-                failure.kind,
-                TransportErrorKind::Tls(_)
-                    | TransportErrorKind::Proxy
-                    | TransportErrorKind::ProxyTimedOut
-            ) {
-                return TransportError::new(failure.kind, failure.detail.clone());
-            }
+pub(crate) fn transport_error(err: &RequestError) -> TransportError {
+    if let RequestError::Connect(failure) = err {
+        if matches!(
+            failure.kind,
+            TransportErrorKind::Tls(_)
+                | TransportErrorKind::Proxy
+                | TransportErrorKind::ProxyTimedOut
+        ) {
+            return TransportError::new(failure.kind, failure.detail.clone());
         }
-        source = cause.source();
     }
-    TransportError::new(kind, chain(err))
+    TransportError::new(kind_of(err), chain(err))
 }
 
 /// At a timer: the legs whose grant ended before their head came, while a tunnel to their
 /// target was in progress, fail as that tunnel's proxy (not reached, or not answering); else,
 /// while a TLS handshake was in progress, as a handshake that timed out. Each is reported at
 /// once; the operation's own timers then expire as usual (the others time out).
-fn connect_timeouts(
+pub(crate) fn connect_timeouts(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
     connecting: &Connecting,
     now: Instant,
 ) {
     let handshaking = connecting.handshaking();
-    if !handshaking && connecting.tunnels().is_empty() {
+    if !handshaking && !connecting.tunneling() {
         return;
     }
     let mut index = 0;
@@ -502,11 +94,11 @@ pub(crate) struct InFlight {
 }
 
 enum State {
-    /// The request is being sent; its head is awaited. (hyper-util boxes the future already:
+    /// The request is being sent; its head is awaited. (The client boxes the future already:
     /// it is kept as it comes, not boxed again.)
     Head(ResponseFuture),
     /// The head was fed; the body is read frame by frame.
-    Body(Incoming),
+    Body(Body),
 }
 
 /// What a leg delivered.
@@ -540,7 +132,7 @@ pub(crate) struct HttpWire<'a> {
     pub(crate) legs: Vec<InFlight>,
     /// Over HTTP+SSE: the session's event stream (the client's, while this operation has the
     /// turn; else one this operation opened, offered to the client at its end).
-    pub(crate) events: &'a mut Option<Incoming>,
+    pub(crate) events: &'a mut Option<Body>,
 }
 
 /// What came on the wire: a leg's delivery, or the next frame of the session's event stream.
@@ -636,7 +228,7 @@ fn poll_legs(legs: &mut [InFlight], cx: &mut std::task::Context<'_>) -> Poll<(us
 async fn feed(
     op: &mut Operation,
     legs: &mut Vec<InFlight>,
-    events: &mut Option<Incoming>,
+    events: &mut Option<Body>,
     index: usize,
     delivery: Delivery,
 ) -> Instant {
@@ -697,21 +289,12 @@ async fn feed(
 
 /// The kind of a failed request: no connection, an answer that is not HTTP (a head that
 /// does not parse), or a broken connection.
-pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportErrorKind {
-    if err.is_connect() {
-        return TransportErrorKind::Connect;
+pub(crate) fn kind_of(err: &RequestError) -> TransportErrorKind {
+    match err {
+        RequestError::Connect(failure) => failure.kind,
+        RequestError::Http(err) if err.is_parse() => TransportErrorKind::Protocol,
+        RequestError::Http(_) => TransportErrorKind::Io,
     }
-    let mut source = err.source();
-    while let Some(cause) = source {
-        if cause
-            .downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_parse)
-        {
-            return TransportErrorKind::Protocol;
-        }
-        source = cause.source();
-    }
-    TransportErrorKind::Io
 }
 
 /// After the answer is in: reads what is left of `body` if it ends within the proto's drain
@@ -721,7 +304,7 @@ pub(crate) fn kind_of(err: &hyper_util::client::legacy::Error) -> TransportError
 /// socket holds. A timer shorter than every other is armed only after that: arming it wakes
 /// the runtime's driver with a system call (`tokio::time` re-parks on an earlier timer), two
 /// a call on an event-stream answer when it was armed at once. Returns whether it had to wait.
-async fn drain_rest(body: &mut Incoming, until: Instant) -> bool {
+async fn drain_rest(body: &mut Body, until: Instant) -> bool {
     let mut left = DRAIN_BYTES;
     let mut yielded = false;
     loop {
@@ -755,19 +338,4 @@ async fn drain_rest(body: &mut Incoming, until: Instant) -> bool {
     })
     .await;
     true
-}
-
-/// An error and its sources, outermost first, joined with `": "`.
-pub(crate) fn chain(err: &(dyn StdError + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -34,7 +34,7 @@
 //!   HTTP/2, SOCKS proxies (HTTP `CONNECT` proxies are in scope, see above), client
 //!   certificates.
 //!
-//! # Why hyper-util rather than reqwest
+//! # Why hyper rather than reqwest
 //! * Fewer dependencies and a shorter build: reqwest brings features an MCP client does not use
 //!   (redirect following, cookies, decompression, proxies) on top of the same hyper stack.
 //! * Direct control over the body: the driver reads it frame by frame and drops it the moment
@@ -43,9 +43,10 @@
 //!   CMake build), no native-tls, without depending on another crate's feature defaults.
 //!
 //! # Runtime
-//! The futures need a tokio runtime with the time and I/O drivers enabled. The driver itself
-//! spawns no task; `hyper-util`'s connection pool runs each connection's I/O on a task it
-//! spawns through its executor. Host names (not IP literals) are looked up on detached threads
+//! The futures need a tokio runtime with the time and I/O drivers enabled. The driver spawns
+//! one task per connection it makes, which runs hyper's HTTP/1.1 connection (its I/O) until
+//! the connection closes; a client keeps its idle connections itself (`http1.rs`), as
+//! hyper-util's pooled client did before, without its per-request combinators and checkout. Host names (not IP literals) are looked up on detached threads
 //! of `mcp-driver-common`'s `lookup`, not on tokio's blocking pool: a lookup a leg left at its
 //! grant (a DNS server that does not answer) holds neither the runtime's shutdown nor the
 //! process; concurrent lookups of one name share a thread, and at most 16 names are looked
@@ -132,7 +133,9 @@ mod authorize;
 mod cancel;
 mod client;
 mod clock;
+mod connector;
 mod drive;
+mod http1;
 mod leg;
 mod methods;
 mod shell;
