@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Request, Response, header};
+use mcp_driver_common::network::Origin;
 use ureq::unversioned::resolver::Resolver;
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
 use ureq::unversioned::transport::{
@@ -55,25 +56,9 @@ pub(crate) struct Http {
 struct Pool(Mutex<Vec<Idle>>);
 
 struct Idle {
-    server: Server,
+    server: Origin,
     transport: Box<dyn Transport>,
     since: Instant,
-}
-
-/// Which connections may carry a request: the same scheme and authority (host and port).
-#[derive(Clone, PartialEq, Eq, Debug)]
-struct Server {
-    https: bool,
-    authority: Option<http::uri::Authority>,
-}
-
-impl Server {
-    fn of(uri: &http::Uri) -> Self {
-        Self {
-            https: uri.scheme() == Some(&http::uri::Scheme::HTTPS),
-            authority: uri.authority().cloned(),
-        }
-    }
 }
 
 /// How long each part of an exchange may take.
@@ -87,7 +72,7 @@ pub(crate) struct Limits {
 
 impl Pool {
     /// A kept connection to `server` that is still open, if any.
-    fn take(&self, server: &Server, now: Instant) -> Option<Box<dyn Transport>> {
+    fn take(&self, server: &Origin, now: Instant) -> Option<Box<dyn Transport>> {
         loop {
             let mut idle = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             idle.retain(|kept| now.saturating_duration_since(kept.since) < MAX_IDLE_AGE);
@@ -102,7 +87,7 @@ impl Pool {
     }
 
     /// Keeps `transport` for the next request to `server`, if nothing is left unread on it.
-    fn give(&self, server: Server, mut transport: Box<dyn Transport>) {
+    fn give(&self, server: Origin, mut transport: Box<dyn Transport>) {
         if !transport.buffers().input().is_empty() {
             return;
         }
@@ -174,7 +159,7 @@ impl Http {
         limits: Limits,
     ) -> Result<Response<Body>, Error> {
         let (parts, body) = request.into_parts();
-        let server = Server::of(&parts.uri);
+        let server = Origin::of(&parts.uri);
         let transport = match self.pool.take(&server, Instant::now()) {
             Some(kept) => kept,
             None => self.connect(&parts.uri, limits.head)?,
@@ -222,7 +207,7 @@ impl Http {
 fn exchange(
     request: Request<Vec<u8>>,
     mut transport: Box<dyn Transport>,
-    server: Server,
+    server: Origin,
     pool: &Arc<Pool>,
     limits: Limits,
 ) -> Result<Response<Body>, Error> {
@@ -380,7 +365,7 @@ fn read_head(
 pub(crate) struct Body {
     call: Option<Call<RecvBody>>,
     transport: Option<Box<dyn Transport>>,
-    server: Server,
+    server: Origin,
     pool: Arc<Pool>,
     end: Option<Instant>,
     /// The server closed the connection (the end of a body delimited by it).
@@ -548,7 +533,7 @@ mod tests {
             sent: Arc::clone(&sent),
         };
         let pool = Arc::default();
-        let server = Server::of(request.uri());
+        let server = Origin::of(request.uri());
         let limits = Limits {
             head: end,
             body: Some(end),
@@ -617,8 +602,8 @@ mod tests {
         let exchange = run(post(b"{}"), 1024, &[ANSWER]);
         let pool = Arc::clone(&exchange.pool);
         assert_eq!(read_all(exchange), (b"{}".to_vec(), 1));
-        let server = Server::of(&URL.parse().unwrap());
-        let other = Server::of(&"http://127.0.0.1:2/mcp".parse().unwrap());
+        let server = Origin::of(&URL.parse().unwrap());
+        let other = Origin::of(&"http://127.0.0.1:2/mcp".parse().unwrap());
         assert!(pool.take(&other, Instant::now()).is_none());
         assert!(pool.take(&server, Instant::now()).is_some());
         // An answer without a body (202) gives it back at once.

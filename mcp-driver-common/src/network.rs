@@ -469,6 +469,24 @@ pub enum ProxyFailure {
 /// The longest answer head to `CONNECT` a driver reads, its blank line included.
 const MAX_CONNECT_HEAD: usize = 8 * 1024;
 
+/// Which kept connections may carry a request: those to the same origin (scheme and
+/// authority). Both drivers key the connections a client keeps by it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Origin {
+    https: bool,
+    authority: Option<http::uri::Authority>,
+}
+
+impl Origin {
+    /// The origin of `uri`.
+    pub fn of(uri: &http::Uri) -> Self {
+        Self {
+            https: uri.scheme() == Some(&http::uri::Scheme::HTTPS),
+            authority: uri.authority().cloned(),
+        }
+    }
+}
+
 /// The proxy's answer to `CONNECT`, read from `buf`: `Ok(None)` while its head is
 /// incomplete, `Ok(Some((head_len, status)))` once it is in (bytes after `head_len` belong to
 /// the tunnel), `Err` when it is not HTTP or its head is longer than 8 KiB. The verdict is the
@@ -671,6 +689,15 @@ fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_origin_is_the_scheme_and_the_authority() {
+        let a = Origin::of(&"http://a:1/x".parse().unwrap());
+        assert_eq!(a, Origin::of(&"http://a:1/y?q".parse().unwrap()));
+        assert_ne!(a, Origin::of(&"https://a:1/x".parse().unwrap()));
+        assert_ne!(a, Origin::of(&"http://a:2/x".parse().unwrap()));
+        assert_ne!(a, Origin::of(&"http://b:1/x".parse().unwrap()));
+    }
+
     use super::*;
 
     #[test]

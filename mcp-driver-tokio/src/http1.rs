@@ -29,6 +29,8 @@ use tower_service::Service as _;
 
 use mcp_driver_common::network::Network;
 
+use mcp_driver_common::network::Origin;
+
 use crate::connector::{ConnectFailure, Connecting, Connector};
 
 /// How long an idle connection is kept (hyper-util's default).
@@ -78,25 +80,9 @@ pub(crate) struct Http {
 struct Pool(Mutex<Vec<Idle>>);
 
 struct Idle {
-    server: Server,
+    server: Origin,
     sender: Sender,
     since: Instant,
-}
-
-/// Which connections may carry a request: the same scheme and authority.
-#[derive(Clone, PartialEq, Eq, Debug)]
-struct Server {
-    https: bool,
-    authority: Option<http::uri::Authority>,
-}
-
-impl Server {
-    fn of(uri: &Uri) -> Self {
-        Self {
-            https: uri.scheme() == Some(&http::uri::Scheme::HTTPS),
-            authority: uri.authority().cloned(),
-        }
-    }
 }
 
 impl Pool {
@@ -105,7 +91,7 @@ impl Pool {
     }
 
     /// The most recently kept connection to `server` that is still open, if any.
-    fn take(&self, server: &Server) -> Option<Sender> {
+    fn take(&self, server: &Origin) -> Option<Sender> {
         let now = Instant::now();
         let mut idle = self.lock();
         idle.retain(|kept| {
@@ -116,7 +102,7 @@ impl Pool {
     }
 
     /// Keeps `sender` for the next request to `server`.
-    fn give(&self, server: Server, sender: Sender) {
+    fn give(&self, server: Origin, sender: Sender) {
         if sender.is_closed() {
             return;
         }
@@ -172,7 +158,7 @@ impl Http {
     /// Sends `request` (a `Host` header added when it has none, its target in origin form)
     /// and resolves to the answer's head; its body is read through the answer's [`Body`].
     pub(crate) fn request(&self, mut request: Request<Full<Bytes>>) -> ResponseFuture {
-        let server = Server::of(request.uri());
+        let server = Origin::of(request.uri());
         let uri = request.uri().clone();
         if let (false, Some(host)) = (request.headers().contains_key(header::HOST), host(&uri)) {
             request.headers_mut().insert(header::HOST, host);
@@ -275,7 +261,7 @@ fn origin_form(uri: &Uri) -> Uri {
 /// answer was not read to its end).
 pub(crate) struct Body {
     inner: Incoming,
-    keep: Option<(Sender, Server, Arc<Pool>)>,
+    keep: Option<(Sender, Origin, Arc<Pool>)>,
 }
 
 impl Body {
@@ -319,7 +305,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_request_goes_to_its_server_with_its_host_and_its_path() {
+    fn a_request_carries_its_host_and_its_path() {
         let uri: Uri = "http://127.0.0.1:8080/mcp?x=1".parse().unwrap();
         assert_eq!(host(&uri).unwrap(), "127.0.0.1:8080");
         assert_eq!(origin_form(&uri), "/mcp?x=1");
@@ -328,9 +314,5 @@ mod tests {
         assert_eq!(origin_form(&uri), "/");
         let uri: Uri = "http://[::1]/mcp".parse().unwrap();
         assert_eq!(host(&uri).unwrap(), "[::1]");
-        let a = Server::of(&"http://a:1/x".parse().unwrap());
-        assert_eq!(a, Server::of(&"http://a:1/y".parse().unwrap()));
-        assert_ne!(a, Server::of(&"https://a:1/x".parse().unwrap()));
-        assert_ne!(a, Server::of(&"http://a:2/x".parse().unwrap()));
     }
 }
