@@ -576,11 +576,12 @@ impl ProtoConnection {
         })
     }
 
-    /// Reads more input after what is left unread; the server's close is an error.
+    /// Reads more input after what is left unread; the server's close (or a head that fills
+    /// the buffer) is an error.
     fn fill(&mut self) -> Result<(), String> {
-        if self.used == self.filled {
-            (self.used, self.filled) = (0, 0);
-        }
+        // What is left unread moves to the front: the room after it is the buffer's rest.
+        self.input.copy_within(self.used..self.filled, 0);
+        (self.used, self.filled) = (0, self.filled - self.used);
         let read = self
             .tcp
             .read(&mut self.input[self.filled..])
@@ -639,14 +640,15 @@ impl ProtoConnection {
         buf.clear();
         if let Some(RecvResponseResult::RecvBody(mut reading)) = answer.proceed() {
             while !reading.can_proceed() {
-                if self.used == self.filled {
-                    self.fill()?;
-                }
                 let (amount, produced) = reading
                     .read(&self.input[self.used..self.filled], &mut self.output)
                     .map_err(error)?;
                 self.used += amount;
                 buf.extend_from_slice(&self.output[..produced]);
+                // Nothing taken: what is in (none, or a chunk's size line cut short) needs more.
+                if amount == 0 && produced == 0 {
+                    self.fill()?;
+                }
             }
         }
         Ok((head.status().as_u16(), session_of(head.headers())))

@@ -1,46 +1,14 @@
-//! One HTTP exchange, as the blocking driver makes it ([`crate::http1`]): a request sent with the whole
-//! exchange bounded by its grant, and ureq's failures mapped to the state machine's transport
-//! errors. A leaf: the transport (`leg`) and the reading threads (`pump`) both use it, and it
-//! uses neither; it never decides what a failure means for the operation.
+//! How an HTTP exchange's failures reach the state machine: ureq's errors (the lane's client,
+//! [`crate::http1`], and the connector chain report in them) mapped to its transport errors. A
+//! leaf: the transport (`leg`) and the reading threads (`pump`) both use it, and it uses
+//! neither; it never decides what a failure means for the operation.
 
 use std::io;
-use std::time::{Duration, Instant};
 
 use mcp_proto::TransportErrorKind;
 use mcp_proto::driver::TransportError;
 
 use crate::connector;
-use crate::http1::{Body, Http, Limits};
-
-/// Sends `request` with the whole exchange (resolve, connect, TLS, send, head and every body
-/// read) bounded by `grant`. A request without a body (a GET or DELETE) is sent without one,
-/// not with an empty one.
-pub(crate) fn send(
-    http: &Http,
-    request: http::Request<Vec<u8>>,
-    grant: Duration,
-) -> Result<http::Response<Body>, ureq::Error> {
-    let end = Instant::now() + grant;
-    http.send(
-        request,
-        Limits {
-            head: end,
-            body: Some(end),
-        },
-    )
-}
-
-/// Sends the GET that opens an HTTP+SSE session's event stream: the exchange up to its head
-/// bounded by `grant` (and by the lane, armed at the leg's end by the caller), its body by
-/// nothing: the stream outlives the leg and the operation.
-pub(crate) fn send_stream(
-    http: &Http,
-    request: http::Request<Vec<u8>>,
-    grant: Duration,
-) -> Result<http::Response<Body>, ureq::Error> {
-    let head = Instant::now() + grant;
-    http.send(request, Limits { head, body: None })
-}
 
 /// Maps a failure before the response head. `connect_failed` is true when the connector
 /// chain (TCP, proxy, TLS) failed during this leg.

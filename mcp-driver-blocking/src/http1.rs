@@ -63,11 +63,11 @@ struct Idle {
 
 /// How long each part of an exchange may take.
 #[derive(Clone, Copy)]
-pub(crate) struct Limits {
+struct Limits {
     /// The end of everything up to the answer's head.
-    pub(crate) head: Instant,
+    head: Instant,
     /// The end of the body's reads: `None` for a stream that outlives the leg.
-    pub(crate) body: Option<Instant>,
+    body: Option<Instant>,
 }
 
 impl Pool {
@@ -151,9 +151,38 @@ impl Http {
         }
     }
 
-    /// Sends `request` (its body, when not empty, with its length) and reads the answer's
-    /// head within `limits`; the body is read through the answer's [`Body`].
+    /// Sends `request` with the whole exchange (resolve, connect, TLS, send, head and every
+    /// body read) bounded by `grant`. A request without a body (a GET or DELETE) is sent
+    /// without one, not with an empty one.
     pub(crate) fn send(
+        &self,
+        request: Request<Vec<u8>>,
+        grant: Duration,
+    ) -> Result<Response<Body>, Error> {
+        let end = Instant::now() + grant;
+        let limits = Limits {
+            head: end,
+            body: Some(end),
+        };
+        self.send_within(request, limits)
+    }
+
+    /// Sends the GET that opens an HTTP+SSE session's event stream: the exchange up to its
+    /// head bounded by `grant` (and by the lane, armed at the leg's end by the caller), its
+    /// body by nothing: the stream outlives the leg and the operation.
+    pub(crate) fn send_stream(
+        &self,
+        request: Request<Vec<u8>>,
+        grant: Duration,
+    ) -> Result<Response<Body>, Error> {
+        let head = Instant::now() + grant;
+        self.send_within(request, Limits { head, body: None })
+    }
+
+    /// Sends `request` (its body, when not empty, with its length) on a kept connection or a
+    /// new one, and reads the answer's head within `limits`; the body is read through the
+    /// answer's [`Body`].
+    fn send_within(
         &self,
         request: Request<Vec<u8>>,
         limits: Limits,
@@ -224,28 +253,25 @@ fn exchange(
     }
     let call = write_request(call.proceed(), &body, &mut *transport, limits.head)?;
     let (response, read) = read_head(call, &mut *transport, limits.head)?;
-    let mut body = Body {
-        call: None,
-        transport: None,
-        server,
+    let body = |reading| Body {
+        reading,
+        server: server.clone(),
         pool: Arc::clone(pool),
         end: limits.body,
         closed: false,
     };
-    match read {
+    let must_close = match read {
         RecvResponseResult::RecvBody(call) => {
-            body.call = Some(call);
-            body.transport = Some(transport);
+            return Ok(response.map(|()| body(Some((call, transport)))));
         }
-        RecvResponseResult::Redirect(call) if !call.must_close_connection() => {
-            pool.give(body.server.clone(), transport);
-        }
-        RecvResponseResult::Cleanup(call) if !call.must_close_connection() => {
-            pool.give(body.server.clone(), transport);
-        }
-        RecvResponseResult::Redirect(_) | RecvResponseResult::Cleanup(_) => {}
+        RecvResponseResult::Redirect(call) => call.must_close_connection(),
+        RecvResponseResult::Cleanup(call) => call.must_close_connection(),
+    };
+    // An answer without a body is over with its head: its connection goes back at once.
+    if !must_close {
+        pool.give(server.clone(), transport);
     }
-    Ok(response.map(|()| body))
+    Ok(response.map(|()| body(None)))
 }
 
 /// Writes the request's head and its body into the connection's output buffer, sending it
@@ -363,8 +389,8 @@ fn read_head(
 /// to its end, it gives its connection back to the lane's pool; dropped before, the connection
 /// closes.
 pub(crate) struct Body {
-    call: Option<Call<RecvBody>>,
-    transport: Option<Box<dyn Transport>>,
+    /// The body's reading and its connection, until the body is over.
+    reading: Option<(Call<RecvBody>, Box<dyn Transport>)>,
     server: Origin,
     pool: Arc<Pool>,
     end: Option<Instant>,
@@ -374,7 +400,7 @@ pub(crate) struct Body {
 
 impl Body {
     fn read_some(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        let (Some(call), Some(transport)) = (&mut self.call, &mut self.transport) else {
+        let Some((call, transport)) = &mut self.reading else {
             return Ok(0);
         };
         loop {
@@ -430,7 +456,7 @@ impl Body {
 
     /// The body is over: its connection goes back to the pool unless it must close.
     fn ended(&mut self) -> Result<(), Error> {
-        let (Some(call), Some(transport)) = (self.call.take(), self.transport.take()) else {
+        let Some((call, transport)) = self.reading.take() else {
             return Ok(());
         };
         if !call.can_proceed() {

@@ -16,7 +16,7 @@ use mcp_proto::{Clock, MonotonicClock};
 use crate::bodies::{Body, CHUNK, Kept};
 use crate::drive::Wire;
 use crate::events::EventStream;
-use crate::exchange::{body_error, request_error, send, send_stream};
+use crate::exchange::{body_error, request_error};
 use crate::lanes::{Lane, Shared};
 use crate::pump::Pumps;
 
@@ -97,7 +97,7 @@ impl<'a> HttpWire<'a> {
         let (http, shared, _) = lane.parts();
         shared.begin_leg();
         shared.leg_ends_at(Some(leg.ends_at));
-        let sent = send_stream(http, leg.request, leg.timeout);
+        let sent = http.send_stream(leg.request, leg.timeout);
         shared.leg_ends_at(None);
         let now = MonotonicClock.now();
         let response = match sent {
@@ -191,7 +191,7 @@ impl Wire for HttpWire<'_> {
         self.shared.begin_leg();
         let (id, ends_at) = (leg.id, leg.ends_at);
         self.shared.leg_ends_at(Some(ends_at));
-        let sent = send(self.http, leg.request, leg.timeout);
+        let sent = self.http.send(leg.request, leg.timeout);
         let now = clock.now();
         if self.shared.is_cancelled() && !op.is_finished() {
             return;
@@ -202,11 +202,10 @@ impl Wire for HttpWire<'_> {
                 // On Complete, dropping an unread body closes its connection; an empty one is
                 // already back in the pool.
                 if op.handle_input(Input::head(id, &head), now) == LegStatus::ReadMore {
-                    let reader = body;
                     let body = Body {
                         id,
                         ends_at,
-                        reader,
+                        reader: body,
                     };
                     match &mut self.pumps {
                         Some(pumps) => pumps.pump(body),

@@ -5,9 +5,9 @@
 //! much of the budget it may spend, how to read the answer, which error ends it) without
 //! doing any I/O. This crate does the I/O on the calling thread: for each leg the state
 //! machine hands out, it sends the request (ureq-proto writes it and reads the answer's head,
-//! on a connection the lane keeps), bounds the **whole** leg (resolve,
-//! connect, TLS, send, response head and every body read) by the leg's grant, and feeds the
-//! head, the body chunks and any transport failure back in. It holds no policy of its own.
+//! on a connection the lane keeps), bounds the **whole** leg (resolve, connect, TLS, send,
+//! response head and every body read) by the leg's grant, and feeds the head, the body chunks
+//! and any transport failure back in. It holds no policy of its own.
 //!
 //! # In scope
 //! * [`Client`]: one [`Session`](mcp_proto::Session) with one server, reused across operations (no second
@@ -193,8 +193,8 @@ use drive::Driver;
 /// can share one client (or clones of it, which share its session) and each thread's
 /// operation blocks only that thread. On a new legacy session one operation runs the
 /// handshake and the others wait for it inside their own budgets, so N threads calling at
-/// once send **one** `initialize`. Each operation runs on a lane of its own (an HTTP client whose
-/// kept connections are reused by the next operation on that lane); over stdio the
+/// once send **one** `initialize`. Each operation runs on a lane of its own (an HTTP client
+/// whose kept connections are reused by the next operation on that lane); over stdio the
 /// operations take turns (one server process), and over HTTP+SSE (one event stream, kept by
 /// the client between operations), each under its own budget from its call.
 ///

@@ -25,7 +25,7 @@ use mcp_proto::driver::{Input, Leg, LegId, LegStatus, Operation, TransportError}
 use mcp_proto::{Clock, MonotonicClock};
 
 use crate::bodies::{Body, CHUNK};
-use crate::exchange::{body_error, request_error, send};
+use crate::exchange::{body_error, request_error};
 use crate::lanes::{Lane, Shared};
 use crate::leg_end::Lane as _;
 
@@ -82,7 +82,7 @@ impl Pumps {
                 shared.begin_leg();
                 shared.leg_ends_at(Some(leg.ends_at));
                 let id = leg.id;
-                match send(http, leg.request, leg.timeout) {
+                match http.send(leg.request, leg.timeout) {
                     Ok(response) => {
                         let (head, body) = response.into_parts();
                         if sender.send((Some(id), Heard::Head(head))).is_ok() {

@@ -58,8 +58,8 @@ pub(crate) fn http_client() -> Http {
 
 /// An HTTP/1.1 client whose connections trust and tunnel as `network` says: plain HTTP, or
 /// HTTPS through rustls with the ring provider ([`crate::tls`]), each through the target's
-/// proxy when it has one (an HTTP `CONNECT` tunnel); names looked up by [`Resolver`](crate::connector::Resolver) (or
-/// fixed by the caller). Also returns what its connections are doing ([`Connecting`]), which
+/// proxy when it has one (an HTTP `CONNECT` tunnel); names looked up by
+/// [`Resolver`](crate::connector::Resolver) (or fixed by the caller). Also returns what its connections are doing ([`Connecting`]), which
 /// tells a leg that ran out of time in a TLS handshake or in a proxy's tunnel
 /// ([`connect_timeouts`](crate::leg::connect_timeouts)).
 pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Connecting), mcp_proto::Error> {
@@ -172,27 +172,18 @@ impl Http {
                 Some(sender) => sender,
                 None => http.connect(&uri).await?,
             };
-            let answer = match ready(&mut sender).await {
-                Ok(()) => sender.try_send_request(request).await,
-                Err(_) if reused => {
-                    sender = http.connect(&uri).await?;
-                    sender.try_send_request(request).await
-                }
-                Err(err) => return Err(RequestError::Http(err)),
-            };
-            let response = match answer {
+            let response = match send(&mut sender, request).await {
                 Ok(response) => response,
-                Err(mut unsent) => match unsent.take_message() {
-                    // A kept connection its server had closed: the request never left.
-                    Some(request) if reused => {
-                        sender = http.connect(&uri).await?;
-                        sender
-                            .send_request(request)
-                            .await
-                            .map_err(RequestError::Http)?
-                    }
-                    _ => return Err(RequestError::Http(unsent.into_error())),
-                },
+                // A kept connection its server had closed: the request never left, so it goes
+                // once more, on a new connection (it cannot arrive twice).
+                Err((Some(request), _)) if reused => {
+                    sender = http.connect(&uri).await?;
+                    sender
+                        .send_request(request)
+                        .await
+                        .map_err(RequestError::Http)?
+                }
+                Err((_, err)) => return Err(RequestError::Http(err)),
             };
             let (parts, body) = response.into_parts();
             let mut body = Body {
@@ -225,10 +216,20 @@ impl Http {
     }
 }
 
-/// Waits until `sender`'s connection takes a request (at once, unless its last answer's end
-/// is still being read); an error when it closed.
-async fn ready(sender: &mut Sender) -> Result<(), hyper::Error> {
-    std::future::poll_fn(|cx| sender.poll_ready(cx)).await
+/// Sends `request` on `sender` once its connection takes one (at once, unless its last
+/// answer's end is still being read). A failure comes with the request when it never left
+/// (the connection had closed).
+async fn send(
+    sender: &mut Sender,
+    request: Request<Full<Bytes>>,
+) -> Result<Response<Incoming>, (Option<Request<Full<Bytes>>>, hyper::Error)> {
+    if let Err(closed) = std::future::poll_fn(|cx| sender.poll_ready(cx)).await {
+        return Err((Some(request), closed));
+    }
+    sender
+        .try_send_request(request)
+        .await
+        .map_err(|mut unsent| (unsent.take_message(), unsent.into_error()))
 }
 
 /// The `Host` header for `uri`: its host, and its port unless it is the scheme's own.

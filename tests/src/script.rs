@@ -226,6 +226,7 @@ pub struct Script {
     pub(crate) notifications_before_answer: usize,
     pub(crate) event_ids: bool,
     pub(crate) sse_content_length: bool,
+    pub(crate) close_after: Vec<String>,
     pub(crate) progress: bool,
     pub(crate) delays: HashMap<String, Duration>,
     pub(crate) hostile: HashMap<String, Hostile>,
@@ -264,6 +265,7 @@ impl Default for Script {
             notifications_before_answer: 0,
             event_ids: false,
             sse_content_length: false,
+            close_after: Vec::new(),
             progress: true,
             delays: HashMap::new(),
             hostile: HashMap::new(),
@@ -384,6 +386,14 @@ impl Script {
     /// like [`AnswerMode::Sse`]).
     pub fn sse_content_length(mut self, on: bool) -> Self {
         self.sse_content_length = on;
+        self
+    }
+
+    /// After answering a request for `method`, the server closes the connection without
+    /// having said so (no `Connection: close`), as a server whose keep-alive ran out does: a
+    /// client must not send its next request on it.
+    pub fn close_after(mut self, method: impl Into<String>) -> Self {
+        self.close_after.push(method.into());
         self
     }
 

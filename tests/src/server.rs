@@ -466,7 +466,7 @@ impl Conn {
             };
             let close = req.wants_close();
             match self.handle(&req, close) {
-                Ok(Flow::KeepAlive) if !close => {}
+                Ok(Flow::KeepAlive) if !close && !self.closes_after(&req) => {}
                 Ok(_) => {
                     self.linger();
                     return;
@@ -474,6 +474,19 @@ impl Conn {
                 Err(_) => return,
             }
         }
+    }
+
+    /// Whether the script closes the connection, unannounced, after answering `req`
+    /// ([`Script::close_after`](crate::Script::close_after)).
+    fn closes_after(&self, req: &Request) -> bool {
+        let script = self.shared.script();
+        if script.close_after.is_empty() {
+            return false;
+        }
+        let method = serde_json::from_slice::<Value>(&req.body)
+            .ok()
+            .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_owned));
+        method.is_some_and(|m| script.close_after.contains(&m))
     }
 
     /// Half-closes and drains what the client still sends for a moment, so

@@ -174,6 +174,7 @@ for_each_driver!(
     a_listing_follows_every_page_with_its_cursor,
     a_probe_reports_the_handshake_then_pings_the_live_session,
     a_second_operation_on_the_same_session_sends_no_handshake,
+    a_kept_connection_the_server_closed_is_not_used_again,
     a_404_on_an_expired_session_reinitializes_and_succeeds_inside_one_budget,
     a_session_lost_twice_in_one_operation_is_expired,
     a_session_a_typescript_server_forgot_is_recovered_as_for_a_404,
@@ -502,6 +503,23 @@ fn a_second_operation_on_the_same_session_sends_no_handshake<D: Driver>() {
     // Every request went on the one connection the first made: each answer read to its end
     // (a 202 without a body too) gave it back for the next.
     assert_eq!(server.connections_accepted(), 1);
+}
+
+fn a_kept_connection_the_server_closed_is_not_used_again<D: Driver>() {
+    // After each `tools/call` the server closes its connection without saying so, as one whose
+    // keep-alive ran out does; the next call must go on a new one, not fail on the old one.
+    let server = TestServer::start(Script::new().close_after("tools/call"));
+    let (mut client, _recorder) = new_client::<D>(&server, BUDGET);
+    for (n, text) in ["one", "two", "three"].into_iter().enumerate() {
+        assert_eq!(client.call_tool("echo", echo(text)).unwrap().text(), text);
+        assert!(
+            client.wait_until(Duration::from_secs(5), &mut || server.open_connections()
+                == 0),
+            "the server closed the connection of call {n}"
+        );
+    }
+    assert_eq!(server.connections_accepted(), 3);
+    assert_eq!(server.rpc_methods().len(), 5, "{:?}", server.rpc_methods());
 }
 
 fn a_404_on_an_expired_session_reinitializes_and_succeeds_inside_one_budget<D: Driver>() {

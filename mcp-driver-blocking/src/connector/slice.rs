@@ -1,7 +1,7 @@
 //! The sliced-reads step, between TCP and TLS: [`Slice`] wraps the TCP transport in
 //! [`Sliced`], which ends every wait for input at the leg's end (the lane's armed end, which
-//! the exchange's own time ([`crate::http1`]), counted from a little later, would pass), and cuts it into slices of at
-//! most [`SLICE`].
+//! the exchange's own time ([`crate::http1`]), counted from a little later, would pass), and
+//! cuts it into slices of at most [`SLICE`].
 //!
 //! The slices matter where the wait is the socket's receive timeout (`SO_RCVTIMEO`, off Unix),
 //! which Linux keeps on its timer wheel, whose precision shrinks with the length of the timeout
