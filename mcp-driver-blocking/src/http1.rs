@@ -657,6 +657,12 @@ mod tests {
             &[head, b"3\r\nabc\r\n", b"2\r\nde\r\n0\r\n\r\n"],
         );
         assert_eq!(read_all(exchange), (b"abcde".to_vec(), 1));
+        // A chunk's size line cut between two reads: the reader waits for the rest of it.
+        let pieces: [&[u8]; 4] = [head, b"3\r", b"\nabc\r\n0\r", b"\n\r\n"];
+        assert_eq!(
+            read_all(run(post(b"{}"), 1024, &pieces)),
+            (b"abc".to_vec(), 1)
+        );
         let head: &[u8] = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nab";
         let exchange = run(post(b"{}"), 1024, &[head, b"cd", b""]);
         assert_eq!(read_all(exchange), (b"abcd".to_vec(), 0));
