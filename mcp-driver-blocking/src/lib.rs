@@ -322,7 +322,7 @@ impl Client {
                 .shared
                 .stdio
                 .take_turn(opened.deadline.end(), shared, |child| {
-                    let op = opened.start(action, clock.now());
+                    let mut op = opened.start(action, clock.now());
                     if let Some(waker) = child.as_ref().and_then(stdio::Child::waker) {
                         shared.set_waker(waker);
                     }
@@ -331,20 +331,20 @@ impl Client {
                         command,
                         shared,
                     };
-                    self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
+                    self.drive(&mut op, &opened.server, shared, &mut reporter, &mut wire)
                 });
         }
         let work = Arc::clone(lane.shared());
         let new_lane = || self.shared.new_lane();
         let (http, shared, kept) = lane.parts();
         let run = |events: &mut Option<events::EventStream>| {
-            let op = opened.start(action, clock.now());
+            let mut op = opened.start(action, clock.now());
             let lanes = leg::LaneMaker {
                 work,
                 new_lane: &new_lane,
             };
             let mut wire = leg::HttpWire::new(http, shared, kept, lanes, events);
-            self.drive(op, &opened.server, shared, &mut reporter, &mut wire)
+            self.drive(&mut op, &opened.server, shared, &mut reporter, &mut wire)
         };
         // The session says whether its stream lives on: one it no longer has is dropped
         // (closing its connection).
@@ -374,7 +374,7 @@ impl Client {
     /// ([`Driver::drive`]) for HTTP and stdio alike.
     fn drive(
         &self,
-        mut op: mcp_proto::driver::Operation,
+        op: &mut mcp_proto::driver::Operation,
         server: &str,
         shared: &Shared,
         observer: &mut dyn mcp_proto::Observer,
@@ -385,9 +385,9 @@ impl Client {
             client: &self.shared,
             observer,
             authorizer: self.shared.shell.authorizer(),
-            span: trace::operation(&op, server),
+            span: trace::operation(op, server),
         };
-        driver.drive(&mut op, wire)
+        driver.drive(op, wire)
     }
 }
 

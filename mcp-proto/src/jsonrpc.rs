@@ -270,10 +270,10 @@ impl<'de> serde::de::Visitor<'de> for Envelope {
                     });
                     continue;
                 }
-                // Read as a value (and dropped), so what a decoded message refuses (a number
-                // out of range) is refused here too.
+                // Read (and dropped) as a value would be, so what a decoded message refuses
+                // (a number out of range) is refused here too, but without a copy of it.
                 Member::Other => {
-                    map.next_value::<Value>()?;
+                    map.next_value::<Unread>()?;
                     continue;
                 }
             };
@@ -298,11 +298,76 @@ impl<'de> serde::de::Visitor<'de> for Envelope {
     }
 }
 
+/// A member this client does not read (`jsonrpc`, anything unknown): read through as
+/// [`Value`] would read it (numbers converted, so one out of range is refused; strings checked
+/// as text), nothing of it kept or copied.
+struct Unread;
+
+impl<'de> serde::Deserialize<'de> for Unread {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Unread)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Unread {
+    type Value = Unread;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_unit<E>(self) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Unread, A::Error> {
+        while seq.next_element::<Unread>()?.is_some() {}
+        Ok(Unread)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Unread, A::Error> {
+        while map.next_entry::<Unread, Unread>()?.is_some() {}
+        Ok(Unread)
+    }
+}
+
+/// What a request's body is written into: room for most requests, so that writing one does
+/// not grow it (nor the line's end over stdio).
+const BODY_CAPACITY: usize = 512;
+
+/// `message` as JSON text. Serialising maps, strings and numbers cannot fail; were it to, the
+/// body is empty, as before.
+fn body_of(message: &impl serde::Serialize) -> Vec<u8> {
+    let mut body = Vec::with_capacity(BODY_CAPACITY);
+    if serde_json::to_writer(&mut body, message).is_err() {
+        body.clear();
+    }
+    body
+}
+
 /// Serialises a request. `params` is always an object (`{}` when empty, never `[]`).
 pub(crate) fn request(id: i64, method: &str, params: Map<String, Value>) -> Vec<u8> {
-    // Serialising a `Value` built from maps and strings cannot fail.
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-        .unwrap_or_default()
+    body_of(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
 }
 
 /// Serialises a request whose `params` is any serialisable object, without building a
@@ -315,20 +380,17 @@ pub(crate) fn request_with(id: i64, method: &str, params: &impl serde::Serialize
         method: &'a str,
         params: &'a P,
     }
-    // Serialising maps, strings and numbers cannot fail.
-    serde_json::to_vec(&Envelope {
+    body_of(&Envelope {
         jsonrpc: "2.0",
         id,
         method,
         params,
     })
-    .unwrap_or_default()
 }
 
 /// Serialises a notification. `params` is always an object.
 pub(crate) fn notification(method: &str, params: Map<String, Value>) -> Vec<u8> {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
-        .unwrap_or_default()
+    body_of(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
 }
 
 /// What the property tests of messages and results are made of: any JSON a member may hold,

@@ -6,6 +6,7 @@
 //! each; the operation matches answers to requests by id. The framer only splits and bounds
 //! lines: it never decodes them (that is the operation's) and never reads a pipe (the driver's).
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 
 /// How a session reaches its server.
@@ -215,7 +216,7 @@ pub(crate) fn resolve_endpoint(url: &str, data: &str) -> Result<http::Uri, Strin
 pub(crate) struct Framer {
     cut: Cut,
     /// Cut and not read yet, oldest first.
-    pending: std::collections::VecDeque<Framed>,
+    pending: VecDeque<Framed>,
 }
 
 #[derive(Debug)]
@@ -231,7 +232,7 @@ impl Framer {
     pub(crate) fn lines(cap: usize) -> Self {
         Self {
             cut: Cut::Lines(LineFramer::new(cap)),
-            pending: std::collections::VecDeque::new(),
+            pending: VecDeque::new(),
         }
     }
 
@@ -239,18 +240,16 @@ impl Framer {
     pub(crate) fn events(cap: usize) -> Self {
         Self {
             cut: Cut::Events(EventFramer::new(cap)),
-            pending: std::collections::VecDeque::new(),
+            pending: VecDeque::new(),
         }
     }
 
     /// Feeds the next bytes; true when something is cut and not read yet.
     pub(crate) fn feed(&mut self, chunk: &[u8]) -> bool {
-        let mut out = Vec::new();
         match &mut self.cut {
-            Cut::Lines(framer) => framer.feed(chunk, &mut out),
-            Cut::Events(framer) => framer.feed(chunk, &mut out),
+            Cut::Lines(framer) => framer.feed(chunk, &mut self.pending),
+            Cut::Events(framer) => framer.feed(chunk, &mut self.pending),
         }
-        self.pending.extend(out);
         !self.pending.is_empty()
     }
 
@@ -326,7 +325,7 @@ impl EventFramer {
 
     /// Feeds the next bytes of the stream (any split), pushing what they completed onto `out`;
     /// after a [`Framed::Broken`] nothing more.
-    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Framed>) {
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Framed>) {
         if self.broken {
             return;
         }
@@ -334,15 +333,15 @@ impl EventFramer {
         for event in self.events.drain(..) {
             match event.event.as_deref() {
                 None | Some("message") if !event.data.trim().is_empty() => {
-                    out.push(Framed::Line(event.data.into_bytes()));
+                    out.push_back(Framed::Line(event.data.into_bytes()));
                 }
-                Some("endpoint") => out.push(Framed::Endpoint(event.data)),
+                Some("endpoint") => out.push_back(Framed::Endpoint(event.data)),
                 _ => {}
             }
         }
         if let Err(error) = fed {
             self.broken = true;
-            out.push(Framed::Broken(error));
+            out.push_back(Framed::Broken(error));
         }
     }
 }
@@ -366,7 +365,7 @@ impl LineFramer {
     }
 
     /// Feeds `chunk`; complete lines (and overlong ones) go to `out` in order.
-    pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Framed>) {
+    pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut VecDeque<Framed>) {
         while !chunk.is_empty() {
             let newline = chunk.iter().position(|&b| b == b'\n');
             let (piece, rest, ended) = match newline {
@@ -384,7 +383,7 @@ impl LineFramer {
                 // One byte of slack for the `\r` of a `\r\n` ending.
                 self.partial.clear();
                 self.skipping = !ended;
-                out.push(Framed::TooLong);
+                out.push_back(Framed::TooLong);
                 continue;
             }
             self.partial.extend_from_slice(piece);
@@ -394,9 +393,9 @@ impl LineFramer {
                     line.pop();
                 }
                 if line.len() > self.cap {
-                    out.push(Framed::TooLong);
+                    out.push_back(Framed::TooLong);
                 } else if !line.iter().all(u8::is_ascii_whitespace) {
-                    out.push(Framed::Line(line));
+                    out.push_back(Framed::Line(line));
                 }
             }
         }
@@ -416,11 +415,11 @@ mod tests {
 
     fn frame(cap: usize, chunks: &[&[u8]]) -> Vec<Framed> {
         let mut framer = LineFramer::new(cap);
-        let mut out = Vec::new();
+        let mut out = VecDeque::new();
         for chunk in chunks {
             framer.feed(chunk, &mut out);
         }
-        out
+        out.into()
     }
 
     fn line(text: &str) -> Framed {
@@ -469,7 +468,7 @@ mod tests {
         #[test]
         fn memory_stays_within_the_cap(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..32)) {
             let mut framer = LineFramer::new(20);
-            let mut out = Vec::new();
+            let mut out = VecDeque::new();
             for chunk in &chunks {
                 framer.feed(chunk, &mut out);
                 prop_assert!(framer.partial.len() <= 21);

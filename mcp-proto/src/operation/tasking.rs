@@ -192,6 +192,10 @@ impl When {
 /// tool requires it (or allows it, when configured so). `None`: the server would, and no tools
 /// listing said what this tool allows (the listing is walked first).
 pub(super) fn legacy_call_is_task(session: &View, name: &str) -> Option<bool> {
+    // The configuration first: without tasks configured, no capability is looked up.
+    if !session.config().tasks() {
+        return Some(false);
+    }
     let capabilities = session.info().map(|info| &info.capabilities);
     let declared = capabilities
         .and_then(|caps| caps.get("tasks"))
@@ -199,7 +203,7 @@ pub(super) fn legacy_call_is_task(session: &View, name: &str) -> Option<bool> {
         .and_then(|requests| requests.get("tools"))
         .and_then(|tools| tools.get("call"))
         .is_some_and(Value::is_object);
-    if !session.config().tasks() || !declared {
+    if !declared {
         return Some(false);
     }
     Some(match session.task_support(name)? {
