@@ -305,49 +305,49 @@ struct Unread;
 
 impl<'de> serde::Deserialize<'de> for Unread {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(Unread)
+        deserializer.deserialize_any(Self)
     }
 }
 
 impl<'de> serde::de::Visitor<'de> for Unread {
-    type Value = Unread;
+    type Value = Self;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Unread, E> {
-        Ok(Unread)
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(Self)
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Unread, E> {
-        Ok(Unread)
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(Self)
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Unread, E> {
-        Ok(Unread)
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(Self)
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Unread, E> {
-        Ok(Unread)
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(Self)
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<Unread, E> {
-        Ok(Unread)
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(Self)
     }
 
-    fn visit_unit<E>(self) -> Result<Unread, E> {
-        Ok(Unread)
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(Self)
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Unread, A::Error> {
-        while seq.next_element::<Unread>()?.is_some() {}
-        Ok(Unread)
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<Self>()?.is_some() {}
+        Ok(Self)
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Unread, A::Error> {
-        while map.next_entry::<Unread, Unread>()?.is_some() {}
-        Ok(Unread)
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        while map.next_entry::<Self, Self>()?.is_some() {}
+        Ok(Self)
     }
 }
 
