@@ -103,6 +103,10 @@ pub enum ClientKind {
     /// A bare `tokio::process` child written to and read from line by line: the tokio
     /// driver's (and rmcp's) floor over stdio.
     TokioPipeFloor,
+    /// The blocking pipe floor with one `poll(2)` on stdout (with a timeout, as a bounded wait
+    /// needs) before each read: a row beside the floor, not a floor. It prices what a client
+    /// that must end a wait at an instant pays on a pipe, which has no timeout of its own.
+    PolledPipe,
 }
 
 impl ClientKind {
@@ -117,6 +121,7 @@ impl ClientKind {
             Self::HyperFloor => "floor: bare hyper-util POST",
             Self::PipeFloor => "floor: bare std::process pipes",
             Self::TokioPipeFloor => "floor: bare tokio::process pipes",
+            Self::PolledPipe => "bare std::process pipes, poll(2) before each read",
         }
     }
 
@@ -133,7 +138,10 @@ impl ClientKind {
     /// ureq's (over stdio `std::process`), every other client's hyper-util's (over stdio
     /// `tokio::process`).
     pub fn floor(self, target: Target) -> Self {
-        let blocking = matches!(self, Self::Blocking | Self::UreqFloor | Self::PipeFloor);
+        let blocking = matches!(
+            self,
+            Self::Blocking | Self::UreqFloor | Self::PipeFloor | Self::PolledPipe
+        );
         match (blocking, target) {
             (true, Target::Http(..)) => Self::UreqFloor,
             (false, Target::Http(..)) => Self::HyperFloor,
@@ -472,9 +480,10 @@ pub fn sample(
     let (url, era) = match endpoint {
         Endpoint::Stdio(path) => {
             return match (group, client) {
-                (Group::Sequential, ClientKind::Blocking | ClientKind::PipeFloor) => {
-                    stdio_sequential_sync(client, path, cfg)
-                }
+                (
+                    Group::Sequential,
+                    ClientKind::Blocking | ClientKind::PipeFloor | ClientKind::PolledPipe,
+                ) => stdio_sequential_sync(client, path, cfg),
                 (Group::Cold, ClientKind::Blocking | ClientKind::PipeFloor) => {
                     stdio_cold_sync(client, path, cfg)
                 }
@@ -489,7 +498,9 @@ pub fn sample(
     };
     let closed = group == Group::ColdClosed;
     match (group, client) {
-        (_, ClientKind::PipeFloor | ClientKind::TokioPipeFloor) => cannot("speaks only stdio"),
+        (_, ClientKind::PipeFloor | ClientKind::TokioPipeFloor | ClientKind::PolledPipe) => {
+            cannot("speaks only stdio")
+        }
         (_, ClientKind::Rmcp | ClientKind::RmcpPooled) if era == Era::Modern => {
             cannot("speaks no 2026-07-28 era")
         }
@@ -768,6 +779,8 @@ struct Pipe {
     stdin: Option<std::process::ChildStdin>,
     stdout: BufReader<std::process::ChildStdout>,
     line: Vec<u8>,
+    /// Whether each read waits in `poll(2)` first ([`ClientKind::PolledPipe`]).
+    polled: bool,
 }
 
 /// How a pipe floor starts the stdio server at `path`: stdin and stdout piped, stderr to
@@ -809,6 +822,7 @@ impl Pipe {
             stdin,
             stdout: BufReader::new(stdout),
             line: Vec::with_capacity(1024),
+            polled: false,
         };
         pipe.exchange(&legs.initialize.body)?;
         pipe.write(&legs.initialized.body)?;
@@ -824,6 +838,9 @@ impl Pipe {
     fn exchange(&mut self, line: &[u8]) -> Result<(), String> {
         self.write(line)?;
         self.line.clear();
+        if self.polled && self.stdout.buffer().is_empty() {
+            wait_readable(self.stdout.get_ref())?;
+        }
         self.stdout
             .read_until(b'\n', &mut self.line)
             .map_err(|e| format!("read: {e}"))?;
@@ -846,6 +863,16 @@ impl Drop for Pipe {
     }
 }
 
+/// Waits until `stdout` is readable, as a client bounding its wait does: one `poll(2)` with a
+/// timeout (20 s, a budget's; never reached here).
+fn wait_readable(stdout: &std::process::ChildStdout) -> Result<(), String> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::from(20_000u16)).map_err(|e| format!("poll: {e}"))?;
+    Ok(())
+}
+
 /// Whether a line a floor read is an answer with a result (a cheap look, no parsing).
 fn answered(line: &[u8]) -> Result<(), String> {
     let key = b"\"result\":";
@@ -865,6 +892,7 @@ fn stdio_sequential_sync(client: ClientKind, path: &Path, cfg: RunCfg) -> Result
         _ => {
             let legs = capture_stdio_call(stdio_command(path));
             let mut pipe = Pipe::open(path, &legs)?;
+            pipe.polled = client == ClientKind::PolledPipe;
             pipe.exchange(&legs.call.body)?;
             let sample = measure_sync(cfg, || pipe.exchange(&legs.call.body))?;
             pipe.close()?;
