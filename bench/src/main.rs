@@ -50,7 +50,7 @@
 //! a time) measure `mcp-call` against the official Rust SDK's own server: `serve-rmcp` (rmcp
 //! 3.11's `StreamableHttpService`, JSON answers for 2026-07-28 requests, a session's answers
 //! as event streams in 2025-11-25). For each era (2025-11-25, then 2026-07-28), `R` paired
-//! rounds (default 5, `--whole-rounds`) each run four processes to completion, in an order
+//! rounds (default 9, `--whole-rounds`) each run four processes to completion, in an order
 //! alternating between rounds: `mcp-call --driver blocking --url URL [--protocol 2025-11-25]
 //! --repeat N call echo '{"text":"hi"}'` (default N 8000, `--whole-calls`), the same with
 //! `--driver tokio`, the floor `floor-child URL ERA N` (one ureq agent and connection
