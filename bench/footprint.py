@@ -11,7 +11,8 @@ Runs COMMAND twice under `valgrind --tool=callgrind --dump-instr=yes`, with 300 
 calls appended as its last argument (`mcp-call ... --repeat`, `mcp-bench floor-child URL ERA`),
 and keeps every instruction address that ran at least 300 times more in the second run: the
 code one more warm call runs, whatever the process did once (start, handshake, exit) left
-out. It prints how many distinct 64-byte cache lines and 4 KiB pages that code spans, per
+out. It prints the instructions a warm call runs (the two runs' difference over the calls
+between them), how many distinct 64-byte cache lines and 4 KiB pages its code spans, per
 crate, and with --functions N the N functions that span the most lines.
 
 Why lines and not instructions: against a server that does much more work per call than the
@@ -118,6 +119,9 @@ def main(argv):
     for address in hot:
         lines.setdefault(address // LINE, function_of[address])
     pages = {address // PAGE for address in hot}
+    # Every instruction the longer run ran more, per call more: a warm call's instructions.
+    instructions = (sum(after.values()) - sum(before.values())) / extra
+    print(f"instructions per warm call: {instructions:.0f}")
     print(
         f"hot code per warm call: {len(lines)} lines of {LINE} B "
         f"({len(lines) * LINE / 1024:.0f} KiB), {len(pages)} pages of 4 KiB, "
