@@ -92,6 +92,16 @@ impl Answering {
         self.deadline.is_exhausted(Instant::now())
     }
 
+    /// Once the operation has begun: fires its cancel again if the host cancelled before. A
+    /// driver's cancel reaches only an operation in flight, so a cancel that came between the
+    /// request's registration and the operation's start (the host gone right after sending
+    /// it) would otherwise be lost, and the operation run to the end of its budget.
+    pub(super) fn begun(&self) {
+        if self.cancelled.load(Ordering::SeqCst) {
+            self.cancel.cancel();
+        }
+    }
+
     /// The host no longer wants the answer: the operation is cancelled and nothing is sent.
     pub(super) fn cancel(&self) {
         // Under the wait's lock: an ask that has not registered its wait yet sees the cancel

@@ -769,13 +769,31 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
                     tokio::time::sleep(watch::YIELD_SLICE).await;
                 }
                 let operation = worker.run_within(job.action.clone(), deadline);
-                let outcome = Arc::clone(&answering).scope_task(operation).await;
+                let operation = Arc::clone(&answering).scope_task(operation);
+                // The operation arms its cancel when first polled: a cancel that came before
+                // is fired again then.
+                let outcome = after_first_poll(operation, || answering.begun()).await;
                 let probe = job.initialize.is_some() || job.discover;
                 let sse = probe && worker.session().speaks_sse();
                 bridge.finish(&job, &answering, outcome, sse);
             })))
         }
     }
+}
+
+/// Runs `work`, calling `begun` right after its first poll, once: what a future does before its
+/// first wait (a driver's operation arms its cancel there) is done by then.
+async fn after_first_poll<F: std::future::Future>(work: F, begun: impl FnOnce()) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    let mut begun = Some(begun);
+    std::future::poll_fn(|cx| {
+        let polled = work.as_mut().poll(cx);
+        if let Some(begun) = begun.take() {
+            begun();
+        }
+        polled
+    })
+    .await
 }
 
 /// Starts the watcher (one at most, see `watch`): subscriptions one after another, each
@@ -836,5 +854,40 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
                 }
             })))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::after_first_poll;
+
+    /// What would have caught the lost cancel: the operation's first steps (its cancel armed)
+    /// come before `begun`, which comes before anything after the operation's first wait.
+    #[test]
+    fn begun_comes_after_what_the_work_does_before_its_first_wait() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let work = {
+            let log = Arc::clone(&log);
+            async move {
+                log.lock().unwrap().push("armed");
+                tokio::task::yield_now().await;
+                log.lock().unwrap().push("after its first wait");
+                7
+            }
+        };
+        let begun = {
+            let log = Arc::clone(&log);
+            move || log.lock().unwrap().push("begun")
+        };
+        assert_eq!(runtime.block_on(after_first_poll(work, begun)), 7);
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["armed", "begun", "after its first wait"]
+        );
     }
 }
