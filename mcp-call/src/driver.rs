@@ -15,7 +15,7 @@ use crate::report::Reporter;
 pub(crate) enum DriverKind {
     /// mcp-driver-blocking (ureq 3).
     Blocking,
-    /// mcp-driver-tokio (hyper), on a current-thread runtime.
+    /// mcp-driver-tokio, on a current-thread runtime.
     Tokio,
 }
 
@@ -96,7 +96,7 @@ impl Client {
                     }
                 };
                 let runtime = builder.enable_all().build()?;
-                // The hyper client needs a runtime context when it is built.
+                // Built inside the runtime, where anything it registers belongs.
                 let client = runtime
                     .block_on(async { mcp_driver_tokio::Client::with_network(config, network) })
                     .map_err(unusable)?;

@@ -9,9 +9,6 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use bytes::Bytes;
-use http_body_util::Full;
-
 use mcp_proto::driver::Authorize;
 
 use crate::http1::{Http, http_client};
@@ -67,7 +64,7 @@ impl Authorizer for HeadlessAuthorizer {
         let url = step.url.clone();
         Box::pin(async move {
             let request = http::Request::get(url.as_str())
-                .body(Full::new(Bytes::new()))
+                .body(Vec::new())
                 .map_err(|e| format!("the authorization URL cannot be requested: {e}"))?;
             let response = http
                 .request(request)

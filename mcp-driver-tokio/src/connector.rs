@@ -18,10 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
 use http::Uri;
-use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::dns::Name;
-use hyper_util::rt::TokioIo;
 use mcp_driver_common::lookup;
 use mcp_driver_common::network::{
     CONNECTION_ATTEMPT_DELAY, Network, Proxies, ProxyFailure, ProxyUrl, Resolved,
@@ -219,7 +217,89 @@ pub(crate) struct Connector {
     connecting: Connecting,
 }
 
-type Stream = MaybeHttpsStream<TokioIo<TcpStream>>;
+/// A connection's byte stream: TCP, or TLS over it.
+pub(crate) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    /// A connection whose answers are scripted (the HTTP/1.1 client's tests).
+    #[cfg(test)]
+    Scripted(crate::http1::tests::Scripted),
+}
+
+impl Stream {
+    /// Whether nothing waits on the socket: no byte, no close, no error (a look with one
+    /// system call that does not wait). A kept connection is taken only then: tokio's
+    /// readiness tells what the runtime's driver saw last, and a runtime that did not run
+    /// while the connection was idle (a `block_on` an operation) saw nothing.
+    pub(crate) fn is_quiet(&self) -> bool {
+        let tcp = match self {
+            Self::Plain(tcp) => tcp,
+            Self::Tls(tls) => tls.get_ref().0,
+            #[cfg(test)]
+            Self::Scripted(_) => return true,
+        };
+        let mut byte = [std::mem::MaybeUninit::uninit()];
+        // tokio's sockets do not block: nothing to read is `WouldBlock`.
+        matches!(
+            socket2::SockRef::from(tcp).peek(&mut byte),
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock
+        )
+    }
+}
+
+impl tokio::io::AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Self::Tls(tls) => Pin::new(&mut **tls).poll_read(cx, buf),
+            #[cfg(test)]
+            Self::Scripted(scripted) => Pin::new(scripted).poll_read(cx, buf),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Self::Tls(tls) => Pin::new(&mut **tls).poll_write(cx, buf),
+            #[cfg(test)]
+            Self::Scripted(scripted) => Pin::new(scripted).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Self::Tls(tls) => Pin::new(&mut **tls).poll_flush(cx),
+            #[cfg(test)]
+            Self::Scripted(scripted) => Pin::new(scripted).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Self::Tls(tls) => Pin::new(&mut **tls).poll_shutdown(cx),
+            #[cfg(test)]
+            Self::Scripted(scripted) => Pin::new(scripted).poll_shutdown(cx),
+        }
+    }
+}
 
 impl tower_service::Service<Uri> for Connector {
     type Response = Stream;
@@ -249,9 +329,13 @@ impl Connector {
                     let addrs = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
                     let mut fixed = HttpConnector::new_with_resolver(Fixed(addrs));
                     configure(&mut fixed);
-                    fixed.call(uri).await.map_err(ConnectFailure::connect)?
+                    let tcp = fixed.call(uri).await.map_err(ConnectFailure::connect)?;
+                    tcp.into_inner()
                 }
-                None => self.tcp.call(uri).await.map_err(ConnectFailure::connect)?,
+                None => {
+                    let tcp = self.tcp.call(uri).await.map_err(ConnectFailure::connect)?;
+                    tcp.into_inner()
+                }
             },
             Ok(Some(proxy)) => {
                 let proxy = proxy.clone();
@@ -259,7 +343,7 @@ impl Connector {
             }
         };
         if !https {
-            return Ok(MaybeHttpsStream::Http(tcp));
+            return Ok(Stream::Plain(tcp));
         }
         let name = crate::tls::server_name(&host).ok_or_else(|| {
             ConnectFailure::new(
@@ -269,8 +353,8 @@ impl Connector {
         })?;
         let _handshake = self.connecting.begin_handshake();
         let tls = tokio_rustls::TlsConnector::from(self.tls.get());
-        match tls.connect(name, TokioIo::new(tcp)).await {
-            Ok(tls) => Ok(MaybeHttpsStream::Https(TokioIo::new(tls))),
+        match tls.connect(name, tcp).await {
+            Ok(tls) => Ok(Stream::Tls(Box::new(tls))),
             Err(err) => Err(handshake_failure(err)),
         }
     }
@@ -284,7 +368,7 @@ impl Connector {
         proxy: &ProxyUrl,
         host: &str,
         port: u16,
-    ) -> Result<TokioIo<TcpStream>, ConnectFailure> {
+    ) -> Result<TcpStream, ConnectFailure> {
         let authority = format!("{host}:{port}");
         let failed =
             |what: ProxyFailure| ConnectFailure::from(proxy.transport_error(&authority, &what));
@@ -322,7 +406,7 @@ impl Connector {
             match parse_connect_response(&head) {
                 Ok(None) => {}
                 Ok(Some((_, status))) if (200..300).contains(&status) => {
-                    return Ok(TokioIo::new(tcp));
+                    return Ok(tcp);
                 }
                 Ok(Some((_, status))) => return Err(failed(ProxyFailure::Refused(status))),
                 Err(what) => return Err(failed(what)),

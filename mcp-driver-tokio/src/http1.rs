@@ -1,44 +1,55 @@
-//! The tokio driver's HTTP/1.1 client ([`Http`]): hyper's own connection (`client::conn`) over
-//! the driver's connector ([`Connector`]: TCP, the proxy's tunnel, TLS), and the connections a
-//! client keeps between requests.
+//! The tokio driver's HTTP/1.1 client ([`Http`]): one request at a time on a connection, run
+//! with ureq's protocol core (`ureq-proto`, the blocking driver's too) over the driver's
+//! connector ([`Connector`]: TCP, the proxy's tunnel, TLS), and the connections a client keeps
+//! between requests.
 //!
-//! What hyper-util's pooled client did for the driver, and only that: a kept connection taken
-//! when it is ready for a request (one its server closed is dropped), a new one made and its
-//! connection task spawned otherwise; the request sent with a `Host` header and an
-//! origin-form target; its answer's body read through [`Body`], which gives the connection
-//! back when the body has ended. A request a kept connection could not send (its server had
-//! closed it) is sent once more on a new connection: it never left, so it cannot arrive twice.
-//! No redirect is followed, and every status is an answer.
+//! A request's head and body are written into the connection's output buffer and sent in one
+//! write; the answer's head is parsed from its input buffer; its body is read through
+//! [`Body`], which gives the connection back to the client's pool when the body ended cleanly.
+//! Everything is read inside the leg's own future: no connection task, no channel between
+//! them. A kept connection is taken only when a look at it (a read that must not wait) finds
+//! nothing unread and no close; a request is never sent twice. No redirect is followed, no
+//! cookie or compression is added, and every status is an answer: the state machine decides
+//! what each means.
 //!
 //! This module never decides an MCP matter, and never waits on its own: every wait is inside
 //! a leg's future, which the operation drops at the leg's end.
 
 use std::error::Error as StdError;
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http::{HeaderValue, Request, Response, Uri, header};
-use http_body_util::Full;
-use hyper::body::{Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::SendRequest;
+use http::{HeaderValue, Request, Response, header};
+use tokio::io::{AsyncRead as _, AsyncWrite as _, ReadBuf};
 use tower_service::Service as _;
+use ureq_proto::BodyMode;
+use ureq_proto::client::state::{RecvBody, RecvResponse};
+use ureq_proto::client::{
+    Await100Result, Call, RecvBodyResult, RecvResponseResult, SendRequestResult,
+};
 
-use mcp_driver_common::network::Network;
+use mcp_driver_common::network::{Network, Origin};
 
-use mcp_driver_common::network::Origin;
+use crate::connector::{ConnectFailure, Connecting, Connector, Stream};
 
-use crate::connector::{ConnectFailure, Connecting, Connector};
-
-/// How long an idle connection is kept (hyper-util's default).
+/// How long an idle connection is kept: a server's keep-alive is rarely longer, and one it
+/// closed is found out at the next take anyway.
 const MAX_IDLE_AGE: Duration = Duration::from_secs(90);
 /// Idle connections kept per server.
 const MAX_IDLE_PER_SERVER: usize = 8;
+/// A connection's input buffer, and the longest answer head read.
+const INPUT: usize = 64 * 1024;
+/// A connection's output buffer: a request that fits leaves in one write.
+const OUTPUT: usize = 16 * 1024;
+/// The most body bytes one read hands over.
+const CHUNK: usize = 32 * 1024;
 
-type Sender = SendRequest<Full<Bytes>>;
+/// The `User-Agent` of a request that names none.
+const USER_AGENT: &str = concat!("mcp-driver-tokio/", env!("CARGO_PKG_VERSION"));
 
 /// What a request's future resolves to: the answer (its body still to read) or why there is
 /// none.
@@ -48,7 +59,7 @@ pub(crate) type HeadResult = Result<Response<Body>, RequestError>;
 pub(crate) type ResponseFuture = Pin<Box<dyn Future<Output = HeadResult> + Send>>;
 
 /// An HTTP/1.1 client for the default [`Network`] (the system's trust store, proxies from the
-/// environment). Redirects are not followed (hyper never does).
+/// environment).
 pub(crate) fn http_client() -> Http {
     // The default network adds no CA of the caller's, so it cannot fail.
     http_client_for(&Network::default())
@@ -59,9 +70,9 @@ pub(crate) fn http_client() -> Http {
 /// An HTTP/1.1 client whose connections trust and tunnel as `network` says: plain HTTP, or
 /// HTTPS through rustls with the ring provider ([`crate::tls`]), each through the target's
 /// proxy when it has one (an HTTP `CONNECT` tunnel); names looked up by
-/// [`Resolver`](crate::connector::Resolver) (or fixed by the caller). Also returns what its connections are doing ([`Connecting`]), which
-/// tells a leg that ran out of time in a TLS handshake or in a proxy's tunnel
-/// ([`connect_timeouts`](crate::leg::connect_timeouts)).
+/// [`Resolver`](crate::connector::Resolver) (or fixed by the caller). Also returns what its
+/// connections are doing ([`Connecting`]), which tells a leg that ran out of time in a TLS
+/// handshake or in a proxy's tunnel ([`connect_timeouts`](crate::leg::connect_timeouts)).
 pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Connecting), mcp_proto::Error> {
     let connecting = Connecting::default();
     let connector = Connector::new(network, connecting.clone())?;
@@ -70,9 +81,11 @@ pub(crate) fn http_client_for(network: &Network) -> Result<(Http, Connecting), m
 
 /// A client's HTTP/1.1 client: its connector and the connections it keeps. Clones share both.
 #[derive(Clone)]
-pub(crate) struct Http {
+pub(crate) struct Http(Arc<Shared>);
+
+struct Shared {
     connector: Connector,
-    pool: Arc<Pool>,
+    pool: Pool,
 }
 
 /// The connections kept idle, the most recently used last.
@@ -81,7 +94,7 @@ struct Pool(Mutex<Vec<Idle>>);
 
 struct Idle {
     server: Origin,
-    sender: Sender,
+    conn: Box<Conn>,
     since: Instant,
 }
 
@@ -91,19 +104,23 @@ impl Pool {
     }
 
     /// The most recently kept connection to `server` that is still open, if any.
-    fn take(&self, server: &Origin) -> Option<Sender> {
+    fn take(&self, server: &Origin) -> Option<Box<Conn>> {
         let now = Instant::now();
-        let mut idle = self.lock();
-        idle.retain(|kept| {
-            now.saturating_duration_since(kept.since) < MAX_IDLE_AGE && !kept.sender.is_closed()
-        });
-        let at = idle.iter().rposition(|kept| kept.server == *server)?;
-        Some(idle.remove(at).sender)
+        loop {
+            let mut idle = self.lock();
+            idle.retain(|kept| now.saturating_duration_since(kept.since) < MAX_IDLE_AGE);
+            let at = idle.iter().rposition(|kept| kept.server == *server)?;
+            let mut conn = idle.remove(at).conn;
+            drop(idle);
+            if conn.is_open() {
+                return Some(conn);
+            }
+        }
     }
 
-    /// Keeps `sender` for the next request to `server`.
-    fn give(&self, server: Origin, sender: Sender) {
-        if sender.is_closed() {
+    /// Keeps `conn` for the next request to `server`, if nothing is left unread on it.
+    fn give(&self, server: Origin, conn: Box<Conn>) {
+        if !conn.unread().is_empty() {
             return;
         }
         let mut idle = self.lock();
@@ -114,26 +131,124 @@ impl Pool {
         }
         idle.push(Idle {
             server,
-            sender,
+            conn,
             since: Instant::now(),
         });
     }
 }
 
-/// Why a request has no answer: no connection, or hyper's error on the one it went out on.
+/// One connection: its stream, its buffers (allocated once for its life) and the reading of
+/// the answer in progress on it.
+pub(crate) struct Conn {
+    stream: Stream,
+    /// What was read and not consumed yet: `input[start..end]`.
+    input: Box<[u8]>,
+    start: usize,
+    end: usize,
+    /// The request being sent, head and body, as it goes on the wire: `output[..to_send]`
+    /// (the rest is room, zeroed once, not at each request).
+    output: Vec<u8>,
+    to_send: usize,
+    /// The body bytes the last read handed over (its framing taken off).
+    chunk: Box<[u8]>,
+    /// The answer's body being read on this connection (kept here, not in the [`Body`] that
+    /// reads it, so that a body and a leg holding one stay small to move).
+    reading: Option<Call<RecvBody>>,
+}
+
+impl Conn {
+    fn new(stream: Stream, (output, to_send): (Vec<u8>, usize)) -> Box<Self> {
+        Box::new(Self {
+            stream,
+            input: vec![0; INPUT].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            output,
+            to_send,
+            chunk: vec![0; CHUNK].into_boxed_slice(),
+            reading: None,
+        })
+    }
+
+    fn unread(&self) -> &[u8] {
+        &self.input[self.start..self.end]
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.start += amount;
+        if self.start >= self.end {
+            (self.start, self.end) = (0, 0);
+        }
+    }
+
+    /// Reads more input after what is unread: the amount read, 0 when the server closed.
+    /// Unread bytes at the buffer's end are moved to its start first; a buffer that is full of
+    /// them is an error (the caller could not use them).
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.end == self.input.len() {
+            if self.start == 0 {
+                return Poll::Ready(Err(io::Error::other(
+                    "the connection's input buffer is full of what cannot be read",
+                )));
+            }
+            self.input.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        let mut room = ReadBuf::new(&mut self.input[self.end..]);
+        ready!(Pin::new(&mut self.stream).poll_read(cx, &mut room))?;
+        let read = room.filled().len();
+        self.end += read;
+        Poll::Ready(Ok(read))
+    }
+
+    /// Whether a kept connection can take a request: a look that does not wait finds no
+    /// stray byte, no close and no error on it.
+    fn is_open(&mut self) -> bool {
+        if !self.unread().is_empty() {
+            return false;
+        }
+        // What the runtime saw (and TLS records already read), then the socket itself.
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        matches!(self.poll_fill(&mut cx), Poll::Pending) && self.stream.is_quiet()
+    }
+
+    /// Sends the request in `output` from `sent` on, and flushes the stream (TLS keeps
+    /// records until then).
+    fn poll_send(&mut self, cx: &mut Context<'_>, sent: &mut usize) -> Poll<io::Result<()>> {
+        while *sent < self.to_send {
+            let rest = &self.output[*sent..self.to_send];
+            let wrote = ready!(Pin::new(&mut self.stream).poll_write(cx, rest))?;
+            if wrote == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *sent += wrote;
+        }
+        ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
+        // A large body's buffer is not kept for the connection's life.
+        if self.output.len() > 4 * OUTPUT {
+            self.output = vec![0; OUTPUT];
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Why a request has no answer.
 #[derive(Debug)]
 pub(crate) enum RequestError {
     /// The connection could not be made (the connector's own words and kind).
     Connect(ConnectFailure),
-    /// hyper's error on the connection: its handshake, the request or the answer's head.
-    Http(hyper::Error),
+    /// The answer's head is not HTTP/1.1, or longer than the driver reads.
+    Protocol(Box<dyn StdError + Send + Sync>),
+    /// The connection broke, or closed before the answer's head.
+    Io(io::Error),
 }
 
 impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Connect(failure) => write!(f, "client error (Connect): {failure}"),
-            Self::Http(err) => write!(f, "client error: {err}"),
+            Self::Protocol(err) => write!(f, "the answer is not HTTP/1.1: {err}"),
+            Self::Io(err) => write!(f, "client error: {err}"),
         }
     }
 }
@@ -142,178 +257,470 @@ impl StdError for RequestError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
             Self::Connect(failure) => Some(failure),
-            Self::Http(err) => Some(err),
+            Self::Protocol(err) => Some(&**err),
+            Self::Io(err) => Some(err),
         }
     }
+}
+
+impl From<io::Error> for RequestError {
+    fn from(err: io::Error) -> Self {
+        Self::Io(err)
+    }
+}
+
+/// A request the driver could not write (a header `ureq-proto` refuses, a head longer than
+/// [`INPUT`]).
+fn unwritable(err: impl Into<Box<dyn StdError + Send + Sync>>) -> RequestError {
+    RequestError::Io(io::Error::new(io::ErrorKind::InvalidInput, err))
+}
+
+fn closed_before(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("the connection closed before {what}"),
+    )
 }
 
 impl Http {
     pub(crate) fn new(connector: Connector) -> Self {
-        Self {
+        Self(Arc::new(Shared {
             connector,
-            pool: Arc::default(),
-        }
+            pool: Pool::default(),
+        }))
     }
 
-    /// Sends `request` (a `Host` header added when it has none, its target in origin form)
-    /// and resolves to the answer's head; its body is read through the answer's [`Body`].
-    pub(crate) fn request(&self, mut request: Request<Full<Bytes>>) -> ResponseFuture {
+    /// Sends `request` (its body, when not empty, with its length; its `Host` from its URI,
+    /// its target in origin form) on a kept connection or a new one, and resolves to the
+    /// answer's head; its body is read through the answer's [`Body`].
+    ///
+    /// The request is written out at once, into the kept connection's output buffer or a new
+    /// one; the future only moves it and reads the answer's head, and stays small.
+    pub(crate) fn request(&self, request: Request<Vec<u8>>) -> ResponseFuture {
         let server = Origin::of(request.uri());
-        let uri = request.uri().clone();
-        if let (false, Some(host)) = (request.headers().contains_key(header::HOST), host(&uri)) {
-            request.headers_mut().insert(header::HOST, host);
-        }
-        *request.uri_mut() = origin_form(&uri);
-        let http = self.clone();
-        Box::pin(async move {
-            let kept = http.pool.take(&server);
-            let reused = kept.is_some();
-            let mut sender = match kept {
-                Some(sender) => sender,
-                None => http.connect(&uri).await?,
-            };
-            let response = match send(&mut sender, request).await {
-                Ok(response) => response,
-                // A kept connection its server had closed: the request never left, so it goes
-                // once more, on a new connection (it cannot arrive twice).
-                Err((Some(request), _)) if reused => {
-                    sender = http.connect(&uri).await?;
-                    sender
-                        .send_request(request)
-                        .await
-                        .map_err(RequestError::Http)?
+        let via = match self.0.pool.take(&server) {
+            Some(conn) => Via::Kept(conn),
+            None => Via::New(self.0.connector.clone().call(request.uri().clone())),
+        };
+        let (call, step) = match via {
+            Via::Kept(mut conn) => match write_request(request, &mut conn.output) {
+                Ok((call, to_send)) => {
+                    conn.to_send = to_send;
+                    (Some(call), Step::Send(conn, 0))
                 }
-                Err((_, err)) => return Err(RequestError::Http(err)),
-            };
-            let (parts, body) = response.into_parts();
-            let mut body = Body {
-                inner: body,
-                keep: Some((sender, server, http.pool)),
-            };
-            if hyper::body::Body::is_end_stream(&body.inner) {
-                body.ended();
+                Err(err) => (None, Step::Failed(err)),
+            },
+            Via::New(connecting) => {
+                let mut output = Vec::new();
+                match write_request(request, &mut output) {
+                    Ok((call, to_send)) => {
+                        (Some(call), Step::Connect(connecting, (output, to_send)))
+                    }
+                    Err(err) => (None, Step::Failed(err)),
+                }
             }
-            Ok(Response::from_parts(parts, body))
-        })
-    }
-
-    /// A new connection to `uri`'s server, its connection task spawned.
-    async fn connect(&self, uri: &Uri) -> Result<Sender, RequestError> {
-        let mut connector = self.connector.clone();
-        let stream = connector
-            .call(uri.clone())
-            .await
-            .map_err(RequestError::Connect)?;
-        let (sender, connection) = hyper::client::conn::http1::Builder::new()
-            .handshake::<_, Full<Bytes>>(stream)
-            .await
-            .map_err(RequestError::Http)?;
-        tokio::spawn(async move {
-            // Its errors are the requests' own: each leg hears of them through its answer.
-            let _ = connection.await;
-        });
-        Ok(sender)
+        };
+        let keep = Keep {
+            server,
+            http: self.clone(),
+        };
+        Box::pin(Exchange { step, call, keep })
     }
 }
 
-/// Sends `request` on `sender` once its connection takes one (at once, unless its last
-/// answer's end is still being read). A failure comes with the request when it never left
-/// (the connection had closed).
-async fn send(
-    sender: &mut Sender,
-    request: Request<Full<Bytes>>,
-) -> Result<Response<Incoming>, (Option<Request<Full<Bytes>>>, hyper::Error)> {
-    if let Err(closed) = std::future::poll_fn(|cx| sender.poll_ready(cx)).await {
-        return Err((Some(request), closed));
-    }
-    sender
-        .try_send_request(request)
-        .await
-        .map_err(|mut unsent| (unsent.take_message(), unsent.into_error()))
+/// A connection for a request: a kept one, or one being made.
+enum Via {
+    Kept(Box<Conn>),
+    New(Connecting_),
 }
 
-/// The `Host` header for `uri`: its host, and its port unless it is the scheme's own.
-fn host(uri: &Uri) -> Option<HeaderValue> {
-    let host = uri.host()?;
-    let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
-    match uri.port_u16() {
-        Some(443) if https => HeaderValue::from_str(host).ok(),
-        Some(80) if !https => HeaderValue::from_str(host).ok(),
-        Some(port) => HeaderValue::from_str(&format!("{host}:{port}")).ok(),
-        None => HeaderValue::from_str(host).ok(),
+/// A connection being made (the connector's future).
+type Connecting_ = <Connector as tower_service::Service<http::Uri>>::Future;
+
+/// Where a connection goes back to after a clean answer.
+struct Keep {
+    server: Origin,
+    http: Http,
+}
+
+impl Keep {
+    fn give(&self, conn: Box<Conn>) {
+        self.http.0.pool.give(self.server.clone(), conn);
     }
 }
 
-/// `uri`'s path and query alone (`/` when it has neither): the target of a request sent
-/// straight to its server (a proxy's tunnel carries it as such too).
-fn origin_form(uri: &Uri) -> Uri {
-    match uri.path_and_query() {
-        Some(path) if path.as_str() != "/" => {
-            let mut parts = http::uri::Parts::default();
-            parts.path_and_query = Some(path.clone());
-            Uri::from_parts(parts).unwrap_or_default()
+/// Writes `request` as it goes on the wire into `out` (its head, then its body with its
+/// length, unless it has none): the exchange then only has to send it. Returns the call,
+/// ready to read the answer's head, and the length written.
+fn write_request(
+    request: Request<Vec<u8>>,
+    out: &mut Vec<u8>,
+) -> Result<(Call<RecvResponse>, usize), RequestError> {
+    let (parts, body) = request.into_parts();
+    let mut call = Call::new(Request::from_parts(parts, ())).map_err(unwritable)?;
+    if !body.is_empty() {
+        call.header(header::CONTENT_LENGTH, HeaderValue::from(body.len()))
+            .map_err(unwritable)?;
+    }
+    if !call.headers().contains_key(header::USER_AGENT) {
+        call.header(header::USER_AGENT, HeaderValue::from_static(USER_AGENT))
+            .map_err(unwritable)?;
+    }
+    let mut call = call.proceed();
+    let mut writer = Writer::new(out);
+    while !call.can_proceed() {
+        // A header longer than the room left: the buffer grows.
+        let amount = match call.write(writer.room()) {
+            Err(ureq_proto::Error::OutputOverflow) => 0,
+            written => written.map_err(unwritable)?,
+        };
+        writer.wrote(amount)?;
+    }
+    let mut send = match call.proceed().map_err(unwritable)? {
+        Some(SendRequestResult::SendBody(send)) => send,
+        Some(SendRequestResult::RecvResponse(read)) => return Ok((read, writer.len)),
+        // Only a request that asks for `100 Continue` waits for it; none of the driver's does.
+        Some(SendRequestResult::Await100(waiting)) => {
+            match waiting.proceed().map_err(unwritable)? {
+                Await100Result::SendBody(send) => send,
+                Await100Result::RecvResponse(read) => return Ok((read, writer.len)),
+            }
         }
-        _ => Uri::default(),
+        None => return Err(unwritable("the request's head could not be written")),
+    };
+    let mut left = &body[..];
+    while !send.can_proceed() {
+        let (used, amount) = send.write(left, writer.room()).map_err(unwritable)?;
+        left = &left[used..];
+        writer.wrote(amount)?;
     }
+    let read = send.proceed();
+    read.map(|read| (read, writer.len))
+        .ok_or_else(|| unwritable("the request's body could not be written"))
 }
 
-/// An answer's body: its frames as hyper reads them. At its end its connection goes back to
-/// the client's pool; dropped before, the connection closes (hyper closes a connection whose
-/// answer was not read to its end).
-pub(crate) struct Body {
-    inner: Incoming,
-    keep: Option<(Sender, Origin, Arc<Pool>)>,
+/// Writes into a buffer that grows when full: what is written is `out[..len]`.
+struct Writer<'o> {
+    out: &'o mut Vec<u8>,
+    len: usize,
 }
 
-impl Body {
-    fn ended(&mut self) {
-        if let Some((sender, server, pool)) = self.keep.take() {
-            pool.give(server, sender);
+impl<'o> Writer<'o> {
+    fn new(out: &'o mut Vec<u8>) -> Self {
+        if out.len() < OUTPUT {
+            out.resize(OUTPUT, 0);
         }
+        Self { out, len: 0 }
+    }
+
+    fn room(&mut self) -> &mut [u8] {
+        &mut self.out[self.len..]
+    }
+
+    /// `amount` more bytes were written. Nothing written means the next piece needs more
+    /// room than is left: the buffer grows, up to [`INPUT`] for a head that does not fit.
+    fn wrote(&mut self, amount: usize) -> Result<(), RequestError> {
+        self.len += amount;
+        if amount == 0 || self.len == self.out.len() {
+            if amount == 0 && self.out.len() >= INPUT {
+                return Err(unwritable(
+                    "the request's head is longer than the driver writes",
+                ));
+            }
+            let grown = self.out.len() * 2;
+            self.out.resize(grown, 0);
+        }
+        Ok(())
     }
 }
 
-impl hyper::body::Body for Body {
-    type Data = Bytes;
-    type Error = hyper::Error;
+/// A request's exchange: the connection made (unless one was kept), the request sent, the
+/// answer's head read. A hand-written future, so that what it holds is what it needs and no
+/// more (nested `async fn`s held every step's locals at once: 3 KiB a request).
+struct Exchange {
+    step: Step,
+    /// Reads the answer's head.
+    call: Option<Call<RecvResponse>>,
+    keep: Keep,
+}
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        match &polled {
-            // A body whose length was given ends with its last bytes: no end is polled for.
-            Poll::Ready(Some(Ok(_))) if self.inner.is_end_stream() => self.ended(),
-            Poll::Ready(None) => self.ended(),
-            Poll::Ready(Some(Err(_))) => self.keep = None,
-            _ => {}
+enum Step {
+    /// The request could not be written: the exchange fails at its first poll.
+    Failed(RequestError),
+    /// The connection is being made; the request waits in its output buffer (and its
+    /// length).
+    Connect(Connecting_, (Vec<u8>, usize)),
+    /// The request is being sent: this much of it left already.
+    Send(Box<Conn>, usize),
+    /// The answer's head is awaited.
+    Head(Box<Conn>),
+    /// Resolved.
+    Done,
+}
+
+impl Future for Exchange {
+    type Output = HeadResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<HeadResult> {
+        let this = self.get_mut();
+        let polled = this.advance(cx);
+        if matches!(polled, Poll::Ready(Err(_))) {
+            this.step = Step::Done;
         }
         polled
     }
+}
 
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+impl Exchange {
+    fn advance(&mut self, cx: &mut Context<'_>) -> Poll<HeadResult> {
+        loop {
+            match &mut self.step {
+                Step::Failed(_) | Step::Done => {
+                    return match std::mem::replace(&mut self.step, Step::Done) {
+                        Step::Failed(err) => Poll::Ready(Err(err)),
+                        _ => Poll::Pending,
+                    };
+                }
+                Step::Connect(connecting, output) => {
+                    let stream =
+                        ready!(connecting.as_mut().poll(cx)).map_err(RequestError::Connect)?;
+                    let conn = Conn::new(stream, std::mem::take(output));
+                    self.step = Step::Send(conn, 0);
+                }
+                Step::Send(conn, sent) => {
+                    ready!(conn.poll_send(cx, sent))?;
+                    let Step::Send(conn, _) = std::mem::replace(&mut self.step, Step::Done) else {
+                        unreachable!("sending")
+                    };
+                    self.step = Step::Head(conn);
+                }
+                Step::Head(conn) => {
+                    let Some(call) = &mut self.call else {
+                        return Poll::Ready(Err(unwritable("the request was not written")));
+                    };
+                    let response = ready!(poll_head(call, conn, cx))?;
+                    let (Step::Head(conn), Some(call)) = (
+                        std::mem::replace(&mut self.step, Step::Done),
+                        self.call.take(),
+                    ) else {
+                        unreachable!("reading the head")
+                    };
+                    return Poll::Ready(self.answered(response, call, conn));
+                }
+            }
+        }
     }
 
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+    /// The answer's head is in: its body is read through the [`Body`] returned, or (an answer
+    /// without one) its connection goes back at once.
+    fn answered(
+        &mut self,
+        response: Response<()>,
+        call: Call<RecvResponse>,
+        mut conn: Box<Conn>,
+    ) -> HeadResult {
+        let keep = Keep {
+            server: self.keep.server.clone(),
+            http: self.keep.http.clone(),
+        };
+        let must_close = match call.proceed() {
+            Some(RecvResponseResult::RecvBody(call)) => {
+                conn.reading = Some(call);
+                let body = Body {
+                    conn: Some(conn),
+                    keep: Some(keep),
+                    chunk: 0,
+                    closed: false,
+                };
+                return Ok(response.map(|()| body));
+            }
+            Some(RecvResponseResult::Redirect(call)) => call.must_close_connection(),
+            Some(RecvResponseResult::Cleanup(call)) => call.must_close_connection(),
+            None => true,
+        };
+        if !must_close {
+            keep.give(conn);
+        }
+        Ok(response.map(|()| Body::empty()))
+    }
+}
+
+/// Reads the answer's head from `conn`.
+fn poll_head(
+    call: &mut Call<RecvResponse>,
+    conn: &mut Conn,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Response<()>, RequestError>> {
+    loop {
+        let input = conn.unread();
+        if !input.is_empty() {
+            let seen = input.len();
+            let (amount, response) = call
+                .try_response(input, false)
+                .map_err(|err| RequestError::Protocol(err.into()))?;
+            if response.is_none() && seen >= INPUT {
+                let longer = format!("the answer's head is longer than {INPUT} bytes");
+                return Poll::Ready(Err(RequestError::Protocol(longer.into())));
+            }
+            conn.consume(amount);
+            if let Some(response) = response {
+                return Poll::Ready(Ok(response));
+            }
+        }
+        if ready!(conn.poll_fill(cx))? == 0 {
+            return Poll::Ready(Err(RequestError::Io(closed_before("the answer's head"))));
+        }
+    }
+}
+
+/// An answer's body being read: what it hands over is the body alone (its framing taken off),
+/// a chunk at a time ([`poll_chunk`](Self::poll_chunk), then [`chunk`](Self::chunk)). Read to
+/// its end (or dropped there), it gives its connection back to the client's pool; dropped
+/// before, the connection closes.
+pub(crate) struct Body {
+    /// The connection the body is read on (its reading in it), until the body is over.
+    conn: Option<Box<Conn>>,
+    keep: Option<Keep>,
+    /// How many bytes of the connection's chunk buffer the last read handed over.
+    chunk: usize,
+    /// The server closed the connection (the end of a body delimited by it).
+    closed: bool,
+}
+
+impl Body {
+    fn empty() -> Self {
+        Self {
+            conn: None,
+            keep: None,
+            chunk: 0,
+            closed: false,
+        }
+    }
+
+    /// The bytes the last [`poll_chunk`](Self::poll_chunk) that gave `Some(Ok(()))` handed
+    /// over.
+    pub(crate) fn chunk(&self) -> &[u8] {
+        match &self.conn {
+            Some(conn) => &conn.chunk[..self.chunk],
+            None => &[],
+        }
+    }
+
+    /// Whether the body has ended: nothing more will come.
+    pub(crate) fn is_end_stream(&self) -> bool {
+        match self.conn.as_ref().and_then(|conn| conn.reading.as_ref()) {
+            Some(call) => {
+                !matches!(call.body_mode(), BodyMode::CloseDelimited) && call.can_proceed()
+            }
+            None => true,
+        }
+    }
+
+    /// Reads the body's next bytes: `Some(Ok(()))` when [`chunk`](Self::chunk) holds them,
+    /// `None` at the body's end, an error when the connection broke or the body is not
+    /// HTTP/1.1. What the connection holds already is handed over without a read.
+    pub(crate) fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<()>>> {
+        self.chunk = 0;
+        loop {
+            let Some(conn) = &mut self.conn else {
+                return Poll::Ready(None);
+            };
+            let Conn {
+                input,
+                start,
+                end,
+                chunk,
+                reading,
+                ..
+            } = &mut **conn;
+            let Some(call) = reading else {
+                return Poll::Ready(None);
+            };
+            let delimited = !matches!(call.body_mode(), BodyMode::CloseDelimited);
+            if delimited && call.can_proceed() {
+                return Poll::Ready(self.ended().err().map(Err));
+            }
+            if start < end {
+                let (used, produced) = call
+                    .read(&input[*start..*end], chunk)
+                    .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
+                conn.consume(used);
+                if produced > 0 {
+                    self.chunk = produced;
+                    return Poll::Ready(Some(Ok(())));
+                }
+                if used > 0 {
+                    continue;
+                }
+            }
+            if self.closed {
+                return Poll::Ready(self.ended().err().map(Err));
+            }
+            match ready!(conn.poll_fill(cx)) {
+                Ok(0) => self.closed = true,
+                Ok(_) => {}
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::UnexpectedEof
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::ConnectionReset
+                    ) =>
+                {
+                    self.closed = true;
+                }
+                Err(err) => {
+                    self.conn = None;
+                    return Poll::Ready(Some(Err(err)));
+                }
+            }
+        }
+    }
+
+    /// The body is over: its connection goes back to the pool unless it must close. A body
+    /// the close cut short is an error.
+    fn ended(&mut self) -> io::Result<()> {
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(());
+        };
+        let Some(call) = conn.reading.take() else {
+            return Ok(());
+        };
+        if !call.can_proceed() {
+            // The server closed after a chunked body's last chunk: the body is whole.
+            return match call.is_ended_chunked() {
+                true => Ok(()),
+                false => Err(closed_before("the body's end")),
+            };
+        }
+        let close = match call.proceed() {
+            Some(RecvBodyResult::Cleanup(cleanup)) => cleanup.must_close_connection(),
+            Some(RecvBodyResult::Redirect(redirect)) => redirect.must_close_connection(),
+            None => true,
+        };
+        if let (false, false, Some(keep)) = (close, self.closed, self.keep.take()) {
+            keep.give(conn);
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Body")
+            .field("ended", &self.is_end_stream())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Body {
+    /// A body whose end was read and not polled for yet still gives its connection back.
+    fn drop(&mut self) {
+        if self.conn.is_some() && self.is_end_stream() {
+            let _ = self.ended();
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_request_carries_its_host_and_its_path() {
-        let uri: Uri = "http://127.0.0.1:8080/mcp?x=1".parse().unwrap();
-        assert_eq!(host(&uri).unwrap(), "127.0.0.1:8080");
-        assert_eq!(origin_form(&uri), "/mcp?x=1");
-        let uri: Uri = "https://tools.example.org:443/".parse().unwrap();
-        assert_eq!(host(&uri).unwrap(), "tools.example.org");
-        assert_eq!(origin_form(&uri), "/");
-        let uri: Uri = "http://[::1]/mcp".parse().unwrap();
-        assert_eq!(host(&uri).unwrap(), "[::1]");
-    }
-}
+pub(crate) mod tests;

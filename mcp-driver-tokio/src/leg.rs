@@ -9,14 +9,12 @@
 //! client's [`Http`] ([`crate::http1`]).
 
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
 
-use bytes::Bytes;
 use http::Uri;
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Body as _, Frame};
 use mcp_proto::driver::{
     DRAIN_BYTES, Input, Leg, LegId, LegKind, LegStatus, Operation, TransportError,
 };
@@ -105,20 +103,20 @@ enum State {
 pub(crate) enum Delivery {
     /// The response head (or why there is none).
     Head(HeadResult),
-    /// A body frame, its end (`None`) or a broken body.
-    Frame(Option<Result<Frame<Bytes>, hyper::Error>>),
+    /// The body's next bytes (in the leg's [`Body::chunk`]), its end (`None`) or a broken
+    /// body.
+    Body(Option<io::Result<()>>),
 }
 
 impl InFlight {
     /// Starts the leg's request; it makes progress when [`next`] polls it.
     pub(crate) fn start(http: &Http, leg: Leg) -> Self {
-        let request = leg.request.map(|body| Full::new(Bytes::from(body)));
         Self {
             id: leg.id,
             opens_stream: leg.kind == LegKind::Events,
             ends_at: leg.ends_at,
-            uri: request.uri().clone(),
-            state: State::Head(http.request(request)),
+            uri: leg.request.uri().clone(),
+            state: State::Head(http.request(leg.request)),
         }
     }
 }
@@ -138,7 +136,8 @@ pub(crate) struct HttpWire<'a> {
 /// What came on the wire: a leg's delivery, or the next frame of the session's event stream.
 pub(crate) enum Came {
     Leg(usize, Delivery),
-    Events(Option<Result<Frame<Bytes>, hyper::Error>>),
+    /// The stream's next bytes (in its [`Body::chunk`]), its end, or its break.
+    Events(Option<io::Result<()>>),
 }
 
 impl Wire for HttpWire<'_> {
@@ -162,7 +161,7 @@ impl Wire for HttpWire<'_> {
                 return Poll::Ready(Came::Leg(index, delivery));
             }
             match events {
-                Some(body) => Pin::new(body).poll_frame(cx).map(Came::Events),
+                Some(body) => body.poll_chunk(cx).map(Came::Events),
                 None => Poll::Pending,
             }
         })
@@ -177,8 +176,9 @@ impl Wire for HttpWire<'_> {
             Came::Events(frame) => {
                 let now = TokioClock.now();
                 match frame {
-                    Some(Ok(frame)) => {
-                        if let Some(data) = frame.data_ref().filter(|data| !data.is_empty()) {
+                    Some(Ok(())) => {
+                        let data = self.events.as_ref().map_or(&[][..], |body| body.chunk());
+                        if !data.is_empty() {
                             op.handle_input(Input::Events(data), now);
                         }
                     }
@@ -213,7 +213,7 @@ fn poll_legs(legs: &mut [InFlight], cx: &mut std::task::Context<'_>) -> Poll<(us
     for (index, leg) in legs.iter_mut().enumerate() {
         let delivery = match &mut leg.state {
             State::Head(head) => Pin::new(head).poll(cx).map(Delivery::Head),
-            State::Body(body) => Pin::new(body).poll_frame(cx).map(Delivery::Frame),
+            State::Body(body) => body.poll_chunk(cx).map(Delivery::Body),
         };
         if let Poll::Ready(delivery) = delivery {
             return Poll::Ready((index, delivery));
@@ -253,29 +253,29 @@ async fn feed(
             let error = transport_error(&err);
             op.handle_input(Input::Failed { leg: id, error }, now);
         }
-        Delivery::Frame(None) => {
+        Delivery::Body(None) => {
             op.handle_input(Input::End { leg: id }, now);
         }
-        Delivery::Frame(Some(Err(err))) => {
+        Delivery::Body(Some(Err(err))) => {
             let error = TransportError::new(TransportErrorKind::Io, chain(&err));
             op.handle_input(Input::Failed { leg: id, error }, now);
         }
-        Delivery::Frame(Some(Ok(frame))) => {
-            // Trailers and empty frames carry nothing an MCP answer needs.
-            let Some(data) = frame.data_ref().filter(|data| !data.is_empty()) else {
+        Delivery::Body(Some(Ok(()))) => {
+            let State::Body(body) = &mut leg.state else {
                 return now;
             };
-            if op.handle_input(
-                Input::Chunk {
-                    leg: id,
-                    bytes: data,
-                },
-                now,
-            ) == LegStatus::ReadMore
-            {
+            let data = body.chunk();
+            if data.is_empty() {
                 return now;
             }
-            if let (State::Body(body), true) = (&mut leg.state, now < leg.ends_at) {
+            let input = Input::Chunk {
+                leg: id,
+                bytes: data,
+            };
+            if op.handle_input(input, now) == LegStatus::ReadMore {
+                return now;
+            }
+            if now < leg.ends_at {
                 let until = mcp_proto::driver::drain_until(now, leg.ends_at);
                 if drain_rest(body, until).await {
                     now = TokioClock.now();
@@ -292,35 +292,26 @@ async fn feed(
 pub(crate) fn kind_of(err: &RequestError) -> TransportErrorKind {
     match err {
         RequestError::Connect(failure) => failure.kind,
-        RequestError::Http(err) if err.is_parse() => TransportErrorKind::Protocol,
-        RequestError::Http(_) => TransportErrorKind::Io,
+        RequestError::Protocol(_) => TransportErrorKind::Protocol,
+        RequestError::Io(_) => TransportErrorKind::Io,
     }
 }
 
 /// After the answer is in: reads what is left of `body` if it ends within the proto's drain
-/// bounds, so that hyper puts the connection back in its pool instead of closing it. What is
-/// already in (usually the chunked body's end) is read without arming a timer: first as it
-/// is, then after one turn of the runtime, in which hyper's connection task reads what the
-/// socket holds. A timer shorter than every other is armed only after that: arming it wakes
-/// the runtime's driver with a system call (`tokio::time` re-parks on an earlier timer), two
-/// a call on an event-stream answer when it was armed at once. Returns whether it had to wait.
+/// bounds, so that its connection goes back to the client's pool instead of closing. What the
+/// connection holds already (usually a chunked body's end) is read without arming a timer: a
+/// read that does not wait comes first, and a timer (one system call to re-park the runtime's
+/// driver on it) only when that read found nothing. Returns whether it had to wait.
 async fn drain_rest(body: &mut Body, until: Instant) -> bool {
     let mut left = DRAIN_BYTES;
-    let mut yielded = false;
     loop {
         if body.is_end_stream() {
             return false;
         }
-        let polled =
-            std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
-        match polled {
-            Poll::Pending if !yielded => {
-                yielded = true;
-                tokio::task::yield_now().await;
-            }
+        match std::future::poll_fn(|cx| Poll::Ready(body.poll_chunk(cx))).await {
             Poll::Pending => break,
-            Poll::Ready(Some(Ok(frame))) => {
-                left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
+            Poll::Ready(Some(Ok(()))) => {
+                left = left.saturating_sub(body.chunk().len());
                 if left == 0 {
                     return false;
                 }
@@ -329,8 +320,8 @@ async fn drain_rest(body: &mut Body, until: Instant) -> bool {
         }
     }
     let _ = tokio::time::timeout_at(tokio::time::Instant::from_std(until), async {
-        while let Some(Ok(frame)) = body.frame().await {
-            left = left.saturating_sub(frame.data_ref().map_or(0, |d| d.len()));
+        while let Some(Ok(())) = std::future::poll_fn(|cx| body.poll_chunk(cx)).await {
+            left = left.saturating_sub(body.chunk().len());
             if left == 0 {
                 break;
             }

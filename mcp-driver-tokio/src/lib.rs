@@ -3,7 +3,8 @@
 //!
 //! [`mcp_proto`] is a sans-IO state machine: it decides which request comes next, grants it
 //! what is left of the operation's budget and reads the answers. This crate does the I/O for it
-//! on tokio, and nothing else: it sends each leg with [hyper] 1 over HTTP/1.1 (rustls with the
+//! on tokio, and nothing else: it sends each leg over HTTP/1.1 with ureq's protocol core
+//! ([`ureq-proto`](https://docs.rs/ureq-proto), the blocking driver's too) on tokio's sockets (rustls with the
 //! *ring* provider for HTTPS, verified with the operating system's trust store plus the CAs
 //! [`Client::with_network`] adds; an HTTP `CONNECT` proxy from the environment or set there),
 //! bounds the **whole** leg (connect, proxy tunnel, TLS, send, response head and every body
@@ -30,23 +31,28 @@
 //!
 //! # Out of scope
 //! * Policy of any kind: retries, backoff, budgets other than the one the caller set.
-//! * Redirects (hyper does not follow them; a 3xx ends the leg as [`Error::HttpStatus`](mcp_proto::Error::HttpStatus)),
+//! * Redirects (none is followed; a 3xx ends the leg as [`Error::HttpStatus`](mcp_proto::Error::HttpStatus)),
 //!   HTTP/2, SOCKS proxies (HTTP `CONNECT` proxies are in scope, see above), client
 //!   certificates.
 //!
-//! # Why hyper rather than reqwest
+//! # Why ureq-proto rather than hyper or reqwest
+//! * One request at a time on a connection, read inside the leg's own future: no connection
+//!   task, no channel between them and no per-request buffer (hyper's connection took a task
+//!   wake-up, a channel and an 8 KiB read buffer a request, about a tenth of a warm call's
+//!   instructions). Both drivers write requests and parse answers with the same code.
 //! * Fewer dependencies and a shorter build: reqwest brings features an MCP client does not use
-//!   (redirect following, cookies, decompression, proxies) on top of the same hyper stack.
-//! * Direct control over the body: the driver reads it frame by frame and drops it the moment
+//!   (redirect following, cookies, decompression, proxies) on top of hyper.
+//! * Direct control over the body: the driver reads it chunk by chunk and drops it the moment
 //!   the state machine has the answer, which an event stream the server keeps open requires.
 //! * TLS is rustls with the *ring* provider and nothing else: no `aws-lc-rs` (and its C and
 //!   CMake build), no native-tls, without depending on another crate's feature defaults.
 //!
 //! # Runtime
 //! The futures need a tokio runtime with the time and I/O drivers enabled. The driver spawns
-//! one task per connection it makes, which runs hyper's HTTP/1.1 connection (its I/O) until
-//! the connection closes; a client keeps its idle connections itself (`http1.rs`), as
-//! hyper-util's pooled client did before, without its per-request combinators and checkout. Host names (not IP literals) are looked up on detached threads
+//! no task: a connection is read and written only inside the future of the leg that uses it,
+//! and a client keeps its idle connections itself (`http1.rs`), each taken only after a look
+//! at its socket finds nothing waiting on it (a server that closed it while the runtime did
+//! not run is seen). Host names (not IP literals) are looked up on detached threads
 //! of `mcp-driver-common`'s `lookup`, not on tokio's blocking pool: a lookup a leg left at its
 //! grant (a DNS server that does not answer) holds neither the runtime's shutdown nor the
 //! process; concurrent lookups of one name share a thread, and at most 16 names are looked
