@@ -43,10 +43,22 @@ pub(crate) enum Cancel {
 }
 
 impl Cancel {
+    /// Cancels the operation in flight, if any (a command's Ctrl-C: the close after it still
+    /// runs on the same client).
     pub(crate) fn cancel(&self) {
         match self {
             Self::Blocking(handle) => handle.cancel(),
             Self::Tokio(handle) => handle.cancel(),
+        }
+    }
+
+    /// Cancels the operation of the client clone this handle came from, whether it has begun
+    /// or not, and every later one: for a clone made for one operation (the bridge's), whose
+    /// cancel may come before its thread or task has begun it.
+    pub(crate) fn cancel_for_good(&self) {
+        match self {
+            Self::Blocking(handle) => handle.cancel_for_good(),
+            Self::Tokio(handle) => handle.cancel_for_good(),
         }
     }
 }

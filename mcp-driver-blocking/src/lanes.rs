@@ -1,6 +1,7 @@
 //! The lanes an operation's legs run in: a lane's HTTP client, body buffer and cancel state
 //! ([`Lane`], [`Shared`]), a client value's lanes ([`Lanes`]: the idle ones and every one), and
-//! cancelling the operations in flight on them from another thread ([`CancelHandle`]).
+//! cancelling the operations in flight on them from another thread ([`CancelHandle`]), or
+//! those and every later one.
 //!
 //! A blocked socket read cannot be woken by a flag, so cancelling must reach the socket.
 //! The client's connector ([`crate::connector`]) hands the TCP step a `register_shutdown`
@@ -14,6 +15,10 @@
 //! the pool. Idle pooled sockets are closed as collateral; the next operation opens a new one.
 //! The driver checks the flag before each leg and after every blocking call, and ends the
 //! operation with [`Error::Cancelled`](mcp_proto::Error::Cancelled).
+//!
+//! [`CancelHandle::cancel_for_good`] also marks the client value's lanes: an operation that
+//! begins on them later finds its flag set as it begins ([`Lanes::begin_operation`]), before
+//! it sends anything.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,8 +31,9 @@ use crate::leg_end::{self, LegEnd};
 
 /// The state a client shares with its cancel handles and its connector.
 pub(crate) struct Shared {
-    /// Set by `cancel()` while an operation is in flight; cleared when an operation starts and
-    /// when it ends, so a cancel between operations reaches none of them.
+    /// Set by `cancel()` while an operation is in flight; cleared when an operation starts (set
+    /// instead, when the client value was cancelled for good) and when it ends, so a cancel
+    /// between operations reaches none of them.
     cancelled: AtomicBool,
     /// Set by the connector when the connector chain failed during the current leg.
     connect_failed: AtomicBool,
@@ -100,11 +106,15 @@ impl Shared {
         self.cancelled.load(Ordering::SeqCst)
     }
 
-    /// Marks an operation as running until the guard drops.
-    pub(crate) fn begin_operation(self: &Arc<Self>) -> OperationGuard {
+    /// Marks an operation as running until the guard drops: cancelled from the start when
+    /// `for_good` is set.
+    fn begin_operation(self: &Arc<Self>, for_good: &AtomicBool) -> OperationGuard {
         let mut inner = self.lock();
         inner.active = true;
-        self.cancelled.store(false, Ordering::SeqCst);
+        // Read under the lane's lock: a cancel for good that set it after this read finds the
+        // lane active (it takes the lock next), and cancels the operation as one in flight.
+        let cancelled = for_good.load(Ordering::SeqCst);
+        self.cancelled.store(cancelled, Ordering::SeqCst);
         OperationGuard {
             shared: Arc::clone(self),
         }
@@ -288,6 +298,8 @@ impl Lane {
 pub(crate) struct Lanes {
     idle: Mutex<Vec<Lane>>,
     every: Mutex<Vec<Arc<Shared>>>,
+    /// Set by [`CancelHandle::cancel_for_good`]: every operation begins cancelled.
+    for_good: AtomicBool,
     /// The client's shared state: a cancel also wakes an operation waiting for the session.
     client: Arc<crate::ClientShared>,
 }
@@ -297,6 +309,7 @@ impl Lanes {
         Self {
             idle: Mutex::new(Vec::new()),
             every: Mutex::new(Vec::new()),
+            for_good: AtomicBool::new(false),
             client,
         }
     }
@@ -320,6 +333,12 @@ impl Lanes {
             lanes: self,
             lane: Some(lane),
         }
+    }
+
+    /// Marks an operation as running on `lane` (one of these lanes) until the guard drops;
+    /// from then on a cancel reaches it, and one for good has already.
+    pub(crate) fn begin_operation(&self, lane: &Lane) -> OperationGuard {
+        lane.shared.begin_operation(&self.for_good)
     }
 
     fn cancel(&self) {
@@ -383,6 +402,14 @@ impl Drop for LaneGuard<'_> {
 /// blocked on the network returns at once. A cancel while no operation runs does nothing,
 /// and never reaches a later operation.
 ///
+/// [`cancel_for_good`](Self::cancel_for_good) also cancels every operation the client value
+/// starts later: for a cancel that may come before the operation it is meant for has begun.
+/// An operation handed to another thread begins only when that thread calls it, and
+/// [`cancel`](Self::cancel) fired before then is lost; the operation would run to the end of
+/// its budget. Give such an operation a clone of its own and cancel that clone for good: its
+/// operation ends with `Cancelled` whenever it begins, having sent nothing if it had not
+/// begun. The tokio driver's `CancelHandle` has the same two methods.
+///
 /// The shutdown reaches every socket of those operations' lanes, idle pooled ones included
 /// (they are closed; the next operation connects again). By default nothing more is sent;
 /// see [`SessionConfig::with_cancel_notice`](mcp_proto::SessionConfig::with_cancel_notice) to
@@ -421,6 +448,35 @@ impl CancelHandle {
     /// and a TCP connect in progress cannot be interrupted (they are bounded by the leg's
     /// grant); the socket is shut down the moment the connect completes.
     pub fn cancel(&self) {
+        self.lanes.cancel();
+    }
+
+    /// Cancels the operations in flight on this client value, as [`cancel`](Self::cancel)
+    /// does, and every operation it starts from now on, which ends as it begins with
+    /// [`Error::Cancelled`](mcp_proto::Error::Cancelled), having sent nothing. There is no
+    /// undo: the client value is done (its clones, and the session, are not; close the session
+    /// through one of them).
+    ///
+    /// A cancel made before the operation's thread even calls it reaches it:
+    ///
+    /// ```
+    /// // Nothing listens there: a call that went out would end `Unreachable` instead.
+    /// let client = mcp_driver_blocking::Client::connect("http://127.0.0.1:9/mcp")?;
+    /// let request = client.clone(); // this request's own, so the cancel stays its own
+    /// let cancel = request.cancel_handle();
+    /// let (go, ready) = std::sync::mpsc::channel::<()>();
+    /// let call = std::thread::spawn(move || {
+    ///     let _ = ready.recv(); // the thread is held back: the call has not begun
+    ///     request.call_tool("slow", serde_json::Map::new())
+    /// });
+    /// cancel.cancel_for_good();
+    /// drop(go);
+    /// let result = call.join().expect("the thread ran");
+    /// assert!(matches!(result, Err(mcp_proto::Error::Cancelled { .. })));
+    /// # Ok::<(), mcp_proto::Error>(())
+    /// ```
+    pub fn cancel_for_good(&self) {
+        self.lanes.for_good.store(true, Ordering::SeqCst);
         self.lanes.cancel();
     }
 }

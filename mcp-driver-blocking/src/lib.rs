@@ -308,7 +308,7 @@ impl Client {
         let shell = &self.shared.shell;
         let mut lane = self.lanes.take(|| self.shared.new_lane());
         // From here until the guard drops, a cancel reaches this operation.
-        let _running = lane.shared().begin_operation();
+        let _running = self.lanes.begin_operation(&lane);
         // The deadline opens at the call, whatever the operation waits for first. Declared
         // before the operation, `opened` wakes the waiting ones after the operation is gone.
         let opened = shell.open(&action, deadline, clock.now());

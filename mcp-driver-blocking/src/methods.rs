@@ -97,7 +97,9 @@ impl Client {
 
     /// A handle that cancels, from another thread, the operations this client value has in
     /// flight (a clone has a handle of its own: give each thread that must be cancelled on its
-    /// own a clone).
+    /// own a clone), or those and every later one
+    /// ([`cancel_for_good`](CancelHandle::cancel_for_good), for a cancel that may come before
+    /// the operation has begun).
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle::new(Arc::clone(&self.lanes))
     }

@@ -1,6 +1,7 @@
 //! Cancelling from another thread in each state a blocking leg can be in: waiting for the
 //! response head, reading a trickling body, reading a slow tool's progress stream. The socket
-//! shutdown must reach each of them at once.
+//! shutdown must reach each of them at once. And a cancel for good, which reaches the
+//! operation whether it fired before the operation began or while it ran, and every later one.
 //!
 //! The budget in real time (stalls, trickles, endless and kept-open streams, the seed
 //! sequence, a spent budget, `run`'s own budget) and the cancel of a stalled call are in the
@@ -125,4 +126,93 @@ fn a_cancel_between_operations_leaves_the_pooled_connection_open() {
     handle.clone().cancel();
     assert_eq!(client.list_tools().unwrap().len(), 4);
     assert_eq!(server.connections_accepted(), 1);
+}
+
+/// The cancel `mcp-call bridge` lost: fired after the request's clone was made, before its
+/// operation began. For good, it ends the call at once without a word to the server, and every
+/// later call on that clone; the client (another clone) goes on.
+#[test]
+fn a_cancel_for_good_before_the_call_ends_it_at_once_having_sent_nothing() {
+    let server = TestServer::start(Script::new());
+    let (client, _) = client(&server, Duration::from_secs(30));
+    let request = client.clone();
+    request.cancel_handle().cancel_for_good();
+    let started = Instant::now();
+    let err = request
+        .call_tool("echo", text_args("never sent"))
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
+    // The budget is 30 s: a cancel that had to wait for it would show.
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let later = request.list_tools().unwrap_err();
+    assert!(matches!(later, Error::Cancelled { .. }), "{later:?}");
+    assert_eq!(server.rpc_methods(), Vec::<String>::new());
+    assert_eq!(server.connections_accepted(), 0);
+    assert_eq!(
+        client.call_tool("echo", text_args("sent")).unwrap().text(),
+        "sent"
+    );
+}
+
+/// The bridge's order: a request's operation is handed to a thread, and its clone cancelled
+/// for good right after, before or after the thread began it. Against a server that holds
+/// every call, the call ends cancelled each time, never at its budget.
+#[test]
+fn a_cancel_for_good_racing_the_call_s_start_ends_it_whichever_comes_first() {
+    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
+    let (client, _) = client(&server, Duration::from_secs(30));
+    client.probe().unwrap();
+    for _ in 0..10 {
+        let request = client.clone();
+        let cancel = request.cancel_handle();
+        let started = Instant::now();
+        let call = thread::spawn(move || request.call_tool("echo", text_args("x")));
+        cancel.cancel_for_good();
+        let result = call.join().unwrap();
+        assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{took:?} of a 30 s budget");
+    }
+}
+
+/// Fired while the call runs, a cancel for good ends it as `cancel` does, and the clone's next
+/// call ends at once, unsent: the server heard of the first call only.
+#[test]
+fn a_cancel_for_good_in_flight_ends_the_call_and_every_later_one() {
+    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
+    let (client, _) = client(&server, Duration::from_secs(30));
+    client.probe().unwrap();
+    let request = client.clone();
+    let cancel = request.cancel_handle();
+    let (err, returned, fired) = thread::scope(|scope| {
+        let canceller = scope.spawn(|| {
+            common::wait_until(|| server.count("tools/call") == 1);
+            let fired = Instant::now();
+            cancel.cancel_for_good();
+            fired
+        });
+        let err = request.call_tool("echo", text_args("x")).unwrap_err();
+        (err, Instant::now(), canceller.join().unwrap())
+    });
+    let took = returned.saturating_duration_since(fired);
+    assert!(
+        matches!(
+            err,
+            Error::Cancelled {
+                method: "tools/call",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    server.update_script(Script::clear_hostile);
+    let later = request.call_tool("echo", text_args("y")).unwrap_err();
+    assert!(matches!(later, Error::Cancelled { .. }), "{later:?}");
+    assert_eq!(server.count("tools/call"), 1);
+    assert_eq!(
+        client.call_tool("echo", text_args("z")).unwrap().text(),
+        "z"
+    );
 }

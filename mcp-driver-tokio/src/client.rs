@@ -220,6 +220,9 @@ async fn take_turn<'m, T>(
     let cancelled = cancel.waiter();
     tokio::pin!(cancelled);
     cancelled.as_mut().enable();
+    if cancel.is_fired_for_good() {
+        return None;
+    }
     tokio::select! {
         biased;
         () = &mut cancelled => None,

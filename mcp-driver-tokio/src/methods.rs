@@ -93,7 +93,9 @@ impl Client {
 
     /// A handle that cancels, from another task or thread, the operations this client value
     /// has in flight (a clone has a handle of its own: give each operation that must be
-    /// cancelled on its own a clone).
+    /// cancelled on its own a clone), or those and every later one
+    /// ([`cancel_for_good`](CancelHandle::cancel_for_good), for a cancel that may come before
+    /// the operation has begun).
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle::new(Arc::clone(&self.cancel))
     }

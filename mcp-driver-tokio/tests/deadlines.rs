@@ -1,6 +1,8 @@
 //! What only the tokio driver has, in real (or paused) time: the `notifications/cancelled`
 //! notice after a cancel, cancelling by dropping the future, and tokio's paused clock driving
-//! the grants.
+//! the grants. And a cancel for good (the blocking driver's tests hold the same three cases),
+//! which reaches the operation whether it fired before the operation was first polled or
+//! while it ran, and every later one.
 //!
 //! The budget in real time (stalls, trickles, endless and kept-open streams, the seed
 //! sequence, a spent budget, resumption) and the cancel handle without a notice are in the
@@ -246,4 +248,99 @@ async fn cancelled_call(server: &Arc<TestServer>, client: &mut Client, stalled: 
         matches!(&err, Error::Cancelled { method, .. } if *method == stalled),
         "{err:?}"
     );
+}
+
+/// The cancel `mcp-call bridge` lost: fired after the request's clone was made, before its
+/// operation was first polled. For good, it ends the call at once without a word to the
+/// server, and every later call on that clone; the client (another clone) goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_for_good_before_the_call_ends_it_at_once_having_sent_nothing() {
+    let server = TestServer::start(Script::new());
+    let client = Client::new(config(&server).with_budget(Budget::from_secs(30)));
+    let request = client.clone();
+    request.cancel_handle().cancel_for_good();
+    let started = Instant::now();
+    let err = request
+        .call_tool("echo", echo("never sent"))
+        .await
+        .expect_err("cancelled");
+    let took = started.elapsed();
+    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
+    // The budget is 30 s: a cancel that had to wait for it would show.
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let later = request.list_tools().await.expect_err("cancelled");
+    assert!(matches!(later, Error::Cancelled { .. }), "{later:?}");
+    assert_eq!(server.rpc_methods(), Vec::<String>::new());
+    assert_eq!(server.connections_accepted(), 0);
+    let sent = client.call_tool("echo", echo("sent")).await.expect("sent");
+    assert_eq!(sent.text(), "sent");
+}
+
+/// The bridge's order: a request's operation is spawned on a task, and its clone cancelled for
+/// good right after, before or after the task first polled it. Against a server that holds
+/// every call, the call ends cancelled each time, never at its budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_for_good_racing_the_call_s_start_ends_it_whichever_comes_first() {
+    let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
+    let client = Client::new(config(&server).with_budget(Budget::from_secs(30)));
+    client.probe().await.expect("the handshake");
+    for _ in 0..10 {
+        let request = client.clone();
+        let cancel = request.cancel_handle();
+        let started = Instant::now();
+        let call = tokio::spawn(async move { request.call_tool("echo", echo("x")).await });
+        cancel.cancel_for_good();
+        let result = call.await.expect("the task ran");
+        assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{took:?} of a 30 s budget");
+    }
+}
+
+/// Fired while the call runs, a cancel for good ends it as `cancel` does, and the clone's next
+/// call ends at once, unsent: the server heard of the first call only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_for_good_in_flight_ends_the_call_and_every_later_one() {
+    let server = Arc::new(TestServer::start(
+        Script::new().hostile("tools/call", Hostile::Stall),
+    ));
+    let client = Client::new(config(&server).with_budget(Budget::from_secs(30)));
+    client.probe().await.expect("the handshake");
+    let request = client.clone();
+    let cancel = request.cancel_handle();
+    let held = Arc::clone(&server);
+    let canceller = tokio::spawn(async move {
+        assert!(
+            eventually(Duration::from_secs(5), || held.count("tools/call") == 1).await,
+            "the call never reached the server"
+        );
+        let fired = Instant::now();
+        cancel.cancel_for_good();
+        fired
+    });
+    let err = request
+        .call_tool("echo", echo("x"))
+        .await
+        .expect_err("cancelled");
+    let took = canceller.await.expect("canceller").elapsed();
+    assert!(
+        matches!(
+            err,
+            Error::Cancelled {
+                method: "tools/call",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    server.update_script(Script::clear_hostile);
+    let later = request
+        .call_tool("echo", echo("y"))
+        .await
+        .expect_err("cancelled");
+    assert!(matches!(later, Error::Cancelled { .. }), "{later:?}");
+    assert_eq!(server.count("tools/call"), 1);
+    let answered = client.call_tool("echo", echo("z")).await.expect("answered");
+    assert_eq!(answered.text(), "z");
 }

@@ -147,6 +147,7 @@ for_each_driver!(
     a_program_that_is_not_there_is_the_callers_error,
     the_seed_sequence_holds_over_stdio_in_real_time,
     a_cancel_ends_a_local_call_at_once,
+    a_call_cancelled_for_good_does_not_wait_for_its_turn_on_a_local_server,
     a_local_server_that_stops_reading_is_cut_at_the_budget_and_ended,
     a_cancel_reaches_a_write_to_a_server_that_stopped_reading,
     a_close_after_a_spent_budget_ends_the_local_server_at_once,

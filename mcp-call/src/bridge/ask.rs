@@ -36,6 +36,8 @@ pub(super) struct Answering {
     /// The host speaks the 2026-07-28 era in this request: it is asked in input rounds.
     modern: bool,
     deadline: OperationDeadline,
+    /// The cancel of the client clone the operation runs on (its own), fired for good: the
+    /// host's cancel may come before the operation's thread or task has begun it.
     cancel: Cancel,
     /// The host request the operation's answer goes to: the one that started it, or the
     /// host's retry after an input round. `None` while a round waits for the retry, and once
@@ -92,24 +94,15 @@ impl Answering {
         self.deadline.is_exhausted(Instant::now())
     }
 
-    /// Once the operation has begun: fires its cancel again if the host cancelled before. A
-    /// driver's cancel reaches only an operation in flight, so a cancel that came between the
-    /// request's registration and the operation's start (the host gone right after sending
-    /// it) would otherwise be lost, and the operation run to the end of its budget.
-    pub(super) fn begun(&self) {
-        if self.cancelled.load(Ordering::SeqCst) {
-            self.cancel.cancel();
-        }
-    }
-
-    /// The host no longer wants the answer: the operation is cancelled and nothing is sent.
+    /// The host no longer wants the answer: the operation is cancelled (begun or not: it
+    /// ends at once either way) and nothing is sent.
     pub(super) fn cancel(&self) {
         // Under the wait's lock: an ask that has not registered its wait yet sees the cancel
         // when it does, one that has is woken (the operation cannot see the cancel while it
         // waits for the host).
         let mut asking = locked(&self.asking);
         self.cancelled.store(true, Ordering::SeqCst);
-        self.cancel.cancel();
+        self.cancel.cancel_for_good();
         if let Some(waiting) = asking.take() {
             let _ = waiting.send(Answer::Dropped { host_gone: false });
         }

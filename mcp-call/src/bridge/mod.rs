@@ -62,21 +62,16 @@ pub(crate) fn serve(
     tools: ToolFilter,
 ) -> u8 {
     let (inbox, mut inputs) = unbounded_channel();
-    let bridge = Arc::new(Bridge {
-        label: label.to_owned(),
-        reporter: reporter.clone(),
+    let (budget, local) = (config.budget().as_duration(), config.is_stdio());
+    let bridge = Bridge::new(
+        label,
         sentence,
-        budget: config.budget().as_duration(),
-        out: Mutex::new(()),
-        asks: Asks::default(),
-        inbox: inbox.clone(),
-        watch: Watch::new(config.is_stdio()),
-        listens: Listens::default(),
-        next_silent: std::sync::atomic::AtomicU64::new(1),
-        subscribable: std::sync::atomic::AtomicBool::new(false),
-        host_answers: std::sync::atomic::AtomicBool::new(false),
+        budget,
+        local,
+        reporter.clone(),
+        inbox.clone(),
         tools,
-    });
+    );
     read_stdin(Arc::clone(&bridge), inbox.clone());
     // Ctrl-C at a terminal, or the host's SIGTERM or SIGHUP: the end of the host, as EOF is.
     // A local upstream runs in a process group of its own, so the terminal's Ctrl-C does not
@@ -263,6 +258,35 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Bridge {
+    /// The bridge before the host's first request: `budget` is each request's, `local` says
+    /// the upstream is (its watcher yields to the host's requests); what the bridge decides
+    /// itself goes to `inbox`.
+    fn new(
+        label: &str,
+        sentence: fn(&Error, &str) -> String,
+        budget: Duration,
+        local: bool,
+        reporter: Reporter,
+        inbox: UnboundedSender<Input>,
+        tools: ToolFilter,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            label: label.to_owned(),
+            reporter,
+            sentence,
+            budget,
+            out: Mutex::new(()),
+            asks: Asks::default(),
+            inbox,
+            watch: Watch::new(local),
+            listens: Listens::default(),
+            next_silent: std::sync::atomic::AtomicU64::new(1),
+            subscribable: std::sync::atomic::AtomicBool::new(false),
+            host_answers: std::sync::atomic::AtomicBool::new(false),
+            tools,
+        })
+    }
+
     /// Writes one message to the host, flushed.
     fn send(&self, line: &str) {
         let _turn = locked(&self.out);
@@ -736,7 +760,10 @@ impl Running {
 }
 
 /// Starts `job`'s operation on a clone of the client (its own cancel, its own observer),
-/// unless the host cancelled it already; it answers the host when it ends.
+/// unless a request with its id runs already; it answers the host when it ends. The clone is
+/// the request's alone, so the host's cancel (or its end) cancels it for good: from the
+/// moment the request is registered, before the thread or task has begun the operation (it
+/// may wait for the watcher to let go of a local upstream first) as well as after.
 fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
     let relay = bridge.relay(job.progress.clone(), false);
     let bridge = Arc::clone(bridge);
@@ -769,10 +796,7 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
                     tokio::time::sleep(watch::YIELD_SLICE).await;
                 }
                 let operation = worker.run_within(job.action.clone(), deadline);
-                let operation = Arc::clone(&answering).scope_task(operation);
-                // The operation arms its cancel when first polled: a cancel that came before
-                // is fired again then.
-                let outcome = after_first_poll(operation, || answering.begun()).await;
+                let outcome = Arc::clone(&answering).scope_task(operation).await;
                 let probe = job.initialize.is_some() || job.discover;
                 let sse = probe && worker.session().speaks_sse();
                 bridge.finish(&job, &answering, outcome, sse);
@@ -781,24 +805,11 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
     }
 }
 
-/// Runs `work`, calling `begun` right after its first poll, once: what a future does before its
-/// first wait (a driver's operation arms its cancel there) is done by then.
-async fn after_first_poll<F: std::future::Future>(work: F, begun: impl FnOnce()) -> F::Output {
-    let mut work = std::pin::pin!(work);
-    let mut begun = Some(begun);
-    std::future::poll_fn(|cx| {
-        let polled = work.as_mut().poll(cx);
-        if let Some(begun) = begun.take() {
-            begun();
-        }
-        polled
-    })
-    .await
-}
-
 /// Starts the watcher (one at most, see `watch`): subscriptions one after another, each
 /// under a budget of its own, until the host is gone, nothing is wanted, a host request runs
-/// on a local upstream, or they keep failing.
+/// on a local upstream, or they keep failing. Each subscription runs on a clone of its own,
+/// cancelled for good (see [`watch::Watch::next`]): the host's end, or a change of what is
+/// wanted, may come before it has begun.
 ///
 /// Not over HTTP+SSE: its one stream carries everything, and a subscription would hold it (the
 /// operations on such a session take turns) for its whole budget, keeping the host's requests
@@ -820,13 +831,17 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
     match client {
         Client::Blocking(client) => {
             let worker = client.with_observer(relay);
-            let cancel = Cancel::Blocking(worker.cancel_handle());
             Some(Running::Thread(std::thread::spawn(move || {
                 let mut failures = 0;
-                while let Some((subscription, generation)) = bridge.watch.next(&cancel, &busy) {
+                loop {
+                    let subscriber = worker.clone();
+                    let cancel = Cancel::Blocking(subscriber.cancel_handle());
+                    let Some((subscription, generation)) = bridge.watch.next(&cancel, &busy) else {
+                        return;
+                    };
                     let began = std::time::Instant::now();
                     let action = Action::Subscribe(subscription);
-                    let ended = worker.run_within(action, worker.open_deadline());
+                    let ended = subscriber.run_within(action, subscriber.open_deadline());
                     let lasted = began.elapsed();
                     match bridge.watched(generation, ended.is_err(), lasted, &mut failures) {
                         After::Next => {}
@@ -838,13 +853,19 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
         }
         Client::Tokio(runtime, client) => {
             let worker = client.with_observer(relay);
-            let cancel = Cancel::Tokio(worker.cancel_handle());
             Some(Running::Task(runtime.spawn(async move {
                 let mut failures = 0;
-                while let Some((subscription, generation)) = bridge.watch.next(&cancel, &busy) {
+                loop {
+                    let subscriber = worker.clone();
+                    let cancel = Cancel::Tokio(subscriber.cancel_handle());
+                    let Some((subscription, generation)) = bridge.watch.next(&cancel, &busy) else {
+                        return;
+                    };
                     let began = std::time::Instant::now();
                     let action = Action::Subscribe(subscription);
-                    let ended = worker.run_within(action, worker.open_deadline()).await;
+                    let ended = subscriber
+                        .run_within(action, subscriber.open_deadline())
+                        .await;
                     let lasted = began.elapsed();
                     match bridge.watched(generation, ended.is_err(), lasted, &mut failures) {
                         After::Next => {}
@@ -859,35 +880,108 @@ fn watch(client: &Client, bridge: &Arc<Bridge>) -> Option<Running> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
 
-    use super::after_first_poll;
+    use mcp_driver_common::network::Network;
+    use mcp_proto::{Budget, Resolution, Subscription};
+    use mcp_testkit::{Hostile, Script, TestServer};
+    use serde_json::json;
 
-    /// What would have caught the lost cancel: the operation's first steps (its cancel armed)
-    /// come before `begun`, which comes before anything after the operation's first wait.
-    #[test]
-    fn begun_comes_after_what_the_work_does_before_its_first_wait() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let work = {
-            let log = Arc::clone(&log);
-            async move {
-                log.lock().unwrap().push("armed");
-                tokio::task::yield_now().await;
-                log.lock().unwrap().push("after its first wait");
-                7
+    use super::*;
+    use crate::driver::{DriverKind, Threads};
+
+    /// How the host lets go of its request.
+    #[derive(Debug, Clone, Copy)]
+    enum LetGo {
+        /// `notifications/cancelled` naming it.
+        Cancelled,
+        /// EOF on stdin, SIGTERM: the host is gone.
+        Gone,
+    }
+
+    /// The window the bridge once lost a cancel in, held open for certain: on a local upstream
+    /// a host request's operation begins only once the watcher's subscription has ended. The
+    /// host lets go of the request while the watcher still holds the upstream; once the
+    /// watcher lets go, the operation ends at once, having sent nothing (the upstream holds
+    /// every call: a cancel lost would show as the request's whole budget).
+    fn a_request_let_go_before_its_operation_began_ends_at_once_unsent(
+        kind: DriverKind,
+        let_go: LetGo,
+    ) {
+        let server = TestServer::start(Script::new().hostile("tools/call", Hostile::Stall));
+        let budget = Duration::from_secs(30);
+        let config = SessionConfig::new(&server.url())
+            .unwrap()
+            .with_budget(Budget::from_duration(budget))
+            .with_resolution(Resolution::MILLISECOND);
+        let reporter = Reporter::new(false, None, false, config.budget());
+        let network = Network::default();
+        let client = Client::with_threads(
+            kind,
+            config.clone(),
+            &network,
+            reporter.clone(),
+            Threads::Workers,
+        )
+        .unwrap();
+        let (inbox, _inputs) = unbounded_channel();
+        let sentence = |err: &Error, _: &str| err.to_string();
+        // Said to be local (the watcher's yield is all that differs): the watcher holds the
+        // upstream under a cancel of its own.
+        let tools = ToolFilter::default();
+        let bridge = Bridge::new("test", sentence, budget, true, reporter, inbox, tools);
+        assert!(bridge.watch.declare(Subscription::default(), true, false));
+        assert!(bridge.watch.start());
+        let watcher = mcp_driver_blocking::Client::connect("http://127.0.0.1:9/mcp").unwrap();
+        let watcher = Cancel::Blocking(watcher.cancel_handle());
+        let (_, generation) = bridge.watch.next(&watcher, || false).unwrap();
+
+        let call = FromHost::Request {
+            id: json!(7),
+            method: "tools/call".into(),
+            params: json!({"name": "echo", "arguments": {"text": "x"}}),
+        };
+        let job = bridge.dispatch(call).expect("a call to run");
+        let running = run(&client, &bridge, job).expect("registered");
+        match let_go {
+            LetGo::Cancelled => {
+                let _ = bridge.dispatch(FromHost::Cancelled {
+                    request_id: json!(7),
+                });
             }
-        };
-        let begun = {
-            let log = Arc::clone(&log);
-            move || log.lock().unwrap().push("begun")
-        };
-        assert_eq!(runtime.block_on(after_first_poll(work, begun)), 7);
-        assert_eq!(
-            *log.lock().unwrap(),
-            ["armed", "begun", "after its first wait"]
+            LetGo::Gone => bridge.cancel_all(),
+        }
+        let released = Instant::now();
+        bridge.watch.ended(generation, false);
+        match (running, &client) {
+            (Running::Thread(thread), _) => thread.join().unwrap(),
+            (Running::Task(task), Client::Tokio(runtime, _)) => runtime.block_on(task).unwrap(),
+            (Running::Task(_), Client::Blocking(_)) => unreachable!("a task on the tokio driver"),
+        }
+        let took = released.elapsed();
+        assert!(
+            took < budget / 3,
+            "{kind:?} {let_go:?}: {took:?} of {budget:?}"
         );
+        assert!(
+            server.rpc_methods().is_empty(),
+            "{:?}",
+            server.rpc_methods()
+        );
+        assert!(bridge.asks.is_idle());
+    }
+
+    #[test]
+    fn a_request_the_host_cancelled_before_its_operation_began_ends_at_once_unsent() {
+        for kind in [DriverKind::Blocking, DriverKind::Tokio] {
+            a_request_let_go_before_its_operation_began_ends_at_once_unsent(kind, LetGo::Cancelled);
+        }
+    }
+
+    #[test]
+    fn a_request_whose_host_went_before_its_operation_began_ends_at_once_unsent() {
+        for kind in [DriverKind::Blocking, DriverKind::Tokio] {
+            a_request_let_go_before_its_operation_began_ends_at_once_unsent(kind, LetGo::Gone);
+        }
     }
 }

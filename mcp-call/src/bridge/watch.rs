@@ -35,8 +35,8 @@ use crate::driver::Cancel;
 pub(super) const TRIES: u32 = 3;
 pub(super) const PAUSE: Duration = Duration::from_secs(1);
 
-/// The longest pause between two cancels of a subscription a host request waits to end: a
-/// cancel that comes before the subscription runs is not kept, so it is sent again.
+/// How long a host request waiting for the watcher's subscription to end (on a local upstream)
+/// pauses before it looks again.
 pub(super) const YIELD_SLICE: Duration = Duration::from_millis(5);
 
 /// Who waits for the upstream to take a subscription to a resource.
@@ -126,7 +126,7 @@ impl State {
     fn changed(&mut self) -> bool {
         self.generation += 1;
         if let Some((_, cancel)) = &self.current {
-            cancel.cancel();
+            cancel.cancel_for_good();
         }
         self.should_start()
     }
@@ -242,8 +242,8 @@ impl Watch {
         start
     }
 
-    /// The loop's next subscription, under `cancel` (the loop's client clone), and its
-    /// generation; `None` ends the loop: the host is gone, nothing is wanted, or (`busy`, over
+    /// The loop's next subscription, under `cancel` (of a client clone made for it alone: it
+    /// is cancelled for good, begun or not), and its generation; `None` ends the loop: the host is gone, nothing is wanted, or (`busy`, over
     /// stdio) a host request runs. Decided under the lock a yielding request reads.
     pub(super) fn next(
         &self,
@@ -286,8 +286,8 @@ impl Watch {
     }
 
     /// A host request is about to run on a local upstream: the subscription under way is
-    /// cancelled. True while it runs (the request sends the cancel again after
-    /// [`YIELD_SLICE`] until it has ended); false once none runs, and always over HTTP.
+    /// cancelled. True while it runs (the request looks again after [`YIELD_SLICE`] until it
+    /// has ended); false once none runs, and always over HTTP.
     pub(super) fn yield_to_request(&self) -> bool {
         if !self.local {
             return false;
@@ -297,7 +297,7 @@ impl Watch {
         let Some((_, cancel)) = &state.current else {
             return false;
         };
-        cancel.cancel();
+        cancel.cancel_for_good();
         true
     }
 
@@ -309,7 +309,7 @@ impl Watch {
         // Its end does not count: the loop ends without a pause.
         state.generation += 1;
         if let Some((_, cancel)) = &state.current {
-            cancel.cancel();
+            cancel.cancel_for_good();
         }
     }
 }

@@ -356,6 +356,52 @@ pub(super) fn a_cancel_ends_a_local_call_at_once<D: Driver>() {
     assert!(latency < Duration::from_secs(1), "{latency:?}");
 }
 
+/// While a call holds the local server (one stdout: operations take turns), another, through a
+/// clone cancelled for good before it began, ends at once instead of waiting for its turn: what
+/// `mcp-call bridge` asks of a host request cancelled while its watcher holds the server.
+pub(super) fn a_call_cancelled_for_good_does_not_wait_for_its_turn_on_a_local_server<
+    D: Driver + Sync,
+>() {
+    let tag = tag("for-good");
+    let signals = StdioSignals::new(&tag);
+    let script = StdioScript::new()
+        .era(ServerEra::Legacy)
+        .hostile("tools/call", StdioHostile::Stall)
+        .signal_file(signals.path());
+    let budget = Duration::from_secs(10);
+    let mut client = D::new(stdio_config(&script, budget, &tag));
+    client.probe().unwrap();
+    let client = &client;
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, stalled, result, took) = std::thread::scope(|scope| {
+        // The held call is cancelled once released (its trigger returns).
+        let trigger = Box::new(move || {
+            let _ = released.recv();
+        });
+        let holder = scope.spawn(move || {
+            client.call_tools_at_once(vec![("echo", echo("held"))], Some((0, trigger)))
+        });
+        let stalled = eventually(budget, &mut || {
+            signals.raised(StdioSignal::Stalled("tools/call"))
+        });
+        let started = Instant::now();
+        let result = client.call_cancelled_for_good("echo", echo("never sent"));
+        let took = started.elapsed();
+        drop(release);
+        (holder.join().unwrap(), stalled, result, took)
+    });
+    assert!(stalled, "the held call never reached the server: {held:?}");
+    assert!(matches!(result, Err(Error::Cancelled { .. })), "{result:?}");
+    assert!(
+        took < budget / 10,
+        "waited {took:?} (its budget {budget:?})"
+    );
+    assert!(
+        matches!(held[..], [Err(Error::Cancelled { .. })]),
+        "{held:?}"
+    );
+}
+
 /// Runs `call` on `client` and cancels it from another thread once the stdio server raised
 /// `signal` (the state the test is about); asserts the call ended cancelled and returns how
 /// long it took to return once the cancel was fired.

@@ -59,6 +59,9 @@ pub(crate) trait Driver: Sized + Send + fmt::Debug + 'static {
     fn authorize_never(&mut self);
     /// Cancels this client's operation in flight, from any thread.
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync>;
+    /// Calls `name` through a clone of this client cancelled for good (`cancel_for_good`)
+    /// before the call began.
+    fn call_cancelled_for_good(&self, name: &str, arguments: Map<String, Value>) -> Called;
     /// Calls `name` through a clone of this client with an observer of its own
     /// (`with_observer`), and returns the result and what that observer recorded.
     fn call_observed(
@@ -192,6 +195,12 @@ impl Driver for Blocking {
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
         let handle = self.0.cancel_handle();
         Box::new(move || handle.cancel())
+    }
+
+    fn call_cancelled_for_good(&self, name: &str, arguments: Map<String, Value>) -> Called {
+        let own = self.0.clone();
+        own.cancel_handle().cancel_for_good();
+        own.call_tool(name, arguments)
     }
 
     fn call_observed(
@@ -375,6 +384,12 @@ impl<const MULTI: bool> Driver for Tokio<MULTI> {
     fn cancel_handle(&self) -> Box<dyn Fn() + Send + Sync> {
         let handle = self.client.cancel_handle();
         Box::new(move || handle.cancel())
+    }
+
+    fn call_cancelled_for_good(&self, name: &str, arguments: Map<String, Value>) -> Called {
+        let own = self.client.clone();
+        own.cancel_handle().cancel_for_good();
+        self.runtime.block_on(own.call_tool(name, arguments))
     }
 
     fn call_observed(
