@@ -48,7 +48,10 @@
 //!   CMake build), no native-tls, without depending on another crate's feature defaults.
 //!
 //! # Runtime
-//! The futures need a tokio runtime with the time and I/O drivers enabled. The driver spawns
+//! The futures need a tokio runtime with the time and I/O drivers enabled. An operation's
+//! future holds the operation and the loop that drives it (about 9 KiB in a release build),
+//! so that a call allocates nothing for them: pin it where it runs (`.await` it, spawn it, or
+//! `Box::pin` it once if it is moved about) rather than moving it from place to place. The driver spawns
 //! no task: a connection is read and written only inside the future of the leg that uses it,
 //! and a client keeps its idle connections itself (`http1.rs`), each taken only after a look
 //! at its socket finds nothing waiting on it (a server that closed it while the runtime did

@@ -40,25 +40,3 @@ fn operation_futures_and_handles_are_send() {
         assert_send(&run);
     }
 }
-
-/// An operation's future is moved at least once before it runs (into `block_on`, or into a
-/// spawned task), and every move copies all of it. The operation and its driving loop live on
-/// the heap, so the future holds little more than its arguments: 1.4-1.6 KB in debug and
-/// release builds, where it was 8.8-9 KB (a copy of 18k instructions a warm call through
-/// `block_on`, a sixth of the call).
-#[test]
-fn an_operation_s_future_is_small_to_move() {
-    let client = Client::connect("http://127.0.0.1:9/mcp").expect("valid URL");
-    let call = client.call_tool("echo", echo("hi"));
-    assert!(
-        std::mem::size_of_val(&call) < 4096,
-        "{} bytes",
-        std::mem::size_of_val(&call)
-    );
-    let run = client.run(Action::Probe, Budget::from_secs(1));
-    assert!(
-        std::mem::size_of_val(&run) < 4096,
-        "{} bytes",
-        std::mem::size_of_val(&run)
-    );
-}
