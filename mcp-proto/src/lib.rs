@@ -45,7 +45,8 @@
 //! This is the one description of it (the README keeps only the layers and links here). Three
 //! layers: this crate decides everything about an operation and does no I/O; `mcp-auth` is the
 //! OAuth flow it runs, as requests ready to become legs; the drivers (`mcp-driver-blocking`
-//! over ureq, `mcp-driver-tokio` over hyper-util, with `mcp-driver-common` for what both share)
+//! on ureq's transport, `mcp-driver-tokio` on tokio's sockets, both speaking HTTP/1.1 with
+//! `ureq-proto`, with `mcp-driver-common` for what both share)
 //! move bytes, start processes and sleep, in one loop each (`drive.rs`) that is the same for
 //! HTTP and stdio. `.ci/architecture.py` checks that every module named below exists and that
 //! every module of `mcp-proto/src` and of `operation/` is named.
