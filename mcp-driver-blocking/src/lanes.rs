@@ -351,9 +351,11 @@ impl Lanes {
             shared.cancel();
         }
         // Under the session's lock, so an operation between its check and its wait cannot
-        // miss it; likewise an operation waiting for its turn on a stdio server.
+        // miss it; likewise an operation waiting for its turn on a stdio server or on an
+        // HTTP+SSE session's stream.
         self.client.shell.wake_waiters();
         self.client.stdio.wake();
+        self.client.events.wake();
     }
 }
 

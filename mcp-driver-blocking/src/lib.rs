@@ -404,6 +404,56 @@ mod tests {
         send_sync_clone::<CancelHandle>();
     }
 
+    /// A cancel reaches an operation waiting for its turn on an HTTP+SSE session's stream
+    /// while another operation holds it, as it reaches one waiting for a local server's turn
+    /// (it was not woken, and waited for the turn or its budget's end).
+    #[test]
+    fn a_cancel_wakes_an_operation_waiting_for_the_event_stream_s_turn() {
+        use std::time::{Duration, Instant};
+        let client = Client::connect("http://127.0.0.1:9/mcp").unwrap();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (holding, held) = std::sync::mpsc::channel::<()>();
+        let shared = Arc::clone(&client.shared);
+        let holder = std::thread::spawn(move || {
+            shared.events.take_turn(None, &Shared::for_lane(), |_| {
+                holding.send(()).unwrap();
+                let _ = released.recv();
+            });
+        });
+        held.recv().unwrap();
+        let other = client.clone();
+        let cancel = other.cancel_handle();
+        let waiter = std::thread::spawn(move || {
+            let lane = other.lanes.take(|| other.shared.new_lane());
+            let _running = other.lanes.begin_operation(&lane);
+            let started = Instant::now();
+            let until = started + Duration::from_secs(30);
+            let turned = other
+                .shared
+                .events
+                .take_turn(Some(until), lane.shared(), |held| held.is_some());
+            (turned, started.elapsed())
+        });
+        let waits = Instant::now() + Duration::from_secs(10);
+        while client.shared.events.waiting() == 0 && Instant::now() < waits {
+            std::thread::yield_now();
+        }
+        assert_eq!(
+            client.shared.events.waiting(),
+            1,
+            "the operation never waited"
+        );
+        cancel.cancel();
+        let (turned, waited) = waiter.join().unwrap();
+        drop(release);
+        holder.join().unwrap();
+        assert!(!turned, "it ran without the stream");
+        assert!(
+            waited < Duration::from_secs(10),
+            "waited {waited:?} of 30 s"
+        );
+    }
+
     #[test]
     fn https_to_a_closed_port_is_a_connect_failure() {
         let port = {

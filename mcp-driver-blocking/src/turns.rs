@@ -89,6 +89,15 @@ impl<T> Turns<T> {
         run(&mut turn.child)
     }
 
+    /// How many operations wait for their turn.
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
+        self.slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .waiting
+    }
+
     /// Wakes the operations waiting for their turn (one of them was cancelled).
     pub(crate) fn wake(&self) {
         let slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
