@@ -218,6 +218,14 @@ async fn take_turn<'m, T>(
     cancel: &CancelShared,
     until: Option<std::time::Instant>,
 ) -> Option<tokio::sync::MutexGuard<'m, T>> {
+    if cancel.is_fired_for_good() {
+        return None;
+    }
+    // Free (the usual case: operations one after another): taken without registering for a
+    // cancel, which locks the cancel's list of waiters twice.
+    if let Ok(turn) = slot.try_lock() {
+        return Some(turn);
+    }
     let cancelled = cancel.waiter();
     tokio::pin!(cancelled);
     cancelled.as_mut().enable();

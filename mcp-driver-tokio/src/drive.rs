@@ -50,7 +50,7 @@ const TIMER_SLACK: Duration = Duration::from_millis(2);
 /// session's next change (registered under the session's lock when the session was offered,
 /// so no change is missed).
 struct Waits<'p, 'a> {
-    cancelled: Pin<&'p mut Notified<'a>>,
+    cancelled: CancelWait<'p, 'a>,
     timer: Pin<&'p mut Sleep>,
     changed: Pin<&'p mut Option<Notified<'a>>>,
     /// The operation was just given its session: if it awaits it still, it waits for the
@@ -58,6 +58,38 @@ struct Waits<'p, 'a> {
     offered: bool,
     /// The instant being spun towards, and when (by the system's clock) the spin began.
     spin: Option<(Instant, std::time::Instant)>,
+}
+
+/// The wait for a cancel: the operation's one registration with the client's cancel (a
+/// `Notified`, registered once), polled again only when the task's waker changed. Each poll
+/// of a registered `Notified` locks the list of waiters; a wait a leg is one more poll, and
+/// the count the cancel moves before it wakes anyone tells whether it fired.
+struct CancelWait<'p, 'a> {
+    notified: Pin<&'p mut Notified<'a>>,
+    cancel: &'a CancelShared,
+    armed: u64,
+    /// The waker the registration holds.
+    waker: Option<std::task::Waker>,
+}
+
+impl CancelWait<'_, '_> {
+    fn poll(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.cancel.is_fired(self.armed) {
+            return std::task::Poll::Ready(());
+        }
+        if self
+            .waker
+            .as_ref()
+            .is_some_and(|held| held.will_wake(cx.waker()))
+        {
+            return std::task::Poll::Pending;
+        }
+        let polled = self.notified.as_mut().poll(cx);
+        if polled.is_pending() {
+            self.waker = Some(cx.waker().clone());
+        }
+        polled
+    }
 }
 
 impl<'a> Waits<'_, 'a> {
@@ -117,7 +149,7 @@ impl<'a> Waits<'_, 'a> {
             biased;
             // Once fired, the operation is cancelled (and so finished) before the next wait:
             // this branch is never polled again.
-            () = self.cancelled.as_mut(), if cancellable => (clock.now(), false),
+            () = std::future::poll_fn(|cx| self.cancelled.poll(cx)), if cancellable => (clock.now(), false),
             () = self.timer.as_mut(), if !spinning => (clock.now(), true),
             () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
                 changed.set(None);
@@ -153,7 +185,12 @@ impl Run<'_> {
         cancelled.as_mut().enable();
         let changed = std::pin::pin!(None::<Notified<'_>>);
         let mut waits = Waits {
-            cancelled,
+            cancelled: CancelWait {
+                notified: cancelled,
+                cancel,
+                armed,
+                waker: None,
+            },
             timer,
             changed,
             offered: false,
@@ -218,7 +255,7 @@ impl Run<'_> {
         };
         let redirect = tokio::select! {
             biased;
-            () = waits.cancelled.as_mut(), if !op.is_finished() => return TokioClock.now(),
+            () = std::future::poll_fn(|cx| waits.cancelled.poll(cx)), if !op.is_finished() => return TokioClock.now(),
             redirect = tokio::time::timeout_at(
                 TokioInstant::from_std(step.ends_at),
                 authorizer.authorize(step),

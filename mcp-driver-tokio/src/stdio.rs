@@ -93,6 +93,19 @@ impl Child {
         }
     }
 
+    /// Writes what of `line` the server's stdin takes now, without waiting: how much (0 when
+    /// it takes nothing, is closed or failed; the write that waits then says why).
+    fn write_now(&mut self, line: &[u8]) -> usize {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return 0;
+        };
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::pin::Pin::new(stdin).poll_write(&mut cx, line) {
+            std::task::Poll::Ready(Ok(written)) => written,
+            _ => 0,
+        }
+    }
+
     async fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
         let stdin = self
             .stdin
@@ -276,17 +289,27 @@ impl StdioWire<'_> {
             _ => {
                 let until = TokioInstant::from_std(leg.ends_at);
                 let cancel = self.cancel;
+                // Cancelled already: the loop passes it on.
+                if self.child.is_some() && cancel.is_fired(self.armed) {
+                    return;
+                }
+                // A line the pipe takes at once (the usual case) is written without a timer
+                // and without registering for a cancel; the rest of one it does not, as below.
+                let line = leg.request.body();
+                let sent = self.child.as_mut().map_or(0, |child| child.write_now(line));
+                if self.child.is_some() && sent == line.len() {
+                    op.handle_input(Input::Sent { leg: leg.id }, clock.now());
+                    return;
+                }
                 let cancelled = cancel.waiter();
                 tokio::pin!(cancelled);
                 cancelled.as_mut().enable();
                 let written = match self.child.as_mut() {
-                    // Cancelled already: the loop passes it on.
                     Some(_) if cancel.is_fired(self.armed) => return,
                     Some(child) => {
                         // A server that stops reading must not hold the write past the grant,
                         // nor past a cancel: the operation decides what either means.
-                        let write =
-                            tokio::time::timeout_at(until, child.write_line(leg.request.body()));
+                        let write = tokio::time::timeout_at(until, child.write_line(&line[sent..]));
                         tokio::select! {
                             biased;
                             () = &mut cancelled => return,
