@@ -426,14 +426,7 @@ impl Body {
             }
             let progress = match await_input(&mut **transport, until(self.end, Timeout::RecvBody)) {
                 Ok(progress) => progress,
-                Err(Error::Io(err))
-                    if matches!(
-                        err.kind(),
-                        io::ErrorKind::UnexpectedEof
-                            | io::ErrorKind::ConnectionAborted
-                            | io::ErrorKind::ConnectionReset
-                    ) =>
-                {
+                Err(Error::Io(err)) if mcp_driver_common::closed_by_peer(&err) => {
                     self.closed = true;
                     true
                 }

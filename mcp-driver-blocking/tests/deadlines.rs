@@ -144,7 +144,7 @@ fn a_cancel_for_good_before_the_call_ends_it_at_once_having_sent_nothing() {
     let took = started.elapsed();
     assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
     // The budget is 30 s: a cancel that had to wait for it would show.
-    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?} of a 30 s budget");
     let later = request.list_tools().unwrap_err();
     assert!(matches!(later, Error::Cancelled { .. }), "{later:?}");
     assert_eq!(server.rpc_methods(), Vec::<String>::new());
@@ -206,7 +206,7 @@ fn a_cancel_for_good_in_flight_ends_the_call_and_every_later_one() {
         ),
         "{err:?}"
     );
-    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?} of a 30 s budget");
     server.update_script(Script::clear_hostile);
     let later = request.call_tool("echo", text_args("y")).unwrap_err();
     assert!(matches!(later, Error::Cancelled { .. }), "{later:?}");

@@ -131,6 +131,18 @@ impl mcp_proto::Observer for Reporter<'_> {
     }
 }
 
+/// Whether `err` is the peer closing the connection (an end, an abort, a reset): how a body
+/// delimited by the connection's close ends, and why a kept connection is not kept. Both
+/// drivers read a body's end by this one rule.
+pub fn closed_by_peer(err: &std::io::Error) -> bool {
+    matches!(
+        err.kind(),
+        std::io::ErrorKind::UnexpectedEof
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
 /// What a headless authorizer reads off the authorization endpoint's answer: the redirect's
 /// `Location`, or why there is none (the words are the authorizer's, for the caller's log).
 pub fn redirect_location(

@@ -331,11 +331,11 @@ impl Http {
 /// A connection for a request: a kept one, or one being made.
 enum Via {
     Kept(Box<Conn>),
-    New(Connecting_),
+    New(ConnectFuture),
 }
 
 /// A connection being made (the connector's future).
-type Connecting_ = <Connector as tower_service::Service<http::Uri>>::Future;
+type ConnectFuture = <Connector as tower_service::Service<http::Uri>>::Future;
 
 /// Where a connection goes back to after a clean answer.
 struct Keep {
@@ -449,7 +449,7 @@ enum Step {
     Failed(RequestError),
     /// The connection is being made; the request waits in its output buffer (and its
     /// length).
-    Connect(Connecting_, (Vec<u8>, usize)),
+    Connect(ConnectFuture, (Vec<u8>, usize)),
     /// The request is being sent: this much of it left already.
     Send(Box<Conn>, usize),
     /// The answer's head is awaited.
@@ -659,16 +659,7 @@ impl Body {
             match ready!(conn.poll_fill(cx)) {
                 Ok(0) => self.closed = true,
                 Ok(_) => {}
-                Err(err)
-                    if matches!(
-                        err.kind(),
-                        io::ErrorKind::UnexpectedEof
-                            | io::ErrorKind::ConnectionAborted
-                            | io::ErrorKind::ConnectionReset
-                    ) =>
-                {
-                    self.closed = true;
-                }
+                Err(err) if mcp_driver_common::closed_by_peer(&err) => self.closed = true,
                 Err(err) => {
                     self.conn = None;
                     return Poll::Ready(Some(Err(err)));

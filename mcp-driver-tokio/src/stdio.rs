@@ -70,18 +70,6 @@ impl Child {
         })
     }
 
-    /// Writes `line` only if the pipe takes all of it at once (a short line: a pipe takes all
-    /// of it or none); never waits.
-    fn write_line_at_once(&mut self, line: &[u8]) -> bool {
-        let Some(stdin) = self.stdin.as_mut() else {
-            return false;
-        };
-        let waker = std::task::Waker::noop();
-        let mut cx = std::task::Context::from_waker(waker);
-        let written = std::pin::Pin::new(stdin).poll_write(&mut cx, line);
-        matches!(written, std::task::Poll::Ready(Ok(n)) if n == line.len())
-    }
-
     /// Ends the process at once, by the rule both drivers follow ([`process::kill_at_once`]),
     /// and waits for tokio to reap it.
     async fn kill(mut self) -> ProcessExit {
@@ -276,10 +264,10 @@ impl StdioWire<'_> {
                 op.handle_input(Input::Exit(&exit), clock.now());
             }
             LegKind::CancelNotice => {
-                let written = self
-                    .child
-                    .as_mut()
-                    .is_some_and(|child| child.write_line_at_once(leg.request.body()));
+                let written = self.child.as_mut().is_some_and(|child| {
+                    let line = leg.request.body();
+                    child.write_now(line) == line.len()
+                });
                 if written {
                     op.handle_input(Input::Sent { leg: leg.id }, clock.now());
                 } else {

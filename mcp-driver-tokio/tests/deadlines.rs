@@ -266,8 +266,9 @@ async fn a_cancel_for_good_before_the_call_ends_it_at_once_having_sent_nothing()
         .expect_err("cancelled");
     let took = started.elapsed();
     assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
-    // The budget is 30 s: a cancel that had to wait for it would show.
-    assert!(took < Duration::from_secs(1), "{took:?}");
+    // The budget is 30 s: a cancel that had to wait for it would show (a tenth of it leaves
+    // a slow machine room).
+    assert!(took < Duration::from_secs(3), "{took:?} of a 30 s budget");
     let later = request.list_tools().await.expect_err("cancelled");
     assert!(matches!(later, Error::Cancelled { .. }), "{later:?}");
     assert_eq!(server.rpc_methods(), Vec::<String>::new());
@@ -333,7 +334,7 @@ async fn a_cancel_for_good_in_flight_ends_the_call_and_every_later_one() {
         ),
         "{err:?}"
     );
-    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?} of a 30 s budget");
     server.update_script(Script::clear_hostile);
     let later = request
         .call_tool("echo", echo("y"))

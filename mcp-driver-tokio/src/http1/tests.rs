@@ -158,7 +158,7 @@ fn a_request_leaves_in_one_write_with_its_body() {
 }
 
 #[test]
-fn a_body_longer_than_the_output_buffer_leaves_whole_and_in_order() {
+fn a_long_head_or_body_grows_the_output_buffer_and_leaves_whole_and_in_order() {
     let body: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
     let exchange = run(post(&body), &[ANSWER]);
     let sent = exchange.sent.lock().unwrap().concat();
