@@ -302,23 +302,21 @@ impl Http {
             Some(conn) => Via::Kept(conn),
             None => Via::New(self.0.connector.clone().call(request.uri().clone())),
         };
-        let (call, step) = match via {
-            Via::Kept(mut conn) => match write_request(request, &mut conn.output) {
-                Ok((call, to_send)) => {
-                    conn.to_send = to_send;
-                    (Some(call), Step::Send(conn, 0))
-                }
-                Err(err) => (None, Step::Failed(err)),
-            },
+        let written = match via {
+            Via::Kept(mut conn) => write_request(request, &mut conn.output).map(|(call, len)| {
+                conn.to_send = len;
+                (call, Step::Send(conn, 0))
+            }),
             Via::New(connecting) => {
                 let mut output = Vec::new();
-                match write_request(request, &mut output) {
-                    Ok((call, to_send)) => {
-                        (Some(call), Step::Connect(connecting, (output, to_send)))
-                    }
-                    Err(err) => (None, Step::Failed(err)),
-                }
+                write_request(request, &mut output)
+                    .map(|(call, len)| (call, Step::Connect(connecting, (output, len))))
             }
+        };
+        // A request that cannot be written fails at once, having sent nothing.
+        let (call, step) = match written {
+            Ok((call, step)) => (Some(call), step),
+            Err(err) => return Box::pin(std::future::ready(Err(err))),
         };
         let keep = Keep {
             server,
@@ -439,14 +437,12 @@ impl<'o> Writer<'o> {
 /// more (nested `async fn`s held every step's locals at once: 3 KiB a request).
 struct Exchange {
     step: Step,
-    /// Reads the answer's head.
+    /// Reads the answer's head (taken when it is in).
     call: Option<Call<RecvResponse>>,
     keep: Keep,
 }
 
 enum Step {
-    /// The request could not be written: the exchange fails at its first poll.
-    Failed(RequestError),
     /// The connection is being made; the request waits in its output buffer (and its
     /// length).
     Connect(ConnectFuture, (Vec<u8>, usize)),
@@ -475,12 +471,7 @@ impl Exchange {
     fn advance(&mut self, cx: &mut Context<'_>) -> Poll<HeadResult> {
         loop {
             match &mut self.step {
-                Step::Failed(_) | Step::Done => {
-                    return match std::mem::replace(&mut self.step, Step::Done) {
-                        Step::Failed(err) => Poll::Ready(Err(err)),
-                        _ => Poll::Pending,
-                    };
-                }
+                Step::Done => return Poll::Pending,
                 Step::Connect(connecting, output) => {
                     let stream =
                         ready!(connecting.as_mut().poll(cx)).map_err(RequestError::Connect)?;
@@ -616,7 +607,8 @@ impl Body {
         }
     }
 
-    /// Reads the body's next bytes: `Some(Ok(()))` when [`chunk`](Self::chunk) holds them,
+    /// Reads the body's next bytes: `Some(Ok(()))` when [`chunk`](Self::chunk) holds them (at
+    /// least one),
     /// `None` at the body's end, an error when the connection broke or the body is not
     /// HTTP/1.1. What the connection holds already is handed over without a read.
     pub(crate) fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<()>>> {

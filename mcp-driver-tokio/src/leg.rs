@@ -177,9 +177,8 @@ impl Wire for HttpWire<'_> {
                 let now = TokioClock.now();
                 match frame {
                     Some(Ok(())) => {
-                        let data = self.events.as_ref().map_or(&[][..], |body| body.chunk());
-                        if !data.is_empty() {
-                            op.handle_input(Input::Events(data), now);
+                        if let Some(body) = self.events.as_ref() {
+                            op.handle_input(Input::Events(body.chunk()), now);
                         }
                     }
                     None => {
@@ -264,13 +263,9 @@ async fn feed(
             let State::Body(body) = &mut leg.state else {
                 return now;
             };
-            let data = body.chunk();
-            if data.is_empty() {
-                return now;
-            }
             let input = Input::Chunk {
                 leg: id,
-                bytes: data,
+                bytes: body.chunk(),
             };
             if op.handle_input(input, now) == LegStatus::ReadMore {
                 return now;

@@ -92,14 +92,18 @@ fn run(request: Request<Vec<u8>>, answers: &[&[u8]]) -> Ran {
         server: Origin::of(request.uri()),
         http: http.clone(),
     };
-    let (call, step) = match write_request(request, &mut conn.output) {
+    let result = match write_request(request, &mut conn.output) {
         Ok((call, to_send)) => {
             conn.to_send = to_send;
-            (Some(call), Step::Send(conn, 0))
+            let step = Step::Send(conn, 0);
+            block_on(Exchange {
+                step,
+                call: Some(call),
+                keep,
+            })
         }
-        Err(err) => (None, Step::Failed(err)),
+        Err(err) => Err(err),
     };
-    let result = block_on(Exchange { step, call, keep });
     Ran { sent, http, result }
 }
 
