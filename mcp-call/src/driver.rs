@@ -182,6 +182,46 @@ impl Client {
         }
     }
 
+    /// Runs `action` `runs` times, one after the other, each under the configured budget
+    /// opened as it starts. `report` gets each run's time, deadline and result as it ends;
+    /// once it answers false no more runs start. `each` brackets every run (the trace's
+    /// operation). On tokio the whole series is one `block_on`, as a tokio program's loop
+    /// would be: entering the runtime once, not once a call.
+    pub(crate) fn run_series(
+        &mut self,
+        action: &Action,
+        runs: u32,
+        reporter: &Reporter,
+        report: &mut dyn FnMut(Duration, OperationDeadline, Result<Outcome, Error>) -> bool,
+    ) {
+        match self {
+            Self::Blocking(client) => {
+                for _ in 0..runs {
+                    reporter.start_operation();
+                    let began = Instant::now();
+                    let deadline = client.open_deadline();
+                    let outcome = client.run_within(action.clone(), deadline);
+                    reporter.end_operation();
+                    if !report(began.elapsed(), deadline, outcome) {
+                        return;
+                    }
+                }
+            }
+            Self::Tokio(runtime, client) => runtime.block_on(async {
+                for _ in 0..runs {
+                    reporter.start_operation();
+                    let began = Instant::now();
+                    let deadline = client.open_deadline();
+                    let outcome = client.run_within(action.clone(), deadline).await;
+                    reporter.end_operation();
+                    if !report(began.elapsed(), deadline, outcome) {
+                        return;
+                    }
+                }
+            }),
+        }
+    }
+
     /// Runs `action` as one operation under `budget` instead of the configured one (a login,
     /// which waits for a person).
     pub(crate) fn run_under(

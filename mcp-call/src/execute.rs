@@ -103,15 +103,12 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
             &mut |latency, deadline, outcome| runs.record(latency, deadline, outcome),
         );
     } else {
-        for _ in 0..count {
-            reporter.start_operation();
-            let began = Instant::now();
-            let (outcome, deadline) = client.run(action.clone());
-            reporter.end_operation();
-            if !runs.record(began.elapsed(), deadline, outcome) {
-                break;
-            }
-        }
+        client.run_series(
+            &action,
+            count,
+            &reporter,
+            &mut |latency, deadline, outcome| runs.record(latency, deadline, outcome),
+        );
     }
     if count > 1 {
         eprintln!(

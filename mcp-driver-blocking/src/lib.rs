@@ -316,7 +316,7 @@ impl Client {
             Some(own) => own.reporter(),
             None => shell.reporter(),
         };
-        if let Some(command) = &opened.stdio {
+        if let Some(command) = opened.stdio() {
             let shared = lane.shared();
             return self
                 .shared
@@ -331,7 +331,7 @@ impl Client {
                         command,
                         shared,
                     };
-                    self.drive(&mut op, &opened.server, shared, &mut reporter, &mut wire)
+                    self.drive(&mut op, opened.server(), shared, &mut reporter, &mut wire)
                 });
         }
         let work = Arc::clone(lane.shared());
@@ -344,7 +344,7 @@ impl Client {
                 new_lane: &new_lane,
             };
             let mut wire = leg::HttpWire::new(http, shared, kept, lanes, events);
-            self.drive(&mut op, &opened.server, shared, &mut reporter, &mut wire)
+            self.drive(&mut op, opened.server(), shared, &mut reporter, &mut wire)
         };
         // The session says whether its stream lives on: one it no longer has is dropped
         // (closing its connection).

@@ -9,7 +9,7 @@
 //! in a future), or a decision about an operation (that is `mcp-proto`'s). It names neither
 //! tokio nor ureq, and no MCP method: a request's own knowledge is in `mcp_proto::request`.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use mcp_proto::driver::Operation;
@@ -66,15 +66,27 @@ impl<A, S> std::fmt::Debug for Shell<A, S> {
 /// operation is gone: declared before the operation, it drops after it.
 pub struct Opened<'a, A: Clone, S: SessionSignal> {
     shell: &'a Shell<A, S>,
-    /// The server's label, as errors and spans name it.
-    pub server: String,
-    /// Over stdio: the command that starts the server process.
-    pub stdio: Option<StdioCommand>,
+    /// The session's configuration, shared (not copied: an operation reads its label and
+    /// its command).
+    config: Arc<SessionConfig>,
     /// The operation's deadline: the caller's, or the one the session opened for its action.
     pub deadline: OperationDeadline,
 }
 
 impl<A: Clone, S: SessionSignal> Opened<'_, A, S> {
+    /// The server's label, as errors and spans name it.
+    pub fn server(&self) -> &str {
+        self.config.label()
+    }
+
+    /// Over stdio: the command that starts the server process.
+    pub fn stdio(&self) -> Option<&StdioCommand> {
+        match self.config.transport() {
+            Transport::Stdio(command) => Some(command),
+            _ => None,
+        }
+    }
+
     /// Starts `action` (the one it was opened for) under its deadline at `now`, telling the
     /// session the time of day first (tokens expire by the wall clock).
     pub fn start(&self, action: Action, now: Instant) -> Operation {
@@ -93,8 +105,8 @@ impl<A: Clone, S: SessionSignal> Drop for Opened<'_, A, S> {
 impl<A: Clone, S: SessionSignal> std::fmt::Debug for Opened<'_, A, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Opened")
-            .field("server", &self.server)
-            .field("stdio", &self.stdio)
+            .field("server", &self.server())
+            .field("stdio", &self.stdio())
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
@@ -191,15 +203,9 @@ impl<A: Clone, S: SessionSignal> Shell<A, S> {
         now: Instant,
     ) -> Opened<'_, A, S> {
         let session = self.session();
-        let config = session.config();
-        let stdio = match config.transport() {
-            Transport::Stdio(command) => Some(command.clone()),
-            _ => None,
-        };
         Opened {
             shell: self,
-            server: config.label().to_owned(),
-            stdio,
+            config: session.shared_config(),
             deadline: deadline.unwrap_or_else(|| session.deadline_for(action, now)),
         }
     }

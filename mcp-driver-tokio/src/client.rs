@@ -142,16 +142,16 @@ impl Client {
         };
         // The deadline opens at the first poll, whatever the operation waits for first.
         // Declared before the operation, `opened` wakes the waiting ones after it is gone.
-        let mut opened = shell.open(&action, deadline, clock.now());
+        let opened = shell.open(&action, deadline, clock.now());
         let run = |op: &Operation, observer| Run {
             shell,
             observer,
             cancel,
             armed,
             authorizer: shell.authorizer(),
-            span: trace::operation(op, &opened.server),
+            span: trace::operation(op, opened.server()),
         };
-        let Some(command) = opened.stdio.take() else {
+        let Some(command) = opened.stdio() else {
             // Over HTTP+SSE, one stream: operations take turns, as over stdio.
             let sse = shell.session().speaks_sse();
             let mut turn = match sse {

@@ -204,7 +204,7 @@ impl Drop for Child {
 /// started, written to and ended as its legs say; its stdout fed as it comes.
 pub(crate) struct StdioWire<'a> {
     pub(crate) child: &'a mut Option<Child>,
-    pub(crate) command: StdioCommand,
+    pub(crate) command: &'a StdioCommand,
     pub(crate) cancel: &'a CancelShared,
     /// The cancel count the operation armed itself with when it was called.
     pub(crate) armed: u64,
@@ -248,7 +248,7 @@ impl StdioWire<'_> {
         let clock = TokioClock;
         match leg.kind {
             LegKind::Spawn => {
-                let started = Child::spawn(&self.command).map(|child| *self.child = Some(child));
+                let started = Child::spawn(self.command).map(|child| *self.child = Some(child));
                 op.handle_input(process::spawned(leg, started), clock.now());
             }
             // The steps of a close: the process's exit, read as stdout ends, ends the close.

@@ -387,6 +387,12 @@ impl Session {
         &self.known.config
     }
 
+    /// The configuration, shared: for a driver that keeps it past the session's lock (an
+    /// operation's label and local server) without copying it.
+    pub fn shared_config(&self) -> Arc<SessionConfig> {
+        Arc::clone(&self.known.config)
+    }
+
     /// What the last successful handshake established, while the session is live.
     pub fn info(&self) -> Option<&SessionInfo> {
         self.known.established.as_deref()
