@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
@@ -32,7 +32,8 @@ impl DriverKind {
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Client {
     Blocking(mcp_driver_blocking::Client),
-    Tokio(tokio::runtime::Runtime, mcp_driver_tokio::Client),
+    /// The runtime is shared with the handles [`Client::for_runs`] makes.
+    Tokio(Arc<tokio::runtime::Runtime>, mcp_driver_tokio::Client),
 }
 
 /// Fires whichever driver's cancel handle.
@@ -43,8 +44,7 @@ pub(crate) enum Cancel {
 }
 
 impl Cancel {
-    /// Cancels the operation in flight, if any (a command's Ctrl-C: the close after it still
-    /// runs on the same client).
+    /// Cancels the operation in flight, if any (a command's Ctrl-C during its close).
     pub(crate) fn cancel(&self) {
         match self {
             Self::Blocking(handle) => handle.cancel(),
@@ -113,7 +113,7 @@ impl Client {
                     .block_on(async { mcp_driver_tokio::Client::with_network(config, network) })
                     .map_err(unusable)?;
                 client.set_observer(reporter);
-                Self::Tokio(runtime, client)
+                Self::Tokio(Arc::new(runtime), client)
             }
         })
     }
@@ -139,6 +139,17 @@ impl Client {
         match self {
             Self::Blocking(client) => client.session().token().is_some(),
             Self::Tokio(_, client) => client.session().token().is_some(),
+        }
+    }
+
+    /// Another handle on the same session (and runtime) with a cancel of its own: a
+    /// command's runs go through it, so that its Ctrl-C cancels them for good (the run in
+    /// flight and every run after it, even one that had not begun when the signal came)
+    /// while the tidy close still goes through this one.
+    pub(crate) fn for_runs(&self) -> Self {
+        match self {
+            Self::Blocking(client) => Self::Blocking(client.clone()),
+            Self::Tokio(runtime, client) => Self::Tokio(Arc::clone(runtime), client.clone()),
         }
     }
 

@@ -64,11 +64,18 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
             client.set_token(token);
         }
     }
-    let cancel = client.cancel_handle();
-    // Ctrl-C (and SIGTERM, SIGHUP) cancels the operation in flight; the operation then ends
-    // with `Cancelled`, and the close below ends a local server, which the terminal's Ctrl-C
-    // no longer reaches (it runs in a process group of its own).
-    let _ = ctrlc::set_handler(move || cancel.cancel());
+    // The runs go through a handle of their own. Ctrl-C (and SIGTERM, SIGHUP) cancels it for
+    // good: the run in flight ends with `Cancelled`, and so does one that had not begun (a
+    // `--repeat` series between two runs), having sent nothing. The close below goes through
+    // `client`, which that cancel does not reach: it ends the session, and a local server,
+    // which the terminal's Ctrl-C no longer reaches (it runs in a process group of its own).
+    // A Ctrl-C while the close runs cancels the close.
+    let mut runner = client.for_runs();
+    let (runs_cancel, close_cancel) = (runner.cancel_handle(), client.cancel_handle());
+    let _ = ctrlc::set_handler(move || {
+        runs_cancel.cancel_for_good();
+        close_cancel.cancel();
+    });
 
     let task_of = |id: &str| task_handle(cli, kept.as_ref(), &label, id);
     let Some(mut action) = cli.command.action(task_of) else {
@@ -90,20 +97,20 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
     let started = Instant::now();
     // `--arg` pairs are typed from the tool's schema: one listing first, an operation of its
     // own. A failure there ends the run (and the session still ends tidily below).
-    let count = match runs.type_arguments(&mut client, &mut action) {
+    let count = match runs.type_arguments(&mut runner, &mut action) {
         Ok(()) => cli.repeat,
         Err(()) => 0,
     };
     if cli.parallel > 1 && count > 1 {
         // N in flight on the one session; the results are reported as they come.
-        client.run_parallel(
+        runner.run_parallel(
             &action,
             count,
             cli.parallel,
             &mut |latency, deadline, outcome| runs.record(latency, deadline, outcome),
         );
     } else {
-        client.run_series(
+        runner.run_series(
             &action,
             count,
             &reporter,
@@ -117,7 +124,7 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
         );
     }
     if matches!(cli.command, Command::Login) && runs.failure.is_none() {
-        match client.has_token() {
+        match runner.has_token() {
             true => eprintln!("logged in to {label}"),
             false => eprintln!("{label} asked for no authorization"),
         }

@@ -458,6 +458,76 @@ fn ctrl_c_cancels_and_exits_6() {
     );
 }
 
+/// A Ctrl-C that comes between two runs of a `--repeat` series (here: while the command waits
+/// to write a result to a stdout nobody reads yet) stops the series: the next run ends at once
+/// with `Cancelled`, having sent nothing, and the session is still closed. The cancel reached
+/// only a run in flight before, so this one was lost and the series went on.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_between_repeated_runs_stops_the_series() {
+    let arguments = format!(r#"{{"text":"{}"}}"#, "x".repeat(4000));
+    for driver in ["blocking", "tokio"] {
+        let server = TestServer::start(Script::default());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-call"))
+            .args(["--driver", driver, "--url", &server.url()])
+            .args(["--protocol", "2025-11-25", "--json", "--repeat", "1000000"])
+            .args(["call", "echo", &arguments])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Blocked writing a result to the full pipe: between two runs, none in flight.
+        let wchan = format!("/proc/{}/wchan", child.id());
+        let began = Instant::now();
+        while !std::fs::read_to_string(&wchan)
+            .unwrap_or_default()
+            .contains("pipe_write")
+        {
+            assert!(
+                began.elapsed() < Duration::from_secs(30),
+                "{driver}: never blocked"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let calls = server.count("tools/call");
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // Read what it wrote, so that it can go on.
+        let mut stdout = child.stdout.take().unwrap();
+        let drain = std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        let signalled = Instant::now();
+        let exited = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if signalled.elapsed() > Duration::from_secs(20) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let Some(status) = exited else {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{driver}: the series went on after the Ctrl-C");
+        };
+        drain.join().unwrap().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(6), "{driver}: {err}");
+        assert!(err.contains(r#""kind":"cancelled""#), "{driver}: {err}");
+        // The run that was cancelled sent nothing; the session was closed after it.
+        assert_eq!(server.count("tools/call"), calls, "{driver}");
+        assert_eq!(
+            server.rpc_methods().last().map(String::as_str),
+            Some("DELETE"),
+            "{driver}"
+        );
+    }
+}
+
 /// The one JSON object `--json` writes on stderr for an error.
 fn json_error(out: &Output) -> serde_json::Value {
     let err = stderr(out);
