@@ -33,7 +33,9 @@
 # 1 the whole-process rows).
 # `wrk` (apt-get install -y wrk), when installed, adds a row to the server-ceiling table.
 # Not run here: bench/footprint.py (needs valgrind) counts the code one warm call touches,
-# by crate and function (BENCHMARKS.md, "The per-call path").
+# by crate and function (BENCHMARKS.md, "The per-call path"); bench/pgo.sh (needs
+# llvm-profdata) measures the whole-process and stdio rows with profile-guided builds of the
+# client and its floors alike (BENCHMARKS.md, "Profile-guided builds").
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
