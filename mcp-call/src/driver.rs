@@ -195,8 +195,8 @@ impl Client {
 
     /// Runs `action` `runs` times, one after the other, each under the configured budget
     /// opened as it starts. `report` gets each run's time, deadline and result as it ends;
-    /// once it answers false no more runs start. `each` brackets every run (the trace's
-    /// operation). On tokio the whole series is one `block_on`, as a tokio program's loop
+    /// once it answers false no more runs start. `reporter` brackets every run (its spinner
+    /// and trace). On tokio the whole series is one `block_on`, as a tokio program's loop
     /// would be: entering the runtime once, not once a call.
     pub(crate) fn run_series(
         &mut self,
