@@ -69,12 +69,14 @@ pub(crate) fn run(cli: &Cli, setup: Setup, network: &Network) -> u8 {
     // `--repeat` series between two runs), having sent nothing. The close below goes through
     // `client`, which that cancel does not reach: it ends the session, and a local server,
     // which the terminal's Ctrl-C no longer reaches (it runs in a process group of its own).
-    // A Ctrl-C while the close runs cancels the close.
+    // A Ctrl-C while the close runs cancels the close. The close's cancel goes first: the
+    // close starts once the run has ended, so it cannot be in flight then, and the cancel of
+    // the run, second, cannot let it start before this signal is done with it.
     let mut runner = client.for_runs();
     let (runs_cancel, close_cancel) = (runner.cancel_handle(), client.cancel_handle());
     let _ = ctrlc::set_handler(move || {
-        runs_cancel.cancel_for_good();
         close_cancel.cancel();
+        runs_cancel.cancel_for_good();
     });
 
     let task_of = |id: &str| task_handle(cli, kept.as_ref(), &label, id);

@@ -301,16 +301,18 @@ pub(crate) struct Lanes {
     /// Set by [`CancelHandle::cancel_for_good`]: every operation begins cancelled.
     for_good: AtomicBool,
     /// The client's shared state: a cancel also wakes an operation waiting for the session.
-    client: Arc<crate::ClientShared>,
+    /// Weak: a cancel handle kept after every client value is gone (a signal handler's) must
+    /// not keep the client, and so its local server, alive.
+    client: Weak<crate::ClientShared>,
 }
 
 impl Lanes {
-    pub(crate) fn new(client: Arc<crate::ClientShared>) -> Self {
+    pub(crate) fn new(client: &Arc<crate::ClientShared>) -> Self {
         Self {
             idle: Mutex::new(Vec::new()),
             every: Mutex::new(Vec::new()),
             for_good: AtomicBool::new(false),
-            client,
+            client: Arc::downgrade(client),
         }
     }
 
@@ -352,10 +354,12 @@ impl Lanes {
         }
         // Under the session's lock, so an operation between its check and its wait cannot
         // miss it; likewise an operation waiting for its turn on a stdio server or on an
-        // HTTP+SSE session's stream.
-        self.client.shell.wake_waiters();
-        self.client.stdio.wake();
-        self.client.events.wake();
+        // HTTP+SSE session's stream. A client that is gone has no operation to wake.
+        if let Some(client) = self.client.upgrade() {
+            client.shell.wake_waiters();
+            client.stdio.wake();
+            client.events.wake();
+        }
     }
 }
 

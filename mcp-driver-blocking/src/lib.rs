@@ -266,7 +266,7 @@ impl Clone for Client {
     fn clone(&self) -> Self {
         Self {
             shared: Arc::clone(&self.shared),
-            lanes: Arc::new(lanes::Lanes::new(Arc::clone(&self.shared))),
+            lanes: Arc::new(lanes::Lanes::new(&self.shared)),
             observer: self.observer.clone(),
         }
     }
@@ -291,7 +291,7 @@ impl Client {
             resolved: network.resolved(),
         });
         Ok(Self {
-            lanes: Arc::new(lanes::Lanes::new(Arc::clone(&shared))),
+            lanes: Arc::new(lanes::Lanes::new(&shared)),
             shared,
             observer: None,
         })

@@ -269,6 +269,27 @@ pub(super) fn a_dropped_client_kills_its_local_server_at_once<D: Driver>() {
     );
 }
 
+pub(super) fn a_cancel_handle_kept_after_its_client_does_not_keep_the_local_server<D: Driver>() {
+    // A cancel handle outlives its client (a signal handler holds one to the end): once every
+    // client value is gone, the local server is ended as if the handle were not there.
+    let tag = tag("handle-kept");
+    let script = StdioScript::new().era(ServerEra::Legacy).ignore_eof(true);
+    let mut client = D::new(stdio_config(&script, Duration::from_secs(10), &tag));
+    client.call_tool("echo", echo("x")).unwrap();
+    let cancel = client.cancel_handle();
+    assert_eq!(running_processes_tagged(&tag), 1);
+    drop(client);
+    let gone = eventually(Duration::from_secs(5), &mut || {
+        running_processes_tagged(&tag) == 0
+    });
+    // A cancel once the client is gone reaches nothing.
+    cancel();
+    assert!(
+        gone,
+        "the server outlived its client, kept by a cancel handle"
+    );
+}
+
 pub(super) fn a_local_server_that_died_is_started_again_by_the_next_operation<D: Driver>() {
     let tag = tag("restart");
     let script = StdioScript::new()
