@@ -53,11 +53,13 @@ echo "== instrumented build" >&2
 CARGO_TARGET_DIR=$target RUSTFLAGS="-Cprofile-generate=$profiles/raw" \
     cargo build --release -p mcp-call -p mcp-bench --bins >&2
 
+# Only the rows this script measures, in training and after it.
+rows=(--no-overrun --no-memory --no-sdks --no-ceiling)
+
 echo "== training" >&2
-train=(--no-overrun --no-memory --no-sdks --no-ceiling)
 "$target/release/mcp-bench" run --only whole --no-network --whole-rounds 2 --whole-calls 3000 \
-    "${train[@]}" >/dev/null
-"$target/release/mcp-bench" run --only stdio "${train[@]}" >/dev/null
+    "${rows[@]}" >/dev/null
+"$target/release/mcp-bench" run --only stdio "${rows[@]}" >/dev/null
 "$profdata" merge -o "$profiles/merged.profdata" "$profiles/raw"
 
 echo "== profiled build" >&2
@@ -65,6 +67,5 @@ CARGO_TARGET_DIR=$target RUSTFLAGS="-Cprofile-use=$profiles/merged.profdata" \
     cargo build --release -p mcp-call -p mcp-bench --bins >&2
 
 echo "== measured (profiled builds, client and floors alike)" >&2
-run=(--no-overrun --no-memory --no-sdks --no-ceiling)
-"$target/release/mcp-bench" run --only whole --no-network "${run[@]}" "$@"
-"$target/release/mcp-bench" run --only stdio "${run[@]}" "$@"
+"$target/release/mcp-bench" run --only whole --no-network "${rows[@]}" "$@"
+"$target/release/mcp-bench" run --only stdio "${rows[@]}" "$@"

@@ -319,3 +319,76 @@ impl Client {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mcp_driver_common::network::Network;
+    use mcp_proto::{Budget, Fault, Resolution};
+    use mcp_testkit::{Script, ServerEra, TestServer};
+
+    use super::*;
+
+    /// What a command's Ctrl-C does (`execute::run`), without the signal's timing: the runs'
+    /// handle cancelled for good before a run of the series began ends that run at once,
+    /// having sent nothing, and stops the series; the close through the command's own handle
+    /// still ends the session.
+    fn runs_cancelled_for_good_stop_the_series_and_the_close_still_goes(kind: DriverKind) {
+        let server = TestServer::start(Script::new().era(ServerEra::Legacy));
+        let config = SessionConfig::new(&server.url())
+            .unwrap()
+            .with_budget(Budget::from_duration(Duration::from_secs(30)))
+            .with_resolution(Resolution::MILLISECOND);
+        let reporter = Reporter::new(false, None, false, config.budget());
+        let mut client = Client::new(kind, config, &Network::default(), reporter.clone()).unwrap();
+        let mut runner = client.for_runs();
+        let action = Action::CallTool {
+            name: "echo".to_owned(),
+            arguments: serde_json::json!({"text": "hi"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        // One run goes out: the session is live, as between two runs of a series.
+        let mut ended = Vec::new();
+        runner.run_series(&action, 1, &reporter, &mut |_, _, outcome| {
+            ended.push(outcome.map(|_| ()));
+            true
+        });
+        if let Err(err) = ended.pop().unwrap() {
+            panic!("{kind:?}: {err}");
+        }
+        let calls = server.count("tools/call");
+        runner.cancel_handle().cancel_for_good();
+        runner.run_series(&action, 5, &reporter, &mut |_, _, outcome| {
+            let cancelled = matches!(&outcome, Err(err) if err.fault() == Fault::Cancelled);
+            ended.push(outcome.map(|_| ()));
+            !cancelled
+        });
+        assert_eq!(
+            ended.len(),
+            1,
+            "{kind:?}: the series stopped at its first run"
+        );
+        let err = ended.pop().unwrap().unwrap_err();
+        assert_eq!(err.fault(), Fault::Cancelled, "{kind:?}: {err}");
+        assert_eq!(server.count("tools/call"), calls, "{kind:?}: sent nothing");
+        client.close_within(None).unwrap();
+        assert_eq!(
+            server.rpc_methods().last().map(String::as_str),
+            Some("DELETE"),
+            "{kind:?}"
+        );
+    }
+
+    #[test]
+    fn runs_cancelled_for_good_stop_the_series_and_the_close_still_goes_blocking() {
+        runs_cancelled_for_good_stop_the_series_and_the_close_still_goes(DriverKind::Blocking);
+    }
+
+    #[test]
+    fn runs_cancelled_for_good_stop_the_series_and_the_close_still_goes_tokio() {
+        runs_cancelled_for_good_stop_the_series_and_the_close_still_goes(DriverKind::Tokio);
+    }
+}

@@ -459,9 +459,11 @@ fn ctrl_c_cancels_and_exits_6() {
 }
 
 /// A Ctrl-C that comes between two runs of a `--repeat` series (here: while the command waits
-/// to write a result to a stdout nobody reads yet) stops the series: the next run ends at once
-/// with `Cancelled`, having sent nothing, and the session is still closed. The cancel reached
-/// only a run in flight before, so this one was lost and the series went on.
+/// to write a result to a stdout nobody reads yet) stops the series, and the session is still
+/// closed. The cancel reached only a run in flight before, so this one was lost and the series
+/// went on. The signal is handled on a thread of its own, which may run after the test lets the
+/// command write on; so how many runs went out after it is not asserted here (that a run the
+/// cancel came before sends nothing is `driver`'s unit test).
 #[cfg(target_os = "linux")]
 #[test]
 fn ctrl_c_between_repeated_runs_stops_the_series() {
@@ -489,7 +491,6 @@ fn ctrl_c_between_repeated_runs_stops_the_series() {
             );
             std::thread::sleep(Duration::from_millis(1));
         }
-        let calls = server.count("tools/call");
         let status = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status()
@@ -518,8 +519,7 @@ fn ctrl_c_between_repeated_runs_stops_the_series() {
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
         assert_eq!(status.code(), Some(6), "{driver}: {err}");
         assert!(err.contains(r#""kind":"cancelled""#), "{driver}: {err}");
-        // The run that was cancelled sent nothing; the session was closed after it.
-        assert_eq!(server.count("tools/call"), calls, "{driver}");
+        // The session was closed after it.
         assert_eq!(
             server.rpc_methods().last().map(String::as_str),
             Some("DELETE"),

@@ -608,9 +608,8 @@ impl Body {
     }
 
     /// Reads the body's next bytes: `Some(Ok(()))` when [`chunk`](Self::chunk) holds them (at
-    /// least one),
-    /// `None` at the body's end, an error when the connection broke or the body is not
-    /// HTTP/1.1. What the connection holds already is handed over without a read.
+    /// least one), `None` at the body's end, an error when the connection broke or the body is
+    /// not HTTP/1.1. What the connection holds already is handed over without a read.
     pub(crate) fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<()>>> {
         self.chunk = 0;
         loop {

@@ -92,18 +92,14 @@ fn run(request: Request<Vec<u8>>, answers: &[&[u8]]) -> Ran {
         server: Origin::of(request.uri()),
         http: http.clone(),
     };
-    let result = match write_request(request, &mut conn.output) {
-        Ok((call, to_send)) => {
-            conn.to_send = to_send;
-            let step = Step::Send(conn, 0);
-            block_on(Exchange {
-                step,
-                call: Some(call),
-                keep,
-            })
-        }
-        Err(err) => Err(err),
-    };
+    let result = write_request(request, &mut conn.output).and_then(|(call, to_send)| {
+        conn.to_send = to_send;
+        block_on(Exchange {
+            step: Step::Send(conn, 0),
+            call: Some(call),
+            keep,
+        })
+    });
     Ran { sent, http, result }
 }
 
