@@ -44,8 +44,9 @@ trap _cleanup EXIT
 trap 'exit 143' TERM INT
 
 # A TCP port free on 127.0.0.1 now.
+# A port no other row of this matrix run was handed (peers/free_port.py says why).
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$INTEROP_DIR/peers/free_port.py"
 }
 
 # start_peer NAME COMMAND...: runs the command in a new process group, output to

@@ -39,8 +39,13 @@ fi
 
 "$INTEROP_DIR/install.sh"
 
+# The ports handed to the rows' peers (peers/free_port.py): none twice in one run.
+INTEROP_PORTS=$(mktemp "${TMPDIR:-/tmp}/interop-ports.XXXXXX")
+export INTEROP_PORTS
+temporary=("$INTEROP_PORTS")
 logs="${INTEROP_LOGS:-}"
-if [ -n "$logs" ]; then mkdir -p "$logs"; else logs=$(mktemp -d); trap 'rm -rf "$logs"' EXIT; fi
+if [ -n "$logs" ]; then mkdir -p "$logs"; else logs=$(mktemp -d); temporary+=("$logs"); fi
+trap 'rm -rf "${temporary[@]}"' EXIT
 
 runs=()
 for row in "${rows[@]}"; do runs+=("$row blocking" "$row tokio"); done

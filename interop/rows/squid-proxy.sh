@@ -38,8 +38,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A port no other row of this matrix run was handed (peers/free_port.py says why).
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$INTEROP_DIR/peers/free_port.py"
 }
 
 # start NAME COMMAND...: in a process group of its own (ended on exit), output to $DIR/NAME.log.
