@@ -296,7 +296,10 @@ impl Lane {
 /// A client value's lanes: the idle ones, and the cancel state of every one (for its
 /// [`CancelHandle`]).
 pub(crate) struct Lanes {
-    idle: Mutex<Vec<Lane>>,
+    /// Boxed: a lane (its HTTP client's state) is large, and each operation takes one out
+    /// and puts it back (a move of a pointer instead of a copy of the lane, twice a call).
+    #[allow(clippy::vec_box)]
+    idle: Mutex<Vec<Box<Lane>>>,
     every: Mutex<Vec<Arc<Shared>>>,
     /// Set by [`CancelHandle::cancel_for_good`]: every operation begins cancelled.
     for_good: AtomicBool,
@@ -324,7 +327,7 @@ impl Lanes {
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
         let lane = idle.unwrap_or_else(|| {
-            let lane = new_lane();
+            let lane = Box::new(new_lane());
             self.every
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -366,7 +369,7 @@ impl Lanes {
 /// A lane in use; back to the idle ones when dropped.
 pub(crate) struct LaneGuard<'a> {
     lanes: &'a Lanes,
-    lane: Option<Lane>,
+    lane: Option<Box<Lane>>,
 }
 
 impl std::ops::Deref for LaneGuard<'_> {

@@ -94,6 +94,11 @@ impl Child {
         delivery
     }
 
+    /// The bytes the last [`Delivery::Chunk`] of [`Child::wait`] brought.
+    fn chunk(&self) -> &[u8] {
+        self.stdout.as_ref().map_or(&[], Stdout::chunk)
+    }
+
     /// What a cancel calls to wake a wait for stdout.
     pub(crate) fn waker(&self) -> Option<Arc<dyn Wake>> {
         self.stdout.as_ref().map(Stdout::waker)
@@ -257,8 +262,8 @@ impl Wire for StdioWire<'_> {
             return;
         };
         match child.wait(until, self.shared) {
-            Delivery::Chunk(chunk) => {
-                op.handle_input(Input::Stdout(&chunk), clock.now());
+            Delivery::Chunk => {
+                op.handle_input(Input::Stdout(child.chunk()), clock.now());
             }
             Delivery::Closed => {
                 if let Some(child) = self.child.take() {

@@ -20,8 +20,9 @@ use crate::lanes::{Shared, Wake};
 
 /// What a wait brought.
 pub(crate) enum Delivery {
-    /// Bytes of stdout, as one read brought them.
-    Chunk(Vec<u8>),
+    /// Bytes of stdout, as one read brought them: [`Stdout::chunk`] until the next wait (read
+    /// where they landed, never copied).
+    Chunk,
     /// Stdout ended: the process closed it (it is exiting, or gone).
     Closed,
     /// The instant came, or a cancel woke the waiter.
@@ -52,6 +53,8 @@ mod unix {
     pub(crate) struct Stdout {
         pipe: ChildStdout,
         buf: Vec<u8>,
+        /// How much of `buf` the last read filled.
+        filled: usize,
         wake: Arc<WakeUp>,
     }
 
@@ -93,6 +96,7 @@ mod unix {
             Ok(Self {
                 pipe,
                 buf: vec![0u8; CHUNK],
+                filled: 0,
                 wake: Arc::new(WakeUp { tx, rx }),
             })
         }
@@ -100,6 +104,11 @@ mod unix {
         /// What a cancel calls to wake this stdout's wait.
         pub(crate) fn waker(&self) -> Arc<dyn Wake> {
             Arc::clone(&self.wake) as Arc<dyn Wake>
+        }
+
+        /// The bytes the last [`Delivery::Chunk`] brought.
+        pub(crate) fn chunk(&self) -> &[u8] {
+            &self.buf[..self.filled]
         }
 
         /// Waits for stdout until `until` (or a cancel). What stdout holds already is
@@ -129,7 +138,10 @@ mod unix {
                     // Readable, closed or in error: the read says which.
                     match self.pipe.read(&mut self.buf) {
                         Ok(0) => return Delivery::Closed,
-                        Ok(n) => return Delivery::Chunk(self.buf[..n].to_vec()),
+                        Ok(n) => {
+                            self.filled = n;
+                            return Delivery::Chunk;
+                        }
                         Err(err)
                             if matches!(
                                 err.kind(),
@@ -208,6 +220,8 @@ mod threaded {
     /// The server's stdout, handed over by a reader thread; see the [module docs](super).
     pub(crate) struct Stdout {
         mailbox: Arc<Mailbox>,
+        /// The chunk the last [`Delivery::Chunk`] brought.
+        current: Vec<u8>,
     }
 
     impl Stdout {
@@ -224,11 +238,19 @@ mod threaded {
                 }
                 reader.close();
             });
-            Ok(Self { mailbox })
+            Ok(Self {
+                mailbox,
+                current: Vec::new(),
+            })
         }
 
         pub(crate) fn waker(&self) -> Arc<dyn Wake> {
             Arc::clone(&self.mailbox) as Arc<dyn Wake>
+        }
+
+        /// The bytes the last [`Delivery::Chunk`] brought.
+        pub(crate) fn chunk(&self) -> &[u8] {
+            &self.current
         }
 
         pub(crate) fn wait(&mut self, until: Instant, shared: &Shared) -> Delivery {
@@ -237,7 +259,8 @@ mod threaded {
                 if let Some(chunk) = state.chunks.pop_front() {
                     state.queued -= chunk.len();
                     self.mailbox.changed.notify_all();
-                    return Delivery::Chunk(chunk);
+                    self.current = chunk;
+                    return Delivery::Chunk;
                 }
                 if state.closed {
                     return Delivery::Closed;

@@ -103,16 +103,23 @@ impl Child {
         stdin.flush().await
     }
 
-    /// The next stdout bytes; `None` once stdout ended.
-    async fn read(&mut self) -> Option<Vec<u8>> {
+    /// Reads the next stdout bytes into its buffer: how many (read them with
+    /// [`Child::chunk`]); `None` once stdout ended.
+    async fn read(&mut self) -> Option<usize> {
         let stdout = self.stdout.as_mut()?;
         match stdout.read(&mut self.buf).await {
             Ok(0) | Err(_) => {
                 self.stdout = None;
                 None
             }
-            Ok(n) => Some(self.buf[..n].to_vec()),
+            Ok(n) => Some(n),
         }
+    }
+
+    /// The first `n` bytes of the buffer: what a [`Child::read`] that returned `n` brought
+    /// (read where they landed, never copied).
+    fn chunk(&self, n: usize) -> &[u8] {
+        &self.buf[..n.min(self.buf.len())]
     }
 
     fn stderr_tail(&self) -> String {
@@ -211,25 +218,26 @@ pub(crate) struct StdioWire<'a> {
 }
 
 impl Wire for StdioWire<'_> {
-    /// The next stdout bytes, `None` once stdout ended.
-    type Came = Option<Vec<u8>>;
+    /// How many stdout bytes came (in the child's buffer), `None` once stdout ended.
+    type Came = Option<usize>;
 
     async fn transmit(&mut self, op: &mut Operation, leg: Leg, _: Instant) -> Instant {
         self.carry_out(op, &leg).await;
         TokioClock.now()
     }
 
-    async fn next(&mut self) -> Option<Vec<u8>> {
+    async fn next(&mut self) -> Option<usize> {
         match self.child.as_mut() {
             Some(child) => child.read().await,
             None => std::future::pending().await,
         }
     }
 
-    async fn feed(&mut self, op: &mut Operation, came: Option<Vec<u8>>) -> Instant {
+    async fn feed(&mut self, op: &mut Operation, came: Option<usize>) -> Instant {
         match came {
-            Some(chunk) => {
-                op.handle_input(Input::Stdout(&chunk), TokioClock.now());
+            Some(n) => {
+                let chunk = self.child.as_ref().map_or(&[][..], |child| child.chunk(n));
+                op.handle_input(Input::Stdout(chunk), TokioClock.now());
             }
             None => {
                 if let Some(child) = self.child.take() {

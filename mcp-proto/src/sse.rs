@@ -112,7 +112,7 @@ impl SseParser {
                 input = rest;
             }
         }
-        while let Some(end) = input.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', input) {
             if let Err(err) = self.take_line_part(&input[..end]) {
                 return Err(self.fail(err));
             }

@@ -367,7 +367,7 @@ impl LineFramer {
     /// Feeds `chunk`; complete lines (and overlong ones) go to `out` in order.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut VecDeque<Framed>) {
         while !chunk.is_empty() {
-            let newline = chunk.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', chunk);
             let (piece, rest, ended) = match newline {
                 Some(at) => (&chunk[..at], &chunk[at + 1..], true),
                 None => (chunk, &[][..], false),
