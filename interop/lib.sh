@@ -43,8 +43,7 @@ _cleanup() {
 trap _cleanup EXIT
 trap 'exit 143' TERM INT
 
-# A TCP port free on 127.0.0.1 now.
-# A port no other row of this matrix run was handed (peers/free_port.py says why).
+# A TCP port free on 127.0.0.1 now, and one no other row of this matrix run was handed (peers/free_port.py says why).
 free_port() {
   python3 "$INTEROP_DIR/peers/free_port.py"
 }

@@ -119,7 +119,7 @@ impl Child {
     /// The first `n` bytes of the buffer: what a [`Child::read`] that returned `n` brought
     /// (read where they landed, never copied).
     fn chunk(&self, n: usize) -> &[u8] {
-        &self.buf[..n.min(self.buf.len())]
+        &self.buf[..n]
     }
 
     fn stderr_tail(&self) -> String {

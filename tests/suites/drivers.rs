@@ -154,7 +154,6 @@ for_each_driver!(
     a_stalled_wrapped_local_server_is_ended_with_its_whole_tree_at_the_budget,
     a_closed_wrapped_local_server_leaves_nothing_of_its_tree,
     a_dropped_client_ends_its_wrapped_local_server_s_whole_tree,
-    a_cancel_handle_kept_after_its_client_does_not_keep_the_local_server,
     a_close_after_a_spent_budget_sends_no_delete,
     // Company networks: CAs, TLS errors, proxies.
     an_internal_ca_added_as_an_option_is_trusted,
