@@ -337,3 +337,68 @@ fn ping_and_unregistered_methods_never_reach_the_caller() {
     assert_eq!(replies[0]["result"], json!({}));
     assert_eq!(replies[1]["error"]["code"], -32601);
 }
+
+/// A call's answer that comes while the caller's reply to the server is on its way (a task's
+/// result, fetched beside the request it waited on): the reply's head is waited for before the
+/// result goes out, since a leg cut mid-way may not reach the server; the wait ends with the
+/// reply's grant inside the budget, and at once on a cancel.
+#[test]
+fn a_reply_on_its_way_when_the_answer_comes_is_waited_for_inside_the_budget() {
+    for ending in ["head", "cancel", "silence"] {
+        let clock = ManualClock::new();
+        let mut session = live_session(answering(config()), &clock);
+        let mut op = session.call_tool("ask", Map::new(), clock.now());
+        let end = op.deadline().end().unwrap();
+        let call = transmitted(next(&mut op, &clock));
+        let call_id = body(&call)["id"].clone();
+        open_stream(&mut op, &clock, call.id);
+        let ask = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create",
+            "params": {"message": "who?", "requestedSchema": {"type": "object"}}});
+        on_stream(&mut op, &clock, call.id, &ask);
+        assert!(matches!(
+            next(&mut op, &clock),
+            Output::Event(Event::ServerRequest { .. })
+        ));
+        let question = asked(next(&mut op, &clock));
+        give(
+            &mut op,
+            &clock,
+            question.reply,
+            Ok(json!({"action": "decline"})),
+        );
+        let reply = transmitted(next(&mut op, &clock));
+        assert_eq!(reply.kind, LegKind::Respond);
+
+        let answer = json!({"jsonrpc": "2.0", "id": call_id,
+            "result": {"content": [{"type": "text", "text": "done"}]}});
+        on_stream(&mut op, &clock, call.id, &answer);
+        let waited = next(&mut op, &clock);
+        let Output::Wait(until) = waited else {
+            panic!("{ending}: the result waits for the reply's head, got {waited:?}");
+        };
+        assert!(until <= end, "{ending}: the wait ends inside the budget");
+        match ending {
+            "head" => {
+                let head = Input::Head {
+                    leg: reply.id,
+                    status: http::StatusCode::ACCEPTED,
+                    headers: &http::HeaderMap::new(),
+                };
+                op.handle_input(head, clock.now());
+            }
+            "cancel" => {
+                op.handle_input(Input::Cancel, clock.now());
+            }
+            _ => {
+                clock.set(until);
+                op.handle_input(Input::Timeout, clock.now());
+            }
+        }
+        match next(&mut op, &clock) {
+            Output::Done(Ok(outcome)) => {
+                assert!(format!("{outcome:?}").contains("done"), "{ending}");
+            }
+            other => panic!("{ending}: expected the result, got {other:?}"),
+        }
+    }
+}

@@ -112,9 +112,15 @@ impl Ending {
     }
 
     /// What goes out next, the result last, once the legs that must end first (the work, the
-    /// notice) are out of `legs`.
+    /// notice, an answer to the server unless the caller cancelled) are out of `legs`.
     pub(super) fn after(&mut self, legs: &LegTable) -> After {
-        let busy = legs.is_busy(Role::Notice) || legs.is_busy(Role::Work);
+        // An answer to the server's request still on its way over HTTP is waited for (its
+        // head, in its grant, which the budget bounds): the server may not have it whole
+        // yet, and a leg cut mid-way loses it. The operation's end keeps it in flight only
+        // when the caller did not cancel (`Grants::clear`).
+        let busy = [Role::Notice, Role::Work, Role::Reply]
+            .into_iter()
+            .any(|role| legs.is_busy(role));
         if std::mem::take(&mut self.kill) {
             // The process is ended: no notice can reach it.
             self.drop_notice();

@@ -350,12 +350,23 @@ impl Grants {
         })
     }
 
-    /// Drops every leg and timer: the operation ended.
-    pub(super) fn clear(&mut self) {
+    /// Drops every leg and timer: the operation ended. With `keep_reply`, an answer to the
+    /// server still waiting for its head stays in flight, its grant with it (see `ending`).
+    pub(super) fn clear(&mut self, keep_reply: bool) {
+        let reply_end = self.timers.get(Timer::LegEnd(Role::Reply));
+        let kept = keep_reply
+            && reply_end.is_some()
+            && (self.legs.get(Role::Reply))
+                .is_some_and(|leg| leg.status == 0 && leg.failure.is_none());
         for role in Role::ALL {
-            self.end(role);
+            if !(kept && role == Role::Reply) {
+                self.end(role);
+            }
         }
         self.timers.clear();
+        if let (true, Some(at)) = (kept, reply_end) {
+            self.timers.set(Timer::LegEnd(Role::Reply), at);
+        }
         // A leg handed out after a cancel (its notice) is not the cancelled one.
         self.cancelled = false;
     }

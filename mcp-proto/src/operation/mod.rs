@@ -164,7 +164,12 @@ impl Operation {
             Input::AuthorizerFailed(why) => self.person(&PersonAnswer::Failed(why), Some(now)),
             Input::NoAuthorizer => self.person(&PersonAnswer::NoAuthorizer, None),
             Input::Reply { to, answer } => self.reply(to, answer),
-            Input::Cancel if self.is_finished() => Heard::Over,
+            // The operation has its result: a cancel stops only the wait for an answer to
+            // the server on its way.
+            Input::Cancel if self.is_finished() => {
+                self.grants.end(Role::Reply);
+                Heard::Over
+            }
             Input::Cancel => {
                 self.give_up_call(true);
                 self.events.clear();
@@ -576,7 +581,12 @@ impl Operation {
     /// resumption and the stream stop, and the session gets back what it lent.
     fn finish(&mut self, result: Result<Outcome, Error>) {
         // A message cut off mid-line leaves the process unusable: it is ended at once.
-        let kill = self.session.config().is_stdio() && self.grants.legs.any_half_written();
+        let stdio = self.session.config().is_stdio();
+        let kill = stdio && self.grants.legs.any_half_written();
+        // Over HTTP an answer to the server on its way is waited for, unless the caller
+        // cancelled (see `ending`); over stdio a half-written one ends the process instead.
+        let cancelled = matches!(result, Err(Error::Cancelled { .. }));
+        let keep_reply = !stdio && !cancelled && !self.is_finished();
         if !self.is_finished() {
             // A close forgets the session, whether the server heard it or not.
             if self.progress.action == Action::Close {
@@ -584,7 +594,7 @@ impl Operation {
             }
             self.session.hand_back(self.stdout.hand_back());
         }
-        self.grants.clear();
+        self.grants.clear(keep_reply);
         self.auth.stop();
         self.resume.abandon();
         self.responses.listen = Listen::Off;
