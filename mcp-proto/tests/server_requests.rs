@@ -340,8 +340,8 @@ fn ping_and_unregistered_methods_never_reach_the_caller() {
 
 /// A call's answer that comes while the caller's reply to the server is on its way (a task's
 /// result, fetched beside the request it waited on): the reply's head is waited for before the
-/// result goes out, since a leg cut mid-way may not reach the server; the wait ends with the
-/// reply's grant inside the budget, and at once on a cancel.
+/// result goes out, since a leg cut mid-way may not reach the server; the wait ends inside
+/// the budget and at most the cancel notice's grant after the result, and at once on a cancel.
 #[test]
 fn a_reply_on_its_way_when_the_answer_comes_is_waited_for_inside_the_budget() {
     for ending in ["head", "cancel", "silence"] {
@@ -377,6 +377,11 @@ fn a_reply_on_its_way_when_the_answer_comes_is_waited_for_inside_the_budget() {
             panic!("{ending}: the result waits for the reply's head, got {waited:?}");
         };
         assert!(until <= end, "{ending}: the wait ends inside the budget");
+        assert_eq!(
+            until,
+            clock.now() + mcp_proto::driver::CANCEL_NOTICE_GRANT,
+            "{ending}: a silent server holds the result back at most the notice's grant"
+        );
         match ending {
             "head" => {
                 let head = Input::Head {

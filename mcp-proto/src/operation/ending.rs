@@ -115,9 +115,9 @@ impl Ending {
     /// notice, an answer to the server unless the caller cancelled) are out of `legs`.
     pub(super) fn after(&mut self, legs: &LegTable) -> After {
         // An answer to the server's request still on its way over HTTP is waited for (its
-        // head, in its grant, which the budget bounds): the server may not have it whole
-        // yet, and a leg cut mid-way loses it. The operation's end keeps it in flight only
-        // when the caller did not cancel (`Grants::clear`).
+        // head, inside the budget and at most a cancel notice's grant past the result): the
+        // server may not have it whole yet, and a leg cut mid-way loses it. The operation's
+        // end keeps it in flight only when the caller did not cancel (`Grants::clear`).
         let busy = [Role::Notice, Role::Work, Role::Reply]
             .into_iter()
             .any(|role| legs.is_busy(role));

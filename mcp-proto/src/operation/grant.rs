@@ -351,9 +351,13 @@ impl Grants {
     }
 
     /// Drops every leg and timer: the operation ended. With `keep_reply`, an answer to the
-    /// server still waiting for its head stays in flight, its grant with it (see `ending`).
+    /// server still waiting for its head stays in flight (see `ending`), for what is left of
+    /// its grant but at most [`CANCEL_NOTICE_GRANT`] more: the result is in hand, and a server
+    /// that does not answer the answer holds it back no longer than a cancel's notice would.
     pub(super) fn clear(&mut self, keep_reply: bool) {
-        let reply_end = self.timers.get(Timer::LegEnd(Role::Reply));
+        let most = self.now.checked_add(CANCEL_NOTICE_GRANT);
+        let reply_end = (self.timers.get(Timer::LegEnd(Role::Reply)))
+            .map(|at| most.map_or(at, |most| at.min(most)));
         let kept = keep_reply
             && reply_end.is_some()
             && (self.legs.get(Role::Reply))
