@@ -89,11 +89,6 @@ impl Answering {
         self.deadline
     }
 
-    /// Whether the operation's budget is spent already.
-    pub(super) fn is_spent(&self) -> bool {
-        self.deadline.is_exhausted(Instant::now())
-    }
-
     /// The host no longer wants the answer: the operation is cancelled (begun or not: it
     /// ends at once either way) and nothing is sent.
     pub(super) fn cancel(&self) {

@@ -775,9 +775,7 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
                 bridge.begin(&job, Cancel::Blocking(worker.cancel_handle()), deadline)?;
             Some(Running::Thread(std::thread::spawn(move || {
                 // A local upstream's stdout is the watcher's until it has ended.
-                while bridge.watch.yield_to_request() && !answering.is_spent() {
-                    std::thread::sleep(watch::YIELD_SLICE);
-                }
+                bridge.watch.wait_turn(deadline.end());
                 let outcome =
                     answering.scope_thread(|| worker.run_within(job.action.clone(), deadline));
                 // What a handshake relays depends on the transport it found.
@@ -792,9 +790,7 @@ fn run(client: &Client, bridge: &Arc<Bridge>, job: Job) -> Option<Running> {
             let answering = bridge.begin(&job, Cancel::Tokio(worker.cancel_handle()), deadline)?;
             Some(Running::Task(runtime.spawn(async move {
                 // A local upstream's stdout is the watcher's until it has ended.
-                while bridge.watch.yield_to_request() && !answering.is_spent() {
-                    tokio::time::sleep(watch::YIELD_SLICE).await;
-                }
+                bridge.watch.wait_turn_async(deadline.end()).await;
                 let operation = worker.run_within(job.action.clone(), deadline);
                 let outcome = Arc::clone(&answering).scope_task(operation).await;
                 let probe = job.initialize.is_some() || job.discover;

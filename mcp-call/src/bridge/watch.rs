@@ -21,8 +21,8 @@
 //! never writes to the host.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use mcp_proto::Subscription;
 use serde_json::Value;
@@ -34,10 +34,6 @@ use crate::driver::Cancel;
 /// refuses them), and the pause after each failure.
 pub(super) const TRIES: u32 = 3;
 pub(super) const PAUSE: Duration = Duration::from_secs(1);
-
-/// How long a host request waiting for the watcher's subscription to end (on a local upstream)
-/// pauses before it looks again.
-pub(super) const YIELD_SLICE: Duration = Duration::from_millis(5);
 
 /// Who waits for the upstream to take a subscription to a resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,6 +133,11 @@ pub(super) struct Watch {
     state: Mutex<State>,
     /// The upstream is local (stdio): the watcher yields to the host's requests.
     pub(super) local: bool,
+    /// Signalled when the subscription under way has ended, for the host requests waiting for
+    /// the upstream's stdout: a thread's wait ([`Self::wait_turn`]) and a task's
+    /// ([`Self::wait_turn_async`]).
+    ended: Condvar,
+    ended_async: tokio::sync::Notify,
 }
 
 impl Watch {
@@ -144,6 +145,8 @@ impl Watch {
         Self {
             state: Mutex::default(),
             local,
+            ended: Condvar::new(),
+            ended_async: tokio::sync::Notify::new(),
         }
     }
 
@@ -268,6 +271,8 @@ impl Watch {
     pub(super) fn ended(&self, generation: u64, failed: bool) -> (bool, Vec<(Pending, bool)>) {
         let mut state = locked(&self.state);
         state.current = None;
+        self.ended.notify_all();
+        self.ended_async.notify_waiters();
         state.acknowledged = false;
         let own = state.generation == generation;
         let refused = match own && failed {
@@ -285,14 +290,52 @@ impl Watch {
         state.settle(|_| Some(false))
     }
 
-    /// A host request is about to run on a local upstream: the subscription under way is
-    /// cancelled. True while it runs (the request looks again after [`YIELD_SLICE`] until it
-    /// has ended); false once none runs, and always over HTTP.
-    pub(super) fn yield_to_request(&self) -> bool {
+    /// A host request is about to run on a local upstream, whose stdout the subscription under
+    /// way holds: it is cancelled, and the request waits until it has ended, or until `until`
+    /// (the request's deadline: its operation then ends with its budget spent). Returns at
+    /// once when none runs, and always over HTTP. Blocks the calling thread.
+    pub(super) fn wait_turn(&self, until: Option<Instant>) {
+        let mut state = locked(&self.state);
+        while self.yield_locked(&mut state) {
+            let left = until.map_or(Duration::from_secs(3600), |until| {
+                until.saturating_duration_since(Instant::now())
+            });
+            if left.is_zero() {
+                return;
+            }
+            state = (self.ended.wait_timeout(state, left))
+                .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state);
+        }
+    }
+
+    /// [`Self::wait_turn`] for a task: the same wait, without blocking its thread.
+    pub(super) async fn wait_turn_async(&self, until: Option<Instant>) {
+        loop {
+            // Registered before the look, so that an end between the two is not missed.
+            let ended = std::pin::pin!(self.ended_async.notified());
+            let mut ended = ended;
+            ended.as_mut().enable();
+            if !self.yield_locked(&mut locked(&self.state)) {
+                return;
+            }
+            match until {
+                Some(until) => {
+                    let until = tokio::time::Instant::from_std(until);
+                    if tokio::time::timeout_at(until, ended).await.is_err() {
+                        return;
+                    }
+                }
+                None => ended.await,
+            }
+        }
+    }
+
+    /// The subscription under way is cancelled for a host request on a local upstream. True
+    /// while it runs; false once none runs, and always over HTTP.
+    fn yield_locked(&self, state: &mut MutexGuard<'_, State>) -> bool {
         if !self.local {
             return false;
         }
-        let mut state = locked(&self.state);
         state.generation += 1;
         let Some((_, cancel)) = &state.current else {
             return false;
@@ -408,10 +451,24 @@ mod tests {
         assert!(watch.declare(tools(), false, true));
         assert!(watch.start());
         let (_, generation) = watch.next(&cancel(), || false).unwrap();
-        // A request cancels it (again and again while it runs).
-        assert!(watch.yield_to_request());
-        assert!(!watch.ended(generation, true).0);
-        assert!(!watch.yield_to_request(), "none runs");
+        // A request cancels it and waits for its end, at most until its own deadline.
+        let start = Instant::now();
+        watch.wait_turn(Some(start + Duration::from_millis(50)));
+        assert!(
+            start.elapsed() >= Duration::from_millis(50),
+            "it still runs"
+        );
+        // A request waiting goes on when it ends: told, not looking again later (a missed
+        // signal would hold it to its deadline).
+        let far = Duration::from_secs(60);
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| watch.wait_turn(Some(Instant::now() + far)));
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!watch.ended(generation, true).0);
+            waiting.join().unwrap();
+        });
+        assert!(start.elapsed() < far / 2, "the end let the request go");
+        watch.wait_turn(None);
         // While a request runs no subscription starts; after the last, one starts again.
         assert!(watch.next(&cancel(), || true).is_none());
         assert!(watch.idle() && watch.start());
@@ -420,7 +477,36 @@ mod tests {
         let http = Watch::new(false);
         assert!(http.declare(tools(), false, true) && http.start());
         assert!(http.next(&cancel(), || true).is_some());
-        assert!(!http.yield_to_request());
+        http.wait_turn(None);
+    }
+
+    #[test]
+    fn a_task_waiting_for_the_watcher_goes_on_when_its_subscription_ends() {
+        let watch = std::sync::Arc::new(Watch::new(true));
+        assert!(watch.declare(tools(), false, true) && watch.start());
+        let (_, generation) = watch.next(&cancel(), || false).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let far = Duration::from_secs(60);
+        let start = Instant::now();
+        runtime.block_on(async {
+            let short = Some(Instant::now() + Duration::from_millis(50));
+            watch.wait_turn_async(short).await;
+            assert!(
+                start.elapsed() >= Duration::from_millis(50),
+                "it still runs"
+            );
+            let waiter = std::sync::Arc::clone(&watch);
+            let waiting = tokio::spawn(async move {
+                waiter.wait_turn_async(Some(Instant::now() + far)).await;
+            });
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!watch.ended(generation, true).0);
+            waiting.await.unwrap();
+        });
+        assert!(start.elapsed() < far / 2, "the end let the task go");
     }
 
     #[test]
