@@ -340,6 +340,14 @@ impl Lanes {
         }
     }
 
+    /// The client value these lanes belong to is gone (no operation runs through it any
+    /// more): their kept connections close now, not when the last cancel handle drops.
+    pub(crate) fn forget(&self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(PoisonError::into_inner));
+        drop(idle);
+        (self.every.lock().unwrap_or_else(PoisonError::into_inner)).clear();
+    }
+
     /// Marks an operation as running on `lane` (one of these lanes) until the guard drops;
     /// from then on a cancel reaches it, and one for good has already.
     pub(crate) fn begin_operation(&self, lane: &Lane) -> OperationGuard {

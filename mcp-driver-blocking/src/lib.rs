@@ -259,6 +259,14 @@ impl ClientShared {
     }
 }
 
+impl Drop for Client {
+    /// A cancel handle may outlive its client value (a signal handler holds one to the end):
+    /// the connections the value kept close with it.
+    fn drop(&mut self) {
+        self.lanes.forget();
+    }
+}
+
 impl Clone for Client {
     /// Another handle on the same session (no second handshake), with lanes and a cancel
     /// handle of its own: [`cancel_handle`](Client::cancel_handle) on the clone cancels only

@@ -78,7 +78,7 @@ use mcp_proto::{
 use mcp_testkit::{AnswerMode, Hostile, NotificationReply, Script, TestServer};
 use serde_json::Value;
 use support::{
-    Driver, Recorder, args, assert_within_budget, config, echo, echo_call, new_client,
+    Driver, Recorder, args, assert_within_budget, config, echo, echo_call, eventually, new_client,
     peak_rss_bytes,
 };
 
@@ -176,6 +176,7 @@ for_each_driver!(
     a_probe_reports_the_handshake_then_pings_the_live_session,
     a_second_operation_on_the_same_session_sends_no_handshake,
     a_kept_connection_the_server_closed_is_not_used_again,
+    a_cancel_handle_kept_past_its_client_keeps_no_connection,
     a_404_on_an_expired_session_reinitializes_and_succeeds_inside_one_budget,
     a_session_lost_twice_in_one_operation_is_expired,
     a_session_a_typescript_server_forgot_is_recovered_as_for_a_404,
@@ -504,6 +505,31 @@ fn a_second_operation_on_the_same_session_sends_no_handshake<D: Driver>() {
     // Every request went on the one connection the first made: each answer read to its end
     // (a 202 without a body too) gave it back for the next.
     assert_eq!(server.connections_accepted(), 1);
+}
+
+fn a_cancel_handle_kept_past_its_client_keeps_no_connection<D: Driver>() {
+    // A signal handler holds a cancel handle to the end; the client it came from is dropped
+    // long before. Its pooled connection must close with the client, not with the handle.
+    let server = TestServer::start(Script::new());
+    let (mut client, _recorder) = new_client::<D>(&server, BUDGET);
+    client.call_tool("echo", echo("x")).unwrap();
+    assert_eq!(
+        server.open_connections(),
+        1,
+        "the call's connection is kept for the next"
+    );
+    let cancel = client.cancel_handle();
+    drop(client);
+    let closed = eventually(Duration::from_secs(5), &mut || {
+        server.open_connections() == 0
+    });
+    // The handle lived until now; a cancel reaches nothing.
+    cancel();
+    assert!(
+        closed,
+        "{} connection(s) still open after the client was dropped",
+        server.open_connections()
+    );
 }
 
 fn a_kept_connection_the_server_closed_is_not_used_again<D: Driver>() {
