@@ -3,7 +3,9 @@
 # mcp-remote (npm, pinned in interop/install.sh), each started as a local server by the hosts'
 # own client libraries (the Python SDK's stdio_client and the TypeScript SDK's
 # StdioClientTransport: bench/peers/bridge_host.py and .mjs), in front of the same upstream
-# (the Python SDK server over streamable HTTP, interop/peers/python_sdk_server.py).
+# (the Python SDK server over streamable HTTP, interop/peers/python_sdk_server.py); and
+# `mcp-call bridge` in front of the same server run as a local process (--stdio), whose list
+# changes the bridge listens for between the host's requests (mcp-remote fronts only URLs).
 # Measured per host and bridge: cold start to the first call answered, per-call latency
 # (CALLS sequential echo calls), the bridge process's peak memory, and a stalled upstream (a
 # call the server answers after 120 s): the time until the host has any answer. mcp-call's
@@ -73,12 +75,17 @@ for host in python ts; do
   measure "$host" "\`mcp-call bridge\` (blocking, --timeout 2)" "$mcp_call" --driver blocking --url "$url" --timeout 2 --resolution ms bridge
   measure "$host" "\`mcp-call bridge\` (tokio, --timeout 2)" "$mcp_call" --driver tokio --url "$url" --timeout 2 --resolution ms bridge
   measure "$host" "mcp-remote $remote_version" node "$REMOTE" "$url" --allow-http
+  for driver in blocking tokio; do
+    measure "$host" "\`mcp-call bridge\` ($driver, --timeout 2), the server as a local process (--stdio)" \
+      "$mcp_call" --driver "$driver" --stdio "$PY interop/peers/python_sdk_server.py stdio" \
+      --timeout 2 --resolution ms bridge
+  done
 done
 
 table=$(mktemp)
 {
   echo "Run of $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (with local changes)'); \`bench/bridge.sh\`; CPU: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), \`nproc\` $(nproc)."
-  echo "Upstream: the Python SDK server (PyPI \`mcp\` $("$PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')) over streamable HTTP on loopback; $CALLS sequential echo calls after 10 to warm up; the stalled call is one the server answers after 120 s."
+  echo "Upstream: the Python SDK server (PyPI \`mcp\` $("$PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')) over streamable HTTP on loopback, or (rows marked --stdio) the same server as a local process the bridge starts, whose list changes it listens for between the host's requests (each request takes the server's stdout from that subscription); $CALLS sequential echo calls after 10 to warm up; the stalled call is one the server answers after 120 s."
   echo
   echo "| host | bridge | cold start to the first answer (ms) | per call p50 / p90 / p99 (ms) | bridge peak RSS (MiB) | stalled upstream: the host has an answer after | that answer |"
   echo "|---|---|---|---|---|---|---|"
