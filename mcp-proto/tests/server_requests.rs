@@ -81,6 +81,20 @@ fn asked(output: Output) -> ServerRequest {
     }
 }
 
+/// Leg `leg`'s answer is an event stream on which the server asks `elicitation/create` (its
+/// JSON-RPC id `id`): reported, then handed to the caller.
+fn asked_on_stream(op: &mut Operation, clock: &ManualClock, leg: LegId, id: &str) -> ServerRequest {
+    open_stream(op, clock, leg);
+    let ask = json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create",
+        "params": {"message": "who?", "requestedSchema": {"type": "object"}}});
+    on_stream(op, clock, leg, &ask);
+    assert!(matches!(
+        next(op, clock),
+        Output::Event(Event::ServerRequest { .. })
+    ));
+    asked(next(op, clock))
+}
+
 fn body(leg: &mcp_proto::driver::Leg) -> Value {
     serde_json::from_slice(leg.request.body()).unwrap()
 }
@@ -251,15 +265,7 @@ fn a_legacy_reply_goes_out_once_the_caller_answers_and_the_stream_is_read_meanwh
     let mut session = live_session(answering(config()), &clock);
     let mut op = session.call_tool("ask", Map::new(), clock.now());
     let call = transmitted(next(&mut op, &clock));
-    open_stream(&mut op, &clock, call.id);
-    let ask = json!({"jsonrpc": "2.0", "id": "srv-9", "method": "elicitation/create",
-        "params": {"message": "who?", "requestedSchema": {"type": "object"}}});
-    on_stream(&mut op, &clock, call.id, &ask);
-    assert!(matches!(
-        next(&mut op, &clock),
-        Output::Event(Event::ServerRequest { .. })
-    ));
-    let question = asked(next(&mut op, &clock));
+    let question = asked_on_stream(&mut op, &clock, call.id, "srv-9");
     assert_eq!(question.method, "elicitation/create");
     assert_eq!(question.params["message"], "who?");
     // No reply goes out before the caller's answer; the call's stream is still read.
@@ -351,15 +357,7 @@ fn a_reply_on_its_way_when_the_answer_comes_is_waited_for_inside_the_budget() {
         let end = op.deadline().end().unwrap();
         let call = transmitted(next(&mut op, &clock));
         let call_id = body(&call)["id"].clone();
-        open_stream(&mut op, &clock, call.id);
-        let ask = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create",
-            "params": {"message": "who?", "requestedSchema": {"type": "object"}}});
-        on_stream(&mut op, &clock, call.id, &ask);
-        assert!(matches!(
-            next(&mut op, &clock),
-            Output::Event(Event::ServerRequest { .. })
-        ));
-        let question = asked(next(&mut op, &clock));
+        let question = asked_on_stream(&mut op, &clock, call.id, "srv-1");
         give(
             &mut op,
             &clock,
