@@ -70,6 +70,8 @@ struct CancelWait<'p, 'a> {
     armed: u64,
     /// The waker the registration holds.
     waker: Option<std::task::Waker>,
+    /// The operation was told of the cancel: the wait is not polled again (it stays ready).
+    told: bool,
 }
 
 impl CancelWait<'_, '_> {
@@ -132,7 +134,7 @@ impl<'a> Waits<'_, 'a> {
     async fn wait(&mut self, op: &mut Operation, wire: &mut impl Wire, until: Instant) -> Instant {
         let clock = TokioClock;
         let (cancellable, waits_for_session) =
-            (!op.is_finished(), std::mem::take(&mut self.offered));
+            (!self.cancelled.told, std::mem::take(&mut self.offered));
         let early = until.checked_sub(TIMER_SLACK).unwrap_or(until);
         let late = clock.now() >= early;
         let spinning = late && self.spin(until);
@@ -147,8 +149,8 @@ impl<'a> Waits<'_, 'a> {
         // cancel or the session's change is acted on first).
         let (now, timed) = tokio::select! {
             biased;
-            // Once fired, the operation is cancelled (and so finished) before the next wait:
-            // this branch is never polled again.
+            // Once fired, the operation is told before the next wait (finished, it still
+            // stops waiting for an answer to the server): this branch is not polled again.
             () = std::future::poll_fn(|cx| self.cancelled.poll(cx)), if cancellable => (clock.now(), false),
             () = self.timer.as_mut(), if !spinning => (clock.now(), true),
             () = async { if let Some(n) = changed.as_mut().as_pin_mut() { n.await } }, if waits_for_session => {
@@ -190,6 +192,7 @@ impl Run<'_> {
                 cancel,
                 armed,
                 waker: None,
+                told: false,
             },
             timer,
             changed,
@@ -198,7 +201,8 @@ impl Run<'_> {
         };
         let mut spans = LegSpans::default();
         loop {
-            if cancel.is_fired(armed) && !op.is_finished() {
+            if !waits.cancelled.told && cancel.is_fired(armed) {
+                waits.cancelled.told = true;
                 now = clock.now();
                 op.handle_input(Input::Cancel, now);
                 wire.prune(op);
@@ -255,7 +259,7 @@ impl Run<'_> {
         };
         let redirect = tokio::select! {
             biased;
-            () = std::future::poll_fn(|cx| waits.cancelled.poll(cx)), if !op.is_finished() => return TokioClock.now(),
+            () = std::future::poll_fn(|cx| waits.cancelled.poll(cx)), if !waits.cancelled.told => return TokioClock.now(),
             redirect = tokio::time::timeout_at(
                 TokioInstant::from_std(step.ends_at),
                 authorizer.authorize(step),

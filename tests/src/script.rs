@@ -229,6 +229,7 @@ pub struct Script {
     pub(crate) close_after: Vec<String>,
     pub(crate) progress: bool,
     pub(crate) delays: HashMap<String, Duration>,
+    pub(crate) ack_delay: Option<Duration>,
     pub(crate) hostile: HashMap<String, Hostile>,
     pub(crate) hostile_all: Option<Hostile>,
     pub(crate) allow_delete: bool,
@@ -268,6 +269,7 @@ impl Default for Script {
             close_after: Vec::new(),
             progress: true,
             delays: HashMap::new(),
+            ack_delay: None,
             hostile: HashMap::new(),
             hostile_all: None,
             allow_delete: true,
@@ -410,6 +412,14 @@ impl Script {
     /// responses). The sleep is cut short by server shutdown.
     pub fn delay(mut self, method: impl Into<String>, delay: Duration) -> Self {
         self.delays.insert(method.into(), delay);
+        self
+    }
+
+    /// Takes a client's response (the answer to a server request) at once, so that the
+    /// request waiting for it goes on, and acknowledges its POST (the 202) only `delay`
+    /// later: a client that ends its operation on the call's answer must still wait for it.
+    pub fn ack_delay(mut self, delay: Duration) -> Self {
+        self.ack_delay = Some(delay);
         self
     }
 

@@ -670,6 +670,11 @@ impl Conn {
             if let (Some(id), Ok(body)) = (&msg.id, serde_json::from_slice::<Value>(&req.body)) {
                 self.shared.deliver_answer(id, body);
             }
+            if let Some(delay) = script.ack_delay {
+                if !self.shared.sleep(delay) {
+                    return Err(aborted());
+                }
+            }
         }
         let resp = match script.notification_reply {
             NotificationReply::Accepted => Response::new(202),

@@ -112,6 +112,8 @@ for_each_driver!(
     a_legacy_server_gets_the_handshake_inside_one_budget,
     a_fallback_the_budget_cannot_pay_for_is_not_sent,
     the_server_s_questions_are_answered_round_by_round,
+    an_answer_to_the_server_is_acknowledged_before_the_call_returns,
+    a_cancel_ends_the_wait_for_the_acknowledgement_at_once,
     a_budget_spent_during_the_rounds_ends_the_call_inside_it,
     a_legacy_server_that_became_modern_is_detected_again,
     resources_and_prompts_are_one_operation_each_in_both_eras,

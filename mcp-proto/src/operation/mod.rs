@@ -41,7 +41,6 @@ mod view;
 
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
 use crate::session::Session;
 
 use authorize::{PersonAnswer, Polled};
@@ -565,46 +564,5 @@ impl Operation {
             self.fail(self.next_kind().request_name(), failure);
         }
         Heard::Over
-    }
-
-    /// The request awaited is given up on (`cancelled`, else it ran out): see `ending`.
-    fn give_up_call(&mut self, cancelled: bool) {
-        // A task goes on without its call: a cancelled one is cancelled on the server too.
-        let task = self.answering.task.task_id().filter(|_| cancelled);
-        self.ending.cancel_task(task.map(str::to_owned));
-        let (kind, call, _) = self.awaited();
-        let (config, legacy) = (self.session.config(), self.progress.era.modern().is_none());
-        self.ending.give_up((kind, call), config, legacy, cancelled);
-    }
-
-    /// Ends the operation with `result` (the first end counts): legs, timers, the flow, a
-    /// resumption and the stream stop, and the session gets back what it lent.
-    fn finish(&mut self, result: Result<Outcome, Error>) {
-        // A message cut off mid-line leaves the process unusable: it is ended at once.
-        let stdio = self.session.config().is_stdio();
-        let kill = stdio && self.grants.legs.any_half_written();
-        // Over HTTP an answer to the server on its way is waited for, unless the caller
-        // cancelled (see `ending`); over stdio a half-written one ends the process instead.
-        let cancelled = matches!(result, Err(Error::Cancelled { .. }));
-        let keep_reply = !stdio && !cancelled && !self.is_finished();
-        if !self.is_finished() {
-            // A close forgets the session, whether the server heard it or not.
-            if self.progress.action == Action::Close {
-                self.session.reset();
-            }
-            self.session.hand_back(self.stdout.hand_back());
-        }
-        self.grants.clear(keep_reply);
-        self.auth.stop();
-        self.resume.abandon();
-        self.responses.listen = Listen::Off;
-        self.ending.end(result, kill);
-    }
-
-    /// Ends the operation with `failure`, about the request `method`.
-    fn fail(&mut self, method: &'static str, failure: Failure) {
-        let failure = self.answering.task.hand_back(failure, self.grants.budget());
-        let error = failure.into_error(self.session.config().label().to_owned(), method);
-        self.finish(Err(error));
     }
 }

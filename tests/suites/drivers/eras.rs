@@ -2,18 +2,20 @@
 //! modern server answers a tool call in one leg; a legacy one gets the handshake after the
 //! refused modern request, inside the same budget; `-32022` moves to a version both speak;
 //! the server's questions (multi round-trip requests) are answered leg by leg under the
-//! operation's budget, and a budget spent between rounds refuses the next one unsent.
+//! operation's budget, and a budget spent between rounds refuses the next one unsent; a legacy
+//! server's question is answered by a POST whose acknowledgement the call waits for (a cancel
+//! ends that wait).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_proto::driver::LegKind;
 use mcp_proto::message::accept_elicitation_with_defaults;
 use mcp_proto::request::{GetPrompt, ReadResource};
 use mcp_proto::{Budget, Era, Error, LegEnd, ProtocolVersion, Resolution, SessionConfig};
-use mcp_testkit::{Script, ServerEra, TestServer};
+use mcp_testkit::{Script, ServerEra, ServerRequest, TestServer};
 use serde_json::Value;
 
-use super::support::{Driver, Recorder, assert_within_budget, echo};
+use super::support::{Driver, Recorder, assert_within_budget, echo, eventually};
 use super::{BUDGET, assert_one_deadline};
 
 /// A client for `server` that detects the era (the default), at millisecond resolution,
@@ -144,6 +146,78 @@ pub(super) fn the_server_s_questions_are_answered_round_by_round<D: Driver>() {
         [LegKind::CallTool, LegKind::CallTool]
     );
     assert_one_deadline(&recorder);
+}
+
+pub(super) fn an_answer_to_the_server_is_acknowledged_before_the_call_returns<D: Driver>() {
+    // The server takes the answer to its elicitation, answers the call with it at once, and
+    // acknowledges the answer's POST 300 ms later. The call returns once the acknowledgement
+    // came, not before: a POST cut mid-way may not reach the server (the TypeScript SDK's task
+    // example answered `tasks/result` first, and the tokio driver cut its sampling answer).
+    let ack = Duration::from_millis(300);
+    let server = TestServer::start(
+        Script::new()
+            .server_request(ServerRequest::elicit_name(7, "Ada"))
+            .ack_delay(ack),
+    );
+    let (mut client, recorder) = detecting::<D>(&server, BUDGET);
+    let started = Instant::now();
+    let result = client.call_tool("echo", echo("x")).unwrap();
+    let took = started.elapsed();
+    assert_eq!(result.text(), "x");
+    assert_eq!(
+        server.client_responses().len(),
+        1,
+        "the answer reached the server"
+    );
+    let legs = recorder.legs();
+    let reply = (legs.iter().find(|leg| leg.kind == LegKind::Respond)).expect("an answer went out");
+    assert_eq!(
+        reply.end,
+        LegEnd::Status(202),
+        "the answer's POST was acknowledged, not cut: {legs:?}"
+    );
+    assert!(
+        took >= ack,
+        "the call returned {took:?} in, before the acknowledgement"
+    );
+    assert!(
+        took < BUDGET / 2,
+        "{took:?}: the acknowledgement is all it waited for"
+    );
+}
+
+pub(super) fn a_cancel_ends_the_wait_for_the_acknowledgement_at_once<D: Driver>() {
+    // As above, the acknowledgement 5 s late (past the second the result waits for it at
+    // most); the caller cancels once the server has the answer. The call returns then, not a
+    // second later: with its result where it was read already (the tokio driver reads the
+    // call's stream beside the answer's POST), else cancelled (the blocking driver reads on
+    // once the POST's head is in).
+    let server = TestServer::start(
+        Script::new()
+            .server_request(ServerRequest::elicit_name(7, "Ada"))
+            .ack_delay(Duration::from_secs(5)),
+    );
+    let (mut client, _recorder) = detecting::<D>(&server, BUDGET);
+    let cancel = client.cancel_handle();
+    let (result, took) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let answered = || server.client_responses().len() == 1;
+            assert!(eventually(Duration::from_secs(5), &mut { answered }));
+            cancel();
+        });
+        let started = Instant::now();
+        let result = client.call_tool("echo", echo("x"));
+        (result, started.elapsed())
+    });
+    match result {
+        Ok(result) => assert_eq!(result.text(), "x"),
+        Err(err) => assert!(matches!(err, Error::Cancelled { .. }), "{err:?}"),
+    }
+    let most = mcp_proto::driver::CANCEL_NOTICE_GRANT;
+    assert!(
+        took < most * 3 / 4,
+        "{took:?}: the cancel did not end the wait (it ends by itself {most:?} after the result)"
+    );
 }
 
 pub(super) fn a_budget_spent_during_the_rounds_ends_the_call_inside_it<D: Driver>() {
