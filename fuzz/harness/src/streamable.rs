@@ -1355,8 +1355,13 @@ struct Sent {
     ends_at: Instant,
     /// In flight. The harness follows the operation's leg table exactly: a leg ends by its own
     /// inputs, its timer, a lost session (answers to the server go with it) or the end of the
-    /// operation (all but the cancel notice).
+    /// operation (all but the cancel notice, and an answer to the server still waiting for its
+    /// head when the operation did not end by a cancel: see `kept`).
     open: bool,
+    /// An answer to the server kept in flight past the operation's result (its head is waited
+    /// for, at most [`CANCEL_NOTICE_GRANT`] past the result): its end, its failure or a cancel
+    /// changes nothing but the leg.
+    kept: bool,
     /// Its head was read (`ReadMore`): its body is being read.
     reading: bool,
     /// A healthy answer ran it to its end.
@@ -1418,6 +1423,8 @@ struct Harness<'s> {
     expect: Option<&'static str>,
     /// `cancel()` ended the operation.
     cancelled: bool,
+    /// The harness saw the operation finished (the legs it keeps were decided then).
+    finish_seen: bool,
     /// The call a cancel notice must name, when the harness is sure one is owed.
     owed_notice: Option<i64>,
     /// The harness is sure no cancel notice may go out.
@@ -1542,13 +1549,18 @@ impl Harness<'_> {
                     self.in_flight()
                 );
                 if let Some(expected) = self.expect {
-                    // Only the cancel notice may hold the result back, until its end.
+                    // Only the cancel notice may hold the result back, until its end, and an
+                    // answer to the server waiting for its head.
                     let notice_end = self
                         .legs
                         .iter()
                         .any(|leg| leg.open && leg.role == Role::Notice && leg.ends_at == *until);
+                    let reply_end = self
+                        .legs
+                        .iter()
+                        .any(|leg| leg.open && leg.kept && leg.ends_at == *until);
                     assert!(
-                        expected == "Cancelled" && notice_end,
+                        (expected == "Cancelled" && notice_end) || reply_end,
                         "expected {expected:?} but the operation waits until {until:?} (in flight: {:?})",
                         self.in_flight()
                     );
@@ -1646,6 +1658,7 @@ impl Harness<'_> {
             sse: false,
             ends_at: leg.ends_at,
             open: true,
+            kept: false,
             reading: false,
             answered: false,
             carried_session: leg.request.headers().contains_key("mcp-session-id"),
@@ -1818,13 +1831,24 @@ impl Harness<'_> {
         }
     }
 
-    /// An operation that finished has no leg in flight but its cancel notice. Then the legs
-    /// the harness follows are the legs the operation has in flight (all those it thinks are,
-    /// and the last few sent).
+    /// An operation that finished has no leg in flight but its cancel notice and, unless a
+    /// cancel ended it, an answer to the server still waiting for its head (kept until at most
+    /// [`CANCEL_NOTICE_GRANT`] past the result). Then the legs the harness follows are the
+    /// legs the operation has in flight (all those it thinks are, and the last few sent).
     fn sync(&mut self) {
+        if self.op.is_finished() && !self.finish_seen {
+            self.finish_seen = true;
+            let most = self.latest.checked_add(CANCEL_NOTICE_GRANT);
+            for leg in &mut self.legs {
+                if leg.open && leg.role == Role::Reply && !self.cancelled {
+                    leg.kept = true;
+                    leg.ends_at = most.map_or(leg.ends_at, |most| leg.ends_at.min(most));
+                }
+            }
+        }
         if self.op.is_finished() {
             for i in 0..self.legs.len() {
-                if self.legs[i].role != Role::Notice {
+                if self.legs[i].role != Role::Notice && !self.legs[i].kept {
                     self.close(i);
                 }
             }
@@ -1863,7 +1887,7 @@ impl Harness<'_> {
     /// An input came at or after the end of leg `i`, in flight: the leg timed out (the
     /// operation decides lateness, not the driver).
     fn ran_out(&mut self, i: usize, read: Option<LegStatus>, what: &str) {
-        let Sent { id, role, .. } = self.legs[i];
+        let Sent { id, role, kept, .. } = self.legs[i];
         if let Some(read) = read {
             assert_eq!(
                 read,
@@ -1872,7 +1896,7 @@ impl Harness<'_> {
             );
         }
         self.close(i);
-        if role.is_awaited() {
+        if role.is_awaited() && !kept {
             assert!(
                 self.op.is_finished(),
                 "{what} for {id} after its end, and the operation goes on"
@@ -2174,7 +2198,7 @@ impl Harness<'_> {
                         "a broken modern stream was sent again {} times",
                         self.reissues
                     );
-                } else if role.is_awaited() {
+                } else if role.is_awaited() && !was_finished {
                     assert!(
                         self.op.is_finished(),
                         "{id} ({role:?}) failed, and the operation goes on"
@@ -2204,7 +2228,7 @@ impl Harness<'_> {
             let leg = self.legs[i];
             if leg.open && leg.ends_at <= now {
                 self.close(i);
-                if leg.role.is_awaited() {
+                if leg.role.is_awaited() && !leg.kept {
                     assert!(
                         self.op.is_finished(),
                         "{} ran out at its end, and the operation goes on",
@@ -2249,6 +2273,12 @@ impl Harness<'_> {
                 Some(Some(call)) if self.notice => self.owed_notice = Some(call),
                 Some(None) => self.no_notice = true,
                 _ => {}
+            }
+        }
+        // After the result, a cancel stops only the wait for an answer's head.
+        for i in 0..self.legs.len() {
+            if self.legs[i].kept {
+                self.close(i);
             }
         }
         self.sync();
@@ -2455,6 +2485,7 @@ pub fn operation(data: &[u8]) {
         json_fed: None,
         expect: None,
         cancelled: false,
+        finish_seen: false,
         owed_notice: None,
         no_notice: false,
         notice_sent: false,
