@@ -343,8 +343,7 @@ impl Lanes {
     /// The client value these lanes belong to is gone (no operation runs through it any
     /// more): their kept connections close now, not when the last cancel handle drops.
     pub(crate) fn forget(&self) {
-        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(PoisonError::into_inner));
-        drop(idle);
+        (self.idle.lock().unwrap_or_else(PoisonError::into_inner)).clear();
         (self.every.lock().unwrap_or_else(PoisonError::into_inner)).clear();
     }
 

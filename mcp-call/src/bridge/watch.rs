@@ -21,7 +21,7 @@
 //! never writes to the host.
 
 use std::collections::BTreeSet;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_proto::Subscription;
@@ -297,14 +297,12 @@ impl Watch {
     pub(super) fn wait_turn(&self, until: Option<Instant>) {
         let mut state = locked(&self.state);
         while self.yield_locked(&mut state) {
-            let left = until.map_or(Duration::from_secs(3600), |until| {
-                until.saturating_duration_since(Instant::now())
-            });
-            if left.is_zero() {
-                return;
-            }
-            state = (self.ended.wait_timeout(state, left))
-                .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state);
+            state = match until.map(|until| until.saturating_duration_since(Instant::now())) {
+                Some(left) if left.is_zero() => return,
+                Some(left) => (self.ended.wait_timeout(state, left))
+                    .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state),
+                None => (self.ended.wait(state)).unwrap_or_else(PoisonError::into_inner),
+            };
         }
     }
 
@@ -312,8 +310,7 @@ impl Watch {
     pub(super) async fn wait_turn_async(&self, until: Option<Instant>) {
         loop {
             // Registered before the look, so that an end between the two is not missed.
-            let ended = std::pin::pin!(self.ended_async.notified());
-            let mut ended = ended;
+            let mut ended = std::pin::pin!(self.ended_async.notified());
             ended.as_mut().enable();
             if !self.yield_locked(&mut locked(&self.state)) {
                 return;

@@ -166,12 +166,7 @@ impl Operation {
     /// resumption and the stream stop, and the session gets back what it lent.
     pub(super) fn finish(&mut self, result: Result<Outcome, Error>) {
         // A message cut off mid-line leaves the process unusable: it is ended at once.
-        let stdio = self.session.config().is_stdio();
-        let kill = stdio && self.grants.legs.any_half_written();
-        // Over HTTP an answer to the server on its way is waited for, unless the caller
-        // cancelled (see `ending`); over stdio a half-written one ends the process instead.
-        let cancelled = matches!(result, Err(Error::Cancelled { .. }));
-        let keep_reply = !stdio && !cancelled && !self.is_finished();
+        let kill = self.session.config().is_stdio() && self.grants.legs.any_half_written();
         if !self.is_finished() {
             // A close forgets the session, whether the server heard it or not.
             if self.progress.action == Action::Close {
@@ -179,7 +174,8 @@ impl Operation {
             }
             self.session.hand_back(self.stdout.hand_back());
         }
-        self.grants.clear(keep_reply);
+        // Over HTTP an answer to the server on its way stays, unless the caller cancelled.
+        self.grants.clear();
         self.auth.stop();
         self.resume.abandon();
         self.responses.listen = Listen::Off;

@@ -350,26 +350,27 @@ impl Grants {
         })
     }
 
-    /// Drops every leg and timer: the operation ended. With `keep_reply`, an answer to the
-    /// server still waiting for its head stays in flight (see `ending`), for what is left of
-    /// its grant but at most [`CANCEL_NOTICE_GRANT`] more: the result is in hand, and a server
-    /// that does not answer the answer holds it back no longer than a cancel's notice would.
-    pub(super) fn clear(&mut self, keep_reply: bool) {
-        let most = self.now.checked_add(CANCEL_NOTICE_GRANT);
-        let reply_end = (self.timers.get(Timer::LegEnd(Role::Reply)))
-            .map(|at| most.map_or(at, |most| at.min(most)));
-        let kept = keep_reply
-            && reply_end.is_some()
-            && (self.legs.get(Role::Reply))
-                .is_some_and(|leg| leg.status == 0 && leg.failure.is_none());
+    /// Drops every leg and timer: the operation ended. Over HTTP, unless the caller cancelled,
+    /// an answer to the server still waiting for its head stays in flight (see `ending`), for
+    /// what is left of its grant but at most [`CANCEL_NOTICE_GRANT`] more: the result is in
+    /// hand, and a server that does not answer the answer holds it back no longer than a
+    /// cancel's notice would.
+    pub(super) fn clear(&mut self) {
+        let waiting = |leg: &InFlight| leg.status == 0 && leg.failure.is_none();
+        let kept = (self.legs.get(Role::Reply))
+            .filter(|leg| !self.stdio && !self.cancelled && waiting(leg))
+            .and(self.timers.get(Timer::LegEnd(Role::Reply)))
+            .map(|end| {
+                (self.now.checked_add(CANCEL_NOTICE_GRANT)).map_or(end, |most| end.min(most))
+            });
         for role in Role::ALL {
-            if !(kept && role == Role::Reply) {
+            if !(kept.is_some() && role == Role::Reply) {
                 self.end(role);
             }
         }
         self.timers.clear();
-        if let (true, Some(at)) = (kept, reply_end) {
-            self.timers.set(Timer::LegEnd(Role::Reply), at);
+        if let Some(end) = kept {
+            self.timers.set(Timer::LegEnd(Role::Reply), end);
         }
         // A leg handed out after a cancel (its notice) is not the cancelled one.
         self.cancelled = false;
